@@ -1,0 +1,1 @@
+//! Typed SSH messages. STUB: being written.
