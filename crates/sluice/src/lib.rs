@@ -1,1 +1,12 @@
-//! placeholder
+//! # sluice: the runtime around `sluice-proto`
+//!
+//! Everything with a side effect lives here: sockets and their options, the
+//! driver loop that feeds bytes to the protocol engine, processes and pipes,
+//! configuration files, key files and the agent, logging, and the command
+//! line of the `sluice` client and `sluiced` server.
+
+pub mod cli;
+pub mod config;
+pub mod keys;
+pub mod log;
+pub mod server;

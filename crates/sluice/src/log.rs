@@ -1,0 +1,101 @@
+//! Leveled logging to stderr in OpenSSH's style (`debug1: ...`), so `-v`
+//! output reads like the tools users already know.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Log levels as OpenSSH names them (`LogLevel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Level {
+    /// Nothing.
+    Quiet = 0,
+    /// Fatal errors only.
+    Fatal = 1,
+    /// Errors.
+    Error = 2,
+    /// The default.
+    Info = 3,
+    /// More detail than INFO.
+    Verbose = 4,
+    /// `-v`.
+    Debug1 = 5,
+    /// `-vv`.
+    Debug2 = 6,
+    /// `-vvv`.
+    Debug3 = 7,
+}
+
+impl Level {
+    /// Parses an OpenSSH `LogLevel` value (case-insensitive); `DEBUG` means `DEBUG1`.
+    pub fn parse(s: &str) -> Option<Level> {
+        Some(match s.to_ascii_uppercase().as_str() {
+            "QUIET" => Level::Quiet,
+            "FATAL" => Level::Fatal,
+            "ERROR" => Level::Error,
+            "INFO" => Level::Info,
+            "VERBOSE" => Level::Verbose,
+            "DEBUG" | "DEBUG1" => Level::Debug1,
+            "DEBUG2" => Level::Debug2,
+            "DEBUG3" => Level::Debug3,
+            _ => return None,
+        })
+    }
+
+    /// The name as `sshd -T` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Quiet => "QUIET",
+            Level::Fatal => "FATAL",
+            Level::Error => "ERROR",
+            Level::Info => "INFO",
+            Level::Verbose => "VERBOSE",
+            Level::Debug1 => "DEBUG1",
+            Level::Debug2 => "DEBUG2",
+            Level::Debug3 => "DEBUG3",
+        }
+    }
+
+    /// The prefix printed before a message at this level.
+    fn prefix(self) -> &'static str {
+        match self {
+            Level::Debug1 => "debug1: ",
+            Level::Debug2 => "debug2: ",
+            Level::Debug3 => "debug3: ",
+            _ => "",
+        }
+    }
+}
+
+static LEVEL: AtomicU8 = AtomicU8::new(Level::Info as u8);
+static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Sets the process-wide log level.
+pub fn set_level(level: Level) {
+    LEVEL.store(level as u8, Ordering::Relaxed);
+}
+
+/// Sets a prefix for every line (e.g. `sluiced[1234]: `); first call wins.
+pub fn set_prefix(prefix: String) {
+    let _ = PREFIX.set(prefix);
+}
+
+/// True if messages at `level` are printed.
+pub fn enabled(level: Level) -> bool {
+    level as u8 <= LEVEL.load(Ordering::Relaxed)
+}
+
+/// Writes one log line to stderr if `level` is enabled.
+pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
+    if enabled(level) {
+        let prefix = PREFIX.get().map(String::as_str).unwrap_or("");
+        eprint!("{prefix}{}{args}\r\n", level.prefix());
+    }
+}
+
+/// Logs at a level: `log!(Debug1, "connecting to {host}")`.
+#[macro_export]
+macro_rules! log {
+    ($lvl:ident, $($arg:tt)*) => {
+        $crate::log::write($crate::log::Level::$lvl, format_args!($($arg)*))
+    };
+}
