@@ -88,7 +88,7 @@ pub fn enabled(level: Level) -> bool {
 pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
     if enabled(level) {
         let prefix = PREFIX.get().map(String::as_str).unwrap_or("");
-        eprint!("{prefix}{}{args}\r\n", level.prefix());
+        eprintln!("{prefix}{}{args}", level.prefix());
     }
 }
 
