@@ -1,0 +1,5 @@
+//! `sluiced`: the SSH server. STUB.
+fn main() {
+    eprintln!("sluiced: not yet implemented");
+    std::process::exit(255);
+}
