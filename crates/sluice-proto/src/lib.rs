@@ -23,3 +23,20 @@
 pub mod crypto;
 pub mod msg;
 pub mod wire;
+
+
+pub mod auth;
+pub mod config;
+pub mod connection;
+mod core;
+pub mod error;
+pub mod event;
+pub mod kex;
+pub mod negotiate;
+pub mod transport;
+
+pub use crate::core::{ChannelData, Connection, Received, Role};
+pub use config::{ClientConfig, Config, ServerConfig};
+pub use connection::channel::ChannelInfo;
+pub use error::{Error, Violation};
+pub use event::{AuthMethodRequest, ChannelId, Event};

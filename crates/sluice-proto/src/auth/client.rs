@@ -1,0 +1,88 @@
+//! Client side of RFC 4252: requests made on the runtime's behalf, answers
+//! turned into events. Which keys to try, in what order, is the runtime's choice.
+
+use crate::core::Connection;
+use crate::crypto::hostkey::Signer;
+use crate::error::{Error, Violation};
+use crate::event::Event;
+use crate::msg::{self, AuthMethod, UserauthRequest};
+use crate::wire::{MsgNum, WireError};
+
+const CONNECTION_SERVICE: &str = "ssh-connection";
+
+impl Connection {
+    pub(super) fn client_auth_message(&mut self, num: MsgNum, payload: &[u8]) -> Result<(), Error> {
+        let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
+        match num {
+            MsgNum::SERVICE_ACCEPT => {
+                msg::ServiceAccept::decode(payload).map_err(bad)?;
+                self.events.push_back(Event::AuthReady);
+            }
+            MsgNum::EXT_INFO => {
+                let info = msg::ExtInfo::decode(payload).map_err(bad)?;
+                for (name, value) in info.extensions {
+                    if name == "server-sig-algs" {
+                        let list = String::from_utf8_lossy(&value).split(',').map(str::to_owned).collect();
+                        self.auth.server_sig_algs = Some(list);
+                    }
+                }
+            }
+            MsgNum::USERAUTH_BANNER => {
+                let b = msg::UserauthBanner::decode(payload).map_err(bad)?;
+                self.events.push_back(Event::AuthBanner(b.message));
+            }
+            MsgNum::USERAUTH_FAILURE => {
+                let f = msg::UserauthFailure::decode(payload).map_err(bad)?;
+                self.auth.query_outstanding = false;
+                self.events.push_back(Event::AuthFailure { methods: f.methods, partial: f.partial_success });
+            }
+            MsgNum::USERAUTH_SUCCESS if !self.auth.authenticated => {
+                self.auth.authenticated = true;
+                self.start_delayed_compression();
+                let user = self.auth.user.clone().unwrap_or_default();
+                self.events.push_back(Event::Authenticated { user });
+            }
+            MsgNum::USERAUTH_PK_OK if self.auth.query_outstanding => {
+                let ok = msg::UserauthPkOk::decode(payload).map_err(bad)?;
+                self.auth.query_outstanding = false;
+                self.events.push_back(Event::AuthPkOk { algorithm: ok.algorithm, key_blob: ok.key_blob });
+            }
+            _ => return Err(Violation::UnexpectedMessage(num, "in client authentication").into()),
+        }
+        Ok(())
+    }
+
+    fn send_userauth(&mut self, user: &str, method: AuthMethod) {
+        self.auth.user = Some(user.to_owned());
+        let req = UserauthRequest { user: user.to_owned(), service: CONNECTION_SERVICE.to_owned(), method };
+        self.queue_with(|p| req.encode(p));
+    }
+
+    /// Client: asks with method `none`, which returns the methods that can continue.
+    pub fn auth_none(&mut self, user: &str) {
+        self.send_userauth(user, AuthMethod::None);
+    }
+
+    /// Client: asks whether a key would be accepted, without signing (RFC 4252 7).
+    pub fn auth_publickey_query(&mut self, user: &str, algorithm: &str, key_blob: &[u8]) {
+        self.auth.query_outstanding = true;
+        let m = AuthMethod::PublicKey { algorithm: algorithm.to_owned(), key_blob: key_blob.to_vec(), signature: None };
+        self.send_userauth(user, m);
+    }
+
+    /// Client: authenticates with a signature from `signer`.
+    pub fn auth_publickey_sign(&mut self, user: &str, algorithm: &str, signer: &dyn Signer) -> Result<(), Error> {
+        let sid = self.kex.session_id.clone().ok_or(Error::InvalidState("no session yet"))?;
+        let blob = signer.public_blob();
+        let data = msg::publickey_signed_data(&sid, user, CONNECTION_SERVICE, algorithm, &blob);
+        let sig = signer.sign(algorithm, &data).map_err(|_| Error::InvalidState("signing failed"))?;
+        let m = AuthMethod::PublicKey { algorithm: algorithm.to_owned(), key_blob: blob, signature: Some(sig) };
+        self.send_userauth(user, m);
+        Ok(())
+    }
+
+    /// Client: authenticates with a password.
+    pub fn auth_password(&mut self, user: &str, password: &str) {
+        self.send_userauth(user, AuthMethod::Password { password: password.to_owned(), new_password: None });
+    }
+}

@@ -1,0 +1,132 @@
+//! Server side of RFC 4252. Signatures are checked here; whether a key or
+//! password is authorised for the user is asked of the runtime through
+//! [`Event::AuthRequest`], which answers with `auth_accept`, `auth_pk_ok` or
+//! `auth_reject`. `MaxAuthTries` is enforced here.
+
+use crate::core::Connection;
+use crate::crypto::hostkey;
+use crate::error::{Error, Violation};
+use crate::event::{AuthMethodRequest, Event};
+use crate::msg::{self, AuthMethod, DisconnectReason};
+use crate::wire::{MsgNum, WireError};
+
+/// A request waiting for the runtime's decision.
+pub(super) struct Pending {
+    user: String,
+    method: AuthMethodRequest,
+}
+
+impl Connection {
+    pub(super) fn server_auth_message(&mut self, num: MsgNum, payload: &[u8]) -> Result<(), Error> {
+        let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
+        match num {
+            MsgNum::SERVICE_REQUEST => {
+                let r = msg::ServiceRequest::decode(payload).map_err(bad)?;
+                if r.name != "ssh-userauth" || self.auth.service_accepted {
+                    self.disconnect(DisconnectReason::SERVICE_NOT_AVAILABLE, "service not available");
+                    return Ok(());
+                }
+                self.auth.service_accepted = true;
+                self.queue_with(|p| msg::ServiceAccept { name: r.name }.encode(p));
+                Ok(())
+            }
+            MsgNum::USERAUTH_REQUEST if self.auth.service_accepted => {
+                if self.auth.authenticated {
+                    return Ok(()); // RFC 4252 5.1: ignored after success.
+                }
+                if self.auth.pending.is_some() {
+                    return Err(Violation::UnexpectedMessage(num, "while a request is being decided").into());
+                }
+                let req = msg::UserauthRequest::decode(payload).map_err(bad)?;
+                self.on_userauth_request(req)
+            }
+            _ => Err(Violation::UnexpectedMessage(num, "in server authentication").into()),
+        }
+    }
+
+    fn on_userauth_request(&mut self, req: msg::UserauthRequest) -> Result<(), Error> {
+        if !self.auth.banner_sent {
+            self.auth.banner_sent = true;
+            if let Some(b) = self.server.as_ref().and_then(|s| s.banner.clone()) {
+                self.queue_with(|p| msg::UserauthBanner { message: b, language: String::new() }.encode(p));
+            }
+        }
+        if req.service != "ssh-connection" {
+            self.disconnect(DisconnectReason::SERVICE_NOT_AVAILABLE, "service not available");
+            return Ok(());
+        }
+        let method = match req.method {
+            AuthMethod::None => AuthMethodRequest::None,
+            AuthMethod::PublicKey { algorithm, key_blob, signature } => {
+                let key_type = hostkey::blob_key_type(&key_blob).unwrap_or_default();
+                let usable = self.config.pubkey_algs.contains(&algorithm)
+                    && hostkey::sig_algs_for_key_type(key_type).contains(&algorithm.as_str())
+                    && self.method_offered("publickey");
+                if !usable {
+                    return self.reject_now(true);
+                }
+                let signed = match signature {
+                    None => false,
+                    Some(sig) => {
+                        let sid = self.kex.session_id.clone().unwrap_or_default();
+                        let data = msg::publickey_signed_data(&sid, &req.user, &req.service, &algorithm, &key_blob);
+                        if hostkey::verify(&algorithm, &key_blob, &sig, &data).is_err() {
+                            return self.reject_now(true);
+                        }
+                        true
+                    }
+                };
+                AuthMethodRequest::PublicKey { algorithm, key_blob, signed }
+            }
+            AuthMethod::Password { password, new_password: None } if self.method_offered("password") => {
+                AuthMethodRequest::Password { password }
+            }
+            _ => return self.reject_now(true),
+        };
+        self.auth.pending = Some(Pending { user: req.user.clone(), method: method.clone() });
+        self.events.push_back(Event::AuthRequest { user: req.user, method });
+        Ok(())
+    }
+
+    fn method_offered(&self, name: &str) -> bool {
+        self.server.as_ref().is_some_and(|s| s.auth_methods.iter().any(|m| m == name))
+    }
+
+    /// Sends USERAUTH_FAILURE; `counts` when the attempt counts against MaxAuthTries.
+    fn reject_now(&mut self, counts: bool) -> Result<(), Error> {
+        let max = self.server.as_ref().map_or(6, |s| s.max_auth_tries);
+        if counts {
+            self.auth.failures += 1;
+            if max > 0 && self.auth.failures >= max {
+                return Err(Violation::TooManyAuthFailures.into());
+            }
+        }
+        let methods = self.server.as_ref().map(|s| s.auth_methods.clone()).unwrap_or_default();
+        self.queue_with(|p| msg::UserauthFailure { methods, partial_success: false }.encode(p));
+        Ok(())
+    }
+
+    /// Server: the pending request succeeds. For an unsigned public key
+    /// this sends PK_OK (the key is acceptable) rather than success.
+    pub fn auth_accept(&mut self) {
+        let Some(p) = self.auth.pending.take() else { return };
+        if let AuthMethodRequest::PublicKey { algorithm, key_blob, signed: false } = p.method {
+            self.queue_with(|out| msg::UserauthPkOk { algorithm, key_blob }.encode(out));
+            return;
+        }
+        self.auth.authenticated = true;
+        self.auth.user = Some(p.user.clone());
+        self.queue_with(|out| out.push(MsgNum::USERAUTH_SUCCESS.0));
+        self.events.push_back(Event::Authenticated { user: p.user });
+    }
+
+    /// Server: the pending request fails; after MaxAuthTries failures the
+    /// connection is closed with "Too many authentication failures".
+    pub fn auth_reject(&mut self) {
+        let Some(p) = self.auth.pending.take() else { return };
+        let counts = !matches!(p.method, AuthMethodRequest::None);
+        if let Err(e) = self.reject_now(counts) {
+            let _ = self.fail(e);
+        }
+    }
+}

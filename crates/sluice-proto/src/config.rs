@@ -1,0 +1,80 @@
+//! What the runtime tells the engine: algorithm preferences, limits, window
+//! sizes, host keys, authentication methods. Plain data.
+
+use crate::crypto::hostkey::Signer;
+use crate::crypto::{cipher, hostkey, kex};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Settings shared by client and server.
+#[derive(Clone)]
+pub struct Config {
+    /// Our identification line without CR LF (RFC 4253 4.2).
+    pub version: String,
+    /// Key exchange methods, preferred first.
+    pub kex: Vec<String>,
+    /// Host key signature algorithms, preferred first (client); the server
+    /// offers those its keys can make, in this order.
+    pub host_key_algs: Vec<String>,
+    /// Ciphers, preferred first (both directions).
+    pub ciphers: Vec<String>,
+    /// MACs, preferred first (both directions).
+    pub macs: Vec<String>,
+    /// Compression methods, preferred first (both directions).
+    pub compression: Vec<String>,
+    /// Re-key after this many bytes in either direction (RekeyLimit).
+    pub rekey_bytes: u64,
+    /// Re-key after this much time (RekeyLimit's second value).
+    pub rekey_time: Option<Duration>,
+    /// Initial receive window for session channels.
+    pub window: u32,
+    /// Largest channel data payload we accept.
+    pub max_packet: u32,
+    /// Signature algorithms we accept for user authentication (server) or
+    /// may use (client).
+    pub pubkey_algs: Vec<String>,
+}
+
+fn owned(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| (*s).to_owned()).collect()
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            version: concat!("SSH-2.0-sluice_", env!("CARGO_PKG_VERSION")).to_owned(),
+            kex: owned(kex::DEFAULT_KEX),
+            host_key_algs: owned(hostkey::DEFAULT_SIG_ALGS),
+            ciphers: owned(cipher::DEFAULT_CIPHERS),
+            macs: owned(cipher::DEFAULT_MACS),
+            compression: owned(&["none", "zlib@openssh.com"]),
+            rekey_bytes: 1 << 32,
+            rekey_time: None,
+            window: 16 * 1024 * 1024,
+            max_packet: 256 * 1024 - 1024,
+            pubkey_algs: owned(hostkey::DEFAULT_SIG_ALGS),
+        }
+    }
+}
+
+/// Server-only settings.
+#[derive(Clone, Default)]
+pub struct ServerConfig {
+    /// Common settings.
+    pub common: Config,
+    /// Host keys; at least one.
+    pub host_keys: Vec<Arc<dyn Signer>>,
+    /// Authentication methods offered (`publickey`, `password`, ...).
+    pub auth_methods: Vec<String>,
+    /// Failed attempts before disconnecting (MaxAuthTries).
+    pub max_auth_tries: u32,
+    /// Text sent as USERAUTH_BANNER before authentication.
+    pub banner: Option<String>,
+}
+
+/// Client-only settings.
+#[derive(Clone, Default)]
+pub struct ClientConfig {
+    /// Common settings.
+    pub common: Config,
+}

@@ -1,0 +1,122 @@
+//! One channel's state (RFC 4254 5) and the table of channels.
+
+use crate::connection::window::RecvWindow;
+use crate::event::ChannelId;
+
+/// Most channels one connection may have open at once.
+const MAX_CHANNELS: usize = 1024;
+
+/// Where a channel stands in its open handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChannelState {
+    /// We sent CHANNEL_OPEN and wait for the answer.
+    Opening,
+    /// The peer asked to open it; the runtime has not answered.
+    PeerOpening,
+    /// Open both ways.
+    Open,
+}
+
+/// One channel.
+#[derive(Debug)]
+pub(crate) struct Channel {
+    pub(crate) state: ChannelState,
+    /// The peer's number for the channel.
+    pub(crate) remote: u32,
+    /// Bytes we may still send.
+    pub(crate) send_window: u32,
+    /// Largest data payload the peer accepts.
+    pub(crate) send_max_packet: u32,
+    pub(crate) recv: RecvWindow,
+    pub(crate) eof_sent: bool,
+    pub(crate) eof_received: bool,
+    pub(crate) close_sent: bool,
+    pub(crate) close_received: bool,
+}
+
+/// What the runtime may ask about a channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelInfo {
+    /// Open both ways.
+    pub open: bool,
+    /// Bytes we may send now.
+    pub send_window: u32,
+    /// Largest data payload the peer accepts.
+    pub send_max_packet: u32,
+    /// Bytes the peer may still send us.
+    pub recv_available: u32,
+    /// We sent EOF.
+    pub eof_sent: bool,
+    /// The peer sent EOF.
+    pub eof_received: bool,
+    /// We sent CLOSE.
+    pub close_sent: bool,
+}
+
+impl Channel {
+    pub(crate) fn new(state: ChannelState, remote: u32, send_window: u32, send_max_packet: u32, recv_max: u32) -> Self {
+        Channel {
+            state,
+            remote,
+            send_window,
+            send_max_packet,
+            recv: RecvWindow::new(recv_max),
+            eof_sent: false,
+            eof_received: false,
+            close_sent: false,
+            close_received: false,
+        }
+    }
+
+    pub(crate) fn info(&self) -> ChannelInfo {
+        ChannelInfo {
+            open: self.state == ChannelState::Open,
+            send_window: self.send_window,
+            send_max_packet: self.send_max_packet,
+            recv_available: self.recv.available,
+            eof_sent: self.eof_sent,
+            eof_received: self.eof_received,
+            close_sent: self.close_sent,
+        }
+    }
+}
+
+/// The channels of one connection, by local number.
+#[derive(Debug, Default)]
+pub(crate) struct Channels {
+    slots: Vec<Option<Channel>>,
+}
+
+impl Channels {
+    /// A free local number, if fewer than the maximum are in use.
+    pub(crate) fn alloc(&mut self) -> Option<ChannelId> {
+        if let Some(i) = self.slots.iter().position(Option::is_none) {
+            return Some(ChannelId(i as u32));
+        }
+        if self.slots.len() >= MAX_CHANNELS {
+            return None;
+        }
+        self.slots.push(None);
+        Some(ChannelId((self.slots.len() - 1) as u32))
+    }
+
+    pub(crate) fn insert(&mut self, id: ChannelId, ch: Channel) {
+        if let Some(slot) = self.slots.get_mut(id.0 as usize) {
+            *slot = Some(ch);
+        }
+    }
+
+    pub(crate) fn get(&self, id: ChannelId) -> Option<&Channel> {
+        self.slots.get(id.0 as usize).and_then(Option::as_ref)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: ChannelId) -> Option<&mut Channel> {
+        self.slots.get_mut(id.0 as usize).and_then(Option::as_mut)
+    }
+
+    pub(crate) fn free(&mut self, id: ChannelId) {
+        if let Some(slot) = self.slots.get_mut(id.0 as usize) {
+            *slot = None;
+        }
+    }
+}

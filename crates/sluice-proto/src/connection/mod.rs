@@ -1,0 +1,258 @@
+//! The connection protocol (RFC 4254): channels, their windows and requests,
+//! and global requests. Channel data has a hand-written fast path in
+//! [`data`]; the rest is here.
+
+pub mod channel;
+pub mod data;
+pub mod window;
+
+pub(crate) use channel::{Channel, ChannelState, Channels};
+
+use crate::core::Connection;
+use crate::error::{Error, Violation};
+use crate::event::{ChannelId, Event};
+use crate::msg::{self, ChannelRequestKind};
+use crate::wire::{MsgNum, WireError};
+
+/// RFC 4254 5.1 reason: resource shortage.
+const RESOURCE_SHORTAGE: u32 = 4;
+
+impl Connection {
+    /// Handles messages 80-100 except channel data.
+    pub(crate) fn handle_connection(&mut self, num: MsgNum, payload: &[u8]) -> Result<(), Error> {
+        let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
+        match num {
+            MsgNum::GLOBAL_REQUEST => {
+                let r = msg::GlobalRequest::decode(payload).map_err(bad)?;
+                if r.want_reply {
+                    self.queue_with(|p| p.push(MsgNum::REQUEST_FAILURE.0));
+                }
+            }
+            MsgNum::REQUEST_SUCCESS | MsgNum::REQUEST_FAILURE => {}
+            MsgNum::CHANNEL_OPEN => {
+                let o = msg::ChannelOpen::decode(payload).map_err(bad)?;
+                let Some(id) = self.channels.alloc() else {
+                    let f = msg::ChannelOpenFailure {
+                        recipient_channel: o.sender_channel,
+                        reason_code: RESOURCE_SHORTAGE,
+                        description: "too many channels".into(),
+                        language: String::new(),
+                    };
+                    self.queue_with(|p| f.encode(p));
+                    return Ok(());
+                };
+                let ch = Channel::new(ChannelState::PeerOpening, o.sender_channel, o.initial_window, o.max_packet, self.config.window);
+                self.channels.insert(id, ch);
+                self.events.push_back(Event::ChannelOpenRequest { channel: id, channel_type: o.channel_type, data: o.data });
+            }
+            MsgNum::CHANNEL_OPEN_CONFIRMATION => {
+                let c = msg::ChannelOpenConfirmation::decode(payload).map_err(bad)?;
+                let ch = self.channel_mut(c.recipient_channel)?;
+                if ch.state != ChannelState::Opening {
+                    return Err(Violation::UnexpectedMessage(num, "for a channel not being opened").into());
+                }
+                ch.state = ChannelState::Open;
+                ch.remote = c.sender_channel;
+                ch.send_window = c.initial_window;
+                ch.send_max_packet = c.max_packet;
+                self.events.push_back(Event::ChannelOpened(ChannelId(c.recipient_channel)));
+            }
+            MsgNum::CHANNEL_OPEN_FAILURE => {
+                let f = msg::ChannelOpenFailure::decode(payload).map_err(bad)?;
+                if self.channel_mut(f.recipient_channel)?.state != ChannelState::Opening {
+                    return Err(Violation::UnexpectedMessage(num, "for a channel not being opened").into());
+                }
+                self.channels.free(ChannelId(f.recipient_channel));
+                self.events.push_back(Event::ChannelOpenFailed {
+                    channel: ChannelId(f.recipient_channel),
+                    reason: f.reason_code,
+                    description: f.description,
+                });
+            }
+            MsgNum::CHANNEL_WINDOW_ADJUST => {
+                let a = msg::ChannelWindowAdjust::decode(payload).map_err(bad)?;
+                let ch = self.open_channel_mut(a.recipient_channel)?;
+                // RFC 4254 5.2: the window may not exceed 2^32-1; clamp.
+                ch.send_window = ch.send_window.saturating_add(a.bytes_to_add);
+                self.events.push_back(Event::ChannelWindow(ChannelId(a.recipient_channel)));
+            }
+            MsgNum::CHANNEL_EOF => {
+                let e = msg::ChannelEof::decode(payload).map_err(bad)?;
+                self.open_channel_mut(e.recipient_channel)?.eof_received = true;
+                self.events.push_back(Event::ChannelEof(ChannelId(e.recipient_channel)));
+            }
+            MsgNum::CHANNEL_CLOSE => {
+                let c = msg::ChannelClose::decode(payload).map_err(bad)?;
+                let id = ChannelId(c.recipient_channel);
+                let ch = self.open_channel_mut(c.recipient_channel)?;
+                ch.close_received = true;
+                if !ch.close_sent {
+                    ch.close_sent = true;
+                    let remote = ch.remote;
+                    self.queue_with(|p| msg::ChannelClose { recipient_channel: remote }.encode(p));
+                }
+                self.channels.free(id);
+                self.events.push_back(Event::ChannelClosed(id));
+            }
+            MsgNum::CHANNEL_REQUEST => {
+                let r = msg::ChannelRequest::decode(payload).map_err(bad)?;
+                self.open_channel_mut(r.recipient_channel)?;
+                self.events.push_back(Event::ChannelRequest {
+                    channel: ChannelId(r.recipient_channel),
+                    want_reply: r.want_reply,
+                    request: r.request,
+                });
+            }
+            MsgNum::CHANNEL_SUCCESS | MsgNum::CHANNEL_FAILURE => {
+                let id = if num == MsgNum::CHANNEL_SUCCESS {
+                    msg::ChannelSuccess::decode(payload).map_err(bad)?.recipient_channel
+                } else {
+                    msg::ChannelFailure::decode(payload).map_err(bad)?.recipient_channel
+                };
+                self.open_channel_mut(id)?;
+                let success = num == MsgNum::CHANNEL_SUCCESS;
+                self.events.push_back(Event::ChannelReply { channel: ChannelId(id), success });
+            }
+            _ => return Err(Violation::UnexpectedMessage(num, "unknown connection message").into()),
+        }
+        Ok(())
+    }
+
+    pub(crate) fn channel_mut(&mut self, id: u32) -> Result<&mut Channel, Error> {
+        self.channels.get_mut(ChannelId(id)).ok_or(Error::Protocol(Violation::UnknownChannel(id)))
+    }
+
+    /// A channel that is open and not closed by the peer.
+    pub(crate) fn open_channel_mut(&mut self, id: u32) -> Result<&mut Channel, Error> {
+        let ch = self.channel_mut(id)?;
+        if ch.state != ChannelState::Open || ch.close_received {
+            return Err(Violation::UnknownChannel(id).into());
+        }
+        Ok(ch)
+    }
+
+    fn local(&mut self, id: ChannelId) -> Result<&mut Channel, Error> {
+        self.channels.get_mut(id).ok_or(Error::InvalidState("no such channel"))
+    }
+
+    /// Client: opens a session channel (RFC 4254 6.1).
+    pub fn open_session(&mut self) -> Result<ChannelId, Error> {
+        let id = self.channels.alloc().ok_or(Error::InvalidState("too many channels"))?;
+        self.channels.insert(id, Channel::new(ChannelState::Opening, 0, 0, 0, self.config.window));
+        let o = msg::ChannelOpen {
+            channel_type: "session".into(),
+            sender_channel: id.0,
+            initial_window: self.config.window,
+            max_packet: self.config.max_packet,
+            data: Vec::new(),
+        };
+        self.queue_with(|p| o.encode(p));
+        Ok(id)
+    }
+
+    /// Confirms a channel the peer asked to open.
+    pub fn accept_channel(&mut self, id: ChannelId) -> Result<(), Error> {
+        let (window, max_packet) = (self.config.window, self.config.max_packet);
+        let ch = self.local(id)?;
+        if ch.state != ChannelState::PeerOpening {
+            return Err(Error::InvalidState("channel is not waiting to be accepted"));
+        }
+        ch.state = ChannelState::Open;
+        let c = msg::ChannelOpenConfirmation {
+            recipient_channel: ch.remote,
+            sender_channel: id.0,
+            initial_window: window,
+            max_packet,
+            data: Vec::new(),
+        };
+        self.queue_with(|p| c.encode(p));
+        Ok(())
+    }
+
+    /// Refuses a channel the peer asked to open.
+    pub fn reject_channel(&mut self, id: ChannelId, reason: u32, description: &str) -> Result<(), Error> {
+        let ch = self.local(id)?;
+        if ch.state != ChannelState::PeerOpening {
+            return Err(Error::InvalidState("channel is not waiting to be accepted"));
+        }
+        let f = msg::ChannelOpenFailure {
+            recipient_channel: ch.remote,
+            reason_code: reason,
+            description: description.to_owned(),
+            language: String::new(),
+        };
+        self.channels.free(id);
+        self.queue_with(|p| f.encode(p));
+        Ok(())
+    }
+
+    /// Sends a channel request (exec, env, exit-status, ...).
+    pub fn channel_request(&mut self, id: ChannelId, request: ChannelRequestKind, want_reply: bool) -> Result<(), Error> {
+        let ch = self.local(id)?;
+        if ch.state != ChannelState::Open || ch.close_sent {
+            return Err(Error::InvalidState("channel not open"));
+        }
+        let r = msg::ChannelRequest { recipient_channel: ch.remote, want_reply, request };
+        self.queue_with(|p| r.encode(p));
+        Ok(())
+    }
+
+    /// Answers a peer's channel request that wanted a reply.
+    pub fn channel_reply(&mut self, id: ChannelId, success: bool) -> Result<(), Error> {
+        let ch = self.local(id)?;
+        if ch.close_sent {
+            return Ok(());
+        }
+        let remote = ch.remote;
+        self.queue_with(|p| {
+            if success {
+                msg::ChannelSuccess { recipient_channel: remote }.encode(p)
+            } else {
+                msg::ChannelFailure { recipient_channel: remote }.encode(p)
+            }
+        });
+        Ok(())
+    }
+
+    /// Sends EOF on a channel (once).
+    pub fn send_eof(&mut self, id: ChannelId) -> Result<(), Error> {
+        let ch = self.local(id)?;
+        if ch.eof_sent || ch.close_sent || ch.state != ChannelState::Open {
+            return Ok(());
+        }
+        ch.eof_sent = true;
+        let remote = ch.remote;
+        self.queue_with(|p| msg::ChannelEof { recipient_channel: remote }.encode(p));
+        Ok(())
+    }
+
+    /// Closes a channel (once); [`Event::ChannelClosed`] follows the peer's CLOSE.
+    pub fn close_channel(&mut self, id: ChannelId) -> Result<(), Error> {
+        let ch = self.local(id)?;
+        if ch.close_sent || ch.state != ChannelState::Open {
+            return Ok(());
+        }
+        ch.close_sent = true;
+        let remote = ch.remote;
+        self.queue_with(|p| msg::ChannelClose { recipient_channel: remote }.encode(p));
+        Ok(())
+    }
+
+    /// The runtime wrote out `n` bytes received on the channel; the window
+    /// is re-granted to the peer when due.
+    pub fn consumed(&mut self, id: ChannelId, n: usize) {
+        let Some(ch) = self.channels.get_mut(id) else { return };
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        if let Some(add) = ch.recv.consume(n) {
+            if !ch.close_sent && !ch.close_received {
+                let remote = ch.remote;
+                self.queue_with(|p| msg::ChannelWindowAdjust { recipient_channel: remote, bytes_to_add: add }.encode(p));
+            }
+        }
+    }
+
+    /// Facts about a channel for the runtime.
+    pub fn channel_info(&self, id: ChannelId) -> Option<crate::connection::channel::ChannelInfo> {
+        self.channels.get(id).map(Channel::info)
+    }
+}

@@ -1,0 +1,262 @@
+//! Elliptic-curve Diffie-Hellman key exchange: `curve25519-sha256` and
+//! `curve25519-sha256@libssh.org` (RFC 8731 section 3) and
+//! `ecdh-sha2-nistp256/384/521` (RFC 5656 sections 4 and 6.1).
+//!
+//! Q_C and Q_S are 32 raw bytes for X25519 and uncompressed SEC1 points for
+//! the NIST curves (the form OpenSSH sends and accepts). K is the X25519
+//! output or the x coordinate, encoded as an `mpint`. An all-zero X25519
+//! result (a low-order peer point) is rejected (RFC 8731 section 3).
+
+use super::{all_zero, SharedSecret};
+use crate::crypto::CryptoError;
+use aws_lc_rs::agreement::{self, PrivateKey, UnparsedPublicKey};
+
+/// The curve of an ECDH method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Curve {
+    X25519,
+    P256,
+    P384,
+    P521,
+}
+
+impl Curve {
+    /// The curve of a method name.
+    pub(super) fn by_method(name: &str) -> Option<Curve> {
+        Some(match name {
+            "curve25519-sha256" | "curve25519-sha256@libssh.org" => Curve::X25519,
+            "ecdh-sha2-nistp256" => Curve::P256,
+            "ecdh-sha2-nistp384" => Curve::P384,
+            "ecdh-sha2-nistp521" => Curve::P521,
+            _ => return None,
+        })
+    }
+
+    fn algorithm(self) -> &'static agreement::Algorithm {
+        match self {
+            Curve::X25519 => &agreement::X25519,
+            Curve::P256 => &agreement::ECDH_P256,
+            Curve::P384 => &agreement::ECDH_P384,
+            Curve::P521 => &agreement::ECDH_P521,
+        }
+    }
+
+    /// Length of a public value on the wire.
+    fn public_len(self) -> usize {
+        match self {
+            Curve::X25519 => 32,
+            Curve::P256 => 65,
+            Curve::P384 => 97,
+            Curve::P521 => 133,
+        }
+    }
+
+    /// Checks the form of a peer's public value; aws-lc checks the point
+    /// itself is on the curve.
+    fn check_public(self, public: &[u8]) -> Result<(), CryptoError> {
+        let form_ok = match self {
+            Curve::X25519 => true,
+            _ => public.first() == Some(&0x04),
+        };
+        if public.len() == self.public_len() && form_ok {
+            Ok(())
+        } else {
+            Err(CryptoError)
+        }
+    }
+}
+
+/// Generates an ephemeral key pair: the private key and its public value.
+pub(super) fn generate(curve: Curve) -> Result<(PrivateKey, Vec<u8>), CryptoError> {
+    let private = PrivateKey::generate(curve.algorithm()).map_err(|_| CryptoError)?;
+    let public = private
+        .compute_public_key()
+        .map_err(|_| CryptoError)?
+        .as_ref()
+        .to_vec();
+    Ok((private, public))
+}
+
+/// Raw agreement with a checked peer value: the X25519 output or the x
+/// coordinate, handed to `f`. An all-zero X25519 output fails.
+pub(super) fn agree<R>(
+    curve: Curve,
+    private: &PrivateKey,
+    peer: &[u8],
+    f: impl FnOnce(&[u8]) -> Result<R, CryptoError>,
+) -> Result<R, CryptoError> {
+    curve.check_public(peer)?;
+    agreement::agree(
+        private,
+        UnparsedPublicKey::new(curve.algorithm(), peer),
+        CryptoError,
+        |secret| {
+            if curve == Curve::X25519 && all_zero(secret) {
+                return Err(CryptoError);
+            }
+            f(secret)
+        },
+    )
+}
+
+/// The client's ephemeral key for one ECDH exchange.
+pub(super) struct EcdhClient {
+    curve: Curve,
+    private: PrivateKey,
+    public: Vec<u8>,
+}
+
+impl EcdhClient {
+    pub(super) fn generate(curve: Curve) -> Result<Self, CryptoError> {
+        let (private, public) = generate(curve)?;
+        Ok(EcdhClient {
+            curve,
+            private,
+            public,
+        })
+    }
+}
+
+impl super::KexClient for EcdhClient {
+    fn client_public(&self) -> &[u8] {
+        &self.public
+    }
+
+    fn finish(self: Box<Self>, server_public: &[u8]) -> Result<SharedSecret, CryptoError> {
+        agree(self.curve, &self.private, server_public, |s| {
+            Ok(SharedSecret::mpint(s))
+        })
+    }
+}
+
+/// The server's side: Q_S and K for the client's Q_C.
+pub(super) fn server_respond(
+    curve: Curve,
+    client_public: &[u8],
+) -> Result<(Vec<u8>, SharedSecret), CryptoError> {
+    let (private, public) = generate(curve)?;
+    let k = agree(curve, &private, client_public, |s| {
+        Ok(SharedSecret::mpint(s))
+    })?;
+    Ok((public, k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::kex::KexClient;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn fixed(curve: Curve, private: &str) -> Box<EcdhClient> {
+        let private = PrivateKey::from_private_key(curve.algorithm(), &hex(private)).unwrap();
+        let public = private.compute_public_key().unwrap().as_ref().to_vec();
+        Box::new(EcdhClient {
+            curve,
+            private,
+            public,
+        })
+    }
+
+    #[test]
+    fn x25519_rfc7748_vectors_as_mpint() {
+        // RFC 7748 section 6.1 (Alice and Bob).
+        let alice = fixed(
+            Curve::X25519,
+            "77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a",
+        );
+        assert_eq!(
+            alice.client_public(),
+            hex("8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a")
+        );
+        let bob_pub = hex("de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f");
+        let k = alice.finish(&bob_pub).unwrap();
+        let mut want = hex("00000020");
+        want.extend(hex(
+            "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742",
+        ));
+        assert_eq!(k.encoded(), want);
+        // RFC 7748 section 5.2, first vector: the output has its top bit set,
+        // so the mpint gains a zero byte.
+        let c = fixed(
+            Curve::X25519,
+            "a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4",
+        );
+        let k = c
+            .finish(&hex(
+                "e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c",
+            ))
+            .unwrap();
+        let mut want = hex("0000002100");
+        want.extend(hex(
+            "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552",
+        ));
+        assert_eq!(k.encoded(), want);
+    }
+
+    #[test]
+    fn x25519_rejects_low_order_and_bad_lengths() {
+        let c = client_x25519();
+        assert!(c.finish(&[0u8; 32]).is_err());
+        let c = client_x25519();
+        let mut one = [0u8; 32];
+        one[0] = 1;
+        assert!(c.finish(&one).is_err());
+        assert!(client_x25519().finish(&[9u8; 31]).is_err());
+        assert!(client_x25519().finish(&[9u8; 33]).is_err());
+        assert!(server_respond(Curve::X25519, &[0u8; 32]).is_err());
+        assert!(server_respond(Curve::X25519, &[]).is_err());
+    }
+
+    fn client_x25519() -> Box<EcdhClient> {
+        Box::new(EcdhClient::generate(Curve::X25519).unwrap())
+    }
+
+    #[test]
+    fn p256_known_answer() {
+        // Shared x computed with Python `cryptography` for these two scalars.
+        let c = fixed(Curve::P256, P256_CLIENT);
+        assert_eq!(c.client_public(), hex(P256_CLIENT_PUB));
+        let k = c.finish(&hex(P256_SERVER_PUB)).unwrap();
+        assert_eq!(k.encoded(), hex(P256_K));
+    }
+
+    const P256_CLIENT: &str = "1f2e3d4c5b6a79880102030405060708090a0b0c0d0e0f101112131415161718";
+    const P256_CLIENT_PUB: &str = "04945bafbfe49bbffe5c33d49cd083da75ce805aaf1f2a82cfb010e0968163582a40f7f692a325069e22cc0fe04c0e68322f4459e45106d54325ee23b8c66bd184";
+    const P256_SERVER_PUB: &str = "049381de55e16c04c2fa4d98bd2cf9d74edead09a83797a090265df5bc43b6b13d1fa688f47b7a7afe1a6c8a94fa8401bb3e39a18748184ff158e721fbeab87d93";
+    const P256_K: &str =
+        "0000002100ca5f485db2fdca95d27982bd02735ca45e402342187b93862cddecf9fd1772ba";
+
+    #[test]
+    fn nist_rejects_bad_points() {
+        for curve in [Curve::P256, Curve::P384, Curve::P521] {
+            let (_, good) = generate(curve).unwrap();
+            assert!(server_respond(curve, &good).is_ok());
+            // Compressed form, wrong length, off-curve point, wrong curve.
+            let mut compressed = good.clone();
+            compressed.truncate(1 + (good.len() - 1) / 2);
+            compressed[0] = 2;
+            assert!(server_respond(curve, &compressed).is_err());
+            assert!(server_respond(curve, &good[..good.len() - 1]).is_err());
+            let mut off = good.clone();
+            *off.last_mut().unwrap() ^= 1;
+            assert!(server_respond(curve, &off).is_err());
+            let mut bad_tag = good.clone();
+            bad_tag[0] = 6;
+            assert!(server_respond(curve, &bad_tag).is_err());
+            let c = EcdhClient::generate(curve).unwrap();
+            let (_, other) = generate(if curve == Curve::P256 {
+                Curve::P384
+            } else {
+                Curve::P256
+            })
+            .unwrap();
+            assert!(Box::new(c).finish(&other).is_err());
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Errors of the protocol engine: one [`Violation`] variant per way a peer can
+//! misbehave, so the runtime can log what happened and the disconnect reason
+//! sent to the peer matches (RFC 4253 section 11.1).
+
+use crate::crypto::CryptoError;
+use crate::wire::{MsgNum, WireError};
+use std::fmt;
+
+/// Why a connection ended or an operation was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The peer broke the protocol; a DISCONNECT has been queued for it.
+    Protocol(Violation),
+    /// The peer sent DISCONNECT.
+    PeerDisconnected {
+        /// RFC 4253 11.1 reason code.
+        reason: u32,
+        /// The peer's description.
+        description: String,
+    },
+    /// We ended the connection on request of the runtime (host key rejected,
+    /// authentication given up, ...); a DISCONNECT has been queued.
+    LocalDisconnect {
+        /// RFC 4253 11.1 reason code.
+        reason: u32,
+        /// What we told the peer.
+        description: String,
+    },
+    /// The call does not fit the connection's state (a bug in the caller).
+    InvalidState(&'static str),
+    /// The connection is already closed.
+    Closed,
+}
+
+/// A protocol violation by the peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    /// The identification line is not `SSH-2.0-...` (or `SSH-1.99-`).
+    BadVersion(String),
+    /// Too much data before the identification line, or a line over 255 bytes.
+    VersionTooLong,
+    /// A packet length outside the allowed range or not a block multiple.
+    BadPacketLength(u32),
+    /// padding_length below 4 or past the packet's end.
+    BadPadding,
+    /// The MAC or AEAD tag did not verify.
+    MacFailure,
+    /// A field of a message could not be parsed.
+    Malformed(MsgNum, WireError),
+    /// A message that is not allowed in the current state.
+    UnexpectedMessage(MsgNum, &'static str),
+    /// Strict KEX (Terrapin countermeasure): a message other than the key
+    /// exchange's own arrived during the initial key exchange.
+    StrictKex(MsgNum),
+    /// No algorithm both sides support.
+    NoCommonAlgorithm {
+        /// Which list (kex, host key, cipher, MAC, compression).
+        what: &'static str,
+        /// What we offered.
+        ours: String,
+        /// What the peer offered.
+        theirs: String,
+    },
+    /// The key exchange's public value from the peer was invalid.
+    BadKexValue,
+    /// The server's signature over the exchange hash did not verify.
+    BadHostSignature,
+    /// The host key changed during a re-key.
+    HostKeyChanged,
+    /// Data beyond the advertised channel window.
+    WindowExceeded(u32),
+    /// Data beyond the channel's maximum packet size.
+    PacketExceedsMaximum(u32),
+    /// A message for a channel that does not exist or is closed.
+    UnknownChannel(u32),
+    /// Compressed data did not inflate, or inflated past the limit.
+    BadCompression,
+    /// Too many failed authentication attempts.
+    TooManyAuthFailures,
+}
+
+impl Violation {
+    /// The RFC 4253 11.1 reason code sent with the DISCONNECT.
+    pub fn reason_code(&self) -> u32 {
+        use crate::msg::DisconnectReason as R;
+        match self {
+            Violation::BadVersion(_) | Violation::VersionTooLong => R::PROTOCOL_VERSION_NOT_SUPPORTED.0,
+            Violation::MacFailure => R::MAC_ERROR.0,
+            Violation::NoCommonAlgorithm { .. } | Violation::BadKexValue | Violation::BadHostSignature => {
+                R::KEY_EXCHANGE_FAILED.0
+            }
+            Violation::HostKeyChanged => R::HOST_KEY_NOT_VERIFIABLE.0,
+            Violation::BadCompression => R::COMPRESSION_ERROR.0,
+            Violation::TooManyAuthFailures => R::NO_MORE_AUTH_METHODS_AVAILABLE.0,
+            _ => R::PROTOCOL_ERROR.0,
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::BadVersion(v) => write!(f, "bad protocol identification '{v}'"),
+            Violation::VersionTooLong => f.write_str("protocol identification too long or missing"),
+            Violation::BadPacketLength(n) => write!(f, "bad packet length {n}"),
+            Violation::BadPadding => f.write_str("bad padding length"),
+            Violation::MacFailure => f.write_str("message authentication code incorrect"),
+            Violation::Malformed(m, e) => write!(f, "malformed message {}: {e}", m.0),
+            Violation::UnexpectedMessage(m, s) => write!(f, "unexpected message type {} {s}", m.0),
+            Violation::StrictKex(m) => {
+                write!(f, "strict KEX violation: unexpected message type {} during initial key exchange", m.0)
+            }
+            Violation::NoCommonAlgorithm { what, ours, theirs } => {
+                write!(f, "no matching {what} found. Their offer: {theirs} (ours: {ours})")
+            }
+            Violation::BadKexValue => f.write_str("invalid key exchange value from peer"),
+            Violation::BadHostSignature => f.write_str("incorrect signature over the exchange hash"),
+            Violation::HostKeyChanged => f.write_str("server host key changed during re-key"),
+            Violation::WindowExceeded(c) => write!(f, "channel {c}: peer ignored channel window"),
+            Violation::PacketExceedsMaximum(c) => write!(f, "channel {c}: data packet exceeds maximum size"),
+            Violation::UnknownChannel(c) => write!(f, "message for unknown channel {c}"),
+            Violation::BadCompression => f.write_str("decompression failed"),
+            Violation::TooManyAuthFailures => f.write_str("too many authentication failures"),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Protocol(v) => v.fmt(f),
+            Error::PeerDisconnected { reason, description } => {
+                write!(f, "disconnected by peer ({reason}): {description}")
+            }
+            Error::LocalDisconnect { description, .. } => f.write_str(description),
+            Error::InvalidState(s) => write!(f, "invalid state: {s}"),
+            Error::Closed => f.write_str("connection closed"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<Violation> for Error {
+    fn from(v: Violation) -> Self {
+        Error::Protocol(v)
+    }
+}
+
+impl From<CryptoError> for Error {
+    fn from(_: CryptoError) -> Self {
+        Error::Protocol(Violation::MacFailure)
+    }
+}

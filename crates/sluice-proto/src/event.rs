@@ -1,0 +1,128 @@
+//! Events the engine reports to the runtime. Every decision with a side
+//! effect (host key trust, authorisation, running commands) is the
+//! runtime's: the engine asks through an event and waits for the answer.
+
+use crate::msg::ChannelRequestKind;
+use crate::negotiate::Algorithms;
+
+/// A channel, by our local number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChannelId(pub u32);
+
+/// A user authentication method as the server sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthMethodRequest {
+    /// `none`: usually answered with the list of methods.
+    None,
+    /// `publickey`; `signed` is true when a signature came with it and
+    /// verified (the runtime then only decides whether the key is authorised).
+    PublicKey {
+        /// Signature algorithm.
+        algorithm: String,
+        /// Public key blob.
+        key_blob: Vec<u8>,
+        /// A valid signature was included.
+        signed: bool,
+    },
+    /// `password`.
+    Password {
+        /// The password.
+        password: String,
+    },
+}
+
+/// Something the runtime must look at, from [`crate::Connection::poll_event`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// Client: the server's host key, with the exchange signature already
+    /// verified. Answer with `accept_host_key` or `reject_host_key`.
+    HostKey {
+        /// Signature algorithm negotiated.
+        algorithm: String,
+        /// Public key blob.
+        key_blob: Vec<u8>,
+    },
+    /// A key exchange finished; `initial` for the first one.
+    KexDone {
+        /// First exchange of the connection.
+        initial: bool,
+        /// What was negotiated.
+        algorithms: Box<Algorithms>,
+    },
+    /// Client: the server accepted the user-auth service; start authenticating.
+    AuthReady,
+    /// Client: the server sent a banner to show before authentication.
+    AuthBanner(String),
+    /// Client: the last request failed; these methods can continue.
+    AuthFailure {
+        /// Methods that may continue.
+        methods: Vec<String>,
+        /// The request succeeded but more is needed.
+        partial: bool,
+    },
+    /// Client: the server would accept a signature from this key.
+    AuthPkOk {
+        /// Signature algorithm.
+        algorithm: String,
+        /// Public key blob.
+        key_blob: Vec<u8>,
+    },
+    /// Authentication succeeded (both sides).
+    Authenticated {
+        /// The user name.
+        user: String,
+    },
+    /// Server: decide an authentication request with `auth_accept`,
+    /// `auth_pk_ok` or `auth_reject`.
+    AuthRequest {
+        /// User name asked for.
+        user: String,
+        /// Method and its data.
+        method: AuthMethodRequest,
+    },
+    /// Server: the peer wants to open a channel; answer with `accept_channel`
+    /// or `reject_channel`.
+    ChannelOpenRequest {
+        /// Our number for it.
+        channel: ChannelId,
+        /// `session`, `direct-tcpip`, ...
+        channel_type: String,
+        /// Type-specific data.
+        data: Vec<u8>,
+    },
+    /// Our channel open was confirmed.
+    ChannelOpened(ChannelId),
+    /// Our channel open was refused.
+    ChannelOpenFailed {
+        /// The channel.
+        channel: ChannelId,
+        /// RFC 4254 5.1 reason code.
+        reason: u32,
+        /// The peer's description.
+        description: String,
+    },
+    /// A channel request from the peer; if `want_reply`, answer with `channel_reply`.
+    ChannelRequest {
+        /// The channel.
+        channel: ChannelId,
+        /// The peer waits for an answer.
+        want_reply: bool,
+        /// The request.
+        request: ChannelRequestKind,
+    },
+    /// The peer's answer to one of our channel requests.
+    ChannelReply {
+        /// The channel.
+        channel: ChannelId,
+        /// SUCCESS or FAILURE.
+        success: bool,
+    },
+    /// The peer's send window grew: more data can be sent.
+    ChannelWindow(ChannelId),
+    /// The peer sent EOF.
+    ChannelEof(ChannelId),
+    /// Both sides closed the channel; its number may be reused.
+    ChannelClosed(ChannelId),
+    /// A DEBUG message the peer wants displayed.
+    Debug(String),
+}

@@ -1,0 +1,377 @@
+//! Key exchange and re-keying (RFC 4253 sections 7-9, RFC 5656 4, RFC 8731,
+//! RFC 8308 EXT_INFO, OpenSSH strict KEX).
+//!
+//! Either side may start a re-key at any time by sending KEXINIT. From our
+//! KEXINIT until our NEWKEYS only key exchange messages are sent; everything
+//! else waits in [`Connection::held`]. New keys take effect per direction:
+//! outgoing right after our NEWKEYS is sealed, incoming right after the
+//! peer's NEWKEYS is opened.
+
+use crate::core::{Connection, Role};
+use crate::crypto::cipher::{self, DirectionKeys};
+use crate::crypto::kex::{self as kexalg, HashAlg, KexClient, SharedSecret};
+use crate::crypto::{hostkey, Opener, Sealer};
+use crate::error::{Error, Violation};
+use crate::event::Event;
+use crate::msg::{ExtInfo, KexEcdhInit, KexEcdhReply, KexInit};
+use crate::negotiate::{self, Algorithms, EXT_INFO_C, EXT_INFO_S, STRICT_C, STRICT_S};
+use crate::transport::compress::{Compressor, Decompressor, Method};
+use crate::wire::{MsgNum, WireError, Writer};
+use std::time::Instant;
+
+/// The exchange's outcome, waiting for NEWKEYS in each direction.
+struct Exchanged {
+    hash: HashAlg,
+    k: SharedSecret,
+    h: Vec<u8>,
+}
+
+/// Key exchange state of one connection.
+#[derive(Default)]
+pub(crate) struct KexMachine {
+    /// The first exchange hash (RFC 4253 7.2).
+    pub(crate) session_id: Option<Vec<u8>>,
+    /// We put the strict-KEX marker in our first KEXINIT.
+    pub(crate) strict_offered: bool,
+    /// Strict KEX was negotiated in the first exchange.
+    strict: bool,
+    /// Exchanges completed.
+    completed: u32,
+    our_kexinit: Option<Vec<u8>>,
+    peer_kexinit: Option<Vec<u8>>,
+    algs: Option<Algorithms>,
+    client: Option<Box<dyn KexClient>>,
+    exchanged: Option<Exchanged>,
+    /// Client: waiting for the runtime's verdict on the host key.
+    awaiting_host_key: bool,
+    newkeys_sent: bool,
+    newkeys_received: bool,
+    /// The peer guessed wrong in `first_kex_packet_follows`: drop its next KEX packet.
+    ignore_guess: bool,
+    /// Client: the server's host key blob from the first exchange.
+    host_key: Option<Vec<u8>>,
+    /// Compression negotiated for each direction.
+    comp_send: Option<Method>,
+    comp_recv: Option<Method>,
+}
+
+impl KexMachine {
+    /// A key exchange is running.
+    pub(crate) fn in_progress(&self) -> bool {
+        self.our_kexinit.is_some() || self.peer_kexinit.is_some()
+    }
+
+    /// We sent KEXINIT and not yet NEWKEYS: only KEX messages may go out.
+    pub(crate) fn sending_blocked(&self) -> bool {
+        self.our_kexinit.is_some() && !self.newkeys_sent
+    }
+
+    /// In the first exchange with strict KEX: nothing but KEX messages is allowed.
+    pub(crate) fn in_initial_strict_kex(&self) -> bool {
+        self.strict && self.completed == 0 && !self.newkeys_received
+    }
+
+    /// The peer's first KEXINIT has not arrived yet.
+    pub(crate) fn first_kexinit_pending(&self) -> bool {
+        self.completed == 0 && self.peer_kexinit.is_none()
+    }
+
+    /// The algorithms of the exchange in progress or last completed.
+    pub(crate) fn algorithms(&self) -> Option<&Algorithms> {
+        self.algs.as_ref()
+    }
+}
+
+fn owned(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| (*s).to_owned()).collect()
+}
+
+impl Connection {
+    /// Queues our KEXINIT, starting a key exchange.
+    pub(crate) fn send_kexinit(&mut self) {
+        let first = self.kex.completed == 0;
+        let mut kex_list = self.config.kex.clone();
+        if first {
+            let markers = match self.role {
+                Role::Client => [EXT_INFO_C, STRICT_C],
+                Role::Server => [EXT_INFO_S, STRICT_S],
+            };
+            kex_list.extend(owned(&markers));
+            self.kex.strict_offered = true;
+        }
+        let host_key_algs = match (&self.role, &self.server) {
+            (Role::Server, Some(s)) => {
+                let ours: Vec<&'static str> = s.host_keys.iter().flat_map(|k| k.sig_algs()).collect();
+                self.config.host_key_algs.iter().filter(|a| ours.contains(&a.as_str())).cloned().collect()
+            }
+            _ => self.config.host_key_algs.clone(),
+        };
+        let mut cookie = [0u8; 16];
+        self.rng.fill(&mut cookie);
+        let c = &self.config;
+        let init = KexInit {
+            cookie,
+            kex_algorithms: kex_list,
+            server_host_key_algorithms: host_key_algs,
+            encryption_client_to_server: c.ciphers.clone(),
+            encryption_server_to_client: c.ciphers.clone(),
+            mac_client_to_server: c.macs.clone(),
+            mac_server_to_client: c.macs.clone(),
+            compression_client_to_server: c.compression.clone(),
+            compression_server_to_client: c.compression.clone(),
+            languages_client_to_server: Vec::new(),
+            languages_server_to_client: Vec::new(),
+            first_kex_packet_follows: false,
+            reserved: 0,
+        };
+        let mut p = Vec::new();
+        init.encode(&mut p);
+        self.kex.our_kexinit = Some(p.clone());
+        self.kex.newkeys_sent = false;
+        self.kex.newkeys_received = false;
+        self.queue(p);
+    }
+
+    /// Handles messages 20-49.
+    pub(crate) fn handle_kex(&mut self, now: Instant, num: MsgNum, payload: &[u8], seq: u32) -> Result<(), Error> {
+        let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
+        match num {
+            MsgNum::KEXINIT => self.on_kexinit(payload, seq),
+            MsgNum::NEWKEYS => self.on_newkeys(now),
+            _ if self.kex.ignore_guess => {
+                self.kex.ignore_guess = false;
+                Ok(())
+            }
+            MsgNum::KEX_ECDH_INIT if self.role == Role::Server => {
+                let m = KexEcdhInit::decode(payload).map_err(bad)?;
+                self.on_ecdh_init(&m.q_c)
+            }
+            MsgNum::KEX_ECDH_REPLY if self.role == Role::Client => {
+                let m = KexEcdhReply::decode(payload).map_err(bad)?;
+                self.on_ecdh_reply(m)
+            }
+            _ => Err(Violation::UnexpectedMessage(num, "during key exchange").into()),
+        }
+    }
+
+    fn on_kexinit(&mut self, payload: &[u8], seq: u32) -> Result<(), Error> {
+        if self.kex.peer_kexinit.is_some() {
+            return Err(Violation::UnexpectedMessage(MsgNum::KEXINIT, "twice in one key exchange").into());
+        }
+        let peer = KexInit::decode(payload).map_err(|e| Violation::Malformed(MsgNum::KEXINIT, e))?;
+        self.kex.peer_kexinit = Some(payload.to_vec());
+        if self.kex.our_kexinit.is_none() {
+            self.send_kexinit();
+        }
+        let ours = self.kex.our_kexinit.as_deref().unwrap_or_default();
+        let ours = KexInit::decode(ours).map_err(|e| Violation::Malformed(MsgNum::KEXINIT, e))?;
+        let (client, server) = match self.role {
+            Role::Client => (&ours, &peer),
+            Role::Server => (&peer, &ours),
+        };
+        let first = self.kex.completed == 0;
+        let algs = negotiate::negotiate(client, server, first, self.role == Role::Server)?;
+        if first {
+            self.kex.strict = algs.strict;
+            if algs.strict && seq != 0 {
+                return Err(Violation::StrictKex(MsgNum::KEXINIT).into());
+            }
+        }
+        self.kex.ignore_guess = peer.first_kex_packet_follows && negotiate::guess_was_wrong(client, server);
+        let (send, recv) = match self.role {
+            Role::Client => (&algs.comp_c2s, &algs.comp_s2c),
+            Role::Server => (&algs.comp_s2c, &algs.comp_c2s),
+        };
+        self.kex.comp_send = Method::from_name(send);
+        self.kex.comp_recv = Method::from_name(recv);
+        if self.role == Role::Client {
+            let c = kexalg::client_start(&algs.kex).map_err(|_| Violation::BadKexValue)?;
+            let q_c = c.client_public().to_vec();
+            self.kex.client = Some(c);
+            self.queue_with(|p| KexEcdhInit { q_c }.encode(p));
+        }
+        self.kex.algs = Some(algs);
+        Ok(())
+    }
+
+    /// H = HASH(V_C || V_S || I_C || I_S || K_S || Q_C || Q_S || K), RFC 5656 4.
+    fn exchange_hash(&self, hash: HashAlg, k_s: &[u8], q_c: &[u8], q_s: &[u8], k: &SharedSecret) -> Vec<u8> {
+        let ours = self.kex.our_kexinit.as_deref().unwrap_or_default();
+        let peer = self.kex.peer_kexinit.as_deref().unwrap_or_default();
+        let peer_v = self.peer_version.as_deref().unwrap_or_default();
+        let (v_c, v_s, i_c, i_s) = match self.role {
+            Role::Client => (self.our_version.as_str(), peer_v, ours, peer),
+            Role::Server => (peer_v, self.our_version.as_str(), peer, ours),
+        };
+        let mut buf = Vec::with_capacity(4096);
+        Writer::new(&mut buf)
+            .utf8(v_c)
+            .utf8(v_s)
+            .string(i_c)
+            .string(i_s)
+            .string(k_s)
+            .string(q_c)
+            .string(q_s)
+            .bytes(k.encoded());
+        hash.digest(&buf)
+    }
+
+    fn on_ecdh_init(&mut self, q_c: &[u8]) -> Result<(), Error> {
+        let algs = self.kex.algs.clone().ok_or(Violation::UnexpectedMessage(MsgNum::KEX_ECDH_INIT, "before KEXINIT"))?;
+        if self.kex.exchanged.is_some() {
+            return Err(Violation::UnexpectedMessage(MsgNum::KEX_ECDH_INIT, "twice").into());
+        }
+        let hash = kexalg::kex_hash(&algs.kex).ok_or(Violation::BadKexValue)?;
+        let (q_s, k) = kexalg::server_respond(&algs.kex, q_c).map_err(|_| Violation::BadKexValue)?;
+        let signer = self
+            .server
+            .as_ref()
+            .and_then(|s| s.host_keys.iter().find(|k| k.sig_algs().contains(&algs.host_key.as_str())).cloned())
+            .ok_or(Error::InvalidState("no host key for the negotiated algorithm"))?;
+        let k_s = signer.public_blob();
+        let h = self.exchange_hash(hash, &k_s, q_c, &q_s, &k);
+        let signature = signer.sign(&algs.host_key, &h).map_err(|_| Error::InvalidState("host key signing failed"))?;
+        self.queue_with(|p| KexEcdhReply { host_key: k_s, q_s, signature }.encode(p));
+        self.kex.exchanged = Some(Exchanged { hash, k, h });
+        self.set_session_id();
+        self.queue_with(|p| p.push(MsgNum::NEWKEYS.0));
+        if algs.peer_wants_ext_info {
+            let sig_algs = self.config.pubkey_algs.join(",");
+            let mut p = Vec::new();
+            ExtInfo { extensions: vec![("server-sig-algs".to_owned(), sig_algs.into_bytes())] }.encode(&mut p);
+            // EXT_INFO must be the first message after our NEWKEYS (RFC 8308 2.4).
+            self.held.push_front(p);
+        }
+        Ok(())
+    }
+
+    fn on_ecdh_reply(&mut self, m: KexEcdhReply) -> Result<(), Error> {
+        let algs = self.kex.algs.clone().ok_or(Violation::UnexpectedMessage(MsgNum::KEX_ECDH_REPLY, "before KEXINIT"))?;
+        let client = self.kex.client.take().ok_or(Violation::UnexpectedMessage(MsgNum::KEX_ECDH_REPLY, "unexpected"))?;
+        let hash = kexalg::kex_hash(&algs.kex).ok_or(Violation::BadKexValue)?;
+        let q_c = client.client_public().to_vec();
+        let k = client.finish(&m.q_s).map_err(|_| Violation::BadKexValue)?;
+        let h = self.exchange_hash(hash, &m.host_key, &q_c, &m.q_s, &k);
+        hostkey::verify(&algs.host_key, &m.host_key, &m.signature, &h).map_err(|_| Violation::BadHostSignature)?;
+        self.kex.exchanged = Some(Exchanged { hash, k, h });
+        self.set_session_id();
+        match &self.kex.host_key {
+            None => {
+                self.kex.host_key = Some(m.host_key.clone());
+                self.kex.awaiting_host_key = true;
+                self.events.push_back(Event::HostKey { algorithm: algs.host_key, key_blob: m.host_key });
+            }
+            Some(known) if *known == m.host_key => self.queue_with(|p| p.push(MsgNum::NEWKEYS.0)),
+            Some(_) => return Err(Violation::HostKeyChanged.into()),
+        }
+        Ok(())
+    }
+
+    fn set_session_id(&mut self) {
+        if self.kex.session_id.is_none() {
+            self.kex.session_id = self.kex.exchanged.as_ref().map(|e| e.h.clone());
+        }
+    }
+
+    /// Client: the runtime trusts the host key; the exchange completes.
+    pub fn accept_host_key(&mut self) {
+        if std::mem::take(&mut self.kex.awaiting_host_key) {
+            self.queue_with(|p| p.push(MsgNum::NEWKEYS.0));
+        }
+    }
+
+    /// Client: the runtime does not trust the host key; the connection ends.
+    pub fn reject_host_key(&mut self) {
+        self.kex.awaiting_host_key = false;
+        self.disconnect(crate::msg::DisconnectReason::HOST_KEY_NOT_VERIFIABLE, "Host key verification failed.");
+    }
+
+    /// Keys for one direction from the exchange; `c2s` selects letters A/C/E or B/D/F.
+    fn direction_keys(&self, c2s: bool) -> Result<(Box<dyn Sealer>, Box<dyn Opener>), Error> {
+        let (Some(ex), Some(algs), Some(sid)) = (&self.kex.exchanged, &self.kex.algs, &self.kex.session_id) else {
+            return Err(Error::InvalidState("keys derived before the exchange"));
+        };
+        let (cipher_name, mac_name, letters) = if c2s {
+            (&algs.cipher_c2s, &algs.mac_c2s, [b'A', b'C', b'E'])
+        } else {
+            (&algs.cipher_s2c, &algs.mac_s2c, [b'B', b'D', b'F'])
+        };
+        let ci = cipher::cipher_info(cipher_name).ok_or(Error::InvalidState("negotiated an unknown cipher"))?;
+        let mac_len = cipher::mac_info(mac_name).map_or(0, |m| m.key_len);
+        let derive = |letter: u8, len: usize| kexalg::derive_key(ex.hash, &ex.k, &ex.h, letter, sid, len);
+        let iv = derive(letters[0], ci.iv_len);
+        let key = derive(letters[1], ci.key_len);
+        let mac_key = derive(letters[2], if ci.aead { 0 } else { mac_len });
+        let keys = DirectionKeys { cipher: cipher_name, mac: mac_name, key: &key, iv: &iv, mac_key: &mac_key };
+        let bad = |_| Error::InvalidState("cipher rejected its keys");
+        Ok((cipher::sealer(keys).map_err(bad)?, cipher::opener(keys).map_err(bad)?))
+    }
+
+    /// Our NEWKEYS went out: switch outgoing keys, release held messages.
+    pub(crate) fn newkeys_sent(&mut self) {
+        let c2s = self.role == Role::Client;
+        match self.direction_keys(c2s) {
+            Ok((sealer, _)) => self.send.set_keys(sealer, self.kex.strict),
+            Err(e) => {
+                self.fail(e);
+                return;
+            }
+        }
+        if self.kex.comp_send == Some(Method::Zlib) && self.send.compressor.is_none() {
+            self.send.compressor = Some(Compressor::new());
+        }
+        self.kex.newkeys_sent = true;
+        let held = std::mem::take(&mut self.held);
+        self.outbox.extend(held);
+        self.finish_kex();
+    }
+
+    fn on_newkeys(&mut self, now: Instant) -> Result<(), Error> {
+        if self.kex.exchanged.is_none() || self.kex.newkeys_received {
+            return Err(Violation::UnexpectedMessage(MsgNum::NEWKEYS, "before the exchange completed").into());
+        }
+        let c2s = self.role == Role::Server;
+        let (_, opener) = self.direction_keys(c2s)?;
+        self.recv.set_keys(opener, self.kex.strict);
+        if self.kex.comp_recv == Some(Method::Zlib) && self.recv.decompressor.is_none() {
+            self.recv.decompressor = Some(Decompressor::new());
+        }
+        self.kex.newkeys_received = true;
+        self.last_kex_at = Some(now);
+        self.finish_kex();
+        Ok(())
+    }
+
+    fn finish_kex(&mut self) {
+        if !(self.kex.newkeys_sent && self.kex.newkeys_received) {
+            return;
+        }
+        self.kex.completed += 1;
+        self.kex.our_kexinit = None;
+        self.kex.peer_kexinit = None;
+        self.kex.exchanged = None;
+        self.kex.newkeys_sent = false;
+        self.kex.newkeys_received = false;
+        let initial = self.kex.completed == 1;
+        let algorithms = Box::new(self.kex.algs.clone().unwrap_or_default());
+        self.events.push_back(Event::KexDone { initial, algorithms });
+        if initial {
+            self.on_initial_kex_done();
+        }
+    }
+
+    /// Starts `zlib@openssh.com` compression once user authentication succeeded.
+    pub(crate) fn start_delayed_compression(&mut self) {
+        if self.kex.comp_send == Some(Method::ZlibDelayed) && self.send.compressor.is_none() {
+            self.send.compressor = Some(Compressor::new());
+        }
+        if self.kex.comp_recv == Some(Method::ZlibDelayed) && self.recv.decompressor.is_none() {
+            self.recv.decompressor = Some(Decompressor::new());
+        }
+    }
+
+    /// The algorithms of the last key exchange.
+    pub fn algorithms(&self) -> Option<&Algorithms> {
+        self.kex.algorithms()
+    }
+}

@@ -1,0 +1,148 @@
+//! Algorithm negotiation (RFC 4253 section 7.1), with the pseudo-algorithms
+//! riding in the KEX list: `ext-info-c`/`ext-info-s` (RFC 8308) and
+//! `kex-strict-c-v00@openssh.com`/`kex-strict-s-v00@openssh.com` (OpenSSH
+//! PROTOCOL, the Terrapin countermeasure).
+
+use crate::crypto::cipher;
+use crate::error::Violation;
+use crate::msg::KexInit;
+
+/// Client marker for RFC 8308 extension negotiation.
+pub const EXT_INFO_C: &str = "ext-info-c";
+/// Server marker for RFC 8308 extension negotiation.
+pub const EXT_INFO_S: &str = "ext-info-s";
+/// Client marker for strict KEX.
+pub const STRICT_C: &str = "kex-strict-c-v00@openssh.com";
+/// Server marker for strict KEX.
+pub const STRICT_S: &str = "kex-strict-s-v00@openssh.com";
+
+/// The algorithms chosen for one key exchange.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Algorithms {
+    /// Key exchange method.
+    pub kex: String,
+    /// Server host key signature algorithm.
+    pub host_key: String,
+    /// Cipher client to server.
+    pub cipher_c2s: String,
+    /// Cipher server to client.
+    pub cipher_s2c: String,
+    /// MAC client to server (empty for AEAD ciphers).
+    pub mac_c2s: String,
+    /// MAC server to client (empty for AEAD ciphers).
+    pub mac_s2c: String,
+    /// Compression client to server.
+    pub comp_c2s: String,
+    /// Compression server to client.
+    pub comp_s2c: String,
+    /// Both sides asked for strict KEX (meaningful for the first exchange).
+    pub strict: bool,
+    /// The peer wants an EXT_INFO message (server side: client sent `ext-info-c`).
+    pub peer_wants_ext_info: bool,
+}
+
+fn is_pseudo(name: &str) -> bool {
+    name == EXT_INFO_C || name == EXT_INFO_S || name.starts_with("kex-strict-")
+}
+
+fn choose(what: &'static str, client: &[String], server: &[String]) -> Result<String, Violation> {
+    client
+        .iter()
+        .filter(|c| !is_pseudo(c))
+        .find(|c| server.contains(c))
+        .cloned()
+        .ok_or_else(|| Violation::NoCommonAlgorithm { what, ours: client.join(","), theirs: server.join(",") })
+}
+
+fn choose_mac(cipher_name: &str, client: &[String], server: &[String]) -> Result<String, Violation> {
+    if cipher::cipher_info(cipher_name).is_some_and(|c| c.aead) {
+        return Ok(String::new());
+    }
+    choose("MAC", client, server)
+}
+
+/// Negotiates from both KEXINITs. `first` is true for the connection's
+/// first key exchange, the only one where the pseudo-algorithms count.
+pub fn negotiate(client: &KexInit, server: &KexInit, first: bool, we_are_server: bool) -> Result<Algorithms, Violation> {
+    let kex = choose("key exchange method", &client.kex_algorithms, &server.kex_algorithms)?;
+    let host_key = choose("host key type", &client.server_host_key_algorithms, &server.server_host_key_algorithms)?;
+    let cipher_c2s = choose("cipher", &client.encryption_client_to_server, &server.encryption_client_to_server)?;
+    let cipher_s2c = choose("cipher", &client.encryption_server_to_client, &server.encryption_server_to_client)?;
+    let mac_c2s = choose_mac(&cipher_c2s, &client.mac_client_to_server, &server.mac_client_to_server)?;
+    let mac_s2c = choose_mac(&cipher_s2c, &client.mac_server_to_client, &server.mac_server_to_client)?;
+    let comp_c2s = choose("compression method", &client.compression_client_to_server, &server.compression_client_to_server)?;
+    let comp_s2c = choose("compression method", &client.compression_server_to_client, &server.compression_server_to_client)?;
+    let has = |list: &[String], n: &str| list.iter().any(|x| x == n);
+    let strict = first && has(&client.kex_algorithms, STRICT_C) && has(&server.kex_algorithms, STRICT_S);
+    let peer_wants_ext_info = first && we_are_server && has(&client.kex_algorithms, EXT_INFO_C);
+    Ok(Algorithms {
+        kex,
+        host_key,
+        cipher_c2s,
+        cipher_s2c,
+        mac_c2s,
+        mac_s2c,
+        comp_c2s,
+        comp_s2c,
+        strict,
+        peer_wants_ext_info,
+    })
+}
+
+/// True if the peer's first KEX packet guess (RFC 4253 7.1
+/// `first_kex_packet_follows`) was wrong, so that packet must be ignored.
+pub fn guess_was_wrong(client: &KexInit, server: &KexInit) -> bool {
+    let first = |v: &[String]| v.iter().find(|n| !is_pseudo(n)).cloned();
+    first(&client.kex_algorithms) != first(&server.kex_algorithms)
+        || first(&client.server_host_key_algorithms) != first(&server.server_host_key_algorithms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn init(kex: &[&str], ciphers: &[&str]) -> KexInit {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        KexInit {
+            cookie: [0; 16],
+            kex_algorithms: v(kex),
+            server_host_key_algorithms: v(&["ssh-ed25519"]),
+            encryption_client_to_server: v(ciphers),
+            encryption_server_to_client: v(ciphers),
+            mac_client_to_server: v(&["hmac-sha2-256"]),
+            mac_server_to_client: v(&["hmac-sha2-256"]),
+            compression_client_to_server: v(&["none"]),
+            compression_server_to_client: v(&["none"]),
+            languages_client_to_server: vec![],
+            languages_server_to_client: vec![],
+            first_kex_packet_follows: false,
+            reserved: 0,
+        }
+    }
+
+    #[test]
+    fn client_preference_wins_and_markers_are_skipped() {
+        let c = init(&["ext-info-c", "curve25519-sha256", STRICT_C], &["aes256-ctr", "aes128-ctr"]);
+        let s = init(&["ecdh-sha2-nistp256", "curve25519-sha256", STRICT_S, "ext-info-s"], &["aes128-ctr", "aes256-ctr"]);
+        let a = negotiate(&c, &s, true, true).unwrap();
+        assert_eq!(a.kex, "curve25519-sha256");
+        assert_eq!(a.cipher_c2s, "aes256-ctr");
+        assert!(a.strict && a.peer_wants_ext_info);
+        assert!(!negotiate(&c, &s, false, true).unwrap().strict);
+    }
+
+    #[test]
+    fn no_common_algorithm_names_both_lists() {
+        let c = init(&["curve25519-sha256"], &["aes128-ctr"]);
+        let s = init(&["curve25519-sha256"], &["aes256-ctr"]);
+        let e = negotiate(&c, &s, true, false).unwrap_err();
+        assert!(e.to_string().contains("aes256-ctr"));
+    }
+
+    #[test]
+    fn markers_alone_do_not_negotiate() {
+        let c = init(&[EXT_INFO_C, STRICT_C], &["aes128-ctr"]);
+        let s = init(&[EXT_INFO_C, STRICT_C], &["aes128-ctr"]);
+        assert!(negotiate(&c, &s, true, false).is_err());
+    }
+}

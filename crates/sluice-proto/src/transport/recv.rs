@@ -1,0 +1,137 @@
+//! The receiving half of the binary packet protocol (RFC 4253 section 6):
+//! length checks, opening in place in the caller's input buffer,
+//! decompression, and sequence numbers (reset by strict KEX).
+
+use crate::crypto::cipher;
+use crate::crypto::{Opener, PacketPos};
+use crate::error::Violation;
+use crate::transport::compress::Decompressor;
+use std::ops::Range;
+
+/// Largest `packet_length` accepted, as OpenSSH (`PACKET_MAX_SIZE`, 256 KiB).
+pub const MAX_PACKET_LEN: usize = 256 * 1024;
+/// Largest payload after decompression.
+const MAX_PAYLOAD: usize = MAX_PACKET_LEN;
+
+/// Where an opened packet's payload is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Payload {
+    /// Decrypted in place: this range of the input.
+    Input(Range<usize>),
+    /// Inflated into the receive state's scratch buffer.
+    Scratch,
+}
+
+/// Result of offering input to [`RecvState::open`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Opened {
+    /// Not a whole packet yet.
+    NeedMore,
+    /// One packet, `consumed` bytes of input, and where its payload is.
+    Packet {
+        /// Bytes of input the packet occupied, tag included.
+        consumed: usize,
+        /// The payload's place.
+        payload: Payload,
+        /// Its sequence number (for UNIMPLEMENTED replies).
+        seq: u32,
+    },
+}
+
+/// State of the incoming direction.
+pub(crate) struct RecvState {
+    opener: Box<dyn Opener>,
+    pub(crate) seq: u32,
+    index: u64,
+    offset: u64,
+    /// Bytes received under the current keys, for `RekeyLimit`.
+    pub(crate) bytes: u64,
+    /// The inflate stream, once compression is active.
+    pub(crate) decompressor: Option<Decompressor>,
+    /// Decompressed payload of the last packet.
+    pub(crate) scratch: Vec<u8>,
+    /// Length of a packet whose head has been decrypted but whose body has not arrived.
+    pending_len: Option<u32>,
+}
+
+impl RecvState {
+    pub(crate) fn new() -> Self {
+        RecvState {
+            opener: cipher::initial_opener(),
+            seq: 0,
+            index: 0,
+            offset: 0,
+            bytes: 0,
+            decompressor: None,
+            scratch: Vec::new(),
+            pending_len: None,
+        }
+    }
+
+    /// Installs new keys after receiving NEWKEYS; strict KEX resets the sequence number.
+    pub(crate) fn set_keys(&mut self, opener: Box<dyn Opener>, strict: bool) {
+        self.opener = opener;
+        if strict {
+            self.seq = 0;
+        }
+        self.index = 0;
+        self.offset = 0;
+        self.bytes = 0;
+        self.pending_len = None;
+    }
+
+    fn pos(&self) -> PacketPos {
+        PacketPos { seq: self.seq, index: self.index, offset: self.offset }
+    }
+
+    /// Opens the packet at the start of `input` if it is all there.
+    pub(crate) fn open(&mut self, input: &mut [u8]) -> Result<Opened, Violation> {
+        let len = match self.pending_len {
+            Some(l) => l,
+            None => {
+                let need = self.opener.length_bytes();
+                let Some(head) = input.get(..need) else { return Ok(Opened::NeedMore) };
+                let l = self.opener.decrypt_length(self.pos(), head).map_err(|_| Violation::MacFailure)?;
+                self.check_length(l)?;
+                self.pending_len = Some(l);
+                l
+            }
+        };
+        let len = len as usize;
+        let tag_len = self.opener.tag_len();
+        let total = 4 + len + tag_len;
+        let Some(whole) = input.get_mut(..total) else { return Ok(Opened::NeedMore) };
+        let (packet, tag) = whole.split_at_mut(4 + len);
+        self.opener.open(self.pos(), packet, tag).map_err(|_| Violation::MacFailure)?;
+        self.pending_len = None;
+        let pad = usize::from(*packet.get(4).ok_or(Violation::BadPadding)?);
+        if pad < 4 || pad + 1 > len {
+            return Err(Violation::BadPadding);
+        }
+        let range = 5..4 + len - pad;
+        let seq = self.seq;
+        self.seq = self.seq.wrapping_add(1);
+        self.index += 1;
+        self.offset += if self.opener.length_in_blocks() { 4 + len } else { len } as u64;
+        self.bytes += total as u64;
+        let payload = match self.decompressor.as_mut() {
+            Some(d) => {
+                let compressed = packet.get(range).unwrap_or_default();
+                d.decompress(compressed, &mut self.scratch, MAX_PAYLOAD)?;
+                Payload::Scratch
+            }
+            None => Payload::Input(range),
+        };
+        Ok(Opened::Packet { consumed: total, payload, seq })
+    }
+
+    fn check_length(&self, len: u32) -> Result<(), Violation> {
+        let l = len as usize;
+        let bs = self.opener.block_size();
+        let aligned = if self.opener.length_in_blocks() { (l + 4) % bs == 0 } else { l % bs == 0 };
+        if !(5..=MAX_PACKET_LEN).contains(&l) || !aligned {
+            return Err(Violation::BadPacketLength(len));
+        }
+        Ok(())
+    }
+}

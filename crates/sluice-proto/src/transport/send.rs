@@ -1,0 +1,110 @@
+//! The sending half of the binary packet protocol (RFC 4253 section 6):
+//! framing, padding, compression and sealing in place in the caller's buffer.
+//!
+//! A packet is built where it will be sent from: [`SendState::begin`]
+//! reserves the 5-byte header in `out`, the caller appends the payload
+//! directly behind it (or reads file data into it), and [`SendState::finish`]
+//! pads and seals it there. Nothing is allocated per packet once `out` has
+//! grown to its working size.
+
+use crate::crypto::cipher;
+use crate::crypto::{PacketPos, Rng, Sealer};
+use crate::transport::compress::Compressor;
+
+/// Bytes before the payload: uint32 packet_length, byte padding_length.
+pub(crate) const HEADER: usize = 5;
+
+/// State of the outgoing direction.
+pub(crate) struct SendState {
+    sealer: Box<dyn Sealer>,
+    /// Sequence number of the next packet.
+    pub(crate) seq: u32,
+    /// Packets sealed under the current keys.
+    index: u64,
+    /// Bytes encrypted under the current keys (the CTR counter offset).
+    offset: u64,
+    /// Bytes sent under the current keys, for `RekeyLimit`.
+    pub(crate) bytes: u64,
+    /// The deflate stream, once compression is active.
+    pub(crate) compressor: Option<Compressor>,
+    scratch: Vec<u8>,
+}
+
+impl SendState {
+    /// The state before the first NEWKEYS.
+    pub(crate) fn new() -> Self {
+        SendState {
+            sealer: cipher::initial_sealer(),
+            seq: 0,
+            index: 0,
+            offset: 0,
+            bytes: 0,
+            compressor: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Installs new keys after sending NEWKEYS; strict KEX resets the sequence number.
+    pub(crate) fn set_keys(&mut self, sealer: Box<dyn Sealer>, strict: bool) {
+        self.sealer = sealer;
+        if strict {
+            self.seq = 0;
+        }
+        self.index = 0;
+        self.offset = 0;
+        self.bytes = 0;
+    }
+
+    /// Starts a packet at the end of `out`; returns where it starts. The
+    /// payload is appended to `out` by the caller.
+    pub(crate) fn begin(out: &mut Vec<u8>) -> usize {
+        let start = out.len();
+        out.extend_from_slice(&[0u8; HEADER]);
+        start
+    }
+
+    /// Completes the packet begun at `start`: compresses the payload if
+    /// compression is on, pads, writes the header, seals, appends the tag.
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>, start: usize, rng: &mut dyn Rng) {
+        let payload_at = start + HEADER;
+        if let Some(c) = self.compressor.as_mut() {
+            c.compress(out.get(payload_at..).unwrap_or_default(), &mut self.scratch);
+            out.truncate(payload_at);
+            out.extend_from_slice(&self.scratch);
+        }
+        let payload_len = out.len() - payload_at;
+        let bs = self.sealer.block_size();
+        let unpadded = 1 + payload_len + if self.sealer.length_in_blocks() { 4 } else { 0 };
+        let mut pad = bs - unpadded % bs;
+        if pad < 4 {
+            pad += bs;
+        }
+        let packet_len = 1 + payload_len + pad;
+        let tag_len = self.sealer.tag_len();
+        let pad_at = out.len();
+        out.resize(pad_at + pad + tag_len, 0);
+        let Some(packet) = out.get_mut(start..) else { return };
+        let (packet, tag) = packet.split_at_mut(4 + packet_len);
+        if let Some(p) = packet.get_mut(pad_at - start..) {
+            rng.fill(p);
+        }
+        if let Some(h) = packet.get_mut(..HEADER) {
+            h[..4].copy_from_slice(&(packet_len as u32).to_be_bytes());
+            h[4] = pad as u8;
+        }
+        let pos = PacketPos { seq: self.seq, index: self.index, offset: self.offset };
+        self.sealer.seal(pos, packet, tag);
+        self.seq = self.seq.wrapping_add(1);
+        self.index += 1;
+        let encrypted = if self.sealer.length_in_blocks() { 4 + packet_len } else { packet_len };
+        self.offset += encrypted as u64;
+        self.bytes += (4 + packet_len + tag_len) as u64;
+    }
+
+    /// Frames and seals a whole payload.
+    pub(crate) fn send(&mut self, payload: &[u8], out: &mut Vec<u8>, rng: &mut dyn Rng) {
+        let start = Self::begin(out);
+        out.extend_from_slice(payload);
+        self.finish(out, start, rng);
+    }
+}
