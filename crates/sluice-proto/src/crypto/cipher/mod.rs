@@ -1,7 +1,10 @@
 //! Packet ciphers and MACs (RFC 4253 6.3-6.4, RFC 4344, RFC 5647, OpenSSH
-//! PROTOCOL and PROTOCOL.chacha20poly1305). STUB: contract only.
+//! PROTOCOL and PROTOCOL.chacha20poly1305).
+
+mod impls;
 
 use super::{CryptoError, Opener, Sealer};
+use impls::{ChaCha, CtrMac, Gcm, Mac};
 
 /// Sizes of a cipher's keys (RFC 4253 7.2 derivation lengths).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,14 +54,41 @@ pub const DEFAULT_MACS: &[&str] = &[
 
 /// Looks up a cipher by wire name (including `none`, never offered by default).
 pub fn cipher_info(name: &str) -> Option<CipherInfo> {
-    let _ = name;
-    None
+    let c = |name, key_len, iv_len, block_size, aead| CipherInfo {
+        name,
+        key_len,
+        iv_len,
+        block_size,
+        aead,
+    };
+    Some(match name {
+        "chacha20-poly1305@openssh.com" => c("chacha20-poly1305@openssh.com", 64, 0, 8, true),
+        "aes128-gcm@openssh.com" => c("aes128-gcm@openssh.com", 16, 12, 16, true),
+        "aes256-gcm@openssh.com" => c("aes256-gcm@openssh.com", 32, 12, 16, true),
+        "aes128-ctr" => c("aes128-ctr", 16, 16, 16, false),
+        "aes192-ctr" => c("aes192-ctr", 24, 16, 16, false),
+        "aes256-ctr" => c("aes256-ctr", 32, 16, 16, false),
+        "none" => c("none", 0, 0, 8, false),
+        _ => return None,
+    })
 }
 
 /// Looks up a MAC by wire name (including `none`, never offered by default).
 pub fn mac_info(name: &str) -> Option<MacInfo> {
-    let _ = name;
-    None
+    let m = |name, key_len, tag_len, etm| MacInfo {
+        name,
+        key_len,
+        tag_len,
+        etm,
+    };
+    Some(match name {
+        "hmac-sha2-256" => m("hmac-sha2-256", 32, 32, false),
+        "hmac-sha2-512" => m("hmac-sha2-512", 64, 64, false),
+        "hmac-sha2-256-etm@openssh.com" => m("hmac-sha2-256-etm@openssh.com", 32, 32, true),
+        "hmac-sha2-512-etm@openssh.com" => m("hmac-sha2-512-etm@openssh.com", 64, 64, true),
+        "none" => m("none", 0, 0, false),
+        _ => return None,
+    })
 }
 
 /// Keys for one direction, derived by the key exchange.
@@ -78,22 +108,54 @@ pub struct DirectionKeys<'a> {
 
 /// A sealer for one direction.
 pub fn sealer(keys: DirectionKeys<'_>) -> Result<Box<dyn Sealer>, CryptoError> {
-    let _ = keys;
-    Err(CryptoError)
+    let info = cipher_info(keys.cipher).ok_or(CryptoError)?;
+    if keys.key.len() != info.key_len || keys.iv.len() != info.iv_len {
+        return Err(CryptoError);
+    }
+    Ok(match keys.cipher {
+        "chacha20-poly1305@openssh.com" => Box::new(ChaCha::new(keys.key)?),
+        n if n.ends_with("-gcm@openssh.com") => Box::new(Gcm::new(keys.key, keys.iv)?),
+        "none" => Box::new(CtrMac::new(
+            None,
+            keys.iv,
+            Mac::new(keys.mac, keys.mac_key)?,
+        )?),
+        _ => Box::new(CtrMac::new(
+            Some(keys.key),
+            keys.iv,
+            Mac::new(keys.mac, keys.mac_key)?,
+        )?),
+    })
 }
 
 /// An opener for one direction.
 pub fn opener(keys: DirectionKeys<'_>) -> Result<Box<dyn Opener>, CryptoError> {
-    let _ = keys;
-    Err(CryptoError)
+    let info = cipher_info(keys.cipher).ok_or(CryptoError)?;
+    if keys.key.len() != info.key_len || keys.iv.len() != info.iv_len {
+        return Err(CryptoError);
+    }
+    Ok(match keys.cipher {
+        "chacha20-poly1305@openssh.com" => Box::new(ChaCha::new(keys.key)?),
+        n if n.ends_with("-gcm@openssh.com") => Box::new(Gcm::new(keys.key, keys.iv)?),
+        "none" => Box::new(CtrMac::new(
+            None,
+            keys.iv,
+            Mac::new(keys.mac, keys.mac_key)?,
+        )?),
+        _ => Box::new(CtrMac::new(
+            Some(keys.key),
+            keys.iv,
+            Mac::new(keys.mac, keys.mac_key)?,
+        )?),
+    })
 }
 
 /// The state before the first NEWKEYS: no encryption, no MAC, block size 8.
 pub fn initial_sealer() -> Box<dyn Sealer> {
-    unimplemented!()
+    Box::new(CtrMac::initial())
 }
 
 /// The state before the first NEWKEYS: no encryption, no MAC, block size 8.
 pub fn initial_opener() -> Box<dyn Opener> {
-    unimplemented!()
+    Box::new(CtrMac::initial())
 }
