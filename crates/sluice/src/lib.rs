@@ -6,7 +6,11 @@
 //! line of the `sluice` client and `sluiced` server.
 
 pub mod cli;
+pub mod client;
 pub mod config;
+pub mod datagen;
+pub mod demo;
 pub mod keys;
 pub mod log;
+pub mod net;
 pub mod server;

@@ -1,5 +1,5 @@
-//! `sluiced`: the SSH server. STUB.
+//! `sluiced`: the SSH server. See `sluice::server::daemon`.
 fn main() {
-    eprintln!("sluiced: not yet implemented");
-    std::process::exit(255);
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    std::process::exit(sluice::server::daemon::main(&argv));
 }

@@ -1,1 +1,4 @@
-//! STUB: being written.
+//! Command lines of `sluice` (as ssh's) and `sluiced` (as sshd's).
+
+pub mod ssh_args;
+pub mod sshd_args;

@@ -1,1 +1,149 @@
-//! STUB: being written.
+//! Configuration files in OpenSSH's syntax: `sshd_config` for `sluiced`,
+//! `ssh_config` for `sluice`, `-o Key=Value` overrides, and the algorithm
+//! list syntax (`+`, `-`, `^`) they share. Errors name file and line in
+//! OpenSSH's words.
+
+pub mod algorithms;
+pub mod ssh;
+pub mod sshd;
+
+/// One configuration line split into a lower-case keyword and arguments:
+/// `Key value`, `Key=value`, double quotes group words, `#` starts a comment.
+pub fn split_line(line: &str) -> Result<Option<(String, Vec<String>)>, String> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let (kw, rest) = match line.find(|c: char| c.is_whitespace() || c == '=') {
+        Some(i) => (
+            &line[..i],
+            line[i..].trim_start().trim_start_matches('=').trim_start(),
+        ),
+        None => (line, ""),
+    };
+    let mut args = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut in_word = false;
+    for c in rest.chars() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                in_word = true;
+            }
+            '#' if !quoted && !in_word => break,
+            c if c.is_whitespace() && !quoted => {
+                if in_word {
+                    args.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quoted {
+        return Err("no matching quote".into());
+    }
+    if in_word {
+        args.push(cur);
+    }
+    Ok(Some((kw.to_ascii_lowercase(), args)))
+}
+
+/// `yes`/`no` as OpenSSH accepts them.
+pub fn yes_no(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" | "true" => Some(true),
+        "no" | "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// A size with an optional K/M/G suffix (RekeyLimit, TcpRcvBuf).
+pub fn parse_size(v: &str) -> Option<u64> {
+    let (num, mul) = match v.chars().last()?.to_ascii_uppercase() {
+        'K' => (&v[..v.len() - 1], 1u64 << 10),
+        'M' => (&v[..v.len() - 1], 1 << 20),
+        'G' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+/// A time such as `90`, `1h30m`, `2d` (sshd_config TIME FORMATS), in seconds.
+pub fn parse_time(v: &str) -> Option<u64> {
+    let mut total = 0u64;
+    let mut num = String::new();
+    for c in v.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+            continue;
+        }
+        let n: u64 = num.parse().ok()?;
+        num.clear();
+        total += n * match c.to_ascii_lowercase() {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86400,
+            'w' => 604_800,
+            _ => return None,
+        };
+    }
+    if !num.is_empty() {
+        total += num.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// `RekeyLimit size [time]`: bytes (0 = default) and seconds (0 = none).
+pub fn parse_rekey_limit(args: &[String]) -> Option<(u64, u64)> {
+    let bytes = match args.first()?.as_str() {
+        "default" => 0,
+        "none" => 0,
+        s => {
+            let b = parse_size(s)?;
+            if b < 16 {
+                return None;
+            }
+            b
+        }
+    };
+    let secs = match args.get(1).map(String::as_str) {
+        None | Some("none") | Some("default") => 0,
+        Some(t) => parse_time(t)?,
+    };
+    Some((bytes, secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_sizes_times() {
+        assert_eq!(
+            split_line("Port=2222").unwrap(),
+            Some(("port".into(), vec!["2222".into()]))
+        );
+        assert_eq!(
+            split_line("  Subsystem sftp \"/a b/c\" -l  # x")
+                .unwrap()
+                .unwrap()
+                .1,
+            vec!["sftp", "/a b/c", "-l"]
+        );
+        assert_eq!(split_line("# c").unwrap(), None);
+        assert!(split_line("Banner \"x").is_err());
+        assert_eq!(parse_size("1G"), Some(1 << 30));
+        assert_eq!(parse_time("1h30m"), Some(5400));
+        assert_eq!(
+            parse_rekey_limit(&["1M".into(), "1h".into()]),
+            Some((1 << 20, 3600))
+        );
+        assert_eq!(parse_rekey_limit(&["8".into()]), None);
+    }
+}

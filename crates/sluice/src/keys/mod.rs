@@ -1,1 +1,9 @@
-//! STUB: being written.
+//! Key material: identity and host key files (OpenSSH format, through
+//! ssh-key), authorized_keys with options, known_hosts, and the pattern
+//! matching both share.
+
+pub mod authorized_keys;
+pub mod host_keys;
+pub mod identity;
+pub mod known_hosts;
+pub mod pattern;

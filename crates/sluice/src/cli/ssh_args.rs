@@ -1,0 +1,239 @@
+//! `sluice` arguments, parsed as ssh's getopt does: bundled flags (`-vvv`),
+//! attached values (`-p22`, `-oKey=Value`), options end at the destination.
+
+/// Flags that take no value.
+const FLAGS: &str = "46AaCfGgKkMNnqsTtVvXxYy";
+/// Options that take a value.
+const WITH_VALUE: &str = "BbcDEeFIiJLlmOoPpQRSWw";
+
+/// What the user asked `sluice` to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invocation {
+    /// Connect and run a session.
+    Connect(ClientArgs),
+    /// `sluice demo [--size N] [--cipher C] [-v]`.
+    Demo {
+        /// Bytes each way.
+        size: u64,
+        /// Cipher.
+        cipher: Option<String>,
+        /// Verbose.
+        verbose: bool,
+    },
+    /// `sluice -Q what`.
+    Query(String),
+    /// `sluice -V`.
+    Version,
+    /// `sluice demo-helper ...` (remote end of the demo).
+    DemoHelper(Vec<String>),
+}
+
+/// Parsed client arguments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientArgs {
+    /// `-v` count.
+    pub verbose: u8,
+    /// `-q`.
+    pub quiet: bool,
+    /// `-4`/`-6`.
+    pub family: Option<u8>,
+    /// `-C`.
+    pub compression: bool,
+    /// `-G`: print the configuration and exit.
+    pub print_config: bool,
+    /// `-N`.
+    pub no_command: bool,
+    /// `-T`/`-t` count (-1 for -T).
+    pub tty: i8,
+    /// `-p`.
+    pub port: Option<u16>,
+    /// `-l`.
+    pub login: Option<String>,
+    /// `-i` (repeatable).
+    pub identities: Vec<String>,
+    /// `-F`.
+    pub config_file: Option<String>,
+    /// `-o` (repeatable).
+    pub options: Vec<String>,
+    /// `-c`.
+    pub ciphers: Option<String>,
+    /// `-m`.
+    pub macs: Option<String>,
+    /// `-s`: the command is a subsystem.
+    pub subsystem: bool,
+    /// Destination host.
+    pub host: String,
+    /// `user@` or `ssh://user@host:port` user.
+    pub user: Option<String>,
+    /// Remote command words.
+    pub command: Vec<String>,
+}
+
+/// The usage text, as ssh prints it.
+pub const USAGE: &str =
+    "usage: sluice [-46AaCfGgKkMNnqsTtVvXxYy] [-B bind_interface] [-b bind_address]
+           [-c cipher_spec] [-D [bind_address:]port] [-E log_file]
+           [-e escape_char] [-F configfile] [-I pkcs11] [-i identity_file]
+           [-J destination] [-L address] [-l login_name] [-m mac_spec]
+           [-O ctl_cmd] [-o option] [-P tag] [-p port] [-Q query_option]
+           [-R address] [-S ctl_path] [-W host:port] [-w local_tun[:remote_tun]]
+           destination [command [argument ...]]
+       sluice demo [--size BYTES] [--cipher NAME] [-v]";
+
+/// Parses argv (without the program name).
+pub fn parse(argv: &[String]) -> Result<Invocation, String> {
+    match argv.first().map(String::as_str) {
+        Some("demo") => return parse_demo(argv.get(1..).unwrap_or_default()),
+        Some("demo-helper") => {
+            return Ok(Invocation::DemoHelper(
+                argv.get(1..).unwrap_or_default().to_vec(),
+            ))
+        }
+        _ => {}
+    }
+    let mut a = ClientArgs::default();
+    let mut i = 0;
+    while i < argv.len() {
+        let arg = &argv[i];
+        if arg == "--" {
+            i += 1;
+            break;
+        }
+        if !arg.starts_with('-') || arg == "-" {
+            break;
+        }
+        let mut chars = arg[1..].char_indices();
+        while let Some((pos, c)) = chars.next() {
+            if FLAGS.contains(c) {
+                match c {
+                    'v' => a.verbose = a.verbose.saturating_add(1),
+                    'q' => a.quiet = true,
+                    '4' => a.family = Some(4),
+                    '6' => a.family = Some(6),
+                    'C' => a.compression = true,
+                    'G' => a.print_config = true,
+                    'N' => a.no_command = true,
+                    'T' => a.tty = -1,
+                    't' => a.tty = a.tty.max(0) + 1,
+                    's' => a.subsystem = true,
+                    'V' => return Ok(Invocation::Version),
+                    _ => {}
+                }
+                continue;
+            }
+            if !WITH_VALUE.contains(c) {
+                return Err(format!("sluice: illegal option -- {c}\n{USAGE}"));
+            }
+            let rest = &arg[1 + pos + c.len_utf8()..];
+            let value = if !rest.is_empty() {
+                rest.to_owned()
+            } else {
+                i += 1;
+                argv.get(i)
+                    .cloned()
+                    .ok_or_else(|| format!("sluice: option requires an argument -- {c}\n{USAGE}"))?
+            };
+            match c {
+                'p' => a.port = Some(value.parse().map_err(|_| format!("Bad port '{value}'"))?),
+                'l' => a.login = Some(value),
+                'i' => a.identities.push(value),
+                'F' => a.config_file = Some(value),
+                'o' => a.options.push(value),
+                'c' => a.ciphers = Some(value),
+                'm' => a.macs = Some(value),
+                'Q' => return Ok(Invocation::Query(value)),
+                _ => {}
+            }
+            break;
+        }
+        i += 1;
+    }
+    let dest = argv.get(i).ok_or_else(|| USAGE.to_owned())?;
+    parse_destination(dest, &mut a)?;
+    a.command = argv.get(i + 1..).unwrap_or_default().to_vec();
+    Ok(Invocation::Connect(a))
+}
+
+fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), String> {
+    let d = match dest.strip_prefix("ssh://") {
+        Some(rest) => {
+            let rest = rest.trim_end_matches('/');
+            let (userhost, port) = match rest.rsplit_once(':') {
+                Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => (h, Some(p)),
+                _ => (rest, None),
+            };
+            if let Some(p) = port {
+                a.port = Some(p.parse().map_err(|_| format!("Bad port '{p}'"))?);
+            }
+            userhost.to_owned()
+        }
+        None => dest.to_owned(),
+    };
+    match d.rsplit_once('@') {
+        Some((u, h)) => {
+            a.user = Some(u.to_owned());
+            a.host = h.trim_start_matches('[').trim_end_matches(']').to_owned();
+        }
+        None => a.host = d.trim_start_matches('[').trim_end_matches(']').to_owned(),
+    }
+    if a.host.is_empty() {
+        return Err(USAGE.to_owned());
+    }
+    Ok(())
+}
+
+fn parse_demo(args: &[String]) -> Result<Invocation, String> {
+    let mut size = 1u64 << 30;
+    let mut cipher = None;
+    let mut verbose = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--size" => {
+                let v = it.next().ok_or("demo: --size needs a value")?;
+                size =
+                    crate::config::parse_size(v).ok_or_else(|| format!("demo: bad size '{v}'"))?;
+            }
+            "--cipher" => cipher = Some(it.next().ok_or("demo: --cipher needs a value")?.clone()),
+            "-v" => verbose = true,
+            _ => return Err(format!("demo: unknown argument '{a}'\n{USAGE}")),
+        }
+    }
+    Ok(Invocation::Demo {
+        size,
+        cipher,
+        verbose,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Invocation, String> {
+        parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn like_ssh() {
+        let Invocation::Connect(a) = p("-vvp22 -oBatchMode=yes -i k -C bob@host ls -l").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((a.verbose, a.port, a.compression), (3, Some(22), true));
+        assert_eq!(a.options, ["BatchMode=yes"]);
+        assert_eq!((a.user.as_deref(), a.host.as_str()), (Some("bob"), "host"));
+        assert_eq!(a.command, ["ls", "-l"]);
+        let Invocation::Connect(a) = p("ssh://u@h:2222").unwrap() else {
+            panic!()
+        };
+        assert_eq!((a.port, a.host.as_str()), (Some(2222), "h"));
+        assert!(p("-Z host").unwrap_err().contains("illegal option -- Z"));
+        assert!(p("-p").unwrap_err().contains("requires an argument"));
+        assert_eq!(p("-Q cipher").unwrap(), Invocation::Query("cipher".into()));
+        assert!(matches!(
+            p("demo --size 1M").unwrap(),
+            Invocation::Demo { size: 1048576, .. }
+        ));
+    }
+}

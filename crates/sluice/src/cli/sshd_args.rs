@@ -1,0 +1,108 @@
+//! `sluiced` arguments, as sshd's: `-D -e -f config -p port -h hostkey -o opt -T -t`.
+
+/// Parsed server arguments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerArgs {
+    /// `-D`: stay in the foreground.
+    pub foreground: bool,
+    /// `-d` count: debug (implies foreground).
+    pub debug: u8,
+    /// `-e`: log to stderr.
+    pub log_stderr: bool,
+    /// `-f`.
+    pub config_file: Option<String>,
+    /// `-p` (repeatable).
+    pub ports: Vec<String>,
+    /// `-h` (repeatable).
+    pub host_keys: Vec<String>,
+    /// `-o` (repeatable).
+    pub options: Vec<String>,
+    /// `-T`: print the effective configuration.
+    pub print_config: bool,
+    /// `-t`: test the configuration.
+    pub test_config: bool,
+    /// `-i`: serve one connection on stdin/stdout (inetd mode).
+    pub inetd: bool,
+    /// `-R`: a connection process started by the listener (internal).
+    pub reexec: bool,
+    /// `-q`.
+    pub quiet: bool,
+}
+
+/// The usage text.
+pub const USAGE: &str = "usage: sluiced [-46DdeiqTtV] [-C connection_spec] [-c host_cert_file]
+            [-E log_file] [-f config_file] [-g login_grace_time]
+            [-h host_key_file] [-o option] [-p port] [-u len]";
+
+/// Parses argv (without the program name).
+pub fn parse(argv: &[String]) -> Result<ServerArgs, String> {
+    let mut a = ServerArgs::default();
+    let mut i = 0;
+    while i < argv.len() {
+        let arg = &argv[i];
+        let Some(flags) = arg.strip_prefix('-').filter(|f| !f.is_empty()) else {
+            return Err(format!("sluiced: extra argument {arg}\n{USAGE}"));
+        };
+        for (pos, c) in flags.char_indices() {
+            match c {
+                'D' => a.foreground = true,
+                'd' => {
+                    a.debug += 1;
+                    a.foreground = true;
+                    a.log_stderr = true;
+                }
+                'e' => a.log_stderr = true,
+                'T' => a.print_config = true,
+                't' => a.test_config = true,
+                'i' => a.inetd = true,
+                'R' => a.reexec = true,
+                'q' => a.quiet = true,
+                '4' | '6' | 'V' => {}
+                'f' | 'p' | 'h' | 'o' | 'C' | 'c' | 'E' | 'g' | 'u' => {
+                    let rest = &flags[pos + 1..];
+                    let v = if rest.is_empty() {
+                        i += 1;
+                        argv.get(i).cloned().ok_or_else(|| {
+                            format!("sluiced: option requires an argument -- {c}\n{USAGE}")
+                        })?
+                    } else {
+                        rest.to_owned()
+                    };
+                    match c {
+                        'f' => a.config_file = Some(v),
+                        'p' => a.ports.push(v),
+                        'h' => a.host_keys.push(v),
+                        'o' => a.options.push(v),
+                        'g' => a.options.push(format!("LoginGraceTime={v}")),
+                        _ => {}
+                    }
+                    break;
+                }
+                _ => return Err(format!("sluiced: illegal option -- {c}\n{USAGE}")),
+            }
+        }
+        i += 1;
+    }
+    Ok(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_sshd() {
+        let a = parse(&[
+            "-De".into(),
+            "-f".into(),
+            "/x".into(),
+            "-p2222".into(),
+            "-oPort=1".into(),
+        ])
+        .unwrap();
+        assert!(a.foreground && a.log_stderr);
+        assert_eq!(a.config_file.as_deref(), Some("/x"));
+        assert_eq!(a.ports, ["2222"]);
+        assert!(parse(&["-Z".into()]).is_err());
+    }
+}

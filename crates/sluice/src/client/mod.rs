@@ -1,0 +1,153 @@
+//! The `sluice` client: connect, run one session, return the remote
+//! command's exit status (255 when SSH itself failed), as `ssh` does.
+
+pub mod session;
+
+use crate::log;
+use crate::net::fdio;
+use crate::net::pump::{Pump, PumpError};
+use session::{ClientSession, HostKeyCheck, Identity, SessionPlan};
+use sluice_proto::crypto::SystemRng;
+use sluice_proto::{ClientConfig, Config, Connection};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+/// Everything one client run needs, resolved from the command line and ssh_config.
+pub struct ClientOptions {
+    /// Host to connect to (after HostName).
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// Remote user.
+    pub user: String,
+    /// 4 or 6 to restrict the address family.
+    pub family: Option<u8>,
+    /// ConnectTimeout.
+    pub connect_timeout: Option<Duration>,
+    /// Protocol settings: algorithms, re-key limits, windows.
+    pub proto: Config,
+    /// What to run.
+    pub plan: SessionPlan,
+}
+
+fn connect(opts: &ClientOptions) -> Result<TcpStream, String> {
+    let addrs: Vec<_> = (opts.host.as_str(), opts.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("ssh: Could not resolve hostname {}: {e}", opts.host))?
+        .filter(|a| match opts.family {
+            Some(4) => a.is_ipv4(),
+            Some(6) => a.is_ipv6(),
+            _ => true,
+        })
+        .collect();
+    let mut last = None;
+    for a in &addrs {
+        log!(
+            Debug1,
+            "Connecting to {} [{}] port {}.",
+            opts.host,
+            a.ip(),
+            a.port()
+        );
+        let r = match opts.connect_timeout {
+            Some(t) => TcpStream::connect_timeout(a, t),
+            None => TcpStream::connect(a),
+        };
+        match r {
+            Ok(s) => {
+                log!(Debug1, "Connection established.");
+                return Ok(s);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(match last {
+        Some(e) => format!(
+            "ssh: connect to host {} port {}: {}",
+            opts.host,
+            opts.port,
+            crate::net::describe_io_error(&e)
+        ),
+        None => format!(
+            "ssh: Could not resolve hostname {}: no address of the requested family",
+            opts.host
+        ),
+    })
+}
+
+/// Runs one client connection; returns the process exit code.
+pub fn run(opts: ClientOptions, identities: Vec<Identity>, host_key_check: HostKeyCheck) -> i32 {
+    let sock = match connect(&opts) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}", e.replacen("ssh:", "sluice:", 1));
+            return 255;
+        }
+    };
+    let _ = sock.set_nodelay(true);
+    if let Err(e) = sock.set_nonblocking(true) {
+        eprintln!("sluice: socket: {e}");
+        return 255;
+    }
+    let stdio = opts.plan.stdio;
+    let saved: Vec<(i32, i32)> = if stdio {
+        [0, 1, 2]
+            .iter()
+            .filter_map(|&fd| fdio::set_nonblocking(fd, true).ok().map(|f| (fd, f)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut conn = Connection::client(ClientConfig { common: opts.proto }, Box::new(SystemRng));
+    let mut handler = ClientSession::new(opts.user, identities, host_key_check, opts.plan);
+    let mut pump = Pump::new(sock.as_raw_fd());
+    let result = pump.run(&mut conn, &mut handler);
+    drop(pump);
+    for (fd, flags) in saved {
+        fdio::restore_flags(fd, flags);
+    }
+    if let (Some((raw, z)), _) = conn.compression_stats() {
+        log!(
+            Debug1,
+            "compress outgoing: raw data {raw}, compressed {z}, factor {:.2}",
+            z as f64 / raw.max(1) as f64
+        );
+    }
+    if let (_, Some((raw, z))) = conn.compression_stats() {
+        log!(
+            Debug1,
+            "compress incoming: raw data {raw}, compressed {z}, factor {:.2}",
+            z as f64 / raw.max(1) as f64
+        );
+    }
+    match result {
+        Ok(()) if handler.finished_cleanly() => {
+            if let Some(sig) = &handler.exit_signal {
+                log!(Debug1, "Remote command killed by signal {sig}");
+                return 255;
+            }
+            handler.exit_status.map_or(255, |s| (s & 0xff) as i32)
+        }
+        Ok(()) => 255,
+        Err(PumpError::Handler(msg)) => {
+            eprintln!("{msg}");
+            255
+        }
+        Err(e) => {
+            eprintln!("{}", describe_failure(&e));
+            255
+        }
+    }
+}
+
+fn describe_failure(e: &PumpError) -> String {
+    match e {
+        PumpError::Protocol(sluice_proto::Error::PeerDisconnected { description, .. }) => {
+            format!("Received disconnect from remote host: {description}")
+        }
+        PumpError::Protocol(err) => format!("sluice: {err}"),
+        PumpError::PeerClosed => "Connection closed by remote host".to_owned(),
+        other => format!("sluice: {other}"),
+    }
+}

@@ -1,0 +1,328 @@
+//! The client's side of one connection once the transport is up: host key
+//! trust, public-key authentication, and one session channel running a
+//! command (or, later, a shell) wired to stdin, stdout and stderr.
+
+use crate::log;
+use crate::net::pump::{ChanIo, ChannelFds, Handler};
+use sluice_proto::crypto::hostkey::Signer;
+use sluice_proto::msg::ChannelRequestKind;
+use sluice_proto::{ChannelId, Connection, Event};
+use std::sync::Arc;
+
+/// A key the client can offer: its public blob, where it came from, and
+/// how to get a signer for it (loading a file may ask for a passphrase).
+pub struct Identity {
+    /// What to call it in logs (`/root/.ssh/id_ed25519`, `agent key ...`).
+    pub label: String,
+    /// Public key blob.
+    pub public_blob: Vec<u8>,
+    /// Signature algorithms, preferred first.
+    pub sig_algs: Vec<&'static str>,
+    /// Produces the signer when the server accepts the key.
+    pub load: Box<dyn FnMut() -> Result<Arc<dyn Signer>, String>>,
+}
+
+/// The server's verdict on the host key, given by the runtime.
+pub type HostKeyCheck = Box<dyn FnMut(&str, &[u8]) -> Result<(), String>>;
+
+/// What the session does after authentication.
+pub struct SessionPlan {
+    /// The remote command; None asks for a shell.
+    pub command: Option<Vec<u8>>,
+    /// Environment to send (SendEnv / SetEnv).
+    pub env: Vec<(String, Vec<u8>)>,
+    /// Wire the channel to fds 0, 1, 2.
+    pub stdio: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AuthStep {
+    Start,
+    NoneSent,
+    Querying(usize),
+    Signing(usize),
+    Done,
+}
+
+/// Client-side event handling for one connection.
+pub struct ClientSession {
+    user: String,
+    identities: Vec<Identity>,
+    host_key_check: HostKeyCheck,
+    plan: SessionPlan,
+    step: AuthStep,
+    channel: Option<ChannelId>,
+    /// The remote command's exit status.
+    pub exit_status: Option<u32>,
+    /// The remote command died of a signal.
+    pub exit_signal: Option<String>,
+    finished: bool,
+    tried_sig_alg: &'static str,
+}
+
+impl ClientSession {
+    /// A session for `user` offering `identities` in order.
+    pub fn new(
+        user: String,
+        identities: Vec<Identity>,
+        host_key_check: HostKeyCheck,
+        plan: SessionPlan,
+    ) -> Self {
+        ClientSession {
+            user,
+            identities,
+            host_key_check,
+            plan,
+            step: AuthStep::Start,
+            channel: None,
+            exit_status: None,
+            exit_signal: None,
+            finished: false,
+            tried_sig_alg: "",
+        }
+    }
+
+    fn pick_alg(&self, conn: &Connection, idx: usize) -> &'static str {
+        let Some(id) = self.identities.get(idx) else {
+            return "";
+        };
+        let server = conn.server_sig_algs();
+        id.sig_algs
+            .iter()
+            .copied()
+            .find(|a| server.is_none_or(|s| s.iter().any(|x| x == a)))
+            .or_else(|| id.sig_algs.first().copied())
+            .unwrap_or("")
+    }
+
+    /// Offers identity `idx` onward, or gives up when none are left.
+    fn try_identity(&mut self, conn: &mut Connection, idx: usize) -> Result<(), String> {
+        let Some(id) = self.identities.get(idx) else {
+            self.step = AuthStep::Done;
+            return Err(format!("{}: Permission denied (publickey).", self.user));
+        };
+        let alg = self.pick_alg(conn, idx);
+        log!(Debug1, "Offering public key: {}", id.label);
+        self.tried_sig_alg = alg;
+        conn.auth_publickey_query(&self.user, alg, &id.public_blob);
+        self.step = AuthStep::Querying(idx);
+        Ok(())
+    }
+
+    fn sign_with(&mut self, conn: &mut Connection, idx: usize) -> Result<(), String> {
+        let Some(id) = self.identities.get_mut(idx) else {
+            return Ok(());
+        };
+        log!(Debug1, "Server accepts key: {}", id.label);
+        match (id.load)() {
+            Ok(signer) => {
+                conn.auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref())
+                    .map_err(|e| e.to_string())?;
+                self.step = AuthStep::Signing(idx);
+                Ok(())
+            }
+            Err(e) => {
+                log!(Info, "{e}");
+                self.try_identity(conn, idx + 1)
+            }
+        }
+    }
+
+    fn start_session(&mut self, conn: &mut Connection) -> Result<(), String> {
+        let id = conn.open_session().map_err(|e| e.to_string())?;
+        self.channel = Some(id);
+        Ok(())
+    }
+
+    fn on_opened(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        id: ChannelId,
+    ) -> Result<(), String> {
+        for (name, value) in &self.plan.env {
+            let req = ChannelRequestKind::Env {
+                name: name.clone(),
+                value: value.clone(),
+            };
+            conn.channel_request(id, req, false)
+                .map_err(|e| e.to_string())?;
+        }
+        let req = match &self.plan.command {
+            Some(cmd) => {
+                log!(Debug1, "Sending command: {}", String::from_utf8_lossy(cmd));
+                ChannelRequestKind::Exec {
+                    command: cmd.clone(),
+                }
+            }
+            None => ChannelRequestKind::Shell,
+        };
+        conn.channel_request(id, req, true)
+            .map_err(|e| e.to_string())?;
+        if self.plan.stdio {
+            fds.insert(id, ChanIo::new(Some(0), None, Some(1), Some(2)));
+        }
+        Ok(())
+    }
+}
+
+impl Handler for ClientSession {
+    fn on_event(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        event: Event,
+    ) -> Result<(), String> {
+        match event {
+            Event::HostKey {
+                algorithm,
+                key_blob,
+            } => match (self.host_key_check)(&algorithm, &key_blob) {
+                Ok(()) => conn.accept_host_key(),
+                Err(e) => {
+                    conn.reject_host_key();
+                    return Err(e);
+                }
+            },
+            Event::KexDone {
+                initial,
+                algorithms,
+            } => {
+                if initial {
+                    log!(Debug1, "kex: algorithm: {}", algorithms.kex);
+                    log!(Debug1, "kex: host key algorithm: {}", algorithms.host_key);
+                    log!(
+                        Debug1,
+                        "kex: client->server cipher: {} MAC: {} compression: {}",
+                        algorithms.cipher_c2s,
+                        if algorithms.mac_c2s.is_empty() {
+                            "<implicit>"
+                        } else {
+                            &algorithms.mac_c2s
+                        },
+                        algorithms.comp_c2s
+                    );
+                    log!(
+                        Debug1,
+                        "kex: server->client cipher: {} MAC: {} compression: {}",
+                        algorithms.cipher_s2c,
+                        if algorithms.mac_s2c.is_empty() {
+                            "<implicit>"
+                        } else {
+                            &algorithms.mac_s2c
+                        },
+                        algorithms.comp_s2c
+                    );
+                } else {
+                    log!(Debug1, "rekey completed");
+                }
+            }
+            Event::AuthReady => {
+                conn.auth_none(&self.user);
+                self.step = AuthStep::NoneSent;
+            }
+            Event::AuthBanner(text) => eprint!("{text}"),
+            Event::AuthFailure { methods, .. } => {
+                log!(
+                    Debug1,
+                    "Authentications that can continue: {}",
+                    methods.join(",")
+                );
+                let next = match self.step {
+                    AuthStep::NoneSent | AuthStep::Start => 0,
+                    AuthStep::Querying(i) | AuthStep::Signing(i) => i + 1,
+                    AuthStep::Done => return Ok(()),
+                };
+                if !methods.iter().any(|m| m == "publickey") {
+                    return Err(format!(
+                        "{}: Permission denied ({}).",
+                        self.user,
+                        methods.join(",")
+                    ));
+                }
+                self.try_identity(conn, next)?;
+            }
+            Event::AuthPkOk { .. } => {
+                if let AuthStep::Querying(i) = self.step {
+                    self.sign_with(conn, i)?;
+                }
+            }
+            Event::Authenticated { .. } => {
+                self.step = AuthStep::Done;
+                log!(Debug1, "Authentication succeeded (publickey).");
+                self.start_session(conn)?;
+            }
+            Event::ChannelOpened(id) => self.on_opened(conn, fds, id)?,
+            Event::ChannelOpenFailed { description, .. } => {
+                return Err(format!("channel 0: open failed: {description}"));
+            }
+            Event::ChannelReply { success: false, .. } => {
+                let what = if self.plan.command.is_some() {
+                    "exec"
+                } else {
+                    "shell"
+                };
+                return Err(format!("{what} request failed on channel 0"));
+            }
+            Event::ChannelRequest {
+                channel,
+                want_reply,
+                request,
+            } => {
+                match request {
+                    ChannelRequestKind::ExitStatus { status } => self.exit_status = Some(status),
+                    ChannelRequestKind::ExitSignal {
+                        signal, message, ..
+                    } => {
+                        if !message.is_empty() {
+                            eprintln!("{message}");
+                        }
+                        self.exit_signal = Some(signal);
+                    }
+                    _ => {}
+                }
+                if want_reply {
+                    let _ = conn.channel_reply(channel, false);
+                }
+            }
+            Event::ChannelOpenRequest { channel, .. } => {
+                let _ = conn.reject_channel(channel, 1, "open failed");
+            }
+            Event::ChannelEof(_) => {}
+            Event::ChannelClosed(id) => {
+                if Some(id) == self.channel {
+                    self.finished = true;
+                }
+            }
+            Event::Debug(m) => log!(Info, "Remote: {m}"),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        // Once the remote side has sent EOF and our output is written, and it
+        // closed, we are done; close our end when the peer sent its exit status
+        // and EOF and all its output is written (OpenSSH's order).
+        if let Some(id) = self.channel {
+            let drained = fds.get(id).is_none_or(|io| io.sinks_drained());
+            if let Some(info) = conn.channel_info(id) {
+                if info.eof_received && drained && self.exit_status.is_some() && !info.close_sent {
+                    let _ = conn.close_channel(id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finished(&self) -> bool {
+        self.finished
+    }
+}
+
+impl ClientSession {
+    /// The session channel closed normally (as opposed to an early failure).
+    pub fn finished_cleanly(&self) -> bool {
+        self.finished
+    }
+}

@@ -1,0 +1,76 @@
+//! OpenSSH's algorithm list syntax (ssh_config(5) Ciphers): a plain list
+//! replaces the default, `+list` appends, `-list` removes (wildcards
+//! allowed), `^list` moves to the front.
+
+use crate::keys::pattern::match_pattern_list;
+
+/// Resolves `spec` against `default`, allowing only names in `supported`.
+/// `what` names the keyword for errors (`cipher`, `MAC`, `KexAlgorithms`).
+pub fn resolve(
+    spec: &str,
+    default: &[&str],
+    supported: &[&str],
+    what: &str,
+) -> Result<Vec<String>, String> {
+    let own = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let mut list = own(default);
+    if let Some(rest) = spec.strip_prefix('-') {
+        list.retain(|a| match_pattern_list(a, rest) != Some(true));
+        return Ok(list);
+    }
+    let (mode, rest) = match spec.chars().next() {
+        Some('+') => ('+', &spec[1..]),
+        Some('^') => ('^', &spec[1..]),
+        _ => (' ', spec),
+    };
+    let mut named = Vec::new();
+    for n in rest.split(',').filter(|n| !n.is_empty()) {
+        let hits: Vec<&str> = supported
+            .iter()
+            .copied()
+            .filter(|s| match_pattern_list(s, n) == Some(true))
+            .collect();
+        if hits.is_empty() {
+            return Err(format!("Bad SSH2 {what} spec '{spec}'."));
+        }
+        for h in hits {
+            if !named.iter().any(|x: &String| x == h) {
+                named.push(h.to_owned());
+            }
+        }
+    }
+    Ok(match mode {
+        '+' => {
+            list.extend(named.into_iter().filter(|n| !default.contains(&n.as_str())));
+            list
+        }
+        '^' => {
+            list.retain(|a| !named.contains(a));
+            named.extend(list);
+            named
+        }
+        _ => named,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modifiers() {
+        let d = ["a", "b", "c"];
+        let s = ["a", "b", "c", "x"];
+        assert_eq!(resolve("x,a", &d, &s, "cipher").unwrap(), ["x", "a"]);
+        assert_eq!(
+            resolve("+x", &d, &s, "cipher").unwrap(),
+            ["a", "b", "c", "x"]
+        );
+        assert_eq!(resolve("-b*", &d, &s, "cipher").unwrap(), ["a", "c"]);
+        assert_eq!(resolve("^c", &d, &s, "cipher").unwrap(), ["c", "a", "b"]);
+        assert_eq!(
+            resolve("nope", &d, &s, "cipher").unwrap_err(),
+            "Bad SSH2 cipher spec 'nope'."
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! Private key files in OpenSSH format: loading (with a passphrase prompt
+//! for encrypted keys), conversion to the engine's key pairs, fingerprints.
+
+use crate::log;
+use sluice_proto::crypto::hostkey::KeyPair;
+use ssh_key::private::KeypairData;
+use ssh_key::{HashAlg, PrivateKey, PublicKey};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use zeroize::Zeroizing;
+
+/// `SHA256:` fingerprint of a public key blob, as `ssh-keygen -l` prints it.
+pub fn fingerprint_sha256(blob: &[u8]) -> String {
+    match PublicKey::from_bytes(blob) {
+        Ok(k) => k.fingerprint(HashAlg::Sha256).to_string(),
+        Err(_) => "SHA256:?".to_owned(),
+    }
+}
+
+/// Converts a decrypted ssh-key private key to an engine key pair.
+pub fn to_keypair(key: &PrivateKey) -> Result<KeyPair, String> {
+    let bad = |e| format!("unusable key: {e:?}");
+    match key.key_data() {
+        KeypairData::Ed25519(k) => KeyPair::from_ed25519_seed(&k.private.to_bytes()).map_err(bad),
+        KeypairData::Ecdsa(k) => {
+            let curve = match k.curve() {
+                ssh_key::EcdsaCurve::NistP256 => "nistp256",
+                ssh_key::EcdsaCurve::NistP384 => "nistp384",
+                ssh_key::EcdsaCurve::NistP521 => "nistp521",
+            };
+            KeyPair::from_ecdsa(curve, k.private_key_bytes(), k.public_key_bytes()).map_err(bad)
+        }
+        KeypairData::Rsa(k) => {
+            let b = |m: &ssh_key::Mpint| m.as_positive_bytes().unwrap_or_default().to_vec();
+            KeyPair::from_rsa(
+                &b(&k.public.n),
+                &b(&k.public.e),
+                &b(&k.private.d),
+                &b(&k.private.iqmp),
+                &b(&k.private.p),
+                &b(&k.private.q),
+            )
+            .map_err(bad)
+        }
+        other => Err(format!(
+            "key type {} is not supported",
+            other
+                .algorithm()
+                .map_or("unknown".into(), |a| a.to_string())
+        )),
+    }
+}
+
+/// The public key blob of a key file: from `path.pub` if it exists, else
+/// from the private key file's public part (readable without a passphrase).
+pub fn public_blob(path: &Path) -> Result<Vec<u8>, String> {
+    let pubpath = path.with_file_name(format!(
+        "{}.pub",
+        path.file_name().map_or("".into(), |n| n.to_string_lossy())
+    ));
+    if let Ok(k) = PublicKey::read_openssh_file(&pubpath) {
+        return k.to_bytes().map_err(|e| e.to_string());
+    }
+    let key =
+        PrivateKey::read_openssh_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    key.public_key().to_bytes().map_err(|e| e.to_string())
+}
+
+/// Loads a private key, refusing one readable by others as ssh does, and
+/// asking `passphrase` (up to three times) for an encrypted one.
+pub fn load(
+    path: &Path,
+    passphrase: &mut dyn FnMut(&Path) -> Option<Zeroizing<String>>,
+) -> Result<KeyPair, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("Load key \"{}\": {e}", path.display()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 && unsafe_owner_ok(&meta) {
+        return Err(format!(
+            "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n\
+             @         WARNING: UNPROTECTED PRIVATE KEY FILE!          @\n\
+             @@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n\
+             Permissions 0{mode:o} for '{}' are too open.\n\
+             It is required that your private key files are NOT accessible by others.\n\
+             This private key will be ignored.",
+            path.display()
+        ));
+    }
+    let key = PrivateKey::read_openssh_file(path)
+        .map_err(|e| format!("Load key \"{}\": invalid format ({e})", path.display()))?;
+    if !key.is_encrypted() {
+        return to_keypair(&key);
+    }
+    for _ in 0..3 {
+        let Some(pass) = passphrase(path) else { break };
+        match key.decrypt(pass.as_bytes()) {
+            Ok(k) => return to_keypair(&k),
+            Err(_) => log!(Info, "Bad passphrase, try again for {}", path.display()),
+        }
+    }
+    Err(format!(
+        "Load key \"{}\": incorrect passphrase supplied to decrypt private key",
+        path.display()
+    ))
+}
+
+/// True if the file is ours (ssh only complains about our own keys' modes).
+fn unsafe_owner_ok(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: getuid has no preconditions.
+    meta.uid() == unsafe { libc::getuid() }
+}
+
+/// Asks for a passphrase on /dev/tty with echo off, as ssh does.
+pub fn prompt_passphrase(path: &Path) -> Option<Zeroizing<String>> {
+    use std::io::{BufRead, Write};
+    use std::os::fd::AsRawFd;
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .ok()?;
+    let fd = tty.as_raw_fd();
+    // SAFETY: termios is plain data; tcgetattr fills it for a valid fd.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and pointer.
+    let have = unsafe { libc::tcgetattr(fd, &mut t) } == 0;
+    let saved = t;
+    if have {
+        t.c_lflag &= !libc::ECHO;
+        // SAFETY: valid fd and pointer.
+        unsafe { libc::tcsetattr(fd, libc::TCSANOW, &t) };
+    }
+    let _ = write!(&tty, "Enter passphrase for key '{}': ", path.display());
+    let mut line = Zeroizing::new(String::new());
+    let r = std::io::BufReader::new(&tty).read_line(&mut line);
+    if have {
+        // SAFETY: restores the settings read above.
+        unsafe { libc::tcsetattr(fd, libc::TCSANOW, &saved) };
+    }
+    let _ = writeln!(&tty);
+    r.ok()?;
+    let trimmed = Zeroizing::new(line.trim_end_matches(['\n', '\r']).to_owned());
+    Some(trimmed)
+}

@@ -1,0 +1,233 @@
+//! known_hosts (sshd(8) SSH_KNOWN_HOSTS FILE FORMAT): host patterns,
+//! `[host]:port`, hashed names (`|1|salt|hmac-sha1`), `@revoked`.
+
+use super::pattern;
+use aws_lc_rs::hmac;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// What the files say about a host's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostKeyStatus {
+    /// A line lists this key for the host.
+    Known,
+    /// The host is listed with a different key of the same type.
+    Changed {
+        /// File of the old key.
+        file: PathBuf,
+        /// Its line.
+        line: usize,
+    },
+    /// The key is marked @revoked.
+    Revoked,
+    /// Nothing about this host.
+    Unknown,
+}
+
+/// The name a host is stored under: `host` for port 22, else `[host]:port`.
+pub fn host_name(host: &str, port: u16) -> String {
+    if port == 22 {
+        host.to_owned()
+    } else {
+        format!("[{host}]:{port}")
+    }
+}
+
+fn b64(data: &[u8]) -> String {
+    use std::fmt::Write as _;
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::new();
+    for c in data.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                let _ = s.write_char(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+fn unb64(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in s.bytes().filter(|&c| c != b'=') {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
+fn hashed_matches(entry: &str, name: &str) -> bool {
+    let mut parts = entry.trim_start_matches("|1|").split('|');
+    let (Some(salt), Some(hash)) = (parts.next().and_then(unb64), parts.next().and_then(unb64))
+    else {
+        return false;
+    };
+    let key = hmac::Key::new(hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, &salt);
+    hmac::verify(&key, name.as_bytes(), &hash).is_ok()
+}
+
+fn host_matches(field: &str, name: &str) -> bool {
+    if field.starts_with("|1|") {
+        return hashed_matches(field, name);
+    }
+    pattern::match_pattern_list(name, field) == Some(true)
+}
+
+/// Checks `key_blob` for `host`:`port` against the files.
+pub fn check(files: &[PathBuf], host: &str, port: u16, key_blob: &[u8]) -> HostKeyStatus {
+    let name = host_name(host, port);
+    let key_type = sluice_proto::crypto::hostkey::blob_key_type(key_blob)
+        .unwrap_or_default()
+        .to_owned();
+    let mut result = HostKeyStatus::Unknown;
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut fields = line.split_whitespace();
+            let mut first = fields.next().unwrap_or_default();
+            let marker = first.starts_with('@').then(|| first.to_owned());
+            if marker.is_some() {
+                first = fields.next().unwrap_or_default();
+            }
+            let (Some(ty), Some(data)) = (fields.next(), fields.next()) else {
+                continue;
+            };
+            if !host_matches(first, &name) {
+                continue;
+            }
+            let Some(blob) = unb64(data) else { continue };
+            match marker.as_deref() {
+                Some("@revoked") if blob == key_blob => return HostKeyStatus::Revoked,
+                Some(_) => continue,
+                None if blob == key_blob => result = HostKeyStatus::Known,
+                None if ty == key_type && result == HostKeyStatus::Unknown => {
+                    result = HostKeyStatus::Changed {
+                        file: f.clone(),
+                        line: n + 1,
+                    };
+                }
+                None => {}
+            }
+        }
+    }
+    result
+}
+
+/// Appends a line for the host (hashed if asked), creating the file 0600.
+pub fn append(
+    file: &Path,
+    host: &str,
+    port: u16,
+    key_blob: &[u8],
+    hash: bool,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = host_name(host, port);
+    let field = if hash {
+        let mut salt = [0u8; 20];
+        use aws_lc_rs::rand::SecureRandom;
+        aws_lc_rs::rand::SystemRandom::new()
+            .fill(&mut salt)
+            .map_err(|_| std::io::Error::other("no randomness"))?;
+        let tag = hmac::sign(
+            &hmac::Key::new(hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, &salt),
+            name.as_bytes(),
+        );
+        format!("|1|{}|{}", b64(&salt), b64(tag.as_ref()))
+    } else {
+        name
+    };
+    let ty = sluice_proto::crypto::hostkey::blob_key_type(key_blob).unwrap_or("unknown");
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(file)?;
+    writeln!(f, "{field} {ty} {}", b64(key_blob))
+}
+
+/// OpenSSH's warning for a changed host key.
+pub fn changed_warning(
+    host: &str,
+    key_type: &str,
+    fingerprint: &str,
+    file: &Path,
+    line: usize,
+) -> String {
+    format!(
+        "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n\
+         @    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n\
+         @@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n\
+         IT IS POSSIBLE THAT SOMEONE IS DOING SOMETHING NASTY!\n\
+         Someone could be eavesdropping on you right now (man-in-the-middle attack)!\n\
+         It is also possible that a host key has just been changed.\n\
+         The fingerprint for the {key_type} key sent by the remote host is\n\
+         {fingerprint}.\n\
+         Please contact your system administrator.\n\
+         Add correct host key in {file} to get rid of this message.\n\
+         Offending {key_type} key in {file}:{line}\n\
+         Host key for {host} has changed and you have requested strict checking.\n\
+         Host key verification failed.",
+        file = file.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trip_and_hashed_names() {
+        for n in 0..10 {
+            let d: Vec<u8> = (0..n).collect();
+            assert_eq!(unb64(&b64(&d)).unwrap(), d);
+        }
+        let dir = std::env::temp_dir().join(format!("sluice-kh-{}", std::process::id()));
+        let f = dir.join("known_hosts");
+        let blob = b"\0\0\0\x0bssh-ed25519\0\0\0\x20aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".to_vec();
+        append(&f, "h.example", 2222, &blob, true).unwrap();
+        assert_eq!(
+            check(&[f.clone()], "h.example", 2222, &blob),
+            HostKeyStatus::Known
+        );
+        assert_eq!(
+            check(&[f.clone()], "h.example", 22, &blob),
+            HostKeyStatus::Unknown
+        );
+        let mut other = blob.clone();
+        *other.last_mut().unwrap() = b'b';
+        assert!(matches!(
+            check(&[f.clone()], "h.example", 2222, &other),
+            HostKeyStatus::Changed { line: 1, .. }
+        ));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,92 @@
+//! Thin, non-panicking wrappers over the fd system calls the data path uses,
+//! reading into a `Vec`'s spare capacity so no buffer is zero-filled first.
+
+use std::io;
+use std::os::fd::RawFd;
+
+/// Sets or clears O_NONBLOCK; returns the previous flags for restoring.
+pub fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<i32> {
+    // SAFETY: fcntl on an fd we were given; no memory is passed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let new = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    // SAFETY: as above.
+    if new != flags && unsafe { libc::fcntl(fd, libc::F_SETFL, new) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(flags)
+}
+
+/// Restores flags saved by [`set_nonblocking`].
+pub fn restore_flags(fd: RawFd, flags: i32) {
+    // SAFETY: fcntl with integer flags only.
+    unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+}
+
+/// Reads up to `max` bytes appended to `buf` without initialising them first.
+/// Ok(0) is end of file; WouldBlock when nothing is ready.
+pub fn read_append(fd: RawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    buf.reserve(max);
+    let len = buf.len();
+    loop {
+        // SAFETY: `reserve` guarantees `max` writable bytes after `len`; the
+        // kernel writes at most `max`, and only the bytes it reports become part of `buf`.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().add(len).cast(), max) };
+        if n >= 0 {
+            // SAFETY: the kernel initialised exactly `n` bytes.
+            unsafe { buf.set_len(len + n as usize) };
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Writes as much of `data` as the fd takes now.
+pub fn write_some(fd: RawFd, data: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `data` is a valid slice for its length.
+        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Closes an fd we own.
+pub fn close(fd: RawFd) {
+    // SAFETY: the caller owns `fd` and never uses it again.
+    unsafe { libc::close(fd) };
+}
+
+/// poll(2) over `fds`, retrying on EINTR; `timeout_ms` < 0 waits forever.
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    loop {
+        // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// True if the error only means "try again later".
+pub fn would_block(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock
+}

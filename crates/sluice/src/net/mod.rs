@@ -1,0 +1,16 @@
+//! Sockets and the driver loop.
+
+pub mod fdio;
+pub mod pump;
+
+/// An I/O error in the words OpenSSH uses ("Connection refused").
+pub fn describe_io_error(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "Connection refused".to_owned(),
+        std::io::ErrorKind::TimedOut => "Connection timed out".to_owned(),
+        _ => {
+            let s = e.to_string();
+            s.split(" (os error").next().unwrap_or(&s).to_owned()
+        }
+    }
+}

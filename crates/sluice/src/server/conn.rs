@@ -1,0 +1,404 @@
+//! One accepted connection inside its own process: the server's event
+//! handling. Authentication decisions (authorized_keys, PermitRootLogin,
+//! StrictModes), session channels and the commands they run.
+//!
+//! The process runs as root until a command is spawned; each command drops
+//! to the user's uid/gid in the child before it runs anything of theirs.
+
+use crate::config::sshd::ServerConfig as Sshd;
+use crate::keys::authorized_keys::{self, KeyOptions};
+use crate::keys::identity::fingerprint_sha256;
+use crate::log;
+use crate::net::pump::{ChanIo, ChannelFds, Handler};
+use crate::server::session::{self, ExitResult, SessionSpawn, UserInfo};
+use sluice_proto::crypto::hostkey;
+use sluice_proto::msg::ChannelRequestKind;
+use sluice_proto::{AuthMethodRequest, ChannelId, Connection, Event};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::os::fd::IntoRawFd;
+use std::os::unix::ffi::OsStringExt;
+use std::process::Child;
+use std::time::Duration;
+
+/// RFC 4254 5.1 reason codes.
+const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
+const UNKNOWN_CHANNEL_TYPE: u32 = 3;
+
+/// A session channel and the command behind it.
+#[derive(Default)]
+struct Session {
+    env: Vec<(OsString, OsString)>,
+    child: Option<Child>,
+    exit: Option<ExitResult>,
+    done: bool,
+}
+
+/// Server-side event handling for one connection.
+pub struct ServerConn {
+    cfg: Sshd,
+    peer: SocketAddr,
+    local: SocketAddr,
+    user: Option<UserInfo>,
+    key_options: Option<KeyOptions>,
+    sessions: BTreeMap<ChannelId, Session>,
+    /// Called once when authentication succeeds (MaxStartups accounting).
+    on_auth: Option<Box<dyn FnOnce()>>,
+}
+
+impl ServerConn {
+    /// Handles a connection from `peer` to `local` under `cfg`.
+    pub fn new(
+        cfg: Sshd,
+        peer: SocketAddr,
+        local: SocketAddr,
+        on_auth: Option<Box<dyn FnOnce()>>,
+    ) -> Self {
+        ServerConn {
+            cfg,
+            peer,
+            local,
+            user: None,
+            key_options: None,
+            sessions: BTreeMap::new(),
+            on_auth,
+        }
+    }
+
+    fn check_publickey(
+        &mut self,
+        user: &str,
+        algorithm: &str,
+        key_blob: &[u8],
+        signed: bool,
+    ) -> bool {
+        let ip = self.peer.ip();
+        let port = self.peer.port();
+        let key_type = hostkey::blob_key_type(key_blob)
+            .unwrap_or("unknown")
+            .to_owned();
+        let fp = fingerprint_sha256(key_blob);
+        let fail = |why: &str| {
+            log!(
+                Info,
+                "Failed publickey for {user} from {ip} port {port} ssh2: {key_type} {fp}{why}"
+            );
+            false
+        };
+        if !self.cfg.pubkey_authentication {
+            return fail("");
+        }
+        let Some(info) = session::lookup_user(user) else {
+            log!(Info, "Invalid user {user} from {ip} port {port}");
+            return false;
+        };
+        if info.uid == 0 && !self.cfg.permit_root_login.allows_publickey() {
+            log!(Info, "ROOT LOGIN REFUSED FROM {ip} port {port}");
+            return false;
+        }
+        let files: Vec<std::path::PathBuf> = self
+            .cfg
+            .authorized_keys_files(&info.name, &info.home, info.uid)
+            .into_iter()
+            .filter(|f| {
+                if !self.cfg.strict_modes {
+                    return true;
+                }
+                match authorized_keys::check_strict_modes(f, info.uid) {
+                    Ok(()) => true,
+                    Err(msg) => {
+                        if f.exists() {
+                            log!(Info, "{msg}");
+                        }
+                        false
+                    }
+                }
+            })
+            .collect();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let Some(opts) = authorized_keys::find_key(&files, key_blob, ip, None, now) else {
+            return fail("");
+        };
+        if info.uid == 0
+            && self.cfg.permit_root_login.forced_commands_only()
+            && opts.command.is_none()
+        {
+            log!(
+                Info,
+                "Root login accepted for forced command only; key has none"
+            );
+            return fail("");
+        }
+        if signed {
+            log!(
+                Info,
+                "Accepted publickey for {user} from {ip} port {port} ssh2: {key_type} {fp}"
+            );
+            let _ = algorithm;
+            self.user = Some(info);
+            self.key_options = Some(opts);
+        }
+        true
+    }
+
+    fn spawn(
+        &mut self,
+        id: ChannelId,
+        fds: &mut ChannelFds,
+        command: Option<Vec<u8>>,
+        subsystem: bool,
+    ) -> bool {
+        let Some(user) = self.user.clone() else {
+            return false;
+        };
+        let Some(s) = self.sessions.get_mut(&id) else {
+            return false;
+        };
+        if s.child.is_some() {
+            return false;
+        }
+        let mut env = s.env.clone();
+        // A forced command (authorized_keys command= or ForceCommand) replaces
+        // what the client asked for, which is kept in SSH_ORIGINAL_COMMAND.
+        let forced = self
+            .key_options
+            .as_ref()
+            .and_then(|o| o.command.clone())
+            .or_else(|| self.cfg.force_command.clone());
+        let command = match forced {
+            Some(f) => {
+                if let Some(orig) = &command {
+                    env.push((
+                        "SSH_ORIGINAL_COMMAND".into(),
+                        OsString::from_vec(orig.clone()),
+                    ));
+                }
+                Some(f.into_bytes())
+            }
+            None => command,
+        };
+        if let Some(opts) = &self.key_options {
+            for (k, v) in &opts.environment {
+                env.push((k.into(), v.into()));
+            }
+        }
+        let spawn = SessionSpawn {
+            user,
+            command,
+            env,
+            subsystem,
+            client: self.peer,
+            server: self.local,
+        };
+        match session::spawn(&spawn) {
+            Ok(mut child) => {
+                let mut io = ChanIo::new(
+                    child.stdout.take().map(IntoRawFd::into_raw_fd),
+                    child.stderr.take().map(IntoRawFd::into_raw_fd),
+                    child.stdin.take().map(IntoRawFd::into_raw_fd),
+                    None,
+                );
+                io.close_sink_on_eof = true;
+                io.owned = true;
+                for fd in [io.source, io.err_source, io.sink].into_iter().flatten() {
+                    let _ = crate::net::fdio::set_nonblocking(fd, true);
+                }
+                fds.insert(id, io);
+                s.child = Some(child);
+                true
+            }
+            Err(e) => {
+                log!(Error, "session: failed to run command: {e}");
+                false
+            }
+        }
+    }
+
+    fn on_request(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        id: ChannelId,
+        req: ChannelRequestKind,
+    ) -> bool {
+        match req {
+            ChannelRequestKind::Env { name, value } => {
+                let accepted = self.cfg.accept_env_matches(&name);
+                if accepted {
+                    if let Some(s) = self.sessions.get_mut(&id) {
+                        s.env.push((name.into(), OsString::from_vec(value)));
+                    }
+                } else {
+                    log!(Debug1, "Ignoring env request {name}: disallowed name");
+                }
+                accepted
+            }
+            ChannelRequestKind::Exec { command } => {
+                log!(Debug1, "session: exec request for channel {}", id.0);
+                self.spawn(id, fds, Some(command), false)
+            }
+            ChannelRequestKind::Shell => self.spawn(id, fds, None, false),
+            ChannelRequestKind::Subsystem { name } => match self.cfg.subsystem_command(&name) {
+                Some(cmd) => {
+                    log!(
+                        Verbose,
+                        "subsystem request for {name} by user {}",
+                        self.user.as_ref().map_or("", |u| u.name.as_str())
+                    );
+                    self.spawn(id, fds, Some(cmd.into_bytes()), true)
+                }
+                None => {
+                    log!(
+                        Info,
+                        "subsystem request for {name} failed, subsystem not found"
+                    );
+                    false
+                }
+            },
+            ChannelRequestKind::Signal { name } => {
+                if let Some(child) = self.sessions.get(&id).and_then(|s| s.child.as_ref()) {
+                    session::signal(child, &name);
+                }
+                let _ = conn;
+                false
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Handler for ServerConn {
+    fn on_event(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        event: Event,
+    ) -> Result<(), String> {
+        match event {
+            Event::AuthRequest { user, method } => {
+                let ok = match &method {
+                    AuthMethodRequest::PublicKey {
+                        algorithm,
+                        key_blob,
+                        signed,
+                    } => self.check_publickey(&user, algorithm, key_blob, *signed),
+                    _ => false,
+                };
+                if ok {
+                    conn.auth_accept();
+                } else {
+                    conn.auth_reject();
+                }
+            }
+            Event::Authenticated { .. } => {
+                if let Some(f) = self.on_auth.take() {
+                    f();
+                }
+            }
+            Event::ChannelOpenRequest {
+                channel,
+                channel_type,
+                ..
+            } => {
+                if channel_type != "session" {
+                    let _ =
+                        conn.reject_channel(channel, UNKNOWN_CHANNEL_TYPE, "unknown channel type");
+                } else if self.sessions.len() >= self.cfg.max_sessions as usize {
+                    let _ = conn.reject_channel(
+                        channel,
+                        ADMINISTRATIVELY_PROHIBITED,
+                        "too many sessions",
+                    );
+                } else {
+                    self.sessions.insert(channel, Session::default());
+                    conn.accept_channel(channel).map_err(|e| e.to_string())?;
+                }
+            }
+            Event::ChannelRequest {
+                channel,
+                want_reply,
+                request,
+            } => {
+                let ok = self.on_request(conn, fds, channel, request);
+                if want_reply {
+                    conn.channel_reply(channel, ok).map_err(|e| e.to_string())?;
+                }
+            }
+            Event::ChannelClosed(id) => {
+                if let Some(mut s) = self.sessions.remove(&id) {
+                    if let Some(c) = s.child.as_mut() {
+                        if s.exit.is_none() {
+                            session::signal(c, "HUP");
+                            let _ = c.wait();
+                        }
+                    }
+                }
+            }
+            Event::KexDone {
+                initial,
+                algorithms,
+            } => {
+                if initial {
+                    log!(
+                        Debug1,
+                        "kex: client->server cipher: {} MAC: {} compression: {}",
+                        algorithms.cipher_c2s,
+                        algorithms.mac_c2s,
+                        algorithms.comp_c2s
+                    );
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Reaps commands; after a command exited and its output reached EOF,
+    /// sends exit-status (or exit-signal) and closes the channel.
+    fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        for (id, s) in self.sessions.iter_mut() {
+            if s.done {
+                continue;
+            }
+            if s.exit.is_none() {
+                if let Some(child) = s.child.as_mut() {
+                    if let Ok(Some(status)) = child.try_wait() {
+                        s.exit = Some(session::exit_result(status));
+                    }
+                }
+            }
+            let Some(exit) = &s.exit else { continue };
+            if !fds.get(*id).is_none_or(|io| io.sources_done()) {
+                continue;
+            }
+            let req = match exit {
+                ExitResult::Status(code) => ChannelRequestKind::ExitStatus { status: *code },
+                ExitResult::Signal { name, core_dumped } => ChannelRequestKind::ExitSignal {
+                    signal: name.clone(),
+                    core_dumped: *core_dumped,
+                    message: String::new(),
+                    language: String::new(),
+                },
+            };
+            let _ = conn.send_eof(*id);
+            let _ = conn.channel_request(*id, req, false);
+            let _ = conn.close_channel(*id);
+            s.done = true;
+        }
+        Ok(())
+    }
+
+    fn finished(&self) -> bool {
+        false
+    }
+
+    fn tick_interval(&self) -> Option<Duration> {
+        self.sessions
+            .values()
+            .any(|s| s.child.is_some() && !s.done)
+            .then_some(Duration::from_millis(20))
+    }
+}

@@ -1,0 +1,284 @@
+//! Running a session's command as the authenticated user, as sshd does:
+//! the user's shell with `-c`, in their home directory, with sshd's
+//! environment, after setgid/initgroups/setuid when we run as root.
+
+use std::ffi::{CString, OsString};
+use std::net::SocketAddr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+
+/// A user from the password database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserInfo {
+    /// Login name.
+    pub name: String,
+    /// User id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// Home directory.
+    pub home: String,
+    /// Login shell.
+    pub shell: String,
+}
+
+/// Looks a user up with getpwnam_r.
+pub fn lookup_user(name: &str) -> Option<UserInfo> {
+    let cname = CString::new(name).ok()?;
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: passwd is plain data filled by getpwnam_r.
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: all pointers are valid for the call; buf outlives the use of pw's strings below.
+    let rc = unsafe {
+        libc::getpwnam_r(
+            cname.as_ptr(),
+            &mut pw,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() {
+        return None;
+    }
+    let s = |p: *const libc::c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: getpwnam_r returned NUL-terminated strings inside buf.
+            unsafe { std::ffi::CStr::from_ptr(p) }
+                .to_string_lossy()
+                .into_owned()
+        }
+    };
+    Some(UserInfo {
+        name: s(pw.pw_name),
+        uid: pw.pw_uid,
+        gid: pw.pw_gid,
+        home: s(pw.pw_dir),
+        shell: s(pw.pw_shell),
+    })
+}
+
+/// What to run for a session.
+pub struct SessionSpawn {
+    /// The user to run as.
+    pub user: UserInfo,
+    /// The command line; None runs the login shell.
+    pub command: Option<Vec<u8>>,
+    /// Extra environment (AcceptEnv, authorized_keys environment=).
+    pub env: Vec<(OsString, OsString)>,
+    /// A subsystem (logged differently by sshd; same execution).
+    pub subsystem: bool,
+    /// The client's address.
+    pub client: SocketAddr,
+    /// Our address.
+    pub server: SocketAddr,
+}
+
+/// Starts the command with piped stdin, stdout and stderr.
+pub fn spawn(s: &SessionSpawn) -> std::io::Result<Child> {
+    let u = &s.user;
+    let shell = if u.shell.is_empty() {
+        "/bin/sh".to_owned()
+    } else {
+        u.shell.clone()
+    };
+    let mut cmd = Command::new(&shell);
+    match &s.command {
+        Some(c) => {
+            cmd.arg("-c").arg(std::ffi::OsStr::from_bytes(c));
+        }
+        None => {
+            // A login shell: argv[0] starts with '-'.
+            let base = shell.rsplit('/').next().unwrap_or("sh");
+            cmd.arg0(format!("-{base}"));
+        }
+    }
+    let root_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    let user_path = "/usr/local/bin:/usr/bin:/bin:/usr/games";
+    cmd.env_clear()
+        .env("USER", &u.name)
+        .env("LOGNAME", &u.name)
+        .env("HOME", &u.home)
+        .env("SHELL", &shell)
+        .env("PATH", if u.uid == 0 { root_path } else { user_path })
+        .env("MAIL", format!("/var/mail/{}", u.name))
+        .env(
+            "SSH_CONNECTION",
+            format!(
+                "{} {} {} {}",
+                s.client.ip(),
+                s.client.port(),
+                s.server.ip(),
+                s.server.port()
+            ),
+        )
+        .env(
+            "SSH_CLIENT",
+            format!("{} {} {}", s.client.ip(), s.client.port(), s.server.port()),
+        );
+    for (k, v) in &s.env {
+        cmd.env(k, v);
+    }
+    let home_ok = std::path::Path::new(&u.home).is_dir();
+    cmd.current_dir(if home_ok { u.home.as_str() } else { "/" });
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if euid == 0 && u.uid != 0 {
+        let name = CString::new(u.name.as_str()).map_err(std::io::Error::other)?;
+        let (uid, gid) = (u.uid, u.gid);
+        // SAFETY: only async-signal-safe calls between fork and exec; `name`
+        // was allocated before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setgid(gid) != 0
+                    || libc::initgroups(name.as_ptr(), gid) != 0
+                    || libc::setuid(uid) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::setuid(0) == 0 {
+                    return Err(std::io::Error::other("privileges were not dropped"));
+                }
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+    } else if euid != 0 && u.uid != euid {
+        return Err(std::io::Error::other(format!(
+            "cannot run commands as {} without root privileges",
+            u.name
+        )));
+    } else {
+        // SAFETY: async-signal-safe signal reset only.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+    }
+    cmd.spawn()
+}
+
+/// How a command ended, in RFC 4254 6.10 terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitResult {
+    /// exit-status.
+    Status(u32),
+    /// exit-signal: name without "SIG".
+    Signal {
+        /// Signal name (`TERM`, `KILL`, ...).
+        name: String,
+        /// A core was dumped.
+        core_dumped: bool,
+    },
+}
+
+const SIGNALS: &[(i32, &str)] = &[
+    (libc::SIGABRT, "ABRT"),
+    (libc::SIGALRM, "ALRM"),
+    (libc::SIGFPE, "FPE"),
+    (libc::SIGHUP, "HUP"),
+    (libc::SIGILL, "ILL"),
+    (libc::SIGINT, "INT"),
+    (libc::SIGKILL, "KILL"),
+    (libc::SIGPIPE, "PIPE"),
+    (libc::SIGQUIT, "QUIT"),
+    (libc::SIGSEGV, "SEGV"),
+    (libc::SIGTERM, "TERM"),
+    (libc::SIGUSR1, "USR1"),
+    (libc::SIGUSR2, "USR2"),
+];
+
+/// Converts a wait status.
+pub fn exit_result(status: ExitStatus) -> ExitResult {
+    if let Some(sig) = status.signal() {
+        let name = SIGNALS
+            .iter()
+            .find(|(n, _)| *n == sig)
+            .map_or_else(|| format!("{sig}@sluice"), |(_, s)| (*s).to_owned());
+        return ExitResult::Signal {
+            name,
+            core_dumped: status.core_dumped(),
+        };
+    }
+    ExitResult::Status(status.code().unwrap_or(255) as u32)
+}
+
+/// Sends a signal named as in RFC 4254 (`TERM`) to the child.
+pub fn signal(child: &Child, name: &str) {
+    if let Some((n, _)) = SIGNALS.iter().find(|(_, s)| *s == name) {
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(child.id() as i32, *n) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn me() -> UserInfo {
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        let name = std::env::var("USER")
+            .ok()
+            .filter(|n| lookup_user(n).is_some_and(|u| u.uid == uid))
+            .unwrap_or_else(|| "root".into());
+        lookup_user(&name).unwrap()
+    }
+
+    fn run(cmd: &str, user: UserInfo) -> (String, String, ExitResult) {
+        let a: SocketAddr = "127.0.0.1:5555".parse().unwrap();
+        let s = SessionSpawn {
+            user,
+            command: Some(cmd.as_bytes().to_vec()),
+            env: vec![],
+            subsystem: false,
+            client: a,
+            server: a,
+        };
+        let out = spawn(&s).unwrap().wait_with_output().unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+            exit_result(out.status),
+        )
+    }
+
+    #[test]
+    fn status_streams_env_and_signals() {
+        let (o, e, r) = run("echo hi; echo err >&2; echo $SSH_CONNECTION; exit 3", me());
+        assert_eq!(o, "hi\n127.0.0.1 5555 127.0.0.1 5555\n");
+        assert_eq!(e, "err\n");
+        assert_eq!(r, ExitResult::Status(3));
+        let (_, _, r) = run("kill -TERM $$", me());
+        assert_eq!(
+            r,
+            ExitResult::Signal {
+                name: "TERM".into(),
+                core_dumped: false
+            }
+        );
+    }
+
+    #[test]
+    fn drops_to_the_target_user_when_root() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return;
+        }
+        let Some(nobody) = lookup_user("nobody") else {
+            return;
+        };
+        let uid = nobody.uid;
+        let (o, _, _) = run("id -u", nobody);
+        assert_eq!(o.trim(), uid.to_string());
+    }
+}
