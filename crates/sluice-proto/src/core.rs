@@ -141,7 +141,10 @@ impl Connection {
     pub fn compression_stats(&self) -> (Option<(u64, u64)>, Option<(u64, u64)>) {
         (
             self.send.compressor.as_ref().map(|c| (c.raw, c.compressed)),
-            self.recv.decompressor.as_ref().map(|d| (d.raw, d.compressed)),
+            self.recv
+                .decompressor
+                .as_ref()
+                .map(|d| (d.raw, d.compressed)),
         )
     }
 
@@ -157,17 +160,31 @@ impl Connection {
     /// channel data, the decrypted bytes borrowed from `input`. On error a
     /// DISCONNECT is queued for [`Connection::poll_transmit`] and the
     /// connection is closed.
-    pub fn handle_input<'a>(&'a mut self, now: Instant, input: &'a mut [u8]) -> Result<Received<'a>, Error> {
+    pub fn handle_input<'a>(
+        &'a mut self,
+        now: Instant,
+        input: &'a mut [u8],
+    ) -> Result<Received<'a>, Error> {
         if self.closed {
             return Err(Error::Closed);
         }
         match self.input_inner(now, input) {
             Ok((consumed, Some((channel, ext, range, in_scratch)))) => {
-                let src: &'a [u8] = if in_scratch { &self.recv.scratch } else { input };
+                let src: &'a [u8] = if in_scratch {
+                    &self.recv.scratch
+                } else {
+                    input
+                };
                 let data = src.get(range).unwrap_or_default();
-                Ok(Received { consumed, data: Some(ChannelData { channel, ext, data }) })
+                Ok(Received {
+                    consumed,
+                    data: Some(ChannelData { channel, ext, data }),
+                })
             }
-            Ok((consumed, None)) => Ok(Received { consumed, data: None }),
+            Ok((consumed, None)) => Ok(Received {
+                consumed,
+                data: None,
+            }),
             Err(e) => Err(self.fail(e)),
         }
     }
@@ -192,7 +209,12 @@ impl Connection {
 
     fn queue_disconnect(&mut self, reason: u32, description: &str) {
         let mut p = Vec::new();
-        Disconnect { reason_code: reason, description: description.to_owned(), language: String::new() }.encode(&mut p);
+        Disconnect {
+            reason_code: reason,
+            description: description.to_owned(),
+            language: String::new(),
+        }
+        .encode(&mut p);
         // DISCONNECT may go out even in the middle of a key exchange.
         self.outbox.push_back(p);
     }
@@ -202,7 +224,13 @@ impl Connection {
         &mut self,
         now: Instant,
         input: &mut [u8],
-    ) -> Result<(usize, Option<(ChannelId, Option<u32>, std::ops::Range<usize>, bool)>), Error> {
+    ) -> Result<
+        (
+            usize,
+            Option<(ChannelId, Option<u32>, std::ops::Range<usize>, bool)>,
+        ),
+        Error,
+    > {
         if self.peer_version.is_none() {
             let allow = self.role == Role::Client;
             return match self.version_reader.step(input, allow)? {
@@ -216,7 +244,11 @@ impl Connection {
         }
         let (consumed, payload, seq) = match self.recv.open(input)? {
             Opened::NeedMore => return Ok((0, None)),
-            Opened::Packet { consumed, payload, seq } => (consumed, payload, seq),
+            Opened::Packet {
+                consumed,
+                payload,
+                seq,
+            } => (consumed, payload, seq),
         };
         // The payload is either in `input` or in the receive scratch buffer;
         // take the scratch out while dispatching so `self` stays borrowable.
@@ -227,7 +259,8 @@ impl Connection {
         };
         let res = self.dispatch(now, p, seq);
         self.recv.scratch = scratch;
-        let data = res?.map(|(ch, ext, sub)| (ch, ext, base + sub.start..base + sub.end, in_scratch));
+        let data =
+            res?.map(|(ch, ext, sub)| (ch, ext, base + sub.start..base + sub.end, in_scratch));
         self.maybe_rekey(now);
         Ok((consumed, data))
     }
@@ -240,7 +273,8 @@ impl Connection {
         payload: &[u8],
         seq: u32,
     ) -> Result<Option<(ChannelId, Option<u32>, std::ops::Range<usize>)>, Error> {
-        let num = msg::msg_num(payload).ok_or(Violation::UnexpectedMessage(MsgNum(0), "(empty payload)"))?;
+        let num = msg::msg_num(payload)
+            .ok_or(Violation::UnexpectedMessage(MsgNum(0), "(empty payload)"))?;
         if self.kex.in_initial_strict_kex() && !num.is_kex() {
             return Err(Violation::StrictKex(num).into());
         }
@@ -256,7 +290,10 @@ impl Connection {
             MsgNum::DISCONNECT => {
                 let d = msg::Disconnect::decode(payload).map_err(bad)?;
                 self.closed = true;
-                Err(Error::PeerDisconnected { reason: d.reason_code, description: d.description })
+                Err(Error::PeerDisconnected {
+                    reason: d.reason_code,
+                    description: d.description,
+                })
             }
             MsgNum::IGNORE | MsgNum::UNIMPLEMENTED => Ok(None),
             MsgNum::DEBUG => {
@@ -274,7 +311,9 @@ impl Connection {
                 self.handle_kex(now, n, payload, seq)?;
                 Ok(None)
             }
-            n if (50..=79).contains(&n.0) || n == MsgNum::SERVICE_REQUEST || n == MsgNum::SERVICE_ACCEPT
+            n if (50..=79).contains(&n.0)
+                || n == MsgNum::SERVICE_REQUEST
+                || n == MsgNum::SERVICE_ACCEPT
                 || n == MsgNum::EXT_INFO =>
             {
                 self.handle_auth(n, payload)?;

@@ -84,11 +84,13 @@ impl Violation {
     pub fn reason_code(&self) -> u32 {
         use crate::msg::DisconnectReason as R;
         match self {
-            Violation::BadVersion(_) | Violation::VersionTooLong => R::PROTOCOL_VERSION_NOT_SUPPORTED.0,
-            Violation::MacFailure => R::MAC_ERROR.0,
-            Violation::NoCommonAlgorithm { .. } | Violation::BadKexValue | Violation::BadHostSignature => {
-                R::KEY_EXCHANGE_FAILED.0
+            Violation::BadVersion(_) | Violation::VersionTooLong => {
+                R::PROTOCOL_VERSION_NOT_SUPPORTED.0
             }
+            Violation::MacFailure => R::MAC_ERROR.0,
+            Violation::NoCommonAlgorithm { .. }
+            | Violation::BadKexValue
+            | Violation::BadHostSignature => R::KEY_EXCHANGE_FAILED.0,
             Violation::HostKeyChanged => R::HOST_KEY_NOT_VERIFIABLE.0,
             Violation::BadCompression => R::COMPRESSION_ERROR.0,
             Violation::TooManyAuthFailures => R::NO_MORE_AUTH_METHODS_AVAILABLE.0,
@@ -108,16 +110,27 @@ impl fmt::Display for Violation {
             Violation::Malformed(m, e) => write!(f, "malformed message {}: {e}", m.0),
             Violation::UnexpectedMessage(m, s) => write!(f, "unexpected message type {} {s}", m.0),
             Violation::StrictKex(m) => {
-                write!(f, "strict KEX violation: unexpected message type {} during initial key exchange", m.0)
+                write!(
+                    f,
+                    "strict KEX violation: unexpected message type {} during initial key exchange",
+                    m.0
+                )
             }
             Violation::NoCommonAlgorithm { what, ours, theirs } => {
-                write!(f, "no matching {what} found. Their offer: {theirs} (ours: {ours})")
+                write!(
+                    f,
+                    "no matching {what} found. Their offer: {theirs} (ours: {ours})"
+                )
             }
             Violation::BadKexValue => f.write_str("invalid key exchange value from peer"),
-            Violation::BadHostSignature => f.write_str("incorrect signature over the exchange hash"),
+            Violation::BadHostSignature => {
+                f.write_str("incorrect signature over the exchange hash")
+            }
             Violation::HostKeyChanged => f.write_str("server host key changed during re-key"),
             Violation::WindowExceeded(c) => write!(f, "channel {c}: peer ignored channel window"),
-            Violation::PacketExceedsMaximum(c) => write!(f, "channel {c}: data packet exceeds maximum size"),
+            Violation::PacketExceedsMaximum(c) => {
+                write!(f, "channel {c}: data packet exceeds maximum size")
+            }
             Violation::UnknownChannel(c) => write!(f, "message for unknown channel {c}"),
             Violation::BadCompression => f.write_str("decompression failed"),
             Violation::TooManyAuthFailures => f.write_str("too many authentication failures"),
@@ -129,7 +142,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Protocol(v) => v.fmt(f),
-            Error::PeerDisconnected { reason, description } => {
+            Error::PeerDisconnected {
+                reason,
+                description,
+            } => {
                 write!(f, "disconnected by peer ({reason}): {description}")
             }
             Error::LocalDisconnect { description, .. } => f.write_str(description),

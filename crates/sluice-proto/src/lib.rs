@@ -18,12 +18,19 @@
 //! through the [`crypto::Rng`] the runtime hands over.
 
 #![forbid(unsafe_code)]
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing))]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
 
 pub mod crypto;
 pub mod msg;
 pub mod wire;
-
 
 pub mod auth;
 pub mod config;

@@ -51,10 +51,18 @@ fn choose(what: &'static str, client: &[String], server: &[String]) -> Result<St
         .filter(|c| !is_pseudo(c))
         .find(|c| server.contains(c))
         .cloned()
-        .ok_or_else(|| Violation::NoCommonAlgorithm { what, ours: client.join(","), theirs: server.join(",") })
+        .ok_or_else(|| Violation::NoCommonAlgorithm {
+            what,
+            ours: client.join(","),
+            theirs: server.join(","),
+        })
 }
 
-fn choose_mac(cipher_name: &str, client: &[String], server: &[String]) -> Result<String, Violation> {
+fn choose_mac(
+    cipher_name: &str,
+    client: &[String],
+    server: &[String],
+) -> Result<String, Violation> {
     if cipher::cipher_info(cipher_name).is_some_and(|c| c.aead) {
         return Ok(String::new());
     }
@@ -63,17 +71,55 @@ fn choose_mac(cipher_name: &str, client: &[String], server: &[String]) -> Result
 
 /// Negotiates from both KEXINITs. `first` is true for the connection's
 /// first key exchange, the only one where the pseudo-algorithms count.
-pub fn negotiate(client: &KexInit, server: &KexInit, first: bool, we_are_server: bool) -> Result<Algorithms, Violation> {
-    let kex = choose("key exchange method", &client.kex_algorithms, &server.kex_algorithms)?;
-    let host_key = choose("host key type", &client.server_host_key_algorithms, &server.server_host_key_algorithms)?;
-    let cipher_c2s = choose("cipher", &client.encryption_client_to_server, &server.encryption_client_to_server)?;
-    let cipher_s2c = choose("cipher", &client.encryption_server_to_client, &server.encryption_server_to_client)?;
-    let mac_c2s = choose_mac(&cipher_c2s, &client.mac_client_to_server, &server.mac_client_to_server)?;
-    let mac_s2c = choose_mac(&cipher_s2c, &client.mac_server_to_client, &server.mac_server_to_client)?;
-    let comp_c2s = choose("compression method", &client.compression_client_to_server, &server.compression_client_to_server)?;
-    let comp_s2c = choose("compression method", &client.compression_server_to_client, &server.compression_server_to_client)?;
+pub fn negotiate(
+    client: &KexInit,
+    server: &KexInit,
+    first: bool,
+    we_are_server: bool,
+) -> Result<Algorithms, Violation> {
+    let kex = choose(
+        "key exchange method",
+        &client.kex_algorithms,
+        &server.kex_algorithms,
+    )?;
+    let host_key = choose(
+        "host key type",
+        &client.server_host_key_algorithms,
+        &server.server_host_key_algorithms,
+    )?;
+    let cipher_c2s = choose(
+        "cipher",
+        &client.encryption_client_to_server,
+        &server.encryption_client_to_server,
+    )?;
+    let cipher_s2c = choose(
+        "cipher",
+        &client.encryption_server_to_client,
+        &server.encryption_server_to_client,
+    )?;
+    let mac_c2s = choose_mac(
+        &cipher_c2s,
+        &client.mac_client_to_server,
+        &server.mac_client_to_server,
+    )?;
+    let mac_s2c = choose_mac(
+        &cipher_s2c,
+        &client.mac_server_to_client,
+        &server.mac_server_to_client,
+    )?;
+    let comp_c2s = choose(
+        "compression method",
+        &client.compression_client_to_server,
+        &server.compression_client_to_server,
+    )?;
+    let comp_s2c = choose(
+        "compression method",
+        &client.compression_server_to_client,
+        &server.compression_server_to_client,
+    )?;
     let has = |list: &[String], n: &str| list.iter().any(|x| x == n);
-    let strict = first && has(&client.kex_algorithms, STRICT_C) && has(&server.kex_algorithms, STRICT_S);
+    let strict =
+        first && has(&client.kex_algorithms, STRICT_C) && has(&server.kex_algorithms, STRICT_S);
     let peer_wants_ext_info = first && we_are_server && has(&client.kex_algorithms, EXT_INFO_C);
     Ok(Algorithms {
         kex,
@@ -122,8 +168,19 @@ mod tests {
 
     #[test]
     fn client_preference_wins_and_markers_are_skipped() {
-        let c = init(&["ext-info-c", "curve25519-sha256", STRICT_C], &["aes256-ctr", "aes128-ctr"]);
-        let s = init(&["ecdh-sha2-nistp256", "curve25519-sha256", STRICT_S, "ext-info-s"], &["aes128-ctr", "aes256-ctr"]);
+        let c = init(
+            &["ext-info-c", "curve25519-sha256", STRICT_C],
+            &["aes256-ctr", "aes128-ctr"],
+        );
+        let s = init(
+            &[
+                "ecdh-sha2-nistp256",
+                "curve25519-sha256",
+                STRICT_S,
+                "ext-info-s",
+            ],
+            &["aes128-ctr", "aes256-ctr"],
+        );
         let a = negotiate(&c, &s, true, true).unwrap();
         assert_eq!(a.kex, "curve25519-sha256");
         assert_eq!(a.cipher_c2s, "aes256-ctr");

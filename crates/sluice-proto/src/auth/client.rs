@@ -22,7 +22,10 @@ impl Connection {
                 let info = msg::ExtInfo::decode(payload).map_err(bad)?;
                 for (name, value) in info.extensions {
                     if name == "server-sig-algs" {
-                        let list = String::from_utf8_lossy(&value).split(',').map(str::to_owned).collect();
+                        let list = String::from_utf8_lossy(&value)
+                            .split(',')
+                            .map(str::to_owned)
+                            .collect();
                         self.auth.server_sig_algs = Some(list);
                     }
                 }
@@ -34,7 +37,10 @@ impl Connection {
             MsgNum::USERAUTH_FAILURE => {
                 let f = msg::UserauthFailure::decode(payload).map_err(bad)?;
                 self.auth.query_outstanding = false;
-                self.events.push_back(Event::AuthFailure { methods: f.methods, partial: f.partial_success });
+                self.events.push_back(Event::AuthFailure {
+                    methods: f.methods,
+                    partial: f.partial_success,
+                });
             }
             MsgNum::USERAUTH_SUCCESS if !self.auth.authenticated => {
                 self.auth.authenticated = true;
@@ -45,7 +51,10 @@ impl Connection {
             MsgNum::USERAUTH_PK_OK if self.auth.query_outstanding => {
                 let ok = msg::UserauthPkOk::decode(payload).map_err(bad)?;
                 self.auth.query_outstanding = false;
-                self.events.push_back(Event::AuthPkOk { algorithm: ok.algorithm, key_blob: ok.key_blob });
+                self.events.push_back(Event::AuthPkOk {
+                    algorithm: ok.algorithm,
+                    key_blob: ok.key_blob,
+                });
             }
             _ => return Err(Violation::UnexpectedMessage(num, "in client authentication").into()),
         }
@@ -54,7 +63,11 @@ impl Connection {
 
     fn send_userauth(&mut self, user: &str, method: AuthMethod) {
         self.auth.user = Some(user.to_owned());
-        let req = UserauthRequest { user: user.to_owned(), service: CONNECTION_SERVICE.to_owned(), method };
+        let req = UserauthRequest {
+            user: user.to_owned(),
+            service: CONNECTION_SERVICE.to_owned(),
+            method,
+        };
         self.queue_with(|p| req.encode(p));
     }
 
@@ -66,23 +79,48 @@ impl Connection {
     /// Client: asks whether a key would be accepted, without signing (RFC 4252 7).
     pub fn auth_publickey_query(&mut self, user: &str, algorithm: &str, key_blob: &[u8]) {
         self.auth.query_outstanding = true;
-        let m = AuthMethod::PublicKey { algorithm: algorithm.to_owned(), key_blob: key_blob.to_vec(), signature: None };
+        let m = AuthMethod::PublicKey {
+            algorithm: algorithm.to_owned(),
+            key_blob: key_blob.to_vec(),
+            signature: None,
+        };
         self.send_userauth(user, m);
     }
 
     /// Client: authenticates with a signature from `signer`.
-    pub fn auth_publickey_sign(&mut self, user: &str, algorithm: &str, signer: &dyn Signer) -> Result<(), Error> {
-        let sid = self.kex.session_id.clone().ok_or(Error::InvalidState("no session yet"))?;
+    pub fn auth_publickey_sign(
+        &mut self,
+        user: &str,
+        algorithm: &str,
+        signer: &dyn Signer,
+    ) -> Result<(), Error> {
+        let sid = self
+            .kex
+            .session_id
+            .clone()
+            .ok_or(Error::InvalidState("no session yet"))?;
         let blob = signer.public_blob();
         let data = msg::publickey_signed_data(&sid, user, CONNECTION_SERVICE, algorithm, &blob);
-        let sig = signer.sign(algorithm, &data).map_err(|_| Error::InvalidState("signing failed"))?;
-        let m = AuthMethod::PublicKey { algorithm: algorithm.to_owned(), key_blob: blob, signature: Some(sig) };
+        let sig = signer
+            .sign(algorithm, &data)
+            .map_err(|_| Error::InvalidState("signing failed"))?;
+        let m = AuthMethod::PublicKey {
+            algorithm: algorithm.to_owned(),
+            key_blob: blob,
+            signature: Some(sig),
+        };
         self.send_userauth(user, m);
         Ok(())
     }
 
     /// Client: authenticates with a password.
     pub fn auth_password(&mut self, user: &str, password: &str) {
-        self.send_userauth(user, AuthMethod::Password { password: password.to_owned(), new_password: None });
+        self.send_userauth(
+            user,
+            AuthMethod::Password {
+                password: password.to_owned(),
+                new_password: None,
+            },
+        );
     }
 }

@@ -33,7 +33,12 @@ impl Connection {
     /// After the first key exchange the client asks for the user-auth service.
     pub(crate) fn on_initial_kex_done(&mut self) {
         if self.role == Role::Client {
-            self.queue_with(|p| crate::msg::ServiceRequest { name: "ssh-userauth".into() }.encode(p));
+            self.queue_with(|p| {
+                crate::msg::ServiceRequest {
+                    name: "ssh-userauth".into(),
+                }
+                .encode(p)
+            });
         }
     }
 

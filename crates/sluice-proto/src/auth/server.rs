@@ -23,7 +23,10 @@ impl Connection {
             MsgNum::SERVICE_REQUEST => {
                 let r = msg::ServiceRequest::decode(payload).map_err(bad)?;
                 if r.name != "ssh-userauth" || self.auth.service_accepted {
-                    self.disconnect(DisconnectReason::SERVICE_NOT_AVAILABLE, "service not available");
+                    self.disconnect(
+                        DisconnectReason::SERVICE_NOT_AVAILABLE,
+                        "service not available",
+                    );
                     return Ok(());
                 }
                 self.auth.service_accepted = true;
@@ -35,7 +38,11 @@ impl Connection {
                     return Ok(()); // RFC 4252 5.1: ignored after success.
                 }
                 if self.auth.pending.is_some() {
-                    return Err(Violation::UnexpectedMessage(num, "while a request is being decided").into());
+                    return Err(Violation::UnexpectedMessage(
+                        num,
+                        "while a request is being decided",
+                    )
+                    .into());
                 }
                 let req = msg::UserauthRequest::decode(payload).map_err(bad)?;
                 self.on_userauth_request(req)
@@ -48,16 +55,29 @@ impl Connection {
         if !self.auth.banner_sent {
             self.auth.banner_sent = true;
             if let Some(b) = self.server.as_ref().and_then(|s| s.banner.clone()) {
-                self.queue_with(|p| msg::UserauthBanner { message: b, language: String::new() }.encode(p));
+                self.queue_with(|p| {
+                    msg::UserauthBanner {
+                        message: b,
+                        language: String::new(),
+                    }
+                    .encode(p)
+                });
             }
         }
         if req.service != "ssh-connection" {
-            self.disconnect(DisconnectReason::SERVICE_NOT_AVAILABLE, "service not available");
+            self.disconnect(
+                DisconnectReason::SERVICE_NOT_AVAILABLE,
+                "service not available",
+            );
             return Ok(());
         }
         let method = match req.method {
             AuthMethod::None => AuthMethodRequest::None,
-            AuthMethod::PublicKey { algorithm, key_blob, signature } => {
+            AuthMethod::PublicKey {
+                algorithm,
+                key_blob,
+                signature,
+            } => {
                 let key_type = hostkey::blob_key_type(&key_blob).unwrap_or_default();
                 let usable = self.config.pubkey_algs.contains(&algorithm)
                     && hostkey::sig_algs_for_key_type(key_type).contains(&algorithm.as_str())
@@ -69,27 +89,46 @@ impl Connection {
                     None => false,
                     Some(sig) => {
                         let sid = self.kex.session_id.clone().unwrap_or_default();
-                        let data = msg::publickey_signed_data(&sid, &req.user, &req.service, &algorithm, &key_blob);
+                        let data = msg::publickey_signed_data(
+                            &sid,
+                            &req.user,
+                            &req.service,
+                            &algorithm,
+                            &key_blob,
+                        );
                         if hostkey::verify(&algorithm, &key_blob, &sig, &data).is_err() {
                             return self.reject_now(true);
                         }
                         true
                     }
                 };
-                AuthMethodRequest::PublicKey { algorithm, key_blob, signed }
+                AuthMethodRequest::PublicKey {
+                    algorithm,
+                    key_blob,
+                    signed,
+                }
             }
-            AuthMethod::Password { password, new_password: None } if self.method_offered("password") => {
-                AuthMethodRequest::Password { password }
-            }
+            AuthMethod::Password {
+                password,
+                new_password: None,
+            } if self.method_offered("password") => AuthMethodRequest::Password { password },
             _ => return self.reject_now(true),
         };
-        self.auth.pending = Some(Pending { user: req.user.clone(), method: method.clone() });
-        self.events.push_back(Event::AuthRequest { user: req.user, method });
+        self.auth.pending = Some(Pending {
+            user: req.user.clone(),
+            method: method.clone(),
+        });
+        self.events.push_back(Event::AuthRequest {
+            user: req.user,
+            method,
+        });
         Ok(())
     }
 
     fn method_offered(&self, name: &str) -> bool {
-        self.server.as_ref().is_some_and(|s| s.auth_methods.iter().any(|m| m == name))
+        self.server
+            .as_ref()
+            .is_some_and(|s| s.auth_methods.iter().any(|m| m == name))
     }
 
     /// Sends USERAUTH_FAILURE; `counts` when the attempt counts against MaxAuthTries.
@@ -101,17 +140,40 @@ impl Connection {
                 return Err(Violation::TooManyAuthFailures.into());
             }
         }
-        let methods = self.server.as_ref().map(|s| s.auth_methods.clone()).unwrap_or_default();
-        self.queue_with(|p| msg::UserauthFailure { methods, partial_success: false }.encode(p));
+        let methods = self
+            .server
+            .as_ref()
+            .map(|s| s.auth_methods.clone())
+            .unwrap_or_default();
+        self.queue_with(|p| {
+            msg::UserauthFailure {
+                methods,
+                partial_success: false,
+            }
+            .encode(p)
+        });
         Ok(())
     }
 
     /// Server: the pending request succeeds. For an unsigned public key
     /// this sends PK_OK (the key is acceptable) rather than success.
     pub fn auth_accept(&mut self) {
-        let Some(p) = self.auth.pending.take() else { return };
-        if let AuthMethodRequest::PublicKey { algorithm, key_blob, signed: false } = p.method {
-            self.queue_with(|out| msg::UserauthPkOk { algorithm, key_blob }.encode(out));
+        let Some(p) = self.auth.pending.take() else {
+            return;
+        };
+        if let AuthMethodRequest::PublicKey {
+            algorithm,
+            key_blob,
+            signed: false,
+        } = p.method
+        {
+            self.queue_with(|out| {
+                msg::UserauthPkOk {
+                    algorithm,
+                    key_blob,
+                }
+                .encode(out)
+            });
             return;
         }
         self.auth.authenticated = true;
@@ -123,7 +185,9 @@ impl Connection {
     /// Server: the pending request fails; after MaxAuthTries failures the
     /// connection is closed with "Too many authentication failures".
     pub fn auth_reject(&mut self) {
-        let Some(p) = self.auth.pending.take() else { return };
+        let Some(p) = self.auth.pending.take() else {
+            return;
+        };
         let counts = !matches!(p.method, AuthMethodRequest::None);
         if let Err(e) = self.reject_now(counts) {
             let _ = self.fail(e);

@@ -54,7 +54,13 @@ pub struct ChannelInfo {
 }
 
 impl Channel {
-    pub(crate) fn new(state: ChannelState, remote: u32, send_window: u32, send_max_packet: u32, recv_max: u32) -> Self {
+    pub(crate) fn new(
+        state: ChannelState,
+        remote: u32,
+        send_window: u32,
+        send_max_packet: u32,
+        recv_max: u32,
+    ) -> Self {
         Channel {
             state,
             remote,

@@ -30,12 +30,19 @@ pub struct DataSlot {
 impl Connection {
     /// Parses CHANNEL_DATA / EXTENDED_DATA and charges the window; returns
     /// the data's range within `payload`.
-    pub(crate) fn handle_channel_data(&mut self, payload: &[u8]) -> Result<(ChannelId, Option<u32>, Range<usize>), Error> {
+    pub(crate) fn handle_channel_data(
+        &mut self,
+        payload: &[u8],
+    ) -> Result<(ChannelId, Option<u32>, Range<usize>), Error> {
         let num = MsgNum(payload.first().copied().unwrap_or(0));
         let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
         let mut r = Reader::new(payload.get(1..).unwrap_or_default());
         let recipient = r.u32().map_err(bad)?;
-        let ext = if num == MsgNum::CHANNEL_EXTENDED_DATA { Some(r.u32().map_err(bad)?) } else { None };
+        let ext = if num == MsgNum::CHANNEL_EXTENDED_DATA {
+            Some(r.u32().map_err(bad)?)
+        } else {
+            None
+        };
         let data = r.string().map_err(bad)?;
         r.finish().map_err(bad)?;
         let len = data.len();
@@ -71,8 +78,14 @@ impl Connection {
             return 0;
         }
         match self.channels.get(id) {
-            Some(ch) if ch.state == crate::connection::ChannelState::Open && !ch.eof_sent && !ch.close_sent => {
-                (ch.send_window as usize).min(ch.send_max_packet as usize).min(MAX_DATA)
+            Some(ch)
+                if ch.state == crate::connection::ChannelState::Open
+                    && !ch.eof_sent
+                    && !ch.close_sent =>
+            {
+                (ch.send_window as usize)
+                    .min(ch.send_max_packet as usize)
+                    .min(MAX_DATA)
             }
             _ => 0,
         }
@@ -81,7 +94,12 @@ impl Connection {
     /// Starts a data packet in `out` (after any queued control packets) and
     /// returns the slot the caller fills, or None if nothing can be sent now.
     /// `ext` is `Some(1)` for stderr.
-    pub fn data_slot(&mut self, id: ChannelId, ext: Option<u32>, out: &mut Vec<u8>) -> Option<DataSlot> {
+    pub fn data_slot(
+        &mut self,
+        id: ChannelId,
+        ext: Option<u32>,
+        out: &mut Vec<u8>,
+    ) -> Option<DataSlot> {
         let max = self.send_capacity(id);
         if max == 0 {
             return None;
@@ -103,7 +121,12 @@ impl Connection {
         out.extend_from_slice(&[0u8; 4]);
         let data_at = out.len();
         let _ = start + HEADER;
-        Some(DataSlot { start, data_at, max, channel: id })
+        Some(DataSlot {
+            start,
+            data_at,
+            max,
+            channel: id,
+        })
     }
 
     /// Seals the slot's packet with `n` bytes of data written at
@@ -128,10 +151,18 @@ impl Connection {
 
     /// Sends as much of `data` as windows allow, sealing into `out`; returns
     /// how many bytes were taken.
-    pub fn send_data(&mut self, id: ChannelId, ext: Option<u32>, data: &[u8], out: &mut Vec<u8>) -> usize {
+    pub fn send_data(
+        &mut self,
+        id: ChannelId,
+        ext: Option<u32>,
+        data: &[u8],
+        out: &mut Vec<u8>,
+    ) -> usize {
         let mut sent = 0;
         while sent < data.len() {
-            let Some(slot) = self.data_slot(id, ext, out) else { break };
+            let Some(slot) = self.data_slot(id, ext, out) else {
+                break;
+            };
             let chunk = data.get(sent..).unwrap_or_default();
             let n = chunk.len().min(slot.max);
             out.extend_from_slice(chunk.get(..n).unwrap_or_default());

@@ -41,26 +41,45 @@ impl Connection {
                     self.queue_with(|p| f.encode(p));
                     return Ok(());
                 };
-                let ch = Channel::new(ChannelState::PeerOpening, o.sender_channel, o.initial_window, o.max_packet, self.config.window);
+                let ch = Channel::new(
+                    ChannelState::PeerOpening,
+                    o.sender_channel,
+                    o.initial_window,
+                    o.max_packet,
+                    self.config.window,
+                );
                 self.channels.insert(id, ch);
-                self.events.push_back(Event::ChannelOpenRequest { channel: id, channel_type: o.channel_type, data: o.data });
+                self.events.push_back(Event::ChannelOpenRequest {
+                    channel: id,
+                    channel_type: o.channel_type,
+                    data: o.data,
+                });
             }
             MsgNum::CHANNEL_OPEN_CONFIRMATION => {
                 let c = msg::ChannelOpenConfirmation::decode(payload).map_err(bad)?;
                 let ch = self.channel_mut(c.recipient_channel)?;
                 if ch.state != ChannelState::Opening {
-                    return Err(Violation::UnexpectedMessage(num, "for a channel not being opened").into());
+                    return Err(Violation::UnexpectedMessage(
+                        num,
+                        "for a channel not being opened",
+                    )
+                    .into());
                 }
                 ch.state = ChannelState::Open;
                 ch.remote = c.sender_channel;
                 ch.send_window = c.initial_window;
                 ch.send_max_packet = c.max_packet;
-                self.events.push_back(Event::ChannelOpened(ChannelId(c.recipient_channel)));
+                self.events
+                    .push_back(Event::ChannelOpened(ChannelId(c.recipient_channel)));
             }
             MsgNum::CHANNEL_OPEN_FAILURE => {
                 let f = msg::ChannelOpenFailure::decode(payload).map_err(bad)?;
                 if self.channel_mut(f.recipient_channel)?.state != ChannelState::Opening {
-                    return Err(Violation::UnexpectedMessage(num, "for a channel not being opened").into());
+                    return Err(Violation::UnexpectedMessage(
+                        num,
+                        "for a channel not being opened",
+                    )
+                    .into());
                 }
                 self.channels.free(ChannelId(f.recipient_channel));
                 self.events.push_back(Event::ChannelOpenFailed {
@@ -74,12 +93,14 @@ impl Connection {
                 let ch = self.open_channel_mut(a.recipient_channel)?;
                 // RFC 4254 5.2: the window may not exceed 2^32-1; clamp.
                 ch.send_window = ch.send_window.saturating_add(a.bytes_to_add);
-                self.events.push_back(Event::ChannelWindow(ChannelId(a.recipient_channel)));
+                self.events
+                    .push_back(Event::ChannelWindow(ChannelId(a.recipient_channel)));
             }
             MsgNum::CHANNEL_EOF => {
                 let e = msg::ChannelEof::decode(payload).map_err(bad)?;
                 self.open_channel_mut(e.recipient_channel)?.eof_received = true;
-                self.events.push_back(Event::ChannelEof(ChannelId(e.recipient_channel)));
+                self.events
+                    .push_back(Event::ChannelEof(ChannelId(e.recipient_channel)));
             }
             MsgNum::CHANNEL_CLOSE => {
                 let c = msg::ChannelClose::decode(payload).map_err(bad)?;
@@ -89,7 +110,12 @@ impl Connection {
                 if !ch.close_sent {
                     ch.close_sent = true;
                     let remote = ch.remote;
-                    self.queue_with(|p| msg::ChannelClose { recipient_channel: remote }.encode(p));
+                    self.queue_with(|p| {
+                        msg::ChannelClose {
+                            recipient_channel: remote,
+                        }
+                        .encode(p)
+                    });
                 }
                 self.channels.free(id);
                 self.events.push_back(Event::ChannelClosed(id));
@@ -105,21 +131,32 @@ impl Connection {
             }
             MsgNum::CHANNEL_SUCCESS | MsgNum::CHANNEL_FAILURE => {
                 let id = if num == MsgNum::CHANNEL_SUCCESS {
-                    msg::ChannelSuccess::decode(payload).map_err(bad)?.recipient_channel
+                    msg::ChannelSuccess::decode(payload)
+                        .map_err(bad)?
+                        .recipient_channel
                 } else {
-                    msg::ChannelFailure::decode(payload).map_err(bad)?.recipient_channel
+                    msg::ChannelFailure::decode(payload)
+                        .map_err(bad)?
+                        .recipient_channel
                 };
                 self.open_channel_mut(id)?;
                 let success = num == MsgNum::CHANNEL_SUCCESS;
-                self.events.push_back(Event::ChannelReply { channel: ChannelId(id), success });
+                self.events.push_back(Event::ChannelReply {
+                    channel: ChannelId(id),
+                    success,
+                });
             }
-            _ => return Err(Violation::UnexpectedMessage(num, "unknown connection message").into()),
+            _ => {
+                return Err(Violation::UnexpectedMessage(num, "unknown connection message").into())
+            }
         }
         Ok(())
     }
 
     pub(crate) fn channel_mut(&mut self, id: u32) -> Result<&mut Channel, Error> {
-        self.channels.get_mut(ChannelId(id)).ok_or(Error::Protocol(Violation::UnknownChannel(id)))
+        self.channels
+            .get_mut(ChannelId(id))
+            .ok_or(Error::Protocol(Violation::UnknownChannel(id)))
     }
 
     /// A channel that is open and not closed by the peer.
@@ -132,13 +169,21 @@ impl Connection {
     }
 
     fn local(&mut self, id: ChannelId) -> Result<&mut Channel, Error> {
-        self.channels.get_mut(id).ok_or(Error::InvalidState("no such channel"))
+        self.channels
+            .get_mut(id)
+            .ok_or(Error::InvalidState("no such channel"))
     }
 
     /// Client: opens a session channel (RFC 4254 6.1).
     pub fn open_session(&mut self) -> Result<ChannelId, Error> {
-        let id = self.channels.alloc().ok_or(Error::InvalidState("too many channels"))?;
-        self.channels.insert(id, Channel::new(ChannelState::Opening, 0, 0, 0, self.config.window));
+        let id = self
+            .channels
+            .alloc()
+            .ok_or(Error::InvalidState("too many channels"))?;
+        self.channels.insert(
+            id,
+            Channel::new(ChannelState::Opening, 0, 0, 0, self.config.window),
+        );
         let o = msg::ChannelOpen {
             channel_type: "session".into(),
             sender_channel: id.0,
@@ -170,7 +215,12 @@ impl Connection {
     }
 
     /// Refuses a channel the peer asked to open.
-    pub fn reject_channel(&mut self, id: ChannelId, reason: u32, description: &str) -> Result<(), Error> {
+    pub fn reject_channel(
+        &mut self,
+        id: ChannelId,
+        reason: u32,
+        description: &str,
+    ) -> Result<(), Error> {
         let ch = self.local(id)?;
         if ch.state != ChannelState::PeerOpening {
             return Err(Error::InvalidState("channel is not waiting to be accepted"));
@@ -187,12 +237,21 @@ impl Connection {
     }
 
     /// Sends a channel request (exec, env, exit-status, ...).
-    pub fn channel_request(&mut self, id: ChannelId, request: ChannelRequestKind, want_reply: bool) -> Result<(), Error> {
+    pub fn channel_request(
+        &mut self,
+        id: ChannelId,
+        request: ChannelRequestKind,
+        want_reply: bool,
+    ) -> Result<(), Error> {
         let ch = self.local(id)?;
         if ch.state != ChannelState::Open || ch.close_sent {
             return Err(Error::InvalidState("channel not open"));
         }
-        let r = msg::ChannelRequest { recipient_channel: ch.remote, want_reply, request };
+        let r = msg::ChannelRequest {
+            recipient_channel: ch.remote,
+            want_reply,
+            request,
+        };
         self.queue_with(|p| r.encode(p));
         Ok(())
     }
@@ -206,9 +265,15 @@ impl Connection {
         let remote = ch.remote;
         self.queue_with(|p| {
             if success {
-                msg::ChannelSuccess { recipient_channel: remote }.encode(p)
+                msg::ChannelSuccess {
+                    recipient_channel: remote,
+                }
+                .encode(p)
             } else {
-                msg::ChannelFailure { recipient_channel: remote }.encode(p)
+                msg::ChannelFailure {
+                    recipient_channel: remote,
+                }
+                .encode(p)
             }
         });
         Ok(())
@@ -222,7 +287,12 @@ impl Connection {
         }
         ch.eof_sent = true;
         let remote = ch.remote;
-        self.queue_with(|p| msg::ChannelEof { recipient_channel: remote }.encode(p));
+        self.queue_with(|p| {
+            msg::ChannelEof {
+                recipient_channel: remote,
+            }
+            .encode(p)
+        });
         Ok(())
     }
 
@@ -234,19 +304,32 @@ impl Connection {
         }
         ch.close_sent = true;
         let remote = ch.remote;
-        self.queue_with(|p| msg::ChannelClose { recipient_channel: remote }.encode(p));
+        self.queue_with(|p| {
+            msg::ChannelClose {
+                recipient_channel: remote,
+            }
+            .encode(p)
+        });
         Ok(())
     }
 
     /// The runtime wrote out `n` bytes received on the channel; the window
     /// is re-granted to the peer when due.
     pub fn consumed(&mut self, id: ChannelId, n: usize) {
-        let Some(ch) = self.channels.get_mut(id) else { return };
+        let Some(ch) = self.channels.get_mut(id) else {
+            return;
+        };
         let n = u32::try_from(n).unwrap_or(u32::MAX);
         if let Some(add) = ch.recv.consume(n) {
             if !ch.close_sent && !ch.close_received {
                 let remote = ch.remote;
-                self.queue_with(|p| msg::ChannelWindowAdjust { recipient_channel: remote, bytes_to_add: add }.encode(p));
+                self.queue_with(|p| {
+                    msg::ChannelWindowAdjust {
+                        recipient_channel: remote,
+                        bytes_to_add: add,
+                    }
+                    .encode(p)
+                });
             }
         }
     }

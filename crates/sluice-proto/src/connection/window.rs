@@ -24,7 +24,12 @@ pub struct RecvWindow {
 impl RecvWindow {
     /// A window of `max` bytes, all available.
     pub fn new(max: u32) -> Self {
-        RecvWindow { available: max, max, delivered: 0, consumed: 0 }
+        RecvWindow {
+            available: max,
+            max,
+            delivered: 0,
+            consumed: 0,
+        }
     }
 
     /// Accounts for `n` received bytes; false if they exceed the window.

@@ -101,7 +101,9 @@ impl Rng for SystemRng {
         // aws-lc's DRBG only fails if the OS entropy source is gone, which the
         // process cannot recover from; padding must never be predictable.
         #[allow(clippy::expect_used)]
-        aws_lc_rs::rand::SystemRandom::new().fill(buf).expect("system randomness unavailable");
+        aws_lc_rs::rand::SystemRandom::new()
+            .fill(buf)
+            .expect("system randomness unavailable");
     }
 }
 

@@ -101,8 +101,14 @@ impl Connection {
         }
         let host_key_algs = match (&self.role, &self.server) {
             (Role::Server, Some(s)) => {
-                let ours: Vec<&'static str> = s.host_keys.iter().flat_map(|k| k.sig_algs()).collect();
-                self.config.host_key_algs.iter().filter(|a| ours.contains(&a.as_str())).cloned().collect()
+                let ours: Vec<&'static str> =
+                    s.host_keys.iter().flat_map(|k| k.sig_algs()).collect();
+                self.config
+                    .host_key_algs
+                    .iter()
+                    .filter(|a| ours.contains(&a.as_str()))
+                    .cloned()
+                    .collect()
             }
             _ => self.config.host_key_algs.clone(),
         };
@@ -133,7 +139,13 @@ impl Connection {
     }
 
     /// Handles messages 20-49.
-    pub(crate) fn handle_kex(&mut self, now: Instant, num: MsgNum, payload: &[u8], seq: u32) -> Result<(), Error> {
+    pub(crate) fn handle_kex(
+        &mut self,
+        now: Instant,
+        num: MsgNum,
+        payload: &[u8],
+        seq: u32,
+    ) -> Result<(), Error> {
         let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
         match num {
             MsgNum::KEXINIT => self.on_kexinit(payload, seq),
@@ -156,9 +168,12 @@ impl Connection {
 
     fn on_kexinit(&mut self, payload: &[u8], seq: u32) -> Result<(), Error> {
         if self.kex.peer_kexinit.is_some() {
-            return Err(Violation::UnexpectedMessage(MsgNum::KEXINIT, "twice in one key exchange").into());
+            return Err(
+                Violation::UnexpectedMessage(MsgNum::KEXINIT, "twice in one key exchange").into(),
+            );
         }
-        let peer = KexInit::decode(payload).map_err(|e| Violation::Malformed(MsgNum::KEXINIT, e))?;
+        let peer =
+            KexInit::decode(payload).map_err(|e| Violation::Malformed(MsgNum::KEXINIT, e))?;
         self.kex.peer_kexinit = Some(payload.to_vec());
         if self.kex.our_kexinit.is_none() {
             self.send_kexinit();
@@ -177,7 +192,8 @@ impl Connection {
                 return Err(Violation::StrictKex(MsgNum::KEXINIT).into());
             }
         }
-        self.kex.ignore_guess = peer.first_kex_packet_follows && negotiate::guess_was_wrong(client, server);
+        self.kex.ignore_guess =
+            peer.first_kex_packet_follows && negotiate::guess_was_wrong(client, server);
         let (send, recv) = match self.role {
             Role::Client => (&algs.comp_c2s, &algs.comp_s2c),
             Role::Server => (&algs.comp_s2c, &algs.comp_c2s),
@@ -195,7 +211,14 @@ impl Connection {
     }
 
     /// H = HASH(V_C || V_S || I_C || I_S || K_S || Q_C || Q_S || K), RFC 5656 4.
-    fn exchange_hash(&self, hash: HashAlg, k_s: &[u8], q_c: &[u8], q_s: &[u8], k: &SharedSecret) -> Vec<u8> {
+    fn exchange_hash(
+        &self,
+        hash: HashAlg,
+        k_s: &[u8],
+        q_c: &[u8],
+        q_s: &[u8],
+        k: &SharedSecret,
+    ) -> Vec<u8> {
         let ours = self.kex.our_kexinit.as_deref().unwrap_or_default();
         let peer = self.kex.peer_kexinit.as_deref().unwrap_or_default();
         let peer_v = self.peer_version.as_deref().unwrap_or_default();
@@ -217,28 +240,51 @@ impl Connection {
     }
 
     fn on_ecdh_init(&mut self, q_c: &[u8]) -> Result<(), Error> {
-        let algs = self.kex.algs.clone().ok_or(Violation::UnexpectedMessage(MsgNum::KEX_ECDH_INIT, "before KEXINIT"))?;
+        let algs = self.kex.algs.clone().ok_or(Violation::UnexpectedMessage(
+            MsgNum::KEX_ECDH_INIT,
+            "before KEXINIT",
+        ))?;
         if self.kex.exchanged.is_some() {
             return Err(Violation::UnexpectedMessage(MsgNum::KEX_ECDH_INIT, "twice").into());
         }
         let hash = kexalg::kex_hash(&algs.kex).ok_or(Violation::BadKexValue)?;
-        let (q_s, k) = kexalg::server_respond(&algs.kex, q_c).map_err(|_| Violation::BadKexValue)?;
+        let (q_s, k) =
+            kexalg::server_respond(&algs.kex, q_c).map_err(|_| Violation::BadKexValue)?;
         let signer = self
             .server
             .as_ref()
-            .and_then(|s| s.host_keys.iter().find(|k| k.sig_algs().contains(&algs.host_key.as_str())).cloned())
-            .ok_or(Error::InvalidState("no host key for the negotiated algorithm"))?;
+            .and_then(|s| {
+                s.host_keys
+                    .iter()
+                    .find(|k| k.sig_algs().contains(&algs.host_key.as_str()))
+                    .cloned()
+            })
+            .ok_or(Error::InvalidState(
+                "no host key for the negotiated algorithm",
+            ))?;
         let k_s = signer.public_blob();
         let h = self.exchange_hash(hash, &k_s, q_c, &q_s, &k);
-        let signature = signer.sign(&algs.host_key, &h).map_err(|_| Error::InvalidState("host key signing failed"))?;
-        self.queue_with(|p| KexEcdhReply { host_key: k_s, q_s, signature }.encode(p));
+        let signature = signer
+            .sign(&algs.host_key, &h)
+            .map_err(|_| Error::InvalidState("host key signing failed"))?;
+        self.queue_with(|p| {
+            KexEcdhReply {
+                host_key: k_s,
+                q_s,
+                signature,
+            }
+            .encode(p)
+        });
         self.kex.exchanged = Some(Exchanged { hash, k, h });
         self.set_session_id();
         self.queue_with(|p| p.push(MsgNum::NEWKEYS.0));
         if algs.peer_wants_ext_info {
             let sig_algs = self.config.pubkey_algs.join(",");
             let mut p = Vec::new();
-            ExtInfo { extensions: vec![("server-sig-algs".to_owned(), sig_algs.into_bytes())] }.encode(&mut p);
+            ExtInfo {
+                extensions: vec![("server-sig-algs".to_owned(), sig_algs.into_bytes())],
+            }
+            .encode(&mut p);
             // EXT_INFO must be the first message after our NEWKEYS (RFC 8308 2.4).
             self.held.push_front(p);
         }
@@ -246,20 +292,30 @@ impl Connection {
     }
 
     fn on_ecdh_reply(&mut self, m: KexEcdhReply) -> Result<(), Error> {
-        let algs = self.kex.algs.clone().ok_or(Violation::UnexpectedMessage(MsgNum::KEX_ECDH_REPLY, "before KEXINIT"))?;
-        let client = self.kex.client.take().ok_or(Violation::UnexpectedMessage(MsgNum::KEX_ECDH_REPLY, "unexpected"))?;
+        let algs = self.kex.algs.clone().ok_or(Violation::UnexpectedMessage(
+            MsgNum::KEX_ECDH_REPLY,
+            "before KEXINIT",
+        ))?;
+        let client = self.kex.client.take().ok_or(Violation::UnexpectedMessage(
+            MsgNum::KEX_ECDH_REPLY,
+            "unexpected",
+        ))?;
         let hash = kexalg::kex_hash(&algs.kex).ok_or(Violation::BadKexValue)?;
         let q_c = client.client_public().to_vec();
         let k = client.finish(&m.q_s).map_err(|_| Violation::BadKexValue)?;
         let h = self.exchange_hash(hash, &m.host_key, &q_c, &m.q_s, &k);
-        hostkey::verify(&algs.host_key, &m.host_key, &m.signature, &h).map_err(|_| Violation::BadHostSignature)?;
+        hostkey::verify(&algs.host_key, &m.host_key, &m.signature, &h)
+            .map_err(|_| Violation::BadHostSignature)?;
         self.kex.exchanged = Some(Exchanged { hash, k, h });
         self.set_session_id();
         match &self.kex.host_key {
             None => {
                 self.kex.host_key = Some(m.host_key.clone());
                 self.kex.awaiting_host_key = true;
-                self.events.push_back(Event::HostKey { algorithm: algs.host_key, key_blob: m.host_key });
+                self.events.push_back(Event::HostKey {
+                    algorithm: algs.host_key,
+                    key_blob: m.host_key,
+                });
             }
             Some(known) if *known == m.host_key => self.queue_with(|p| p.push(MsgNum::NEWKEYS.0)),
             Some(_) => return Err(Violation::HostKeyChanged.into()),
@@ -283,12 +339,17 @@ impl Connection {
     /// Client: the runtime does not trust the host key; the connection ends.
     pub fn reject_host_key(&mut self) {
         self.kex.awaiting_host_key = false;
-        self.disconnect(crate::msg::DisconnectReason::HOST_KEY_NOT_VERIFIABLE, "Host key verification failed.");
+        self.disconnect(
+            crate::msg::DisconnectReason::HOST_KEY_NOT_VERIFIABLE,
+            "Host key verification failed.",
+        );
     }
 
     /// Keys for one direction from the exchange; `c2s` selects letters A/C/E or B/D/F.
     fn direction_keys(&self, c2s: bool) -> Result<(Box<dyn Sealer>, Box<dyn Opener>), Error> {
-        let (Some(ex), Some(algs), Some(sid)) = (&self.kex.exchanged, &self.kex.algs, &self.kex.session_id) else {
+        let (Some(ex), Some(algs), Some(sid)) =
+            (&self.kex.exchanged, &self.kex.algs, &self.kex.session_id)
+        else {
             return Err(Error::InvalidState("keys derived before the exchange"));
         };
         let (cipher_name, mac_name, letters) = if c2s {
@@ -296,15 +357,26 @@ impl Connection {
         } else {
             (&algs.cipher_s2c, &algs.mac_s2c, [b'B', b'D', b'F'])
         };
-        let ci = cipher::cipher_info(cipher_name).ok_or(Error::InvalidState("negotiated an unknown cipher"))?;
+        let ci = cipher::cipher_info(cipher_name)
+            .ok_or(Error::InvalidState("negotiated an unknown cipher"))?;
         let mac_len = cipher::mac_info(mac_name).map_or(0, |m| m.key_len);
-        let derive = |letter: u8, len: usize| kexalg::derive_key(ex.hash, &ex.k, &ex.h, letter, sid, len);
+        let derive =
+            |letter: u8, len: usize| kexalg::derive_key(ex.hash, &ex.k, &ex.h, letter, sid, len);
         let iv = derive(letters[0], ci.iv_len);
         let key = derive(letters[1], ci.key_len);
         let mac_key = derive(letters[2], if ci.aead { 0 } else { mac_len });
-        let keys = DirectionKeys { cipher: cipher_name, mac: mac_name, key: &key, iv: &iv, mac_key: &mac_key };
+        let keys = DirectionKeys {
+            cipher: cipher_name,
+            mac: mac_name,
+            key: &key,
+            iv: &iv,
+            mac_key: &mac_key,
+        };
         let bad = |_| Error::InvalidState("cipher rejected its keys");
-        Ok((cipher::sealer(keys).map_err(bad)?, cipher::opener(keys).map_err(bad)?))
+        Ok((
+            cipher::sealer(keys).map_err(bad)?,
+            cipher::opener(keys).map_err(bad)?,
+        ))
     }
 
     /// Our NEWKEYS went out: switch outgoing keys, release held messages.
@@ -328,7 +400,11 @@ impl Connection {
 
     fn on_newkeys(&mut self, now: Instant) -> Result<(), Error> {
         if self.kex.exchanged.is_none() || self.kex.newkeys_received {
-            return Err(Violation::UnexpectedMessage(MsgNum::NEWKEYS, "before the exchange completed").into());
+            return Err(Violation::UnexpectedMessage(
+                MsgNum::NEWKEYS,
+                "before the exchange completed",
+            )
+            .into());
         }
         let c2s = self.role == Role::Server;
         let (_, opener) = self.direction_keys(c2s)?;
@@ -354,7 +430,10 @@ impl Connection {
         self.kex.newkeys_received = false;
         let initial = self.kex.completed == 1;
         let algorithms = Box::new(self.kex.algs.clone().unwrap_or_default());
-        self.events.push_back(Event::KexDone { initial, algorithms });
+        self.events.push_back(Event::KexDone {
+            initial,
+            algorithms,
+        });
         if initial {
             self.on_initial_kex_done();
         }

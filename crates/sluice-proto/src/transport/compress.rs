@@ -40,7 +40,11 @@ pub(crate) struct Compressor {
 
 impl Compressor {
     pub(crate) fn new() -> Self {
-        Compressor { z: Compress::new(Compression::new(6), true), raw: 0, compressed: 0 }
+        Compressor {
+            z: Compress::new(Compression::new(6), true),
+            raw: 0,
+            compressed: 0,
+        }
     }
 
     /// Deflates `input` into `out` (cleared first), ending with a partial flush.
@@ -53,7 +57,11 @@ impl Compressor {
             let rest = input.get(consumed..).unwrap_or_default();
             // Deflate never fails on valid state; a failure leaves `out` short
             // and the peer will report the stream broken, which is all we can do.
-            if self.z.compress_vec(rest, out, FlushCompress::Partial).is_err() {
+            if self
+                .z
+                .compress_vec(rest, out, FlushCompress::Partial)
+                .is_err()
+            {
                 break;
             }
             consumed += (self.z.total_in() - before_in) as usize;
@@ -76,12 +84,21 @@ pub(crate) struct Decompressor {
 
 impl Decompressor {
     pub(crate) fn new() -> Self {
-        Decompressor { z: Decompress::new(true), raw: 0, compressed: 0 }
+        Decompressor {
+            z: Decompress::new(true),
+            raw: 0,
+            compressed: 0,
+        }
     }
 
     /// Inflates `input` into `out` (cleared first); more than `limit` bytes
     /// of output is an error, which bounds a decompression bomb to one packet.
-    pub(crate) fn decompress(&mut self, input: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), Violation> {
+    pub(crate) fn decompress(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        limit: usize,
+    ) -> Result<(), Violation> {
         out.clear();
         out.reserve((input.len() * 4).max(1024).min(limit + 1));
         let mut consumed = 0usize;
@@ -135,7 +152,12 @@ mod tests {
         let mut z = Vec::new();
         c.compress(&vec![0u8; 1 << 20], &mut z);
         let mut d = Decompressor::new();
-        assert_eq!(d.decompress(&z, &mut Vec::new(), 1000), Err(Violation::BadCompression));
-        assert!(Decompressor::new().decompress(b"garbage!", &mut Vec::new(), 1000).is_err());
+        assert_eq!(
+            d.decompress(&z, &mut Vec::new(), 1000),
+            Err(Violation::BadCompression)
+        );
+        assert!(Decompressor::new()
+            .decompress(b"garbage!", &mut Vec::new(), 1000)
+            .is_err());
     }
 }

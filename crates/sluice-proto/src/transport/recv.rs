@@ -81,7 +81,11 @@ impl RecvState {
     }
 
     fn pos(&self) -> PacketPos {
-        PacketPos { seq: self.seq, index: self.index, offset: self.offset }
+        PacketPos {
+            seq: self.seq,
+            index: self.index,
+            offset: self.offset,
+        }
     }
 
     /// Opens the packet at the start of `input` if it is all there.
@@ -90,8 +94,13 @@ impl RecvState {
             Some(l) => l,
             None => {
                 let need = self.opener.length_bytes();
-                let Some(head) = input.get(..need) else { return Ok(Opened::NeedMore) };
-                let l = self.opener.decrypt_length(self.pos(), head).map_err(|_| Violation::MacFailure)?;
+                let Some(head) = input.get(..need) else {
+                    return Ok(Opened::NeedMore);
+                };
+                let l = self
+                    .opener
+                    .decrypt_length(self.pos(), head)
+                    .map_err(|_| Violation::MacFailure)?;
                 self.check_length(l)?;
                 self.pending_len = Some(l);
                 l
@@ -100,9 +109,13 @@ impl RecvState {
         let len = len as usize;
         let tag_len = self.opener.tag_len();
         let total = 4 + len + tag_len;
-        let Some(whole) = input.get_mut(..total) else { return Ok(Opened::NeedMore) };
+        let Some(whole) = input.get_mut(..total) else {
+            return Ok(Opened::NeedMore);
+        };
         let (packet, tag) = whole.split_at_mut(4 + len);
-        self.opener.open(self.pos(), packet, tag).map_err(|_| Violation::MacFailure)?;
+        self.opener
+            .open(self.pos(), packet, tag)
+            .map_err(|_| Violation::MacFailure)?;
         self.pending_len = None;
         let pad = usize::from(*packet.get(4).ok_or(Violation::BadPadding)?);
         if pad < 4 || pad + 1 > len {
@@ -112,7 +125,11 @@ impl RecvState {
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(1);
         self.index += 1;
-        self.offset += if self.opener.length_in_blocks() { 4 + len } else { len } as u64;
+        self.offset += if self.opener.length_in_blocks() {
+            4 + len
+        } else {
+            len
+        } as u64;
         self.bytes += total as u64;
         let payload = match self.decompressor.as_mut() {
             Some(d) => {
@@ -122,13 +139,21 @@ impl RecvState {
             }
             None => Payload::Input(range),
         };
-        Ok(Opened::Packet { consumed: total, payload, seq })
+        Ok(Opened::Packet {
+            consumed: total,
+            payload,
+            seq,
+        })
     }
 
     fn check_length(&self, len: u32) -> Result<(), Violation> {
         let l = len as usize;
         let bs = self.opener.block_size();
-        let aligned = if self.opener.length_in_blocks() { (l + 4) % bs == 0 } else { l % bs == 0 };
+        let aligned = if self.opener.length_in_blocks() {
+            (l + 4) % bs == 0
+        } else {
+            l % bs == 0
+        };
         if !(5..=MAX_PACKET_LEN).contains(&l) || !aligned {
             return Err(Violation::BadPacketLength(len));
         }

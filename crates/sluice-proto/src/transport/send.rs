@@ -83,7 +83,9 @@ impl SendState {
         let tag_len = self.sealer.tag_len();
         let pad_at = out.len();
         out.resize(pad_at + pad + tag_len, 0);
-        let Some(packet) = out.get_mut(start..) else { return };
+        let Some(packet) = out.get_mut(start..) else {
+            return;
+        };
         let (packet, tag) = packet.split_at_mut(4 + packet_len);
         if let Some(p) = packet.get_mut(pad_at - start..) {
             rng.fill(p);
@@ -92,11 +94,19 @@ impl SendState {
             h[..4].copy_from_slice(&(packet_len as u32).to_be_bytes());
             h[4] = pad as u8;
         }
-        let pos = PacketPos { seq: self.seq, index: self.index, offset: self.offset };
+        let pos = PacketPos {
+            seq: self.seq,
+            index: self.index,
+            offset: self.offset,
+        };
         self.sealer.seal(pos, packet, tag);
         self.seq = self.seq.wrapping_add(1);
         self.index += 1;
-        let encrypted = if self.sealer.length_in_blocks() { 4 + packet_len } else { packet_len };
+        let encrypted = if self.sealer.length_in_blocks() {
+            4 + packet_len
+        } else {
+            packet_len
+        };
         self.offset += encrypted as u64;
         self.bytes += (4 + packet_len + tag_len) as u64;
     }

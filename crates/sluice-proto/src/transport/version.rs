@@ -33,7 +33,11 @@ pub(crate) enum VersionStep {
 impl VersionReader {
     /// Looks for one line at the start of `input`. `allow_preamble` is true
     /// on the client, which must tolerate lines a server sends first.
-    pub(crate) fn step(&mut self, input: &[u8], allow_preamble: bool) -> Result<VersionStep, Violation> {
+    pub(crate) fn step(
+        &mut self,
+        input: &[u8],
+        allow_preamble: bool,
+    ) -> Result<VersionStep, Violation> {
         let window = input.get(..input.len().min(MAX_LINE)).unwrap_or(input);
         let Some(nl) = window.iter().position(|&b| b == b'\n') else {
             if input.len() >= MAX_LINE {
@@ -78,23 +82,33 @@ mod tests {
     fn accepts_crlf_and_lf() {
         let mut r = VersionReader::default();
         assert_eq!(
-            r.step(b"SSH-2.0-OpenSSH_9.2p1 Debian\r\nrest", false).unwrap(),
+            r.step(b"SSH-2.0-OpenSSH_9.2p1 Debian\r\nrest", false)
+                .unwrap(),
             VersionStep::Done("SSH-2.0-OpenSSH_9.2p1 Debian".into(), 30)
         );
-        assert!(matches!(r.step(b"SSH-2.0-x\n", false).unwrap(), VersionStep::Done(_, 10)));
+        assert!(matches!(
+            r.step(b"SSH-2.0-x\n", false).unwrap(),
+            VersionStep::Done(_, 10)
+        ));
     }
 
     #[test]
     fn preamble_only_for_clients() {
         let mut r = VersionReader::default();
-        assert_eq!(r.step(b"hello\r\nSSH-2.0-x\r\n", true).unwrap(), VersionStep::Skipped(7));
+        assert_eq!(
+            r.step(b"hello\r\nSSH-2.0-x\r\n", true).unwrap(),
+            VersionStep::Skipped(7)
+        );
         assert!(r.step(b"hello\r\n", false).is_err());
     }
 
     #[test]
     fn bounded() {
         let mut r = VersionReader::default();
-        assert_eq!(r.step(b"SSH-2.0-abc", false).unwrap(), VersionStep::NeedMore);
+        assert_eq!(
+            r.step(b"SSH-2.0-abc", false).unwrap(),
+            VersionStep::NeedMore
+        );
         assert_eq!(r.step(&[b'A'; 300], false), Err(Violation::VersionTooLong));
         assert!(r.step(b"SSH-1.5-old\r\n", false).is_err());
         let mut r = VersionReader::default();

@@ -158,7 +158,10 @@ mod tests {
         assert!(r.bool().unwrap());
         assert_eq!(r.u64().unwrap(), 7);
         r.finish().unwrap();
-        assert_eq!(Reader::new(&[0, 0, 0, 9, 1]).string(), Err(WireError::Truncated));
+        assert_eq!(
+            Reader::new(&[0, 0, 0, 9, 1]).string(),
+            Err(WireError::Truncated)
+        );
         assert_eq!(Reader::new(&[0xff; 4]).string(), Err(WireError::Truncated));
     }
 
@@ -174,6 +177,11 @@ mod tests {
     #[test]
     fn mpint_sign_is_checked() {
         assert!(Reader::new(&[0, 0, 0, 1, 0x80]).mpint().is_err());
-        assert_eq!(Reader::new(&[0, 0, 0, 2, 0, 0x80]).mpint_unsigned().unwrap(), &[0x80]);
+        assert_eq!(
+            Reader::new(&[0, 0, 0, 2, 0, 0x80])
+                .mpint_unsigned()
+                .unwrap(),
+            &[0x80]
+        );
     }
 }

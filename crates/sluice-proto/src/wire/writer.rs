@@ -69,7 +69,10 @@ impl<'a> Writer<'a> {
     /// `mpint` from an unsigned big-endian magnitude: strips leading zeros and
     /// adds one zero byte when the top bit is set (RFC 4251).
     pub fn mpint_unsigned(&mut self, magnitude: &[u8]) -> &mut Self {
-        let start = magnitude.iter().position(|&b| b != 0).unwrap_or(magnitude.len());
+        let start = magnitude
+            .iter()
+            .position(|&b| b != 0)
+            .unwrap_or(magnitude.len());
         let m = magnitude.get(start..).unwrap_or_default();
         let pad = m.first().is_some_and(|&b| b & 0x80 != 0);
         self.u32((m.len() + usize::from(pad)) as u32);

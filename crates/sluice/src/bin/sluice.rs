@@ -1,5 +1,5 @@
-//! `sluice`: the SSH client. STUB.
+//! `sluice`: the SSH client. See `sluice::client::app`.
 fn main() {
-    eprintln!("sluice: not yet implemented");
-    std::process::exit(255);
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    std::process::exit(sluice::client::app::main(&argv));
 }

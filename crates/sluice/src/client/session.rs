@@ -29,6 +29,8 @@ pub type HostKeyCheck = Box<dyn FnMut(&str, &[u8]) -> Result<(), String>>;
 pub struct SessionPlan {
     /// The remote command; None asks for a shell.
     pub command: Option<Vec<u8>>,
+    /// The command names a subsystem (`-s`).
+    pub subsystem: bool,
     /// Environment to send (SendEnv / SetEnv).
     pub env: Vec<(String, Vec<u8>)>,
     /// Wire the channel to fds 0, 1, 2.
@@ -149,6 +151,9 @@ impl ClientSession {
                 .map_err(|e| e.to_string())?;
         }
         let req = match &self.plan.command {
+            Some(cmd) if self.plan.subsystem => ChannelRequestKind::Subsystem {
+                name: String::from_utf8_lossy(cmd).into_owned(),
+            },
             Some(cmd) => {
                 log!(Debug1, "Sending command: {}", String::from_utf8_lossy(cmd));
                 ChannelRequestKind::Exec {
