@@ -286,7 +286,9 @@ fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCheck {
                 let add = |files: &[PathBuf]| {
                     if let Some(f) = files.first() {
                         if known_hosts::append(f, &host, port, blob, hash).is_ok() {
-                            eprintln!("Warning: Permanently added '{name}' ({shown}) to the list of known hosts.");
+                            if crate::log::enabled(Level::Info) {
+                                eprintln!("Warning: Permanently added '{name}' ({shown}) to the list of known hosts.");
+                            }
                         }
                     }
                 };

@@ -90,3 +90,10 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
 pub fn would_block(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::WouldBlock
 }
+
+/// Enlarges a pipe's buffer (F_SETPIPE_SZ) so bulk data moves in large
+/// writes; the kernel caps it at /proc/sys/fs/pipe-max-size. Best effort.
+pub fn set_pipe_size(fd: RawFd, size: usize) {
+    // SAFETY: fcntl with an integer argument; failure is harmless.
+    unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, size as libc::c_int) };
+}

@@ -37,8 +37,11 @@ pub struct ChanIo {
     pub close_sink_on_eof: bool,
     /// The fds are ours to close.
     pub owned: bool,
-    pending: Vec<u8>,
-    pending_err: Vec<u8>,
+    pending: Pending,
+    pending_err: Pending,
+    /// poll said readable (or not yet asked); cleared on EAGAIN.
+    source_ready: bool,
+    err_source_ready: bool,
     source_eof: bool,
     err_source_eof: bool,
     peer_eof: bool,
@@ -86,6 +89,46 @@ impl ChanIo {
         self.err_source = None;
         self.sink = None;
         self.err_sink = None;
+    }
+}
+
+/// Received bytes a sink has not taken yet, consumed from the front
+/// without moving the rest (a plain `Vec::drain` would be quadratic).
+#[derive(Debug, Default)]
+struct Pending {
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+    fn bytes(&self) -> &[u8] {
+        self.buf.get(self.pos..).unwrap_or_default()
+    }
+    fn extend(&mut self, data: &[u8]) {
+        if self.is_empty() {
+            self.buf.clear();
+            self.pos = 0;
+        }
+        self.buf.extend_from_slice(data);
+    }
+    fn advance(&mut self, n: usize) {
+        self.pos += n;
+        if self.is_empty() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > (1 << 20) && self.pos * 2 > self.buf.len() {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+    }
+    fn clear(&mut self) -> usize {
+        let n = self.buf.len() - self.pos.min(self.buf.len());
+        self.buf.clear();
+        self.pos = 0;
+        n
     }
 }
 
@@ -354,17 +397,17 @@ impl Pump {
                 (io.sink, &mut io.pending),
                 (io.err_sink, &mut io.pending_err),
             ] {
-                if let (Some(fd), false) = (fd, buf.is_empty()) {
-                    match fdio::write_some(fd, buf) {
+                let Some(fd) = fd else { continue };
+                while !buf.is_empty() {
+                    match fdio::write_some(fd, buf.bytes()) {
                         Ok(n) => {
-                            buf.drain(..n);
+                            buf.advance(n);
                             written += n;
                         }
-                        Err(e) if fdio::would_block(&e) => {}
+                        Err(e) if fdio::would_block(&e) => break,
                         Err(_) => {
                             // The reader went away (EPIPE): drop what it will never read.
-                            written += buf.len();
-                            buf.clear();
+                            written += buf.clear();
                         }
                     }
                 }
@@ -394,11 +437,13 @@ impl Pump {
                     let Some(io) = self.fds.get_mut(id) else {
                         break;
                     };
-                    let (fd, eof) = match ext {
-                        None => (io.source, io.source_eof),
-                        Some(_) => (io.err_source, io.err_source_eof),
+                    let (fd, eof, ready) = match ext {
+                        None => (io.source, io.source_eof, io.source_ready),
+                        Some(_) => (io.err_source, io.err_source_eof, io.err_source_ready),
                     };
-                    let Some(fd) = fd.filter(|_| !eof) else { break };
+                    let Some(fd) = fd.filter(|_| !eof && ready) else {
+                        break;
+                    };
                     let Some(slot) = conn.data_slot(id, ext, &mut self.out) else {
                         break;
                     };
@@ -414,11 +459,12 @@ impl Pump {
                         Ok(n) => conn.finish_data_slot(slot, n, &mut self.out),
                         Err(e) => {
                             conn.finish_data_slot(slot, 0, &mut self.out);
-                            if !fdio::would_block(&e) {
-                                match ext {
-                                    None => io.source_eof = true,
-                                    Some(_) => io.err_source_eof = true,
-                                }
+                            let blocked = fdio::would_block(&e);
+                            match ext {
+                                None if blocked => io.source_ready = false,
+                                Some(_) if blocked => io.err_source_ready = false,
+                                None => io.source_eof = true,
+                                Some(_) => io.err_source_eof = true,
                             }
                             break;
                         }
@@ -525,6 +571,21 @@ impl Pump {
         }
         let ms = timeout.map_or(-1, |d| d.as_millis().min(60_000) as i32);
         fdio::poll(&mut pfds, ms).map_err(|e| PumpError::Io(format!("poll: {e}")))?;
+        for p in pfds
+            .iter()
+            .filter(|p| p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0)
+        {
+            for id in self.fds.ids() {
+                if let Some(io) = self.fds.get_mut(id) {
+                    if io.source == Some(p.fd) {
+                        io.source_ready = true;
+                    }
+                    if io.err_source == Some(p.fd) {
+                        io.err_source_ready = true;
+                    }
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -541,16 +602,16 @@ fn deliver(fds: &mut ChannelFds, id: ChannelId, ext: Option<u32>, data: &[u8]) -
     };
     let Some(fd) = fd else { return data.len() };
     if !pending.is_empty() {
-        pending.extend_from_slice(data);
+        pending.extend(data);
         return 0;
     }
     match fdio::write_some(fd, data) {
         Ok(n) => {
-            pending.extend_from_slice(data.get(n..).unwrap_or_default());
+            pending.extend(data.get(n..).unwrap_or_default());
             n
         }
         Err(e) if fdio::would_block(&e) => {
-            pending.extend_from_slice(data);
+            pending.extend(data);
             0
         }
         Err(_) => data.len(),
@@ -566,10 +627,8 @@ fn drain_blocking(io: &mut ChanIo) {
     ] {
         let Some(fd) = fd else { continue };
         while !buf.is_empty() {
-            match fdio::write_some(fd, buf) {
-                Ok(n) => {
-                    buf.drain(..n);
-                }
+            match fdio::write_some(fd, buf.bytes()) {
+                Ok(n) => buf.advance(n),
                 Err(e) if fdio::would_block(&e) => {
                     let mut p = [libc::pollfd {
                         fd,
@@ -578,7 +637,9 @@ fn drain_blocking(io: &mut ChanIo) {
                     }];
                     let _ = fdio::poll(&mut p, 1000);
                 }
-                Err(_) => buf.clear(),
+                Err(_) => {
+                    buf.clear();
+                }
             }
         }
     }

@@ -205,6 +205,7 @@ impl ServerConn {
                 io.owned = true;
                 for fd in [io.source, io.err_source, io.sink].into_iter().flatten() {
                     let _ = crate::net::fdio::set_nonblocking(fd, true);
+                    crate::net::fdio::set_pipe_size(fd, 1 << 20);
                 }
                 fds.insert(id, io);
                 s.child = Some(child);
