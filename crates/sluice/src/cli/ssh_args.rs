@@ -220,7 +220,7 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!((a.verbose, a.port, a.compression), (3, Some(22), true));
+        assert_eq!((a.verbose, a.port, a.compression), (2, Some(22), true));
         assert_eq!(a.options, ["BatchMode=yes"]);
         assert_eq!((a.user.as_deref(), a.host.as_str()), (Some("bob"), "host"));
         assert_eq!(a.command, ["ls", "-l"]);

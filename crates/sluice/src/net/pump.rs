@@ -428,11 +428,11 @@ impl Pump {
     /// Reads channel sources straight into packet slots in the output buffer.
     fn fill_output(&mut self, conn: &mut Connection) {
         conn.poll_transmit(Instant::now(), &mut self.out);
-        for id in self.fds.ids() {
+        'channels: for id in self.fds.ids() {
             for ext in [None, Some(1u32)] {
                 loop {
                     if self.out.len() - self.out_pos >= OUT_HIGH_WATER {
-                        return;
+                        break 'channels;
                     }
                     let Some(io) = self.fds.get_mut(id) else {
                         break;
@@ -484,6 +484,8 @@ impl Pump {
                 }
             }
         }
+        // Always seal what the data path queued (a re-key's KEXINIT, window
+        // adjusts): the loop may sleep next, and nothing else would send them.
         conn.poll_transmit(Instant::now(), &mut self.out);
     }
 

@@ -274,9 +274,12 @@ mod tests {
         if unsafe { libc::geteuid() } != 0 {
             return;
         }
-        let Some(nobody) = lookup_user("nobody") else {
+        let Some(mut nobody) = lookup_user("nobody") else {
             return;
         };
+        // nobody's shell is nologin (which is honoured); run the check with sh.
+        nobody.shell = "/bin/sh".into();
+        nobody.home = "/".into();
         let uid = nobody.uid;
         let (o, _, _) = run("id -u", nobody);
         assert_eq!(o.trim(), uid.to_string());
