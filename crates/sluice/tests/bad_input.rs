@@ -17,14 +17,17 @@ use std::time::{Duration, Instant};
 
 /// Reads until EOF or error; true if the server closed within `secs`.
 fn closed_within(s: &mut TcpStream, secs: u64) -> bool {
-    s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     let end = Instant::now() + Duration::from_secs(secs);
     let mut buf = [0u8; 65536];
     while Instant::now() < end {
         match s.read(&mut buf) {
             Ok(0) => return true,
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(_) => return true,
         }
     }
@@ -61,7 +64,8 @@ fn kexinit() -> Vec<u8> {
         first_kex_packet_follows: false,
         reserved: 0,
     };
-    init.kex_algorithms.push("kex-strict-c-v00@openssh.com".into());
+    init.kex_algorithms
+        .push("kex-strict-c-v00@openssh.com".into());
     let mut p = Vec::new();
     init.encode(&mut p);
     p
@@ -73,7 +77,8 @@ fn session(s: &Setup, port: u16) -> (Connection, TcpStream, sluice_proto::Channe
     let key = sluice::keys::identity::load(&s.user_key, &mut |_| None).unwrap();
     let mut conn = Connection::client(ClientConfig::default(), Box::new(SystemRng));
     let mut sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
     let mut inbuf = Vec::new();
     let mut channel = None;
     let end = Instant::now() + Duration::from_secs(20);
@@ -100,12 +105,23 @@ fn session(s: &Setup, port: u16) -> (Connection, TcpStream, sluice_proto::Channe
         while let Some(e) = conn.poll_event() {
             match e {
                 Event::HostKey { .. } => conn.accept_host_key(),
-                Event::AuthReady => conn.auth_publickey_sign(&user, "ssh-ed25519", &key).unwrap(),
+                Event::AuthReady => conn
+                    .auth_publickey_sign(&user, "ssh-ed25519", &key)
+                    .unwrap(),
                 Event::Authenticated { .. } => channel = Some(conn.open_session().unwrap()),
-                Event::ChannelOpened(id) => {
-                    conn.channel_request(id, ChannelRequestKind::Exec { command: b"cat > /dev/null".to_vec() }, true).unwrap()
-                }
-                Event::ChannelReply { channel: id, success: true } => return (conn, sock, id),
+                Event::ChannelOpened(id) => conn
+                    .channel_request(
+                        id,
+                        ChannelRequestKind::Exec {
+                            command: b"cat > /dev/null".to_vec(),
+                        },
+                        true,
+                    )
+                    .unwrap(),
+                Event::ChannelReply {
+                    channel: id,
+                    success: true,
+                } => return (conn, sock, id),
                 _ => {}
             }
         }
@@ -137,7 +153,8 @@ fn bad_input_closes_only_that_connection() {
     assert!(closed_within(&mut t, 10), "endless banner");
     // 3. A packet length of 2^32-1.
     let mut t = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
-    t.write_all(b"SSH-2.0-evil\r\n\xff\xff\xff\xff\0\0\0\0\0\0\0\0").unwrap();
+    t.write_all(b"SSH-2.0-evil\r\n\xff\xff\xff\xff\0\0\0\0\0\0\0\0")
+        .unwrap();
     assert!(closed_within(&mut t, 10), "huge packet length");
     // 4. A KEXINIT, then a truncated packet and close.
     let mut t = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
@@ -184,11 +201,25 @@ fn bad_input_closes_only_that_connection() {
     assert!(closed_within(&mut t, 20), "window overrun");
 
     let out = transfer.join().unwrap();
-    assert!(out.status.success(), "parallel transfer: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&hash), "parallel transfer hash");
+    assert!(
+        out.status.success(),
+        "parallel transfer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(&hash),
+        "parallel transfer hash"
+    );
     // The server logged each refusal.
     let log = server.log_text();
-    for needle in ["bad protocol identification", "bad packet length", "strict KEX", "message authentication code incorrect", "unknown channel 4242", "ignored channel window"] {
+    for needle in [
+        "bad protocol identification",
+        "bad packet length",
+        "strict KEX",
+        "message authentication code incorrect",
+        "unknown channel 4242",
+        "ignored channel window",
+    ] {
         assert!(log.contains(needle), "log lacks '{needle}':\n{log}");
     }
     // And it still serves.

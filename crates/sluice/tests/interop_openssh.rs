@@ -14,19 +14,43 @@ const CIPHERS: &[&str] = &[
     "aes192-ctr",
     "aes256-ctr",
 ];
-const MACS: &[&str] = &["hmac-sha2-256", "hmac-sha2-512", "hmac-sha2-256-etm@openssh.com", "hmac-sha2-512-etm@openssh.com"];
-const KEX_OPENSSH92: &[&str] =
-    &["curve25519-sha256", "curve25519-sha256@libssh.org", "ecdh-sha2-nistp256", "ecdh-sha2-nistp384", "ecdh-sha2-nistp521"];
-const HOSTKEY_ALGS: &[&str] = &["ssh-ed25519", "ecdsa-sha2-nistp256", "rsa-sha2-512", "rsa-sha2-256"];
+const MACS: &[&str] = &[
+    "hmac-sha2-256",
+    "hmac-sha2-512",
+    "hmac-sha2-256-etm@openssh.com",
+    "hmac-sha2-512-etm@openssh.com",
+];
+const KEX_OPENSSH92: &[&str] = &[
+    "curve25519-sha256",
+    "curve25519-sha256@libssh.org",
+    "ecdh-sha2-nistp256",
+    "ecdh-sha2-nistp384",
+    "ecdh-sha2-nistp521",
+];
+const HOSTKEY_ALGS: &[&str] = &[
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "rsa-sha2-512",
+    "rsa-sha2-256",
+];
 
 /// (client is OpenSSH, server is OpenSSH) for the pairs we test.
-const PAIRS: &[(bool, bool, &str)] = &[(true, false, "ssh->sluiced"), (false, true, "sluice->sshd"), (false, false, "sluice->sluiced")];
+const PAIRS: &[(bool, bool, &str)] = &[
+    (true, false, "ssh->sluiced"),
+    (false, true, "sluice->sshd"),
+    (false, false, "sluice->sluiced"),
+];
 
 fn echo_ok(s: &Setup, server: &Server, openssh_client: bool, opts: &[&str], label: &str) {
     let mut c = s.client(openssh_client, server, opts);
     c.arg("echo ok");
     let out = run(c, b"", 60);
-    assert!(out.status.success(), "{label} {opts:?}: {}\nserver log:\n{}", String::from_utf8_lossy(&out.stderr), server.log_text());
+    assert!(
+        out.status.success(),
+        "{label} {opts:?}: {}\nserver log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        server.log_text()
+    );
     assert_eq!(out.stdout, b"ok\n", "{label} {opts:?}");
 }
 
@@ -46,15 +70,33 @@ fn every_shared_algorithm_both_ways() {
             }
         }
         for k in KEX_OPENSSH92 {
-            echo_ok(&s, &server, oc, &["-o", &format!("KexAlgorithms={k}")], label);
+            echo_ok(
+                &s,
+                &server,
+                oc,
+                &["-o", &format!("KexAlgorithms={k}")],
+                label,
+            );
         }
         for h in HOSTKEY_ALGS {
-            echo_ok(&s, &server, oc, &["-o", &format!("HostKeyAlgorithms={h}")], label);
+            echo_ok(
+                &s,
+                &server,
+                oc,
+                &["-o", &format!("HostKeyAlgorithms={h}")],
+                label,
+            );
         }
     }
     // The post-quantum hybrid is not in Debian 12's OpenSSH 9.2: sluice to sluiced only.
     let server = s.start(false, "");
-    echo_ok(&s, &server, false, &["-o", "KexAlgorithms=mlkem768x25519-sha256"], "sluice->sluiced");
+    echo_ok(
+        &s,
+        &server,
+        false,
+        &["-o", "KexAlgorithms=mlkem768x25519-sha256"],
+        "sluice->sluiced",
+    );
 }
 
 #[test]
@@ -74,7 +116,13 @@ fn user_key_types_authenticate() {
         let server = s.start(os, "");
         for t in ["ecdsa", "rsa"] {
             let k = s.dir.path(&format!("id_{t}"));
-            echo_ok(&s, &server, oc, &["-o", "IdentitiesOnly=yes", "-i", k.to_str().unwrap()], label);
+            echo_ok(
+                &s,
+                &server,
+                oc,
+                &["-o", "IdentitiesOnly=yes", "-i", k.to_str().unwrap()],
+                label,
+            );
         }
     }
 }
@@ -96,12 +144,20 @@ fn bulk_64mib_each_way_with_hashes() {
         let mut c = s.client(oc, &server, &[]);
         c.arg(format!("cat > {}", dst.display()));
         let out = run(c, &data, 120);
-        assert!(out.status.success(), "{label} upload: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{label} upload: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(sha256_file(&dst), hash, "{label} upload");
         let mut c = s.client(oc, &server, &[]);
         c.arg(format!("cat {}", src.display()));
         let out = run(c, b"", 120);
-        assert!(out.status.success(), "{label} download: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{label} download: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(sha256(&out.stdout), hash, "{label} download");
     }
 }
@@ -128,7 +184,16 @@ fn exit_status_and_stderr() {
     }
     // An SSH-level failure is 255, with ssh's words.
     let mut c = std::process::Command::new(SLUICE);
-    c.args(["-F", "/dev/null", "-o", "BatchMode=yes", "-p", &free_port().to_string(), "127.0.0.1", "true"]);
+    c.args([
+        "-F",
+        "/dev/null",
+        "-o",
+        "BatchMode=yes",
+        "-p",
+        &free_port().to_string(),
+        "127.0.0.1",
+        "true",
+    ]);
     let out = run(c, b"", 30);
     assert_eq!(out.status.code(), Some(255));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Connection refused"));
@@ -140,7 +205,12 @@ fn compression_both_ways() {
         return;
     }
     let s = Setup::new("zlib");
-    let text: Vec<u8> = b"sluice moves bulk data over ssh; compressible line of text\n".iter().cycle().take(64 << 20).copied().collect();
+    let text: Vec<u8> = b"sluice moves bulk data over ssh; compressible line of text\n"
+        .iter()
+        .cycle()
+        .take(64 << 20)
+        .copied()
+        .collect();
     let hash = sha256(&text);
     let src = s.dir.path("text");
     std::fs::write(&src, &text).unwrap();
@@ -149,7 +219,10 @@ fn compression_both_ways() {
         let mut c = s.client(oc, &server, &["-C"]);
         c.arg("sha256sum");
         let out = run(c, &text, 120);
-        assert!(String::from_utf8_lossy(&out.stdout).starts_with(&hash), "{label} -C upload");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with(&hash),
+            "{label} -C upload"
+        );
         let mut c = s.client(oc, &server, &["-C"]);
         c.arg(format!("cat {}", src.display()));
         let out = run(c, b"", 120);
@@ -171,13 +244,21 @@ fn rekey_during_transfer_from_either_side() {
         let mut c = s.client(oc, &server, &["-o", "RekeyLimit=1M"]);
         c.arg("sha256sum");
         let out = run(c, &data, 120);
-        assert!(String::from_utf8_lossy(&out.stdout).starts_with(&hash), "{label} client rekey: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with(&hash),
+            "{label} client rekey: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // Server-initiated re-keys.
         let server = s.start(os, "RekeyLimit 1M");
         let mut c = s.client(oc, &server, &[]);
         c.arg("sha256sum");
         let out = run(c, &data, 120);
-        assert!(String::from_utf8_lossy(&out.stdout).starts_with(&hash), "{label} server rekey: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with(&hash),
+            "{label} server rekey: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -196,36 +277,90 @@ fn rsync_sftp_scp() {
         let server = s.start(os, "");
         let dst = s.dir.path(&format!("rsync_{label}.bin").replace("->", "_"));
         let mut c = std::process::Command::new("rsync");
-        c.arg("-a").arg("-e").arg(format!("{} -p {}", s.ssh_command_line(oc), server.port)).arg(&src).arg(format!("127.0.0.1:{}", dst.display()));
+        c.arg("-a")
+            .arg("-e")
+            .arg(format!("{} -p {}", s.ssh_command_line(oc), server.port))
+            .arg(&src)
+            .arg(format!("127.0.0.1:{}", dst.display()));
         let out = run(c, b"", 120);
-        assert!(out.status.success(), "{label} rsync: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{label} rsync: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(sha256_file(&dst), hash, "{label} rsync");
     }
     // Stock sftp and scp (SFTP and legacy -O) through sluiced's Subsystem line.
     let server = s.start(false, "");
-    let common = ["-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR"];
+    let common = [
+        "-F",
+        "/dev/null",
+        "-o",
+        "StrictHostKeyChecking=no",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "LogLevel=ERROR",
+    ];
     let kh = format!("UserKnownHostsFile={}", s.dir.path("known_hosts").display());
     let port = server.port.to_string();
     let put = s.dir.path("sftp_put.bin");
     let get = s.dir.path("sftp_get.bin");
-    std::fs::write(s.dir.path("batch"), format!("put {} {}\nget {} {}\n", src.display(), put.display(), put.display(), get.display())).unwrap();
+    std::fs::write(
+        s.dir.path("batch"),
+        format!(
+            "put {} {}\nget {} {}\n",
+            src.display(),
+            put.display(),
+            put.display(),
+            get.display()
+        ),
+    )
+    .unwrap();
     let mut c = std::process::Command::new("sftp");
-    c.args(common).args(["-o", &kh, "-i"]).arg(&s.user_key).args(["-P", &port, "-b"]).arg(s.dir.path("batch")).arg("127.0.0.1");
+    c.args(common)
+        .args(["-o", &kh, "-i"])
+        .arg(&s.user_key)
+        .args(["-P", &port, "-b"])
+        .arg(s.dir.path("batch"))
+        .arg("127.0.0.1");
     let out = run(c, b"", 120);
-    assert!(out.status.success(), "sftp: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "sftp: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(sha256_file(&put), hash, "sftp put");
     assert_eq!(sha256_file(&get), hash, "sftp get");
     for legacy in [false, true] {
         let up = s.dir.path(&format!("scp_up_{legacy}.bin"));
         let down = s.dir.path(&format!("scp_down_{legacy}.bin"));
-        for (from, to) in [(src.display().to_string(), format!("127.0.0.1:{}", up.display())), (format!("127.0.0.1:{}", up.display()), down.display().to_string())] {
+        for (from, to) in [
+            (
+                src.display().to_string(),
+                format!("127.0.0.1:{}", up.display()),
+            ),
+            (
+                format!("127.0.0.1:{}", up.display()),
+                down.display().to_string(),
+            ),
+        ] {
             let mut c = std::process::Command::new("scp");
             if legacy {
                 c.arg("-O");
             }
-            c.args(common).args(["-o", &kh, "-i"]).arg(&s.user_key).args(["-P", &port]).arg(&from).arg(&to);
+            c.args(common)
+                .args(["-o", &kh, "-i"])
+                .arg(&s.user_key)
+                .args(["-P", &port])
+                .arg(&from)
+                .arg(&to);
             let out = run(c, b"", 120);
-            assert!(out.status.success(), "scp legacy={legacy}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "scp legacy={legacy}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         assert_eq!(sha256_file(&up), hash, "scp legacy={legacy} upload");
         assert_eq!(sha256_file(&down), hash, "scp legacy={legacy} download");
@@ -241,11 +376,17 @@ fn sluiced_dash_t_prints_effective_config() {
     c.arg("-T").arg("-f").arg(&cfg);
     let out = run(c, b"", 10);
     let t = String::from_utf8_lossy(&out.stdout);
-    assert!(t.contains("port 2222\n") && t.contains("permitrootlogin no\n") && t.contains("ciphers aes128-ctr\n"), "{t}");
+    assert!(
+        t.contains("port 2222\n")
+            && t.contains("permitrootlogin no\n")
+            && t.contains("ciphers aes128-ctr\n"),
+        "{t}"
+    );
     std::fs::write(&cfg, "Port 2222\nNoSuchThing yes\n").unwrap();
     let mut c = std::process::Command::new(SLUICED);
     c.arg("-T").arg("-f").arg(&cfg);
     let out = run(c, b"", 10);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("line 2: Bad configuration option: nosuchthing"));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("line 2: Bad configuration option: nosuchthing"));
 }

@@ -7,7 +7,10 @@ use std::process::{Command, Stdio};
 
 fn peers() -> Option<String> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/peers");
-    let ok = Command::new("python3").args(["-c", "import paramiko, asyncssh"]).status().is_ok_and(|s| s.success());
+    let ok = Command::new("python3")
+        .args(["-c", "import paramiko, asyncssh"])
+        .status()
+        .is_ok_and(|s| s.success());
     if !ok {
         assert!(std::env::var("CI").is_err(), "python3 with paramiko and asyncssh is required under CI (pip install -r tests/requirements.txt)");
         eprintln!("skipping: python3 paramiko/asyncssh not installed");
@@ -23,12 +26,26 @@ fn paramiko_client_to_sluiced() {
     let server = s.start(false, "");
     let data = random_data(16 << 20, 4);
     let mut c = Command::new("python3");
-    c.arg(format!("{dir}/paramiko_client.py")).arg(server.port.to_string()).arg(&s.user_key).arg(user()).arg("cat");
+    c.arg(format!("{dir}/paramiko_client.py"))
+        .arg(server.port.to_string())
+        .arg(&s.user_key)
+        .arg(user())
+        .arg("cat");
     let out = run(c, &data, 120);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.trim(), format!("{} 0", sha256(&data)), "stderr: {}\nlog: {}", String::from_utf8_lossy(&out.stderr), server.log_text());
+    assert_eq!(
+        text.trim(),
+        format!("{} 0", sha256(&data)),
+        "stderr: {}\nlog: {}",
+        String::from_utf8_lossy(&out.stderr),
+        server.log_text()
+    );
     let mut c = Command::new("python3");
-    c.arg(format!("{dir}/paramiko_client.py")).arg(server.port.to_string()).arg(&s.user_key).arg(user()).arg("exit 7");
+    c.arg(format!("{dir}/paramiko_client.py"))
+        .arg(server.port.to_string())
+        .arg(&s.user_key)
+        .arg(user())
+        .arg("exit 7");
     let out = run(c, b"", 60);
     assert!(String::from_utf8_lossy(&out.stdout).trim().ends_with(" 7"));
 }
@@ -55,16 +72,33 @@ fn sluice_to_asyncssh_server() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
     assert_eq!(line.trim(), "ready");
     let _py = Py(child);
-    let fake = Server { child: Command::new("sleep").arg("300").spawn().unwrap(), port, log: s.dir.path("none") };
-    for cipher in ["aes128-gcm@openssh.com", "chacha20-poly1305@openssh.com", "aes256-ctr"] {
+    let fake = Server {
+        child: Command::new("sleep").arg("300").spawn().unwrap(),
+        port,
+        log: s.dir.path("none"),
+    };
+    for cipher in [
+        "aes128-gcm@openssh.com",
+        "chacha20-poly1305@openssh.com",
+        "aes256-ctr",
+    ] {
         let data = random_data(16 << 20, 5);
         let mut c = s.client(false, &fake, &["-c", cipher]);
         c.arg("sha256");
         let out = run(c, &data, 120);
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("{} {}", data.len(), sha256(&data)), "{cipher}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("{} {}", data.len(), sha256(&data)),
+            "{cipher}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let mut c = s.client(false, &fake, &[]);
     c.arg("send 10000000");

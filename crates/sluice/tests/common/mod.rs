@@ -44,12 +44,20 @@ pub fn keygen(path: &Path, ty: &str) {
     if ty == "rsa" {
         c.args(["-b", "3072"]);
     }
-    let st = c.arg("-f").arg(path).status().expect("ssh-keygen is needed (openssh-client)");
+    let st = c
+        .arg("-f")
+        .arg(path)
+        .status()
+        .expect("ssh-keygen is needed (openssh-client)");
     assert!(st.success());
 }
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 pub fn user() -> String {
@@ -99,26 +107,51 @@ impl Setup {
         let cfg = self.config(port, &extra);
         let log = std::fs::File::create(self.dir.path(&format!("server_{port}.log"))).unwrap();
         let bin = if openssh { "/usr/sbin/sshd" } else { SLUICED };
-        let child = Command::new(bin).args(["-D", "-e", "-f"]).arg(&cfg).stdin(Stdio::null()).stderr(log).spawn().unwrap();
+        let child = Command::new(bin)
+            .args(["-D", "-e", "-f"])
+            .arg(&cfg)
+            .stdin(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "{bin} did not start on port {port}");
+            assert!(
+                Instant::now() < deadline,
+                "{bin} did not start on port {port}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
-        Server { child, port, log: self.dir.path(&format!("server_{port}.log")) }
+        Server {
+            child,
+            port,
+            log: self.dir.path(&format!("server_{port}.log")),
+        }
     }
 
     /// A client command line (OpenSSH `ssh` or `sluice`) for a server.
     pub fn client(&self, openssh: bool, server: &Server, extra: &[&str]) -> Command {
         let mut c = Command::new(if openssh { "ssh" } else { SLUICE });
-        c.args(["-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR"])
-            .arg("-o")
-            .arg(format!("UserKnownHostsFile={}", self.dir.path("known_hosts").display()))
-            .arg("-i")
-            .arg(&self.user_key)
-            .args(["-p", &server.port.to_string()])
-            .args(extra)
-            .arg("127.0.0.1");
+        c.args([
+            "-F",
+            "/dev/null",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "LogLevel=ERROR",
+        ])
+        .arg("-o")
+        .arg(format!(
+            "UserKnownHostsFile={}",
+            self.dir.path("known_hosts").display()
+        ))
+        .arg("-i")
+        .arg(&self.user_key)
+        .args(["-p", &server.port.to_string()])
+        .args(extra)
+        .arg("127.0.0.1");
         c
     }
 
@@ -154,7 +187,9 @@ impl Drop for Server {
 
 /// Runs a command with `input` on stdin, failing the test after `secs`.
 pub fn run(mut c: Command, input: &[u8], secs: u64) -> Output {
-    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = c.spawn().expect("spawn");
     let mut stdin = child.stdin.take().unwrap();
     let data = input.to_vec();
@@ -185,7 +220,11 @@ pub fn run(mut c: Command, input: &[u8], secs: u64) -> Output {
         std::thread::sleep(Duration::from_millis(10));
     };
     let _ = writer.join();
-    Output { status, stdout: r1.join().unwrap(), stderr: r2.join().unwrap() }
+    Output {
+        status,
+        stdout: r1.join().unwrap(),
+        stderr: r2.join().unwrap(),
+    }
 }
 
 /// Deterministic pseudo-random bytes.
@@ -203,7 +242,11 @@ pub fn random_data(n: usize, seed: u64) -> Vec<u8> {
 }
 
 pub fn sha256(data: &[u8]) -> String {
-    aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, data).as_ref().iter().map(|b| format!("{b:02x}")).collect()
+    aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, data)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 pub fn sha256_file(p: &Path) -> String {
@@ -212,7 +255,11 @@ pub fn sha256_file(p: &Path) -> String {
 
 /// Skips (returns true) when a tool is missing outside CI; under CI a missing tool fails.
 pub fn missing(tool: &str) -> bool {
-    let found = Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
         || Path::new(tool).exists();
     if found {
         return false;
