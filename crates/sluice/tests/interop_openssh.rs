@@ -390,3 +390,67 @@ fn sluiced_dash_t_prints_effective_config() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("line 2: Bad configuration option: nosuchthing"));
 }
+
+#[test]
+fn agent_authentication() {
+    if missing("/usr/sbin/sshd") || missing("ssh-agent") {
+        return;
+    }
+    let s = Setup::new("agent");
+    let sock = s.dir.path("agent.sock");
+    let mut agent = std::process::Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(&sock)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..200 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(std::process::Command::new("ssh-add")
+        .arg("-q")
+        .arg(&s.user_key)
+        .env("SSH_AUTH_SOCK", &sock)
+        .status()
+        .unwrap()
+        .success());
+    for os in [true, false] {
+        let server = s.start(os, "");
+        let mut c = std::process::Command::new(SLUICE);
+        c.args([
+            "-F",
+            "/dev/null",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "LogLevel=ERROR",
+        ])
+        .arg("-o")
+        .arg(format!(
+            "UserKnownHostsFile={}",
+            s.dir.path("known_hosts").display()
+        ))
+        .arg("-o")
+        .arg(format!(
+            "IdentityFile={}",
+            s.dir.path("no_such_key").display()
+        ))
+        .args(["-p", &server.port.to_string(), "127.0.0.1", "echo agent-ok"])
+        .env("SSH_AUTH_SOCK", &sock);
+        let out = run(c, b"", 60);
+        assert_eq!(
+            out.stdout,
+            b"agent-ok\n",
+            "openssh server={os}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = agent.kill();
+    let _ = agent.wait();
+}

@@ -186,6 +186,43 @@ fn identities(args: &ClientArgs, r: &Resolved, host: &str, user: &str, port: u16
         .collect();
     }
     let mut out = Vec::new();
+    // Agent keys first, as ssh offers them; with IdentitiesOnly only those
+    // that match an identity file.
+    let only = r.flag("identitiesonly", false);
+    let file_blobs: Vec<Vec<u8>> = files
+        .iter()
+        .filter_map(|f| identity::public_blob(&expand(f, host, user, port)).ok())
+        .collect();
+    let agent_path = r.get("identityagent").map(|p| expand(p, host, user, port));
+    let use_agent = agent_path.as_deref() != Some(Path::new("none"))
+        && (agent_path.is_some() || std::env::var_os("SSH_AUTH_SOCK").is_some());
+    if use_agent {
+        match crate::keys::agent::Agent::connect(agent_path.as_deref()) {
+            Ok(agent) => {
+                let agent = Arc::new(agent);
+                for (blob, comment) in agent.identities().unwrap_or_default() {
+                    let sig_algs = hostkey::sig_algs_for_key_type(
+                        hostkey::blob_key_type(&blob).unwrap_or_default(),
+                    )
+                    .to_vec();
+                    if sig_algs.is_empty() || (only && !file_blobs.contains(&blob)) {
+                        continue;
+                    }
+                    let key: Arc<dyn hostkey::Signer> = Arc::new(crate::keys::agent::AgentKey {
+                        agent: agent.clone(),
+                        blob: blob.clone(),
+                    });
+                    out.push(Identity {
+                        label: format!("{comment} (agent)"),
+                        public_blob: blob,
+                        sig_algs,
+                        load: Box::new(move || Ok(key.clone())),
+                    });
+                }
+            }
+            Err(e) => log!(Debug1, "{e}"),
+        }
+    }
     let mut seen = Vec::new();
     for f in files {
         let path = expand(&f, host, user, port);
@@ -194,6 +231,7 @@ fn identities(args: &ClientArgs, r: &Resolved, host: &str, user: &str, port: u16
         }
         seen.push(path.clone());
         match identity::public_blob(&path) {
+            Ok(blob) if out.iter().any(|i: &Identity| i.public_blob == blob) => {}
             Ok(blob) => {
                 let key_type = hostkey::blob_key_type(&blob).unwrap_or_default().to_owned();
                 let sig_algs = hostkey::sig_algs_for_key_type(&key_type).to_vec();

@@ -2,6 +2,7 @@
 //! ssh-key), authorized_keys with options, known_hosts, and the pattern
 //! matching both share.
 
+pub mod agent;
 pub mod authorized_keys;
 pub mod host_keys;
 pub mod identity;

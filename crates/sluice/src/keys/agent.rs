@@ -1,0 +1,178 @@
+//! ssh-agent client (draft-miller-ssh-agent): list identities, sign. Each
+//! key is a [`Signer`], so agent keys authenticate like key files.
+
+use sluice_proto::crypto::hostkey::Signer;
+use sluice_proto::crypto::CryptoError;
+use sluice_proto::wire::{Reader, Writer};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+const REQUEST_IDENTITIES: u8 = 11;
+const IDENTITIES_ANSWER: u8 = 12;
+const SIGN_REQUEST: u8 = 13;
+const SIGN_RESPONSE: u8 = 14;
+const RSA_SHA2_256: u32 = 2;
+const RSA_SHA2_512: u32 = 4;
+/// Longest agent reply accepted.
+const MAX_REPLY: usize = 256 * 1024;
+
+/// A connection to an agent.
+pub struct Agent {
+    sock: Mutex<UnixStream>,
+}
+
+impl Agent {
+    /// Connects to `path` (IdentityAgent, or SSH_AUTH_SOCK when None).
+    pub fn connect(path: Option<&Path>) -> Result<Agent, String> {
+        let p: PathBuf = match path {
+            Some(p) => p.to_path_buf(),
+            None => std::env::var_os("SSH_AUTH_SOCK")
+                .map(PathBuf::from)
+                .ok_or("SSH_AUTH_SOCK is not set")?,
+        };
+        let s = UnixStream::connect(&p)
+            .map_err(|e| format!("Error connecting to agent {}: {e}", p.display()))?;
+        let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+        Ok(Agent {
+            sock: Mutex::new(s),
+        })
+    }
+
+    fn request(&self, msg: &[u8]) -> Result<Vec<u8>, String> {
+        let mut s = self.sock.lock().map_err(|_| "agent lock poisoned")?;
+        let mut framed = Vec::with_capacity(msg.len() + 4);
+        Writer::new(&mut framed).string(msg);
+        s.write_all(&framed).map_err(|e| format!("agent: {e}"))?;
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).map_err(|e| format!("agent: {e}"))?;
+        let n = u32::from_be_bytes(len) as usize;
+        if n == 0 || n > MAX_REPLY {
+            return Err("agent: reply too long".into());
+        }
+        let mut reply = vec![0u8; n];
+        s.read_exact(&mut reply)
+            .map_err(|e| format!("agent: {e}"))?;
+        Ok(reply)
+    }
+
+    /// The agent's keys: (public blob, comment).
+    pub fn identities(&self) -> Result<Vec<(Vec<u8>, String)>, String> {
+        let reply = self.request(&[REQUEST_IDENTITIES])?;
+        let mut r = Reader::new(&reply);
+        let bad = |_| "agent: malformed identities answer".to_owned();
+        if r.u8().map_err(bad)? != IDENTITIES_ANSWER {
+            return Err("agent refused to list keys".into());
+        }
+        let n = r.u32().map_err(bad)?;
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let blob = r.string().map_err(bad)?.to_vec();
+            let comment = String::from_utf8_lossy(r.string().map_err(bad)?).into_owned();
+            out.push((blob, comment));
+        }
+        Ok(out)
+    }
+}
+
+/// One key held by an agent.
+pub struct AgentKey {
+    /// The agent, shared by its keys.
+    pub agent: std::sync::Arc<Agent>,
+    /// Public key blob.
+    pub blob: Vec<u8>,
+}
+
+impl Signer for AgentKey {
+    fn public_blob(&self) -> Vec<u8> {
+        self.blob.clone()
+    }
+
+    fn sig_algs(&self) -> Vec<&'static str> {
+        let t = sluice_proto::crypto::hostkey::blob_key_type(&self.blob).unwrap_or_default();
+        sluice_proto::crypto::hostkey::sig_algs_for_key_type(t).to_vec()
+    }
+
+    fn sign(&self, sig_alg: &str, data: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        let flags = match sig_alg {
+            "rsa-sha2-256" => RSA_SHA2_256,
+            "rsa-sha2-512" => RSA_SHA2_512,
+            _ => 0,
+        };
+        let mut msg = Vec::new();
+        Writer::new(&mut msg)
+            .u8(SIGN_REQUEST)
+            .string(&self.blob)
+            .string(data)
+            .u32(flags);
+        let reply = self.agent.request(&msg).map_err(|_| CryptoError)?;
+        let mut r = Reader::new(&reply);
+        if r.u8().map_err(|_| CryptoError)? != SIGN_RESPONSE {
+            return Err(CryptoError);
+        }
+        Ok(r.string().map_err(|_| CryptoError)?.to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn lists_and_signs_with_a_real_agent() {
+        let dir = std::env::temp_dir().join(format!("sluice-agent-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let sock = dir.join("agent.sock");
+        let Ok(mut agent) = Command::new("ssh-agent")
+            .arg("-D")
+            .arg("-a")
+            .arg(&sock)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+        else {
+            return;
+        };
+        for _ in 0..100 {
+            if sock.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for t in ["ed25519", "rsa"] {
+            let k = dir.join(t);
+            assert!(Command::new("ssh-keygen")
+                .args(["-q", "-N", "", "-t", t, "-f"])
+                .arg(&k)
+                .status()
+                .unwrap()
+                .success());
+            assert!(Command::new("ssh-add")
+                .arg("-q")
+                .arg(&k)
+                .env("SSH_AUTH_SOCK", &sock)
+                .status()
+                .unwrap()
+                .success());
+        }
+        let a = std::sync::Arc::new(Agent::connect(Some(&sock)).unwrap());
+        let ids = a.identities().unwrap();
+        assert_eq!(ids.len(), 2);
+        for (blob, _) in ids {
+            let key = AgentKey {
+                agent: a.clone(),
+                blob: blob.clone(),
+            };
+            for alg in key.sig_algs() {
+                let sig = key.sign(alg, b"data to sign").unwrap();
+                sluice_proto::crypto::hostkey::verify(alg, &blob, &sig, b"data to sign").unwrap();
+            }
+        }
+        let _ = agent.kill();
+        let _ = agent.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
