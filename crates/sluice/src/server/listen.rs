@@ -102,6 +102,8 @@ impl Listener {
                 }
             }
         }
+        // Reap what has already exited; live connections keep running, as sshd's do.
+        children.retain_mut(|(c, _)| !matches!(c.try_wait(), Ok(Some(_))));
     }
 }
 
