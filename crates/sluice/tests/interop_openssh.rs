@@ -454,3 +454,54 @@ fn agent_authentication() {
     let _ = agent.kill();
     let _ = agent.wait();
 }
+
+#[test]
+fn accept_env_and_authorized_keys_options() {
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    let s = Setup::new("opts");
+    let server = s.start(false, "AcceptEnv LC_*");
+    for oc in [true, false] {
+        let mut c = s.client(oc, &server, &["-o", "SetEnv=LC_SLUICE=yes NOTACCEPTED=no"]);
+        c.arg("echo \"$LC_SLUICE-${NOTACCEPTED:-unset}\"");
+        let out = run(c, b"", 60);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "yes-unset",
+            "openssh client={oc}"
+        );
+    }
+    // command= forces the command and keeps the original in SSH_ORIGINAL_COMMAND.
+    let key = std::fs::read_to_string(s.dir.path("id_ed25519.pub")).unwrap();
+    std::fs::write(
+        s.dir.path("authorized_keys"),
+        format!("command=\"echo forced:$SSH_ORIGINAL_COMMAND\",no-pty {key}"),
+    )
+    .unwrap();
+    for oc in [true, false] {
+        let mut c = s.client(oc, &server, &[]);
+        c.arg("whoami");
+        let out = run(c, b"", 60);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "forced:whoami",
+            "openssh client={oc}"
+        );
+    }
+    // from= that does not match refuses the key.
+    std::fs::write(
+        s.dir.path("authorized_keys"),
+        format!("from=\"10.0.0.0/8\" {key}"),
+    )
+    .unwrap();
+    let mut c = s.client(false, &server, &[]);
+    c.arg("true");
+    let out = run(c, b"", 60);
+    assert_eq!(out.status.code(), Some(255));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Permission denied (publickey)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
