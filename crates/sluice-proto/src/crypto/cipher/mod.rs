@@ -106,47 +106,43 @@ pub struct DirectionKeys<'a> {
     pub mac_key: &'a [u8],
 }
 
-/// A sealer for one direction.
-pub fn sealer(keys: DirectionKeys<'_>) -> Result<Box<dyn Sealer>, CryptoError> {
+/// The construction a cipher name selects, built from its keys.
+enum Built {
+    ChaCha(ChaCha),
+    Gcm(Gcm),
+    CtrMac(CtrMac),
+}
+
+fn build(keys: DirectionKeys<'_>) -> Result<Built, CryptoError> {
     let info = cipher_info(keys.cipher).ok_or(CryptoError)?;
     if keys.key.len() != info.key_len || keys.iv.len() != info.iv_len {
         return Err(CryptoError);
     }
     Ok(match keys.cipher {
-        "chacha20-poly1305@openssh.com" => Box::new(ChaCha::new(keys.key)?),
-        n if n.ends_with("-gcm@openssh.com") => Box::new(Gcm::new(keys.key, keys.iv)?),
-        "none" => Box::new(CtrMac::new(
-            None,
-            keys.iv,
-            Mac::new(keys.mac, keys.mac_key)?,
-        )?),
-        _ => Box::new(CtrMac::new(
-            Some(keys.key),
-            keys.iv,
-            Mac::new(keys.mac, keys.mac_key)?,
-        )?),
+        "chacha20-poly1305@openssh.com" => Built::ChaCha(ChaCha::new(keys.key)?),
+        n if n.ends_with("-gcm@openssh.com") => Built::Gcm(Gcm::new(keys.key, keys.iv)?),
+        n => {
+            let key = (n != "none").then_some(keys.key);
+            Built::CtrMac(CtrMac::new(key, keys.iv, Mac::new(keys.mac, keys.mac_key)?)?)
+        }
+    })
+}
+
+/// A sealer for one direction.
+pub fn sealer(keys: DirectionKeys<'_>) -> Result<Box<dyn Sealer>, CryptoError> {
+    Ok(match build(keys)? {
+        Built::ChaCha(c) => Box::new(c),
+        Built::Gcm(c) => Box::new(c),
+        Built::CtrMac(c) => Box::new(c),
     })
 }
 
 /// An opener for one direction.
 pub fn opener(keys: DirectionKeys<'_>) -> Result<Box<dyn Opener>, CryptoError> {
-    let info = cipher_info(keys.cipher).ok_or(CryptoError)?;
-    if keys.key.len() != info.key_len || keys.iv.len() != info.iv_len {
-        return Err(CryptoError);
-    }
-    Ok(match keys.cipher {
-        "chacha20-poly1305@openssh.com" => Box::new(ChaCha::new(keys.key)?),
-        n if n.ends_with("-gcm@openssh.com") => Box::new(Gcm::new(keys.key, keys.iv)?),
-        "none" => Box::new(CtrMac::new(
-            None,
-            keys.iv,
-            Mac::new(keys.mac, keys.mac_key)?,
-        )?),
-        _ => Box::new(CtrMac::new(
-            Some(keys.key),
-            keys.iv,
-            Mac::new(keys.mac, keys.mac_key)?,
-        )?),
+    Ok(match build(keys)? {
+        Built::ChaCha(c) => Box::new(c),
+        Built::Gcm(c) => Box::new(c),
+        Built::CtrMac(c) => Box::new(c),
     })
 }
 
