@@ -91,8 +91,8 @@ impl SendState {
             rng.fill(p);
         }
         if let Some(h) = packet.get_mut(..HEADER) {
-            h[..4].copy_from_slice(&(packet_len as u32).to_be_bytes());
-            h[4] = pad as u8;
+            let l = (packet_len as u32).to_be_bytes();
+            h.copy_from_slice(&[l[0], l[1], l[2], l[3], pad as u8]);
         }
         let pos = PacketPos {
             seq: self.seq,

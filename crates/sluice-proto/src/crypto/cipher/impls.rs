@@ -63,9 +63,7 @@ impl Sealer for Gcm {
             .key
             .seal_in_place_separate_tag(self.nonce(pos), Aad::from(&*len), body)
         {
-            let t = t.as_ref();
-            let n = tag.len().min(t.len());
-            tag[..n].copy_from_slice(&t[..n]);
+            copy_prefix(tag, t.as_ref());
         }
     }
 }
@@ -200,9 +198,7 @@ impl Mac {
         let mut ctx = hmac::Context::with_key(key);
         ctx.update(&seq.to_be_bytes());
         ctx.update(data);
-        let t = ctx.sign();
-        let n = out.len().min(t.as_ref().len());
-        out[..n].copy_from_slice(&t.as_ref()[..n]);
+        copy_prefix(out, ctx.sign().as_ref());
     }
 
     fn verify(&self, seq: u32, data: &[u8], tag: &[u8]) -> Result<(), CryptoError> {
@@ -343,5 +339,12 @@ impl CtrMac {
                 etm: false,
             },
         }
+    }
+}
+
+/// Copies as much of `src` as fits into the start of `dst`.
+fn copy_prefix(dst: &mut [u8], src: &[u8]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = *s;
     }
 }
