@@ -101,7 +101,8 @@ pub fn run(opts: ClientOptions, identities: Vec<Identity>, host_key_check: HostK
         Vec::new()
     };
     let mut conn = Connection::client(ClientConfig { common: opts.proto }, Box::new(SystemRng));
-    let mut handler = ClientSession::new(opts.user, identities, host_key_check, opts.plan);
+    let mut handler =
+        ClientSession::new(opts.user, &opts.host, identities, host_key_check, opts.plan);
     let mut pump = Pump::new(sock.as_raw_fd());
     let result = pump.run(&mut conn, &mut handler);
     drop(pump);

@@ -49,6 +49,8 @@ enum AuthStep {
 /// Client-side event handling for one connection.
 pub struct ClientSession {
     user: String,
+    /// `user@host`, as OpenSSH names the login in "Permission denied".
+    login: String,
     identities: Vec<Identity>,
     host_key_check: HostKeyCheck,
     plan: SessionPlan,
@@ -101,7 +103,7 @@ impl ClientSession {
     fn try_identity(&mut self, conn: &mut Connection, idx: usize) -> Result<(), String> {
         let Some(id) = self.identities.get(idx) else {
             self.step = AuthStep::Done;
-            return Err(format!("{}: Permission denied (publickey).", self.user));
+            return Err(format!("{}: Permission denied (publickey).", self.login));
         };
         let alg = self.pick_alg(conn, idx);
         log!(Debug1, "Offering public key: {}", id.label);
@@ -241,7 +243,7 @@ impl Handler for ClientSession {
                 if !methods.iter().any(|m| m == "publickey") {
                     return Err(format!(
                         "{}: Permission denied ({}).",
-                        self.user,
+                        self.login,
                         methods.join(",")
                     ));
                 }

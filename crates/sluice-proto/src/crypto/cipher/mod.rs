@@ -123,7 +123,11 @@ fn build(keys: DirectionKeys<'_>) -> Result<Built, CryptoError> {
         n if n.ends_with("-gcm@openssh.com") => Built::Gcm(Gcm::new(keys.key, keys.iv)?),
         n => {
             let key = (n != "none").then_some(keys.key);
-            Built::CtrMac(CtrMac::new(key, keys.iv, Mac::new(keys.mac, keys.mac_key)?)?)
+            Built::CtrMac(CtrMac::new(
+                key,
+                keys.iv,
+                Mac::new(keys.mac, keys.mac_key)?,
+            )?)
         }
     })
 }
