@@ -65,14 +65,16 @@ pub struct ClientSession {
 }
 
 impl ClientSession {
-    /// A session for `user` offering `identities` in order.
+    /// A session for `user` at `host` offering `identities` in order.
     pub fn new(
         user: String,
+        host: &str,
         identities: Vec<Identity>,
         host_key_check: HostKeyCheck,
         plan: SessionPlan,
     ) -> Self {
         ClientSession {
+            login: format!("{user}@{host}"),
             user,
             identities,
             host_key_check,
