@@ -16,6 +16,7 @@ use crate::error::{Error, Violation};
 use crate::event::{ChannelId, Event};
 use crate::kex::KexMachine;
 use crate::msg::{self, Disconnect, DisconnectReason};
+use crate::transport::batch::CryptoJob;
 use crate::transport::recv::{Opened, Payload, RecvState};
 use crate::transport::send::SendState;
 use crate::transport::version::{VersionReader, VersionStep};
@@ -74,6 +75,8 @@ pub struct Connection {
     pub(crate) channels: Channels,
     pub(crate) closed: bool,
     pub(crate) last_kex_at: Option<Instant>,
+    /// Open whole received packets ahead in batches.
+    pub(crate) batch_open: bool,
 }
 
 impl Connection {
@@ -98,6 +101,7 @@ impl Connection {
             channels: Channels::default(),
             closed: false,
             last_kex_at: None,
+            batch_open: false,
         }
     }
 
@@ -354,6 +358,14 @@ impl Connection {
 
     /// Appends every queued control packet, sealed, to `out`.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<u8>) {
+        self.transmit_queued(now, out);
+        // Everything in `out` must be sealed before the runtime writes it.
+        self.send.seal_pending(out, &mut |_| {});
+    }
+
+    /// Frames queued control packets into `out`; with batch crypto on they
+    /// may still wait for their seal.
+    pub(crate) fn transmit_queued(&mut self, now: Instant, out: &mut Vec<u8>) {
         if !self.banner_sent {
             out.extend_from_slice(self.our_version.as_bytes());
             out.extend_from_slice(b"\r\n");
@@ -373,6 +385,50 @@ impl Connection {
             Some(MsgNum::USERAUTH_SUCCESS) => self.start_delayed_compression(),
             _ => {}
         }
+    }
+
+    /// Turns batch crypto on or off. When on, packets framed by
+    /// `send_data`/`finish_data_slot` wait for [`Connection::seal_batch`]
+    /// (or the next `poll_transmit`) to be sealed, and
+    /// [`Connection::open_batch`] opens whole received packets ahead. The
+    /// runtime must not write `out` before one of those two calls returns.
+    pub fn set_batch_crypto(&mut self, on: bool) {
+        self.send.defer = on;
+        self.batch_open = on;
+    }
+
+    /// Seals the packets framed in `out` since the last seal, offering them
+    /// to `run` (which may run the jobs on other threads); jobs `run` leaves
+    /// undone are sealed before this returns.
+    pub fn seal_batch(&mut self, out: &mut [u8], run: &mut dyn FnMut(&mut [CryptoJob<'_>])) {
+        self.send.seal_pending(out, run);
+    }
+
+    /// True while packets in the output buffer wait for [`Connection::seal_batch`].
+    pub fn has_unsealed(&self) -> bool {
+        self.send.has_pending()
+    }
+
+    /// Opens the whole packets at the front of `input` as one batch through
+    /// `run`, so the following `handle_input` calls only check and dispatch
+    /// them. Does nothing during a key exchange (keys may change between
+    /// packets) or with batch crypto off. Returns the packets opened.
+    pub fn open_batch(
+        &mut self,
+        input: &mut [u8],
+        run: &mut dyn FnMut(&mut [CryptoJob<'_>]),
+    ) -> Result<usize, Error> {
+        if !self.batch_open
+            || self.closed
+            || self.peer_version.is_none()
+            || self.kex.session_id.is_none()
+            || self.kex.in_progress()
+        {
+            return Ok(0);
+        }
+        self.recv
+            .open_ahead(input, run)
+            .map_err(|v| self.fail(v.into()))
     }
 
     /// When the engine next needs [`Connection::handle_timeout`] (re-key by time).

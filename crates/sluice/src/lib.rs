@@ -5,6 +5,7 @@
 //! configuration files, key files and the agent, logging, and the command
 //! line of the `sluice` client and `sluiced` server.
 
+pub mod bench_crypto;
 pub mod cli;
 pub mod client;
 pub mod config;

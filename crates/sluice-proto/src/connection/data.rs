@@ -68,8 +68,9 @@ impl Connection {
             return;
         }
         let now = std::time::Instant::now();
-        // poll_transmit only uses `now` for time-based re-keys; any instant works here.
-        self.poll_transmit(now, out);
+        // Only time-based re-keys use `now`; any instant works here. Frames
+        // without sealing, so batch crypto keeps its batch.
+        self.transmit_queued(now, out);
     }
 
     /// Bytes of channel data that could be sent now (0 during a key exchange).
@@ -100,15 +101,13 @@ impl Connection {
         ext: Option<u32>,
         out: &mut Vec<u8>,
     ) -> Option<DataSlot> {
+        // Queued control packets go first; sending NEWKEYS may unblock data.
+        self.flush_outbox(out);
         let max = self.send_capacity(id);
         if max == 0 {
             return None;
         }
         let remote = self.channels.get(id)?.remote;
-        self.flush_outbox(out);
-        if self.kex.sending_blocked() {
-            return None; // flushing started a re-key
-        }
         let start = SendState::begin(out);
         match ext {
             None => out.push(MsgNum::CHANNEL_DATA.0),

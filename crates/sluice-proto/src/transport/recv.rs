@@ -5,8 +5,14 @@
 use crate::crypto::cipher;
 use crate::crypto::{Opener, PacketPos};
 use crate::error::Violation;
+use crate::transport::batch::{self, AheadPacket, CryptoJob};
 use crate::transport::compress::Decompressor;
+use std::collections::VecDeque;
 use std::ops::Range;
+use std::sync::Arc;
+
+/// Most packets opened ahead in one batch.
+const AHEAD_MAX: usize = 64;
 
 /// Largest `packet_length` accepted, as OpenSSH (`PACKET_MAX_SIZE`, 256 KiB).
 pub const MAX_PACKET_LEN: usize = 256 * 1024;
@@ -40,7 +46,7 @@ pub(crate) enum Opened {
 
 /// State of the incoming direction.
 pub(crate) struct RecvState {
-    opener: Box<dyn Opener>,
+    opener: Arc<dyn Opener>,
     pub(crate) seq: u32,
     index: u64,
     offset: u64,
@@ -52,12 +58,17 @@ pub(crate) struct RecvState {
     pub(crate) scratch: Vec<u8>,
     /// Length of a packet whose head has been decrypted but whose body has not arrived.
     pending_len: Option<u32>,
+    /// Verdicts of the packets at the front of the input already opened by
+    /// [`RecvState::open_ahead`], in order.
+    ahead: VecDeque<bool>,
+    /// Reused description of an open-ahead batch.
+    found: Vec<AheadPacket>,
 }
 
 impl RecvState {
     pub(crate) fn new() -> Self {
         RecvState {
-            opener: cipher::initial_opener(),
+            opener: Arc::from(cipher::initial_opener()),
             seq: 0,
             index: 0,
             offset: 0,
@@ -65,12 +76,17 @@ impl RecvState {
             decompressor: None,
             scratch: Vec::new(),
             pending_len: None,
+            ahead: VecDeque::new(),
+            found: Vec::new(),
         }
     }
 
     /// Installs new keys after receiving NEWKEYS; strict KEX resets the sequence number.
     pub(crate) fn set_keys(&mut self, opener: Box<dyn Opener>, strict: bool) {
-        self.opener = opener;
+        // Opening ahead stops short of any key change (see `open_ahead`);
+        // verdicts under old keys would be meaningless now.
+        self.ahead.clear();
+        self.opener = Arc::from(opener);
         if strict {
             self.seq = 0;
         }
@@ -88,8 +104,96 @@ impl RecvState {
         }
     }
 
+    /// Opens the whole packets at the front of `input` as one batch through
+    /// `run`, for [`RecvState::open`] to take in order. The caller must
+    /// ensure no key change can come among them (no key exchange running).
+    /// Returns how many packets were opened; a batch needs at least two.
+    pub(crate) fn open_ahead(
+        &mut self,
+        input: &mut [u8],
+        run: &mut dyn FnMut(&mut [CryptoJob<'_>]),
+    ) -> Result<usize, Violation> {
+        if !self.ahead.is_empty() || self.pending_len.is_some() {
+            return Ok(0);
+        }
+        self.found.clear();
+        let mut pos = self.pos();
+        let mut at = 0;
+        let need = self.opener.length_bytes();
+        let tag_len = self.opener.tag_len();
+        while self.found.len() < AHEAD_MAX {
+            let Some(head) = input.get(at..at + need) else {
+                break;
+            };
+            let len = self
+                .opener
+                .decrypt_length(pos, head)
+                .map_err(|_| Violation::MacFailure)?;
+            // A bad length is reported when `open` reaches this packet.
+            if self.check_length(len).is_err() {
+                break;
+            }
+            let sealed_len = 4 + len as usize;
+            if input.len() < at + sealed_len + tag_len {
+                break;
+            }
+            self.found.push(AheadPacket {
+                pos,
+                sealed_len,
+                tag_len,
+            });
+            at += sealed_len + tag_len;
+            pos.seq = pos.seq.wrapping_add(1);
+            pos.index += 1;
+            pos.offset += self.encrypted_len(len as usize) as u64;
+        }
+        if self.found.len() < 2 {
+            return Ok(0);
+        }
+        let input = input.get_mut(..at).unwrap_or_default();
+        batch::open_all(
+            self.opener.as_ref(),
+            &self.found,
+            input,
+            run,
+            &mut self.ahead,
+        );
+        Ok(self.ahead.len())
+    }
+
+    /// Bytes the cipher encrypts of a packet of `packet_length` `len`.
+    fn encrypted_len(&self, len: usize) -> usize {
+        if self.opener.length_in_blocks() {
+            4 + len
+        } else {
+            len
+        }
+    }
+
     /// Opens the packet at the start of `input` if it is all there.
     pub(crate) fn open(&mut self, input: &mut [u8]) -> Result<Opened, Violation> {
+        if let Some(&ok) = self.ahead.front() {
+            if !ok {
+                return Err(Violation::MacFailure);
+            }
+            // Opened ahead: the length field is plain now.
+            let Some(head) = input.first_chunk::<4>() else {
+                return Ok(Opened::NeedMore);
+            };
+            self.pending_len = Some(u32::from_be_bytes(*head));
+            let r = self.finish_open(input, true)?;
+            match r {
+                Opened::Packet { .. } => {
+                    self.ahead.pop_front();
+                }
+                Opened::NeedMore => self.pending_len = None,
+            }
+            return Ok(r);
+        }
+        self.finish_open(input, false)
+    }
+
+    fn finish_open(&mut self, input: &mut [u8], opened: bool) -> Result<Opened, Violation> {
         let len = match self.pending_len {
             Some(l) => l,
             None => {
@@ -113,9 +217,11 @@ impl RecvState {
             return Ok(Opened::NeedMore);
         };
         let (packet, tag) = whole.split_at_mut(4 + len);
-        self.opener
-            .open(self.pos(), packet, tag)
-            .map_err(|_| Violation::MacFailure)?;
+        if !opened {
+            self.opener
+                .open(self.pos(), packet, tag)
+                .map_err(|_| Violation::MacFailure)?;
+        }
         self.pending_len = None;
         let pad = usize::from(*packet.get(4).ok_or(Violation::BadPadding)?);
         if pad < 4 || pad + 1 > len {
@@ -125,11 +231,7 @@ impl RecvState {
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(1);
         self.index += 1;
-        self.offset += if self.opener.length_in_blocks() {
-            4 + len
-        } else {
-            len
-        } as u64;
+        self.offset += self.encrypted_len(len) as u64;
         self.bytes += total as u64;
         let payload = match self.decompressor.as_mut() {
             Some(d) => {

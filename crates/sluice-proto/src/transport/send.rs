@@ -6,17 +6,23 @@
 //! directly behind it (or reads file data into it), and [`SendState::finish`]
 //! pads and seals it there. Nothing is allocated per packet once `out` has
 //! grown to its working size.
+//!
+//! With deferred sealing on, `finish` frames and pads but leaves the seal to
+//! [`SendState::seal_pending`], which lets the runtime seal a batch of packets
+//! on several threads ([`super::batch`]).
 
 use crate::crypto::cipher;
 use crate::crypto::{PacketPos, Rng, Sealer};
+use crate::transport::batch::{self, CryptoJob, PendingSeal};
 use crate::transport::compress::Compressor;
+use std::sync::Arc;
 
 /// Bytes before the payload: uint32 packet_length, byte padding_length.
 pub(crate) const HEADER: usize = 5;
 
 /// State of the outgoing direction.
 pub(crate) struct SendState {
-    sealer: Box<dyn Sealer>,
+    sealer: Arc<dyn Sealer>,
     /// Sequence number of the next packet.
     pub(crate) seq: u32,
     /// Packets sealed under the current keys.
@@ -28,25 +34,32 @@ pub(crate) struct SendState {
     /// The deflate stream, once compression is active.
     pub(crate) compressor: Option<Compressor>,
     scratch: Vec<u8>,
+    /// Leave sealing to `seal_pending` (the runtime seals batches in parallel).
+    pub(crate) defer: bool,
+    /// Framed packets not sealed yet, in buffer order.
+    pending: Vec<PendingSeal>,
 }
 
 impl SendState {
     /// The state before the first NEWKEYS.
     pub(crate) fn new() -> Self {
         SendState {
-            sealer: cipher::initial_sealer(),
+            sealer: Arc::from(cipher::initial_sealer()),
             seq: 0,
             index: 0,
             offset: 0,
             bytes: 0,
             compressor: None,
             scratch: Vec::new(),
+            defer: false,
+            pending: Vec::new(),
         }
     }
 
     /// Installs new keys after sending NEWKEYS; strict KEX resets the sequence number.
+    /// Packets framed earlier keep the keys they were framed under.
     pub(crate) fn set_keys(&mut self, sealer: Box<dyn Sealer>, strict: bool) {
-        self.sealer = sealer;
+        self.sealer = Arc::from(sealer);
         if strict {
             self.seq = 0;
         }
@@ -99,7 +112,17 @@ impl SendState {
             index: self.index,
             offset: self.offset,
         };
-        self.sealer.seal(pos, packet, tag);
+        if self.defer {
+            self.pending.push(PendingSeal {
+                sealer: Arc::clone(&self.sealer),
+                pos,
+                start,
+                sealed_len: packet.len(),
+                tag_len,
+            });
+        } else {
+            self.sealer.seal(pos, packet, tag);
+        }
         self.seq = self.seq.wrapping_add(1);
         self.index += 1;
         let encrypted = if self.sealer.length_in_blocks() {
@@ -109,6 +132,24 @@ impl SendState {
         };
         self.offset += encrypted as u64;
         self.bytes += (4 + packet_len + tag_len) as u64;
+    }
+
+    /// True while framed packets wait in `out` for their seal.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Seals every deferred packet in `out`, offering them to `run` as a
+    /// batch first; whatever `run` leaves undone is sealed here.
+    pub(crate) fn seal_pending(
+        &mut self,
+        out: &mut [u8],
+        run: &mut dyn FnMut(&mut [CryptoJob<'_>]),
+    ) {
+        if !self.pending.is_empty() {
+            batch::seal_all(&self.pending, out, run);
+            self.pending.clear();
+        }
     }
 
     /// Frames and seals a whole payload.

@@ -26,6 +26,8 @@ pub enum Invocation {
     Version,
     /// `sluice demo-helper ...` (remote end of the demo).
     DemoHelper(Vec<String>),
+    /// `sluice bench-crypto [--size N] [--cipher C]... [--mac M] [--threads 1,2]`.
+    BenchCrypto(crate::bench_crypto::Options),
 }
 
 /// Parsed client arguments.
@@ -78,12 +80,14 @@ pub const USAGE: &str =
            [-O ctl_cmd] [-o option] [-P tag] [-p port] [-Q query_option]
            [-R address] [-S ctl_path] [-W host:port] [-w local_tun[:remote_tun]]
            destination [command [argument ...]]
-       sluice demo [--size BYTES] [--cipher NAME] [-v]";
+       sluice demo [--size BYTES] [--cipher NAME] [-v]
+       sluice bench-crypto [--size BYTES] [--cipher NAME]... [--mac NAME] [--threads N,N]";
 
 /// Parses argv (without the program name).
 pub fn parse(argv: &[String]) -> Result<Invocation, String> {
     match argv.first().map(String::as_str) {
         Some("demo") => return parse_demo(argv.get(1..).unwrap_or_default()),
+        Some("bench-crypto") => return parse_bench_crypto(argv.get(1..).unwrap_or_default()),
         Some("demo-helper") => {
             return Ok(Invocation::DemoHelper(
                 argv.get(1..).unwrap_or_default().to_vec(),
@@ -204,6 +208,49 @@ fn parse_demo(args: &[String]) -> Result<Invocation, String> {
         cipher,
         verbose,
     })
+}
+
+fn parse_bench_crypto(args: &[String]) -> Result<Invocation, String> {
+    let mut o = crate::bench_crypto::Options {
+        size: 1 << 30,
+        ciphers: Vec::new(),
+        mac: "hmac-sha2-256-etm@openssh.com".into(),
+        threads: vec![1, 2],
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or(format!("bench-crypto: {a} needs a value"));
+        match a.as_str() {
+            "--size" => {
+                let v = value()?;
+                o.size = crate::config::parse_size(v)
+                    .filter(|s| *s > 0)
+                    .ok_or_else(|| format!("bench-crypto: bad size '{v}'"))?;
+            }
+            "--cipher" => o.ciphers.push(value()?.clone()),
+            "--mac" => o.mac = value()?.clone(),
+            "--threads" => {
+                let v = value()?;
+                o.threads = v
+                    .split(',')
+                    .map(|t| t.parse().ok().filter(|n| (1..=64).contains(n)))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| format!("bench-crypto: bad thread list '{v}'"))?;
+            }
+            _ => return Err(format!("bench-crypto: unknown argument '{a}'\n{USAGE}")),
+        }
+    }
+    if o.ciphers.is_empty() {
+        o.ciphers = [
+            "aes128-gcm@openssh.com",
+            "aes256-gcm@openssh.com",
+            "chacha20-poly1305@openssh.com",
+            "aes128-ctr",
+        ]
+        .map(String::from)
+        .to_vec();
+    }
+    Ok(Invocation::BenchCrypto(o))
 }
 
 #[cfg(test)]

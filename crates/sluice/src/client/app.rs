@@ -11,6 +11,7 @@ use crate::keys::known_hosts::{self, HostKeyStatus};
 use crate::keys::{identity, pattern};
 use crate::log;
 use crate::log::Level;
+use crate::net::crypto_pool::CryptoThreads;
 use sluice_proto::crypto::{cipher, hostkey, kex};
 use sluice_proto::Config;
 use std::path::{Path, PathBuf};
@@ -42,6 +43,7 @@ pub fn main(argv: &[String]) -> i32 {
             cipher,
             verbose,
         }),
+        Invocation::BenchCrypto(opts) => crate::bench_crypto::run(&opts),
         Invocation::Connect(args) => match connect(args) {
             Ok(code) => code,
             Err(e) => {
@@ -429,6 +431,11 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         return Ok(0);
     }
     let proto = proto_config(&r)?;
+    let crypto_threads = match r.get("cryptothreads") {
+        None => CryptoThreads::Auto,
+        Some(v) => CryptoThreads::parse(v)
+            .ok_or_else(|| format!("Bad CryptoThreads '{v}': use auto or a count of threads"))?,
+    };
     let family = args.family.or(match r.get("addressfamily") {
         Some("inet") => Some(4),
         Some("inet6") => Some(6),
@@ -472,6 +479,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         family,
         connect_timeout,
         proto,
+        crypto_threads,
         plan,
     };
     Ok(client::run(opts, ids, check))

@@ -5,6 +5,7 @@ pub mod app;
 pub mod session;
 
 use crate::log;
+use crate::net::crypto_pool::CryptoThreads;
 use crate::net::fdio;
 use crate::net::pump::{Pump, PumpError};
 use session::{ClientSession, HostKeyCheck, Identity, SessionPlan};
@@ -28,6 +29,8 @@ pub struct ClientOptions {
     pub connect_timeout: Option<Duration>,
     /// Protocol settings: algorithms, re-key limits, windows.
     pub proto: Config,
+    /// CryptoThreads.
+    pub crypto_threads: CryptoThreads,
     /// What to run.
     pub plan: SessionPlan,
 }
@@ -104,6 +107,7 @@ pub fn run(opts: ClientOptions, identities: Vec<Identity>, host_key_check: HostK
     let mut handler =
         ClientSession::new(opts.user, &opts.host, identities, host_key_check, opts.plan);
     let mut pump = Pump::new(sock.as_raw_fd());
+    pump.set_crypto_threads(&mut conn, opts.crypto_threads);
     let result = pump.run(&mut conn, &mut handler);
     drop(pump);
     for (fd, flags) in saved {

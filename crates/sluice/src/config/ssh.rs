@@ -32,6 +32,7 @@ const SUPPORTED: &[&str] = &[
     "hashknownhosts",
     "loglevel",
     "rekeylimit",
+    "cryptothreads",
     "connecttimeout",
     "addressfamily",
     "sendenv",

@@ -6,6 +6,7 @@
 
 use super::{algorithms, parse_rekey_limit, parse_time, split_line, yes_no};
 use crate::log::Level;
+use crate::net::crypto_pool::CryptoThreads;
 use sluice_proto::crypto::{cipher, hostkey, kex};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -91,6 +92,8 @@ pub struct ServerConfig {
     pub compression: String,
     /// RekeyLimit bytes (0 default) and seconds (0 none).
     pub rekey_limit: (u64, u64),
+    /// CryptoThreads: threads that seal and open packets (sluice's own keyword).
+    pub crypto_threads: CryptoThreads,
     /// ForceCommand.
     pub force_command: Option<String>,
     /// Banner file.
@@ -139,6 +142,7 @@ impl Default for ServerConfig {
             pubkey_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
             compression: "yes".into(),
             rekey_limit: (0, 0),
+            crypto_threads: CryptoThreads::Auto,
             force_command: None,
             banner: None,
             allow_users: Vec::new(),
@@ -409,6 +413,10 @@ impl ServerConfig {
                 self.rekey_limit =
                     parse_rekey_limit(&args).ok_or_else(|| at(path, n, "Bad RekeyLimit"))?
             }
+            "cryptothreads" => {
+                self.crypto_threads = CryptoThreads::parse(&first)
+                    .ok_or_else(|| at(path, n, &format!("Bad CryptoThreads: {first}")))?
+            }
             "forcecommand" => self.force_command = (first != "none").then(|| args.join(" ")),
             "banner" => self.banner = (first != "none").then(|| PathBuf::from(first)),
             "tcprcvbuf" => {
@@ -523,6 +531,7 @@ impl ServerConfig {
         kv("passwordauthentication", yn(self.password_authentication));
         kv("strictmodes", yn(self.strict_modes));
         kv("compression", self.compression.clone());
+        kv("cryptothreads", self.crypto_threads.to_string());
         kv(
             "pidfile",
             self.pid_file

@@ -1,5 +1,6 @@
 //! Sockets and the driver loop.
 
+pub mod crypto_pool;
 pub mod fdio;
 pub mod pump;
 

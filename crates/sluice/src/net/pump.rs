@@ -8,6 +8,7 @@
 //! from the source fd directly into the packet slot where it is sealed, then
 //! written to the socket in large writes.
 
+use super::crypto_pool::{CryptoPool, CryptoThreads};
 use super::fdio;
 use sluice_proto::{ChannelId, Connection, Event};
 use std::collections::BTreeMap;
@@ -230,6 +231,7 @@ pub struct Pump {
     /// Channel fds.
     pub fds: ChannelFds,
     sock_eof: bool,
+    crypto: CryptoPool,
 }
 
 impl Pump {
@@ -243,7 +245,14 @@ impl Pump {
             out_pos: 0,
             fds: ChannelFds::default(),
             sock_eof: false,
+            crypto: CryptoPool::new(CryptoThreads::Fixed(1)),
         }
+    }
+
+    /// Lets packets be sealed and opened in batches on up to `threads` threads.
+    pub fn set_crypto_threads(&mut self, conn: &mut Connection, threads: CryptoThreads) {
+        self.crypto = CryptoPool::new(threads);
+        conn.set_batch_crypto(self.crypto.enabled());
     }
 
     /// Runs until the handler is finished or the connection ends.
@@ -302,6 +311,9 @@ impl Pump {
                 if window.is_empty() {
                     break;
                 }
+                let pool = &mut self.crypto;
+                conn.open_batch(window, &mut |jobs| pool.run(jobs))
+                    .map_err(PumpError::Protocol)?;
                 let r = conn
                     .handle_input(now, window)
                     .map_err(PumpError::Protocol)?;
@@ -484,6 +496,8 @@ impl Pump {
                 }
             }
         }
+        let pool = &mut self.crypto;
+        conn.seal_batch(&mut self.out, &mut |jobs| pool.run(jobs));
         // Always seal what the data path queued (a re-key's KEXINIT, window
         // adjusts): the loop may sleep next, and nothing else would send them.
         conn.poll_transmit(Instant::now(), &mut self.out);

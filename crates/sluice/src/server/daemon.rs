@@ -207,8 +207,10 @@ fn serve_connection(
         banner,
     };
     let mut conn = Connection::server(server_cfg, Box::new(SystemRng));
+    let threads = cfg.crypto_threads;
     let mut handler = ServerConn::new(cfg, peer, local, None);
     let mut pump = Pump::new(std::os::fd::AsRawFd::as_raw_fd(&sock));
+    pump.set_crypto_threads(&mut conn, threads);
     let r = pump.run(&mut conn, &mut handler);
     match r {
         Ok(()) | Err(PumpError::PeerClosed) => {

@@ -1,0 +1,406 @@
+//! The test harness: two endpoints of sluice-proto joined by in-memory byte
+//! pipes, as quinn-proto's tests do. With `batch` set, both ends seal and
+//! open through the batch API and the jobs run in an adversarial order.
+#![allow(dead_code, unreachable_pub)]
+
+use aws_lc_rs::encoding::AsBigEndian;
+use sluice_proto::crypto::hostkey::{KeyPair, Signer};
+use sluice_proto::crypto::SystemRng;
+use sluice_proto::msg::ChannelRequestKind;
+use sluice_proto::transport::CryptoJob;
+use sluice_proto::{
+    AuthMethodRequest, ChannelId, ClientConfig, Config, Connection, Event, ServerConfig,
+};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A client and a server joined by two in-memory byte pipes.
+pub struct Pair {
+    pub client: Connection,
+    pub server: Connection,
+    pub c2s: Vec<u8>,
+    pub s2c: Vec<u8>,
+    /// Largest number of bytes handed over per input call (splits the stream).
+    pub chunk: usize,
+    pub user_key: Arc<KeyPair>,
+    /// The one key the server accepts.
+    pub accepted: Vec<u8>,
+    pub auth_attempts: u32,
+    pub client_events: Vec<Event>,
+    pub server_events: Vec<Event>,
+    /// Data received by the server per channel, and by the client.
+    pub server_data: Vec<u8>,
+    pub client_data: Vec<u8>,
+    /// Report received data as consumed (false simulates a stalled consumer).
+    pub consume: bool,
+    pub client_channel: Option<ChannelId>,
+    pub server_channel: Option<ChannelId>,
+    pub now: Instant,
+    /// Seal and open through the batch API, jobs run by [`adversarial`].
+    pub batch: bool,
+}
+
+pub fn owned(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+pub fn config(kex: &str, host_alg: &str, cipher: &str, mac: &str) -> Config {
+    Config {
+        kex: owned(&[kex]),
+        host_key_algs: owned(&[host_alg]),
+        ciphers: owned(&[cipher]),
+        macs: owned(&[mac]),
+        ..Config::default()
+    }
+}
+
+pub fn host_key_for(alg: &str) -> Arc<dyn Signer> {
+    Arc::new(test_key(alg))
+}
+
+/// Fixed test keys, generated once per type.
+pub fn test_key(alg: &str) -> KeyPair {
+    match alg {
+        "ssh-ed25519" => KeyPair::from_ed25519_seed(&[7u8; 32]).unwrap(),
+        a if a.starts_with("ecdsa-sha2-") => {
+            let curve = a.trim_start_matches("ecdsa-sha2-");
+            let (scalar, point) = ecdsa_test_key(curve);
+            KeyPair::from_ecdsa(curve, &scalar, &point).unwrap()
+        }
+        _ => rsa_test_key(),
+    }
+}
+
+pub fn ecdsa_test_key(curve: &str) -> (Vec<u8>, Vec<u8>) {
+    use aws_lc_rs::signature::{
+        EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_FIXED_SIGNING,
+        ECDSA_P384_SHA384_FIXED_SIGNING, ECDSA_P521_SHA512_FIXED_SIGNING,
+    };
+    let alg = match curve {
+        "nistp256" => &ECDSA_P256_SHA256_FIXED_SIGNING,
+        "nistp384" => &ECDSA_P384_SHA384_FIXED_SIGNING,
+        _ => &ECDSA_P521_SHA512_FIXED_SIGNING,
+    };
+    let kp = EcdsaKeyPair::generate(alg).unwrap();
+    let scalar = kp.private_key().as_be_bytes().unwrap().as_ref().to_vec();
+    (scalar, kp.public_key().as_ref().to_vec())
+}
+
+pub fn rsa_test_key() -> KeyPair {
+    // A 2048-bit key made once by Python `cryptography`, components in hex.
+    let f = |s: &str| {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect::<Vec<u8>>()
+    };
+    let c = include_str!("rsa2048.hex");
+    let parts: Vec<Vec<u8>> = c.lines().map(f).collect();
+    KeyPair::from_rsa(
+        &parts[0], &parts[1], &parts[2], &parts[3], &parts[4], &parts[5],
+    )
+    .unwrap()
+}
+
+impl Pair {
+    pub fn new(kex: &str, host_alg: &str, cipher: &str, mac: &str) -> Pair {
+        let client = Connection::client(
+            ClientConfig {
+                common: config(kex, host_alg, cipher, mac),
+            },
+            Box::new(SystemRng),
+        );
+        let server = Connection::server(
+            ServerConfig {
+                common: config(kex, host_alg, cipher, mac),
+                host_keys: vec![host_key_for(host_alg)],
+                auth_methods: owned(&["publickey"]),
+                max_auth_tries: 6,
+                banner: None,
+            },
+            Box::new(SystemRng),
+        );
+        Pair {
+            client,
+            server,
+            c2s: Vec::new(),
+            s2c: Vec::new(),
+            chunk: usize::MAX,
+            user_key: Arc::new(KeyPair::from_ed25519_seed(&[9u8; 32]).unwrap()),
+            accepted: KeyPair::from_ed25519_seed(&[9u8; 32])
+                .unwrap()
+                .public_blob(),
+            auth_attempts: 0,
+            client_events: Vec::new(),
+            server_events: Vec::new(),
+            server_data: Vec::new(),
+            client_data: Vec::new(),
+            consume: true,
+            client_channel: None,
+            server_channel: None,
+            now: Instant::now(),
+            batch: false,
+        }
+    }
+
+    pub fn default_algs() -> Pair {
+        Pair::new(
+            "curve25519-sha256",
+            "ssh-ed25519",
+            "aes128-gcm@openssh.com",
+            "hmac-sha2-256",
+        )
+    }
+
+    /// Feeds `buf` to `conn` in chunks; returns data received and leftover.
+    pub fn feed(
+        conn: &mut Connection,
+        buf: &mut Vec<u8>,
+        chunk: usize,
+        now: Instant,
+        data: &mut Vec<u8>,
+        consume: bool,
+    ) -> Result<(), sluice_proto::Error> {
+        Pair::feed_batch(conn, buf, chunk, now, data, consume, false)
+    }
+
+    /// [`Pair::feed`], opening ahead in batches when `batch` is set.
+    pub fn feed_batch(
+        conn: &mut Connection,
+        buf: &mut Vec<u8>,
+        chunk: usize,
+        now: Instant,
+        data: &mut Vec<u8>,
+        consume: bool,
+        batch: bool,
+    ) -> Result<(), sluice_proto::Error> {
+        let mut avail = buf.len().min(chunk);
+        let mut start = 0;
+        loop {
+            let end = start + avail;
+            let mut consumed_ch = None;
+            if batch {
+                conn.open_batch(&mut buf[start..end], &mut adversarial)?;
+            }
+            let r = conn.handle_input(now, &mut buf[start..end])?;
+            let n = r.consumed;
+            if let Some(d) = r.data {
+                data.extend_from_slice(d.data);
+                consumed_ch = Some((d.channel, d.data.len()));
+            }
+            if let (Some((ch, len)), true) = (consumed_ch, consume) {
+                conn.consumed(ch, len);
+            }
+            if n == 0 {
+                if end < buf.len() && avail < chunk.min(buf.len() - start) {
+                    avail = chunk.min(buf.len() - start);
+                    continue;
+                }
+                if end < buf.len() && avail < buf.len() - start {
+                    // Need more than one chunk to make progress: widen.
+                    avail = (avail + chunk).min(buf.len() - start);
+                    continue;
+                }
+                break;
+            }
+            start += n;
+            avail = chunk.min(buf.len() - start);
+            if start >= buf.len() {
+                break;
+            }
+        }
+        buf.drain(..start);
+        Ok(())
+    }
+
+    /// One round: transmit both ways, feed both, react to events.
+    pub fn step(&mut self) -> Result<bool, sluice_proto::Error> {
+        let (c0, s0) = (self.c2s.len(), self.s2c.len());
+        if self.batch {
+            self.client.set_batch_crypto(true);
+            self.server.set_batch_crypto(true);
+            self.client.seal_batch(&mut self.c2s, &mut adversarial);
+            self.server.seal_batch(&mut self.s2c, &mut adversarial);
+        }
+        self.client.poll_transmit(self.now, &mut self.c2s);
+        self.server.poll_transmit(self.now, &mut self.s2c);
+        let progressed = self.c2s.len() != c0 || self.s2c.len() != s0;
+        Pair::feed_batch(
+            &mut self.server,
+            &mut self.c2s,
+            self.chunk,
+            self.now,
+            &mut self.server_data,
+            self.consume,
+            self.batch,
+        )?;
+        Pair::feed_batch(
+            &mut self.client,
+            &mut self.s2c,
+            self.chunk,
+            self.now,
+            &mut self.client_data,
+            self.consume,
+            self.batch,
+        )?;
+        let mut any = false;
+        while let Some(e) = self.client.poll_event() {
+            any = true;
+            self.on_client_event(e.clone());
+            self.client_events.push(e);
+        }
+        while let Some(e) = self.server.poll_event() {
+            any = true;
+            self.on_server_event(e.clone());
+            self.server_events.push(e);
+        }
+        Ok(progressed || any)
+    }
+
+    /// Steps until nothing moves, with a livelock guard.
+    pub fn drive(&mut self) -> Result<(), sluice_proto::Error> {
+        for _ in 0..10_000 {
+            if !self.step()? {
+                return Ok(());
+            }
+        }
+        panic!("no quiescence after 10000 rounds");
+    }
+
+    pub fn on_client_event(&mut self, e: Event) {
+        match e {
+            Event::HostKey { .. } => self.client.accept_host_key(),
+            Event::AuthReady => {
+                self.auth_attempts += 1;
+                self.client
+                    .auth_publickey_sign("alice", "ssh-ed25519", self.user_key.as_ref())
+                    .unwrap();
+            }
+            Event::AuthFailure { .. } if self.auth_attempts < 20 && !self.client.is_closed() => {
+                self.auth_attempts += 1;
+                self.client
+                    .auth_publickey_sign("alice", "ssh-ed25519", self.user_key.as_ref())
+                    .unwrap();
+            }
+            Event::Authenticated { .. } => {
+                self.client_channel = Some(self.client.open_session().unwrap())
+            }
+            Event::ChannelOpened(id) => self
+                .client
+                .channel_request(
+                    id,
+                    ChannelRequestKind::Exec {
+                        command: b"cat".to_vec(),
+                    },
+                    true,
+                )
+                .unwrap(),
+            _ => {}
+        }
+    }
+
+    pub fn on_server_event(&mut self, e: Event) {
+        match e {
+            Event::AuthRequest {
+                method:
+                    AuthMethodRequest::PublicKey {
+                        key_blob,
+                        signed: true,
+                        ..
+                    },
+                ..
+            } => {
+                if key_blob == self.accepted {
+                    self.server.auth_accept()
+                } else {
+                    self.server.auth_reject()
+                }
+            }
+            Event::AuthRequest { .. } => self.server.auth_reject(),
+            Event::ChannelOpenRequest { channel, .. } => {
+                self.server.accept_channel(channel).unwrap();
+                self.server_channel = Some(channel);
+            }
+            Event::ChannelRequest {
+                channel,
+                want_reply: true,
+                ..
+            } => self.server.channel_reply(channel, true).unwrap(),
+            _ => {}
+        }
+    }
+
+    /// Connects, authenticates and opens an exec channel.
+    pub fn establish(&mut self) {
+        self.drive().unwrap();
+        assert!(
+            self.client_channel.is_some() && self.server_channel.is_some(),
+            "session not established: {:?}",
+            self.client_events
+        );
+        assert!(self
+            .client_events
+            .iter()
+            .any(|e| matches!(e, Event::ChannelReply { success: true, .. })));
+    }
+
+    /// Sends `data` client->server through the channel, driving as needed.
+    pub fn upload(&mut self, data: &[u8]) {
+        let ch = self.client_channel.unwrap();
+        let mut sent = 0;
+        let mut rounds = 0;
+        while sent < data.len() {
+            sent += self
+                .client
+                .send_data(ch, None, &data[sent..], &mut self.c2s);
+            self.step().unwrap();
+            rounds += 1;
+            assert!(rounds < 100_000, "upload stalled at {sent}");
+        }
+        self.drive().unwrap();
+    }
+
+    pub fn download(&mut self, data: &[u8]) {
+        let ch = self.server_channel.unwrap();
+        let mut sent = 0;
+        let mut rounds = 0;
+        while sent < data.len() {
+            sent += self
+                .server
+                .send_data(ch, None, &data[sent..], &mut self.s2c);
+            self.step().unwrap();
+            rounds += 1;
+            assert!(rounds < 100_000, "download stalled at {sent}");
+        }
+        self.drive().unwrap();
+    }
+}
+
+/// Runs a batch's jobs as badly as a runtime may: out of order, half on
+/// another thread, and every third batch not at all (the engine must then
+/// run them itself).
+pub fn adversarial(jobs: &mut [CryptoJob<'_>]) {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    if CALLS.fetch_add(1, Ordering::Relaxed) % 3 == 2 {
+        return;
+    }
+    let mid = jobs.len() / 2;
+    let (a, b) = jobs.split_at_mut(mid);
+    std::thread::scope(|s| {
+        s.spawn(|| b.iter_mut().rev().for_each(CryptoJob::run));
+        a.iter_mut().rev().for_each(CryptoJob::run);
+    });
+}
+
+pub fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    let mut x = 0x9e3779b97f4a7c15u64 ^ u64::from(seed);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}

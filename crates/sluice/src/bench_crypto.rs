@@ -1,0 +1,240 @@
+//! `sluice bench-crypto`: one endpoint's packet crypto alone. A client and a
+//! server engine are joined in memory; the client seals SIZE bytes of
+//! channel data in batches and the server opens them, each timed on its own,
+//! with 1 and 2 (or the given) worker threads. No sockets, no copies but
+//! the one into the packet slot: the figure is what a core does per GiB.
+
+use crate::net::crypto_pool::run_split;
+use sluice_proto::crypto::hostkey::{KeyPair, Signer};
+use sluice_proto::crypto::{Rng, SystemRng};
+use sluice_proto::transport::CryptoJob;
+use sluice_proto::{
+    AuthMethodRequest, ChannelId, ClientConfig, Config, Connection, Event, ServerConfig,
+};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Bytes sealed per batch: what the pump gathers before a socket write.
+const BATCH: usize = 2 << 20;
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Bytes of channel data each way.
+    pub size: u64,
+    /// Ciphers (wire names; `aes128-ctr` takes `mac`).
+    pub ciphers: Vec<String>,
+    /// MAC for non-AEAD ciphers.
+    pub mac: String,
+    /// Thread counts to try.
+    pub threads: Vec<usize>,
+}
+
+/// Runs the measurement and prints a table; returns the exit code.
+pub fn run(opts: &Options) -> i32 {
+    println!(
+        "# sluice bench-crypto: {} MiB per cell, batches of {} KiB, {} cores",
+        opts.size >> 20,
+        BATCH >> 10,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    println!("| cipher | threads | seal MB/s | open MB/s | seal CPU s/GiB | open CPU s/GiB |");
+    println!("|---|---|---|---|---|---|");
+    for cipher in &opts.ciphers {
+        for &t in &opts.threads {
+            match measure(cipher, &opts.mac, t, opts.size) {
+                Ok(m) => println!(
+                    "| {cipher} | {t} | {:.0} | {:.0} | {:.2} | {:.2} |",
+                    mbs(opts.size, m.seal),
+                    mbs(opts.size, m.open),
+                    per_gib(opts.size, m.seal_cpu),
+                    per_gib(opts.size, m.open_cpu),
+                ),
+                Err(e) => {
+                    eprintln!("bench-crypto: {cipher}: {e}");
+                    return 1;
+                }
+            }
+        }
+    }
+    0
+}
+
+fn mbs(bytes: u64, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64().max(1e-9) / 1e6
+}
+
+fn per_gib(bytes: u64, cpu: Duration) -> f64 {
+    cpu.as_secs_f64() * (1u64 << 30) as f64 / bytes as f64
+}
+
+#[derive(Default)]
+struct Measured {
+    seal: Duration,
+    open: Duration,
+    seal_cpu: Duration,
+    open_cpu: Duration,
+}
+
+/// CPU time of the whole process (all threads).
+fn cpu_now() -> Duration {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; zeroed is a valid rusage.
+    let ru = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr());
+        ru.assume_init()
+    };
+    let t = |tv: libc::timeval| Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+fn measure(cipher: &str, mac: &str, threads: usize, size: u64) -> Result<Measured, String> {
+    let (mut client, mut server, cch, sch) = establish(cipher, mac)?;
+    client.set_batch_crypto(true);
+    server.set_batch_crypto(true);
+    let mut block = vec![0u8; 256 * 1024];
+    SystemRng.fill(&mut block);
+    let mut run = |jobs: &mut [CryptoJob<'_>]| {
+        let total = jobs.iter().map(CryptoJob::len).sum();
+        if threads > 1 {
+            run_split(jobs, threads, total);
+        }
+    };
+    let (mut wire, mut back) = (Vec::with_capacity(BATCH * 2), Vec::new());
+    let mut m = Measured::default();
+    let mut left = size;
+    let now = Instant::now();
+    while left > 0 {
+        wire.clear();
+        while wire.len() < BATCH && left > 0 {
+            let Some(slot) = client.data_slot(cch, None, &mut wire) else {
+                break;
+            };
+            let n = slot.max.min(block.len()).min(left as usize);
+            wire.extend_from_slice(block.get(..n).unwrap_or_default());
+            client.finish_data_slot(slot, n, &mut wire);
+            left -= n as u64;
+        }
+        let (t0, c0) = (Instant::now(), cpu_now());
+        client.seal_batch(&mut wire, &mut run);
+        m.seal += t0.elapsed();
+        m.seal_cpu += cpu_now() - c0;
+        client.poll_transmit(now, &mut wire);
+        let (t0, c0) = (Instant::now(), cpu_now());
+        let mut at = 0;
+        server
+            .open_batch(&mut wire, &mut run)
+            .map_err(|e| e.to_string())?;
+        while at < wire.len() {
+            let input = wire.get_mut(at..).unwrap_or_default();
+            let r = server.handle_input(now, input).map_err(|e| e.to_string())?;
+            if r.consumed == 0 {
+                return Err("server did not take a whole packet".into());
+            }
+            let got = r.data.map_or(0, |d| d.data.len());
+            at += r.consumed;
+            server.consumed(sch, got);
+        }
+        m.open += t0.elapsed();
+        m.open_cpu += cpu_now() - c0;
+        while server.poll_event().is_some() {}
+        server.poll_transmit(now, &mut back);
+        client
+            .handle_input(now, &mut back)
+            .map_err(|e| e.to_string())?;
+        back.clear();
+        while client.poll_event().is_some() {}
+    }
+    Ok(m)
+}
+
+/// Two engines with `cipher`, authenticated, with an open session channel.
+fn establish(
+    cipher: &str,
+    mac: &str,
+) -> Result<(Connection, Connection, ChannelId, ChannelId), String> {
+    let common = Config {
+        ciphers: vec![cipher.to_owned()],
+        macs: vec![mac.to_owned()],
+        ..Config::default()
+    };
+    let mut seed = [0u8; 32];
+    SystemRng.fill(&mut seed);
+    let host: Arc<dyn Signer> =
+        Arc::new(KeyPair::from_ed25519_seed(&seed).map_err(|e| e.to_string())?);
+    let user = KeyPair::from_ed25519_seed(&seed).map_err(|e| e.to_string())?;
+    let mut client = Connection::client(
+        ClientConfig {
+            common: common.clone(),
+        },
+        Box::new(SystemRng),
+    );
+    let mut server = Connection::server(
+        ServerConfig {
+            common,
+            host_keys: vec![host],
+            auth_methods: vec!["publickey".into()],
+            max_auth_tries: 6,
+            banner: None,
+        },
+        Box::new(SystemRng),
+    );
+    let (mut cch, mut sch) = (None, None);
+    let now = Instant::now();
+    let (mut c2s, mut s2c) = (Vec::new(), Vec::new());
+    for _ in 0..1000 {
+        if let (Some(c), Some(s)) = (cch, sch) {
+            return Ok((client, server, c, s));
+        }
+        client.poll_transmit(now, &mut c2s);
+        server.poll_transmit(now, &mut s2c);
+        feed(&mut server, &mut c2s, now)?;
+        feed(&mut client, &mut s2c, now)?;
+        while let Some(e) = client.poll_event() {
+            let r = match e {
+                Event::HostKey { .. } => {
+                    client.accept_host_key();
+                    Ok(())
+                }
+                Event::AuthReady => client.auth_publickey_sign("bench", "ssh-ed25519", &user),
+                Event::Authenticated { .. } => client.open_session().map(|_| ()),
+                Event::ChannelOpened(id) => {
+                    cch = Some(id);
+                    Ok(())
+                }
+                Event::AuthFailure { .. } => return Err("authentication failed".into()),
+                _ => Ok(()),
+            };
+            r.map_err(|e| e.to_string())?;
+        }
+        while let Some(e) = server.poll_event() {
+            match e {
+                Event::AuthRequest {
+                    method: AuthMethodRequest::PublicKey { signed: true, .. },
+                    ..
+                } => server.auth_accept(),
+                Event::AuthRequest { .. } => server.auth_reject(),
+                Event::ChannelOpenRequest { channel, .. } => {
+                    server.accept_channel(channel).map_err(|e| e.to_string())?;
+                    sch = Some(channel);
+                }
+                _ => {}
+            }
+        }
+    }
+    Err("in-memory handshake did not finish".into())
+}
+
+fn feed(conn: &mut Connection, buf: &mut Vec<u8>, now: Instant) -> Result<(), String> {
+    let mut at = 0;
+    while at < buf.len() {
+        let input = buf.get_mut(at..).unwrap_or_default();
+        let r = conn.handle_input(now, input).map_err(|e| e.to_string())?;
+        if r.consumed == 0 {
+            break;
+        }
+        at += r.consumed;
+    }
+    buf.drain(..at);
+    Ok(())
+}
