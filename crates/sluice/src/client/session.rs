@@ -169,7 +169,9 @@ impl ClientSession {
         conn.channel_request(id, req, true)
             .map_err(|e| e.to_string())?;
         if self.plan.stdio {
-            fds.insert(id, ChanIo::new(Some(0), None, Some(1), Some(2)));
+            let mut io = ChanIo::new(Some(0), None, Some(1), Some(2));
+            io.close_when_sink_fails = true;
+            fds.insert(id, io);
         }
         Ok(())
     }

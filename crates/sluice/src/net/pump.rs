@@ -38,6 +38,10 @@ pub struct ChanIo {
     pub close_sink_on_eof: bool,
     /// The fds are ours to close.
     pub owned: bool,
+    /// Close the channel once `sink` failed and the sources are done (a
+    /// client whose stdout reader went away); a server waits for its
+    /// command's exit instead.
+    pub close_when_sink_fails: bool,
     pending: Pending,
     pending_err: Pending,
     /// poll said readable (or not yet asked); cleared on EAGAIN.
@@ -47,6 +51,10 @@ pub struct ChanIo {
     err_source_eof: bool,
     peer_eof: bool,
     eof_sent: bool,
+    /// Writing to `sink` failed (EPIPE: the reader went away); what the peer
+    /// sends from now on is discarded, and the channel closes once our
+    /// sources are done too, as OpenSSH does (`chan_write_failed`).
+    sink_failed: bool,
 }
 
 impl ChanIo {
@@ -75,6 +83,28 @@ impl ChanIo {
     /// Everything received has been written out.
     pub fn sinks_drained(&self) -> bool {
         self.pending.is_empty() && self.pending_err.is_empty()
+    }
+
+    /// Stops reading `source` (the peer's output went away): closes it if
+    /// ours, so a command writing to it gets SIGPIPE.
+    pub fn close_source(&mut self) {
+        if let Some(fd) = self.source.take() {
+            if self.owned {
+                fdio::close(fd);
+            }
+        }
+        self.source_eof = true;
+    }
+
+    /// The sink's reader is gone: stop writing, drop what waits for it.
+    fn fail_sink(&mut self) {
+        self.sink_failed = true;
+        self.pending.clear();
+        if let Some(fd) = self.sink.take() {
+            if self.owned {
+                fdio::close(fd);
+            }
+        }
     }
 
     fn close_all(&mut self) {
@@ -405,9 +435,10 @@ impl Pump {
                 continue;
             };
             let mut written = 0;
-            for (fd, buf) in [
-                (io.sink, &mut io.pending),
-                (io.err_sink, &mut io.pending_err),
+            let mut failed = false;
+            for (is_out, fd, buf) in [
+                (true, io.sink, &mut io.pending),
+                (false, io.err_sink, &mut io.pending_err),
             ] {
                 let Some(fd) = fd else { continue };
                 while !buf.is_empty() {
@@ -420,9 +451,14 @@ impl Pump {
                         Err(_) => {
                             // The reader went away (EPIPE): drop what it will never read.
                             written += buf.clear();
+                            failed |= is_out;
+                            break;
                         }
                     }
                 }
+            }
+            if failed {
+                io.fail_sink();
             }
             if io.peer_eof && io.close_sink_on_eof && io.pending.is_empty() {
                 if let Some(fd) = io.sink.take() {
@@ -493,6 +529,14 @@ impl Pump {
                 {
                     io.eof_sent = true;
                     let _ = conn.send_eof(id);
+                }
+                let no_sources = io.source.is_none() && io.err_source.is_none();
+                if io.sink_failed && io.close_when_sink_fails && (io.eof_sent || no_sources) {
+                    let closed = conn.channel_info(id).is_none_or(|i| i.close_sent);
+                    if !closed {
+                        crate::log!(Debug1, "channel {}: output gone, closing", id.0);
+                        let _ = conn.close_channel(id);
+                    }
                 }
             }
         }
@@ -630,7 +674,12 @@ fn deliver(fds: &mut ChannelFds, id: ChannelId, ext: Option<u32>, data: &[u8]) -
             pending.extend(data);
             0
         }
-        Err(_) => data.len(),
+        Err(_) => {
+            if ext.is_none() {
+                io.fail_sink();
+            }
+            data.len()
+        }
     }
 }
 

@@ -259,6 +259,16 @@ impl ServerConn {
                     false
                 }
             },
+            ChannelRequestKind::Other { name, .. } if name == "eow@openssh.com" => {
+                // The client can write no more of our output (its stdout
+                // went away): stop reading the command's output so it gets
+                // SIGPIPE, as OpenSSH's sshd does (PROTOCOL 2.1).
+                log!(Debug1, "channel {}: rcvd eow", id.0);
+                if let Some(io) = fds.get_mut(id) {
+                    io.close_source();
+                }
+                false
+            }
             ChannelRequestKind::Signal { name } => {
                 if let Some(child) = self.sessions.get(&id).and_then(|s| s.child.as_ref()) {
                     session::signal(child, &name);
