@@ -38,6 +38,10 @@ pub(crate) struct SendState {
     pub(crate) defer: bool,
     /// Framed packets not sealed yet, in buffer order.
     pending: Vec<PendingSeal>,
+    /// Random bytes for padding, drawn from the RNG 4 KiB at a time: one
+    /// DRBG call per few hundred packets instead of one per packet.
+    pad_pool: Vec<u8>,
+    pad_used: usize,
 }
 
 impl SendState {
@@ -53,6 +57,8 @@ impl SendState {
             scratch: Vec::new(),
             defer: false,
             pending: Vec::new(),
+            pad_pool: Vec::new(),
+            pad_used: 0,
         }
     }
 
@@ -101,7 +107,7 @@ impl SendState {
         };
         let (packet, tag) = packet.split_at_mut(4 + packet_len);
         if let Some(p) = packet.get_mut(pad_at - start..) {
-            rng.fill(p);
+            self.fill_padding(p, rng);
         }
         if let Some(h) = packet.get_mut(..HEADER) {
             let l = (packet_len as u32).to_be_bytes();
@@ -132,6 +138,22 @@ impl SendState {
         };
         self.offset += encrypted as u64;
         self.bytes += (4 + packet_len + tag_len) as u64;
+    }
+
+    /// Fills `p` (at most 255 bytes) with random bytes from the pool,
+    /// each pool byte used once.
+    fn fill_padding(&mut self, p: &mut [u8], rng: &mut dyn Rng) {
+        const POOL: usize = 4096;
+        if self.pad_pool.len() != POOL || self.pad_used + p.len() > POOL {
+            self.pad_pool.resize(POOL, 0);
+            rng.fill(&mut self.pad_pool);
+            self.pad_used = 0;
+        }
+        match self.pad_pool.get(self.pad_used..self.pad_used + p.len()) {
+            Some(src) => p.copy_from_slice(src),
+            None => rng.fill(p),
+        }
+        self.pad_used += p.len();
     }
 
     /// True while framed packets wait in `out` for their seal.

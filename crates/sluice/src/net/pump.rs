@@ -369,12 +369,22 @@ impl Pump {
             while let Some(ev) = conn.poll_event() {
                 self.on_event(conn, handler, ev)?;
             }
-            // Compact, then read more if the socket has it.
-            if self.in_start > 0 {
+            // Compact (free when all was consumed; otherwise only when the
+            // room left is small, to move a partial packet rarely), then
+            // read more if the socket has it.
+            if self.in_start >= self.inbuf.len() {
+                self.inbuf.clear();
+                self.in_start = 0;
+            } else if self.in_start > 0 && IN_BUF - self.inbuf.len() < SOCK_READ / 2 {
                 self.inbuf.drain(..self.in_start);
                 self.in_start = 0;
             }
             if self.sock_eof || self.inbuf.len() >= IN_BUF {
+                if self.in_start > 0 && self.inbuf.len() >= IN_BUF {
+                    self.inbuf.drain(..self.in_start);
+                    self.in_start = 0;
+                    continue;
+                }
                 return Ok(());
             }
             let room = SOCK_READ.min(IN_BUF - self.inbuf.len());

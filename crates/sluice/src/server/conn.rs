@@ -203,9 +203,12 @@ impl ServerConn {
                 );
                 io.close_sink_on_eof = true;
                 io.owned = true;
+                let pipe = command_pipe_size();
                 for fd in [io.source, io.err_source, io.sink].into_iter().flatten() {
                     let _ = crate::net::fdio::set_nonblocking(fd, true);
-                    crate::net::fdio::set_pipe_size(fd, 1 << 20);
+                    if pipe > 0 {
+                        crate::net::fdio::set_pipe_size(fd, pipe);
+                    }
                 }
                 fds.insert(id, io);
                 s.child = Some(child);
@@ -412,4 +415,15 @@ impl Handler for ServerConn {
             .any(|s| s.child.is_some() && !s.done)
             .then_some(Duration::from_millis(20))
     }
+}
+
+/// Capacity of the pipes to and from a session's command: 1 MiB (the
+/// default /proc/sys/fs/pipe-max-size) lets one write or read move a whole
+/// packet's data instead of 64 KiB. `SLUICE_PIPE_SIZE` overrides it for
+/// measurements (bytes; 0 keeps the kernel's 64 KiB); see BENCHMARKS.md.
+fn command_pipe_size() -> usize {
+    std::env::var("SLUICE_PIPE_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 20)
 }
