@@ -130,6 +130,9 @@ fn client(dir: &Path, port: u16, opts: &DemoOptions, remote: &str) -> Command {
     }
     if opts.verbose {
         c.arg("-v");
+    } else {
+        // The throwaway host key is new every run: no "Permanently added" noise.
+        c.args(["-o", "LogLevel=ERROR"]);
     }
     c.arg("127.0.0.1").arg(remote);
     c
