@@ -151,3 +151,32 @@ fn command_exits_while_the_pipeline_is_full() {
         );
     }
 }
+
+#[test]
+fn socket_buffer_options_are_applied_and_reported() {
+    let s = Setup::new("sockbuf");
+    let data = random_data(8 << 20, 14);
+    let hash = sha256(&data);
+    let server = s.start(false, "TcpRcvBuf 8M\nTcpSndBuf 8M");
+    let opts = ["-v", "-o", "TcpRcvBuf=6M", "-o", "TcpSndBuf=3M"];
+    let mut c = s.client(false, &server, &opts);
+    c.arg("sha256sum");
+    let out = run(c, &data, 60);
+    ok(&out, "TcpRcvBuf");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&hash));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("socket buffer: asked 6291456, granted"),
+        "{err}"
+    );
+    assert!(
+        err.contains("socket buffer: asked 3145728, granted"),
+        "{err}"
+    );
+    // A size that is not one is refused before connecting, with the keyword.
+    let mut c = s.client(false, &server, &["-o", "TcpRcvBuf=lots"]);
+    c.arg("true");
+    let out = run(c, b"", 30);
+    assert_eq!(out.status.code(), Some(255));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Bad TcpRcvBuf 'lots'"));
+}

@@ -431,6 +431,14 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         return Ok(0);
     }
     let proto = proto_config(&r)?;
+    let size = |kw: &str, name: &str| -> Result<u64, String> {
+        r.get(kw).map_or(Ok(0), |v| {
+            crate::config::parse_size(v)
+                .ok_or_else(|| format!("Bad {name} '{v}': use bytes with an optional K, M or G"))
+        })
+    };
+    let tcp_rcvbuf = size("tcprcvbuf", "TcpRcvBuf")?;
+    let tcp_sndbuf = size("tcpsndbuf", "TcpSndBuf")?;
     let crypto_threads = match r.get("cryptothreads") {
         None => CryptoThreads::Auto,
         Some(v) => CryptoThreads::parse(v)
@@ -480,6 +488,8 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         connect_timeout,
         proto,
         crypto_threads,
+        tcp_rcvbuf,
+        tcp_sndbuf,
         plan,
     };
     Ok(client::run(opts, ids, check))

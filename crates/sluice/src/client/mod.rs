@@ -8,6 +8,7 @@ use crate::log;
 use crate::net::crypto_pool::CryptoThreads;
 use crate::net::fdio;
 use crate::net::pump::{Pump, PumpError};
+use crate::net::sockbuf::{self, Buf};
 use session::{ClientSession, HostKeyCheck, Identity, SessionPlan};
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::{ClientConfig, Config, Connection};
@@ -31,6 +32,10 @@ pub struct ClientOptions {
     pub proto: Config,
     /// CryptoThreads.
     pub crypto_threads: CryptoThreads,
+    /// TcpRcvBuf and TcpSndBuf in bytes (0: the kernel's autotuning).
+    pub tcp_rcvbuf: u64,
+    /// See `tcp_rcvbuf`.
+    pub tcp_sndbuf: u64,
     /// What to run.
     pub plan: SessionPlan,
 }
@@ -54,9 +59,27 @@ fn connect(opts: &ClientOptions) -> Result<TcpStream, String> {
             a.ip(),
             a.port()
         );
-        let r = match opts.connect_timeout {
-            Some(t) => TcpStream::connect_timeout(a, t),
-            None => TcpStream::connect(a),
+        let bufs = [(Buf::Recv, opts.tcp_rcvbuf), (Buf::Send, opts.tcp_sndbuf)];
+        let r = if opts.tcp_rcvbuf > 0 || opts.tcp_sndbuf > 0 {
+            sockbuf::connect(*a, opts.connect_timeout, bufs).map(|(s, granted)| {
+                for g in granted {
+                    log!(
+                        Debug1,
+                        "socket buffer: asked {}, granted {}",
+                        g.asked,
+                        g.granted
+                    );
+                    if let Some(advice) = g.advice {
+                        log!(Info, "{advice}");
+                    }
+                }
+                s
+            })
+        } else {
+            match opts.connect_timeout {
+                Some(t) => TcpStream::connect_timeout(a, t),
+                None => TcpStream::connect(a),
+            }
         };
         match r {
             Ok(s) => {

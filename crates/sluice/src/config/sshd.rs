@@ -102,7 +102,8 @@ pub struct ServerConfig {
     pub allow_users: Vec<String>,
     /// DenyUsers patterns.
     pub deny_users: Vec<String>,
-    /// Ours, for a later release: TcpRcvBuf, TcpSndBuf (bytes, 0 = auto).
+    /// Ours: TcpRcvBuf, TcpSndBuf (bytes, 0 = the kernel's autotuning), set on
+    /// the listening sockets.
     pub tcp_rcvbuf: u64,
     /// TcpSndBuf.
     pub tcp_sndbuf: u64,

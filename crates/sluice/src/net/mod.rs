@@ -3,6 +3,7 @@
 pub mod crypto_pool;
 pub mod fdio;
 pub mod pump;
+pub mod sockbuf;
 
 /// An I/O error in the words OpenSSH uses ("Connection refused").
 pub fn describe_io_error(e: &std::io::Error) -> String {

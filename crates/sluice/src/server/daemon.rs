@@ -113,6 +113,7 @@ pub fn main(argv: &[String]) -> i32 {
             return 255;
         }
     };
+    listener.set_buffers(cfg.tcp_rcvbuf, cfg.tcp_sndbuf);
     if !args.foreground && !daemonize() {
         return 255;
     }

@@ -17,6 +17,32 @@ pub struct Listener {
 }
 
 impl Listener {
+    /// Sets TcpRcvBuf / TcpSndBuf (bytes; 0 leaves the kernel's autotuning)
+    /// on the listening sockets, which accepted connections inherit, and
+    /// says what the kernel granted and what capped it.
+    pub fn set_buffers(&self, rcv: u64, snd: u64) {
+        use crate::net::sockbuf::{self, Buf};
+        use std::os::fd::AsRawFd;
+        for s in &self.sockets {
+            for (b, n) in [(Buf::Recv, rcv), (Buf::Send, snd)] {
+                if n == 0 {
+                    continue;
+                }
+                let g = sockbuf::set(s.as_raw_fd(), b, n);
+                log!(
+                    Verbose,
+                    "{}: asked {}, granted {}",
+                    b.keyword(),
+                    n,
+                    g.granted
+                );
+                if let Some(a) = g.advice {
+                    log!(Error, "{a}");
+                }
+            }
+        }
+    }
+
     /// Binds every address, in sshd's words on failure.
     pub fn bind(addrs: &[SocketAddr]) -> Result<Listener, String> {
         let mut sockets = Vec::new();

@@ -1,0 +1,252 @@
+//! Socket buffer sizes (`TcpRcvBuf`, `TcpSndBuf`): set on one socket, read
+//! back, and when the kernel grants less, say which sysctl capped it and how
+//! to raise it.
+//!
+//! Linux doubles the value given to SO_RCVBUF/SO_SNDBUF (half is bookkeeping)
+//! and caps it at `net.core.rmem_max` / `wmem_max`; root may pass the cap with
+//! SO_RCVBUFFORCE / SO_SNDBUFFORCE. Setting a size turns the kernel's
+//! autotuning off for that socket, so we only do it when asked. For the
+//! receive buffer to widen TCP's window scale it must be set before
+//! connect() (client) or on the listening socket (server).
+
+use std::os::fd::RawFd;
+
+/// Which buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buf {
+    /// SO_RCVBUF: what the peer may have in flight toward us.
+    Recv,
+    /// SO_SNDBUF: what we may have in flight.
+    Send,
+}
+
+impl Buf {
+    fn opts(self) -> (libc::c_int, libc::c_int) {
+        match self {
+            Buf::Recv => (libc::SO_RCVBUF, libc::SO_RCVBUFFORCE),
+            Buf::Send => (libc::SO_SNDBUF, libc::SO_SNDBUFFORCE),
+        }
+    }
+
+    /// The option's name in configuration files.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Buf::Recv => "TcpRcvBuf",
+            Buf::Send => "TcpSndBuf",
+        }
+    }
+
+    fn sysctl(self) -> &'static str {
+        match self {
+            Buf::Recv => "net.core.rmem_max",
+            Buf::Send => "net.core.wmem_max",
+        }
+    }
+}
+
+/// The buffer's size as the kernel reports it (the doubled figure halved:
+/// the bytes of data it holds).
+pub fn get(fd: RawFd, buf: Buf) -> Option<u64> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `v`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            buf.opts().0,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (r == 0 && v > 0).then_some(v as u64 / 2)
+}
+
+fn set_raw(fd: RawFd, opt: libc::c_int, bytes: u64) -> bool {
+    let v = bytes.min(i32::MAX as u64 / 2) as libc::c_int;
+    // SAFETY: setsockopt reads one c_int from `v`.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+/// What setting a buffer came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Granted {
+    /// Bytes asked for.
+    pub asked: u64,
+    /// Bytes the kernel granted (read back).
+    pub granted: u64,
+    /// Set when the grant fell short: what capped it and how to raise it.
+    pub advice: Option<String>,
+}
+
+/// Sets `buf` on `fd` to `bytes`, forcing past the sysctl cap where the
+/// process may (root), and reads back what the kernel granted.
+pub fn set(fd: RawFd, buf: Buf, bytes: u64) -> Granted {
+    let (opt, force) = buf.opts();
+    set_raw(fd, opt, bytes);
+    let mut granted = get(fd, buf).unwrap_or(0);
+    if granted < bytes && set_raw(fd, force, bytes) {
+        granted = get(fd, buf).unwrap_or(granted);
+    }
+    let advice = (granted < bytes).then(|| {
+        let cap = std::fs::read_to_string(format!("/proc/sys/{}", buf.sysctl().replace('.', "/")))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok());
+        let cap_text = cap.map_or(String::new(), |c| format!(" = {c}"));
+        format!(
+            "{}: socket buffer capped at {} by {}{cap_text}; raise it with: sysctl -w {}={}",
+            buf.keyword(),
+            human(granted),
+            buf.sysctl(),
+            buf.sysctl(),
+            bytes
+        )
+    });
+    Granted {
+        asked: bytes,
+        granted,
+        advice,
+    }
+}
+
+/// Connects a TCP socket to `addr`, setting the buffers in `bufs` (0 =
+/// leave to the kernel) before connect() so the receive buffer can widen
+/// the window scale. Returns the stream and what was granted.
+pub fn connect(
+    addr: std::net::SocketAddr,
+    timeout: Option<std::time::Duration>,
+    bufs: [(Buf, u64); 2],
+) -> std::io::Result<(std::net::TcpStream, Vec<Granted>)> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let domain = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: socket() returns a new fd or -1.
+    let fd = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh socket that nothing else owns.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let granted = bufs
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|&(b, n)| set(fd, b, n))
+        .collect();
+    let stream = std::net::TcpStream::from(owned);
+    let sock = socket_addr(addr);
+    stream.set_nonblocking(true)?;
+    // SAFETY: `sock` is a valid sockaddr of the length given.
+    let r = unsafe { libc::connect(fd, sock.0.as_ptr().cast(), sock.1) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+        let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
+        let mut p = [libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        }];
+        if super::fdio::poll(&mut p, ms)? == 0 {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        if let Some(e) = stream.take_error()? {
+            return Err(e);
+        }
+    }
+    stream.set_nonblocking(false)?;
+    Ok((stream, granted))
+}
+
+/// `addr` as a sockaddr_in/sockaddr_in6 in a byte buffer, with its length.
+fn socket_addr(addr: std::net::SocketAddr) -> ([u8; 28], libc::socklen_t) {
+    let mut b = [0u8; 28];
+    match addr {
+        std::net::SocketAddr::V4(a) => {
+            b[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+            b[2..4].copy_from_slice(&a.port().to_be_bytes());
+            b[4..8].copy_from_slice(&a.ip().octets());
+            (b, 16)
+        }
+        std::net::SocketAddr::V6(a) => {
+            b[..2].copy_from_slice(&(libc::AF_INET6 as u16).to_ne_bytes());
+            b[2..4].copy_from_slice(&a.port().to_be_bytes());
+            b[4..8].copy_from_slice(&a.flowinfo().to_be_bytes());
+            b[8..24].copy_from_slice(&a.ip().octets());
+            b[24..28].copy_from_slice(&a.scope_id().to_ne_bytes());
+            (b, 28)
+        }
+    }
+}
+
+/// Bytes in the largest whole binary unit (4 MiB, 212992 B).
+pub fn human(n: u64) -> String {
+    if n >= 1 << 20 && n % (1 << 20) == 0 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn set_reads_back_and_explains_a_cap() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let fd = l.as_raw_fd();
+        let g = set(fd, Buf::Recv, 256 * 1024);
+        assert!(g.granted >= 256 * 1024, "{g:?}");
+        assert!(g.advice.is_none());
+        // Far beyond any cap: the kernel grants less unless root can force it.
+        let g = set(fd, Buf::Send, 1 << 40);
+        assert!(g.granted < 1 << 40);
+        let a = g.advice.unwrap();
+        assert!(
+            a.contains("net.core.wmem_max") && a.contains("sysctl -w"),
+            "{a}"
+        );
+    }
+
+    #[test]
+    fn connect_sets_buffers_before_connecting() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        let (s, g) = connect(a, None, [(Buf::Recv, 1 << 20), (Buf::Send, 0)]).unwrap();
+        assert_eq!(g.len(), 1);
+        assert!(get(s.as_raw_fd(), Buf::Recv).unwrap() >= 1 << 20);
+        let (_peer, from) = l.accept().unwrap();
+        assert_eq!(from, s.local_addr().unwrap());
+        // A closed port is refused, as with TcpStream::connect.
+        drop(l);
+        let e = connect(
+            a,
+            Some(std::time::Duration::from_secs(2)),
+            [(Buf::Recv, 0); 2],
+        );
+        assert_eq!(e.unwrap_err().kind(), std::io::ErrorKind::ConnectionRefused);
+    }
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human(4 << 20), "4 MiB");
+        assert_eq!(human(208 << 10), "208 KiB");
+        assert_eq!(human(1000), "1000 bytes");
+    }
+}
