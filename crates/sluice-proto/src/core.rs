@@ -77,6 +77,8 @@ pub struct Connection {
     pub(crate) last_kex_at: Option<Instant>,
     /// Open whole received packets ahead in batches.
     pub(crate) batch_open: bool,
+    /// What the runtime allowed of the NONE cipher and MAC.
+    pub(crate) none: crate::kex::NoneState,
 }
 
 impl Connection {
@@ -102,6 +104,7 @@ impl Connection {
             closed: false,
             last_kex_at: None,
             batch_open: false,
+            none: crate::kex::NoneState::default(),
         }
     }
 

@@ -7,6 +7,9 @@
 //! outgoing right after our NEWKEYS is sealed, incoming right after the
 //! peer's NEWKEYS is opened.
 
+mod none;
+pub(crate) use none::NoneState;
+
 use crate::core::{Connection, Role};
 use crate::crypto::cipher::{self, DirectionKeys};
 use crate::crypto::kex::{self as kexalg, HashAlg, KexClient, SharedSecret};
@@ -114,15 +117,16 @@ impl Connection {
         };
         let mut cookie = [0u8; 16];
         self.rng.fill(&mut cookie);
+        let (ciphers, macs) = self.kexinit_lists();
         let c = &self.config;
         let init = KexInit {
             cookie,
             kex_algorithms: kex_list,
             server_host_key_algorithms: host_key_algs,
-            encryption_client_to_server: c.ciphers.clone(),
-            encryption_server_to_client: c.ciphers.clone(),
-            mac_client_to_server: c.macs.clone(),
-            mac_server_to_client: c.macs.clone(),
+            encryption_client_to_server: ciphers.clone(),
+            encryption_server_to_client: ciphers,
+            mac_client_to_server: macs.clone(),
+            mac_server_to_client: macs,
             compression_client_to_server: c.compression.clone(),
             compression_server_to_client: c.compression.clone(),
             languages_client_to_server: Vec::new(),

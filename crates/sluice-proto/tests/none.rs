@@ -1,0 +1,118 @@
+//! The NONE cipher and MAC switch (HPN-SSH's NoneSwitch): only after
+//! authentication, only when both ends allow it, never for interactive
+//! sessions; a declining peer leaves the session encrypted.
+
+mod common;
+use common::*;
+
+fn established() -> Pair {
+    let mut p = Pair::new(
+        "curve25519-sha256",
+        "ssh-ed25519",
+        "aes128-ctr",
+        "hmac-sha2-256-etm@openssh.com",
+    );
+    p.establish();
+    p
+}
+
+fn cipher_and_mac(p: &Pair) -> (String, String) {
+    let a = p.client.algorithms().unwrap();
+    assert_eq!(a.cipher_c2s, a.cipher_s2c);
+    (a.cipher_c2s.clone(), a.mac_c2s.clone())
+}
+
+#[test]
+fn both_ends_allow_none_cipher_and_mac() {
+    let mut p = established();
+    p.server.allow_none(true).unwrap();
+    p.client.switch_to_none(true).unwrap();
+    p.drive().unwrap();
+    assert_eq!(cipher_and_mac(&p), ("none".into(), "none".into()));
+    assert!(p.client.none_active() && p.server.none_active());
+    let up = pattern(1 << 20, 1);
+    p.upload(&up);
+    assert!(p.server_data == up);
+    let down = pattern(700_000, 2);
+    p.download(&down);
+    assert!(p.client_data == down);
+}
+
+#[test]
+fn none_cipher_keeps_a_mac_unless_both_allow_none_mac() {
+    let mut p = established();
+    p.server.allow_none(false).unwrap();
+    p.client.switch_to_none(true).unwrap();
+    p.drive().unwrap();
+    assert_eq!(
+        cipher_and_mac(&p),
+        ("none".into(), "hmac-sha2-256-etm@openssh.com".into())
+    );
+    let up = pattern(300_000, 3);
+    p.upload(&up);
+    assert!(p.server_data == up);
+}
+
+#[test]
+fn a_server_that_does_not_allow_none_keeps_the_session_encrypted() {
+    let mut p = established();
+    p.client.switch_to_none(true).unwrap();
+    p.drive().unwrap();
+    assert_eq!(
+        cipher_and_mac(&p),
+        ("aes128-ctr".into(), "hmac-sha2-256-etm@openssh.com".into())
+    );
+    assert!(!p.client.none_active());
+    let up = pattern(300_000, 4);
+    p.upload(&up);
+    assert!(p.server_data == up);
+}
+
+#[test]
+fn none_mac_is_never_paired_with_a_real_cipher() {
+    // A server offering the NONE MAC but not the NONE cipher (HPN's
+    // NoneMacEnabled alone) must not get an unauthenticated AES stream.
+    let mut p = Pair::new(
+        "curve25519-sha256",
+        "ssh-ed25519",
+        "aes128-ctr",
+        "hmac-sha2-256",
+    );
+    p.server = sluice_proto::Connection::server(
+        sluice_proto::ServerConfig {
+            common: sluice_proto::Config {
+                kex: vec!["curve25519-sha256".into()],
+                host_key_algs: vec!["ssh-ed25519".into()],
+                ciphers: vec!["aes128-ctr".into()],
+                macs: vec!["hmac-sha2-256".into(), "none".into()],
+                ..sluice_proto::Config::default()
+            },
+            host_keys: vec![host_key_for("ssh-ed25519")],
+            auth_methods: vec!["publickey".into()],
+            max_auth_tries: 6,
+            banner: None,
+        },
+        Box::new(sluice_proto::crypto::SystemRng),
+    );
+    p.establish();
+    p.client.switch_to_none(true).unwrap();
+    p.drive().unwrap();
+    assert_eq!(cipher_and_mac(&p), ("aes128-ctr".into(), "hmac-sha2-256".into()));
+}
+
+#[test]
+fn not_before_authentication_nor_in_interactive_sessions() {
+    let mut p = Pair::default_algs();
+    assert!(p.client.allow_none(true).is_err());
+    assert!(p.server.allow_none(true).is_err());
+    p.establish();
+    // A pty or shell was asked for: NONE is refused from then on.
+    assert!(!p.client.mark_interactive());
+    assert!(p.client.switch_to_none(true).is_err());
+    // Switched first, then a pty asked for: the runtime learns it must refuse.
+    let mut p = established();
+    p.server.allow_none(true).unwrap();
+    p.client.switch_to_none(false).unwrap();
+    p.drive().unwrap();
+    assert!(p.server.mark_interactive());
+}
