@@ -28,6 +28,11 @@ pub struct Config {
     pub rekey_time: Option<Duration>,
     /// Initial receive window for session channels.
     pub window: u32,
+    /// Largest size a bulk channel's receive window grows to (the most one
+    /// channel buffers when its consumer stalls).
+    pub window_max: u32,
+    /// Cap on windows advertised to stock OpenSSH peers (HPN-SSH's 15 MiB).
+    pub stock_openssh_window_max: u32,
     /// Largest channel data payload we accept.
     pub max_packet: u32,
     /// Signature algorithms we accept for user authentication (server) or
@@ -51,6 +56,8 @@ impl Default for Config {
             rekey_bytes: 1 << 32,
             rekey_time: None,
             window: 16 * 1024 * 1024,
+            window_max: 128 * 1024 * 1024,
+            stock_openssh_window_max: crate::connection::STOCK_OPENSSH_WINDOW_MAX,
             max_packet: 256 * 1024 - 1024,
             pubkey_algs: owned(hostkey::DEFAULT_SIG_ALGS),
         }

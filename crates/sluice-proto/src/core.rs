@@ -79,6 +79,10 @@ pub struct Connection {
     pub(crate) batch_open: bool,
     /// What the runtime allowed of the NONE cipher and MAC.
     pub(crate) none: crate::kex::NoneState,
+    /// The latest time the runtime gave us (windows measure with it).
+    pub(crate) clock: Option<Instant>,
+    /// The path's round-trip time, as the runtime measured it.
+    pub(crate) path_rtt: Option<std::time::Duration>,
 }
 
 impl Connection {
@@ -105,6 +109,8 @@ impl Connection {
             last_kex_at: None,
             batch_open: false,
             none: crate::kex::NoneState::default(),
+            clock: None,
+            path_rtt: None,
         }
     }
 
@@ -175,6 +181,7 @@ impl Connection {
         if self.closed {
             return Err(Error::Closed);
         }
+        self.clock = Some(now);
         match self.input_inner(now, input) {
             Ok((consumed, Some((channel, ext, range, in_scratch)))) => {
                 let src: &'a [u8] = if in_scratch {
@@ -361,6 +368,7 @@ impl Connection {
 
     /// Appends every queued control packet, sealed, to `out`.
     pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<u8>) {
+        self.clock = Some(now);
         self.transmit_queued(now, out);
         // Everything in `out` must be sealed before the runtime writes it.
         self.send.seal_pending(out, &mut |_| {});

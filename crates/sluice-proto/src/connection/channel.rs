@@ -45,6 +45,8 @@ pub struct ChannelInfo {
     pub send_max_packet: u32,
     /// Bytes the peer may still send us.
     pub recv_available: u32,
+    /// Our receive window's current full size.
+    pub recv_window: u32,
     /// We sent EOF.
     pub eof_sent: bool,
     /// The peer sent EOF.
@@ -59,14 +61,14 @@ impl Channel {
         remote: u32,
         send_window: u32,
         send_max_packet: u32,
-        recv_max: u32,
+        recv: RecvWindow,
     ) -> Self {
         Channel {
             state,
             remote,
             send_window,
             send_max_packet,
-            recv: RecvWindow::new(recv_max),
+            recv,
             eof_sent: false,
             eof_received: false,
             close_sent: false,
@@ -80,6 +82,7 @@ impl Channel {
             send_window: self.send_window,
             send_max_packet: self.send_max_packet,
             recv_available: self.recv.available,
+            recv_window: self.recv.max,
             eof_sent: self.eof_sent,
             eof_received: self.eof_received,
             close_sent: self.close_sent,

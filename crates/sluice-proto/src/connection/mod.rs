@@ -7,6 +7,7 @@ pub mod data;
 pub mod window;
 
 pub(crate) use channel::{Channel, ChannelState, Channels};
+use window::RecvWindow;
 
 use crate::core::Connection;
 use crate::error::{Error, Violation};
@@ -16,6 +17,14 @@ use crate::wire::{MsgNum, WireError};
 
 /// RFC 4254 5.1 reason: resource shortage.
 const RESOURCE_SHORTAGE: u32 = 4;
+
+/// Receive window of a channel with a pty: OpenSSH's 2 MiB. Typing needs
+/// no more, and a smaller window bounds what a runaway command buffers.
+const INTERACTIVE_WINDOW: u32 = 2 * 1024 * 1024;
+
+/// Largest window advertised to stock OpenSSH 8.9 and later: HPN-SSH found
+/// that windows of 16 MiB or more made their throughput collapse.
+pub(crate) const STOCK_OPENSSH_WINDOW_MAX: u32 = 15 * 1024 * 1024;
 
 impl Connection {
     /// Handles messages 80-100 except channel data.
@@ -46,7 +55,7 @@ impl Connection {
                     o.sender_channel,
                     o.initial_window,
                     o.max_packet,
-                    self.config.window,
+                    self.recv_window(),
                 );
                 self.channels.insert(id, ch);
                 self.events.push_back(Event::ChannelOpenRequest {
@@ -122,7 +131,10 @@ impl Connection {
             }
             MsgNum::CHANNEL_REQUEST => {
                 let r = msg::ChannelRequest::decode(payload).map_err(bad)?;
-                self.open_channel_mut(r.recipient_channel)?;
+                let ch = self.open_channel_mut(r.recipient_channel)?;
+                if matches!(r.request, ChannelRequestKind::PtyReq { .. }) {
+                    ch.recv.shrink_to(INTERACTIVE_WINDOW);
+                }
                 self.events.push_back(Event::ChannelRequest {
                     channel: ChannelId(r.recipient_channel),
                     want_reply: r.want_reply,
@@ -151,6 +163,21 @@ impl Connection {
             }
         }
         Ok(())
+    }
+
+    /// A new channel's receive window: the configured start and cap, kept
+    /// under [`STOCK_OPENSSH_WINDOW_MAX`] toward stock OpenSSH.
+    fn recv_window(&self) -> RecvWindow {
+        let (mut start, mut cap) = (self.config.window, self.config.window_max);
+        let stock_openssh = self.peer_version.as_deref().is_some_and(|v| {
+            v.starts_with("SSH-2.0-OpenSSH_") && !v.to_ascii_lowercase().contains("hpn")
+        });
+        if stock_openssh {
+            let clamp = self.config.stock_openssh_window_max;
+            start = start.min(clamp);
+            cap = cap.min(clamp);
+        }
+        RecvWindow::growing(start, cap)
     }
 
     pub(crate) fn channel_mut(&mut self, id: u32) -> Result<&mut Channel, Error> {
@@ -182,12 +209,12 @@ impl Connection {
             .ok_or(Error::InvalidState("too many channels"))?;
         self.channels.insert(
             id,
-            Channel::new(ChannelState::Opening, 0, 0, 0, self.config.window),
+            Channel::new(ChannelState::Opening, 0, 0, 0, self.recv_window()),
         );
         let o = msg::ChannelOpen {
             channel_type: "session".into(),
             sender_channel: id.0,
-            initial_window: self.config.window,
+            initial_window: self.recv_window().max,
             max_packet: self.config.max_packet,
             data: Vec::new(),
         };
@@ -197,8 +224,9 @@ impl Connection {
 
     /// Confirms a channel the peer asked to open.
     pub fn accept_channel(&mut self, id: ChannelId) -> Result<(), Error> {
-        let (window, max_packet) = (self.config.window, self.config.max_packet);
+        let max_packet = self.config.max_packet;
         let ch = self.local(id)?;
+        let window = ch.recv.max;
         if ch.state != ChannelState::PeerOpening {
             return Err(Error::InvalidState("channel is not waiting to be accepted"));
         }
@@ -246,6 +274,9 @@ impl Connection {
         let ch = self.local(id)?;
         if ch.state != ChannelState::Open || ch.close_sent {
             return Err(Error::InvalidState("channel not open"));
+        }
+        if matches!(request, ChannelRequestKind::PtyReq { .. }) {
+            ch.recv.shrink_to(INTERACTIVE_WINDOW);
         }
         let r = msg::ChannelRequest {
             recipient_channel: ch.remote,
@@ -320,7 +351,7 @@ impl Connection {
             return;
         };
         let n = u32::try_from(n).unwrap_or(u32::MAX);
-        if let Some(add) = ch.recv.consume(n) {
+        if let Some(add) = ch.recv.consume(n, self.clock, self.path_rtt) {
             if !ch.close_sent && !ch.close_received {
                 let remote = ch.remote;
                 self.queue_with(|p| {
@@ -332,6 +363,12 @@ impl Connection {
                 });
             }
         }
+    }
+
+    /// The path's round-trip time as the runtime measures it (TCP_INFO):
+    /// with it, bulk channel windows grow to the bandwidth-delay product.
+    pub fn set_path_rtt(&mut self, rtt: std::time::Duration) {
+        self.path_rtt = (!rtt.is_zero()).then_some(rtt);
     }
 
     /// Facts about a channel for the runtime.

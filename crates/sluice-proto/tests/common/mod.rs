@@ -105,15 +105,27 @@ pub fn rsa_test_key() -> KeyPair {
 
 impl Pair {
     pub fn new(kex: &str, host_alg: &str, cipher: &str, mac: &str) -> Pair {
-        let client = Connection::client(
-            ClientConfig {
-                common: config(kex, host_alg, cipher, mac),
-            },
-            Box::new(SystemRng),
+        Pair::tweaked(kex, host_alg, cipher, mac, |_, _| {})
+    }
+
+    /// Like [`Pair::new`], with `tweak(config, is_server)` applied to each end.
+    pub fn tweaked(
+        kex: &str,
+        host_alg: &str,
+        cipher: &str,
+        mac: &str,
+        tweak: impl Fn(&mut Config, bool),
+    ) -> Pair {
+        let (mut cc, mut sc) = (
+            config(kex, host_alg, cipher, mac),
+            config(kex, host_alg, cipher, mac),
         );
+        tweak(&mut cc, false);
+        tweak(&mut sc, true);
+        let client = Connection::client(ClientConfig { common: cc }, Box::new(SystemRng));
         let server = Connection::server(
             ServerConfig {
-                common: config(kex, host_alg, cipher, mac),
+                common: sc,
                 host_keys: vec![host_key_for(host_alg)],
                 auth_methods: owned(&["publickey"]),
                 max_auth_tries: 6,

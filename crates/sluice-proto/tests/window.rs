@@ -1,0 +1,126 @@
+//! Channel windows through whole connections: bulk windows grow while the
+//! sender uses all of them, up to the cap, never overrun (the engine would
+//! fail the connection); pty channels stay small; stock OpenSSH peers get
+//! at most 15 MiB.
+
+mod common;
+use common::*;
+use sluice_proto::msg::ChannelRequestKind;
+use std::time::Duration;
+
+const MIB: u32 = 1 << 20;
+
+fn pair(window: u32, window_max: u32, client_version: Option<&str>) -> Pair {
+    let mut p = Pair::tweaked(
+        "curve25519-sha256",
+        "ssh-ed25519",
+        "aes128-gcm@openssh.com",
+        "hmac-sha2-256",
+        |c, is_server| {
+            c.window = window;
+            c.window_max = window_max;
+            if let (false, Some(v)) = (is_server, client_version) {
+                c.version = v.to_owned();
+            }
+        },
+    );
+    p.establish();
+    p
+}
+
+fn server_window(p: &Pair) -> u32 {
+    p.server
+        .channel_info(p.server_channel.unwrap())
+        .unwrap()
+        .recv_window
+}
+
+fn client_window(p: &Pair) -> u32 {
+    p.client
+        .channel_info(p.client_channel.unwrap())
+        .unwrap()
+        .recv_window
+}
+
+#[test]
+fn bulk_windows_grow_to_the_cap_both_ways_and_data_stays_intact() {
+    let mut p = pair(MIB, 8 * MIB, None);
+    // In memory, whole windows go by in no time: far under two round trips.
+    p.client.set_path_rtt(Duration::from_millis(50));
+    p.server.set_path_rtt(Duration::from_millis(50));
+    assert_eq!(server_window(&p), MIB);
+    let up = pattern(40 << 20, 1);
+    p.upload(&up);
+    assert!(p.server_data == up);
+    assert_eq!(server_window(&p), 8 * MIB);
+    let down = pattern(40 << 20, 2);
+    p.download(&down);
+    assert!(p.client_data == down);
+    assert_eq!(client_window(&p), 8 * MIB);
+}
+
+#[test]
+fn windows_keep_their_size_when_the_path_is_unknown() {
+    let mut p = pair(MIB, 8 * MIB, None);
+    let up = pattern(20 << 20, 7);
+    p.upload(&up);
+    assert!(p.server_data == up);
+    assert_eq!(server_window(&p), MIB);
+}
+
+#[test]
+fn a_consumer_that_does_not_keep_up_keeps_the_window() {
+    let mut p = pair(MIB, 64 * MIB, None);
+    p.consume = false;
+    let ch = p.client_channel.unwrap();
+    let data = pattern(4 << 20, 3);
+    let sent = p.client.send_data(ch, None, &data, &mut p.c2s);
+    p.drive().unwrap();
+    assert_eq!(sent, MIB as usize, "the sender stops at the window");
+    assert_eq!(server_window(&p), MIB);
+}
+
+#[test]
+fn pty_channels_stay_at_two_mib() {
+    let mut p = pair(16 * MIB, 64 * MIB, None);
+    let ch = p.client_channel.unwrap();
+    let pty = ChannelRequestKind::PtyReq {
+        term: "xterm".into(),
+        cols: 80,
+        rows: 24,
+        width_px: 0,
+        height_px: 0,
+        modes: vec![0],
+    };
+    p.client.channel_request(ch, pty, false).unwrap();
+    p.client.set_path_rtt(Duration::from_millis(50));
+    p.server.set_path_rtt(Duration::from_millis(50));
+    p.drive().unwrap();
+    let up = pattern(40 << 20, 4);
+    p.upload(&up);
+    assert!(p.server_data == up);
+    assert_eq!(server_window(&p), 2 * MIB);
+    let down = pattern(40 << 20, 5);
+    p.download(&down);
+    assert!(p.client_data == down);
+    assert_eq!(client_window(&p), 2 * MIB);
+}
+
+#[test]
+fn stock_openssh_peers_get_at_most_15_mib() {
+    let mut p = pair(
+        16 * MIB,
+        64 * MIB,
+        Some("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u7"),
+    );
+    p.server.set_path_rtt(Duration::from_millis(50));
+    assert_eq!(server_window(&p), 15 * MIB);
+    let up = pattern(64 << 20, 6);
+    p.upload(&up);
+    assert!(p.server_data == up);
+    assert_eq!(server_window(&p), 15 * MIB);
+
+    // HPN-SSH handles large windows: no clamp.
+    let p = pair(16 * MIB, 64 * MIB, Some("SSH-2.0-OpenSSH_9.2p1-hpn17v14"));
+    assert_eq!(server_window(&p), 16 * MIB);
+}
