@@ -371,6 +371,11 @@ impl Connection {
         self.path_rtt = (!rtt.is_zero()).then_some(rtt);
     }
 
+    /// The round-trip time last given to [`Connection::set_path_rtt`].
+    pub fn path_rtt(&self) -> Option<std::time::Duration> {
+        self.path_rtt
+    }
+
     /// Facts about a channel for the runtime.
     pub fn channel_info(&self, id: ChannelId) -> Option<crate::connection::channel::ChannelInfo> {
         self.channels.get(id).map(Channel::info)

@@ -59,8 +59,16 @@ fn connect(opts: &ClientOptions) -> Result<TcpStream, String> {
             a.ip(),
             a.port()
         );
-        let bufs = [(Buf::Recv, opts.tcp_rcvbuf), (Buf::Send, opts.tcp_sndbuf)];
-        let r = if opts.tcp_rcvbuf > 0 || opts.tcp_sndbuf > 0 {
+        // Unset: the automatic size (only where it beats autotuning).
+        let size = |asked: u64, b: Buf| match asked {
+            0 => sockbuf::auto_size(b).unwrap_or(0),
+            n => n,
+        };
+        let bufs = [
+            (Buf::Recv, size(opts.tcp_rcvbuf, Buf::Recv)),
+            (Buf::Send, size(opts.tcp_sndbuf, Buf::Send)),
+        ];
+        let r = if bufs.iter().any(|b| b.1 > 0) {
             sockbuf::connect(*a, opts.connect_timeout, bufs).map(|(s, granted)| {
                 for g in granted {
                     log!(
@@ -69,6 +77,7 @@ fn connect(opts: &ClientOptions) -> Result<TcpStream, String> {
                         g.asked,
                         g.granted
                     );
+                    // The automatic size asks for the sysctl's cap: no advice.
                     if let Some(advice) = g.advice {
                         log!(Info, "{advice}");
                     }

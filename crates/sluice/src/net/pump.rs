@@ -55,6 +55,8 @@ pub struct ChanIo {
     /// sends from now on is discarded, and the channel closes once our
     /// sources are done too, as OpenSSH does (`chan_write_failed`).
     sink_failed: bool,
+    /// Our receive window as last logged.
+    recv_window: u32,
 }
 
 impl ChanIo {
@@ -262,7 +264,13 @@ pub struct Pump {
     pub fds: ChannelFds,
     sock_eof: bool,
     crypto: CryptoPool,
+    /// When TCP_INFO was last read (None: never, or not a TCP socket).
+    path_polled: Option<Instant>,
+    tcp: bool,
 }
+
+/// How often the path's RTT is read for the channel windows.
+const PATH_POLL: Duration = Duration::from_millis(100);
 
 impl Pump {
     /// A pump over a connected, non-blocking socket.
@@ -276,6 +284,8 @@ impl Pump {
             fds: ChannelFds::default(),
             sock_eof: false,
             crypto: CryptoPool::new(CryptoThreads::Fixed(1)),
+            path_polled: None,
+            tcp: true,
         }
     }
 
@@ -306,6 +316,7 @@ impl Pump {
         loop {
             let now = Instant::now();
             conn.handle_timeout(now);
+            self.poll_path(conn, now);
             self.process_input(conn, handler)?;
             handler
                 .tick(conn, &mut self.fds)
@@ -323,6 +334,18 @@ impl Pump {
                 return Err(PumpError::PeerClosed);
             }
             self.wait(conn, handler)?;
+        }
+    }
+
+    /// Gives the engine the path's RTT (TCP_INFO) so bulk windows can grow.
+    fn poll_path(&mut self, conn: &mut Connection, now: Instant) {
+        if !self.tcp || self.path_polled.is_some_and(|t| now - t < PATH_POLL) {
+            return;
+        }
+        self.path_polled = Some(now);
+        match super::path::tcp_info(self.sock) {
+            Some(info) => conn.set_path_rtt(info.path_rtt()),
+            None => self.tcp = false,
         }
     }
 
@@ -354,7 +377,7 @@ impl Pump {
                 }
                 if let Some((ch, n)) = used {
                     if n > 0 {
-                        conn.consumed(ch, n);
+                        consumed_on(conn, &mut self.fds, ch, n);
                     }
                 }
                 if consumed == 0 {
@@ -478,7 +501,7 @@ impl Pump {
                 }
             }
             if written > 0 {
-                conn.consumed(id, written);
+                consumed_on(conn, &mut self.fds, id, written);
             }
         }
     }
@@ -662,6 +685,29 @@ impl Pump {
 
 /// Hands received data to the channel's sink: written at once where
 /// possible, the rest kept in order. Returns bytes consumed now.
+/// Tells the engine `n` bytes were written out; logs when that grew the
+/// channel's window (it doubles while the path needs more, see the engine's
+/// `connection::window`).
+fn consumed_on(conn: &mut Connection, fds: &mut ChannelFds, id: ChannelId, n: usize) {
+    conn.consumed(id, n);
+    let (Some(io), Some(info)) = (fds.get_mut(id), conn.channel_info(id)) else {
+        return;
+    };
+    if info.recv_window != io.recv_window {
+        if io.recv_window != 0 {
+            crate::log!(
+                Debug1,
+                "channel {}: receive window {} -> {} bytes (path RTT {:?})",
+                id.0,
+                io.recv_window,
+                info.recv_window,
+                conn.path_rtt()
+            );
+        }
+        io.recv_window = info.recv_window;
+    }
+}
+
 fn deliver(fds: &mut ChannelFds, id: ChannelId, ext: Option<u32>, data: &[u8]) -> usize {
     let Some(io) = fds.get_mut(id) else {
         return data.len();

@@ -17,7 +17,7 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// Sets TcpRcvBuf / TcpSndBuf (bytes; 0 leaves the kernel's autotuning)
+    /// Sets TcpRcvBuf / TcpSndBuf (bytes; 0: the automatic size)
     /// on the listening sockets, which accepted connections inherit, and
     /// says what the kernel granted and what capped it.
     pub fn set_buffers(&self, rcv: u64, snd: u64) {
@@ -25,6 +25,12 @@ impl Listener {
         use std::os::fd::AsRawFd;
         for s in &self.sockets {
             for (b, n) in [(Buf::Recv, rcv), (Buf::Send, snd)] {
+                // Unset: the automatic size, where it beats autotuning.
+                let n = if n == 0 {
+                    sockbuf::auto_size(b).unwrap_or(0)
+                } else {
+                    n
+                };
                 if n == 0 {
                     continue;
                 }

@@ -1,0 +1,105 @@
+//! What the kernel knows about the TCP path (TCP_INFO): the round-trip time
+//! that sizes channel windows, and the figures `-v` reports.
+
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+/// The fields of `struct tcp_info` (linux/tcp.h) we use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpInfo {
+    /// Smoothed RTT of our own segments.
+    pub rtt: Duration,
+    /// The receiver's RTT estimate (per window of data received).
+    pub rcv_rtt: Duration,
+    /// Lowest RTT seen.
+    pub min_rtt: Duration,
+    /// Congestion window, in segments.
+    pub snd_cwnd: u32,
+    /// Delivery rate of our data, bytes per second (kernel 4.9+; 0 before).
+    pub delivery_rate: u64,
+}
+
+impl TcpInfo {
+    /// The round-trip time to size windows with: the larger estimate, since
+    /// a window too small stalls the sender and one too large only costs
+    /// memory the consumer never lets fill.
+    pub fn path_rtt(&self) -> Duration {
+        self.rtt.max(self.rcv_rtt)
+    }
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    b.get(off..off + 4)
+        .map_or(0, |s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    b.get(off..off + 8).map_or(0, |s| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        u64::from_ne_bytes(a)
+    })
+}
+
+/// Parses the kernel's `struct tcp_info`; fields past `len` (older
+/// kernels fill less) read as 0.
+fn parse(b: &[u8]) -> TcpInfo {
+    let us = |off| Duration::from_micros(u64::from(u32_at(b, off)));
+    TcpInfo {
+        rtt: us(68),
+        rcv_rtt: us(92),
+        min_rtt: us(148),
+        snd_cwnd: u32_at(b, 80),
+        delivery_rate: u64_at(b, 160),
+    }
+}
+
+/// TCP_INFO of a socket; None when `fd` is not a TCP socket (a pipe from
+/// ProxyCommand, say).
+pub fn tcp_info(fd: RawFd) -> Option<TcpInfo> {
+    let mut buf = [0u8; 256];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `buf`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then(|| parse(buf.get(..len as usize).unwrap_or_default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn reads_a_connected_socket_and_refuses_a_pipe() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        use std::io::{Read, Write};
+        (&c).write_all(&[1u8; 1000]).unwrap();
+        let mut b = [0u8; 1000];
+        s.read_exact(&mut b).unwrap();
+        let info = tcp_info(c.as_raw_fd()).unwrap();
+        assert!(info.snd_cwnd > 0);
+        assert!(info.rtt > Duration::ZERO && info.rtt < Duration::from_secs(1));
+        let (r, _w) = std::io::pipe().unwrap();
+        assert_eq!(tcp_info(r.as_raw_fd()), None);
+    }
+
+    #[test]
+    fn short_structs_read_as_zero() {
+        let mut b = vec![0u8; 100];
+        b[68..72].copy_from_slice(&5000u32.to_ne_bytes());
+        let i = parse(&b);
+        assert_eq!(i.rtt, Duration::from_millis(5));
+        assert_eq!(i.min_rtt, Duration::ZERO);
+        assert_eq!(i.path_rtt(), Duration::from_millis(5));
+    }
+}
