@@ -422,11 +422,23 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         Some(p) => p.parse().map_err(|_| format!("Bad port '{p}'"))?,
         None => 22,
     };
+    let yes_no = |kw: &str, name: &str| -> Result<bool, String> {
+        r.get(kw).map_or(Ok(false), |v| {
+            crate::config::yes_no(v).ok_or_else(|| format!("Bad {name} '{v}': use yes or no"))
+        })
+    };
+    let none_enabled = yes_no("noneenabled", "NoneEnabled")?;
+    let none_switch = yes_no("noneswitch", "NoneSwitch")?;
+    let none_mac = yes_no("nonemacenabled", "NoneMacEnabled")?;
     if args.print_config {
         let mut r2 = r.clone();
         r2.set_default("user", &user);
         r2.set_default("hostname", &host);
         r2.set_default("port", &port.to_string());
+        let yn = |b: bool| if b { "yes" } else { "no" };
+        r2.set("noneenabled", yn(none_enabled));
+        r2.set("noneswitch", yn(none_switch));
+        r2.set("nonemacenabled", yn(none_mac));
         print!("{}", r2.dump());
         return Ok(0);
     }
@@ -472,6 +484,27 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         }
     }
     let command = (!args.command.is_empty()).then(|| args.command.join(" ").into_bytes());
+    // HPN-SSH's NONE switch: both NoneEnabled and NoneSwitch, and never for
+    // a shell or when a tty is asked for (-t, RequestTTY yes or force).
+    let tty = args.tty > 0
+        || r.get("requesttty")
+            .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "yes" | "force"));
+    let none_switch = match (none_enabled && none_switch, command.is_none() || tty) {
+        (false, _) => None,
+        (true, false) => Some(none_mac),
+        (true, true) => {
+            log!(
+                Debug1,
+                "Cannot switch to NONE cipher: a shell or a tty was asked for"
+            );
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "NONE cipher switch disabled when a TTY is allocated"
+            );
+            None
+        }
+    };
     let ids = identities(&args, &r, &host, &user, port);
     let check = host_key_check(&r, host.clone(), port);
     let plan = SessionPlan {
@@ -479,6 +512,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         subsystem: args.subsystem,
         env,
         stdio: true,
+        none_switch,
     };
     let opts = ClientOptions {
         host,

@@ -6,6 +6,7 @@ use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds, Handler};
 use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::msg::ChannelRequestKind;
+use sluice_proto::negotiate::Algorithms;
 use sluice_proto::{ChannelId, Connection, Event};
 use std::sync::Arc;
 
@@ -35,6 +36,10 @@ pub struct SessionPlan {
     pub env: Vec<(String, Vec<u8>)>,
     /// Wire the channel to fds 0, 1, 2.
     pub stdio: bool,
+    /// HPN-SSH's NoneSwitch: after authentication, re-key asking for the
+    /// NONE cipher, and with `Some(true)` the NONE MAC too. The runtime
+    /// leaves it None for interactive sessions.
+    pub none_switch: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +67,8 @@ pub struct ClientSession {
     pub exit_signal: Option<String>,
     finished: bool,
     tried_sig_alg: &'static str,
+    /// The NONE re-key was asked for and has not completed yet.
+    none_pending: bool,
 }
 
 impl ClientSession {
@@ -85,6 +92,7 @@ impl ClientSession {
             exit_signal: None,
             finished: false,
             tried_sig_alg: "",
+            none_pending: false,
         }
     }
 
@@ -202,30 +210,35 @@ impl Handler for ClientSession {
                 if initial {
                     log!(Debug1, "kex: algorithm: {}", algorithms.kex);
                     log!(Debug1, "kex: host key algorithm: {}", algorithms.host_key);
-                    log!(
-                        Debug1,
-                        "kex: client->server cipher: {} MAC: {} compression: {}",
-                        algorithms.cipher_c2s,
-                        if algorithms.mac_c2s.is_empty() {
-                            "<implicit>"
-                        } else {
-                            &algorithms.mac_c2s
-                        },
-                        algorithms.comp_c2s
-                    );
-                    log!(
-                        Debug1,
-                        "kex: server->client cipher: {} MAC: {} compression: {}",
-                        algorithms.cipher_s2c,
-                        if algorithms.mac_s2c.is_empty() {
-                            "<implicit>"
-                        } else {
-                            &algorithms.mac_s2c
-                        },
-                        algorithms.comp_s2c
-                    );
-                } else {
+                }
+                // Every exchange, as ssh does: a re-key may change them (NONE).
+                log!(
+                    Debug1,
+                    "kex: client->server cipher: {} MAC: {} compression: {}",
+                    algorithms.cipher_c2s,
+                    if algorithms.mac_c2s.is_empty() {
+                        "<implicit>"
+                    } else {
+                        &algorithms.mac_c2s
+                    },
+                    algorithms.comp_c2s
+                );
+                log!(
+                    Debug1,
+                    "kex: server->client cipher: {} MAC: {} compression: {}",
+                    algorithms.cipher_s2c,
+                    if algorithms.mac_s2c.is_empty() {
+                        "<implicit>"
+                    } else {
+                        &algorithms.mac_s2c
+                    },
+                    algorithms.comp_s2c
+                );
+                if !initial {
                     log!(Debug1, "rekey completed");
+                    if std::mem::take(&mut self.none_pending) {
+                        report_none(conn, &algorithms);
+                    }
                 }
             }
             Event::AuthReady => {
@@ -261,6 +274,16 @@ impl Handler for ClientSession {
             Event::Authenticated { .. } => {
                 self.step = AuthStep::Done;
                 log!(Debug1, "Authentication succeeded (publickey).");
+                if let Some(mac) = self.plan.none_switch {
+                    // Before the session is opened: the engine holds the
+                    // channel's messages until the re-key is done, so the
+                    // command and all data go under the new keys.
+                    log!(Debug1, "Requesting none rekeying...");
+                    match conn.switch_to_none(mac) {
+                        Ok(()) => self.none_pending = true,
+                        Err(e) => log!(Debug1, "NONE cipher switch not possible: {e}"),
+                    }
+                }
                 self.start_session(conn)?;
             }
             Event::ChannelOpened(id) => self.on_opened(conn, fds, id)?,
@@ -328,6 +351,25 @@ impl Handler for ClientSession {
 
     fn finished(&self) -> bool {
         self.finished
+    }
+}
+
+/// After the NONE re-key: HPN-SSH's warnings on stderr whatever the log
+/// level (scripts filter them), or at -v why the session stays encrypted.
+fn report_none(conn: &Connection, a: &Algorithms) {
+    use std::io::Write;
+    if conn.none_active() {
+        let mut err = std::io::stderr();
+        let _ = writeln!(err, "WARNING: ENABLED NONE CIPHER!!!");
+        if a.mac_c2s == "none" || a.mac_s2c == "none" {
+            let _ = writeln!(err, "WARNING: ENABLED NONE MAC");
+        }
+    } else {
+        log!(
+            Debug1,
+            "NONE cipher declined by the server: the session stays encrypted with {}",
+            a.cipher_c2s
+        );
     }
 }
 

@@ -304,6 +304,10 @@ impl Resolved {
             .entry(kw.to_owned())
             .or_insert_with(|| vec![v.to_owned()]);
     }
+    /// Sets a value, replacing what the config had (normalised for `-G`).
+    pub fn set(&mut self, kw: &str, v: &str) {
+        self.map.insert(kw.to_owned(), vec![v.to_owned()]);
+    }
     /// Lines for `-G`, sorted.
     pub fn dump(&self) -> String {
         let mut keys: Vec<_> = self.map.keys().collect();

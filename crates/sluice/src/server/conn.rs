@@ -244,7 +244,14 @@ impl ServerConn {
                 log!(Debug1, "session: exec request for channel {}", id.0);
                 self.spawn(id, fds, Some(command), false)
             }
-            ChannelRequestKind::Shell => self.spawn(id, fds, None, false),
+            ChannelRequestKind::Shell => {
+                !refuse_interactive(conn, id, "shell") && self.spawn(id, fds, None, false)
+            }
+            ChannelRequestKind::PtyReq { .. } => {
+                // No ptys yet; the request still makes the session interactive.
+                refuse_interactive(conn, id, "pty-req");
+                false
+            }
             ChannelRequestKind::Subsystem { name } => match self.cfg.subsystem_command(&name) {
                 Some(cmd) => {
                     log!(
@@ -311,6 +318,22 @@ impl Handler for ServerConn {
                 if let Some(f) = self.on_auth.take() {
                     f();
                 }
+                if self.cfg.none_enabled {
+                    // The client's next re-key may now select `none` (listed
+                    // last in our KEXINIT); see PROTOCOL.md.
+                    match conn.allow_none(self.cfg.none_mac_enabled) {
+                        Ok(()) => log!(
+                            Debug1,
+                            "NONE cipher{} allowed after authentication",
+                            if self.cfg.none_mac_enabled {
+                                " and MAC"
+                            } else {
+                                ""
+                            }
+                        ),
+                        Err(e) => log!(Error, "NONE cipher: {e}"),
+                    }
+                }
             }
             Event::ChannelOpenRequest {
                 channel,
@@ -355,13 +378,20 @@ impl Handler for ServerConn {
                 initial,
                 algorithms,
             } => {
-                if initial {
+                log!(
+                    Debug1,
+                    "kex: client->server cipher: {} MAC: {} compression: {}",
+                    algorithms.cipher_c2s,
+                    algorithms.mac_c2s,
+                    algorithms.comp_c2s
+                );
+                if !initial && conn.none_active() {
                     log!(
-                        Debug1,
-                        "kex: client->server cipher: {} MAC: {} compression: {}",
-                        algorithms.cipher_c2s,
-                        algorithms.mac_c2s,
-                        algorithms.comp_c2s
+                        Info,
+                        "WARNING: NONE cipher in use from {} port {} (MAC: {})",
+                        self.peer.ip(),
+                        self.peer.port(),
+                        algorithms.mac_c2s
                     );
                 }
             }
@@ -415,6 +445,21 @@ impl Handler for ServerConn {
             .any(|s| s.child.is_some() && !s.done)
             .then_some(Duration::from_millis(20))
     }
+}
+
+/// A pty or shell makes the connection interactive: NONE is withdrawn from
+/// later re-keys, and the request is refused (true) when the NONE cipher
+/// is already in use, as interactive sessions must stay encrypted.
+fn refuse_interactive(conn: &mut Connection, id: ChannelId, what: &str) -> bool {
+    if !conn.mark_interactive() {
+        return false;
+    }
+    log!(
+        Info,
+        "channel {}: {what} request refused: the NONE cipher is in use and interactive sessions must stay encrypted",
+        id.0
+    );
+    true
 }
 
 /// Capacity of the pipes to and from a session's command: 1 MiB (the
