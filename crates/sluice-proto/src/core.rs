@@ -83,6 +83,8 @@ pub struct Connection {
     pub(crate) clock: Option<Instant>,
     /// The path's round-trip time, as the runtime measured it.
     pub(crate) path_rtt: Option<std::time::Duration>,
+    /// Global requests and the replies owed, in order.
+    pub(crate) globals: crate::connection::global::Globals,
 }
 
 impl Connection {
@@ -111,6 +113,7 @@ impl Connection {
             none: crate::kex::NoneState::default(),
             clock: None,
             path_rtt: None,
+            globals: Default::default(),
         }
     }
 

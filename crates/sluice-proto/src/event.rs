@@ -125,4 +125,18 @@ pub enum Event {
     ChannelClosed(ChannelId),
     /// A DEBUG message the peer wants displayed.
     Debug(String),
+    /// Server: the client asks us to size this connection's socket buffers
+    /// (`sockbuf-v00@sluice.dev`, bytes, 0 = leave as is); answer with
+    /// [`crate::Connection::answer_sockbuf`].
+    SockBufRequest {
+        /// Receive buffer wanted.
+        rcvbuf: u64,
+        /// Send buffer wanted.
+        sndbuf: u64,
+    },
+    /// Client: the answer to [`crate::Connection::request_sockbuf`]: the
+    /// receive and send buffers the server now has, or None if it declined.
+    SockBufReply(Option<(u64, u64)>),
+    /// The peer's answer to [`crate::Connection::global_request`].
+    GlobalReply(bool),
 }

@@ -180,3 +180,53 @@ fn socket_buffer_options_are_applied_and_reported() {
     assert_eq!(out.status.code(), Some(255));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Bad TcpRcvBuf 'lots'"));
 }
+
+/// The number after `key` in `text` ("receive 6291456,").
+fn figure_after(text: &str, key: &str) -> u64 {
+    let at = text.find(key).unwrap_or_else(|| panic!("no '{key}' in: {text}")) + key.len();
+    text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn remote_socket_buffers_are_set_within_the_servers_bound_and_stock_servers_decline() {
+    let s = Setup::new("remotebuf");
+    let data = random_data(4 << 20, 15);
+    let hash = sha256(&data);
+    let server = s.start(false, "RemoteBufMax 16M");
+    let opts = ["-v", "-o", "RemoteRcvBuf=3M", "-o", "RemoteSndBuf=64M"];
+    let mut c = s.client(false, &server, &opts);
+    c.arg("sha256sum");
+    let out = run(c, &data, 60);
+    ok(&out, "RemoteRcvBuf");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&hash));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // What the server's kernel reports back: at least what was asked where
+    // the sysctl allows (root may pass it), never above RemoteBufMax.
+    let now = &err[err.find("buffers now:").expect("no reply logged")..];
+    let rcv = figure_after(now, "receive ");
+    let snd = figure_after(now, ", send ");
+    assert!(rcv >= 3 << 20 && rcv <= 16 << 20, "{err}");
+    assert!(snd > 0 && snd <= 16 << 20, "{err}");
+
+    // A server that refuses (RemoteBufMax 0) and a stock one decline; the
+    // session goes on.
+    let refusing = s.start(false, "RemoteBufMax 0");
+    let mut servers = vec![(refusing, false)];
+    if !missing("/usr/sbin/sshd") {
+        servers.push((s.start(true, ""), true));
+    }
+    for (server, openssh) in &servers {
+        let mut c = s.client(false, server, &["-v", "-o", "RemoteRcvBuf=8M"]);
+        c.arg("sha256sum");
+        let out = run(c, &data, 60);
+        ok(&out, "declined RemoteRcvBuf");
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with(&hash));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("the server declined"), "openssh={openssh}: {err}");
+    }
+}

@@ -4,6 +4,7 @@
 
 pub mod channel;
 pub mod data;
+pub mod global;
 pub mod window;
 
 pub(crate) use channel::{Channel, ChannelState, Channels};
@@ -31,13 +32,9 @@ impl Connection {
     pub(crate) fn handle_connection(&mut self, num: MsgNum, payload: &[u8]) -> Result<(), Error> {
         let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
         match num {
-            MsgNum::GLOBAL_REQUEST => {
-                let r = msg::GlobalRequest::decode(payload).map_err(bad)?;
-                if r.want_reply {
-                    self.queue_with(|p| p.push(MsgNum::REQUEST_FAILURE.0));
-                }
+            MsgNum::GLOBAL_REQUEST | MsgNum::REQUEST_SUCCESS | MsgNum::REQUEST_FAILURE => {
+                self.handle_global(num, payload)?;
             }
-            MsgNum::REQUEST_SUCCESS | MsgNum::REQUEST_FAILURE => {}
             MsgNum::CHANNEL_OPEN => {
                 let o = msg::ChannelOpen::decode(payload).map_err(bad)?;
                 let Some(id) = self.channels.alloc() else {

@@ -108,6 +108,18 @@ fn expand(s: &str, host: &str, user: &str, port: u16) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// ChannelWindowMax: the most a bulk channel's receive window grows to, at
+/// least the 16 MiB it starts with and at most 1 GiB.
+pub(crate) fn window_max(v: Option<&str>) -> Result<u32, String> {
+    let Some(v) = v else {
+        return Ok(Config::default().window_max);
+    };
+    crate::config::parse_size(v)
+        .filter(|n| (16 << 20..=1 << 30).contains(n))
+        .map(|n| n as u32)
+        .ok_or_else(|| format!("Bad ChannelWindowMax '{v}': use a size from 16M to 1G"))
+}
+
 fn proto_config(r: &Resolved) -> Result<Config, String> {
     let alg = |kw: &str, default: &[&str], what: &str| -> Result<Vec<String>, String> {
         match r.get(kw) {
@@ -157,6 +169,7 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             rekey_bytes
         },
         rekey_time: (rekey_secs > 0).then(|| Duration::from_secs(rekey_secs)),
+        window_max: window_max(r.get("channelwindowmax"))?,
         pubkey_algs: pubkey,
         ..Config::default()
     })
@@ -451,6 +464,10 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
     };
     let tcp_rcvbuf = size("tcprcvbuf", "TcpRcvBuf")?;
     let tcp_sndbuf = size("tcpsndbuf", "TcpSndBuf")?;
+    let remote_bufs = (
+        size("remotercvbuf", "RemoteRcvBuf")?,
+        size("remotesndbuf", "RemoteSndBuf")?,
+    );
     let crypto_threads = match r.get("cryptothreads") {
         None => CryptoThreads::Auto,
         Some(v) => CryptoThreads::parse(v)
@@ -513,6 +530,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         env,
         stdio: true,
         none_switch,
+        remote_bufs,
     };
     let opts = ClientOptions {
         host,

@@ -40,6 +40,9 @@ pub struct SessionPlan {
     /// NONE cipher, and with `Some(true)` the NONE MAC too. The runtime
     /// leaves it None for interactive sessions.
     pub none_switch: Option<bool>,
+    /// RemoteRcvBuf, RemoteSndBuf: socket buffers (bytes, 0 = don't ask)
+    /// the server is asked to set for this connection after authentication.
+    pub remote_bufs: (u64, u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,7 +287,21 @@ impl Handler for ClientSession {
                         Err(e) => log!(Debug1, "NONE cipher switch not possible: {e}"),
                     }
                 }
+                let (rcv, snd) = self.plan.remote_bufs;
+                if rcv > 0 || snd > 0 {
+                    log!(Debug1, "Requesting remote socket buffers: receive {rcv}, send {snd}");
+                    conn.request_sockbuf(rcv, snd).map_err(|e| e.to_string())?;
+                }
                 self.start_session(conn)?;
+            }
+            Event::SockBufReply(Some((rcv, snd))) => {
+                log!(Debug1, "Remote socket buffers now: receive {rcv}, send {snd}");
+            }
+            Event::SockBufReply(None) => {
+                log!(
+                    Info,
+                    "RemoteRcvBuf/RemoteSndBuf: the server declined (not sluiced, or its RemoteBufMax is 0); its buffers stay as they are"
+                );
             }
             Event::ChannelOpened(id) => self.on_opened(conn, fds, id)?,
             Event::ChannelOpenFailed { description, .. } => {

@@ -42,6 +42,8 @@ const SUPPORTED: &[&str] = &[
     "tcprcvbuf",
     "tcpsndbuf",
     "remotercvbuf",
+    "remotesndbuf",
+    "channelwindowmax",
     "noneenabled",
     "noneswitch",
     "nonemacenabled",

@@ -107,6 +107,11 @@ pub struct ServerConfig {
     pub tcp_rcvbuf: u64,
     /// TcpSndBuf.
     pub tcp_sndbuf: u64,
+    /// Ours: RemoteBufMax, the largest socket buffer a client's RemoteRcvBuf
+    /// or RemoteSndBuf may ask for (bytes; 0 refuses the request).
+    pub remote_buf_max: u64,
+    /// Ours: ChannelWindowMax, the most a bulk channel's window grows to.
+    pub channel_window_max: u32,
     /// NoneEnabled.
     pub none_enabled: bool,
     /// NoneMacEnabled.
@@ -150,6 +155,8 @@ impl Default for ServerConfig {
             deny_users: Vec::new(),
             tcp_rcvbuf: 0,
             tcp_sndbuf: 0,
+            remote_buf_max: 64 << 20,
+            channel_window_max: 128 << 20,
             none_enabled: false,
             none_mac_enabled: false,
         }
@@ -428,6 +435,14 @@ impl ServerConfig {
                 self.tcp_sndbuf =
                     super::parse_size(&first).ok_or_else(|| at(path, n, "bad size"))?
             }
+            "channelwindowmax" => {
+                self.channel_window_max = crate::client::app::window_max(Some(&first))
+                    .map_err(|e| at(path, n, &e))?
+            }
+            "remotebufmax" => {
+                self.remote_buf_max =
+                    super::parse_size(&first).ok_or_else(|| at(path, n, "bad size"))?
+            }
             "noneenabled" => self.none_enabled = bool_arg()?,
             "nonemacenabled" => self.none_mac_enabled = bool_arg()?,
             k if ACCEPTED.contains(&k) => {
@@ -569,6 +584,8 @@ impl ServerConfig {
         );
         kv("tcprcvbuf", self.tcp_rcvbuf.to_string());
         kv("tcpsndbuf", self.tcp_sndbuf.to_string());
+        kv("remotebufmax", self.remote_buf_max.to_string());
+        kv("channelwindowmax", self.channel_window_max.to_string());
         kv("noneenabled", yn(self.none_enabled));
         kv("nonemacenabled", yn(self.none_mac_enabled));
         o

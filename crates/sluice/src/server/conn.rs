@@ -45,6 +45,8 @@ pub struct ServerConn {
     sessions: BTreeMap<ChannelId, Session>,
     /// Called once when authentication succeeds (MaxStartups accounting).
     on_auth: Option<Box<dyn FnOnce()>>,
+    /// The connection's TCP socket, for the client's RemoteRcvBuf request.
+    sock: Option<std::os::fd::RawFd>,
 }
 
 impl ServerConn {
@@ -63,6 +65,7 @@ impl ServerConn {
             key_options: None,
             sessions: BTreeMap::new(),
             on_auth,
+            sock: None,
         }
     }
 
@@ -291,6 +294,41 @@ impl ServerConn {
     }
 }
 
+impl ServerConn {
+    /// The TCP socket RemoteRcvBuf requests apply to.
+    pub fn set_socket(&mut self, fd: std::os::fd::RawFd) {
+        self.sock = Some(fd);
+    }
+
+    /// The client's RemoteRcvBuf / RemoteSndBuf (`sockbuf-v00@sluice.dev`):
+    /// each size asked for is capped at RemoteBufMax and set (root may pass
+    /// the sysctl cap, as with TcpRcvBuf); 0 leaves a buffer alone. Declined
+    /// when RemoteBufMax is 0 or the connection is not a TCP socket.
+    fn remote_sockbuf(&self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)> {
+        use crate::net::sockbuf::{self, Buf};
+        let max = self.cfg.remote_buf_max;
+        let fd = self.sock.filter(|_| max > 0)?;
+        let mut granted = [0u64; 2];
+        for (i, (b, asked)) in [(Buf::Recv, rcvbuf), (Buf::Send, sndbuf)].into_iter().enumerate() {
+            if asked > 0 {
+                let g = sockbuf::set(fd, b, asked.min(max));
+                log!(
+                    Verbose,
+                    "Remote{} from {}: asked {asked}, granted {} (RemoteBufMax {max})",
+                    &b.keyword()[3..],
+                    self.peer.ip(),
+                    g.granted
+                );
+                if let Some(a) = g.advice {
+                    log!(Info, "{a}");
+                }
+            }
+            granted[i] = sockbuf::get(fd, b)?;
+        }
+        Some((granted[0], granted[1]))
+    }
+}
+
 impl Handler for ServerConn {
     fn on_event(
         &mut self,
@@ -373,6 +411,10 @@ impl Handler for ServerConn {
                         }
                     }
                 }
+            }
+            Event::SockBufRequest { rcvbuf, sndbuf } => {
+                let granted = self.remote_sockbuf(rcvbuf, sndbuf);
+                conn.answer_sockbuf(granted);
             }
             Event::KexDone {
                 initial,

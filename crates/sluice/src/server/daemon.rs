@@ -51,6 +51,7 @@ pub fn proto_config(cfg: &Sshd) -> Config {
         },
         rekey_time: (cfg.rekey_limit.1 > 0).then(|| Duration::from_secs(cfg.rekey_limit.1)),
         pubkey_algs: cfg.pubkey_algorithms.clone(),
+        window_max: cfg.channel_window_max,
         ..Config::default()
     }
 }
@@ -210,6 +211,7 @@ fn serve_connection(
     let mut conn = Connection::server(server_cfg, Box::new(SystemRng));
     let threads = cfg.crypto_threads;
     let mut handler = ServerConn::new(cfg, peer, local, None);
+    handler.set_socket(std::os::fd::AsRawFd::as_raw_fd(&sock));
     let mut pump = Pump::new(std::os::fd::AsRawFd::as_raw_fd(&sock));
     pump.set_crypto_threads(&mut conn, threads);
     let r = pump.run(&mut conn, &mut handler);

@@ -1,0 +1,76 @@
+//! Global requests: sluice's sockbuf request (RemoteRcvBuf) answered by the
+//! runtime, replies kept in request order, a stock-style decline.
+
+mod common;
+use common::*;
+use sluice_proto::Event;
+
+fn established() -> Pair {
+    let mut p = Pair::default_algs();
+    p.establish();
+    p.client_events.clear();
+    p.server_events.clear();
+    p
+}
+
+fn sockbuf_requests(p: &Pair) -> Vec<(u64, u64)> {
+    p.server_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::SockBufRequest { rcvbuf, sndbuf } => Some((*rcvbuf, *sndbuf)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn replies(p: &Pair) -> Vec<String> {
+    p.client_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::SockBufReply(r) => Some(format!("sockbuf {r:?}")),
+            Event::GlobalReply(ok) => Some(format!("global {ok}")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_runtime_answers_and_replies_keep_request_order() {
+    let mut p = established();
+    p.client.request_sockbuf(64 << 20, 0).unwrap();
+    p.client
+        .global_request("keepalive@openssh.com", true, &[])
+        .unwrap();
+    p.client.request_sockbuf(0, 8 << 20).unwrap();
+    p.drive().unwrap();
+    assert_eq!(sockbuf_requests(&p), vec![(64 << 20, 0), (0, 8 << 20)]);
+    // Nothing may be answered before the first sockbuf request is.
+    assert!(replies(&p).is_empty(), "{:?}", replies(&p));
+    p.server.answer_sockbuf(Some((32 << 20, 4 << 20)));
+    p.drive().unwrap();
+    assert_eq!(
+        replies(&p),
+        vec![
+            format!("sockbuf {:?}", Some((32u64 << 20, 4u64 << 20))),
+            "global false".to_owned(),
+        ]
+    );
+    p.server.answer_sockbuf(None);
+    p.drive().unwrap();
+    assert_eq!(replies(&p)[2], "sockbuf None");
+    // A stray answer with nothing owed changes nothing.
+    p.server.answer_sockbuf(Some((1, 1)));
+    p.drive().unwrap();
+    assert_eq!(replies(&p).len(), 3);
+    // The session still carries data.
+    let up = pattern(1 << 20, 9);
+    p.upload(&up);
+    assert!(p.server_data == up);
+}
+
+#[test]
+fn not_before_authentication() {
+    let mut p = Pair::default_algs();
+    assert!(p.client.request_sockbuf(1 << 20, 0).is_err());
+    assert!(p.client.global_request("x@y", true, &[]).is_err());
+}
