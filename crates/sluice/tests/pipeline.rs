@@ -28,15 +28,6 @@ const CIPHERS: &[(&str, &str)] = &[
     ("aes128-ctr", "hmac-sha2-256-etm@openssh.com"),
 ];
 
-fn ok(out: &std::process::Output, what: &str) {
-    assert!(
-        out.status.success(),
-        "{what}: {:?} {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn two_crypto_threads_at_both_ends_every_cipher() {
     let s = Setup::new("threads");
@@ -183,7 +174,10 @@ fn socket_buffer_options_are_applied_and_reported() {
 
 /// The number after `key` in `text` ("receive 6291456,").
 fn figure_after(text: &str, key: &str) -> u64 {
-    let at = text.find(key).unwrap_or_else(|| panic!("no '{key}' in: {text}")) + key.len();
+    let at = text
+        .find(key)
+        .unwrap_or_else(|| panic!("no '{key}' in: {text}"))
+        + key.len();
     text[at..]
         .chars()
         .take_while(char::is_ascii_digit)
@@ -227,6 +221,9 @@ fn remote_socket_buffers_are_set_within_the_servers_bound_and_stock_servers_decl
         ok(&out, "declined RemoteRcvBuf");
         assert!(String::from_utf8_lossy(&out.stdout).starts_with(&hash));
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("the server declined"), "openssh={openssh}: {err}");
+        assert!(
+            err.contains("the server declined"),
+            "openssh={openssh}: {err}"
+        );
     }
 }

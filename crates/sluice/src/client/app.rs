@@ -108,16 +108,17 @@ fn expand(s: &str, host: &str, user: &str, port: u16) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// ChannelWindowMax: the most a bulk channel's receive window grows to, at
-/// least the 16 MiB it starts with and at most 1 GiB.
-pub(crate) fn window_max(v: Option<&str>) -> Result<u32, String> {
+/// ChannelWindow (the receive window a channel starts with, default 16M)
+/// and ChannelWindowMax (the most a bulk channel's window grows to, default
+/// 128M): sizes from 64K to 1G.
+pub(crate) fn window_size(v: Option<&str>, name: &str, default: u32) -> Result<u32, String> {
     let Some(v) = v else {
-        return Ok(Config::default().window_max);
+        return Ok(default);
     };
     crate::config::parse_size(v)
-        .filter(|n| (16 << 20..=1 << 30).contains(n))
+        .filter(|n| (64 << 10..=1 << 30).contains(n))
         .map(|n| n as u32)
-        .ok_or_else(|| format!("Bad ChannelWindowMax '{v}': use a size from 16M to 1G"))
+        .ok_or_else(|| format!("Bad {name} '{v}': use a size from 64K to 1G"))
 }
 
 fn proto_config(r: &Resolved) -> Result<Config, String> {
@@ -169,7 +170,16 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             rekey_bytes
         },
         rekey_time: (rekey_secs > 0).then(|| Duration::from_secs(rekey_secs)),
-        window_max: window_max(r.get("channelwindowmax"))?,
+        window: window_size(
+            r.get("channelwindow"),
+            "ChannelWindow",
+            Config::default().window,
+        )?,
+        window_max: window_size(
+            r.get("channelwindowmax"),
+            "ChannelWindowMax",
+            Config::default().window_max,
+        )?,
         pubkey_algs: pubkey,
         ..Config::default()
     })

@@ -43,6 +43,7 @@ const SUPPORTED: &[&str] = &[
     "tcpsndbuf",
     "remotercvbuf",
     "remotesndbuf",
+    "channelwindow",
     "channelwindowmax",
     "noneenabled",
     "noneswitch",

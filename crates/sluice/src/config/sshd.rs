@@ -110,6 +110,8 @@ pub struct ServerConfig {
     /// Ours: RemoteBufMax, the largest socket buffer a client's RemoteRcvBuf
     /// or RemoteSndBuf may ask for (bytes; 0 refuses the request).
     pub remote_buf_max: u64,
+    /// Ours: ChannelWindow, the receive window a channel starts with.
+    pub channel_window: u32,
     /// Ours: ChannelWindowMax, the most a bulk channel's window grows to.
     pub channel_window_max: u32,
     /// NoneEnabled.
@@ -156,7 +158,8 @@ impl Default for ServerConfig {
             tcp_rcvbuf: 0,
             tcp_sndbuf: 0,
             remote_buf_max: 64 << 20,
-            channel_window_max: 128 << 20,
+            channel_window: sluice_proto::Config::default().window,
+            channel_window_max: sluice_proto::Config::default().window_max,
             none_enabled: false,
             none_mac_enabled: false,
         }
@@ -435,8 +438,13 @@ impl ServerConfig {
                 self.tcp_sndbuf =
                     super::parse_size(&first).ok_or_else(|| at(path, n, "bad size"))?
             }
-            "channelwindowmax" => {
-                self.channel_window_max = crate::client::app::window_max(Some(&first))
+            "channelwindow" | "channelwindowmax" => {
+                let (name, slot) = if kw.eq_ignore_ascii_case("channelwindow") {
+                    ("ChannelWindow", &mut self.channel_window)
+                } else {
+                    ("ChannelWindowMax", &mut self.channel_window_max)
+                };
+                *slot = crate::client::app::window_size(Some(&first), name, *slot)
                     .map_err(|e| at(path, n, &e))?
             }
             "remotebufmax" => {
@@ -585,6 +593,7 @@ impl ServerConfig {
         kv("tcprcvbuf", self.tcp_rcvbuf.to_string());
         kv("tcpsndbuf", self.tcp_sndbuf.to_string());
         kv("remotebufmax", self.remote_buf_max.to_string());
+        kv("channelwindow", self.channel_window.to_string());
         kv("channelwindowmax", self.channel_window_max.to_string());
         kv("noneenabled", yn(self.none_enabled));
         kv("nonemacenabled", yn(self.none_mac_enabled));

@@ -51,6 +51,7 @@ pub fn proto_config(cfg: &Sshd) -> Config {
         },
         rekey_time: (cfg.rekey_limit.1 > 0).then(|| Duration::from_secs(cfg.rekey_limit.1)),
         pubkey_algs: cfg.pubkey_algorithms.clone(),
+        window: cfg.channel_window,
         window_max: cfg.channel_window_max,
         ..Config::default()
     }

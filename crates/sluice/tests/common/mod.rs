@@ -185,6 +185,16 @@ impl Drop for Server {
     }
 }
 
+/// Asserts a command succeeded, showing its stderr if not.
+pub fn ok(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Runs a command with `input` on stdin, failing the test after `secs`.
 pub fn run(mut c: Command, input: &[u8], secs: u64) -> Output {
     c.stdin(Stdio::piped())
