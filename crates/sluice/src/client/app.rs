@@ -180,6 +180,7 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             "ChannelWindowMax",
             Config::default().window_max,
         )?,
+        stock_openssh_window_max: crate::config::stock_openssh_window_max(),
         pubkey_algs: pubkey,
         ..Config::default()
     })

@@ -147,3 +147,13 @@ mod tests {
         assert_eq!(parse_rekey_limit(&["8".into()]), None);
     }
 }
+
+/// The window cap toward stock OpenSSH peers (HPN-SSH's 15 MiB), or
+/// `SLUICE_OPENSSH_WINDOW_MAX` (a size) for measuring another value.
+pub fn stock_openssh_window_max() -> u32 {
+    std::env::var("SLUICE_OPENSSH_WINDOW_MAX")
+        .ok()
+        .and_then(|v| parse_size(&v))
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(sluice_proto::Config::default().stock_openssh_window_max)
+}

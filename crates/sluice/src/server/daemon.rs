@@ -53,6 +53,7 @@ pub fn proto_config(cfg: &Sshd) -> Config {
         pubkey_algs: cfg.pubkey_algorithms.clone(),
         window: cfg.channel_window,
         window_max: cfg.channel_window_max,
+        stock_openssh_window_max: crate::config::stock_openssh_window_max(),
         ..Config::default()
     }
 }
