@@ -31,7 +31,8 @@ pub struct Config {
     /// Largest size a bulk channel's receive window grows to (the most one
     /// channel buffers when its consumer stalls).
     pub window_max: u32,
-    /// Cap on windows advertised to stock OpenSSH peers (HPN-SSH's 15 MiB).
+    /// Cap on windows advertised to stock OpenSSH peers (HPN-SSH uses 15 MiB;
+    /// default: none, see `connection::STOCK_OPENSSH_WINDOW_MAX`).
     pub stock_openssh_window_max: u32,
     /// Largest channel data payload we accept.
     pub max_packet: u32,

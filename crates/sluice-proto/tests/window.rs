@@ -11,6 +11,15 @@ use std::time::Duration;
 const MIB: u32 = 1 << 20;
 
 fn pair(window: u32, window_max: u32, client_version: Option<&str>) -> Pair {
+    pair_capped(window, window_max, client_version, None)
+}
+
+fn pair_capped(
+    window: u32,
+    window_max: u32,
+    client_version: Option<&str>,
+    openssh_cap: Option<u32>,
+) -> Pair {
     let mut p = Pair::tweaked(
         "curve25519-sha256",
         "ssh-ed25519",
@@ -19,6 +28,9 @@ fn pair(window: u32, window_max: u32, client_version: Option<&str>) -> Pair {
         |c, is_server| {
             c.window = window;
             c.window_max = window_max;
+            if let Some(cap) = openssh_cap {
+                c.stock_openssh_window_max = cap;
+            }
             if let (false, Some(v)) = (is_server, client_version) {
                 c.version = v.to_owned();
             }
@@ -107,12 +119,14 @@ fn pty_channels_stay_at_two_mib() {
 }
 
 #[test]
-fn stock_openssh_peers_get_at_most_15_mib() {
-    let mut p = pair(
-        16 * MIB,
-        64 * MIB,
-        Some("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u7"),
-    );
+fn a_cap_toward_stock_openssh_applies_only_to_stock_openssh() {
+    const V92: &str = "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u7";
+    // By default stock OpenSSH gets the same windows as anyone.
+    let p = pair(16 * MIB, 64 * MIB, Some(V92));
+    assert_eq!(server_window(&p), 16 * MIB);
+
+    // With HPN-SSH's 15 MiB cap set, stock OpenSSH stays under it...
+    let mut p = pair_capped(16 * MIB, 64 * MIB, Some(V92), Some(15 * MIB));
     p.server.set_path_rtt(Duration::from_millis(50));
     assert_eq!(server_window(&p), 15 * MIB);
     let up = pattern(64 << 20, 6);
@@ -120,7 +134,12 @@ fn stock_openssh_peers_get_at_most_15_mib() {
     assert!(p.server_data == up);
     assert_eq!(server_window(&p), 15 * MIB);
 
-    // HPN-SSH handles large windows: no clamp.
-    let p = pair(16 * MIB, 64 * MIB, Some("SSH-2.0-OpenSSH_9.2p1-hpn17v14"));
+    // ...and HPN-SSH, which handles large windows, does not.
+    let p = pair_capped(
+        16 * MIB,
+        64 * MIB,
+        Some("SSH-2.0-OpenSSH_9.2p1-hpn17v14"),
+        Some(15 * MIB),
+    );
     assert_eq!(server_window(&p), 16 * MIB);
 }

@@ -171,8 +171,8 @@ fn over_a_50ms_path_windows_grow_to_the_bdp_and_stock_and_none_sessions_carry_da
     let data = random_data(96 << 20, 50);
     let hash = sha256(&data);
 
-    // A stock OpenSSH client uploads; sluiced's window (2 MiB at first,
-    // 15 MiB at most toward OpenSSH) must grow past the BDP.
+    // A stock OpenSSH client uploads; sluiced's window (2 MiB at first)
+    // must grow past the BDP.
     if !missing("/usr/bin/ssh") {
         let mut c = client(&s, &line, true, port, &["-o", "LogLevel=ERROR"]);
         c.arg("sha256sum");
@@ -183,7 +183,7 @@ fn over_a_50ms_path_windows_grow_to_the_bdp_and_stock_and_none_sessions_carry_da
         let w = largest_window(&text);
         eprintln!("ssh -> sluiced upload: sluiced's window grew to {w} bytes (BDP {BDP})");
         assert!(
-            w >= BDP && w <= 15 << 20,
+            w >= BDP && w <= 128 << 20,
             "sluiced window {w}, BDP {BDP}:\n{text}"
         );
     }

@@ -148,8 +148,8 @@ mod tests {
     }
 }
 
-/// The window cap toward stock OpenSSH peers (HPN-SSH's 15 MiB), or
-/// `SLUICE_OPENSSH_WINDOW_MAX` (a size) for measuring another value.
+/// The window cap toward stock OpenSSH peers: none, unless
+/// `SLUICE_OPENSSH_WINDOW_MAX` (a size; HPN-SSH uses 15M) sets one.
 pub fn stock_openssh_window_max() -> u32 {
     std::env::var("SLUICE_OPENSSH_WINDOW_MAX")
         .ok()
