@@ -69,9 +69,8 @@ fn choose_mac(
     if cipher_name != "none" {
         // The NONE MAC only ever goes with the NONE cipher: an encrypted
         // but unauthenticated stream could be altered undetected.
-        let authenticated = |l: &[String]| -> Vec<String> {
-            l.iter().filter(|m| *m != "none").cloned().collect()
-        };
+        let authenticated =
+            |l: &[String]| -> Vec<String> { l.iter().filter(|m| *m != "none").cloned().collect() };
         return choose("MAC", &authenticated(client), &authenticated(server));
     }
     choose("MAC", client, server)

@@ -97,7 +97,10 @@ fn none_mac_is_never_paired_with_a_real_cipher() {
     p.establish();
     p.client.switch_to_none(true).unwrap();
     p.drive().unwrap();
-    assert_eq!(cipher_and_mac(&p), ("aes128-ctr".into(), "hmac-sha2-256".into()));
+    assert_eq!(
+        cipher_and_mac(&p),
+        ("aes128-ctr".into(), "hmac-sha2-256".into())
+    );
 }
 
 #[test]

@@ -56,7 +56,8 @@ impl Connection {
             let sockbuf = r.name == SOCKBUF_REQUEST && self.role == crate::core::Role::Server;
             if sockbuf {
                 let (rcvbuf, sndbuf) = decode_sizes(&r.data).map_err(bad)?;
-                self.events.push_back(Event::SockBufRequest { rcvbuf, sndbuf });
+                self.events
+                    .push_back(Event::SockBufRequest { rcvbuf, sndbuf });
             }
             if r.want_reply {
                 self.globals.owed.push_back(if sockbuf {
@@ -118,7 +119,12 @@ impl Connection {
 
     /// Sends any other global request (`keepalive@openssh.com`, say); with
     /// `want_reply`, [`Event::GlobalReply`] brings the answer.
-    pub fn global_request(&mut self, name: &str, want_reply: bool, data: &[u8]) -> Result<(), Error> {
+    pub fn global_request(
+        &mut self,
+        name: &str,
+        want_reply: bool,
+        data: &[u8],
+    ) -> Result<(), Error> {
         if !self.auth.authenticated {
             return Err(Error::InvalidState("global request before authentication"));
         }

@@ -289,13 +289,19 @@ impl Handler for ClientSession {
                 }
                 let (rcv, snd) = self.plan.remote_bufs;
                 if rcv > 0 || snd > 0 {
-                    log!(Debug1, "Requesting remote socket buffers: receive {rcv}, send {snd}");
+                    log!(
+                        Debug1,
+                        "Requesting remote socket buffers: receive {rcv}, send {snd}"
+                    );
                     conn.request_sockbuf(rcv, snd).map_err(|e| e.to_string())?;
                 }
                 self.start_session(conn)?;
             }
             Event::SockBufReply(Some((rcv, snd))) => {
-                log!(Debug1, "Remote socket buffers now: receive {rcv}, send {snd}");
+                log!(
+                    Debug1,
+                    "Remote socket buffers now: receive {rcv}, send {snd}"
+                );
             }
             Event::SockBufReply(None) => {
                 log!(

@@ -309,7 +309,10 @@ impl ServerConn {
         let max = self.cfg.remote_buf_max;
         let fd = self.sock.filter(|_| max > 0)?;
         let mut granted = [0u64; 2];
-        for (i, (b, asked)) in [(Buf::Recv, rcvbuf), (Buf::Send, sndbuf)].into_iter().enumerate() {
+        for (i, (b, asked)) in [(Buf::Recv, rcvbuf), (Buf::Send, sndbuf)]
+            .into_iter()
+            .enumerate()
+        {
             if asked > 0 {
                 let g = sockbuf::set(fd, b, asked.min(max));
                 log!(
