@@ -245,8 +245,15 @@ impl Handler for ClientSession {
                 }
             }
             Event::AuthReady => {
-                conn.auth_none(&self.user);
-                self.step = AuthStep::NoneSent;
+                // With a key to offer, offer it at once: the `none` probe
+                // OpenSSH sends first only learns the method list, at the
+                // cost of a round trip (0.24 s at 240 ms) before any data.
+                if self.identities.is_empty() {
+                    conn.auth_none(&self.user);
+                    self.step = AuthStep::NoneSent;
+                } else {
+                    self.try_identity(conn, 0)?;
+                }
             }
             Event::AuthBanner(text) => eprint!("{text}"),
             Event::AuthFailure { methods, .. } => {
