@@ -137,6 +137,23 @@ pub enum Event {
     /// Client: the answer to [`crate::Connection::request_sockbuf`]: the
     /// receive and send buffers the server now has, or None if it declined.
     SockBufReply(Option<(u64, u64)>),
-    /// The peer's answer to [`crate::Connection::global_request`].
-    GlobalReply(bool),
+    /// The peer's answer to [`crate::Connection::global_request`]: SUCCESS
+    /// (with its data, e.g. the port a `tcpip-forward` bound) or FAILURE.
+    GlobalReply {
+        /// SUCCESS.
+        success: bool,
+        /// The reply's request-specific data.
+        data: Vec<u8>,
+    },
+    /// A global request from the peer after authentication (`tcpip-forward`,
+    /// `keepalive@openssh.com`, ...). If `want_reply`, answer with
+    /// [`crate::Connection::answer_global`], in the order they came.
+    GlobalRequest {
+        /// Request name.
+        name: String,
+        /// The peer waits for an answer.
+        want_reply: bool,
+        /// Request-specific data.
+        data: Vec<u8>,
+    },
 }

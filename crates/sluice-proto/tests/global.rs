@@ -28,7 +28,7 @@ fn replies(p: &Pair) -> Vec<String> {
         .iter()
         .filter_map(|e| match e {
             Event::SockBufReply(r) => Some(format!("sockbuf {r:?}")),
-            Event::GlobalReply(ok) => Some(format!("global {ok}")),
+            Event::GlobalReply { success, data } => Some(format!("global {success} {data:?}")),
             _ => None,
         })
         .collect()
@@ -44,7 +44,12 @@ fn the_runtime_answers_and_replies_keep_request_order() {
     p.client.request_sockbuf(0, 8 << 20).unwrap();
     p.drive().unwrap();
     assert_eq!(sockbuf_requests(&p), vec![(64 << 20, 0), (0, 8 << 20)]);
-    // Nothing may be answered before the first sockbuf request is.
+    // The other request reaches the runtime, which answers it first; still
+    // nothing may go out before the first sockbuf request is answered.
+    assert!(p.server_events.iter().any(|e| matches!(e,
+        Event::GlobalRequest { name, want_reply: true, .. } if name == "keepalive@openssh.com")));
+    p.server.answer_global(true, &[0, 0, 0, 7]);
+    p.drive().unwrap();
     assert!(replies(&p).is_empty(), "{:?}", replies(&p));
     p.server.answer_sockbuf(Some((32 << 20, 4 << 20)));
     p.drive().unwrap();
@@ -52,7 +57,7 @@ fn the_runtime_answers_and_replies_keep_request_order() {
         replies(&p),
         vec![
             format!("sockbuf {:?}", Some((32u64 << 20, 4u64 << 20))),
-            "global false".to_owned(),
+            "global true [0, 0, 0, 7]".to_owned(),
         ]
     );
     p.server.answer_sockbuf(None);

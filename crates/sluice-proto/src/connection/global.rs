@@ -25,6 +25,9 @@ enum Owed {
     Ready(Vec<u8>),
     /// A sockbuf request the runtime has not answered yet.
     SockBuf,
+    /// Another request the runtime has not answered yet
+    /// ([`Event::GlobalRequest`]).
+    Waiting,
 }
 
 /// Global request bookkeeping, both directions.
@@ -58,10 +61,20 @@ impl Connection {
                 let (rcvbuf, sndbuf) = decode_sizes(&r.data).map_err(bad)?;
                 self.events
                     .push_back(Event::SockBufRequest { rcvbuf, sndbuf });
+            } else if self.auth.authenticated {
+                // Forwarding, keepalives, no-more-sessions: the runtime
+                // decides, and answers with `answer_global` if asked to.
+                self.events.push_back(Event::GlobalRequest {
+                    name: r.name,
+                    want_reply: r.want_reply,
+                    data: r.data,
+                });
             }
             if r.want_reply {
                 self.globals.owed.push_back(if sockbuf {
                     Owed::SockBuf
+                } else if self.auth.authenticated {
+                    Owed::Waiting
                 } else {
                     Owed::Ready(vec![MsgNum::REQUEST_FAILURE.0])
                 });
@@ -83,8 +96,15 @@ impl Connection {
             };
             self.events.push_back(Event::SockBufReply(granted));
         } else {
-            self.events
-                .push_back(Event::GlobalReply(num == MsgNum::REQUEST_SUCCESS));
+            let data = if num == MsgNum::REQUEST_SUCCESS {
+                msg::RequestSuccess::decode(payload).map_err(bad)?.data
+            } else {
+                Vec::new()
+            };
+            self.events.push_back(Event::GlobalReply {
+                success: num == MsgNum::REQUEST_SUCCESS,
+                data,
+            });
         }
         Ok(())
     }
@@ -138,6 +158,24 @@ impl Connection {
             self.globals.asked.push_back(false);
         }
         Ok(())
+    }
+
+    /// Answers the oldest unanswered [`Event::GlobalRequest`] that wanted a
+    /// reply: SUCCESS with `data` (a `tcpip-forward` for port 0 carries the
+    /// port bound) or FAILURE. Replies still go out in request order.
+    pub fn answer_global(&mut self, success: bool, data: &[u8]) {
+        let Some(slot) = self.globals.owed.iter_mut().find(|o| **o == Owed::Waiting) else {
+            return;
+        };
+        let mut p = Vec::with_capacity(1 + data.len());
+        if success {
+            p.push(MsgNum::REQUEST_SUCCESS.0);
+            p.extend_from_slice(data);
+        } else {
+            p.push(MsgNum::REQUEST_FAILURE.0);
+        }
+        *slot = Owed::Ready(p);
+        self.send_owed_replies();
     }
 
     /// Server: answers the oldest unanswered [`Event::SockBufRequest`] with

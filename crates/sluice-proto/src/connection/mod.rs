@@ -204,6 +204,16 @@ impl Connection {
 
     /// Client: opens a session channel (RFC 4254 6.1).
     pub fn open_session(&mut self) -> Result<ChannelId, Error> {
+        self.open_channel("session", &[])
+    }
+
+    /// Opens a channel of any type (`direct-tcpip`, `forwarded-tcpip`,
+    /// `auth-agent@openssh.com`, ...) with its type-specific data; the
+    /// answer comes as [`Event::ChannelOpened`] or [`Event::ChannelOpenFailed`].
+    pub fn open_channel(&mut self, channel_type: &str, data: &[u8]) -> Result<ChannelId, Error> {
+        if !self.auth.authenticated {
+            return Err(Error::InvalidState("channel open before authentication"));
+        }
         let id = self
             .channels
             .alloc()
@@ -213,11 +223,11 @@ impl Connection {
             Channel::new(ChannelState::Opening, 0, 0, 0, self.recv_window()),
         );
         let o = msg::ChannelOpen {
-            channel_type: "session".into(),
+            channel_type: channel_type.into(),
             sender_channel: id.0,
             initial_window: self.recv_window().max,
             max_packet: self.config.max_packet,
-            data: Vec::new(),
+            data: data.to_vec(),
         };
         self.queue_with(|p| o.encode(p));
         Ok(id)

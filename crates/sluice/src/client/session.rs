@@ -359,6 +359,19 @@ impl Handler for ClientSession {
                 }
             }
             Event::Debug(m) => log!(Info, "Remote: {m}"),
+            Event::GlobalRequest {
+                name, want_reply, ..
+            } => {
+                // keepalive@openssh.com from ClientAliveInterval, hostkeys
+                // notices: answered FAILURE as ssh does for what it ignores.
+                log!(
+                    Debug1,
+                    "client_input_global_request: rtype {name} want_reply {want_reply}"
+                );
+                if want_reply {
+                    conn.answer_global(false, &[]);
+                }
+            }
             _ => {}
         }
         Ok(())

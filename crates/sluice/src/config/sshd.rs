@@ -118,6 +118,55 @@ pub struct ServerConfig {
     pub none_enabled: bool,
     /// NoneMacEnabled.
     pub none_mac_enabled: bool,
+    // Sessions, forwarding and login policy (issue 6).
+    /// UsePAM.
+    pub use_pam: bool,
+    /// KbdInteractiveAuthentication (ChallengeResponseAuthentication).
+    pub kbd_interactive_authentication: bool,
+    /// PermitEmptyPasswords.
+    pub permit_empty_passwords: bool,
+    /// AllowGroups patterns.
+    pub allow_groups: Vec<String>,
+    /// DenyGroups patterns.
+    pub deny_groups: Vec<String>,
+    /// AllowTcpForwarding: yes (all), no, local, remote.
+    pub allow_tcp_forwarding: String,
+    /// AllowStreamLocalForwarding: yes (all), no, local, remote.
+    pub allow_stream_local_forwarding: String,
+    /// AllowAgentForwarding.
+    pub allow_agent_forwarding: bool,
+    /// DisableForwarding: overrides every forwarding permission.
+    pub disable_forwarding: bool,
+    /// GatewayPorts: no, yes, clientspecified.
+    pub gateway_ports: String,
+    /// PermitOpen entries (`host:port`, `any`, `none`; default any).
+    pub permit_open: Vec<String>,
+    /// PermitListen entries (`[host:]port`, `any`, `none`; default any).
+    pub permit_listen: Vec<String>,
+    /// StreamLocalBindUnlink.
+    pub stream_local_bind_unlink: bool,
+    /// PermitTTY.
+    pub permit_tty: bool,
+    /// X11Forwarding (sluiced does not forward X11; kept for -T).
+    pub x11_forwarding: bool,
+    /// PrintMotd.
+    pub print_motd: bool,
+    /// PrintLastLog.
+    pub print_last_log: bool,
+    /// PermitUserEnvironment.
+    pub permit_user_environment: bool,
+    /// SetEnv entries (NAME=value).
+    pub set_env: Vec<String>,
+    /// ClientAliveInterval in seconds (0: off).
+    pub client_alive_interval: u64,
+    /// ClientAliveCountMax.
+    pub client_alive_count_max: u32,
+    /// AuthorizedKeysCommand (None: none).
+    pub authorized_keys_command: Option<String>,
+    /// AuthorizedKeysCommandUser (None: none).
+    pub authorized_keys_command_user: Option<String>,
+    /// SyslogFacility (AUTH, DAEMON, USER, LOCAL0-7).
+    pub syslog_facility: String,
 }
 
 fn own(v: &[&str]) -> Vec<String> {
@@ -162,60 +211,59 @@ impl Default for ServerConfig {
             channel_window_max: sluice_proto::Config::default().window_max,
             none_enabled: false,
             none_mac_enabled: false,
+            use_pam: false,
+            kbd_interactive_authentication: true,
+            permit_empty_passwords: false,
+            allow_groups: Vec::new(),
+            deny_groups: Vec::new(),
+            allow_tcp_forwarding: "yes".into(),
+            allow_stream_local_forwarding: "yes".into(),
+            allow_agent_forwarding: true,
+            disable_forwarding: false,
+            gateway_ports: "no".into(),
+            permit_open: Vec::new(),
+            permit_listen: Vec::new(),
+            stream_local_bind_unlink: false,
+            permit_tty: true,
+            x11_forwarding: false,
+            print_motd: true,
+            print_last_log: true,
+            permit_user_environment: false,
+            set_env: Vec::new(),
+            client_alive_interval: 0,
+            client_alive_count_max: 3,
+            authorized_keys_command: None,
+            authorized_keys_command_user: None,
+            syslog_facility: "AUTH".into(),
         }
     }
 }
 
 /// OpenSSH keywords sluiced accepts but does not act on yet.
 const ACCEPTED: &[&str] = &[
-    "usepam",
-    "x11forwarding",
     "x11displayoffset",
     "x11uselocalhost",
-    "printmotd",
-    "printlastlog",
     "tcpkeepalive",
     "usedns",
-    "permituserenvironment",
-    "allowtcpforwarding",
-    "allowagentforwarding",
-    "allowstreamlocalforwarding",
-    "gatewayports",
-    "permittty",
     "permittunnel",
-    "permitopen",
-    "permitlisten",
-    "clientaliveinterval",
-    "clientalivecountmax",
-    "kbdinteractiveauthentication",
-    "challengeresponseauthentication",
-    "permitemptypasswords",
     "ignorerhosts",
     "ignoreuserknownhosts",
     "hostbasedauthentication",
     "kerberosauthentication",
     "gssapiauthentication",
     "gssapicleanupcredentials",
-    "authorizedkeyscommand",
-    "authorizedkeyscommanduser",
     "authorizedprincipalsfile",
     "trustedusercakeys",
     "revokedkeys",
     "hostcertificate",
     "chrootdirectory",
-    "syslogfacility",
-    "allowgroups",
-    "denygroups",
     "addressfamily",
     "ipqos",
     "versionaddendum",
     "debianbanner",
-    "setenv",
-    "streamlocalbindunlink",
     "streamlocalbindmask",
     "fingerprinthash",
     "exposeauthinfo",
-    "disableforwarding",
     "unusedconnectiontimeout",
     "channeltimeout",
     "persourcemaxstartups",
@@ -226,7 +274,6 @@ const ACCEPTED: &[&str] = &[
     "moduli",
     "hostkeyagent",
     "authenticationmethods",
-    "maxauthtries",
     "kerberosorlocalpasswd",
     "kerberosticketcleanup",
     "gssapistrictacceptorcheck",
@@ -321,6 +368,9 @@ impl ServerConfig {
                 | "acceptenv"
                 | "allowusers"
                 | "denyusers"
+                | "allowgroups"
+                | "denygroups"
+                | "setenv"
         );
         if !repeatable && !st.seen.insert(kw.clone()) {
             return Ok(()); // first value wins
@@ -452,6 +502,56 @@ impl ServerConfig {
                     super::parse_size(&first).ok_or_else(|| at(path, n, "bad size"))?
             }
             "noneenabled" => self.none_enabled = bool_arg()?,
+            "usepam" => self.use_pam = bool_arg()?,
+            "kbdinteractiveauthentication" | "challengeresponseauthentication" => {
+                self.kbd_interactive_authentication = bool_arg()?
+            }
+            "permitemptypasswords" => self.permit_empty_passwords = bool_arg()?,
+            "allowgroups" => self.allow_groups.extend(args),
+            "denygroups" => self.deny_groups.extend(args),
+            "allowtcpforwarding" | "allowstreamlocalforwarding" => {
+                let v = match first.as_str() {
+                    "yes" | "all" => "yes",
+                    "no" => "no",
+                    "local" => "local",
+                    "remote" => "remote",
+                    _ => return Err(at(path, n, &format!("unsupported option \"{first}\"."))),
+                };
+                if kw == "allowtcpforwarding" {
+                    self.allow_tcp_forwarding = v.into();
+                } else {
+                    self.allow_stream_local_forwarding = v.into();
+                }
+            }
+            "allowagentforwarding" => self.allow_agent_forwarding = bool_arg()?,
+            "disableforwarding" => self.disable_forwarding = bool_arg()?,
+            "gatewayports" => {
+                self.gateway_ports = match first.as_str() {
+                    "yes" | "no" | "clientspecified" => first,
+                    _ => return Err(at(path, n, &format!("unsupported option \"{first}\"."))),
+                }
+            }
+            "permitopen" => self.permit_open = args,
+            "permitlisten" => self.permit_listen = args,
+            "streamlocalbindunlink" => self.stream_local_bind_unlink = bool_arg()?,
+            "permittty" => self.permit_tty = bool_arg()?,
+            "x11forwarding" => self.x11_forwarding = bool_arg()?,
+            "printmotd" => self.print_motd = bool_arg()?,
+            "printlastlog" => self.print_last_log = bool_arg()?,
+            "permituserenvironment" => self.permit_user_environment = bool_arg()?,
+            "setenv" => self.set_env.extend(args),
+            "clientaliveinterval" => {
+                self.client_alive_interval =
+                    parse_time(&first).ok_or_else(|| at(path, n, "invalid time value."))?
+            }
+            "clientalivecountmax" => self.client_alive_count_max = num()?,
+            "authorizedkeyscommand" => {
+                self.authorized_keys_command = (first != "none").then(|| args.join(" "))
+            }
+            "authorizedkeyscommanduser" => {
+                self.authorized_keys_command_user = (first != "none").then_some(first)
+            }
+            "syslogfacility" => self.syslog_facility = first.to_ascii_uppercase(),
             "nonemacenabled" => self.none_mac_enabled = bool_arg()?,
             k if ACCEPTED.contains(&k) => {
                 st.warnings
@@ -597,6 +697,63 @@ impl ServerConfig {
         kv("channelwindowmax", self.channel_window_max.to_string());
         kv("noneenabled", yn(self.none_enabled));
         kv("nonemacenabled", yn(self.none_mac_enabled));
+        kv("usepam", yn(self.use_pam));
+        kv(
+            "kbdinteractiveauthentication",
+            yn(self.kbd_interactive_authentication),
+        );
+        kv("permitemptypasswords", yn(self.permit_empty_passwords));
+        for (k, v) in [
+            ("allowusers", &self.allow_users),
+            ("denyusers", &self.deny_users),
+            ("allowgroups", &self.allow_groups),
+            ("denygroups", &self.deny_groups),
+        ] {
+            for x in v {
+                kv(k, x.clone());
+            }
+        }
+        kv("allowtcpforwarding", self.allow_tcp_forwarding.clone());
+        kv(
+            "allowstreamlocalforwarding",
+            self.allow_stream_local_forwarding.clone(),
+        );
+        kv("allowagentforwarding", yn(self.allow_agent_forwarding));
+        kv("disableforwarding", yn(self.disable_forwarding));
+        kv("gatewayports", self.gateway_ports.clone());
+        let any = |v: &Vec<String>| {
+            if v.is_empty() {
+                "any".to_owned()
+            } else {
+                v.join(" ")
+            }
+        };
+        kv("permitopen", any(&self.permit_open));
+        kv("permitlisten", any(&self.permit_listen));
+        kv("streamlocalbindunlink", yn(self.stream_local_bind_unlink));
+        kv("permittty", yn(self.permit_tty));
+        kv("x11forwarding", yn(self.x11_forwarding));
+        kv("printmotd", yn(self.print_motd));
+        kv("printlastlog", yn(self.print_last_log));
+        kv("permituserenvironment", yn(self.permit_user_environment));
+        for e in &self.set_env {
+            kv("setenv", e.clone());
+        }
+        kv(
+            "clientaliveinterval",
+            self.client_alive_interval.to_string(),
+        );
+        kv(
+            "clientalivecountmax",
+            self.client_alive_count_max.to_string(),
+        );
+        let none = |v: &Option<String>| v.clone().unwrap_or_else(|| "none".into());
+        kv("authorizedkeyscommand", none(&self.authorized_keys_command));
+        kv(
+            "authorizedkeyscommanduser",
+            none(&self.authorized_keys_command_user),
+        );
+        kv("syslogfacility", self.syslog_facility.clone());
         o
     }
 }

@@ -38,6 +38,11 @@ pub struct ChanIo {
     pub close_sink_on_eof: bool,
     /// The fds are ours to close.
     pub owned: bool,
+    /// `sink` is a socket: on the peer's EOF, once drained, shut down its
+    /// write side (the far end sees EOF while it can still send to us).
+    /// Sources and sinks are separate fds (a socket's `dup`), each closed
+    /// on its own.
+    pub shutdown_sink_on_eof: bool,
     /// Close the channel once `sink` failed and the sources are done (a
     /// client whose stdout reader went away); a server waits for its
     /// command's exit instead.
@@ -227,6 +232,12 @@ pub trait Handler {
     /// How soon `tick` wants to run again while nothing else happens.
     fn tick_interval(&self) -> Option<Duration> {
         None
+    }
+    /// Extra fds to wake the loop for (listening sockets, a signal pipe,
+    /// the terminal), with their poll events; `tick` runs after every
+    /// wake-up and does the non-blocking work on them.
+    fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
+        let _ = out;
     }
 }
 
@@ -495,6 +506,10 @@ impl Pump {
             }
             if io.peer_eof && io.close_sink_on_eof && io.pending.is_empty() {
                 if let Some(fd) = io.sink.take() {
+                    if io.shutdown_sink_on_eof {
+                        // SAFETY: plain syscall on an fd we hold.
+                        unsafe { libc::shutdown(fd, libc::SHUT_WR) };
+                    }
                     if io.owned {
                         fdio::close(fd);
                     }
@@ -655,6 +670,7 @@ impl Pump {
                 }
             }
         }
+        handler.watch_fds(&mut pfds);
         let now = Instant::now();
         let mut timeout = conn
             .poll_timeout()

@@ -415,6 +415,17 @@ impl Handler for ServerConn {
                     }
                 }
             }
+            Event::GlobalRequest {
+                name, want_reply, ..
+            } => {
+                log!(
+                    Debug1,
+                    "server_input_global_request: rtype {name} want_reply {want_reply}"
+                );
+                if want_reply {
+                    conn.answer_global(false, &[]);
+                }
+            }
             Event::SockBufRequest { rcvbuf, sndbuf } => {
                 let granted = self.remote_sockbuf(rcvbuf, sndbuf);
                 conn.answer_sockbuf(granted);
