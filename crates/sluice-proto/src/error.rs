@@ -133,7 +133,7 @@ impl fmt::Display for Violation {
             }
             Violation::UnknownChannel(c) => write!(f, "message for unknown channel {c}"),
             Violation::BadCompression => f.write_str("decompression failed"),
-            Violation::TooManyAuthFailures => f.write_str("too many authentication failures"),
+            Violation::TooManyAuthFailures => f.write_str("Too many authentication failures"),
         }
     }
 }

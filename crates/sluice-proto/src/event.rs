@@ -29,6 +29,12 @@ pub enum AuthMethodRequest {
         /// The password.
         password: String,
     },
+    /// `keyboard-interactive` (RFC 4256): answer with `auth_info_request`
+    /// rounds, then `auth_accept` or `auth_reject`.
+    KeyboardInteractive {
+        /// The client's submethod hints (comma-separated, usually empty).
+        submethods: String,
+    },
 }
 
 /// Something the runtime must look at, from [`crate::Connection::poll_event`].
@@ -67,13 +73,40 @@ pub enum Event {
         /// Public key blob.
         key_blob: Vec<u8>,
     },
+    /// Client: keyboard-interactive prompts (RFC 4256 3.2); answer with
+    /// `auth_info_response`, one answer per prompt (none for no prompts).
+    AuthInfoRequest {
+        /// Name of the challenge, may be empty.
+        name: String,
+        /// Instruction to show, may be empty.
+        instruction: String,
+        /// The prompts, each with whether to echo the answer.
+        prompts: Vec<crate::msg::Prompt>,
+    },
+    /// Client: the server wants the password changed (PASSWD_CHANGEREQ,
+    /// RFC 4252 8). The attempt did not authenticate: send another request
+    /// (any method) or give up.
+    AuthPasswdChangeReq {
+        /// The server's prompt.
+        prompt: String,
+    },
+    /// Server: the client's answers to `auth_info_request`, as many as
+    /// there were prompts. Answer with another `auth_info_request`, or
+    /// `auth_accept` / `auth_reject`.
+    AuthInfoResponse {
+        /// One answer per prompt, in order.
+        answers: Vec<String>,
+    },
     /// Authentication succeeded (both sides).
     Authenticated {
         /// The user name.
         user: String,
     },
     /// Server: decide an authentication request with `auth_accept`,
-    /// `auth_pk_ok` or `auth_reject`.
+    /// `auth_pk_ok` or `auth_reject` (keyboard-interactive first asks with
+    /// `auth_info_request`). A request that arrives while the client owes
+    /// answers to an INFO_REQUEST abandons that keyboard-interactive
+    /// attempt (counted as a failure) and is reported as a new AuthRequest.
     AuthRequest {
         /// User name asked for.
         user: String,

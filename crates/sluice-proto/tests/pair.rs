@@ -276,7 +276,9 @@ fn wrong_user_key_is_refused_and_too_many_failures_disconnect() {
     )
     .unwrap_err();
     assert!(
-        err.to_string().contains("too many authentication failures"),
+        err.to_string()
+            .to_lowercase()
+            .contains("too many authentication failures"),
         "{err}"
     );
     let failures = p

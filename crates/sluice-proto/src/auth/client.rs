@@ -1,5 +1,6 @@
-//! Client side of RFC 4252: requests made on the runtime's behalf, answers
-//! turned into events. Which keys to try, in what order, is the runtime's choice.
+//! Client side of RFC 4252 and keyboard-interactive (RFC 4256): requests
+//! made on the runtime's behalf, answers turned into events. Which methods
+//! and keys to try, in what order, and what to answer, is the runtime's choice.
 
 use crate::core::Connection;
 use crate::crypto::hostkey::Signer;
@@ -9,6 +10,20 @@ use crate::msg::{self, AuthMethod, UserauthRequest};
 use crate::wire::{MsgNum, WireError};
 
 const CONNECTION_SERVICE: &str = "ssh-connection";
+
+/// The method of the request in flight: message 60 means PK_OK after a
+/// public key query, PASSWD_CHANGEREQ after a password, INFO_REQUEST
+/// during keyboard-interactive, and nothing otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum InFlight {
+    #[default]
+    Other,
+    PkQuery,
+    Password,
+    KbdInt,
+    /// Keyboard-interactive with an INFO_REQUEST not answered yet.
+    KbdIntPrompted,
+}
 
 impl Connection {
     pub(super) fn client_auth_message(&mut self, num: MsgNum, payload: &[u8]) -> Result<(), Error> {
@@ -36,7 +51,7 @@ impl Connection {
             }
             MsgNum::USERAUTH_FAILURE => {
                 let f = msg::UserauthFailure::decode(payload).map_err(bad)?;
-                self.auth.query_outstanding = false;
+                self.auth.in_flight = InFlight::Other;
                 self.events.push_back(Event::AuthFailure {
                     methods: f.methods,
                     partial: f.partial_success,
@@ -44,16 +59,35 @@ impl Connection {
             }
             MsgNum::USERAUTH_SUCCESS if !self.auth.authenticated => {
                 self.auth.authenticated = true;
+                self.auth.in_flight = InFlight::Other;
                 self.start_delayed_compression();
                 let user = self.auth.user.clone().unwrap_or_default();
                 self.events.push_back(Event::Authenticated { user });
             }
-            MsgNum::USERAUTH_PK_OK if self.auth.query_outstanding => {
+            MsgNum::USERAUTH_PK_OK if self.auth.in_flight == InFlight::PkQuery => {
                 let ok = msg::UserauthPkOk::decode(payload).map_err(bad)?;
-                self.auth.query_outstanding = false;
+                self.auth.in_flight = InFlight::Other;
                 self.events.push_back(Event::AuthPkOk {
                     algorithm: ok.algorithm,
                     key_blob: ok.key_blob,
+                });
+            }
+            MsgNum::USERAUTH_PK_OK if self.auth.in_flight == InFlight::Password => {
+                let req = msg::UserauthPasswdChangereq::decode(payload).map_err(bad)?;
+                self.auth.in_flight = InFlight::Other;
+                self.events
+                    .push_back(Event::AuthPasswdChangeReq { prompt: req.prompt });
+            }
+            MsgNum::USERAUTH_PK_OK if self.auth.in_flight == InFlight::KbdInt => {
+                let req = msg::UserauthInfoRequest::decode(payload).map_err(bad)?;
+                if req.prompts.len() > super::MAX_KBDINT_PROMPTS {
+                    return Err(Violation::UnexpectedMessage(num, "with too many prompts").into());
+                }
+                self.auth.in_flight = InFlight::KbdIntPrompted;
+                self.events.push_back(Event::AuthInfoRequest {
+                    name: req.name,
+                    instruction: req.instruction,
+                    prompts: req.prompts,
                 });
             }
             _ => return Err(Violation::UnexpectedMessage(num, "in client authentication").into()),
@@ -62,6 +96,14 @@ impl Connection {
     }
 
     fn send_userauth(&mut self, user: &str, method: AuthMethod) {
+        self.auth.in_flight = match &method {
+            AuthMethod::PublicKey {
+                signature: None, ..
+            } => InFlight::PkQuery,
+            AuthMethod::Password { .. } => InFlight::Password,
+            AuthMethod::KeyboardInteractive { .. } => InFlight::KbdInt,
+            _ => InFlight::Other,
+        };
         self.auth.user = Some(user.to_owned());
         let req = UserauthRequest {
             user: user.to_owned(),
@@ -78,7 +120,6 @@ impl Connection {
 
     /// Client: asks whether a key would be accepted, without signing (RFC 4252 7).
     pub fn auth_publickey_query(&mut self, user: &str, algorithm: &str, key_blob: &[u8]) {
-        self.auth.query_outstanding = true;
         let m = AuthMethod::PublicKey {
             algorithm: algorithm.to_owned(),
             key_blob: key_blob.to_vec(),
@@ -122,5 +163,33 @@ impl Connection {
                 new_password: None,
             },
         );
+    }
+
+    /// Client: starts keyboard-interactive (RFC 4256 3.1); the server's
+    /// prompts come as [`Event::AuthInfoRequest`]. `submethods` is a hint,
+    /// usually empty.
+    pub fn auth_kbdint(&mut self, user: &str, submethods: &str) {
+        self.send_userauth(
+            user,
+            AuthMethod::KeyboardInteractive {
+                language: String::new(),
+                submethods: submethods.to_owned(),
+            },
+        );
+    }
+
+    /// Client: answers the last [`Event::AuthInfoRequest`], one answer per
+    /// prompt in order. The server then sends another request, success or
+    /// failure.
+    pub fn auth_info_response(&mut self, answers: Vec<String>) -> Result<(), Error> {
+        if self.auth.in_flight != InFlight::KbdIntPrompted {
+            return Err(Error::InvalidState(
+                "no keyboard-interactive prompts to answer",
+            ));
+        }
+        self.auth.in_flight = InFlight::KbdInt;
+        let m = msg::UserauthInfoResponse { responses: answers };
+        self.queue_with(|p| m.encode(p));
+        Ok(())
     }
 }

@@ -4,6 +4,11 @@
 mod client;
 mod server;
 
+/// Most keyboard-interactive prompts accepted in one INFO_REQUEST (as ssh).
+pub const MAX_KBDINT_PROMPTS: usize = 256;
+/// Most prompts the server sends, and answers it accepts, per round (as sshd).
+pub const MAX_KBDINT_ANSWERS: usize = 100;
+
 use crate::core::{Connection, Role};
 use crate::error::{Error, Violation};
 use crate::wire::MsgNum;
@@ -19,12 +24,15 @@ pub(crate) struct AuthState {
     service_accepted: bool,
     /// Client: signature algorithms the server accepts (RFC 8308 server-sig-algs).
     pub(crate) server_sig_algs: Option<Vec<String>>,
-    /// Client: the last request was a public key query, so message 60 is PK_OK.
-    query_outstanding: bool,
+    /// Client: the method of the request in flight, which says what a
+    /// message 60 is (PK_OK, PASSWD_CHANGEREQ or INFO_REQUEST).
+    in_flight: client::InFlight,
     /// Server: the request the runtime must decide.
     pending: Option<server::Pending>,
     /// Server: failed attempts so far.
     failures: u32,
+    /// Server: prompts in the INFO_REQUEST the client must answer.
+    info_prompts: Option<usize>,
     /// Server: the banner went out already.
     banner_sent: bool,
 }

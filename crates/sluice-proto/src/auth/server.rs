@@ -1,7 +1,8 @@
 //! Server side of RFC 4252. Signatures are checked here; whether a key or
 //! password is authorised for the user is asked of the runtime through
 //! [`Event::AuthRequest`], which answers with `auth_accept`, `auth_pk_ok` or
-//! `auth_reject`. `MaxAuthTries` is enforced here.
+//! `auth_reject`, for keyboard-interactive after `auth_info_request` rounds.
+//! `MaxAuthTries` is enforced here.
 
 use crate::core::Connection;
 use crate::crypto::hostkey;
@@ -37,6 +38,13 @@ impl Connection {
                 if self.auth.authenticated {
                     return Ok(()); // RFC 4252 5.1: ignored after success.
                 }
+                let req = msg::UserauthRequest::decode(payload).map_err(bad)?;
+                if self.auth.info_prompts.take().is_some() {
+                    // The client gave up answering keyboard-interactive
+                    // prompts: that attempt failed (no FAILURE is owed).
+                    self.auth.pending = None;
+                    self.count_failure()?;
+                }
                 if self.auth.pending.is_some() {
                     return Err(Violation::UnexpectedMessage(
                         num,
@@ -44,8 +52,22 @@ impl Connection {
                     )
                     .into());
                 }
-                let req = msg::UserauthRequest::decode(payload).map_err(bad)?;
                 self.on_userauth_request(req)
+            }
+            MsgNum::USERAUTH_INFO_RESPONSE if self.auth.info_prompts.is_some() => {
+                let r = msg::UserauthInfoResponse::decode(payload).map_err(bad)?;
+                let want = self.auth.info_prompts.take().unwrap_or_default();
+                if r.responses.len() != want {
+                    return Err(Violation::UnexpectedMessage(
+                        num,
+                        "with the wrong number of answers",
+                    )
+                    .into());
+                }
+                self.events.push_back(Event::AuthInfoResponse {
+                    answers: r.responses,
+                });
+                Ok(())
             }
             _ => Err(Violation::UnexpectedMessage(num, "in server authentication").into()),
         }
@@ -112,6 +134,11 @@ impl Connection {
                 password,
                 new_password: None,
             } if self.method_offered("password") => AuthMethodRequest::Password { password },
+            AuthMethod::KeyboardInteractive { submethods, .. }
+                if self.method_offered("keyboard-interactive") =>
+            {
+                AuthMethodRequest::KeyboardInteractive { submethods }
+            }
             _ => return self.reject_now(true),
         };
         self.auth.pending = Some(Pending {
@@ -131,14 +158,20 @@ impl Connection {
             .is_some_and(|s| s.auth_methods.iter().any(|m| m == name))
     }
 
+    /// One more failed attempt; an error once MaxAuthTries is reached.
+    fn count_failure(&mut self) -> Result<(), Error> {
+        let max = self.server.as_ref().map_or(6, |s| s.max_auth_tries);
+        self.auth.failures += 1;
+        if max > 0 && self.auth.failures >= max {
+            return Err(Violation::TooManyAuthFailures.into());
+        }
+        Ok(())
+    }
+
     /// Sends USERAUTH_FAILURE; `counts` when the attempt counts against MaxAuthTries.
     fn reject_now(&mut self, counts: bool) -> Result<(), Error> {
-        let max = self.server.as_ref().map_or(6, |s| s.max_auth_tries);
         if counts {
-            self.auth.failures += 1;
-            if max > 0 && self.auth.failures >= max {
-                return Err(Violation::TooManyAuthFailures.into());
-            }
+            self.count_failure()?;
         }
         let methods = self
             .server
@@ -161,6 +194,7 @@ impl Connection {
         let Some(p) = self.auth.pending.take() else {
             return;
         };
+        self.auth.info_prompts = None;
         if let AuthMethodRequest::PublicKey {
             algorithm,
             key_blob,
@@ -188,9 +222,42 @@ impl Connection {
         let Some(p) = self.auth.pending.take() else {
             return;
         };
+        self.auth.info_prompts = None;
         let counts = !matches!(p.method, AuthMethodRequest::None);
         if let Err(e) = self.reject_now(counts) {
             let _ = self.fail(e);
         }
+    }
+
+    /// Server: sends keyboard-interactive prompts (RFC 4256 3.2) for the
+    /// pending keyboard-interactive request; the answers come as
+    /// [`Event::AuthInfoResponse`]. At most 100 prompts per round.
+    pub fn auth_info_request(
+        &mut self,
+        name: &str,
+        instruction: &str,
+        prompts: Vec<msg::Prompt>,
+    ) -> Result<(), Error> {
+        let kbdint = matches!(
+            self.auth.pending.as_ref().map(|p| &p.method),
+            Some(AuthMethodRequest::KeyboardInteractive { .. })
+        );
+        if !kbdint || self.auth.info_prompts.is_some() {
+            return Err(Error::InvalidState(
+                "no keyboard-interactive request waiting for prompts",
+            ));
+        }
+        if prompts.len() > super::MAX_KBDINT_ANSWERS {
+            return Err(Error::InvalidState("too many keyboard-interactive prompts"));
+        }
+        self.auth.info_prompts = Some(prompts.len());
+        let m = msg::UserauthInfoRequest {
+            name: name.to_owned(),
+            instruction: instruction.to_owned(),
+            language: String::new(),
+            prompts,
+        };
+        self.queue_with(|p| m.encode(p));
+        Ok(())
     }
 }
