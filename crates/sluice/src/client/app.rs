@@ -3,6 +3,7 @@
 //! known_hosts as `StrictHostKeyChecking` says.
 
 use crate::cli::ssh_args::{self, ClientArgs, Invocation};
+use crate::client::auth::AuthPrefs;
 use crate::client::session::{HostKeyCheck, Identity, SessionPlan};
 use crate::client::{self, ClientOptions};
 use crate::config::algorithms;
@@ -396,6 +397,29 @@ fn ask_yes(name: &str, shown: &str, fp: &str) -> bool {
     a == "yes" || a == fp
 }
 
+/// PreferredAuthentications, BatchMode, NumberOfPasswordPrompts and the
+/// per-method switches (KbdInteractiveAuthentication has the older name
+/// ChallengeResponseAuthentication).
+fn auth_prefs(r: &Resolved) -> Result<AuthPrefs, String> {
+    let mut p = AuthPrefs::default();
+    if let Some(list) = r.get("preferredauthentications") {
+        p.preferred = list.split(',').map(|m| m.trim().to_owned()).collect();
+    }
+    if let Some(n) = r.get("numberofpasswordprompts") {
+        p.password_prompts = n
+            .parse()
+            .map_err(|_| format!("Bad NumberOfPasswordPrompts '{n}': use a number"))?;
+    }
+    p.pubkey = r.flag("pubkeyauthentication", true);
+    p.password = r.flag("passwordauthentication", true);
+    p.kbdint = match r.get("kbdinteractiveauthentication") {
+        Some(_) => r.flag("kbdinteractiveauthentication", true),
+        None => r.flag("challengeresponseauthentication", true),
+    };
+    p.batch = r.flag("batchmode", false);
+    Ok(p)
+}
+
 fn connect(args: ClientArgs) -> Result<i32, String> {
     let mut opts = Vec::new();
     if let Some(p) = args.port {
@@ -543,7 +567,9 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         none_switch,
         remote_bufs,
     };
+    let auth = auth_prefs(&r)?;
     let opts = ClientOptions {
+        auth,
         host,
         port,
         user,

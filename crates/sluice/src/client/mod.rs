@@ -2,6 +2,8 @@
 //! command's exit status (255 when SSH itself failed), as `ssh` does.
 
 pub mod app;
+pub mod auth;
+pub mod prompt;
 pub mod session;
 
 use crate::log;
@@ -38,6 +40,8 @@ pub struct ClientOptions {
     pub tcp_sndbuf: u64,
     /// What to run.
     pub plan: SessionPlan,
+    /// How to authenticate (PreferredAuthentications, BatchMode, ...).
+    pub auth: auth::AuthPrefs,
 }
 
 fn connect(opts: &ClientOptions) -> Result<TcpStream, String> {
@@ -146,6 +150,7 @@ pub fn run(opts: ClientOptions, identities: Vec<Identity>, host_key_check: HostK
     let mut conn = Connection::client(ClientConfig { common: opts.proto }, Box::new(SystemRng));
     let mut handler =
         ClientSession::new(opts.user, &opts.host, identities, host_key_check, opts.plan);
+    handler.set_auth_prefs(opts.auth);
     let mut pump = Pump::new(sock.as_raw_fd());
     pump.set_crypto_threads(&mut conn, opts.crypto_threads);
     let result = pump.run(&mut conn, &mut handler);

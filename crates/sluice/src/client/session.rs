@@ -1,27 +1,16 @@
 //! The client's side of one connection once the transport is up: host key
-//! trust, public-key authentication, and one session channel running a
-//! command (or, later, a shell) wired to stdin, stdout and stderr.
+//! trust, authentication (handed to client/auth.rs), and one session
+//! channel running a command (or, later, a shell) wired to stdin, stdout
+//! and stderr.
 
+use super::auth::{AuthPrefs, ClientAuth};
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds, Handler};
-use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::negotiate::Algorithms;
 use sluice_proto::{ChannelId, Connection, Event};
-use std::sync::Arc;
 
-/// A key the client can offer: its public blob, where it came from, and
-/// how to get a signer for it (loading a file may ask for a passphrase).
-pub struct Identity {
-    /// What to call it in logs (`/root/.ssh/id_ed25519`, `agent key ...`).
-    pub label: String,
-    /// Public key blob.
-    pub public_blob: Vec<u8>,
-    /// Signature algorithms, preferred first.
-    pub sig_algs: Vec<&'static str>,
-    /// Produces the signer when the server accepts the key.
-    pub load: Box<dyn FnMut() -> Result<Arc<dyn Signer>, String>>,
-}
+pub use super::auth::Identity;
 
 /// The server's verdict on the host key, given by the runtime.
 pub type HostKeyCheck = Box<dyn FnMut(&str, &[u8]) -> Result<(), String>>;
@@ -45,31 +34,17 @@ pub struct SessionPlan {
     pub remote_bufs: (u64, u64),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AuthStep {
-    Start,
-    NoneSent,
-    Querying(usize),
-    Signing(usize),
-    Done,
-}
-
 /// Client-side event handling for one connection.
 pub struct ClientSession {
-    user: String,
-    /// `user@host`, as OpenSSH names the login in "Permission denied".
-    login: String,
-    identities: Vec<Identity>,
+    auth: ClientAuth,
     host_key_check: HostKeyCheck,
     plan: SessionPlan,
-    step: AuthStep,
     channel: Option<ChannelId>,
     /// The remote command's exit status.
     pub exit_status: Option<u32>,
     /// The remote command died of a signal.
     pub exit_signal: Option<String>,
     finished: bool,
-    tried_sig_alg: &'static str,
     /// The NONE re-key was asked for and has not completed yet.
     none_pending: bool,
 }
@@ -84,65 +59,21 @@ impl ClientSession {
         plan: SessionPlan,
     ) -> Self {
         ClientSession {
-            login: format!("{user}@{host}"),
-            user,
-            identities,
+            auth: ClientAuth::new(user, host, identities),
             host_key_check,
             plan,
-            step: AuthStep::Start,
             channel: None,
             exit_status: None,
             exit_signal: None,
             finished: false,
-            tried_sig_alg: "",
             none_pending: false,
         }
     }
 
-    fn pick_alg(&self, conn: &Connection, idx: usize) -> &'static str {
-        let Some(id) = self.identities.get(idx) else {
-            return "";
-        };
-        let server = conn.server_sig_algs();
-        id.sig_algs
-            .iter()
-            .copied()
-            .find(|a| server.is_none_or(|s| s.iter().any(|x| x == a)))
-            .or_else(|| id.sig_algs.first().copied())
-            .unwrap_or("")
-    }
-
-    /// Offers identity `idx` onward, or gives up when none are left.
-    fn try_identity(&mut self, conn: &mut Connection, idx: usize) -> Result<(), String> {
-        let Some(id) = self.identities.get(idx) else {
-            self.step = AuthStep::Done;
-            return Err(format!("{}: Permission denied (publickey).", self.login));
-        };
-        let alg = self.pick_alg(conn, idx);
-        log!(Debug1, "Offering public key: {}", id.label);
-        self.tried_sig_alg = alg;
-        conn.auth_publickey_query(&self.user, alg, &id.public_blob);
-        self.step = AuthStep::Querying(idx);
-        Ok(())
-    }
-
-    fn sign_with(&mut self, conn: &mut Connection, idx: usize) -> Result<(), String> {
-        let Some(id) = self.identities.get_mut(idx) else {
-            return Ok(());
-        };
-        log!(Debug1, "Server accepts key: {}", id.label);
-        match (id.load)() {
-            Ok(signer) => {
-                conn.auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref())
-                    .map_err(|e| e.to_string())?;
-                self.step = AuthStep::Signing(idx);
-                Ok(())
-            }
-            Err(e) => {
-                log!(Info, "{e}");
-                self.try_identity(conn, idx + 1)
-            }
-        }
+    /// PreferredAuthentications, BatchMode and the other ssh_config
+    /// settings for authentication.
+    pub fn set_auth_prefs(&mut self, prefs: AuthPrefs) {
+        self.auth.set_prefs(prefs);
     }
 
     fn start_session(&mut self, conn: &mut Connection) -> Result<(), String> {
@@ -244,46 +175,14 @@ impl Handler for ClientSession {
                     }
                 }
             }
-            Event::AuthReady => {
-                // With a key to offer, offer it at once: the `none` probe
-                // OpenSSH sends first only learns the method list, at the
-                // cost of a round trip (0.24 s at 240 ms) before any data.
-                if self.identities.is_empty() {
-                    conn.auth_none(&self.user);
-                    self.step = AuthStep::NoneSent;
-                } else {
-                    self.try_identity(conn, 0)?;
-                }
-            }
+            Event::AuthReady
+            | Event::AuthFailure { .. }
+            | Event::AuthPkOk { .. }
+            | Event::AuthInfoRequest { .. }
+            | Event::AuthPasswdChangeReq { .. } => self.auth.on_event(conn, &event)?,
             Event::AuthBanner(text) => eprint!("{text}"),
-            Event::AuthFailure { methods, .. } => {
-                log!(
-                    Debug1,
-                    "Authentications that can continue: {}",
-                    methods.join(",")
-                );
-                let next = match self.step {
-                    AuthStep::NoneSent | AuthStep::Start => 0,
-                    AuthStep::Querying(i) | AuthStep::Signing(i) => i + 1,
-                    AuthStep::Done => return Ok(()),
-                };
-                if !methods.iter().any(|m| m == "publickey") {
-                    return Err(format!(
-                        "{}: Permission denied ({}).",
-                        self.login,
-                        methods.join(",")
-                    ));
-                }
-                self.try_identity(conn, next)?;
-            }
-            Event::AuthPkOk { .. } => {
-                if let AuthStep::Querying(i) = self.step {
-                    self.sign_with(conn, i)?;
-                }
-            }
             Event::Authenticated { .. } => {
-                self.step = AuthStep::Done;
-                log!(Debug1, "Authentication succeeded (publickey).");
+                log!(Debug1, "Authentication succeeded ({}).", self.auth.method());
                 if let Some(mac) = self.plan.none_switch {
                     // Before the session is opened: the engine holds the
                     // channel's messages until the re-key is done, so the

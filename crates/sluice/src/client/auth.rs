@@ -1,0 +1,318 @@
+//! The client's choice of authentication methods, as ssh makes it: the
+//! methods of PreferredAuthentications (publickey, keyboard-interactive,
+//! password) in that order, each tried while it has something left (keys,
+//! NumberOfPasswordPrompts) and the server lists it as able to continue.
+//! Passwords and prompts are asked on /dev/tty or through SSH_ASKPASS
+//! (client/prompt.rs); BatchMode never asks.
+
+use super::prompt;
+use crate::log;
+use sluice_proto::crypto::hostkey::Signer;
+use sluice_proto::{Connection, Event};
+use std::sync::Arc;
+
+/// A key the client can offer: its public blob, where it came from, and
+/// how to get a signer for it (loading a file may ask for a passphrase).
+pub struct Identity {
+    /// What to call it in logs (`/root/.ssh/id_ed25519`, `agent key ...`).
+    pub label: String,
+    /// Public key blob.
+    pub public_blob: Vec<u8>,
+    /// Signature algorithms, preferred first.
+    pub sig_algs: Vec<&'static str>,
+    /// Produces the signer when the server accepts the key.
+    pub load: Box<dyn FnMut() -> Result<Arc<dyn Signer>, String>>,
+}
+
+const PUBLICKEY: &str = "publickey";
+const KBDINT: &str = "keyboard-interactive";
+const PASSWORD: &str = "password";
+
+/// The ssh_config settings that steer authentication.
+#[derive(Debug, Clone)]
+pub struct AuthPrefs {
+    /// PreferredAuthentications, in order.
+    pub preferred: Vec<String>,
+    /// PubkeyAuthentication.
+    pub pubkey: bool,
+    /// KbdInteractiveAuthentication (ChallengeResponseAuthentication).
+    pub kbdint: bool,
+    /// PasswordAuthentication.
+    pub password: bool,
+    /// BatchMode: never ask the user anything.
+    pub batch: bool,
+    /// NumberOfPasswordPrompts: password and keyboard-interactive attempts.
+    pub password_prompts: u32,
+}
+
+impl Default for AuthPrefs {
+    fn default() -> Self {
+        AuthPrefs {
+            preferred: ["gssapi-with-mic", "hostbased", PUBLICKEY, KBDINT, PASSWORD]
+                .map(String::from)
+                .to_vec(),
+            pubkey: true,
+            kbdint: true,
+            password: true,
+            batch: false,
+            password_prompts: 3,
+        }
+    }
+}
+
+/// What is in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Idle,
+    None,
+    Querying(usize),
+    Signing(usize),
+    KbdInt,
+    Password,
+}
+
+/// Client-side authentication for one connection.
+pub struct ClientAuth {
+    user: String,
+    /// `user@host`, as ssh names the login in prompts and "Permission denied".
+    login: String,
+    identities: Vec<Identity>,
+    prefs: AuthPrefs,
+    step: Step,
+    /// The next identity to offer.
+    next_key: usize,
+    kbdint_tries: u32,
+    password_tries: u32,
+    /// Methods given up on (nothing left, or the user could not be asked).
+    exhausted: Vec<&'static str>,
+    /// The server's last "can continue" list.
+    server_methods: Option<Vec<String>>,
+    tried_sig_alg: &'static str,
+}
+
+impl ClientAuth {
+    /// Authentication for `user` at `host` offering `identities` in order.
+    pub fn new(user: String, host: &str, identities: Vec<Identity>) -> Self {
+        ClientAuth {
+            login: format!("{user}@{host}"),
+            user,
+            identities,
+            prefs: AuthPrefs::default(),
+            step: Step::Idle,
+            next_key: 0,
+            kbdint_tries: 0,
+            password_tries: 0,
+            exhausted: Vec::new(),
+            server_methods: None,
+            tried_sig_alg: "",
+        }
+    }
+
+    /// Replaces the ssh_config settings.
+    pub fn set_prefs(&mut self, prefs: AuthPrefs) {
+        self.prefs = prefs;
+    }
+
+    /// The method that succeeded, for the log.
+    pub fn method(&self) -> &'static str {
+        match self.step {
+            Step::Idle | Step::None => "none",
+            Step::Querying(_) | Step::Signing(_) => PUBLICKEY,
+            Step::KbdInt => KBDINT,
+            Step::Password => PASSWORD,
+        }
+    }
+
+    fn enabled(&self, m: &str) -> bool {
+        let asks = !self.prefs.batch;
+        match m {
+            PUBLICKEY => self.prefs.pubkey,
+            KBDINT => self.prefs.kbdint && asks,
+            PASSWORD => self.prefs.password && asks,
+            _ => false,
+        }
+    }
+
+    /// Handles the authentication events; others are left to the caller.
+    pub fn on_event(&mut self, conn: &mut Connection, event: &Event) -> Result<(), String> {
+        match event {
+            Event::AuthReady => {
+                // With a key to offer first, offer it at once: the `none`
+                // probe ssh sends first only learns the method list, at the
+                // cost of a round trip (0.24 s at 240 ms) before any data.
+                let first = self.prefs.preferred.iter().find(|m| self.enabled(m));
+                if first.is_some_and(|m| m == PUBLICKEY) && !self.identities.is_empty() {
+                    return self.next(conn);
+                }
+                conn.auth_none(&self.user);
+                self.step = Step::None;
+            }
+            Event::AuthFailure { methods, partial } => {
+                log!(
+                    Debug1,
+                    "Authentications that can continue: {}",
+                    methods.join(",")
+                );
+                if *partial {
+                    log!(
+                        Info,
+                        "Authenticated using \"{}\" with partial success.",
+                        self.method()
+                    );
+                    self.exhausted.clear();
+                }
+                if let Step::Querying(i) | Step::Signing(i) = self.step {
+                    self.next_key = i + 1;
+                }
+                self.server_methods = Some(methods.clone());
+                return self.next(conn);
+            }
+            Event::AuthPkOk { .. } => {
+                if let Step::Querying(i) = self.step {
+                    return self.sign_with(conn, i);
+                }
+            }
+            Event::AuthInfoRequest {
+                name,
+                instruction,
+                prompts,
+            } => {
+                if !name.is_empty() {
+                    eprintln!("{name}");
+                }
+                if !instruction.is_empty() {
+                    eprintln!("{instruction}");
+                }
+                let mut answers = Vec::with_capacity(prompts.len());
+                for p in prompts {
+                    let a = prompt::read_passphrase(&p.prompt, p.echo);
+                    answers.push(a.map(|a| a.to_string()).unwrap_or_default());
+                }
+                conn.auth_info_response(answers)
+                    .map_err(|e| e.to_string())?;
+            }
+            Event::AuthPasswdChangeReq { prompt } => {
+                eprintln!(
+                    "{}: the server requires a password change ({}); sluice cannot change passwords: log in with ssh or change it on the server",
+                    self.login,
+                    prompt.trim_end()
+                );
+                self.exhausted.push(PASSWORD);
+                return self.next(conn);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Sends the next request: the current method while it has tries left,
+    /// then the next preferred one the server lists; or gives up.
+    fn next(&mut self, conn: &mut Connection) -> Result<(), String> {
+        let listed = |m: &str, list: &Option<Vec<String>>| {
+            list.as_ref().is_none_or(|l| l.iter().any(|x| x == m))
+        };
+        let order: Vec<&'static str> = self
+            .prefs
+            .preferred
+            .iter()
+            .filter_map(|m| [PUBLICKEY, KBDINT, PASSWORD].into_iter().find(|x| x == m))
+            .collect();
+        for m in order {
+            if !self.enabled(m) || self.exhausted.contains(&m) || !listed(m, &self.server_methods) {
+                continue;
+            }
+            let sent = match m {
+                PUBLICKEY => self.try_key(conn),
+                KBDINT => self.try_kbdint(conn),
+                _ => self.try_password(conn),
+            };
+            if sent {
+                return Ok(());
+            }
+            log!(Debug1, "No more {m} attempts");
+            self.exhausted.push(m);
+        }
+        self.step = Step::Idle;
+        let list = self.server_methods.clone().unwrap_or_default();
+        Err(format!(
+            "{}: Permission denied ({}).",
+            self.login,
+            list.join(",")
+        ))
+    }
+
+    fn pick_alg(&self, conn: &Connection, idx: usize) -> &'static str {
+        let Some(id) = self.identities.get(idx) else {
+            return "";
+        };
+        let server = conn.server_sig_algs();
+        id.sig_algs
+            .iter()
+            .copied()
+            .find(|a| server.is_none_or(|s| s.iter().any(|x| x == a)))
+            .or_else(|| id.sig_algs.first().copied())
+            .unwrap_or("")
+    }
+
+    fn try_key(&mut self, conn: &mut Connection) -> bool {
+        let idx = self.next_key;
+        let Some(id) = self.identities.get(idx) else {
+            return false;
+        };
+        let alg = self.pick_alg(conn, idx);
+        log!(Debug1, "Offering public key: {}", id.label);
+        self.tried_sig_alg = alg;
+        conn.auth_publickey_query(&self.user, alg, &id.public_blob);
+        self.step = Step::Querying(idx);
+        true
+    }
+
+    fn sign_with(&mut self, conn: &mut Connection, idx: usize) -> Result<(), String> {
+        let Some(id) = self.identities.get_mut(idx) else {
+            return Ok(());
+        };
+        log!(Debug1, "Server accepts key: {}", id.label);
+        match (id.load)() {
+            Ok(signer) => {
+                conn.auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref())
+                    .map_err(|e| e.to_string())?;
+                self.step = Step::Signing(idx);
+                Ok(())
+            }
+            Err(e) => {
+                log!(Info, "{e}");
+                self.next_key = idx + 1;
+                self.next(conn)
+            }
+        }
+    }
+
+    fn try_kbdint(&mut self, conn: &mut Connection) -> bool {
+        if self.kbdint_tries >= self.prefs.password_prompts || !prompt::available() {
+            return false;
+        }
+        self.kbdint_tries += 1;
+        log!(Debug1, "Next authentication method: {KBDINT}");
+        conn.auth_kbdint(&self.user, "");
+        self.step = Step::KbdInt;
+        true
+    }
+
+    fn try_password(&mut self, conn: &mut Connection) -> bool {
+        if self.password_tries >= self.prefs.password_prompts {
+            return false;
+        }
+        if self.password_tries > 0 {
+            eprintln!("Permission denied, please try again.");
+        }
+        self.password_tries += 1;
+        log!(Debug1, "Next authentication method: {PASSWORD}");
+        let Some(pw) = prompt::read_passphrase(&format!("{}'s password: ", self.login), false)
+        else {
+            return false;
+        };
+        conn.auth_password(&self.user, &pw);
+        self.step = Step::Password;
+        true
+    }
+}
