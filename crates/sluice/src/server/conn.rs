@@ -10,6 +10,7 @@ use crate::keys::authorized_keys::{self, KeyOptions};
 use crate::keys::identity::fingerprint_sha256;
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds, Handler};
+use crate::server::auth::ServerAuth;
 use crate::server::session::{self, ExitResult, SessionSpawn, UserInfo};
 use sluice_proto::crypto::hostkey;
 use sluice_proto::msg::ChannelRequestKind;
@@ -47,6 +48,8 @@ pub struct ServerConn {
     on_auth: Option<Box<dyn FnOnce()>>,
     /// The connection's TCP socket, for the client's RemoteRcvBuf request.
     sock: Option<std::os::fd::RawFd>,
+    /// Login policy, password and keyboard-interactive checks.
+    auth: ServerAuth,
 }
 
 impl ServerConn {
@@ -66,6 +69,7 @@ impl ServerConn {
             sessions: BTreeMap::new(),
             on_auth,
             sock: None,
+            auth: ServerAuth::new(peer),
         }
     }
 
@@ -340,19 +344,29 @@ impl Handler for ServerConn {
         event: Event,
     ) -> Result<(), String> {
         match event {
-            Event::AuthRequest { user, method } => {
-                let ok = match &method {
-                    AuthMethodRequest::PublicKey {
-                        algorithm,
-                        key_blob,
-                        signed,
-                    } => self.check_publickey(&user, algorithm, key_blob, *signed),
-                    _ => false,
-                };
-                if ok {
-                    conn.auth_accept();
-                } else {
-                    conn.auth_reject();
+            Event::AuthRequest { user, method } => match &method {
+                AuthMethodRequest::PublicKey {
+                    algorithm,
+                    key_blob,
+                    signed,
+                } => {
+                    let ok = self.auth.valid_user(&self.cfg, &user).is_some()
+                        && self.check_publickey(&user, algorithm, key_blob, *signed);
+                    if ok {
+                        conn.auth_accept();
+                    } else {
+                        self.auth.reject(conn);
+                    }
+                }
+                _ => {
+                    if let Some(info) = self.auth.on_request(conn, &self.cfg, &user, method) {
+                        self.user = Some(info);
+                    }
+                }
+            },
+            Event::AuthInfoResponse { answers } => {
+                if let Some(info) = self.auth.on_info_response(conn, &self.cfg, answers) {
+                    self.user = Some(info);
                 }
             }
             Event::Authenticated { .. } => {
@@ -459,6 +473,9 @@ impl Handler for ServerConn {
     /// Reaps commands; after a command exited and its output reached EOF,
     /// sends exit-status (or exit-signal) and closes the channel.
     fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        if let Some(info) = self.auth.tick(conn, &self.cfg, self.user.is_some()) {
+            self.user = Some(info);
+        }
         for (id, s) in self.sessions.iter_mut() {
             if s.done {
                 continue;
@@ -496,10 +513,13 @@ impl Handler for ServerConn {
     }
 
     fn tick_interval(&self) -> Option<Duration> {
-        self.sessions
+        let children = self
+            .sessions
             .values()
             .any(|s| s.child.is_some() && !s.done)
-            .then_some(Duration::from_millis(20))
+            .then_some(Duration::from_millis(20));
+        let auth = self.auth.tick_interval(&self.cfg, self.user.is_some());
+        children.into_iter().chain(auth).min()
     }
 }
 

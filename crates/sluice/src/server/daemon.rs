@@ -206,7 +206,7 @@ fn serve_connection(
     let server_cfg = ServerConfig {
         common: proto_config(&cfg),
         host_keys,
-        auth_methods: vec!["publickey".into()],
+        auth_methods: crate::server::auth::offered_methods(&cfg),
         max_auth_tries: cfg.max_auth_tries,
         banner,
     };

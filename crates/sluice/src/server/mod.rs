@@ -1,7 +1,11 @@
 //! The server `sluiced`: the listener that hands each connection to a fresh
 //! process, the per-connection handler, and running commands as the user.
 
+pub mod allow;
+pub mod auth;
 pub mod conn;
 pub mod daemon;
 pub mod listen;
+pub mod pam;
 pub mod session;
+pub mod shadow;

@@ -1,0 +1,145 @@
+//! Who may log in at all, as sshd's allowed_user: the login shell must
+//! exist, then DenyUsers, AllowUsers, DenyGroups, AllowGroups in that order.
+//! User patterns may be `user@host` (host as a pattern, an address or a
+//! CIDR block, matched against the client's address: sluiced does no DNS).
+
+use crate::config::sshd::ServerConfig as Sshd;
+use crate::keys::pattern::{match_host_and_ip, match_pattern};
+use crate::server::session::UserInfo;
+use std::ffi::{CStr, CString};
+use std::net::IpAddr;
+
+/// sshd's match_user: `user` or `user@host`.
+fn match_user(user: &str, addr: IpAddr, pat: &str) -> bool {
+    match pat.rsplit_once('@') {
+        Some((u, host)) => match_pattern(user, u) && match_host_and_ip(addr, None, host),
+        None => match_pattern(user, pat),
+    }
+}
+
+/// Names of the user's groups (primary and supplementary).
+fn group_names(info: &UserInfo) -> Vec<String> {
+    let Ok(name) = CString::new(info.name.as_str()) else {
+        return Vec::new();
+    };
+    let mut n: libc::c_int = 64;
+    let mut gids: Vec<libc::gid_t> = vec![0; n as usize];
+    for _ in 0..2 {
+        // SAFETY: gids holds n entries; n is updated to the count needed.
+        let rc = unsafe { libc::getgrouplist(name.as_ptr(), info.gid, gids.as_mut_ptr(), &mut n) };
+        if rc >= 0 {
+            gids.truncate(n.max(0) as usize);
+            break;
+        }
+        gids = vec![0; n.clamp(0, 65536) as usize];
+    }
+    gids.iter().filter_map(|&g| group_name(g)).collect()
+}
+
+fn group_name(gid: libc::gid_t) -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 64 * 1024];
+    // SAFETY: group is plain data filled by getgrgid_r.
+    let mut gr: libc::group = unsafe { std::mem::zeroed() };
+    let mut res: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: all pointers valid for the call; buf outlives the read below.
+    let rc = unsafe { libc::getgrgid_r(gid, &mut gr, buf.as_mut_ptr(), buf.len(), &mut res) };
+    if rc != 0 || res.is_null() || gr.gr_name.is_null() {
+        return None;
+    }
+    // SAFETY: NUL-terminated inside buf.
+    Some(
+        unsafe { CStr::from_ptr(gr.gr_name) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+/// Ok when `info` may log in from `addr`; otherwise the line sshd logs.
+pub fn check(cfg: &Sshd, info: &UserInfo, addr: IpAddr) -> Result<(), String> {
+    let user = &info.name;
+    let shell = if info.shell.is_empty() {
+        "/bin/sh"
+    } else {
+        info.shell.as_str()
+    };
+    match std::fs::metadata(shell) {
+        Err(_) => {
+            return Err(format!(
+                "User {user} not allowed because shell {shell} does not exist"
+            ))
+        }
+        Ok(m) if std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 == 0 => {
+            return Err(format!(
+                "User {user} not allowed because shell {shell} is not executable"
+            ))
+        }
+        Ok(_) => {}
+    }
+    let deny = |why: &str| Err(format!("User {user} from {addr} not allowed because {why}"));
+    if cfg.deny_users.iter().any(|p| match_user(user, addr, p)) {
+        return deny("listed in DenyUsers");
+    }
+    if !cfg.allow_users.is_empty() && !cfg.allow_users.iter().any(|p| match_user(user, addr, p)) {
+        return deny("not listed in AllowUsers");
+    }
+    if cfg.deny_groups.is_empty() && cfg.allow_groups.is_empty() {
+        return Ok(());
+    }
+    let groups = group_names(info);
+    if groups.is_empty() {
+        return deny("not in any group");
+    }
+    let any = |pats: &[String]| {
+        groups
+            .iter()
+            .any(|g| pats.iter().any(|p| match_pattern(g, p)))
+    };
+    if any(&cfg.deny_groups) {
+        return deny("a group is listed in DenyGroups");
+    }
+    if !cfg.allow_groups.is_empty() && !any(&cfg.allow_groups) {
+        return deny("none of user's groups are listed in AllowGroups");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> UserInfo {
+        crate::server::session::lookup_user("root").unwrap()
+    }
+
+    #[test]
+    fn users_and_groups_as_sshd() {
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        let mut cfg = Sshd::default();
+        assert!(check(&cfg, &root(), lo).is_ok());
+        cfg.deny_users = vec!["ro*@127.0.0.0/8".into()];
+        let e = check(&cfg, &root(), lo).unwrap_err();
+        assert_eq!(
+            e,
+            "User root from 127.0.0.1 not allowed because listed in DenyUsers"
+        );
+        assert!(check(&cfg, &root(), "10.0.0.1".parse().unwrap()).is_ok());
+        cfg.deny_users.clear();
+        cfg.allow_users = vec!["alice".into(), "bob@10.*".into()];
+        assert!(check(&cfg, &root(), lo)
+            .unwrap_err()
+            .ends_with("not listed in AllowUsers"));
+        cfg.allow_users = vec!["r?ot".into()];
+        assert!(check(&cfg, &root(), lo).is_ok());
+        cfg.deny_groups = vec!["root".into()];
+        assert!(check(&cfg, &root(), lo)
+            .unwrap_err()
+            .ends_with("listed in DenyGroups"));
+        cfg.deny_groups.clear();
+        cfg.allow_groups = vec!["wheel".into()];
+        assert!(check(&cfg, &root(), lo)
+            .unwrap_err()
+            .ends_with("listed in AllowGroups"));
+        cfg.allow_groups = vec!["ro*".into()];
+        assert!(check(&cfg, &root(), lo).is_ok());
+    }
+}

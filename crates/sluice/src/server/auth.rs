@@ -1,0 +1,389 @@
+//! The server's login policy and its password and keyboard-interactive
+//! checks, as sshd: the user must exist and pass AllowUsers / DenyUsers /
+//! AllowGroups / DenyGroups (server/allow.rs); passwords are checked by PAM
+//! (UsePAM yes, server/pam.rs, on a thread) or the shadow file (UsePAM no,
+//! server/shadow.rs); PermitRootLogin other than yes refuses root passwords;
+//! PermitEmptyPasswords; a failure is answered only after a delay (PAM's
+//! own, or sshd's few milliseconds per user) without blocking the loop;
+//! LoginGraceTime ends connections that have not authenticated.
+//! MaxAuthTries is counted by the engine; this logs when it is reached.
+
+use crate::config::sshd::{PermitRootLogin, ServerConfig as Sshd};
+use crate::log;
+use crate::server::pam::{self, FromPam};
+use crate::server::session::{self, UserInfo};
+use crate::server::{allow, shadow};
+use sluice_proto::msg::{DisconnectReason, Prompt};
+use sluice_proto::{AuthMethodRequest, Connection};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use zeroize::Zeroizing;
+
+/// What sshd gives PAM for users that must fail (invalid, or root refused),
+/// so the check takes as long as a real one.
+const BAD_PASSWORD: &str = "\u{8}\n\r\u{7f}INCORRECT";
+
+/// The methods listed as able to continue, in sshd's order.
+pub fn offered_methods(cfg: &Sshd) -> Vec<String> {
+    let mut m = Vec::new();
+    if cfg.pubkey_authentication {
+        m.push("publickey".to_owned());
+    }
+    if cfg.password_authentication {
+        m.push("password".to_owned());
+    }
+    if cfg.kbd_interactive_authentication {
+        m.push("keyboard-interactive".to_owned());
+    }
+    m
+}
+
+/// A check in progress.
+enum Work {
+    Idle,
+    /// PAM on its thread; `method` as logged.
+    Pam {
+        worker: pam::Worker,
+        method: &'static str,
+        /// The client owes answers to prompts we relayed.
+        prompted: bool,
+    },
+    /// Keyboard-interactive without PAM: one "Password: " round.
+    ShadowPrompt,
+}
+
+/// Per-connection authentication state of the server.
+pub struct ServerAuth {
+    peer: SocketAddr,
+    started: Instant,
+    /// The user of the current request, and its account if it may log in
+    /// (looked up, and the refusal logged, once per name).
+    user: Option<(String, Option<UserInfo>)>,
+    work: Work,
+    /// A failure waiting out its delay: when to send it, and the method.
+    reject_at: Option<Instant>,
+    timed_out: bool,
+}
+
+impl ServerAuth {
+    /// State for a connection from `peer`, accepted now.
+    pub fn new(peer: SocketAddr) -> Self {
+        ServerAuth {
+            peer,
+            started: Instant::now(),
+            user: None,
+            work: Work::Idle,
+            reject_at: None,
+            timed_out: false,
+        }
+    }
+
+    /// `user`'s account if it exists and may log in; logs why not, once.
+    pub fn valid_user(&mut self, cfg: &Sshd, user: &str) -> Option<UserInfo> {
+        if let Some((name, info)) = &self.user {
+            if name == user {
+                return info.clone();
+            }
+        }
+        let (ip, port) = (self.peer.ip(), self.peer.port());
+        let info = match session::lookup_user(user) {
+            None => {
+                log!(Info, "Invalid user {user} from {ip} port {port}");
+                None
+            }
+            Some(info) => match allow::check(cfg, &info, ip) {
+                Ok(()) => Some(info),
+                Err(why) => {
+                    log!(Info, "{why}");
+                    None
+                }
+            },
+        };
+        self.user = Some((user.to_owned(), info.clone()));
+        info
+    }
+
+    fn who(&self) -> String {
+        match &self.user {
+            Some((name, Some(_))) => name.clone(),
+            Some((name, None)) => format!("invalid user {name}"),
+            None => String::new(),
+        }
+    }
+
+    /// Whether root may use a password here; logs the refusal as sshd.
+    fn root_ok(&self, cfg: &Sshd, info: &UserInfo) -> bool {
+        if info.uid != 0 || cfg.permit_root_login == PermitRootLogin::Yes {
+            return true;
+        }
+        log!(
+            Info,
+            "ROOT LOGIN REFUSED FROM {} port {}",
+            self.peer.ip(),
+            self.peer.port()
+        );
+        false
+    }
+
+    /// A password, keyboard-interactive or none request (publickey is
+    /// server/conn.rs's). Returns the account when it succeeded at once.
+    pub fn on_request(
+        &mut self,
+        conn: &mut Connection,
+        cfg: &Sshd,
+        user: &str,
+        method: AuthMethodRequest,
+    ) -> Option<UserInfo> {
+        // A new request supersedes keyboard-interactive in progress.
+        self.work = Work::Idle;
+        let info = self.valid_user(cfg, user);
+        let allowed = info.as_ref().is_some_and(|i| self.root_ok(cfg, i));
+        let rhost = self.peer.ip().to_string();
+        match method {
+            AuthMethodRequest::Password { password } => {
+                let password = Zeroizing::new(password);
+                let empty_ok = !password.is_empty() || cfg.permit_empty_passwords;
+                if cfg.use_pam {
+                    let pw = if allowed {
+                        password
+                    } else {
+                        Zeroizing::new(BAD_PASSWORD.to_owned())
+                    };
+                    let mode = pam::Mode::Password(pw);
+                    self.start_pam(conn, user, &rhost, mode, cfg, "password");
+                    None
+                } else {
+                    let ok = shadow::check(user, &password, cfg.permit_empty_passwords);
+                    self.finish(conn, ok && allowed && empty_ok, "password", None)
+                }
+            }
+            AuthMethodRequest::KeyboardInteractive { .. } => {
+                if cfg.use_pam {
+                    let method = "keyboard-interactive/pam";
+                    self.start_pam(conn, user, &rhost, pam::Mode::Interactive, cfg, method);
+                } else {
+                    let p = vec![Prompt {
+                        prompt: "Password: ".into(),
+                        echo: false,
+                    }];
+                    match conn.auth_info_request("", "", p) {
+                        Ok(()) => self.work = Work::ShadowPrompt,
+                        Err(_) => conn.auth_reject(),
+                    }
+                }
+                None
+            }
+            _ => {
+                // `none` (and anything else): the list, without counting.
+                conn.auth_reject();
+                None
+            }
+        }
+    }
+
+    fn start_pam(
+        &mut self,
+        conn: &mut Connection,
+        user: &str,
+        rhost: &str,
+        mode: pam::Mode,
+        cfg: &Sshd,
+        method: &'static str,
+    ) {
+        match pam::start(user, rhost, mode, cfg.permit_empty_passwords) {
+            Ok(worker) => {
+                self.work = Work::Pam {
+                    worker,
+                    method,
+                    prompted: false,
+                }
+            }
+            Err(e) => {
+                log!(Error, "{e}");
+                self.finish(conn, false, method, None);
+            }
+        }
+    }
+
+    /// The client's keyboard-interactive answers.
+    pub fn on_info_response(
+        &mut self,
+        conn: &mut Connection,
+        cfg: &Sshd,
+        answers: Vec<String>,
+    ) -> Option<UserInfo> {
+        let answers: Vec<Zeroizing<String>> = answers.into_iter().map(Zeroizing::new).collect();
+        match std::mem::replace(&mut self.work, Work::Idle) {
+            Work::Pam {
+                worker,
+                method,
+                prompted: true,
+            } => {
+                worker.answer(answers);
+                self.work = Work::Pam {
+                    worker,
+                    method,
+                    prompted: false,
+                };
+                None
+            }
+            Work::ShadowPrompt => {
+                let (name, info) = self.user.clone()?;
+                let allowed = info.as_ref().is_some_and(|i| self.root_ok(cfg, i));
+                let pw = answers.first().map_or("", |a| a.as_str());
+                let empty_ok = !pw.is_empty() || cfg.permit_empty_passwords;
+                let ok = shadow::check(&name, pw, cfg.permit_empty_passwords);
+                self.finish(
+                    conn,
+                    ok && allowed && empty_ok,
+                    "keyboard-interactive",
+                    None,
+                )
+            }
+            other => {
+                self.work = other;
+                None
+            }
+        }
+    }
+
+    /// Logs the verdict and answers it: success at once, failure after
+    /// `delay` (PAM's) or sshd's per-user few milliseconds.
+    fn finish(
+        &mut self,
+        conn: &mut Connection,
+        ok: bool,
+        method: &str,
+        delay: Option<Duration>,
+    ) -> Option<UserInfo> {
+        self.work = Work::Idle;
+        let (ip, port) = (self.peer.ip(), self.peer.port());
+        let who = self.who();
+        let info = self.user.as_ref().and_then(|(_, i)| i.clone());
+        if ok && info.is_some() {
+            log!(
+                Info,
+                "Accepted {method} for {who} from {ip} port {port} ssh2"
+            );
+            conn.auth_accept();
+            return info;
+        }
+        log!(Info, "Failed {method} for {who} from {ip} port {port} ssh2");
+        let name = self.user.as_ref().map_or("", |(n, _)| n.as_str());
+        let delay = delay.unwrap_or_else(|| user_delay(name));
+        self.reject_at = Some(Instant::now() + delay);
+        None
+    }
+
+    /// Rejects the pending request now (publickey's path), logging when
+    /// MaxAuthTries ended the connection.
+    pub fn reject(&mut self, conn: &mut Connection) {
+        conn.auth_reject();
+        if conn.is_closed() {
+            let (ip, port) = (self.peer.ip(), self.peer.port());
+            log!(
+                Error,
+                "maximum authentication attempts exceeded for {} from {ip} port {port} ssh2",
+                self.who()
+            );
+            log!(
+                Info,
+                "Disconnecting authenticating user {} {ip} port {port}: Too many authentication failures",
+                self.user.as_ref().map_or("", |(n, _)| n.as_str())
+            );
+        }
+    }
+
+    /// Runs every loop turn: LoginGraceTime, delayed failures, PAM's
+    /// prompts and verdicts. Returns the account when PAM accepted.
+    pub fn tick(
+        &mut self,
+        conn: &mut Connection,
+        cfg: &Sshd,
+        authenticated: bool,
+    ) -> Option<UserInfo> {
+        let now = Instant::now();
+        if !authenticated && !self.timed_out && cfg.login_grace_time > 0 {
+            if now.duration_since(self.started) >= Duration::from_secs(cfg.login_grace_time) {
+                self.timed_out = true;
+                let (ip, port) = (self.peer.ip(), self.peer.port());
+                log!(Info, "Timeout before authentication for {ip} port {port}");
+                conn.disconnect(
+                    DisconnectReason::PROTOCOL_ERROR,
+                    "Timeout before authentication",
+                );
+                return None;
+            }
+        }
+        if self.reject_at.is_some_and(|t| now >= t) {
+            self.reject_at = None;
+            self.reject(conn);
+        }
+        let Work::Pam {
+            worker,
+            method,
+            prompted,
+        } = &mut self.work
+        else {
+            return None;
+        };
+        match worker.poll()? {
+            FromPam::Prompts {
+                instruction,
+                prompts,
+            } => {
+                let prompts = prompts
+                    .into_iter()
+                    .map(|(prompt, echo)| Prompt { prompt, echo })
+                    .collect();
+                match conn.auth_info_request("", &instruction, prompts) {
+                    Ok(()) => *prompted = true,
+                    // Not keyboard-interactive: PAM cannot be answered.
+                    Err(_) => worker.answer(Vec::new()),
+                }
+                None
+            }
+            FromPam::Done(r, delay) => {
+                let method = *method;
+                if let Err(e) = &r {
+                    log!(Error, "PAM: {e} for {} from {}", self.who(), self.peer.ip());
+                }
+                // Refusals were logged with the request.
+                let allowed = match &self.user {
+                    Some((_, Some(info))) => {
+                        info.uid != 0 || cfg.permit_root_login == PermitRootLogin::Yes
+                    }
+                    _ => false,
+                };
+                self.finish(conn, r.is_ok() && allowed, method, Some(delay))
+            }
+        }
+    }
+
+    /// How soon `tick` must run: PAM polling, a delayed failure, the grace time.
+    pub fn tick_interval(&self, cfg: &Sshd, authenticated: bool) -> Option<Duration> {
+        let now = Instant::now();
+        let mut t: Option<Duration> = None;
+        let mut min = |d: Duration| t = Some(t.map_or(d, |x| x.min(d)));
+        if matches!(self.work, Work::Pam { .. }) {
+            min(Duration::from_millis(10));
+        }
+        if let Some(at) = self.reject_at {
+            min(at.saturating_duration_since(now));
+        }
+        if !authenticated && !self.timed_out && cfg.login_grace_time > 0 {
+            let end = self.started + Duration::from_secs(cfg.login_grace_time);
+            min(end.saturating_duration_since(now));
+        }
+        t
+    }
+}
+
+/// sshd's user_specific_delay: 5 ms plus up to 4 ms derived from the name,
+/// so failures take the same time for a given user whether it exists or not.
+fn user_delay(user: &str) -> Duration {
+    let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, user.as_bytes());
+    let b = d.as_ref();
+    let n = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    Duration::from_micros(5000 + u64::from(n % 4000))
+}
