@@ -500,7 +500,7 @@ fn accept_env_and_authorized_keys_options() {
     let out = run(c, b"", 60);
     assert_eq!(out.status.code(), Some(255));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("Permission denied (publickey)"),
+        String::from_utf8_lossy(&out.stderr).contains("Permission denied (publickey"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

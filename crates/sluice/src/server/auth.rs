@@ -144,7 +144,7 @@ impl ServerAuth {
                 let password = Zeroizing::new(password);
                 let empty_ok = !password.is_empty() || cfg.permit_empty_passwords;
                 if cfg.use_pam {
-                    let pw = if allowed {
+                    let pw = if allowed && empty_ok {
                         password
                     } else {
                         Zeroizing::new(BAD_PASSWORD.to_owned())
@@ -303,17 +303,19 @@ impl ServerAuth {
         authenticated: bool,
     ) -> Option<UserInfo> {
         let now = Instant::now();
-        if !authenticated && !self.timed_out && cfg.login_grace_time > 0 {
-            if now.duration_since(self.started) >= Duration::from_secs(cfg.login_grace_time) {
-                self.timed_out = true;
-                let (ip, port) = (self.peer.ip(), self.peer.port());
-                log!(Info, "Timeout before authentication for {ip} port {port}");
-                conn.disconnect(
-                    DisconnectReason::PROTOCOL_ERROR,
-                    "Timeout before authentication",
-                );
-                return None;
-            }
+        if !authenticated
+            && !self.timed_out
+            && cfg.login_grace_time > 0
+            && now.duration_since(self.started) >= Duration::from_secs(cfg.login_grace_time)
+        {
+            self.timed_out = true;
+            let (ip, port) = (self.peer.ip(), self.peer.port());
+            log!(Info, "Timeout before authentication for {ip} port {port}");
+            conn.disconnect(
+                DisconnectReason::PROTOCOL_ERROR,
+                "Timeout before authentication",
+            );
+            return None;
         }
         if self.reject_at.is_some_and(|t| now >= t) {
             self.reject_at = None;

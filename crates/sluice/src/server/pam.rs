@@ -51,14 +51,21 @@ struct PamConv {
 
 type Handle = *mut c_void;
 
+type StartFn =
+    unsafe extern "C" fn(*const c_char, *const c_char, *const PamConv, *mut Handle) -> c_int;
+type EndFn = unsafe extern "C" fn(Handle, c_int) -> c_int;
+type SetItemFn = unsafe extern "C" fn(Handle, c_int, *const c_void) -> c_int;
+type FlagsFn = unsafe extern "C" fn(Handle, c_int) -> c_int;
+type StrerrorFn = unsafe extern "C" fn(Handle, c_int) -> *const c_char;
+
 /// The libpam functions used.
 struct Lib {
-    start: unsafe extern "C" fn(*const c_char, *const c_char, *const PamConv, *mut Handle) -> c_int,
-    end: unsafe extern "C" fn(Handle, c_int) -> c_int,
-    set_item: unsafe extern "C" fn(Handle, c_int, *const c_void) -> c_int,
-    authenticate: unsafe extern "C" fn(Handle, c_int) -> c_int,
-    acct_mgmt: unsafe extern "C" fn(Handle, c_int) -> c_int,
-    strerror: unsafe extern "C" fn(Handle, c_int) -> *const c_char,
+    start: StartFn,
+    end: EndFn,
+    set_item: SetItemFn,
+    authenticate: FlagsFn,
+    acct_mgmt: FlagsFn,
+    strerror: StrerrorFn,
 }
 
 fn lib() -> Result<&'static Lib, String> {
@@ -76,12 +83,14 @@ fn lib() -> Result<&'static Lib, String> {
                 (!p.is_null()).then_some(p)
             };
             Some(Lib {
-                start: std::mem::transmute(sym(c"pam_start")?),
-                end: std::mem::transmute(sym(c"pam_end")?),
-                set_item: std::mem::transmute(sym(c"pam_set_item")?),
-                authenticate: std::mem::transmute(sym(c"pam_authenticate")?),
-                acct_mgmt: std::mem::transmute(sym(c"pam_acct_mgmt")?),
-                strerror: std::mem::transmute(sym(c"pam_strerror")?),
+                start: std::mem::transmute::<*mut c_void, StartFn>(sym(c"pam_start")?),
+                end: std::mem::transmute::<*mut c_void, EndFn>(sym(c"pam_end")?),
+                set_item: std::mem::transmute::<*mut c_void, SetItemFn>(sym(c"pam_set_item")?),
+                authenticate: std::mem::transmute::<*mut c_void, FlagsFn>(sym(
+                    c"pam_authenticate",
+                )?),
+                acct_mgmt: std::mem::transmute::<*mut c_void, FlagsFn>(sym(c"pam_acct_mgmt")?),
+                strerror: std::mem::transmute::<*mut c_void, StrerrorFn>(sym(c"pam_strerror")?),
             })
         }
     })
