@@ -10,6 +10,7 @@ use crate::keys::authorized_keys::{self, KeyOptions};
 use crate::keys::identity::fingerprint_sha256;
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds, Handler};
+use crate::server::keepalive::{ClientAlive, LoginGrace};
 use crate::server::session::{self, ExitResult, SessionSpawn, UserInfo};
 use sluice_proto::crypto::hostkey;
 use sluice_proto::msg::ChannelRequestKind;
@@ -37,7 +38,16 @@ struct Session {
 
 /// Server-side event handling for one connection.
 pub struct ServerConn {
+    /// The configuration in force for this connection (Match blocks applied once the user is known).
     cfg: Sshd,
+    /// The startup configuration, re-evaluated for each user asked for.
+    base: Sshd,
+    /// The user `cfg` was computed for.
+    match_user: Option<String>,
+    /// ClientAliveInterval probes.
+    alive: ClientAlive,
+    /// LoginGraceTime.
+    grace: LoginGrace,
     peer: SocketAddr,
     local: SocketAddr,
     user: Option<UserInfo>,
@@ -58,6 +68,10 @@ impl ServerConn {
         on_auth: Option<Box<dyn FnOnce()>>,
     ) -> Self {
         ServerConn {
+            base: cfg.clone(),
+            match_user: None,
+            alive: ClientAlive::new(0, 0),
+            grace: LoginGrace::new(cfg.login_grace_time),
             cfg,
             peer,
             local,
@@ -295,6 +309,38 @@ impl ServerConn {
 }
 
 impl ServerConn {
+    /// The first request for a user (or for another user) picks the Match
+    /// blocks that apply; the engine learns the user's auth policy.
+    fn user_config(&mut self, conn: &mut Connection, user: &str) {
+        if self.match_user.as_deref() == Some(user) {
+            return;
+        }
+        let ctx = crate::config::sshd::MatchContext::connection(user, self.peer, self.local);
+        self.cfg = self.base.for_connection(&ctx);
+        self.match_user = Some(user.to_owned());
+        let banner = self
+            .cfg
+            .banner
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok());
+        conn.set_auth_policy(self.cfg.auth_methods(), self.cfg.max_auth_tries, banner);
+    }
+
+    /// The user name asked for (authenticated or not), for log lines.
+    pub fn user_name(&self) -> Option<&str> {
+        self.match_user.as_deref()
+    }
+
+    /// "Timeout, client not responding from user bob ADDR port P".
+    fn client_gone(&self) -> String {
+        format!(
+            "Timeout, client not responding from user {} {} port {}",
+            self.user_name().unwrap_or("(unknown)"),
+            self.peer.ip(),
+            self.peer.port()
+        )
+    }
+
     /// The TCP socket RemoteRcvBuf requests apply to.
     pub fn set_socket(&mut self, fd: std::os::fd::RawFd) {
         self.sock = Some(fd);
@@ -341,6 +387,7 @@ impl Handler for ServerConn {
     ) -> Result<(), String> {
         match event {
             Event::AuthRequest { user, method } => {
+                self.user_config(conn, &user);
                 let ok = match &method {
                     AuthMethodRequest::PublicKey {
                         algorithm,
@@ -356,6 +403,11 @@ impl Handler for ServerConn {
                 }
             }
             Event::Authenticated { .. } => {
+                self.grace.done();
+                self.alive.start(
+                    self.cfg.client_alive_interval,
+                    self.cfg.client_alive_count_max,
+                );
                 if let Some(f) = self.on_auth.take() {
                     f();
                 }
@@ -426,6 +478,7 @@ impl Handler for ServerConn {
                     conn.answer_global(false, &[]);
                 }
             }
+            Event::GlobalReply { .. } => self.alive.on_reply(),
             Event::SockBufRequest { rcvbuf, sndbuf } => {
                 let granted = self.remote_sockbuf(rcvbuf, sndbuf);
                 conn.answer_sockbuf(granted);
@@ -459,6 +512,16 @@ impl Handler for ServerConn {
     /// Reaps commands; after a command exited and its output reached EOF,
     /// sends exit-status (or exit-signal) and closes the channel.
     fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        if !self.alive.tick(conn) {
+            return Err(self.client_gone());
+        }
+        if self.grace.expired() {
+            return Err(format!(
+                "Timeout before authentication for {} port {}",
+                self.peer.ip(),
+                self.peer.port()
+            ));
+        }
         for (id, s) in self.sessions.iter_mut() {
             if s.done {
                 continue;
@@ -496,10 +559,15 @@ impl Handler for ServerConn {
     }
 
     fn tick_interval(&self) -> Option<Duration> {
-        self.sessions
+        let reap = self
+            .sessions
             .values()
             .any(|s| s.child.is_some() && !s.done)
-            .then_some(Duration::from_millis(20))
+            .then_some(Duration::from_millis(20));
+        [reap, self.alive.wait(), self.grace.wait()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 

@@ -3,5 +3,6 @@
 
 pub mod conn;
 pub mod daemon;
+pub mod keepalive;
 pub mod listen;
 pub mod session;
