@@ -277,6 +277,13 @@ fn client_alive_disconnects_a_silent_client() {
     let s = Setup::new("alive");
     let server = s.start(false, "ClientAliveInterval 1\nClientAliveCountMax 2\n");
     let mut client = held_session(&s, &server);
+    // A client that answers the probes stays connected past CountMax intervals.
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(
+        !server.log_text().contains("Timeout"),
+        "{}",
+        server.log_text()
+    );
     let pid = client.id() as libc::pid_t;
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid, libc::SIGSTOP) };

@@ -27,9 +27,8 @@ fn load_config(args: &ServerArgs) -> Result<(Sshd, Vec<String>), String> {
             .unwrap_or_else(|| "/etc/ssh/sshd_config".into()),
     );
     let mut overrides: Vec<String> = args.options.clone();
-    overrides.extend(args.ports.iter().map(|p| format!("Port {p}")));
     overrides.extend(args.host_keys.iter().map(|h| format!("HostKey {h}")));
-    Sshd::load(&path, &overrides)
+    Sshd::load_with_ports(&path, &overrides, &args.ports)
 }
 
 /// The protocol settings from the server config.

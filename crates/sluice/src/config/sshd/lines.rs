@@ -47,18 +47,24 @@ pub(super) struct Read {
     pub(super) lines: Vec<Line>,
     pub(super) warnings: Vec<String>,
     bad: Vec<String>,
+    ports_from_cmdline: bool,
 }
 
 /// Deepest Include nesting, as sshd's.
 const MAX_DEPTH: usize = 16;
 
-/// Reads `-o` overrides (first, so they win) and then `path`.
-pub(super) fn read(path: &Path, overrides: &[String]) -> Result<Read, String> {
+/// Reads `-o` overrides (first, so they win) and then `path`; `ports`
+/// (`-p`) replace the Port lines of the files, as in sshd.
+pub(super) fn read(path: &Path, overrides: &[String], ports: &[String]) -> Result<Read, String> {
     let mut r = Read::default();
     let cmdline: Arc<str> = Arc::from("command-line");
     for o in overrides {
         add(&mut r, &cmdline, 0, o, &[], 0)?;
     }
+    for p in ports {
+        add(&mut r, &cmdline, 0, &format!("Port {p}"), &[], 0)?;
+    }
+    r.ports_from_cmdline = !ports.is_empty();
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{}: {}", path.display(), crate::net::describe_io_error(&e)))?;
     read_text(&mut r, &path.display().to_string(), &text, &[], 0)?;
@@ -182,7 +188,9 @@ fn add(
         }
         return Ok(None);
     }
-    r.lines.push(line);
+    if !(line.kw == "port" && r.ports_from_cmdline) {
+        r.lines.push(line);
+    }
     Ok(None)
 }
 

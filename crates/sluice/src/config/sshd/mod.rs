@@ -261,8 +261,12 @@ impl Default for ServerConfig {
 /// Reads the configuration: `-o` overrides first (so they win), then
 /// `path` with its Includes; every line's value is checked, inactive Match
 /// blocks included, as sshd does.
-fn read_lines(path: &Path, overrides: &[String]) -> Result<(Vec<Line>, Vec<String>), String> {
-    let r = lines::read(path, overrides)?;
+fn read_lines(
+    path: &Path,
+    overrides: &[String],
+    ports: &[String],
+) -> Result<(Vec<Line>, Vec<String>), String> {
+    let r = lines::read(path, overrides, ports)?;
     let mut scratch = ServerConfig::default();
     for l in &r.lines {
         scratch.apply(l, &mut HashSet::new())?;
@@ -275,7 +279,16 @@ impl ServerConfig {
     /// taking precedence; returns the configuration in force at startup
     /// (Match blocks other than `Match All` do not apply yet) and warnings to log.
     pub fn load(path: &Path, overrides: &[String]) -> Result<(ServerConfig, Vec<String>), String> {
-        let (lines, warnings) = read_lines(path, overrides)?;
+        Self::load_with_ports(path, overrides, &[])
+    }
+
+    /// `load` with sshd's `-p` ports, which replace the file's Port lines.
+    pub fn load_with_ports(
+        path: &Path,
+        overrides: &[String],
+        ports: &[String],
+    ) -> Result<(ServerConfig, Vec<String>), String> {
+        let (lines, warnings) = read_lines(path, overrides, ports)?;
         let lines = Arc::new(lines);
         Ok((Self::evaluate(&lines, None)?, warnings))
     }
