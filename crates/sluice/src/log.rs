@@ -1,7 +1,8 @@
-//! Leveled logging to stderr in OpenSSH's style (`debug1: ...`), so `-v`
-//! output reads like the tools users already know.
+//! Leveled logging in OpenSSH's style (`debug1: ...`), so `-v` output
+//! reads like the tools users already know: to stderr, or for `sluiced`
+//! running as a daemon to syslog (ident `sluiced`, SyslogFacility), as sshd.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// Log levels as OpenSSH names them (`LogLevel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -68,6 +69,39 @@ impl Level {
 
 static LEVEL: AtomicU8 = AtomicU8::new(Level::Info as u8);
 static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+static SYSLOG: AtomicBool = AtomicBool::new(false);
+
+/// Sends every later line to syslog with the ident `sluiced`, the pid and
+/// `facility` (SyslogFacility: AUTH, AUTHPRIV, DAEMON, USER, LOCAL0-7).
+pub fn use_syslog(facility: &str) {
+    let fac = match facility {
+        "DAEMON" => libc::LOG_DAEMON,
+        "USER" => libc::LOG_USER,
+        "AUTHPRIV" => libc::LOG_AUTHPRIV,
+        "LOCAL0" => libc::LOG_LOCAL0,
+        "LOCAL1" => libc::LOG_LOCAL1,
+        "LOCAL2" => libc::LOG_LOCAL2,
+        "LOCAL3" => libc::LOG_LOCAL3,
+        "LOCAL4" => libc::LOG_LOCAL4,
+        "LOCAL5" => libc::LOG_LOCAL5,
+        "LOCAL6" => libc::LOG_LOCAL6,
+        "LOCAL7" => libc::LOG_LOCAL7,
+        _ => libc::LOG_AUTH,
+    };
+    // SAFETY: the ident is a static C string, as openlog keeps the pointer.
+    unsafe { libc::openlog(c"sluiced".as_ptr(), libc::LOG_PID, fac) };
+    SYSLOG.store(true, Ordering::Relaxed);
+}
+
+/// The syslog priority of a level, as sshd maps them.
+fn priority(level: Level) -> libc::c_int {
+    match level {
+        Level::Quiet | Level::Fatal => libc::LOG_CRIT,
+        Level::Error => libc::LOG_ERR,
+        Level::Info | Level::Verbose => libc::LOG_INFO,
+        _ => libc::LOG_DEBUG,
+    }
+}
 
 /// Sets the process-wide log level.
 pub fn set_level(level: Level) {
@@ -86,7 +120,13 @@ pub fn enabled(level: Level) -> bool {
 
 /// Writes one log line to stderr if `level` is enabled.
 pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
-    if enabled(level) {
+    if enabled(level) && SYSLOG.load(Ordering::Relaxed) {
+        let line = format!("{}{args}", level.prefix()).replace('\0', "");
+        if let Ok(c) = std::ffi::CString::new(line) {
+            // SAFETY: "%s" with one valid NUL-terminated string.
+            unsafe { libc::syslog(priority(level), c"%s".as_ptr(), c.as_ptr()) };
+        }
+    } else if enabled(level) {
         let prefix = PREFIX.get().map(String::as_str).unwrap_or("");
         eprintln!("{prefix}{}{args}", level.prefix());
     }

@@ -388,7 +388,7 @@ fn sluiced_dash_t_prints_effective_config() {
     let out = run(c, b"", 10);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr)
-        .contains("line 2: Bad configuration option: nosuchthing"));
+        .contains("line 2: Bad configuration option: NoSuchThing"));
 }
 
 #[test]

@@ -73,7 +73,9 @@ impl Connection {
         }
     }
 
-    fn on_userauth_request(&mut self, req: msg::UserauthRequest) -> Result<(), Error> {
+    /// The banner goes out once, just before the first answer, so the
+    /// runtime can still choose it per user (see `set_auth_policy`).
+    fn send_banner_once(&mut self) {
         if !self.auth.banner_sent {
             self.auth.banner_sent = true;
             if let Some(b) = self.server.as_ref().and_then(|s| s.banner.clone()) {
@@ -86,6 +88,28 @@ impl Connection {
                 });
             }
         }
+    }
+
+    /// Server: the authentication policy for the user of the pending
+    /// request (sshd's Match blocks): the methods named in failures,
+    /// MaxAuthTries, and the banner if it has not gone out yet.
+    pub fn set_auth_policy(
+        &mut self,
+        methods: Vec<String>,
+        max_auth_tries: u32,
+        banner: Option<String>,
+    ) {
+        let sent = self.auth.banner_sent;
+        if let Some(s) = self.server.as_mut() {
+            s.auth_methods = methods;
+            s.max_auth_tries = max_auth_tries;
+            if !sent {
+                s.banner = banner;
+            }
+        }
+    }
+
+    fn on_userauth_request(&mut self, req: msg::UserauthRequest) -> Result<(), Error> {
         if req.service != "ssh-connection" {
             self.disconnect(
                 DisconnectReason::SERVICE_NOT_AVAILABLE,
@@ -170,6 +194,7 @@ impl Connection {
 
     /// Sends USERAUTH_FAILURE; `counts` when the attempt counts against MaxAuthTries.
     fn reject_now(&mut self, counts: bool) -> Result<(), Error> {
+        self.send_banner_once();
         if counts {
             self.count_failure()?;
         }
@@ -195,6 +220,7 @@ impl Connection {
             return;
         };
         self.auth.info_prompts = None;
+        self.send_banner_once();
         if let AuthMethodRequest::PublicKey {
             algorithm,
             key_blob,
@@ -251,6 +277,7 @@ impl Connection {
             return Err(Error::InvalidState("too many keyboard-interactive prompts"));
         }
         self.auth.info_prompts = Some(prompts.len());
+        self.send_banner_once();
         let m = msg::UserauthInfoRequest {
             name: name.to_owned(),
             instruction: instruction.to_owned(),

@@ -1,4 +1,5 @@
-//! `sluiced` arguments, as sshd's: `-D -e -f config -p port -h hostkey -o opt -T -t`.
+//! `sluiced` arguments, as sshd's: `-D -d -e -f config -p port -h hostkey
+//! -o opt -T -t -C spec`.
 
 /// Parsed server arguments.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,6 +28,8 @@ pub struct ServerArgs {
     pub reexec: bool,
     /// `-q`.
     pub quiet: bool,
+    /// `-C user=..,host=..,addr=..,laddr=..,lport=..`: the connection `-T` applies Match blocks for.
+    pub connection_spec: Option<String>,
 }
 
 /// The usage text.
@@ -74,6 +77,13 @@ pub fn parse(argv: &[String]) -> Result<ServerArgs, String> {
                         'h' => a.host_keys.push(v),
                         'o' => a.options.push(v),
                         'g' => a.options.push(format!("LoginGraceTime={v}")),
+                        'C' => {
+                            let spec = a.connection_spec.get_or_insert_with(String::new);
+                            if !spec.is_empty() {
+                                spec.push(',');
+                            }
+                            spec.push_str(&v);
+                        }
                         _ => {}
                     }
                     break;

@@ -25,17 +25,7 @@ const BAD_PASSWORD: &str = "\u{8}\n\r\u{7f}INCORRECT";
 
 /// The methods listed as able to continue, in sshd's order.
 pub fn offered_methods(cfg: &Sshd) -> Vec<String> {
-    let mut m = Vec::new();
-    if cfg.pubkey_authentication {
-        m.push("publickey".to_owned());
-    }
-    if cfg.password_authentication {
-        m.push("password".to_owned());
-    }
-    if cfg.kbd_interactive_authentication {
-        m.push("keyboard-interactive".to_owned());
-    }
-    m
+    cfg.auth_methods()
 }
 
 /// A check in progress.

@@ -11,6 +11,7 @@ use crate::keys::identity::fingerprint_sha256;
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds, Handler};
 use crate::server::auth::ServerAuth;
+use crate::server::keepalive::ClientAlive;
 use crate::server::session::{self, ExitResult, SessionSpawn, UserInfo};
 use sluice_proto::crypto::hostkey;
 use sluice_proto::msg::ChannelRequestKind;
@@ -38,7 +39,14 @@ struct Session {
 
 /// Server-side event handling for one connection.
 pub struct ServerConn {
+    /// The configuration in force for this connection (Match blocks applied once the user is known).
     cfg: Sshd,
+    /// The startup configuration, re-evaluated for each user asked for.
+    base: Sshd,
+    /// The user `cfg` was computed for.
+    match_user: Option<String>,
+    /// ClientAliveInterval probes.
+    alive: ClientAlive,
     peer: SocketAddr,
     local: SocketAddr,
     user: Option<UserInfo>,
@@ -61,6 +69,9 @@ impl ServerConn {
         on_auth: Option<Box<dyn FnOnce()>>,
     ) -> Self {
         ServerConn {
+            base: cfg.clone(),
+            match_user: None,
+            alive: ClientAlive::new(0, 0),
             cfg,
             peer,
             local,
@@ -299,6 +310,38 @@ impl ServerConn {
 }
 
 impl ServerConn {
+    /// The first request for a user (or for another user) picks the Match
+    /// blocks that apply; the engine learns the user's auth policy.
+    fn user_config(&mut self, conn: &mut Connection, user: &str) {
+        if self.match_user.as_deref() == Some(user) {
+            return;
+        }
+        let ctx = crate::config::sshd::MatchContext::connection(user, self.peer, self.local);
+        self.cfg = self.base.for_connection(&ctx);
+        self.match_user = Some(user.to_owned());
+        let banner = self
+            .cfg
+            .banner
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok());
+        conn.set_auth_policy(self.cfg.auth_methods(), self.cfg.max_auth_tries, banner);
+    }
+
+    /// The user name asked for (authenticated or not), for log lines.
+    pub fn user_name(&self) -> Option<&str> {
+        self.match_user.as_deref()
+    }
+
+    /// "Timeout, client not responding from user bob ADDR port P".
+    fn client_gone(&self) -> String {
+        format!(
+            "Timeout, client not responding from user {} {} port {}",
+            self.user_name().unwrap_or("(unknown)"),
+            self.peer.ip(),
+            self.peer.port()
+        )
+    }
+
     /// The TCP socket RemoteRcvBuf requests apply to.
     pub fn set_socket(&mut self, fd: std::os::fd::RawFd) {
         self.sock = Some(fd);
@@ -344,32 +387,39 @@ impl Handler for ServerConn {
         event: Event,
     ) -> Result<(), String> {
         match event {
-            Event::AuthRequest { user, method } => match &method {
-                AuthMethodRequest::PublicKey {
-                    algorithm,
-                    key_blob,
-                    signed,
-                } => {
-                    let ok = self.auth.valid_user(&self.cfg, &user).is_some()
-                        && self.check_publickey(&user, algorithm, key_blob, *signed);
-                    if ok {
-                        conn.auth_accept();
-                    } else {
-                        self.auth.reject(conn);
+            Event::AuthRequest { user, method } => {
+                self.user_config(conn, &user);
+                match &method {
+                    AuthMethodRequest::PublicKey {
+                        algorithm,
+                        key_blob,
+                        signed,
+                    } => {
+                        let ok = self.auth.valid_user(&self.cfg, &user).is_some()
+                            && self.check_publickey(&user, algorithm, key_blob, *signed);
+                        if ok {
+                            conn.auth_accept();
+                        } else {
+                            self.auth.reject(conn);
+                        }
+                    }
+                    _ => {
+                        if let Some(info) = self.auth.on_request(conn, &self.cfg, &user, method) {
+                            self.user = Some(info);
+                        }
                     }
                 }
-                _ => {
-                    if let Some(info) = self.auth.on_request(conn, &self.cfg, &user, method) {
-                        self.user = Some(info);
-                    }
-                }
-            },
+            }
             Event::AuthInfoResponse { answers } => {
                 if let Some(info) = self.auth.on_info_response(conn, &self.cfg, answers) {
                     self.user = Some(info);
                 }
             }
             Event::Authenticated { .. } => {
+                self.alive.start(
+                    self.cfg.client_alive_interval,
+                    self.cfg.client_alive_count_max,
+                );
                 if let Some(f) = self.on_auth.take() {
                     f();
                 }
@@ -440,6 +490,7 @@ impl Handler for ServerConn {
                     conn.answer_global(false, &[]);
                 }
             }
+            Event::GlobalReply { .. } => self.alive.on_reply(),
             Event::SockBufRequest { rcvbuf, sndbuf } => {
                 let granted = self.remote_sockbuf(rcvbuf, sndbuf);
                 conn.answer_sockbuf(granted);
@@ -473,6 +524,9 @@ impl Handler for ServerConn {
     /// Reaps commands; after a command exited and its output reached EOF,
     /// sends exit-status (or exit-signal) and closes the channel.
     fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        if !self.alive.tick(conn) {
+            return Err(self.client_gone());
+        }
         if let Some(info) = self.auth.tick(conn, &self.cfg, self.user.is_some()) {
             self.user = Some(info);
         }
@@ -513,13 +567,13 @@ impl Handler for ServerConn {
     }
 
     fn tick_interval(&self) -> Option<Duration> {
-        let children = self
+        let reap = self
             .sessions
             .values()
             .any(|s| s.child.is_some() && !s.done)
             .then_some(Duration::from_millis(20));
         let auth = self.auth.tick_interval(&self.cfg, self.user.is_some());
-        children.into_iter().chain(auth).min()
+        [reap, self.alive.wait(), auth].into_iter().flatten().min()
     }
 }
 

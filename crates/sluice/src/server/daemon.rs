@@ -2,11 +2,11 @@
 //! per-connection process (`-R` from the listener, or `-i` by hand).
 
 use crate::cli::sshd_args::{self, ServerArgs};
-use crate::config::sshd::ServerConfig as Sshd;
+use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
 use crate::log::{self, Level};
 use crate::net::pump::{Pump, PumpError};
 use crate::server::conn::ServerConn;
-use crate::server::listen::Listener;
+use crate::server::listen::{self, Listener};
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::{Config, Connection, ServerConfig};
 use std::os::fd::FromRawFd;
@@ -27,9 +27,8 @@ fn load_config(args: &ServerArgs) -> Result<(Sshd, Vec<String>), String> {
             .unwrap_or_else(|| "/etc/ssh/sshd_config".into()),
     );
     let mut overrides: Vec<String> = args.options.clone();
-    overrides.extend(args.ports.iter().map(|p| format!("Port {p}")));
     overrides.extend(args.host_keys.iter().map(|h| format!("HostKey {h}")));
-    Sshd::load(&path, &overrides)
+    Sshd::load_with_ports(&path, &overrides, &args.ports)
 }
 
 /// The protocol settings from the server config.
@@ -67,6 +66,14 @@ pub fn main(argv: &[String]) -> i32 {
             return 1;
         }
     };
+    let path = args
+        .config_file
+        .as_deref()
+        .unwrap_or("/etc/ssh/sshd_config");
+    if let Err(e) = std::fs::metadata(path) {
+        eprintln!("{path}: {}", crate::net::describe_io_error(&e));
+        return 1;
+    }
     let (cfg, warnings) = match load_config(&args) {
         Ok(c) => c,
         Err(e) => {
@@ -74,38 +81,76 @@ pub fn main(argv: &[String]) -> i32 {
             return 255;
         }
     };
-    log::set_level(if args.debug > 0 {
-        Level::Debug1
-    } else if args.quiet {
-        Level::Quiet
-    } else {
-        cfg.log_level
+    log::set_level(match args.debug {
+        0 if args.quiet => Level::Quiet,
+        0 => cfg.log_level,
+        1 => Level::Debug1,
+        2 => Level::Debug2,
+        _ => Level::Debug3,
     });
+    // As sshd: syslog unless -e or -d (stderr), or -T/-t (a person reads them).
+    if !(args.log_stderr || args.print_config || args.test_config) {
+        log::use_syslog(&cfg.syslog_facility);
+    }
     for w in &warnings {
         crate::log!(Verbose, "{w}");
     }
-    if args.print_config {
-        print!("{}", cfg.dump());
-        return 0;
-    }
-    let host_keys = match crate::keys::host_keys::load(&cfg.host_keys) {
-        Ok(k) => k,
-        Err(e) => {
+    let ctx = match args
+        .connection_spec
+        .as_deref()
+        .map(MatchContext::parse_spec)
+    {
+        Some(Err(e)) => {
             eprintln!("{e}");
             return 1;
         }
+        Some(Ok(c)) => Some(c),
+        None => None,
     };
+    let host_keys = match crate::keys::host_keys::load(&cfg.host_keys) {
+        Ok(k) => k,
+        Err(e) => {
+            crate::log!(Fatal, "{e}");
+            return 1;
+        }
+    };
+    if args.print_config {
+        // Without -C, a blank spec: only `Match All` blocks apply.
+        return match cfg.for_test(&ctx.unwrap_or_default()) {
+            Ok(eff) => {
+                print!("{}", eff.dump());
+                0
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                255
+            }
+        };
+    }
     if args.test_config {
         return 0;
     }
     if args.reexec || args.inetd {
-        log::set_prefix(format!("sluiced[{}]: ", std::process::id()));
-        return serve_connection(cfg, host_keys);
+        if args.log_stderr {
+            log::set_prefix(format!("sluiced[{}]: ", std::process::id()));
+        }
+        // SAFETY: fd 0 is the accepted socket handed over by the listener (or inetd).
+        let sock = unsafe { std::net::TcpStream::from_raw_fd(0) };
+        // The socket is also fd 1; move stdout away so a stray print cannot corrupt the stream.
+        // SAFETY: dup2 onto fd 1 of /dev/null.
+        unsafe {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+            if null >= 0 {
+                libc::dup2(null, 1);
+                libc::close(null);
+            }
+        }
+        return serve_connection(cfg, host_keys, sock, listen::startup_fd_from_env());
     }
     let addrs = match cfg.listen_addrs() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("{e}");
+            crate::log!(Fatal, "{e}");
             return 255;
         }
     };
@@ -117,6 +162,15 @@ pub fn main(argv: &[String]) -> i32 {
         }
     };
     listener.set_buffers(cfg.tcp_rcvbuf, cfg.tcp_sndbuf);
+    if args.debug > 0 {
+        // sshd -d: one connection, served in this process, then exit.
+        // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        return match listener.accept_one() {
+            Some(sock) => serve_connection(cfg, host_keys, sock, None),
+            None => 255,
+        };
+    }
     if !args.foreground && !daemonize() {
         return 255;
     }
@@ -134,14 +188,8 @@ pub fn main(argv: &[String]) -> i32 {
     let exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("sluiced"));
     let mut child_args: Vec<String> = argv.iter().filter(|a| *a != "-D").cloned().collect();
     child_args.push("-R".into());
-    listener.serve(
-        &exe,
-        &child_args,
-        cfg.max_startups,
-        Duration::from_secs(cfg.login_grace_time.max(1)),
-        &STOP,
-    );
-    crate::log!(Info, "Received signal; terminating.");
+    listener.serve(&exe, &child_args, cfg.max_startups, &STOP);
+    crate::log!(Info, "Received signal 15; terminating.");
     if let Some(p) = &cfg.pid_file {
         let _ = std::fs::remove_file(p);
     }
@@ -168,27 +216,20 @@ fn daemonize() -> bool {
     true
 }
 
-/// One connection on fd 0 (a socket).
+/// One connection on `sock`; `startup` is closed once the user is
+/// authenticated (the listener's MaxStartups count).
 fn serve_connection(
     cfg: Sshd,
     host_keys: Vec<std::sync::Arc<dyn sluice_proto::crypto::hostkey::Signer>>,
+    sock: std::net::TcpStream,
+    startup: Option<std::os::fd::OwnedFd>,
 ) -> i32 {
-    // SAFETY: fd 0 is the accepted socket handed over by the listener (or inetd).
-    let sock = unsafe { std::net::TcpStream::from_raw_fd(0) };
     let (Ok(peer), Ok(local)) = (sock.peer_addr(), sock.local_addr()) else {
         crate::log!(Error, "stdin is not a socket");
         return 1;
     };
-    // The socket is also fd 1; move stdout away so a stray print cannot corrupt the stream.
-    // SAFETY: dup2 onto fd 1 of /dev/null.
-    unsafe {
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
-        if null >= 0 {
-            libc::dup2(null, 1);
-            libc::close(null);
-        }
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     crate::log!(
         Info,
         "Connection from {} port {} on {} port {}",
@@ -212,38 +253,49 @@ fn serve_connection(
     };
     let mut conn = Connection::server(server_cfg, Box::new(SystemRng));
     let threads = cfg.crypto_threads;
-    let mut handler = ServerConn::new(cfg, peer, local, None);
+    let on_auth: Option<Box<dyn FnOnce()>> = startup.map(|fd| {
+        let f: Box<dyn FnOnce()> = Box::new(move || drop(fd));
+        f
+    });
+    let mut handler = ServerConn::new(cfg, peer, local, on_auth);
     handler.set_socket(std::os::fd::AsRawFd::as_raw_fd(&sock));
     let mut pump = Pump::new(std::os::fd::AsRawFd::as_raw_fd(&sock));
     pump.set_crypto_threads(&mut conn, threads);
     let r = pump.run(&mut conn, &mut handler);
+    // sshd's wording: who it was, as far as we got.
+    let who = match (conn.authenticated_user(), handler.user_name()) {
+        (Some(u), _) => format!("user {u} "),
+        (None, Some(u)) => format!("authenticating user {u} "),
+        _ => String::new(),
+    };
+    let (ip, port) = (peer.ip(), peer.port());
     match r {
-        Ok(()) | Err(PumpError::PeerClosed) => {
-            crate::log!(
-                Info,
-                "Connection closed by {} port {}",
-                peer.ip(),
-                peer.port()
-            );
+        Ok(()) => {
+            crate::log!(Info, "Disconnected from {who}{ip} port {port}");
             0
         }
-        Err(PumpError::Protocol(sluice_proto::Error::PeerDisconnected { description, .. })) => {
+        Err(PumpError::PeerClosed) => {
+            crate::log!(Info, "Connection closed by {who}{ip} port {port}");
+            0
+        }
+        Err(PumpError::Protocol(sluice_proto::Error::PeerDisconnected {
+            reason,
+            description,
+        })) => {
             crate::log!(
                 Info,
-                "Received disconnect from {} port {}: {description}",
-                peer.ip(),
-                peer.port()
+                "Received disconnect from {ip} port {port}:{reason}: {description}"
             );
+            crate::log!(Info, "Disconnected from {who}{ip} port {port}");
             0
+        }
+        Err(PumpError::Handler(msg)) if msg.starts_with("Timeout") => {
+            crate::log!(Info, "{msg}");
+            255
         }
         Err(e) => {
-            crate::log!(
-                Error,
-                "Connection from {} port {}: {e}",
-                peer.ip(),
-                peer.port()
-            );
-            1
+            crate::log!(Error, "Connection from {who}{ip} port {port}: {e}");
+            255
         }
     }
 }

@@ -2,14 +2,14 @@
 //! connection to a freshly executed `sluiced -R` process with the socket as
 //! its stdin and stdout (the `sshd -i` convention), so a failure in one
 //! connection never touches another or the listener. MaxStartups drops new
-//! connections early when too many are still unauthenticated.
+//! connections early when too many are still unauthenticated (each child
+//! tells the listener by closing its startup pipe once authenticated).
 
 use crate::log;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 /// Listening sockets.
 pub struct Listener {
@@ -84,73 +84,154 @@ impl Listener {
             .collect()
     }
 
-    /// Accepts until `stop` is set, starting one `exe args...` per connection.
+    /// sshd -d: waits for one connection and closes the listening sockets.
+    pub fn accept_one(self) -> Option<TcpStream> {
+        loop {
+            let mut fds = self.pollfds();
+            if crate::net::fdio::poll(&mut fds, 1000).is_err() {
+                return None;
+            }
+            for s in &self.sockets {
+                if let Ok((stream, _)) = s.accept() {
+                    let _ = stream.set_nonblocking(false);
+                    return Some(stream);
+                }
+            }
+        }
+    }
+
+    fn pollfds(&self) -> Vec<libc::pollfd> {
+        self.sockets
+            .iter()
+            .map(|s| libc::pollfd {
+                fd: s.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect()
+    }
+
+    /// Accepts until `stop` is set, starting one `exe args...` per
+    /// connection. Each child holds the write end of a pipe and closes it
+    /// once its user is authenticated (sshd's startup pipe): until then it
+    /// counts against MaxStartups.
     pub fn serve(
         &mut self,
         exe: &std::path::Path,
         args: &[String],
         max_startups: (u32, u32, u32),
-        grace: Duration,
         stop: &AtomicBool,
     ) {
-        let mut children: Vec<(Child, Instant)> = Vec::new();
+        let mut children: Vec<Started> = Vec::new();
         let mut rng_state = std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15;
         while !stop.load(Ordering::Relaxed) {
-            children.retain_mut(|(c, _)| !matches!(c.try_wait(), Ok(Some(_))));
-            let mut fds: Vec<libc::pollfd> = self
-                .sockets
-                .iter()
-                .map(|s| libc::pollfd {
-                    fd: s.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
+            children.retain_mut(|c| !matches!(c.child.try_wait(), Ok(Some(_))));
+            let mut fds = self.pollfds();
+            let n = fds.len();
+            fds.extend(
+                children
+                    .iter()
+                    .filter_map(|c| c.startup.as_ref())
+                    .map(|f| libc::pollfd {
+                        fd: f.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    }),
+            );
             if crate::net::fdio::poll(&mut fds, 500).is_err() {
                 continue;
+            }
+            // A readable (closed) startup pipe: that child authenticated.
+            for p in fds.iter().skip(n).filter(|p| p.revents != 0) {
+                for c in children.iter_mut() {
+                    if c.startup.as_ref().is_some_and(|f| f.as_raw_fd() == p.fd) {
+                        c.startup = None;
+                    }
+                }
             }
             for s in &self.sockets {
                 let Ok((stream, peer)) = s.accept() else {
                     continue;
                 };
-                // Connections younger than LoginGraceTime count as pending
-                // (unauthenticated) for MaxStartups.
-                let pending = children.iter().filter(|(_, t)| t.elapsed() < grace).count() as u32;
+                let pending = children.iter().filter(|c| c.startup.is_some()).count() as u32;
                 rng_state ^= rng_state << 13;
                 rng_state ^= rng_state >> 7;
                 rng_state ^= rng_state << 17;
                 if drop_connection(pending, max_startups, (rng_state % 100) as u32) {
+                    let local = stream.local_addr().map_or_else(
+                        |_| "[?]:0".to_owned(),
+                        |a| format!("[{}]:{}", a.ip(), a.port()),
+                    );
                     log!(
                         Info,
-                        "drop connection #{pending} from [{}]:{} past MaxStartups",
+                        "drop connection #{pending} from [{}]:{} on {local} past MaxStartups",
                         peer.ip(),
                         peer.port()
                     );
                     continue;
                 }
                 match spawn_child(exe, args, stream) {
-                    Ok(c) => children.push((c, Instant::now())),
+                    Ok(c) => children.push(c),
                     Err(e) => log!(Error, "could not start a process for {peer}: {e}"),
                 }
             }
         }
         // Reap what has already exited; live connections keep running, as sshd's do.
-        children.retain_mut(|(c, _)| !matches!(c.try_wait(), Ok(Some(_))));
+        children.retain_mut(|c| !matches!(c.child.try_wait(), Ok(Some(_))));
     }
 }
+
+/// A connection process and, until it authenticates, its startup pipe.
+struct Started {
+    child: Child,
+    startup: Option<OwnedFd>,
+}
+
+/// The environment variable naming the startup pipe's fd in the child.
+const STARTUP_ENV: &str = "SLUICED_STARTUP_FD";
 
 fn spawn_child(
     exe: &std::path::Path,
     args: &[String],
     stream: TcpStream,
-) -> std::io::Result<Child> {
+) -> std::io::Result<Started> {
     let _ = stream.set_nonblocking(false);
     let out = stream.try_clone()?;
-    Command::new(exe)
+    let mut p = [0; 2];
+    // SAFETY: pipe2 fills two fds.
+    if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both fds were just created and are owned here.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) };
+    // The child inherits the write end (not close-on-exec); the listener
+    // is single-threaded, so no other child can inherit it by accident.
+    // SAFETY: clearing FD_CLOEXEC on an fd we own.
+    unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETFD, 0) };
+    let child = Command::new(exe)
         .args(args)
-        .stdin(Stdio::from(std::os::fd::OwnedFd::from(stream)))
-        .stdout(Stdio::from(std::os::fd::OwnedFd::from(out)))
-        .spawn()
+        .env(STARTUP_ENV, w.as_raw_fd().to_string())
+        .stdin(Stdio::from(OwnedFd::from(stream)))
+        .stdout(Stdio::from(OwnedFd::from(out)))
+        .spawn()?;
+    drop(w);
+    Ok(Started {
+        child,
+        startup: Some(r),
+    })
+}
+
+/// In a connection process: the startup pipe the listener gave us (made
+/// close-on-exec so the user's commands never hold it).
+pub fn startup_fd_from_env() -> Option<OwnedFd> {
+    let fd: RawFd = std::env::var(STARTUP_ENV).ok()?.parse().ok()?;
+    std::env::remove_var(STARTUP_ENV);
+    // SAFETY: fcntl on an fd number; fails harmlessly if it is not open.
+    if fd < 3 || unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+        return None;
+    }
+    // SAFETY: the listener passed this fd to us and nothing else owns it.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// sshd's random early drop: below `start` pending never drop; at `full` or

@@ -5,6 +5,7 @@ pub mod allow;
 pub mod auth;
 pub mod conn;
 pub mod daemon;
+pub mod keepalive;
 pub mod listen;
 pub mod pam;
 pub mod session;

@@ -1,0 +1,474 @@
+//! The keywords of sshd_config: which exist, which sshd allows inside a
+//! Match block, and how each line's value lands in `ServerConfig` (first
+//! value wins, except for the keywords that accumulate). Errors in sshd's words.
+
+use super::lines::Line;
+use super::{PermitRootLogin, ServerConfig};
+use crate::config::{algorithms, parse_rekey_limit, parse_size, parse_time, yes_no};
+use crate::log::Level;
+use crate::net::crypto_pool::CryptoThreads;
+use sluice_proto::crypto::{cipher, hostkey, kex};
+use std::collections::HashSet;
+
+/// Keywords sshd allows inside a Match block (sshd_config(5), 9.2).
+const MATCH_ALLOWED: &[&str] = &[
+    "acceptenv",
+    "allowagentforwarding",
+    "allowgroups",
+    "allowstreamlocalforwarding",
+    "allowtcpforwarding",
+    "allowusers",
+    "authenticationmethods",
+    "authorizedkeyscommand",
+    "authorizedkeyscommanduser",
+    "authorizedkeysfile",
+    "authorizedprincipalscommand",
+    "authorizedprincipalscommanduser",
+    "authorizedprincipalsfile",
+    "banner",
+    "casignaturealgorithms",
+    "channeltimeout",
+    "chrootdirectory",
+    "clientalivecountmax",
+    "clientaliveinterval",
+    "denygroups",
+    "denyusers",
+    "disableforwarding",
+    "exposeauthinfo",
+    "forcecommand",
+    "gatewayports",
+    "gssapiauthentication",
+    "hostbasedacceptedalgorithms",
+    "hostbasedacceptedkeytypes",
+    "hostbasedauthentication",
+    "hostbasedusesnamefrompacketonly",
+    "ignorerhosts",
+    "include",
+    "ipqos",
+    "kbdinteractiveauthentication",
+    "challengeresponseauthentication",
+    "kerberosauthentication",
+    "loglevel",
+    "maxauthtries",
+    "maxsessions",
+    "passwordauthentication",
+    "permitemptypasswords",
+    "permitlisten",
+    "permitopen",
+    "permitrootlogin",
+    "permittty",
+    "permittunnel",
+    "permituserrc",
+    "pubkeyacceptedalgorithms",
+    "pubkeyacceptedkeytypes",
+    "pubkeyauthentication",
+    "pubkeyauthoptions",
+    "rekeylimit",
+    "revokedkeys",
+    "rdomain",
+    "setenv",
+    "streamlocalbindmask",
+    "streamlocalbindunlink",
+    "trustedusercakeys",
+    "unusedconnectiontimeout",
+    "x11displayoffset",
+    "x11forwarding",
+    "x11uselocalhost",
+];
+
+/// OpenSSH keywords sluiced accepts without acting on them, with the value
+/// `sshd -T` shows when unset (None: not shown unless set). Their values
+/// are kept as written so `-T` reads like sshd's.
+pub(super) const OTHER: &[(&str, Option<&str>)] = &[
+    ("addressfamily", Some("any")),
+    ("x11displayoffset", Some("10")),
+    ("requiredrsasize", Some("1024")),
+    ("streamlocalbindmask", Some("0177")),
+    ("unusedconnectiontimeout", Some("none")),
+    ("ignorerhosts", Some("yes")),
+    ("ignoreuserknownhosts", Some("no")),
+    ("hostbasedauthentication", Some("no")),
+    ("hostbasedusesnamefrompacketonly", Some("no")),
+    ("kerberosauthentication", Some("no")),
+    ("kerberosorlocalpasswd", Some("yes")),
+    ("kerberosticketcleanup", Some("yes")),
+    ("gssapiauthentication", Some("no")),
+    ("gssapicleanupcredentials", Some("yes")),
+    ("gssapikeyexchange", Some("no")),
+    ("gssapistrictacceptorcheck", Some("yes")),
+    ("gssapistorecredentialsonrekey", Some("no")),
+    ("gssapikexalgorithms", Some("gss-group14-sha256-,gss-group16-sha512-,gss-nistp256-sha256-,gss-curve25519-sha256-,gss-group14-sha1-,gss-gex-sha1-")),
+    ("x11uselocalhost", Some("yes")),
+    ("permituserrc", Some("yes")),
+    ("tcpkeepalive", Some("yes")),
+    ("usedns", Some("no")),
+    ("fingerprinthash", Some("SHA256")),
+    ("exposeauthinfo", Some("no")),
+    ("modulifile", Some("/etc/ssh/moduli")),
+    ("xauthlocation", Some("/usr/bin/xauth")),
+    ("chrootdirectory", Some("none")),
+    ("trustedusercakeys", Some("none")),
+    ("revokedkeys", Some("none")),
+    ("securitykeyprovider", Some("internal")),
+    ("authorizedprincipalsfile", Some("none")),
+    ("versionaddendum", Some("none")),
+    ("authorizedprincipalscommand", Some("none")),
+    ("authorizedprincipalscommanduser", Some("none")),
+    ("hostkeyagent", Some("none")),
+    ("casignaturealgorithms", Some("ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256")),
+    ("hostbasedacceptedalgorithms", Some("ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256")),
+    ("hostcertificate", None),
+    ("authenticationmethods", Some("any")),
+    ("persourcemaxstartups", Some("none")),
+    ("persourcenetblocksize", Some("32:128")),
+    ("permittunnel", Some("no")),
+    ("ipqos", Some("lowdelay throughput")),
+    ("pubkeyauthoptions", Some("none")),
+    ("channeltimeout", None),
+    ("rdomain", None),
+    ("debianbanner", None),
+    ("logverbose", None),
+];
+
+/// Old keywords sshd still reads and ignores.
+const DEPRECATED: &[&str] = &[
+    "protocol",
+    "keyregenerationinterval",
+    "serverkeybits",
+    "rsaauthentication",
+    "rhostsrsaauthentication",
+    "uselogin",
+    "useprivilegeseparation",
+    "verifyreversemapping",
+    "reversemappingcheck",
+    "dsaauthentication",
+    "pamauthenticationviakbdint",
+    "skeyauthentication",
+];
+
+/// Keywords that accumulate over lines instead of first-wins.
+const REPEATABLE: &[&str] = &[
+    "port",
+    "listenaddress",
+    "hostkey",
+    "hostcertificate",
+    "subsystem",
+    "acceptenv",
+    "allowusers",
+    "denyusers",
+    "allowgroups",
+    "denygroups",
+];
+
+/// Keywords handled in `apply` (besides OTHER and DEPRECATED).
+const OWN: &[&str] = &[
+    "port",
+    "listenaddress",
+    "hostkey",
+    "authorizedkeysfile",
+    "permitrootlogin",
+    "pubkeyauthentication",
+    "passwordauthentication",
+    "strictmodes",
+    "pidfile",
+    "subsystem",
+    "acceptenv",
+    "allowusers",
+    "denyusers",
+    "loglevel",
+    "maxsessions",
+    "maxauthtries",
+    "maxstartups",
+    "logingracetime",
+    "ciphers",
+    "macs",
+    "kexalgorithms",
+    "hostkeyalgorithms",
+    "pubkeyacceptedalgorithms",
+    "pubkeyacceptedkeytypes",
+    "compression",
+    "rekeylimit",
+    "cryptothreads",
+    "forcecommand",
+    "banner",
+    "tcprcvbuf",
+    "tcpsndbuf",
+    "channelwindow",
+    "channelwindowmax",
+    "remotebufmax",
+    "noneenabled",
+    "nonemacenabled",
+    "usepam",
+    "kbdinteractiveauthentication",
+    "challengeresponseauthentication",
+    "permitemptypasswords",
+    "allowgroups",
+    "denygroups",
+    "allowtcpforwarding",
+    "allowstreamlocalforwarding",
+    "allowagentforwarding",
+    "disableforwarding",
+    "gatewayports",
+    "permitopen",
+    "permitlisten",
+    "streamlocalbindunlink",
+    "permittty",
+    "x11forwarding",
+    "printmotd",
+    "printlastlog",
+    "permituserenvironment",
+    "setenv",
+    "clientaliveinterval",
+    "clientalivecountmax",
+    "authorizedkeyscommand",
+    "authorizedkeyscommanduser",
+    "syslogfacility",
+    "include",
+    "hostbasedacceptedkeytypes",
+    "moduli",
+];
+
+/// A keyword sshd_config knows.
+pub(super) fn known(kw: &str) -> bool {
+    OWN.contains(&kw) || DEPRECATED.contains(&kw) || OTHER.iter().any(|(k, _)| *k == kw)
+}
+
+/// Allowed inside a Match block.
+pub(super) fn match_allowed(kw: &str) -> bool {
+    MATCH_ALLOWED.contains(&kw)
+}
+
+/// "Deprecated" or "Unsupported" for keywords sluiced ignores.
+pub(super) fn warning(kw: &str) -> Option<&'static str> {
+    if DEPRECATED.contains(&kw) {
+        Some("Deprecated")
+    } else if OTHER.iter().any(|(k, _)| *k == kw) || kw == "hostbasedacceptedkeytypes" {
+        Some("Unsupported")
+    } else {
+        None
+    }
+}
+
+/// The keyword an alias stands for.
+pub(super) fn canonical(kw: &str) -> &str {
+    match kw {
+        "challengeresponseauthentication" => "kbdinteractiveauthentication",
+        "pubkeyacceptedkeytypes" => "pubkeyacceptedalgorithms",
+        "hostbasedacceptedkeytypes" => "hostbasedacceptedalgorithms",
+        "moduli" => "modulifile",
+        k => k,
+    }
+}
+
+const FACILITIES: &[&str] = &[
+    "DAEMON", "USER", "AUTH", "AUTHPRIV", "LOCAL0", "LOCAL1", "LOCAL2", "LOCAL3", "LOCAL4",
+    "LOCAL5", "LOCAL6", "LOCAL7",
+];
+
+fn forwarding(l: &Line, v: &str) -> Result<String, String> {
+    Ok(match v {
+        "yes" | "all" => "yes",
+        "no" => "no",
+        "local" => "local",
+        "remote" => "remote",
+        _ => return Err(l.err(&format!("unsupported option \"{v}\"."))),
+    }
+    .into())
+}
+
+impl ServerConfig {
+    /// Applies one line: the first value of a keyword wins, repeatable ones accumulate.
+    pub(super) fn apply(&mut self, l: &Line, seen: &mut HashSet<String>) -> Result<(), String> {
+        let kw = canonical(&l.kw);
+        if DEPRECATED.contains(&kw) {
+            return Ok(());
+        }
+        let first = l
+            .args
+            .first()
+            .cloned()
+            .ok_or_else(|| l.err(&format!("no argument after keyword \"{}\"", l.name)))?;
+        if !REPEATABLE.contains(&kw) && !seen.insert(kw.to_owned()) {
+            return Ok(()); // first value wins
+        }
+        let bool_arg =
+            || yes_no(&first).ok_or_else(|| l.err(&format!("unsupported option \"{first}\".")));
+        let num = || {
+            first
+                .parse::<u32>()
+                .map_err(|_| l.err(&format!("{} integer value invalid.", l.name)))
+        };
+        let time = || parse_time(&first).ok_or_else(|| l.err("invalid time value."));
+        let size = || parse_size(&first).ok_or_else(|| l.err("bad size"));
+        let algs = |default: &[&str], what: &str| {
+            algorithms::resolve(&first, default, default, what).map_err(|e| l.err(&e))
+        };
+        let args = l.args.clone();
+        match kw {
+            "port" => self.ports.push(
+                first
+                    .parse()
+                    .ok()
+                    .filter(|p| *p != 0)
+                    .ok_or_else(|| l.err("Badly formatted port number."))?,
+            ),
+            "listenaddress" => self.listen.push(first),
+            "hostkey" => self.host_keys.push(first.into()),
+            "authorizedkeysfile" => self.authorized_keys_file = args,
+            "permitrootlogin" => {
+                self.permit_root_login = match first.as_str() {
+                    "yes" => PermitRootLogin::Yes,
+                    "prohibit-password" | "without-password" => PermitRootLogin::ProhibitPassword,
+                    "forced-commands-only" => PermitRootLogin::ForcedCommandsOnly,
+                    "no" => PermitRootLogin::No,
+                    _ => return Err(l.err(&format!("unsupported option \"{first}\"."))),
+                }
+            }
+            "pubkeyauthentication" => self.pubkey_authentication = bool_arg()?,
+            "passwordauthentication" => self.password_authentication = bool_arg()?,
+            "strictmodes" => self.strict_modes = bool_arg()?,
+            "pidfile" => self.pid_file = (first != "none").then(|| first.into()),
+            "subsystem" => {
+                if self.subsystems.iter().any(|(s, _)| *s == first) {
+                    return Err(l.err(&format!("Subsystem '{first}' already defined.")));
+                }
+                let cmd = args.get(1..).unwrap_or_default().join(" ");
+                if cmd.is_empty() {
+                    return Err(l.err("Missing subsystem command."));
+                }
+                self.subsystems.push((first, cmd));
+            }
+            "acceptenv" => self.accept_env.extend(args),
+            "allowusers" => self.allow_users.extend(args),
+            "denyusers" => self.deny_users.extend(args),
+            "allowgroups" => self.allow_groups.extend(args),
+            "denygroups" => self.deny_groups.extend(args),
+            "loglevel" => {
+                self.log_level = Level::parse(&first)
+                    .ok_or_else(|| l.err(&format!("unsupported log level '{first}'")))?
+            }
+            "syslogfacility" => {
+                let f = first.to_ascii_uppercase();
+                if !FACILITIES.contains(&f.as_str()) {
+                    return Err(l.err(&format!("unsupported log facility '{first}'")));
+                }
+                self.syslog_facility = f;
+            }
+            "maxsessions" => self.max_sessions = num()?,
+            "maxauthtries" => self.max_auth_tries = num()?,
+            "maxstartups" => {
+                let p: Vec<Option<u32>> = first.split(':').map(|x| x.parse().ok()).collect();
+                self.max_startups = match p.as_slice() {
+                    [Some(s)] => (*s, 30, *s),
+                    [Some(s), Some(r), Some(f)] if s <= f && *r <= 100 && *r > 0 => (*s, *r, *f),
+                    _ => return Err(l.err("Invalid MaxStartups spec.")),
+                };
+            }
+            "logingracetime" => self.login_grace_time = time()?,
+            "clientaliveinterval" => self.client_alive_interval = time()?,
+            "clientalivecountmax" => self.client_alive_count_max = num()?,
+            "ciphers" => self.ciphers = algs(cipher::DEFAULT_CIPHERS, "cipher")?,
+            "macs" => self.macs = algs(cipher::DEFAULT_MACS, "Mac")?,
+            "kexalgorithms" => self.kex = algs(kex::DEFAULT_KEX, "KexAlgorithms")?,
+            "hostkeyalgorithms" => {
+                self.host_key_algorithms = algs(hostkey::DEFAULT_SIG_ALGS, "HostKeyAlgorithms")?
+            }
+            "pubkeyacceptedalgorithms" => {
+                self.pubkey_algorithms =
+                    algs(hostkey::DEFAULT_SIG_ALGS, "PubkeyAcceptedAlgorithms")?
+            }
+            "compression" => {
+                self.compression = match first.as_str() {
+                    "yes" | "delayed" => "yes".into(),
+                    "no" => "no".into(),
+                    _ => return Err(l.err(&format!("unsupported option \"{first}\"."))),
+                }
+            }
+            "rekeylimit" => {
+                self.rekey_limit =
+                    parse_rekey_limit(&args).ok_or_else(|| l.err("RekeyLimit too small"))?
+            }
+            "cryptothreads" => {
+                self.crypto_threads = CryptoThreads::parse(&first)
+                    .ok_or_else(|| l.err(&format!("Bad CryptoThreads: {first}")))?
+            }
+            "forcecommand" => self.force_command = (first != "none").then(|| l.raw.clone()),
+            "banner" => self.banner = (first != "none").then(|| first.into()),
+            "tcprcvbuf" => self.tcp_rcvbuf = size()?,
+            "tcpsndbuf" => self.tcp_sndbuf = size()?,
+            "remotebufmax" => self.remote_buf_max = size()?,
+            "channelwindow" | "channelwindowmax" => {
+                let (name, slot) = if kw == "channelwindow" {
+                    ("ChannelWindow", &mut self.channel_window)
+                } else {
+                    ("ChannelWindowMax", &mut self.channel_window_max)
+                };
+                *slot = crate::client::app::window_size(Some(&first), name, *slot)
+                    .map_err(|e| l.err(&e))?
+            }
+            "noneenabled" => self.none_enabled = bool_arg()?,
+            "nonemacenabled" => self.none_mac_enabled = bool_arg()?,
+            "usepam" => self.use_pam = bool_arg()?,
+            "kbdinteractiveauthentication" => self.kbd_interactive_authentication = bool_arg()?,
+            "permitemptypasswords" => self.permit_empty_passwords = bool_arg()?,
+            "allowtcpforwarding" => self.allow_tcp_forwarding = forwarding(l, &first)?,
+            "allowstreamlocalforwarding" => {
+                self.allow_stream_local_forwarding = forwarding(l, &first)?
+            }
+            "allowagentforwarding" => self.allow_agent_forwarding = bool_arg()?,
+            "disableforwarding" => self.disable_forwarding = bool_arg()?,
+            "gatewayports" => {
+                self.gateway_ports = match first.as_str() {
+                    "yes" | "no" | "clientspecified" => first,
+                    _ => return Err(l.err(&format!("unsupported option \"{first}\"."))),
+                }
+            }
+            "permitopen" => self.permit_open = args,
+            "permitlisten" => {
+                // A bare port means any address, as sshd shows it (`*:8080`).
+                self.permit_listen = args
+                    .into_iter()
+                    .map(|a| {
+                        if a.parse::<u16>().is_ok() {
+                            format!("*:{a}")
+                        } else {
+                            a
+                        }
+                    })
+                    .collect()
+            }
+            "streamlocalbindunlink" => self.stream_local_bind_unlink = bool_arg()?,
+            "permittty" => self.permit_tty = bool_arg()?,
+            "x11forwarding" => self.x11_forwarding = bool_arg()?,
+            "printmotd" => self.print_motd = bool_arg()?,
+            "printlastlog" => self.print_last_log = bool_arg()?,
+            "permituserenvironment" => self.permit_user_environment = bool_arg()?,
+            "setenv" => {
+                if let Some(bad) = args.iter().find(|a| !a.contains('=')) {
+                    let _ = bad;
+                    return Err(l.err("Invalid environment."));
+                }
+                self.set_env = args;
+            }
+            "authorizedkeyscommand" => {
+                self.authorized_keys_command = (first != "none").then(|| l.raw.clone())
+            }
+            "authorizedkeyscommanduser" => {
+                self.authorized_keys_command_user = (first != "none").then_some(first)
+            }
+            other => {
+                // Accepted, not acted on: kept for -T (yes/no as sshd spells them).
+                let v = args
+                    .iter()
+                    .map(|a| match yes_no(a) {
+                        Some(b) => if b { "yes" } else { "no" }.to_owned(),
+                        None => a.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                self.other.insert(other.to_owned(), v);
+            }
+        }
+        Ok(())
+    }
+}

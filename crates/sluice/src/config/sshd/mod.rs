@@ -1,0 +1,503 @@
+//! `sshd_config` for `sluiced` (sshd_config(5)): OpenSSH's keywords and
+//! defaults, first value wins, `-o` overrides first, `Include`, and `Match`
+//! blocks applied per connection once the user is known
+//! (`for_connection`). An unknown keyword is an error naming file and line;
+//! keywords OpenSSH has but sluiced does not act on are accepted with a
+//! warning. `dump` prints the effective configuration like `sshd -T`.
+//!
+//! lines.rs reads files into lines with their conditions, matching.rs
+//! tests Match criteria, keywords.rs applies values, dump.rs prints.
+
+mod dump;
+mod keywords;
+mod lines;
+mod matching;
+
+pub use matching::MatchContext;
+
+use crate::log::Level;
+use crate::net::crypto_pool::CryptoThreads;
+use lines::Line;
+use sluice_proto::crypto::{cipher, hostkey, kex};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// PermitRootLogin values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermitRootLogin {
+    /// yes
+    Yes,
+    /// prohibit-password (also without-password)
+    ProhibitPassword,
+    /// forced-commands-only
+    ForcedCommandsOnly,
+    /// no
+    No,
+}
+
+impl PermitRootLogin {
+    /// Public keys may log in as root.
+    pub fn allows_publickey(self) -> bool {
+        self != PermitRootLogin::No
+    }
+    /// Root only with a forced command.
+    pub fn forced_commands_only(self) -> bool {
+        self == PermitRootLogin::ForcedCommandsOnly
+    }
+    /// The value as `sshd -T` shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PermitRootLogin::Yes => "yes",
+            PermitRootLogin::ProhibitPassword => "without-password",
+            PermitRootLogin::ForcedCommandsOnly => "forced-commands-only",
+            PermitRootLogin::No => "no",
+        }
+    }
+}
+
+/// The effective server configuration.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Port (repeatable).
+    pub ports: Vec<u16>,
+    /// ListenAddress entries (`host`, `host:port`, `[v6]:port`).
+    pub listen: Vec<String>,
+    /// HostKey files.
+    pub host_keys: Vec<PathBuf>,
+    /// AuthorizedKeysFile templates (%h %u %% tokens).
+    pub authorized_keys_file: Vec<String>,
+    /// PermitRootLogin.
+    pub permit_root_login: PermitRootLogin,
+    /// PubkeyAuthentication.
+    pub pubkey_authentication: bool,
+    /// PasswordAuthentication (passwords come in a later release).
+    pub password_authentication: bool,
+    /// StrictModes.
+    pub strict_modes: bool,
+    /// PidFile; None for `none`.
+    pub pid_file: Option<PathBuf>,
+    /// Subsystem name and command.
+    pub subsystems: Vec<(String, String)>,
+    /// AcceptEnv patterns.
+    pub accept_env: Vec<String>,
+    /// LogLevel.
+    pub log_level: Level,
+    /// MaxSessions.
+    pub max_sessions: u32,
+    /// MaxAuthTries.
+    pub max_auth_tries: u32,
+    /// MaxStartups start:rate:full.
+    pub max_startups: (u32, u32, u32),
+    /// LoginGraceTime in seconds.
+    pub login_grace_time: u64,
+    /// Ciphers.
+    pub ciphers: Vec<String>,
+    /// MACs.
+    pub macs: Vec<String>,
+    /// KexAlgorithms.
+    pub kex: Vec<String>,
+    /// HostKeyAlgorithms.
+    pub host_key_algorithms: Vec<String>,
+    /// PubkeyAcceptedAlgorithms.
+    pub pubkey_algorithms: Vec<String>,
+    /// Compression: yes, delayed or no.
+    pub compression: String,
+    /// RekeyLimit bytes (0 default) and seconds (0 none).
+    pub rekey_limit: (u64, u64),
+    /// CryptoThreads: threads that seal and open packets (sluice's own keyword).
+    pub crypto_threads: CryptoThreads,
+    /// ForceCommand.
+    pub force_command: Option<String>,
+    /// Banner file.
+    pub banner: Option<PathBuf>,
+    /// AllowUsers patterns.
+    pub allow_users: Vec<String>,
+    /// DenyUsers patterns.
+    pub deny_users: Vec<String>,
+    /// Ours: TcpRcvBuf, TcpSndBuf (bytes, 0 = the kernel's autotuning), set on
+    /// the listening sockets.
+    pub tcp_rcvbuf: u64,
+    /// TcpSndBuf.
+    pub tcp_sndbuf: u64,
+    /// Ours: RemoteBufMax, the largest socket buffer a client's RemoteRcvBuf
+    /// or RemoteSndBuf may ask for (bytes; 0 refuses the request).
+    pub remote_buf_max: u64,
+    /// Ours: ChannelWindow, the receive window a channel starts with.
+    pub channel_window: u32,
+    /// Ours: ChannelWindowMax, the most a bulk channel's window grows to.
+    pub channel_window_max: u32,
+    /// NoneEnabled.
+    pub none_enabled: bool,
+    /// NoneMacEnabled.
+    pub none_mac_enabled: bool,
+    // Sessions, forwarding and login policy (issue 6).
+    /// UsePAM.
+    pub use_pam: bool,
+    /// KbdInteractiveAuthentication (ChallengeResponseAuthentication).
+    pub kbd_interactive_authentication: bool,
+    /// PermitEmptyPasswords.
+    pub permit_empty_passwords: bool,
+    /// AllowGroups patterns.
+    pub allow_groups: Vec<String>,
+    /// DenyGroups patterns.
+    pub deny_groups: Vec<String>,
+    /// AllowTcpForwarding: yes (all), no, local, remote.
+    pub allow_tcp_forwarding: String,
+    /// AllowStreamLocalForwarding: yes (all), no, local, remote.
+    pub allow_stream_local_forwarding: String,
+    /// AllowAgentForwarding.
+    pub allow_agent_forwarding: bool,
+    /// DisableForwarding: overrides every forwarding permission.
+    pub disable_forwarding: bool,
+    /// GatewayPorts: no, yes, clientspecified.
+    pub gateway_ports: String,
+    /// PermitOpen entries (`host:port`, `any`, `none`; default any).
+    pub permit_open: Vec<String>,
+    /// PermitListen entries (`[host:]port`, `any`, `none`; default any).
+    pub permit_listen: Vec<String>,
+    /// StreamLocalBindUnlink.
+    pub stream_local_bind_unlink: bool,
+    /// PermitTTY.
+    pub permit_tty: bool,
+    /// X11Forwarding (sluiced does not forward X11; kept for -T).
+    pub x11_forwarding: bool,
+    /// PrintMotd.
+    pub print_motd: bool,
+    /// PrintLastLog.
+    pub print_last_log: bool,
+    /// PermitUserEnvironment.
+    pub permit_user_environment: bool,
+    /// SetEnv entries (NAME=value).
+    pub set_env: Vec<String>,
+    /// ClientAliveInterval in seconds (0: off).
+    pub client_alive_interval: u64,
+    /// ClientAliveCountMax.
+    pub client_alive_count_max: u32,
+    /// AuthorizedKeysCommand (None: none).
+    pub authorized_keys_command: Option<String>,
+    /// AuthorizedKeysCommandUser (None: none).
+    pub authorized_keys_command_user: Option<String>,
+    /// SyslogFacility (AUTH, DAEMON, USER, LOCAL0-7).
+    pub syslog_facility: String,
+    /// Keywords accepted but not acted on, as written (shown by -T).
+    pub other: BTreeMap<String, String>,
+    /// Every line with its Match conditions, for `for_connection`.
+    lines: Arc<Vec<Line>>,
+}
+
+fn own(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| (*s).to_owned()).collect()
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            ports: Vec::new(),
+            listen: Vec::new(),
+            host_keys: Vec::new(),
+            authorized_keys_file: own(&[".ssh/authorized_keys", ".ssh/authorized_keys2"]),
+            permit_root_login: PermitRootLogin::ProhibitPassword,
+            pubkey_authentication: true,
+            password_authentication: true,
+            strict_modes: true,
+            pid_file: Some(PathBuf::from("/run/sluiced.pid")),
+            subsystems: Vec::new(),
+            accept_env: Vec::new(),
+            log_level: Level::Info,
+            max_sessions: 10,
+            max_auth_tries: 6,
+            max_startups: (10, 30, 100),
+            login_grace_time: 120,
+            ciphers: own(cipher::DEFAULT_CIPHERS),
+            macs: own(cipher::DEFAULT_MACS),
+            kex: own(kex::DEFAULT_KEX),
+            host_key_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
+            pubkey_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
+            compression: "yes".into(),
+            rekey_limit: (0, 0),
+            crypto_threads: CryptoThreads::Auto,
+            force_command: None,
+            banner: None,
+            allow_users: Vec::new(),
+            deny_users: Vec::new(),
+            tcp_rcvbuf: 0,
+            tcp_sndbuf: 0,
+            remote_buf_max: 64 << 20,
+            channel_window: sluice_proto::Config::default().window,
+            channel_window_max: sluice_proto::Config::default().window_max,
+            none_enabled: false,
+            none_mac_enabled: false,
+            use_pam: false,
+            kbd_interactive_authentication: true,
+            permit_empty_passwords: false,
+            allow_groups: Vec::new(),
+            deny_groups: Vec::new(),
+            allow_tcp_forwarding: "yes".into(),
+            allow_stream_local_forwarding: "yes".into(),
+            allow_agent_forwarding: true,
+            disable_forwarding: false,
+            gateway_ports: "no".into(),
+            permit_open: Vec::new(),
+            permit_listen: Vec::new(),
+            stream_local_bind_unlink: false,
+            permit_tty: true,
+            x11_forwarding: false,
+            print_motd: true,
+            print_last_log: true,
+            permit_user_environment: false,
+            set_env: Vec::new(),
+            client_alive_interval: 0,
+            client_alive_count_max: 3,
+            authorized_keys_command: None,
+            authorized_keys_command_user: None,
+            syslog_facility: "AUTH".into(),
+            other: BTreeMap::new(),
+            lines: Arc::new(Vec::new()),
+        }
+    }
+}
+
+/// Reads the configuration: `-o` overrides first (so they win), then
+/// `path` with its Includes; every line's value is checked, inactive Match
+/// blocks included, as sshd does.
+fn read_lines(
+    path: &Path,
+    overrides: &[String],
+    ports: &[String],
+) -> Result<(Vec<Line>, Vec<String>), String> {
+    let r = lines::read(path, overrides, ports)?;
+    let mut scratch = ServerConfig::default();
+    for l in &r.lines {
+        scratch.apply(l, &mut HashSet::new())?;
+    }
+    Ok((r.lines, r.warnings))
+}
+
+impl ServerConfig {
+    /// Reads `path` (missing is an error, as for sshd) with `-o` overrides
+    /// taking precedence; returns the configuration in force at startup
+    /// (Match blocks other than `Match All` do not apply yet) and warnings to log.
+    pub fn load(path: &Path, overrides: &[String]) -> Result<(ServerConfig, Vec<String>), String> {
+        Self::load_with_ports(path, overrides, &[])
+    }
+
+    /// `load` with sshd's `-p` ports, which replace the file's Port lines.
+    pub fn load_with_ports(
+        path: &Path,
+        overrides: &[String],
+        ports: &[String],
+    ) -> Result<(ServerConfig, Vec<String>), String> {
+        let (lines, warnings) = read_lines(path, overrides, ports)?;
+        let lines = Arc::new(lines);
+        Ok((Self::evaluate(&lines, None)?, warnings))
+    }
+
+    /// The configuration for one connection: global lines and the Match
+    /// blocks whose criteria hold, first value winning in file order.
+    pub fn for_connection(&self, ctx: &MatchContext) -> ServerConfig {
+        // Every line was checked when loading, so this cannot fail; keep
+        // the startup configuration if it somehow does.
+        Self::evaluate(&self.lines, Some(ctx)).unwrap_or_else(|_| self.clone())
+    }
+
+    fn evaluate(
+        lines: &Arc<Vec<Line>>,
+        ctx: Option<&MatchContext>,
+    ) -> Result<ServerConfig, String> {
+        let mut cfg = ServerConfig {
+            lines: lines.clone(),
+            ..ServerConfig::default()
+        };
+        // As sshd re-parses for a connection: the Match blocks that hold
+        // give each keyword they set its value (the first such line wins),
+        // replacing what the global lines say; other keywords keep the
+        // startup value (global lines and `Match All`, first wins).
+        let mut from_match = HashSet::new();
+        if let Some(c) = ctx {
+            let mut seen = HashSet::new();
+            for l in lines
+                .iter()
+                .filter(|l| !l.conds.is_empty() && l.active(Some(c)))
+            {
+                cfg.apply(l, &mut seen)?;
+                from_match.insert(keywords::canonical(&l.kw).to_owned());
+            }
+        }
+        let mut seen = HashSet::new();
+        for l in lines.iter().filter(|l| l.active(None)) {
+            if !from_match.contains(keywords::canonical(&l.kw)) {
+                cfg.apply(l, &mut seen)?;
+            }
+        }
+        if cfg.ports.is_empty() {
+            cfg.ports.push(22);
+        }
+        if cfg.host_keys.is_empty() {
+            for t in ["rsa", "ecdsa", "ed25519"] {
+                let p = PathBuf::from(format!("/etc/ssh/ssh_host_{t}_key"));
+                if p.exists() {
+                    cfg.host_keys.push(p);
+                }
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// For `-T`: the configuration a test spec (`-C`) gets, or sshd's
+    /// complaint when the spec lacks `lport` that a Match line needs.
+    pub fn for_test(&self, ctx: &MatchContext) -> Result<ServerConfig, String> {
+        let needs_lport = self
+            .lines
+            .iter()
+            .any(|l| l.conds.iter().any(|c| c.uses_local_port()));
+        if needs_lport && ctx.lport.is_none() {
+            return Err("'Match LocalPort' in configuration but 'lport' not in connection test specification.".into());
+        }
+        Ok(self.for_connection(ctx))
+    }
+
+    /// Authentication methods to offer under this configuration.
+    pub fn auth_methods(&self) -> Vec<String> {
+        let mut m = Vec::new();
+        for (on, name) in [
+            (self.pubkey_authentication, "publickey"),
+            (self.password_authentication, "password"),
+            (self.kbd_interactive_authentication, "keyboard-interactive"),
+        ] {
+            if on {
+                m.push(name.to_owned());
+            }
+        }
+        m
+    }
+
+    /// AuthorizedKeysFile with tokens expanded and relative paths under home.
+    pub fn authorized_keys_files(&self, user: &str, home: &str, uid: u32) -> Vec<PathBuf> {
+        self.authorized_keys_file
+            .iter()
+            .filter(|t| t.as_str() != "none")
+            .map(|t| {
+                let s = t
+                    .replace("%%", "\0")
+                    .replace("%h", home)
+                    .replace("%u", user)
+                    .replace("%U", &uid.to_string())
+                    .replace('\0', "%");
+                if s.starts_with('/') {
+                    PathBuf::from(s)
+                } else {
+                    Path::new(home).join(s)
+                }
+            })
+            .collect()
+    }
+
+    /// AcceptEnv allows this variable.
+    pub fn accept_env_matches(&self, name: &str) -> bool {
+        self.accept_env
+            .iter()
+            .any(|p| crate::keys::pattern::match_pattern(name, p))
+    }
+
+    /// The command of a Subsystem.
+    pub fn subsystem_command(&self, name: &str) -> Option<String> {
+        self.subsystems
+            .iter()
+            .find(|(s, _)| s == name)
+            .map(|(_, c)| c.clone())
+    }
+
+    /// Addresses to listen on.
+    pub fn listen_addrs(&self) -> Result<Vec<std::net::SocketAddr>, String> {
+        use std::net::ToSocketAddrs;
+        let hosts: Vec<String> = if self.listen.is_empty() {
+            vec!["0.0.0.0".into(), "::".into()]
+        } else {
+            self.listen.clone()
+        };
+        let mut out = Vec::new();
+        for h in hosts {
+            let (host, port) = split_host_port(&h);
+            let ports = match port {
+                Some(p) => vec![p],
+                None => self.ports.clone(),
+            };
+            for p in ports {
+                let addrs = (host.as_str(), p)
+                    .to_socket_addrs()
+                    .map_err(|e| format!("ListenAddress {h}: {e}"))?;
+                out.extend(addrs);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `host`, `host:port`, `[v6]:port`, bare v6.
+fn split_host_port(s: &str) -> (String, Option<u16>) {
+    if let Some(rest) = s.strip_prefix('[') {
+        if let Some((h, p)) = rest.split_once("]:") {
+            return (h.to_owned(), p.parse().ok());
+        }
+        return (rest.trim_end_matches(']').to_owned(), None);
+    }
+    match s.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => (h.to_owned(), p.parse().ok()),
+        _ => (s.to_owned(), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str, o: &[&str]) -> Result<ServerConfig, String> {
+        let p = std::env::temp_dir().join(format!(
+            "sluiced-test-{}-{}",
+            std::process::id(),
+            text.len()
+        ));
+        std::fs::write(&p, text).unwrap();
+        let r = ServerConfig::load(&p, &o.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .map(|(c, _)| c);
+        let _ = std::fs::remove_file(&p);
+        r
+    }
+
+    #[test]
+    fn defaults_overrides_and_errors() {
+        let c = load("Port 2222\nPort 2223\nPermitRootLogin no\nPermitRootLogin yes\nUsePAM yes\nSubsystem sftp /usr/lib/openssh/sftp-server\n", &["PermitRootLogin=yes"]).unwrap();
+        assert_eq!(c.ports, [2222, 2223]);
+        assert_eq!(c.permit_root_login, PermitRootLogin::Yes);
+        assert_eq!(
+            c.subsystem_command("sftp").as_deref(),
+            Some("/usr/lib/openssh/sftp-server")
+        );
+        let e = load("Port 22\nBogus 1\n", &[]).unwrap_err();
+        assert!(
+            e.contains("line 2: Bad configuration option: Bogus\n")
+                && e.ends_with("terminating, 1 bad configuration options"),
+            "{e}"
+        );
+        assert!(load("StrictModes maybe\n", &[])
+            .unwrap_err()
+            .contains("line 1: unsupported option \"maybe\"."));
+        assert!(load("Ciphers aes128-ctr,nope\n", &[])
+            .unwrap_err()
+            .contains("Bad SSH2 cipher spec"));
+        let d = c.dump();
+        assert!(d.contains("port 2222\n") && d.contains("permitrootlogin yes\n"));
+        assert_eq!(
+            c.authorized_keys_files("bob", "/home/bob", 5)[0],
+            PathBuf::from("/home/bob/.ssh/authorized_keys")
+        );
+    }
+
+    #[test]
+    fn debian_default_config_parses() {
+        let debian = "Include /etc/ssh/sshd_config.d/*.conf\nKbdInteractiveAuthentication no\nUsePAM yes\nX11Forwarding yes\nPrintMotd no\nAcceptEnv LANG LC_*\nSubsystem\tsftp\t/usr/lib/openssh/sftp-server\n";
+        let c = load(debian, &[]).unwrap();
+        assert!(c.accept_env_matches("LC_ALL"));
+    }
+}

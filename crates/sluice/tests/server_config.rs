@@ -1,0 +1,393 @@
+//! sluiced's configuration and daemon behaviour against Debian's sshd:
+//! `-T` (with `-C`) compared field by field, Match blocks applied per
+//! connection, Include, `-t`, ClientAliveInterval, MaxStartups.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Keywords whose values differ by design, and why.
+const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
+    ("cryptothreads", "sluiced's own keyword"),
+    ("tcprcvbuf", "sluiced's own keyword"),
+    ("tcpsndbuf", "sluiced's own keyword"),
+    ("remotebufmax", "sluiced's own keyword"),
+    ("channelwindow", "sluiced's own keyword"),
+    ("channelwindowmax", "sluiced's own keyword"),
+    (
+        "noneenabled",
+        "sluiced's own keyword (HPN-SSH's NONE cipher)",
+    ),
+    (
+        "nonemacenabled",
+        "sluiced's own keyword (HPN-SSH's NONE MAC)",
+    ),
+];
+
+fn parse_dump(text: &str) -> BTreeMap<String, Vec<String>> {
+    let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in text.lines() {
+        let (k, v) = line.split_once(' ').unwrap_or((line, ""));
+        m.entry(k.to_owned()).or_default().push(v.to_owned());
+    }
+    m
+}
+
+fn dump(bin: &str, cfg: &std::path::Path, spec: Option<&str>) -> BTreeMap<String, Vec<String>> {
+    let mut c = Command::new(bin);
+    c.arg("-T").arg("-f").arg(cfg);
+    if let Some(s) = spec {
+        c.args(["-C", s]);
+    }
+    let out = run(c, b"", 20);
+    ok(&out, &format!("{bin} -T -C {spec:?}"));
+    parse_dump(&String::from_utf8_lossy(&out.stdout))
+}
+
+#[test]
+fn dump_matches_openssh_field_by_field() {
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    let _ = std::fs::create_dir_all("/run/sshd");
+    let s = Setup::new("dumpcmp");
+    let d = s.dir.0.display().to_string();
+    std::fs::create_dir_all(s.dir.path("conf.d")).unwrap();
+    std::fs::write(
+        s.dir.path("conf.d/10-local.conf"),
+        "MaxSessions 5\nMatch User carol\n  ForceCommand echo carol\n",
+    )
+    .unwrap();
+    let cfg = s.dir.path("sshd_config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "HostKey {d}/host_ed25519\nHostKey {d}/host_ecdsa\nPort 2222\nPort 2223\nListenAddress 127.0.0.1\n\
+             Include {d}/conf.d/*.conf\nPidFile {d}/pid\n\
+             Ciphers aes128-ctr,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com\n\
+             MACs hmac-sha2-256-etm@openssh.com,hmac-sha2-256\n\
+             KexAlgorithms curve25519-sha256,ecdh-sha2-nistp256\n\
+             HostKeyAlgorithms ssh-ed25519,ecdsa-sha2-nistp256,rsa-sha2-512\n\
+             PubkeyAcceptedAlgorithms ssh-ed25519,rsa-sha2-256\n\
+             Subsystem sftp /usr/lib/openssh/sftp-server -l INFO\nAcceptEnv LANG LC_*\nSetEnv A=1 \"B=two words\"\n\
+             AllowUsers alice bob root carol\nDenyGroups wheel\nLogLevel DEBUG1\nClientAliveInterval 1m\n\
+             RekeyLimit 1G 1h\nMaxStartups 3:50:10\nPermitOpen 127.0.0.1:80 localhost:22\nPermitListen 8080\n\
+             SyslogFacility local3\nLoginGraceTime 2m\nCompression delayed\nUsePAM yes\nPermitRootLogin prohibit-password\n\
+             AuthorizedKeysCommand /bin/echo %u \"a b\"\nAuthorizedKeysCommandUser nobody\nPasswordAuthentication yes\n\
+             Match User bob Address 10.0.0.0/8\n  PermitTTY no\n  AllowTcpForwarding local\n  ForceCommand echo \"hi there\"\n\
+             Match Group root,!nogroup\n  X11Forwarding yes\n  AcceptEnv ROOTVAR\n\
+             Match Address 1.2.3.0/24,!1.2.3.4\n  Banner none\n  MaxAuthTries 2\n  Include {d}/conf.d/*.conf\n\
+             Match all\n  PasswordAuthentication no\n"
+        ),
+    )
+    .unwrap();
+    let specs = [
+        None,
+        Some("user=bob,host=h,addr=10.1.2.3"),
+        Some("user=root,host=h,addr=1.2.3.5"),
+        Some("user=carol,host=h,addr=1.2.3.4,laddr=127.0.0.1,lport=2222"),
+        Some("user=bob"),
+    ];
+    for spec in specs {
+        let ours = dump(SLUICED, &cfg, spec);
+        let theirs = dump("/usr/sbin/sshd", &cfg, spec);
+        let mut diffs = Vec::new();
+        for k in ours.keys().chain(theirs.keys()) {
+            if DIFFERENT_BY_DESIGN.iter().any(|(d, _)| d == k) {
+                continue;
+            }
+            if ours.get(k) != theirs.get(k) {
+                diffs.push(format!(
+                    "{k}: sluiced {:?}, sshd {:?}",
+                    ours.get(k),
+                    theirs.get(k)
+                ));
+            }
+        }
+        diffs.dedup();
+        assert!(diffs.is_empty(), "-C {spec:?}:\n{}", diffs.join("\n"));
+    }
+    // Some values the Match blocks decide, to be sure the comparison saw them.
+    let bob = dump(SLUICED, &cfg, Some("user=bob,host=h,addr=10.1.2.3"));
+    assert_eq!(bob["forcecommand"], ["echo \"hi there\""]);
+    assert_eq!(bob["permittty"], ["no"]);
+    let carol = dump(SLUICED, &cfg, Some("user=carol,addr=1.2.3.4,lport=22"));
+    assert_eq!(carol["forcecommand"], ["echo carol"]);
+    assert_eq!(carol["maxsessions"], ["5"]);
+}
+
+fn exec_output(s: &Setup, server: &Server, extra: &[&str]) -> String {
+    let mut args = vec!["-o", "ConnectTimeout=10"];
+    args.extend_from_slice(extra);
+    let mut c = s.client(true, server, &args);
+    c.arg("echo hi");
+    let out = run(c, b"", 30);
+    ok(&out, "ssh");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn match_user_and_include_apply_per_connection() {
+    let s = Setup::new("matchuser");
+    let me = user();
+    std::fs::create_dir_all(s.dir.path("inc")).unwrap();
+    std::fs::write(s.dir.path("inc/me.conf"), "ForceCommand echo matched\n").unwrap();
+    let server = s.start(
+        false,
+        &format!(
+            "Match User nobody-but-test\n  ForceCommand echo wrong\nMatch User {me}\n  Include {}/inc/*.conf\n",
+            s.dir.0.display()
+        ),
+    );
+    assert_eq!(
+        exec_output(&s, &server, &[]),
+        "matched",
+        "{}",
+        server.log_text()
+    );
+    // Another user's block does not apply.
+    let server2 = s.start(
+        false,
+        "Match User nobody-but-test\n  ForceCommand echo wrong\n",
+    );
+    assert_eq!(exec_output(&s, &server2, &[]), "hi");
+}
+
+#[test]
+fn match_address_with_cidr_and_negation() {
+    let s = Setup::new("matchaddr");
+    let server = s.start(
+        false,
+        "Match Address 127.0.0.0/8,!127.0.0.2\n  ForceCommand echo loopback\n",
+    );
+    assert_eq!(exec_output(&s, &server, &[]), "loopback");
+    // From 127.0.0.2 the negated entry wins: no ForceCommand.
+    assert_eq!(exec_output(&s, &server, &["-b", "127.0.0.2"]), "hi");
+}
+
+fn check(bin: &str, cfg: &std::path::Path) -> (i32, String) {
+    let mut c = Command::new(bin);
+    c.arg("-t").arg("-f").arg(cfg);
+    let out = run(c, b"", 20);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn dash_t_exit_codes_and_messages() {
+    let s = Setup::new("dasht");
+    let d = s.dir.0.display().to_string();
+    let key = format!("HostKey {d}/host_ed25519\n");
+    let cases: &[(&str, String, i32, &str)] = &[
+        (
+            "good",
+            format!("{key}Match User x\n  PermitTTY no\n"),
+            0,
+            "",
+        ),
+        (
+            "match",
+            format!("{key}Match User bob\n  Port 22\n"),
+            255,
+            "line 3: Directive 'Port' is not allowed within a Match block",
+        ),
+        (
+            "bogus",
+            format!("{key}Bogus 1\n"),
+            255,
+            "line 2: Bad configuration option: Bogus",
+        ),
+        (
+            "value",
+            format!("{key}Match User bob\nPermitTTY maybe\n"),
+            255,
+            "line 3: unsupported option \"maybe\".",
+        ),
+        (
+            "cidr",
+            format!("{key}Match Address 1.2.3.4/40\n"),
+            255,
+            "Invalid Match address argument '1.2.3.4/40' at line 2",
+        ),
+        (
+            "attr",
+            format!("{key}Match Foo bob\n"),
+            255,
+            "Unsupported Match attribute Foo",
+        ),
+        (
+            "nokey",
+            format!("HostKey {d}/nonexistent\n"),
+            1,
+            "no hostkeys available -- exiting.",
+        ),
+    ];
+    for (name, text, code, msg) in cases {
+        let cfg = s.dir.path(&format!("cfg_{name}"));
+        std::fs::write(&cfg, text).unwrap();
+        let (rc, err) = check(SLUICED, &cfg);
+        assert_eq!(rc, *code, "{name}: {err}");
+        assert!(err.contains(msg), "{name}: {err}");
+        if !missing("/usr/sbin/sshd") {
+            let (src, serr) = check("/usr/sbin/sshd", &cfg);
+            assert_eq!(rc, src, "{name}: sshd said {serr}");
+        }
+    }
+    let (rc, err) = check(SLUICED, &s.dir.path("no-such-file"));
+    assert_eq!(rc, 1);
+    assert!(err.contains("No such file or directory"), "{err}");
+}
+
+fn wait_for_log(server: &Server, needle: &str, secs: u64) -> Option<Duration> {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(secs) {
+        if server.log_text().contains(needle) {
+            return Some(t.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+/// An OpenSSH client holding a session open: returns once it printed "ready".
+fn held_session(s: &Setup, server: &Server) -> std::process::Child {
+    let mut c = s.client(true, server, &[]);
+    c.arg("echo ready; read x")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready", "{}", server.log_text());
+    child
+}
+
+#[test]
+fn client_alive_disconnects_a_silent_client() {
+    let s = Setup::new("alive");
+    let server = s.start(false, "ClientAliveInterval 1\nClientAliveCountMax 2\n");
+    let mut client = held_session(&s, &server);
+    // A client that answers the probes stays connected past CountMax intervals.
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(
+        !server.log_text().contains("Timeout"),
+        "{}",
+        server.log_text()
+    );
+    let pid = client.id() as libc::pid_t;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let needle = format!(
+        "Timeout, client not responding from user {} 127.0.0.1 port",
+        user()
+    );
+    let took = wait_for_log(&server, &needle, 20);
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let _ = client.kill();
+    let _ = client.wait();
+    let took = took.unwrap_or_else(|| panic!("no timeout logged:\n{}", server.log_text()));
+    // Three intervals pass before the third unanswered probe is due.
+    assert!(took >= Duration::from_millis(1500), "too soon: {took:?}");
+    assert!(took <= Duration::from_secs(10), "too late: {took:?}");
+}
+
+/// Reads the server's identification line, or None when it closed at
+/// once; the connection stays open (unauthenticated) in `keep`.
+fn server_ident(port: u16, keep: &mut Vec<TcpStream>) -> Option<String> {
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 64];
+    let n = c.read(&mut buf).unwrap_or(0);
+    keep.push(c);
+    (n > 0).then(|| String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+#[test]
+fn max_startups_drops_excess_unauthenticated_connections() {
+    let s = Setup::new("startups");
+    let server = s.start(false, "MaxStartups 2\n");
+    // An authenticated session does not count against MaxStartups.
+    let mut client = held_session(&s, &server);
+    let mut keep = Vec::new();
+    for _ in 0..2 {
+        let ident = server_ident(server.port, &mut keep);
+        assert!(ident.is_some_and(|b| b.starts_with("SSH-2.0-")));
+    }
+    // Two are pending: the third is dropped before the banner.
+    let third = server_ident(server.port, &mut keep);
+    assert_eq!(third, None, "{}", server.log_text());
+    let _ = client.kill();
+    let _ = client.wait();
+    assert!(
+        wait_for_log(&server, "past MaxStartups", 10).is_some(),
+        "{}",
+        server.log_text()
+    );
+}
+
+#[test]
+fn debug_mode_serves_one_connection_and_exits() {
+    let s = Setup::new("debugmode");
+    let port = free_port();
+    let d = s.dir.0.display().to_string();
+    let cfg = s.dir.path("sshd_config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "ListenAddress 127.0.0.1\nPort {port}\nHostKey {d}/host_ed25519\nAuthorizedKeysFile {d}/authorized_keys\n\
+             StrictModes no\nPidFile none\nPermitRootLogin yes\n"
+        ),
+    )
+    .unwrap();
+    let log = s.dir.path("debug.log");
+    let mut daemon = Command::new(SLUICED)
+        .arg("-d")
+        .arg("-f")
+        .arg(&cfg)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("Server listening on")
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "sluiced -d did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let server = Server {
+        child: Command::new("true").spawn().unwrap(),
+        port,
+        log: log.clone(),
+    };
+    assert_eq!(exec_output(&s, &server, &[]), "hi");
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = daemon.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            let _ = daemon.kill();
+            panic!("sluiced -d still running after its connection");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("debug1: "), "{text}");
+    assert!(text.contains("Disconnected from user"), "{text}");
+}
