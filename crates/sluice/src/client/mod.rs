@@ -2,7 +2,9 @@
 //! command's exit status (255 when SSH itself failed), as `ssh` does.
 
 pub mod app;
+pub mod escape;
 pub mod session;
+pub mod tty;
 
 use crate::log;
 use crate::net::crypto_pool::CryptoThreads;

@@ -48,6 +48,8 @@ const SUPPORTED: &[&str] = &[
     "noneenabled",
     "noneswitch",
     "nonemacenabled",
+    "requesttty",
+    "escapechar",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
@@ -58,8 +60,6 @@ const ACCEPTED: &[&str] = &[
     "serveraliveinterval",
     "serveralivecountmax",
     "bindaddress",
-    "requesttty",
-    "escapechar",
     "forwardagent",
     "forwardx11",
     "forwardx11trusted",

@@ -4,4 +4,5 @@
 pub mod conn;
 pub mod daemon;
 pub mod listen;
+pub mod pty;
 pub mod session;
