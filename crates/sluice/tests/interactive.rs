@@ -143,6 +143,18 @@ impl Term {
         unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
     }
 
+    /// The client put the terminal in raw mode (ICANON and ECHO off).
+    fn lflag_raw(&self) -> bool {
+        // SAFETY: termios is plain data; on Linux the master reports the pair's settings.
+        let mut tio: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: valid fd and pointer.
+        assert_eq!(
+            unsafe { libc::tcgetattr(self.master.as_raw_fd(), &mut tio) },
+            0
+        );
+        tio.c_lflag & (libc::ICANON | libc::ECHO) == 0
+    }
+
     fn wait(&mut self, secs: u64) -> ExitStatus {
         let end = Instant::now() + Duration::from_secs(secs);
         loop {
@@ -289,9 +301,38 @@ fn escape_dot_disconnects_with_255() {
         // `~` only counts after a newline: this one is sent as text.
         t.send(b"echo a~.b\r");
         t.expect("a~.b\r\n", 30);
+        // `~?` lists the escapes, `~^Z` suspends (a no-op here: the client
+        // leads an orphaned process group) and the session goes on.
+        t.send(b"\r~?");
+        t.expect("escapes are only recognized immediately after newline", 30);
+        t.send(b"\r~\x1a");
+        t.expect("[suspend ssh]", 30);
+        t.run("true", "U");
+        assert!(t.lflag_raw(), "raw mode again after the suspend");
         t.send(b"\r~.");
         let st = t.wait(30);
         assert_eq!(st.code(), Some(255), "output:\n{}", t.text());
+        assert!(!t.lflag_raw(), "terminal left raw after ~.");
+    }
+}
+
+#[test]
+fn terminal_restored_on_exit_and_on_sigterm() {
+    let s = Setup::new("restore");
+    let server = s.start(false, "");
+    for kill in [false, true] {
+        let mut t = Term::spawn(s.client(false, &server, &[]), 24, 80);
+        t.run("true", "K");
+        assert!(t.lflag_raw(), "not raw during the session");
+        if kill {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(t.child.id() as i32, libc::SIGTERM) };
+        } else {
+            t.send(b"exit\r");
+        }
+        let st = t.wait(30);
+        assert!(kill != st.success(), "{st:?}");
+        assert!(!t.lflag_raw(), "terminal left raw (kill {kill})");
     }
 }
 

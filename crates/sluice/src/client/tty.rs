@@ -353,7 +353,9 @@ impl TtySession {
             .collect();
         // SAFETY: stops this process until SIGCONT.
         unsafe { libc::kill(libc::getpid(), libc::SIGTSTP) };
-        for (fd, f) in flags {
+        // Reversed: 0, 1 and 2 often share one open file (the terminal),
+        // so only the first call saw the original flags.
+        for (fd, f) in flags.into_iter().rev() {
             crate::net::fdio::restore_flags(fd, f);
         }
         enter_raw();
