@@ -15,3 +15,4 @@ pub mod keys;
 pub mod log;
 pub mod net;
 pub mod server;
+pub mod ttymodes;

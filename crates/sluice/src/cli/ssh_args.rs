@@ -146,6 +146,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                 'c' => a.ciphers = Some(value),
                 'm' => a.macs = Some(value),
                 'Q' => return Ok(Invocation::Query(value)),
+                'e' => a.options.push(format!("EscapeChar={value}")),
                 _ => {}
             }
             break;

@@ -557,6 +557,27 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
             None
         }
     };
+    let (want_tty, warn) = crate::client::tty::decide(
+        args.tty,
+        r.get("requesttty"),
+        command.is_some(),
+        args.no_command,
+        crate::client::tty::stdin_is_tty(),
+    )?;
+    if warn {
+        log!(
+            Info,
+            "Pseudo-terminal will not be allocated because stdin is not a terminal."
+        );
+    }
+    let escape = match r.get("escapechar") {
+        Some(v) => crate::client::escape::parse_escape_char(v)?,
+        None => Some(b'~'),
+    };
+    let tty_plan = want_tty.then_some(crate::client::tty::TtyPlan {
+        escape,
+        required: tty,
+    });
     let ids = identities(&args, &r, &host, &user, port);
     let check = host_key_check(&r, host.clone(), port);
     let plan = SessionPlan {
@@ -566,6 +587,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         stdio: true,
         none_switch,
         remote_bufs,
+        tty: tty_plan,
     };
     let auth = auth_prefs(&r)?;
     let opts = ClientOptions {

@@ -3,8 +3,10 @@
 
 pub mod app;
 pub mod auth;
+pub mod escape;
 pub mod prompt;
 pub mod session;
+pub mod tty;
 
 use crate::log;
 use crate::net::crypto_pool::CryptoThreads;
@@ -155,7 +157,9 @@ pub fn run(opts: ClientOptions, identities: Vec<Identity>, host_key_check: HostK
     pump.set_crypto_threads(&mut conn, opts.crypto_threads);
     let result = pump.run(&mut conn, &mut handler);
     drop(pump);
-    for (fd, flags) in saved {
+    // Reversed: fds sharing one open file (a terminal) get the flags the
+    // first of them saw, from before any change.
+    for (fd, flags) in saved.into_iter().rev() {
         fdio::restore_flags(fd, flags);
     }
     if let (Some((raw, z)), _) = conn.compression_stats() {

@@ -4,6 +4,7 @@
 //! and stderr.
 
 use super::auth::{AuthPrefs, ClientAuth};
+use crate::client::tty::{TtyPlan, TtySession};
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds, Handler};
 use sluice_proto::msg::ChannelRequestKind;
@@ -32,6 +33,8 @@ pub struct SessionPlan {
     /// RemoteRcvBuf, RemoteSndBuf: socket buffers (bytes, 0 = don't ask)
     /// the server is asked to set for this connection after authentication.
     pub remote_bufs: (u64, u64),
+    /// Ask for a pty (client/tty.rs decides).
+    pub tty: Option<TtyPlan>,
 }
 
 /// Client-side event handling for one connection.
@@ -47,6 +50,8 @@ pub struct ClientSession {
     finished: bool,
     /// The NONE re-key was asked for and has not completed yet.
     none_pending: bool,
+    /// The local terminal, when a pty is asked for.
+    tty: Option<TtySession>,
 }
 
 impl ClientSession {
@@ -59,6 +64,7 @@ impl ClientSession {
         plan: SessionPlan,
     ) -> Self {
         ClientSession {
+            tty: plan.tty.clone().map(|t| TtySession::new(t, host)),
             auth: ClientAuth::new(user, host, identities),
             host_key_check,
             plan,
@@ -88,6 +94,12 @@ impl ClientSession {
         fds: &mut ChannelFds,
         id: ChannelId,
     ) -> Result<(), String> {
+        // pty-req first, as ssh orders them; stdin may go through the
+        // escape filter from now on.
+        let source = match self.tty.as_mut() {
+            Some(t) => t.start(conn, id)?,
+            None => 0,
+        };
         for (name, value) in &self.plan.env {
             let req = ChannelRequestKind::Env {
                 name: name.clone(),
@@ -111,7 +123,7 @@ impl ClientSession {
         conn.channel_request(id, req, true)
             .map_err(|e| e.to_string())?;
         if self.plan.stdio {
-            let mut io = ChanIo::new(Some(0), None, Some(1), Some(2));
+            let mut io = ChanIo::new(Some(source), None, Some(1), Some(2));
             io.close_when_sink_fails = true;
             fds.insert(id, io);
         }
@@ -126,6 +138,11 @@ impl Handler for ClientSession {
         fds: &mut ChannelFds,
         event: Event,
     ) -> Result<(), String> {
+        if let (Event::ChannelReply { success, .. }, Some(t)) = (&event, self.tty.as_mut()) {
+            if t.on_reply(*success)? {
+                return Ok(());
+            }
+        }
         match event {
             Event::HostKey {
                 algorithm,
@@ -255,6 +272,9 @@ impl Handler for ClientSession {
             Event::ChannelClosed(id) => {
                 if Some(id) == self.channel {
                     self.finished = true;
+                    if let Some(t) = self.tty.as_mut() {
+                        t.finish();
+                    }
                 }
             }
             Event::Debug(m) => log!(Info, "Remote: {m}"),
@@ -277,6 +297,15 @@ impl Handler for ClientSession {
     }
 
     fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        if let Some(t) = self.tty.as_mut() {
+            if t.tick(conn)? {
+                // `~.`: ssh's exit status 255.
+                self.finished = true;
+                self.exit_status = None;
+                self.exit_signal = None;
+                return Ok(());
+            }
+        }
         // Once the remote side has sent EOF and our output is written, and it
         // closed, we are done; close our end when the peer sent its exit status
         // and EOF and all its output is written (OpenSSH's order).
@@ -293,6 +322,12 @@ impl Handler for ClientSession {
 
     fn finished(&self) -> bool {
         self.finished
+    }
+
+    fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
+        if let Some(t) = &self.tty {
+            t.watch_fds(out);
+        }
     }
 }
 

@@ -52,6 +52,8 @@ const SUPPORTED: &[&str] = &[
     "noneenabled",
     "noneswitch",
     "nonemacenabled",
+    "requesttty",
+    "escapechar",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
@@ -62,8 +64,6 @@ const ACCEPTED: &[&str] = &[
     "serveraliveinterval",
     "serveralivecountmax",
     "bindaddress",
-    "requesttty",
-    "escapechar",
     "forwardagent",
     "forwardx11",
     "forwardx11trusted",

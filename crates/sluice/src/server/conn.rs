@@ -12,6 +12,7 @@ use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds, Handler};
 use crate::server::auth::ServerAuth;
 use crate::server::keepalive::ClientAlive;
+use crate::server::pty::{self, Pty};
 use crate::server::session::{self, ExitResult, SessionSpawn, UserInfo};
 use sluice_proto::crypto::hostkey;
 use sluice_proto::msg::ChannelRequestKind;
@@ -35,6 +36,8 @@ struct Session {
     child: Option<Child>,
     exit: Option<ExitResult>,
     done: bool,
+    /// The pty from a pty-req; the shell or command runs on it.
+    pty: Option<Pty>,
 }
 
 /// Server-side event handling for one connection.
@@ -203,7 +206,7 @@ impl ServerConn {
                 env.push((k.into(), v.into()));
             }
         }
-        let spawn = SessionSpawn {
+        let mut spawn = SessionSpawn {
             user,
             command,
             env,
@@ -211,6 +214,19 @@ impl ServerConn {
             client: self.peer,
             server: self.local,
         };
+        if let Some(p) = s.pty.as_mut() {
+            return match p.spawn(&mut spawn, self.cfg.print_motd) {
+                Ok((child, io)) => {
+                    fds.insert(id, io);
+                    s.child = Some(child);
+                    true
+                }
+                Err(e) => {
+                    log!(Error, "session: failed to run command on a pty: {e}");
+                    false
+                }
+            };
+        }
         match session::spawn(&spawn) {
             Ok(mut child) => {
                 let mut io = ChanIo::new(
@@ -265,9 +281,53 @@ impl ServerConn {
             ChannelRequestKind::Shell => {
                 !refuse_interactive(conn, id, "shell") && self.spawn(id, fds, None, false)
             }
-            ChannelRequestKind::PtyReq { .. } => {
-                // No ptys yet; the request still makes the session interactive.
-                refuse_interactive(conn, id, "pty-req");
+            ChannelRequestKind::PtyReq {
+                term,
+                cols,
+                rows,
+                width_px,
+                height_px,
+                modes,
+            } => {
+                if refuse_interactive(conn, id, "pty-req") {
+                    return false;
+                }
+                if !self.cfg.permit_tty {
+                    log!(Info, "Pty allocation disabled.");
+                    return false;
+                }
+                let Some(s) = self.sessions.get_mut(&id) else {
+                    return false;
+                };
+                if s.pty.is_some() || s.child.is_some() {
+                    return false;
+                }
+                match Pty::open(&term, (cols, rows, width_px, height_px), &modes) {
+                    Ok(p) => {
+                        log!(
+                            Debug1,
+                            "session: allocated pty {} for channel {}",
+                            p.name(),
+                            id.0
+                        );
+                        s.pty = Some(p);
+                        true
+                    }
+                    Err(e) => {
+                        log!(Info, "channel {}: pty-req refused: {e}", id.0);
+                        false
+                    }
+                }
+            }
+            ChannelRequestKind::WindowChange {
+                cols,
+                rows,
+                width_px,
+                height_px,
+            } => {
+                if let Some(p) = self.sessions.get(&id).and_then(|s| s.pty.as_ref()) {
+                    p.resize((cols, rows, width_px, height_px));
+                }
                 false
             }
             ChannelRequestKind::Subsystem { name } => match self.cfg.subsystem_command(&name) {
@@ -298,8 +358,12 @@ impl ServerConn {
                 false
             }
             ChannelRequestKind::Signal { name } => {
-                if let Some(child) = self.sessions.get(&id).and_then(|s| s.child.as_ref()) {
-                    session::signal(child, &name);
+                if let Some(s) = self.sessions.get(&id) {
+                    match (&s.child, &s.pty) {
+                        (Some(c), Some(_)) => pty::signal_group(c, &name),
+                        (Some(c), None) => session::signal(c, &name),
+                        _ => {}
+                    }
                 }
                 let _ = conn;
                 false

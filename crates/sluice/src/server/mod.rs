@@ -8,5 +8,6 @@ pub mod daemon;
 pub mod keepalive;
 pub mod listen;
 pub mod pam;
+pub mod pty;
 pub mod session;
 pub mod shadow;

@@ -80,6 +80,20 @@ pub struct SessionSpawn {
 
 /// Starts the command with piped stdin, stdout and stderr.
 pub fn spawn(s: &SessionSpawn) -> std::io::Result<Child> {
+    let mut cmd = command(s, None)?;
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn()
+}
+
+/// Work for the child before privileges are dropped (a pty's setsid and
+/// controlling terminal); async-signal-safe only.
+pub type PreExec = Box<dyn FnMut() -> std::io::Result<()> + Send + Sync>;
+
+/// The command for a session, without its stdio: the user's shell, the
+/// environment, and the privilege drop in the child (after `pre`).
+pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Command> {
     let u = &s.user;
     let shell = if u.shell.is_empty() {
         "/bin/sh".to_owned()
@@ -125,9 +139,10 @@ pub fn spawn(s: &SessionSpawn) -> std::io::Result<Child> {
     }
     let home_ok = std::path::Path::new(&u.home).is_dir();
     cmd.current_dir(if home_ok { u.home.as_str() } else { "/" });
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    if let Some(pre) = pre {
+        // SAFETY: the caller's closure is async-signal-safe (see PreExec).
+        unsafe { cmd.pre_exec(pre) };
+    }
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     if euid == 0 && u.uid != 0 {
@@ -164,7 +179,7 @@ pub fn spawn(s: &SessionSpawn) -> std::io::Result<Child> {
             });
         }
     }
-    cmd.spawn()
+    Ok(cmd)
 }
 
 /// How a command ended, in RFC 4254 6.10 terms.
@@ -181,7 +196,7 @@ pub enum ExitResult {
     },
 }
 
-const SIGNALS: &[(i32, &str)] = &[
+pub(crate) const SIGNALS: &[(i32, &str)] = &[
     (libc::SIGABRT, "ABRT"),
     (libc::SIGALRM, "ALRM"),
     (libc::SIGFPE, "FPE"),

@@ -1,0 +1,401 @@
+//! The client's terminal, as ssh handles it: whether to ask for a pty
+//! (-t, -tt, -T, RequestTTY), the pty-req built from the local terminal
+//! (TERM, size, RFC 4254 8 modes), raw mode restored on every exit path
+//! (return, error, fatal signal, suspend), SIGWINCH sent as window-change,
+//! and stdin read through the escape filter (client/escape.rs).
+
+use crate::client::escape::{self, Action, Relay};
+use crate::log;
+use sluice_proto::msg::ChannelRequestKind;
+use sluice_proto::{ChannelId, Connection};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::OnceLock;
+
+/// Whether to request a pty, as ssh decides: RequestTTY (or -t/-T, which
+/// override it) with auto meaning "for a shell"; never when stdin is not a
+/// terminal unless forced. Returns (request a pty, print ssh's warning).
+pub fn decide(
+    flag: i8,
+    config: Option<&str>,
+    has_command: bool,
+    no_session: bool,
+    stdin_tty: bool,
+) -> Result<(bool, bool), String> {
+    let mode = match flag {
+        f if f < 0 => "no".to_owned(),
+        1 => "yes".to_owned(),
+        f if f > 1 => "force".to_owned(),
+        _ => config.unwrap_or("auto").to_ascii_lowercase(),
+    };
+    let mut want = match mode.as_str() {
+        "yes" | "force" => true,
+        "no" | "auto" => false,
+        _ => {
+            return Err(format!(
+                "Bad RequestTTY '{}': use yes, no, force or auto",
+                config.unwrap_or_default()
+            ))
+        }
+    };
+    if !has_command {
+        want = mode != "no";
+    }
+    if no_session {
+        want = false;
+    }
+    if !stdin_tty && mode != "force" {
+        return Ok((false, want));
+    }
+    Ok((want, false))
+}
+
+/// fd 0 is a terminal.
+pub fn stdin_is_tty() -> bool {
+    // SAFETY: isatty has no preconditions.
+    unsafe { libc::isatty(0) == 1 }
+}
+
+/// What goes into the pty-req, and how to handle the local terminal.
+#[derive(Debug, Clone)]
+pub struct TtyPlan {
+    /// Escape character, None for `none`.
+    pub escape: Option<u8>,
+    /// Explicitly asked for (-t, RequestTTY yes/force): a refused pty ends
+    /// the session, as in ssh.
+    pub required: bool,
+}
+
+/// The window size of fd 0: (cols, rows, width px, height px), zeros when
+/// it is not a terminal.
+fn window_size() -> (u32, u32, u32, u32) {
+    // SAFETY: winsize is plain data filled by the ioctl.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and pointer.
+    if unsafe { libc::ioctl(0, libc::TIOCGWINSZ, &mut ws) } != 0 {
+        return (0, 0, 0, 0);
+    }
+    (
+        u32::from(ws.ws_col),
+        u32::from(ws.ws_row),
+        u32::from(ws.ws_xpixel),
+        u32::from(ws.ws_ypixel),
+    )
+}
+
+/// The terminal as it was before raw mode; read by the signal handler.
+static SAVED: OnceLock<libc::termios> = OnceLock::new();
+/// Raw mode is on.
+static RAW: AtomicBool = AtomicBool::new(false);
+/// Write end of the SIGWINCH pipe (-1: none).
+static WINCH_W: AtomicI32 = AtomicI32::new(-1);
+
+fn enter_raw() {
+    // SAFETY: termios is plain data filled by tcgetattr.
+    let mut tio: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and pointer.
+    if unsafe { libc::tcgetattr(0, &mut tio) } != 0 {
+        return;
+    }
+    let _ = SAVED.set(tio);
+    // ssh's enter_raw_mode.
+    tio.c_iflag |= libc::IGNPAR;
+    tio.c_iflag &= !(libc::ISTRIP
+        | libc::INLCR
+        | libc::IGNCR
+        | libc::ICRNL
+        | libc::IXON
+        | libc::IXANY
+        | libc::IXOFF
+        | libc::IUCLC);
+    tio.c_lflag &= !(libc::ISIG
+        | libc::ICANON
+        | libc::ECHO
+        | libc::ECHOE
+        | libc::ECHOK
+        | libc::ECHONL
+        | libc::IEXTEN);
+    tio.c_oflag &= !libc::OPOST;
+    tio.c_cc[libc::VMIN] = 1;
+    tio.c_cc[libc::VTIME] = 0;
+    install_fatal_handlers();
+    // SAFETY: valid fd and pointer.
+    if unsafe { libc::tcsetattr(0, libc::TCSADRAIN, &tio) } == 0 {
+        RAW.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Puts the terminal back; async-signal-safe (a signal handler calls it).
+fn leave_raw() {
+    if RAW.swap(false, Ordering::SeqCst) {
+        if let Some(t) = SAVED.get() {
+            // SAFETY: valid fd and pointer.
+            unsafe { libc::tcsetattr(0, libc::TCSADRAIN, t) };
+        }
+    }
+}
+
+extern "C" fn on_fatal(sig: libc::c_int) {
+    leave_raw();
+    // SAFETY: async-signal-safe calls; re-raised with the default action.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+extern "C" fn on_winch(_: libc::c_int) {
+    let fd = WINCH_W.load(Ordering::Relaxed);
+    if fd >= 0 {
+        // SAFETY: write is async-signal-safe; a full pipe just drops the byte.
+        unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
+    }
+}
+
+fn set_handler(sig: libc::c_int, f: extern "C" fn(libc::c_int)) {
+    // SAFETY: sigaction is plain data; the handlers are async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = f as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+}
+
+fn install_fatal_handlers() {
+    for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGQUIT] {
+        set_handler(sig, on_fatal);
+    }
+}
+
+/// The SIGWINCH pipe's read end.
+fn winch_pipe() -> Option<OwnedFd> {
+    let mut p = [-1; 2];
+    // SAFETY: p is valid for two fds.
+    if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
+        return None;
+    }
+    WINCH_W.store(p[1], Ordering::SeqCst);
+    set_handler(libc::SIGWINCH, on_winch);
+    // SAFETY: pipe2 returned the fd; the write end stays open for the process.
+    Some(unsafe { OwnedFd::from_raw_fd(p[0]) })
+}
+
+/// The terminal side of a session with a pty.
+pub struct TtySession {
+    plan: TtyPlan,
+    host: String,
+    channel: Option<ChannelId>,
+    /// The pty-req's reply has not arrived yet (it comes before the
+    /// shell's or exec's: replies are in order).
+    reply_pending: bool,
+    winch: Option<OwnedFd>,
+    relay: Option<Relay>,
+    size: (u32, u32, u32, u32),
+}
+
+impl TtySession {
+    /// A session for `host` (named in "Connection to host closed.").
+    pub fn new(plan: TtyPlan, host: &str) -> Self {
+        TtySession {
+            plan,
+            host: host.to_owned(),
+            channel: None,
+            reply_pending: false,
+            winch: None,
+            relay: None,
+            size: (0, 0, 0, 0),
+        }
+    }
+
+    /// Sends the pty-req for the opened channel and takes over the local
+    /// terminal; returns the fd the channel's data is read from (stdin, or
+    /// the escape filter's pipe).
+    pub fn start(&mut self, conn: &mut Connection, id: ChannelId) -> Result<RawFd, String> {
+        let term = std::env::var("TERM").unwrap_or_default();
+        // SAFETY: termios is plain data filled by tcgetattr.
+        let mut tio: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: valid fd and pointer.
+        let modes = if unsafe { libc::tcgetattr(0, &mut tio) } == 0 {
+            crate::ttymodes::encode(&tio)
+        } else {
+            vec![0]
+        };
+        self.size = window_size();
+        let (cols, rows, width_px, height_px) = self.size;
+        let req = ChannelRequestKind::PtyReq {
+            term,
+            cols,
+            rows,
+            width_px,
+            height_px,
+            modes,
+        };
+        conn.channel_request(id, req, true)
+            .map_err(|e| e.to_string())?;
+        self.channel = Some(id);
+        self.reply_pending = true;
+        if !stdin_is_tty() {
+            // -tt with stdin not a terminal: no raw mode, no escapes (ssh).
+            return Ok(0);
+        }
+        enter_raw();
+        self.winch = winch_pipe();
+        match self.plan.escape {
+            Some(ch) => {
+                let relay = Relay::new(ch).map_err(|e| format!("pipe: {e}"))?;
+                let fd = relay.source_fd();
+                self.relay = Some(relay);
+                Ok(fd)
+            }
+            None => Ok(0),
+        }
+    }
+
+    /// A channel reply: true if it answered the pty-req (consumed here).
+    pub fn on_reply(&mut self, success: bool) -> Result<bool, String> {
+        if !std::mem::take(&mut self.reply_pending) {
+            return Ok(false);
+        }
+        if !success {
+            leave_raw();
+            let msg = "PTY allocation request failed on channel 0";
+            if self.plan.required {
+                return Err(msg.into());
+            }
+            eprintln!("{msg}");
+        }
+        Ok(true)
+    }
+
+    /// Fds to wake for: stdin and the escape pipe, the SIGWINCH pipe.
+    pub fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
+        if let Some(w) = &self.winch {
+            out.push(libc::pollfd {
+                fd: w.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        if let Some(r) = &self.relay {
+            r.watch_fds(out);
+        }
+    }
+
+    /// Moves stdin through the escape filter, acts on escapes and window
+    /// size changes. Returns true when the user asked to disconnect (`~.`).
+    pub fn tick(&mut self, conn: &mut Connection) -> Result<bool, String> {
+        let Some(id) = self.channel else {
+            return Ok(false);
+        };
+        if let Some(w) = &self.winch {
+            let mut buf = [0u8; 64];
+            // SAFETY: buf is valid; the pipe is non-blocking.
+            let n = unsafe { libc::read(w.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n > 0 {
+                self.send_size(conn, id);
+            }
+        }
+        let actions = match self.relay.as_mut() {
+            Some(r) => r.pump(),
+            None => return Ok(false),
+        };
+        for a in actions {
+            match a {
+                Action::Quit => {
+                    self.finish();
+                    return Ok(true);
+                }
+                Action::Suspend => {
+                    self.suspend();
+                    self.send_size(conn, id);
+                }
+                Action::Help => escape::print_help(self.plan.escape.unwrap_or(b'~')),
+                Action::List => escape::print_list(id.0, &self.host),
+                Action::Break => {
+                    let _ = conn.channel_request(id, ChannelRequestKind::Break { ms: 1000 }, false);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    fn send_size(&mut self, conn: &mut Connection, id: ChannelId) {
+        let size = window_size();
+        if size == self.size {
+            return;
+        }
+        self.size = size;
+        let (cols, rows, width_px, height_px) = size;
+        log!(Debug2, "window-change {cols}x{rows}");
+        let req = ChannelRequestKind::WindowChange {
+            cols,
+            rows,
+            width_px,
+            height_px,
+        };
+        let _ = conn.channel_request(id, req, false);
+    }
+
+    /// `~^Z`: the terminal restored and blocking while we are stopped.
+    fn suspend(&mut self) {
+        let ch = self.plan.escape.unwrap_or(b'~') as char;
+        eprint!("{ch}^Z [suspend ssh]\r\n");
+        leave_raw();
+        let flags: Vec<(i32, i32)> = [0, 1, 2]
+            .iter()
+            .filter_map(|&fd| {
+                crate::net::fdio::set_nonblocking(fd, false)
+                    .ok()
+                    .map(|f| (fd, f))
+            })
+            .collect();
+        // SAFETY: stops this process until SIGCONT.
+        unsafe { libc::kill(libc::getpid(), libc::SIGTSTP) };
+        // Reversed: 0, 1 and 2 often share one open file (the terminal),
+        // so only the first call saw the original flags.
+        for (fd, f) in flags.into_iter().rev() {
+            crate::net::fdio::restore_flags(fd, f);
+        }
+        enter_raw();
+    }
+
+    /// The session ended (channel closed or `~.`): the terminal restored,
+    /// and ssh's closing line at the Info level.
+    pub fn finish(&mut self) {
+        let was_raw = RAW.load(Ordering::SeqCst);
+        leave_raw();
+        if self.channel.take().is_some() && was_raw {
+            log!(Info, "Connection to {} closed.", self.host);
+        }
+    }
+}
+
+impl Drop for TtySession {
+    fn drop(&mut self) {
+        leave_raw();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decide;
+
+    #[test]
+    fn decisions_follow_ssh() {
+        // (flag, RequestTTY, command, stdin tty) -> (pty, warning)
+        let d = |f, c, cmd, tty| decide(f, c, cmd, false, tty).unwrap();
+        assert_eq!(d(0, None, false, true), (true, false));
+        assert_eq!(d(0, None, true, true), (false, false));
+        assert_eq!(d(1, None, true, true), (true, false));
+        assert_eq!(d(1, None, true, false), (false, true));
+        assert_eq!(d(0, None, false, false), (false, true));
+        assert_eq!(d(-1, None, false, false), (false, false));
+        assert_eq!(d(2, None, true, false), (true, false));
+        assert_eq!(d(0, Some("force"), true, false), (true, false));
+        assert_eq!(d(0, Some("no"), false, true), (false, false));
+        assert_eq!(d(-1, Some("yes"), false, true), (false, false));
+        assert!(decide(0, Some("bogus"), false, false, true).is_err());
+    }
+}

@@ -1,0 +1,210 @@
+//! Pseudo-terminals for sessions (RFC 4254 6.2, 6.7), as sshd does them:
+//! a pty-req allocates one (openpty, the client's terminal modes, its
+//! window size); the shell or command then runs on the slave as its
+//! controlling terminal, and the master carries the channel's data both
+//! ways (stderr included: no extended data with a pty).
+
+use crate::net::pump::ChanIo;
+use crate::server::session::{self, PreExec, SessionSpawn};
+use crate::ttymodes;
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::process::{Child, Stdio};
+
+/// Most of /etc/motd shown at login.
+const MOTD_MAX: u64 = 64 << 10;
+
+/// An allocated pty: the master, and the slave until the session starts.
+pub struct Pty {
+    master: OwnedFd,
+    slave: Option<OwnedFd>,
+    name: String,
+    term: String,
+}
+
+fn os_err(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+impl Pty {
+    /// Allocates a pty for a pty-req; the modes are checked first, so a
+    /// malformed request is refused before anything is allocated.
+    pub fn open(term: &str, size: (u32, u32, u32, u32), modes: &[u8]) -> Result<Pty, String> {
+        let modes = ttymodes::parse(modes)?;
+        let (mut m, mut s) = (-1, -1);
+        // SAFETY: out-pointers are valid; name, termios and winsize may be null.
+        let rc = unsafe {
+            libc::openpty(
+                &mut m,
+                &mut s,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        if rc != 0 {
+            return Err(os_err("openpty"));
+        }
+        // SAFETY: openpty returned two fds that we now own.
+        let (master, slave) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
+        for fd in [m, s] {
+            // SAFETY: plain fcntl on fds we own; the child must inherit neither.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
+        let mut buf = [0 as libc::c_char; 128];
+        // SAFETY: buf is valid for its length.
+        if unsafe { libc::ttyname_r(s, buf.as_mut_ptr(), buf.len()) } != 0 {
+            return Err(os_err("ttyname"));
+        }
+        // SAFETY: ttyname_r wrote a NUL-terminated string into buf.
+        let name = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: termios is plain data filled by tcgetattr.
+        let mut tio: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: valid fd and pointer.
+        if unsafe { libc::tcgetattr(s, &mut tio) } == 0 {
+            ttymodes::apply(&mut tio, &modes);
+            // SAFETY: valid fd and pointer.
+            unsafe { libc::tcsetattr(s, libc::TCSANOW, &tio) };
+        }
+        let pty = Pty {
+            master,
+            slave: Some(slave),
+            name,
+            term: term.to_owned(),
+        };
+        pty.resize(size);
+        Ok(pty)
+    }
+
+    /// The slave's path (`/dev/pts/3`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sets the window size (cols, rows, width and height in pixels); the
+    /// foreground process group gets SIGWINCH.
+    pub fn resize(&self, (cols, rows, wpx, hpx): (u32, u32, u32, u32)) {
+        let c = |v: u32| v.min(u32::from(u16::MAX)) as u16;
+        let ws = libc::winsize {
+            ws_row: c(rows),
+            ws_col: c(cols),
+            ws_xpixel: c(wpx),
+            ws_ypixel: c(hpx),
+        };
+        // SAFETY: valid fd and pointer.
+        unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+    }
+
+    /// The user owns the slave, group tty, mode 0620 (OpenSSH's pty_setowner).
+    fn set_owner(&self, uid: u32) {
+        let Ok(path) = CString::new(self.name.as_str()) else {
+            return;
+        };
+        let gid = tty_group();
+        let mode = if gid.is_some() { 0o620 } else { 0o622 };
+        // SAFETY: path is a valid C string; plain syscalls.
+        unsafe {
+            libc::chown(path.as_ptr(), uid, gid.unwrap_or(u32::MAX));
+            libc::chmod(path.as_ptr(), mode);
+        }
+    }
+
+    /// Runs the session on the slave: its own session (setsid) with the
+    /// slave as controlling terminal and stdin/out/err, TERM and SSH_TTY
+    /// set, privileges dropped as for any command. A login shell (no
+    /// command) first sees /etc/motd when `motd` is on and the user has no
+    /// ~/.hushlogin. Returns the child and the channel's fds on the master.
+    pub fn spawn(&mut self, s: &mut SessionSpawn, motd: bool) -> Result<(Child, ChanIo), String> {
+        let slave = self
+            .slave
+            .take()
+            .ok_or("the pty is already in use by a command")?;
+        self.set_owner(s.user.uid);
+        if !self.term.is_empty() {
+            s.env.push(("TERM".into(), self.term.clone().into()));
+        }
+        s.env.push(("SSH_TTY".into(), self.name.clone().into()));
+        let hush = std::path::Path::new(&s.user.home).join(".hushlogin");
+        let motd: Vec<u8> = if motd && s.command.is_none() && !hush.exists() {
+            read_capped("/etc/motd", MOTD_MAX)
+        } else {
+            Vec::new()
+        };
+        let pre: PreExec = Box::new(move || {
+            // SAFETY: async-signal-safe syscalls only; motd was read before the fork.
+            unsafe {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let mut rest: &[u8] = &motd;
+                while !rest.is_empty() {
+                    let n = libc::write(1, rest.as_ptr().cast(), rest.len());
+                    if n <= 0 {
+                        break;
+                    }
+                    rest = rest.get(n as usize..).unwrap_or_default();
+                }
+            }
+            Ok(())
+        });
+        let e = |e: std::io::Error| e.to_string();
+        let mut cmd = session::command(s, Some(pre)).map_err(e)?;
+        cmd.stdin(Stdio::from(slave.try_clone().map_err(e)?))
+            .stdout(Stdio::from(slave.try_clone().map_err(e)?))
+            .stderr(Stdio::from(slave));
+        let child = cmd.spawn().map_err(e)?;
+        // Our copies of the slave go now: the master reads EIO once the
+        // session's last process closed it.
+        drop(cmd);
+        let src = self.master.try_clone().map_err(e)?;
+        let sink = self.master.try_clone().map_err(e)?;
+        let _ = crate::net::fdio::set_nonblocking(src.as_raw_fd(), true);
+        let mut io = ChanIo::new(
+            Some(src.into_raw_fd()),
+            None,
+            Some(sink.into_raw_fd()),
+            None,
+        );
+        io.owned = true;
+        Ok((child, io))
+    }
+}
+
+/// Sends a signal named as in RFC 4254 (`INT`) to the session's process
+/// group (the shell is its session and group leader).
+pub fn signal_group(child: &Child, name: &str) {
+    if let Some((n, _)) = session::SIGNALS.iter().find(|(_, s)| *s == name) {
+        // SAFETY: signalling our own child's process group.
+        unsafe { libc::killpg(child.id() as i32, *n) };
+    }
+}
+
+fn tty_group() -> Option<u32> {
+    let name = CString::new("tty").ok()?;
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: group is plain data filled by getgrnam_r.
+    let mut gr: libc::group = unsafe { std::mem::zeroed() };
+    let mut res: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: all pointers are valid for the call.
+    let rc = unsafe {
+        libc::getgrnam_r(
+            name.as_ptr(),
+            &mut gr,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut res,
+        )
+    };
+    (rc == 0 && !res.is_null()).then_some(gr.gr_gid)
+}
+
+fn read_capped(path: &str, max: u64) -> Vec<u8> {
+    use std::io::Read;
+    let mut v = Vec::new();
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(max).read_to_end(&mut v);
+    }
+    v
+}
