@@ -61,6 +61,8 @@ pub struct ClientArgs {
     pub ciphers: Option<String>,
     /// `-m`.
     pub macs: Option<String>,
+    /// `-J`: ProxyJump.
+    pub jump: Option<String>,
     /// `-s`: the command is a subsystem.
     pub subsystem: bool,
     /// Destination host.
@@ -146,6 +148,10 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                 'c' => a.ciphers = Some(value),
                 'm' => a.macs = Some(value),
                 'Q' => return Ok(Invocation::Query(value)),
+                'J' if a.jump.is_some() => {
+                    return Err("Only a single -J option is permitted".into())
+                }
+                'J' => a.jump = Some(value),
                 _ => {}
             }
             break;

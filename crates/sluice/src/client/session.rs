@@ -72,6 +72,8 @@ pub struct ClientSession {
     tried_sig_alg: &'static str,
     /// The NONE re-key was asked for and has not completed yet.
     none_pending: bool,
+    /// ServerAliveInterval and ConnectTimeout's banner limit.
+    pub keepalive: Option<super::keepalive::Keepalive>,
 }
 
 impl ClientSession {
@@ -96,6 +98,7 @@ impl ClientSession {
             finished: false,
             tried_sig_alg: "",
             none_pending: false,
+            keepalive: None,
         }
     }
 
@@ -378,6 +381,9 @@ impl Handler for ClientSession {
     }
 
     fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        if let Some(k) = &mut self.keepalive {
+            k.tick(conn)?;
+        }
         // Once the remote side has sent EOF and our output is written, and it
         // closed, we are done; close our end when the peer sent its exit status
         // and EOF and all its output is written (OpenSSH's order).
@@ -394,6 +400,16 @@ impl Handler for ClientSession {
 
     fn finished(&self) -> bool {
         self.finished
+    }
+
+    fn tick_interval(&self) -> Option<std::time::Duration> {
+        self.keepalive.as_ref().and_then(|k| k.next())
+    }
+
+    fn input_received(&mut self, now: std::time::Instant) {
+        if let Some(k) = &mut self.keepalive {
+            k.input(now);
+        }
     }
 }
 
