@@ -69,13 +69,19 @@ pub fn time(r: &Resolved, kw: &str) -> Option<Duration> {
         .map(Duration::from_secs)
 }
 
-/// ServerAliveInterval and ServerAliveCountMax (default 3).
+/// ServerAliveInterval (default off, 300 s in batch mode, as ssh) and
+/// ServerAliveCountMax (default 3).
 pub fn server_alive(r: &Resolved) -> (Option<Duration>, u32) {
     let max = r
         .get("serveralivecountmax")
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
-    (time(r, "serveraliveinterval"), max)
+    let interval = match r.get("serveraliveinterval") {
+        Some(_) => time(r, "serveraliveinterval"),
+        None if r.flag("batchmode", false) => Some(Duration::from_secs(300)),
+        None => None,
+    };
+    (interval, max)
 }
 
 /// ConnectionAttempts (default 1).

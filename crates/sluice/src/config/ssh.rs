@@ -155,7 +155,6 @@ const REPEATABLE: &[&str] = &[
     "identityfile",
     "certificatefile",
     "sendenv",
-    "setenv",
     "localforward",
     "remoteforward",
     "dynamicforward",

@@ -99,7 +99,15 @@ pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
         ("forwardx11timeout", "1200"),
         ("numberofpasswordprompts", "3"),
         ("serveralivecountmax", "3"),
-        ("serveraliveinterval", "0"),
+        // ssh: in batch mode the default is five minutes.
+        (
+            "serveraliveinterval",
+            if r.flag("batchmode", false) {
+                "300"
+            } else {
+                "0"
+            },
+        ),
         ("requiredrsasize", "1024"),
     ] {
         // KbdInteractiveAuthentication's old name sets it too.
