@@ -443,3 +443,76 @@ fn connect_timeout_covers_the_banner() {
     assert!(start.elapsed() < Duration::from_secs(5));
     let _ = holder.join();
 }
+
+/// ProxyJump runs this program again as `sluice -W '[%h]:%p'` toward the
+/// jump host, with -l, -p, -J for earlier hops, -F and -v passed on (the
+/// end-to-end run needs -W: see proxy_jump_end_to_end below).
+#[test]
+fn proxy_jump_builds_the_sluice_w_command() {
+    let dir = TempDir::new("jumpcmd");
+    let cfg = dir.path("cfg");
+    std::fs::write(
+        &cfg,
+        "Host target\n  HostName 127.0.0.1\n  Port 2222\n  BatchMode yes\n",
+    )
+    .unwrap();
+    let dead = free_port();
+    let mut c = Command::new(SLUICE);
+    c.arg("-F").arg(&cfg).args([
+        "-v",
+        "-J",
+        &format!("first,alice@127.0.0.1:{dead}"),
+        "target",
+        "true",
+    ]);
+    let out = run(c, b"", 30);
+    assert_eq!(out.status.code(), Some(255));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let me = std::fs::canonicalize(SLUICE).unwrap();
+    let want = format!(
+        "Executing proxy command: exec {} -l alice -p {dead} -J first -F {} -v -W '[127.0.0.1]:2222' 127.0.0.1",
+        me.display(),
+        cfg.display()
+    );
+    assert!(err.contains(&want), "want {want}\nin {err}");
+}
+
+/// StrictHostKeyChecking ask: the question on the terminal (a pty from
+/// script(1)), a wrong answer asked again, "yes" adds the key.
+#[test]
+fn ask_prompts_on_the_terminal() {
+    if missing("script") {
+        return;
+    }
+    let s = Setup::new("ask");
+    let srv = s.start(false, "");
+    let kh = s.dir.path("kh");
+    let cmd = format!(
+        "{SLUICE} -F /dev/null -o StrictHostKeyChecking=ask -o UserKnownHostsFile={} -i {} -p {} 127.0.0.1 echo answered",
+        kh.display(),
+        s.user_key.display(),
+        srv.port
+    );
+    let mut c = Command::new("script");
+    c.args(["-qec", &cmd, "/dev/null"]);
+    let out = run(c, b"maybe\nyes\n", 30);
+    let text = String::from_utf8_lossy(&out.stdout);
+    ok(&out, &text);
+    let name = format!("[127.0.0.1]:{}", srv.port);
+    assert!(
+        text.contains(&format!(
+            "The authenticity of host '{name} ({name})' can't be established."
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("Are you sure you want to continue connecting (yes/no/[fingerprint])? "),
+        "{text}"
+    );
+    assert!(
+        text.contains("Please type 'yes', 'no' or the fingerprint: "),
+        "{text}"
+    );
+    assert!(text.contains("answered"), "{text}");
+    assert!(std::fs::read_to_string(&kh).unwrap().starts_with(&name));
+}

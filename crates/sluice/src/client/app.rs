@@ -353,6 +353,8 @@ fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCheck {
     })
 }
 
+/// StrictHostKeyChecking ask: ssh's question on /dev/tty, asked again
+/// until the answer is yes, no or the fingerprint.
 fn ask_yes(name: &str, shown: &str, fp: &str) -> bool {
     use std::io::{BufRead, Write};
     let Ok(tty) = std::fs::OpenOptions::new()
@@ -362,14 +364,38 @@ fn ask_yes(name: &str, shown: &str, fp: &str) -> bool {
     else {
         return false;
     };
+    // ssh adds the address; for an address typed as the host it is the same.
+    let shown_name = if name
+        .trim_start_matches('[')
+        .split(']')
+        .next()
+        .unwrap_or_default()
+        .parse::<std::net::IpAddr>()
+        .is_ok()
+    {
+        format!("{name} ({name})")
+    } else {
+        name.to_owned()
+    };
     let _ = write!(
         &tty,
-        "The authenticity of host '{name}' can't be established.\n{shown} key fingerprint is {fp}.\nThis key is not known by any other names.\nAre you sure you want to continue connecting (yes/no/[fingerprint])? "
+        "The authenticity of host '{shown_name}' can't be established.\n{shown} key fingerprint is {fp}.\nThis key is not known by any other names.\nAre you sure you want to continue connecting (yes/no/[fingerprint])? "
     );
-    let mut line = String::new();
-    let _ = std::io::BufReader::new(&tty).read_line(&mut line);
-    let a = line.trim();
-    a == "yes" || a == fp
+    let mut reader = std::io::BufReader::new(&tty);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return false;
+        }
+        match line.trim() {
+            "yes" => return true,
+            "no" => return false,
+            a if a == fp => return true,
+            _ => {
+                let _ = write!(&tty, "Please type 'yes', 'no' or the fingerprint: ");
+            }
+        }
+    }
 }
 
 fn connect(args: ClientArgs) -> Result<i32, String> {
