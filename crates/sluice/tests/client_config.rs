@@ -516,3 +516,35 @@ fn ask_prompts_on_the_terminal() {
     assert!(text.contains("answered"), "{text}");
     assert!(std::fs::read_to_string(&kh).unwrap().starts_with(&name));
 }
+
+/// ConnectionAttempts: tried again once a second, then ssh's message.
+#[test]
+fn connection_attempts_retry_then_fail() {
+    let port = free_port();
+    let start = Instant::now();
+    let mut c = Command::new(SLUICE);
+    c.args([
+        "-F",
+        "/dev/null",
+        "-o",
+        "ConnectionAttempts=3",
+        "-p",
+        &port.to_string(),
+        "127.0.0.1",
+        "true",
+    ]);
+    let out = run(c, b"", 20);
+    assert_eq!(out.status.code(), Some(255));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "connect to host 127.0.0.1 port {port}: Connection refused"
+        )),
+        "{err}"
+    );
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+}
