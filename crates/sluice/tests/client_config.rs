@@ -304,6 +304,14 @@ fn proxy_command_to_sluiced_and_sshd() {
     let out = run(c, b"", 30);
     ok(&out, "ProxyCommand none");
     assert_eq!(out.stdout, b"direct\n");
+    // RemoteCommand runs when no command is given, tokens expanded.
+    let c = s.client(false, &target, &["-o", "RemoteCommand=echo rc %n %p"]);
+    let out = run(c, b"", 30);
+    ok(&out, "RemoteCommand");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("rc 127.0.0.1 {}\n", target.port)
+    );
     let mut c = s.client(false, &target, &["-o", "ProxyCommand=exit 3"]);
     c.arg("true");
     let out = run(c, b"", 30);

@@ -204,7 +204,11 @@ fn identities(args: &ClientArgs, r: &Resolved) -> Vec<Identity> {
         .iter()
         .filter_map(|f| identity::public_blob(&expand(f, r)).ok())
         .collect();
-    let agent_path = r.get("identityagent").map(|p| expand(p, r));
+    // `SSH_AUTH_SOCK` names the environment's socket, as in ssh.
+    let agent_path = r
+        .get("identityagent")
+        .filter(|p| *p != "SSH_AUTH_SOCK")
+        .map(|p| expand(p, r));
     let use_agent = agent_path.as_deref() != Some(Path::new("none"))
         && (agent_path.is_some() || std::env::var_os("SSH_AUTH_SOCK").is_some());
     if use_agent {
@@ -487,7 +491,17 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
             env.push((k.to_owned(), v.as_bytes().to_vec()));
         }
     }
-    let command = (!args.command.is_empty()).then(|| args.command.join(" ").into_bytes());
+    // RemoteCommand (tokens expanded) when no command was given; both is an error.
+    let remote = r
+        .get("remotecommand")
+        .filter(|c| !c.eq_ignore_ascii_case("none"))
+        .map(|c| r.tokens().expand(c, crate::config::ssh::tokens::FILE))
+        .transpose()?;
+    let command = match (args.command.is_empty(), remote) {
+        (false, Some(_)) => return Err("Cannot execute command-line and remote command.".into()),
+        (false, None) => Some(args.command.join(" ").into_bytes()),
+        (true, remote) => remote.map(String::into_bytes),
+    };
     // HPN-SSH's NONE switch: both NoneEnabled and NoneSwitch, and never for
     // a shell or when a tty is asked for (-t, RequestTTY yes or force).
     let tty = args.tty > 0

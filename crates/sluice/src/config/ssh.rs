@@ -67,6 +67,7 @@ const SUPPORTED: &[&str] = &[
     "serveralivecountmax",
     "proxyjump",
     "proxycommand",
+    "remotecommand",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
@@ -131,7 +132,6 @@ const ACCEPTED: &[&str] = &[
     "ignoreunknown",
     "protocol",
     "sendenv",
-    "remotecommand",
     "bindinterface",
     "kbdinteractivedevices",
     "proxyusefdpass",
