@@ -34,9 +34,6 @@ pub const FLAGS: &[&str] = &[
     "tcpkeepalive",
     "visualhostkey",
     "enableescapecommandline",
-    "noneenabled",
-    "noneswitch",
-    "nonemacenabled",
 ];
 
 /// Multi-state keywords: accepted words and what -G prints for each.
