@@ -362,8 +362,17 @@ fn server_alive_detects_a_stopped_server() {
     if missing("/usr/sbin/sshd") {
         return;
     }
+    server_alive(true);
+}
+
+#[test]
+fn server_alive_detects_a_stopped_sluiced() {
+    server_alive(false);
+}
+
+fn server_alive(openssh: bool) {
     let s = Setup::new("alive");
-    let srv = s.start(true, "");
+    let srv = s.start(openssh, "");
     let mut c = s.client(
         false,
         &srv,
