@@ -61,6 +61,8 @@ pub struct ClientArgs {
     pub ciphers: Option<String>,
     /// `-m`.
     pub macs: Option<String>,
+    /// `-J`: ProxyJump.
+    pub jump: Option<String>,
     /// `-s`: the command is a subsystem.
     pub subsystem: bool,
     /// Destination host.
@@ -147,6 +149,10 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                 'm' => a.macs = Some(value),
                 'Q' => return Ok(Invocation::Query(value)),
                 'e' => a.options.push(format!("EscapeChar={value}")),
+                'J' if a.jump.is_some() => {
+                    return Err("Only a single -J option is permitted".into())
+                }
+                'J' => a.jump = Some(value),
                 _ => {}
             }
             break;

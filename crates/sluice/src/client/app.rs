@@ -5,6 +5,7 @@
 use crate::cli::ssh_args::{self, ClientArgs, Invocation};
 use crate::client::auth::AuthPrefs;
 use crate::client::session::{HostKeyCheck, Identity, SessionPlan};
+use crate::client::setup;
 use crate::client::{self, ClientOptions};
 use crate::config::algorithms;
 use crate::config::ssh::{ClientConfig, Resolved};
@@ -81,32 +82,16 @@ fn query(what: &str) -> i32 {
     0
 }
 
-fn home() -> String {
-    std::env::var("HOME").unwrap_or_default()
-}
-
-fn local_user() -> String {
-    std::env::var("USER")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "root".into())
-}
-
-/// `~` and `%d %u %h %r %p %%` in file names.
-fn expand(s: &str, host: &str, user: &str, port: u16) -> PathBuf {
-    let s = match s.strip_prefix("~/") {
-        Some(rest) => format!("{}/{rest}", home()),
-        None => s.to_owned(),
-    };
-    let s = s
-        .replace("%%", "\0")
-        .replace("%d", &home())
-        .replace("%u", &local_user())
-        .replace("%h", host)
-        .replace("%r", user)
-        .replace("%p", &port.to_string())
-        .replace('\0', "%");
-    PathBuf::from(s)
+/// `~` and the file-name tokens (%d %u %h %r %p %C ...), as ssh expands
+/// IdentityFile and IdentityAgent; a bad token is logged and the name kept.
+fn expand(s: &str, r: &Resolved) -> PathBuf {
+    match r.tokens().path(s, crate::config::ssh::tokens::FILE) {
+        Ok(p) => PathBuf::from(p),
+        Err(e) => {
+            log!(Info, "{s}: {e}");
+            PathBuf::from(s)
+        }
+    }
 }
 
 /// ChannelWindow (the receive window a channel starts with, default 16M)
@@ -194,7 +179,7 @@ trait Pipe: Sized {
 }
 impl<T> Pipe for T {}
 
-fn identities(args: &ClientArgs, r: &Resolved, host: &str, user: &str, port: u16) -> Vec<Identity> {
+fn identities(args: &ClientArgs, r: &Resolved) -> Vec<Identity> {
     let batch = r.flag("batchmode", false);
     let mut files: Vec<String> = args.identities.clone();
     files.extend(r.all("identityfile").iter().cloned());
@@ -218,9 +203,13 @@ fn identities(args: &ClientArgs, r: &Resolved, host: &str, user: &str, port: u16
     let only = r.flag("identitiesonly", false);
     let file_blobs: Vec<Vec<u8>> = files
         .iter()
-        .filter_map(|f| identity::public_blob(&expand(f, host, user, port)).ok())
+        .filter_map(|f| identity::public_blob(&expand(f, r)).ok())
         .collect();
-    let agent_path = r.get("identityagent").map(|p| expand(p, host, user, port));
+    // `SSH_AUTH_SOCK` names the environment's socket, as in ssh.
+    let agent_path = r
+        .get("identityagent")
+        .filter(|p| *p != "SSH_AUTH_SOCK")
+        .map(|p| expand(p, r));
     let use_agent = agent_path.as_deref() != Some(Path::new("none"))
         && (agent_path.is_some() || std::env::var_os("SSH_AUTH_SOCK").is_some());
     if use_agent {
@@ -252,7 +241,7 @@ fn identities(args: &ClientArgs, r: &Resolved, host: &str, user: &str, port: u16
     }
     let mut seen = Vec::new();
     for f in files {
-        let path = expand(&f, host, user, port);
+        let path = expand(&f, r);
         if seen.contains(&path) {
             continue;
         }
@@ -303,20 +292,11 @@ fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCheck {
         .to_ascii_lowercase();
     let batch = r.flag("batchmode", false);
     let hash = r.flag("hashknownhosts", false);
-    let user_files: Vec<PathBuf> = if r.all("userknownhostsfile").is_empty() {
-        vec![
-            expand("~/.ssh/known_hosts", &host, "", port),
-            expand("~/.ssh/known_hosts2", &host, "", port),
-        ]
-    } else {
-        r.all("userknownhostsfile")
-            .iter()
-            .flat_map(|s| {
-                s.split_whitespace()
-                    .map(|f| expand(f, &host, "", port))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+    let user_files = setup::user_known_hosts(r);
+    // HostKeyAlias: the name looked up and stored instead of the host's.
+    let (host, port) = match r.get("hostkeyalias") {
+        Some(a) => (a.to_owned(), 22),
+        None => (host, port),
     };
     let global = r
         .get("globalknownhostsfile")
@@ -378,6 +358,8 @@ fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCheck {
     })
 }
 
+/// StrictHostKeyChecking ask: ssh's question on /dev/tty, asked again
+/// until the answer is yes, no or the fingerprint.
 fn ask_yes(name: &str, shown: &str, fp: &str) -> bool {
     use std::io::{BufRead, Write};
     let Ok(tty) = std::fs::OpenOptions::new()
@@ -387,14 +369,38 @@ fn ask_yes(name: &str, shown: &str, fp: &str) -> bool {
     else {
         return false;
     };
+    // ssh adds the address; for an address typed as the host it is the same.
+    let shown_name = if name
+        .trim_start_matches('[')
+        .split(']')
+        .next()
+        .unwrap_or_default()
+        .parse::<std::net::IpAddr>()
+        .is_ok()
+    {
+        format!("{name} ({name})")
+    } else {
+        name.to_owned()
+    };
     let _ = write!(
         &tty,
-        "The authenticity of host '{name}' can't be established.\n{shown} key fingerprint is {fp}.\nThis key is not known by any other names.\nAre you sure you want to continue connecting (yes/no/[fingerprint])? "
+        "The authenticity of host '{shown_name}' can't be established.\n{shown} key fingerprint is {fp}.\nThis key is not known by any other names.\nAre you sure you want to continue connecting (yes/no/[fingerprint])? "
     );
-    let mut line = String::new();
-    let _ = std::io::BufReader::new(&tty).read_line(&mut line);
-    let a = line.trim();
-    a == "yes" || a == fp
+    let mut reader = std::io::BufReader::new(&tty);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return false;
+        }
+        match line.trim() {
+            "yes" => return true,
+            "no" => return false,
+            a if a == fp => return true,
+            _ => {
+                let _ = write!(&tty, "Please type 'yes', 'no' or the fingerprint: ");
+            }
+        }
+    }
 }
 
 /// PreferredAuthentications, BatchMode, NumberOfPasswordPrompts and the
@@ -421,31 +427,12 @@ fn auth_prefs(r: &Resolved) -> Result<AuthPrefs, String> {
 }
 
 fn connect(args: ClientArgs) -> Result<i32, String> {
-    let mut opts = Vec::new();
-    if let Some(p) = args.port {
-        opts.push(format!("Port={p}"));
-    }
-    if let Some(c) = &args.ciphers {
-        opts.push(format!("Ciphers={c}"));
-    }
-    if let Some(m) = &args.macs {
-        opts.push(format!("MACs={m}"));
-    }
-    if args.compression {
-        opts.push("Compression=yes".into());
-    }
-    if let Some(l) = &args.login {
-        opts.push(format!("User={l}"));
-    }
-    if let Some(u) = &args.user {
-        opts.insert(0, format!("User={u}"));
-    }
-    opts.extend(args.options.iter().cloned());
+    let opts = setup::options(&args);
     let cfg = ClientConfig::load(&opts, args.config_file.as_deref().map(Path::new))?;
-    let pre = cfg.resolve(&args.host, "");
+    let r = cfg.resolve(&args.host)?;
     let level = match args.verbose {
         0 if args.quiet => Level::Quiet,
-        0 => pre
+        0 => r
             .get("loglevel")
             .and_then(Level::parse)
             .unwrap_or(Level::Info),
@@ -457,19 +444,9 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
     for w in &cfg.warnings {
         log!(Debug1, "{w}");
     }
-    let user = pre
-        .get("user")
-        .map(str::to_owned)
-        .unwrap_or_else(local_user);
-    let r = cfg.resolve(&args.host, &user);
-    let host = r
-        .get("hostname")
-        .map(|h| h.replace("%h", &args.host))
-        .unwrap_or_else(|| args.host.clone());
-    let port: u16 = match r.get("port") {
-        Some(p) => p.parse().map_err(|_| format!("Bad port '{p}'"))?,
-        None => 22,
-    };
+    let user = r.user().to_owned();
+    let host = r.hostname().to_owned();
+    let port = r.port();
     let yes_no = |kw: &str, name: &str| -> Result<bool, String> {
         r.get(kw).map_or(Ok(false), |v| {
             crate::config::yes_no(v).ok_or_else(|| format!("Bad {name} '{v}': use yes or no"))
@@ -479,16 +456,22 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
     let none_switch = yes_no("noneswitch", "NoneSwitch")?;
     let none_mac = yes_no("nonemacenabled", "NoneMacEnabled")?;
     if args.print_config {
-        let mut r2 = r.clone();
-        r2.set_default("user", &user);
-        r2.set_default("hostname", &host);
-        r2.set_default("port", &port.to_string());
-        let yn = |b: bool| if b { "yes" } else { "no" };
-        r2.set("noneenabled", yn(none_enabled));
-        r2.set("noneswitch", yn(none_switch));
-        r2.set("nonemacenabled", yn(none_mac));
-        print!("{}", r2.dump());
-        return Ok(0);
+        let proto = proto_config(&r)?;
+        let yn = |b: bool| if b { "yes" } else { "no" }.to_owned();
+        let or = |kw: &str, d: &str| r.get(kw).unwrap_or(d).to_owned();
+        let sluice = [
+            ("cryptothreads", or("cryptothreads", "auto")),
+            ("tcprcvbuf", or("tcprcvbuf", "auto")),
+            ("tcpsndbuf", or("tcpsndbuf", "auto")),
+            ("remotercvbuf", or("remotercvbuf", "0")),
+            ("remotesndbuf", or("remotesndbuf", "0")),
+            ("channelwindow", proto.window.to_string()),
+            ("channelwindowmax", proto.window_max.to_string()),
+            ("noneenabled", yn(none_enabled)),
+            ("noneswitch", yn(none_switch)),
+            ("nonemacenabled", yn(none_mac)),
+        ];
+        return setup::print_config(&args, &r, &proto, &sluice);
     }
     let proto = proto_config(&r)?;
     let size = |kw: &str, name: &str| -> Result<u64, String> {
@@ -513,10 +496,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         Some("inet6") => Some(6),
         _ => None,
     });
-    let connect_timeout = r
-        .get("connecttimeout")
-        .and_then(|t| t.parse().ok())
-        .map(Duration::from_secs);
+    let connect_timeout = setup::time(&r, "connecttimeout");
     let mut env: Vec<(String, Vec<u8>)> = Vec::new();
     let send = r.all("sendenv").join(",");
     if !send.is_empty() {
@@ -535,7 +515,17 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
             env.push((k.to_owned(), v.as_bytes().to_vec()));
         }
     }
-    let command = (!args.command.is_empty()).then(|| args.command.join(" ").into_bytes());
+    // RemoteCommand (tokens expanded) when no command was given; both is an error.
+    let remote = r
+        .get("remotecommand")
+        .filter(|c| !c.eq_ignore_ascii_case("none"))
+        .map(|c| r.tokens().expand(c, crate::config::ssh::tokens::FILE))
+        .transpose()?;
+    let command = match (args.command.is_empty(), remote) {
+        (false, Some(_)) => return Err("Cannot execute command-line and remote command.".into()),
+        (false, None) => Some(args.command.join(" ").into_bytes()),
+        (true, remote) => remote.map(String::into_bytes),
+    };
     // HPN-SSH's NONE switch: both NoneEnabled and NoneSwitch, and never for
     // a shell or when a tty is asked for (-t, RequestTTY yes or force).
     let tty = args.tty > 0
@@ -578,7 +568,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         escape,
         required: tty,
     });
-    let ids = identities(&args, &r, &host, &user, port);
+    let ids = identities(&args, &r);
     let check = host_key_check(&r, host.clone(), port);
     let plan = SessionPlan {
         command,
@@ -602,6 +592,9 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         tcp_rcvbuf,
         tcp_sndbuf,
         plan,
+        proxy_command: setup::proxy_command(&r, &args)?,
+        connection_attempts: setup::connection_attempts(&r),
+        server_alive: setup::server_alive(&r),
     };
     Ok(client::run(opts, ids, check))
 }

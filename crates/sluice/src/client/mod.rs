@@ -4,8 +4,11 @@
 pub mod app;
 pub mod auth;
 pub mod escape;
+pub mod keepalive;
 pub mod prompt;
+pub mod proxy;
 pub mod session;
+pub mod setup;
 pub mod tty;
 
 use crate::log;
@@ -17,7 +20,7 @@ use session::{ClientSession, HostKeyCheck, Identity, SessionPlan};
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::{ClientConfig, Config, Connection};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Duration;
 
 /// Everything one client run needs, resolved from the command line and ssh_config.
@@ -44,6 +47,39 @@ pub struct ClientOptions {
     pub plan: SessionPlan,
     /// How to authenticate (PreferredAuthentications, BatchMode, ...).
     pub auth: auth::AuthPrefs,
+    /// ProxyCommand, tokens expanded (ProxyJump arrives here as one too).
+    pub proxy_command: Option<String>,
+    /// ConnectionAttempts (at least 1).
+    pub connection_attempts: u32,
+    /// ServerAliveInterval (None: off) and ServerAliveCountMax.
+    pub server_alive: (Option<Duration>, u32),
+}
+
+/// Connects directly, ConnectionAttempts times with a second between
+/// tries (as ssh), or starts the ProxyCommand.
+fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), String> {
+    if let Some(cmd) = &opts.proxy_command {
+        let p = proxy::spawn(cmd)?;
+        let fd = p.fd.try_clone().map_err(|e| format!("dup: {e}"))?;
+        return Ok((fd, Some(p)));
+    }
+    let mut attempt = 1;
+    loop {
+        match connect(opts) {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                s.set_nonblocking(true)
+                    .map_err(|e| format!("sluice: socket: {e}"))?;
+                return Ok((OwnedFd::from(s), None));
+            }
+            Err(e) if attempt >= opts.connection_attempts.max(1) => return Err(e),
+            Err(e) => {
+                log!(Debug1, "{e}");
+                attempt += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    }
 }
 
 fn connect(opts: &ClientOptions) -> Result<TcpStream, String> {
@@ -120,18 +156,13 @@ fn connect(opts: &ClientOptions) -> Result<TcpStream, String> {
 
 /// Runs one client connection; returns the process exit code.
 pub fn run(opts: ClientOptions, identities: Vec<Identity>, host_key_check: HostKeyCheck) -> i32 {
-    let sock = match connect(&opts) {
+    let (sock, _proxy) = match transport(&opts) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{}", e.replacen("ssh:", "sluice:", 1));
             return 255;
         }
     };
-    let _ = sock.set_nodelay(true);
-    if let Err(e) = sock.set_nonblocking(true) {
-        eprintln!("sluice: socket: {e}");
-        return 255;
-    }
     let stdio = opts.plan.stdio;
     if stdio {
         // A pipe on stdin or stdout (`zfs send | sluice ...`, `sluice ... | tar x`)
@@ -153,6 +184,13 @@ pub fn run(opts: ClientOptions, identities: Vec<Identity>, host_key_check: HostK
     let mut handler =
         ClientSession::new(opts.user, &opts.host, identities, host_key_check, opts.plan);
     handler.set_auth_prefs(opts.auth);
+    handler.keepalive = Some(keepalive::Keepalive::new(
+        &opts.host,
+        opts.port,
+        opts.server_alive.0,
+        opts.server_alive.1,
+        opts.connect_timeout,
+    ));
     let mut pump = Pump::new(sock.as_raw_fd());
     pump.set_crypto_threads(&mut conn, opts.crypto_threads);
     let result = pump.run(&mut conn, &mut handler);

@@ -52,6 +52,8 @@ pub struct ClientSession {
     none_pending: bool,
     /// The local terminal, when a pty is asked for.
     tty: Option<TtySession>,
+    /// ServerAliveInterval and ConnectTimeout's banner limit.
+    pub keepalive: Option<super::keepalive::Keepalive>,
 }
 
 impl ClientSession {
@@ -73,6 +75,7 @@ impl ClientSession {
             exit_signal: None,
             finished: false,
             none_pending: false,
+            keepalive: None,
         }
     }
 
@@ -297,6 +300,9 @@ impl Handler for ClientSession {
     }
 
     fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        if let Some(k) = &mut self.keepalive {
+            k.tick(conn)?;
+        }
         if let Some(t) = self.tty.as_mut() {
             if t.tick(conn)? {
                 // `~.`: ssh's exit status 255.
@@ -327,6 +333,16 @@ impl Handler for ClientSession {
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
         if let Some(t) = &self.tty {
             t.watch_fds(out);
+        }
+    }
+
+    fn tick_interval(&self) -> Option<std::time::Duration> {
+        self.keepalive.as_ref().and_then(|k| k.next())
+    }
+
+    fn input_received(&mut self, now: std::time::Instant) {
+        if let Some(k) = &mut self.keepalive {
+            k.input(now);
         }
     }
 }

@@ -1,11 +1,25 @@
-//! `ssh_config` for `sluice` (ssh_config(5)): `Host` blocks, `Match all|host|
-//! user`, `Include`, first value wins, `-o` options first. The parser keeps
-//! every setting as text; [`Resolved`] gives the effective values for one host.
+//! `ssh_config` for `sluice` (ssh_config(5)): `-o` options, then `-F file`
+//! or ~/.ssh/config and /etc/ssh/ssh_config; `Host` and `Match` blocks,
+//! `Include`, first value wins. Files are parsed at load into a tree kept as
+//! text; [`ClientConfig::resolve`] walks it for one destination the way ssh
+//! does (Match evaluated in order against what is set so far, a final pass
+//! when `Match final` or `canonical` asks for it). Submodules: `tokens` (%h,
+//! ~), `matching` (Match), `include`, `values` (checks and -G formatting),
+//! `dump` (-G).
+
+pub mod dump;
+pub mod include;
+pub mod jump;
+pub mod matching;
+mod resolve;
+pub mod tokens;
+pub mod values;
 
 use super::split_line;
-use crate::keys::pattern::match_pattern_list;
+use matching::Crit;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use tokens::Tokens;
 
 /// Keywords sluice acts on.
 const SUPPORTED: &[&str] = &[
@@ -54,21 +68,22 @@ const SUPPORTED: &[&str] = &[
     "nonemacenabled",
     "requesttty",
     "escapechar",
+    "connectionattempts",
+    "serveraliveinterval",
+    "serveralivecountmax",
+    "proxyjump",
+    "proxycommand",
+    "remotecommand",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
 const ACCEPTED: &[&str] = &[
     "addkeystoagent",
     "checkhostip",
-    "connectionattempts",
-    "serveraliveinterval",
-    "serveralivecountmax",
     "bindaddress",
     "forwardagent",
     "forwardx11",
     "forwardx11trusted",
-    "proxyjump",
-    "proxycommand",
     "localforward",
     "remoteforward",
     "dynamicforward",
@@ -117,37 +132,77 @@ const ACCEPTED: &[&str] = &[
     "ignoreunknown",
     "protocol",
     "sendenv",
+    "bindinterface",
+    "kbdinteractivedevices",
+    "proxyusefdpass",
+    "canonicalizefallbacklocal",
+    "canonicalizemaxdots",
+    "canonicalizepermittedcnames",
+    "permitremoteopen",
+    "streamlocalbindmask",
+    "syslogfacility",
+    "xauthlocation",
+    "gssapikeyexchange",
+    "gssapitrustdns",
+    "gssapirenewalforcesrekey",
+    "gssapikexalgorithms",
+    "gssapiclientidentity",
+    "gssapiserveridentity",
+    "usekeychain",
 ];
 
+/// Keywords whose every line adds values (the others: first line wins).
 const REPEATABLE: &[&str] = &[
     "identityfile",
+    "certificatefile",
     "sendenv",
-    "setenv",
     "localforward",
     "remoteforward",
     "dynamicforward",
-    "userknownhostsfile",
 ];
 
-#[derive(Debug, Clone)]
-struct Entry {
-    /// Host patterns of the block (None: applies to all, e.g. before any Host).
-    cond: Cond,
-    kw: String,
-    args: Vec<String>,
+/// Keywords whose value is the rest of the line, unsplit.
+const RAW: &[&str] = &[
+    "proxycommand",
+    "localcommand",
+    "remotecommand",
+    "knownhostscommand",
+];
+
+/// The text after the keyword and its separator (spaces or `=`).
+fn raw_rest(line: &str) -> String {
+    let l = line.trim();
+    let kw_end = l
+        .find(|c: char| c.is_whitespace() || c == '=')
+        .unwrap_or(l.len());
+    l[kw_end..]
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '=')
+        .to_owned()
 }
 
+/// Include depth limit (ssh's READCONF_MAX_DEPTH).
+const MAX_DEPTH: usize = 16;
+
+/// One line of a configuration file, kept for evaluation.
 #[derive(Debug, Clone)]
-enum Cond {
-    All,
+enum Item {
+    Set {
+        kw: String,
+        args: Vec<String>,
+    },
     Host(Vec<String>),
-    Match(Vec<(String, String)>),
+    Match(Vec<(bool, Crit)>),
+    /// The files an Include named, in order.
+    Include(Vec<Vec<Item>>),
 }
 
-/// Parsed settings from `-o` options and config files, in order.
+/// Parsed `-o` options and configuration files, in order.
 #[derive(Debug, Clone, Default)]
 pub struct ClientConfig {
-    entries: Vec<Entry>,
+    /// `-o` options (always active).
+    cmdline: Vec<Item>,
+    /// One item list per top-level file.
+    files: Vec<Vec<Item>>,
     /// Warnings to log at debug level.
     pub warnings: Vec<String>,
 }
@@ -156,28 +211,32 @@ fn err(path: &str, n: usize, msg: &str) -> String {
     format!("{path}: line {n}: {msg}")
 }
 
+fn terminating(path: &str, msg: String) -> String {
+    format!("{msg}\n{path}: terminating, 1 bad configuration options")
+}
+
 impl ClientConfig {
     /// Loads `-o` options, then `-F file` or ~/.ssh/config and /etc/ssh/ssh_config.
     pub fn load(options: &[String], file: Option<&Path>) -> Result<ClientConfig, String> {
         let mut c = ClientConfig::default();
         for o in options {
-            c.add_text(o, "command-line", true)?;
+            let items = c.parse_text(o, "command-line", true, true, 0)?;
+            c.cmdline.extend(items);
         }
         match file {
             Some(f) if f == Path::new("none") => {}
             Some(f) => {
                 let text = std::fs::read_to_string(f)
                     .map_err(|e| format!("Can't open user config file {}: {e}", f.display()))?;
-                c.add_text(&text, &f.display().to_string(), false)?;
+                let items = c.parse_text(&text, &f.display().to_string(), false, true, 0)?;
+                c.files.push(items);
             }
             None => {
-                let home = std::env::var("HOME").unwrap_or_default();
-                for f in [
-                    PathBuf::from(&home).join(".ssh/config"),
-                    PathBuf::from("/etc/ssh/ssh_config"),
-                ] {
-                    if let Ok(text) = std::fs::read_to_string(&f) {
-                        c.add_text(&text, &f.display().to_string(), false)?;
+                let user = tokens::tilde("~/.ssh/config").unwrap_or_default();
+                for (f, user_file) in [(user.as_str(), true), ("/etc/ssh/ssh_config", false)] {
+                    if let Ok(text) = std::fs::read_to_string(f) {
+                        let items = c.parse_text(&text, f, false, user_file, 0)?;
+                        c.files.push(items);
                     }
                 }
             }
@@ -185,106 +244,123 @@ impl ClientConfig {
         Ok(c)
     }
 
-    fn add_text(&mut self, text: &str, path: &str, cmdline: bool) -> Result<(), String> {
-        let mut cond = Cond::All;
+    /// Adds a file's text (tests, and `load`).
+    #[cfg(test)]
+    fn add_text(&mut self, text: &str, path: &str) -> Result<(), String> {
+        let items = self.parse_text(text, path, false, true, 0)?;
+        self.files.push(items);
+        Ok(())
+    }
+
+    fn parse_text(
+        &mut self,
+        text: &str,
+        path: &str,
+        cmdline: bool,
+        user_file: bool,
+        depth: usize,
+    ) -> Result<Vec<Item>, String> {
+        let mut items = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let n = if cmdline { 0 } else { i + 1 };
             let Some((kw, args)) = split_line(line).map_err(|e| err(path, n, &e))? else {
                 continue;
             };
             match kw.as_str() {
-                "host" if !cmdline => cond = Cond::Host(args),
+                "host" if !cmdline => items.push(Item::Host(args)),
                 "match" if !cmdline => {
-                    let mut crit = Vec::new();
-                    let mut it = args.into_iter();
-                    while let Some(k) = it.next() {
-                        let k = k.to_ascii_lowercase();
-                        if k == "all" {
-                            continue;
-                        }
-                        if !matches!(k.as_str(), "host" | "originalhost" | "user" | "localuser") {
-                            return Err(err(path, n, &format!("Unsupported Match attribute {k}")));
-                        }
-                        let v = it
-                            .next()
-                            .ok_or_else(|| err(path, n, "Missing Match criteria"))?;
-                        crit.push((k, v));
-                    }
-                    cond = Cond::Match(crit);
+                    let crit = matching::parse(&args).map_err(|e| {
+                        terminating(path, format!("{e}\n{path} line {n}: Bad Match condition"))
+                    })?;
+                    items.push(Item::Match(crit));
+                }
+                "include" if cmdline => {
+                    return Err("Include directive not supported as a command-line option".into())
                 }
                 "include" => {
+                    if depth >= MAX_DEPTH {
+                        return Err(format!("{path} line {n}: Include nesting too deep"));
+                    }
+                    let mut files = Vec::new();
                     for a in &args {
-                        let home = std::env::var("HOME").unwrap_or_default();
-                        let p = if a.starts_with('/') {
-                            PathBuf::from(a)
-                        } else {
-                            PathBuf::from(&home).join(".ssh").join(a)
-                        };
-                        if let Ok(t) = std::fs::read_to_string(&p) {
-                            self.add_text(&t, &p.display().to_string(), false)?;
+                        for f in include::expand(a, user_file)
+                            .map_err(|e| terminating(path, format!("{path} line {n}: {e}")))?
+                        {
+                            match std::fs::read_to_string(&f) {
+                                Ok(t) => files.push(self.parse_text(
+                                    &t,
+                                    &f,
+                                    false,
+                                    user_file,
+                                    depth + 1,
+                                )?),
+                                Err(e) => self.warnings.push(format!("{path} line {n}: {f}: {e}")),
+                            }
                         }
                     }
+                    items.push(Item::Include(files));
                 }
                 k if SUPPORTED.contains(&k) || ACCEPTED.contains(&k) => {
                     if args.is_empty() {
-                        return Err(err(path, n, "missing argument."));
+                        return Err(terminating(
+                            path,
+                            format!("{path} line {n}: missing argument."),
+                        ));
                     }
+                    values::check(k, &args)
+                        .map_err(|e| terminating(path, format!("{path} line {n}: {e}")))?;
+                    // Commands keep the rest of the line as written (quotes too).
+                    let args = if RAW.contains(&k) {
+                        vec![raw_rest(line)]
+                    } else {
+                        args
+                    };
                     if !SUPPORTED.contains(&k) {
                         self.warnings
                             .push(err(path, n, &format!("Unsupported option \"{k}\"")));
                     }
-                    self.entries.push(Entry {
-                        cond: cond.clone(),
-                        kw,
-                        args,
-                    });
+                    items.push(Item::Set { kw, args });
                 }
                 _ => {
-                    return Err(format!(
-                        "{}\n{path}: terminating, 1 bad configuration options",
-                        err(path, n, &format!("Bad configuration option: {kw}"))
+                    return Err(terminating(
+                        path,
+                        err(path, n, &format!("Bad configuration option: {kw}")),
                     ))
                 }
             }
         }
-        Ok(())
-    }
-
-    /// The effective settings for `host` as typed by the user.
-    pub fn resolve(&self, host: &str, user: &str) -> Resolved {
-        let mut map: HashMap<String, Vec<String>> = HashMap::new();
-        for e in &self.entries {
-            let applies = match &e.cond {
-                Cond::All => true,
-                Cond::Host(pats) => match_pattern_list(host, &pats.join(",")) == Some(true),
-                Cond::Match(crit) => crit.iter().all(|(k, v)| {
-                    let subject = match k.as_str() {
-                        "user" => user.to_owned(),
-                        "localuser" => std::env::var("USER").unwrap_or_default(),
-                        _ => host.to_owned(),
-                    };
-                    match_pattern_list(&subject, v) == Some(true)
-                }),
-            };
-            if !applies {
-                continue;
-            }
-            if REPEATABLE.contains(&e.kw.as_str()) {
-                map.entry(e.kw.clone())
-                    .or_default()
-                    .extend(e.args.iter().cloned());
-            } else {
-                map.entry(e.kw.clone()).or_insert_with(|| e.args.clone());
-            }
-        }
-        Resolved { map }
+        Ok(items)
     }
 }
 
-/// Effective settings for one destination.
+/// The local user's name: $USER, else the password database, else root.
+pub fn local_user() -> String {
+    if let Ok(u) = std::env::var("USER") {
+        if !u.is_empty() {
+            return u;
+        }
+    }
+    // SAFETY: getpwuid returns a pointer into static storage or NULL.
+    unsafe {
+        let pw = libc::getpwuid(libc::getuid());
+        if !pw.is_null() && !(*pw).pw_name.is_null() {
+            return std::ffi::CStr::from_ptr((*pw).pw_name)
+                .to_string_lossy()
+                .into_owned();
+        }
+    }
+    "root".into()
+}
+
+/// Effective settings for one destination: `hostname`, `user` and `port`
+/// are always set (HostName expanded, defaults filled in).
 #[derive(Debug, Clone, Default)]
 pub struct Resolved {
     map: HashMap<String, Vec<String>>,
+    /// The destination as typed (%n).
+    pub original_host: String,
+    /// The local user (%u).
+    pub local_user: String,
 }
 
 impl Resolved {
@@ -300,41 +376,47 @@ impl Resolved {
     pub fn flag(&self, kw: &str, default: bool) -> bool {
         self.get(kw).and_then(super::yes_no).unwrap_or(default)
     }
-    /// Sets a value unless the config already has one (command-line flags
-    /// like -p and -l go through here after -o, before files).
+    /// Sets a value unless the config already has one.
     pub fn set_default(&mut self, kw: &str, v: &str) {
         self.map
             .entry(kw.to_owned())
             .or_insert_with(|| vec![v.to_owned()]);
     }
-    /// Sets a value, replacing what the config had (normalised for `-G`).
+    /// Sets a value, replacing what the config had.
     pub fn set(&mut self, kw: &str, v: &str) {
         self.map.insert(kw.to_owned(), vec![v.to_owned()]);
     }
-    /// Lines for `-G`, sorted.
-    pub fn dump(&self) -> String {
-        let mut keys: Vec<_> = self.map.keys().collect();
-        keys.sort();
-        keys.iter()
-            .map(|k| format!("{k} {}\n", self.map[*k].join(" ")))
-            .collect()
+    /// The host name to connect to (HostName, %h expanded).
+    pub fn hostname(&self) -> &str {
+        self.get("hostname").unwrap_or_default()
+    }
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.get("port").and_then(values::port).unwrap_or(22)
+    }
+    /// The remote user.
+    pub fn user(&self) -> &str {
+        self.get("user").unwrap_or_default()
+    }
+    /// Token values for this destination.
+    pub fn tokens(&self) -> Tokens {
+        Tokens {
+            original_host: self.original_host.clone(),
+            host: self.hostname().to_owned(),
+            port: self.port(),
+            remote_user: self.user().to_owned(),
+            local_user: self.local_user.clone(),
+            home: tokens::tilde("~").unwrap_or_default(),
+            host_key_alias: self.get("hostkeyalias").map(str::to_owned),
+        }
+    }
+    /// A file-name keyword's value with `~` and tokens expanded.
+    pub fn path(&self, kw: &str) -> Result<Option<String>, String> {
+        self.get(kw)
+            .map(|v| self.tokens().path(v, tokens::FILE))
+            .transpose()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_blocks_first_wins_and_options_precede() {
-        let mut c = ClientConfig::load(&["Port=2200".into()], Some(Path::new("none"))).unwrap();
-        c.add_text("Host db* !db1\n  User dba\nHost *\n  User other\n  Port 22\n  IdentityFile ~/a\n  IdentityFile ~/b\n", "cfg", false).unwrap();
-        let r = c.resolve("db2", "me");
-        assert_eq!(r.get("user"), Some("dba"));
-        assert_eq!(r.get("port"), Some("2200"));
-        assert_eq!(r.all("identityfile"), ["~/a", "~/b"]);
-        assert_eq!(c.resolve("db1", "me").get("user"), Some("other"));
-        let e = c.clone().add_text("Bogus 1\n", "cfg", false).unwrap_err();
-        assert!(e.starts_with("cfg: line 1: Bad configuration option: bogus"));
-    }
-}
+mod tests;

@@ -239,6 +239,10 @@ pub trait Handler {
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
         let _ = out;
     }
+    /// Bytes arrived from the peer (keepalive timers).
+    fn input_received(&mut self, now: Instant) {
+        let _ = now;
+    }
 }
 
 /// Why the pump stopped early.
@@ -427,7 +431,10 @@ impl Pump {
                     self.sock_eof = true;
                     return Ok(());
                 }
-                Ok(_) => progressed = true,
+                Ok(_) => {
+                    progressed = true;
+                    handler.input_received(Instant::now());
+                }
                 Err(e) if fdio::would_block(&e) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
                     self.sock_eof = true;

@@ -1,0 +1,138 @@
+//! From the command line and ssh_config to what one connection uses: the
+//! `-o` list in ssh's precedence, `-G` output, the ProxyCommand (ProxyJump
+//! turned into one, as ssh does), timers and known_hosts file names.
+
+use crate::cli::ssh_args::ClientArgs;
+use crate::config::ssh::dump::{self, DumpInput};
+use crate::config::ssh::{jump, tokens, Resolved};
+use std::time::Duration;
+
+/// Command-line settings as `-o` options, first wins: -o in order, then
+/// -l, -p and the other flags, then the user of `user@host`, then -J.
+pub fn options(args: &ClientArgs) -> Vec<String> {
+    let mut opts: Vec<String> = args.options.clone();
+    if let Some(l) = &args.login {
+        opts.push(format!("User={l}"));
+    }
+    if let Some(p) = args.port {
+        opts.push(format!("Port={p}"));
+    }
+    if let Some(c) = &args.ciphers {
+        opts.push(format!("Ciphers={c}"));
+    }
+    if let Some(m) = &args.macs {
+        opts.push(format!("MACs={m}"));
+    }
+    if args.compression {
+        opts.push("Compression=yes".into());
+    }
+    if let Some(u) = &args.user {
+        opts.push(format!("User={u}"));
+    }
+    if let Some(j) = &args.jump {
+        opts.insert(0, format!("ProxyJump={j}"));
+    }
+    opts
+}
+
+/// The command to reach the server through, tokens expanded: ProxyCommand,
+/// or for ProxyJump this program with `-W` (see [`jump::Jump::proxy_command`]).
+pub fn proxy_command(r: &Resolved, args: &ClientArgs) -> Result<Option<String>, String> {
+    let raw = if let Some(j) = r.get("proxyjump") {
+        match jump::parse(j)? {
+            None => return Ok(None),
+            Some(j) => {
+                let me = std::env::current_exe()
+                    .map_err(|e| format!("ProxyJump: cannot find this program: {e}"))?;
+                j.proxy_command(
+                    &me.display().to_string(),
+                    args.config_file.as_deref(),
+                    args.verbose,
+                )
+            }
+        }
+    } else {
+        match r.get("proxycommand") {
+            None => return Ok(None),
+            Some(c) if c.eq_ignore_ascii_case("none") => return Ok(None),
+            Some(c) => c.to_owned(),
+        }
+    };
+    r.tokens().expand(&raw, tokens::PROXY).map(Some)
+}
+
+/// A time keyword in seconds (None when unset, `none` or 0).
+pub fn time(r: &Resolved, kw: &str) -> Option<Duration> {
+    r.get(kw)
+        .and_then(crate::config::parse_time)
+        .filter(|&t| t > 0)
+        .map(Duration::from_secs)
+}
+
+/// ServerAliveInterval (default off, 300 s in batch mode, as ssh) and
+/// ServerAliveCountMax (default 3).
+pub fn server_alive(r: &Resolved) -> (Option<Duration>, u32) {
+    let max = r
+        .get("serveralivecountmax")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let interval = match r.get("serveraliveinterval") {
+        Some(_) => time(r, "serveraliveinterval"),
+        None if r.flag("batchmode", false) => Some(Duration::from_secs(300)),
+        None => None,
+    };
+    (interval, max)
+}
+
+/// ConnectionAttempts (default 1).
+pub fn connection_attempts(r: &Resolved) -> u32 {
+    r.get("connectionattempts")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// `-G`: prints the configuration; algorithm lists are the ones sluice offers.
+pub fn print_config(
+    args: &ClientArgs,
+    r: &Resolved,
+    proto: &sluice_proto::Config,
+    sluice: &[(&str, String)],
+) -> Result<i32, String> {
+    let sig = proto.host_key_algs.join(",");
+    let algorithms = [
+        ("ciphers", proto.ciphers.join(",")),
+        ("macs", proto.macs.join(",")),
+        ("kexalgorithms", proto.kex.join(",")),
+        ("hostkeyalgorithms", sig.clone()),
+        ("hostbasedacceptedalgorithms", sig.clone()),
+        ("casignaturealgorithms", sig),
+        ("pubkeyacceptedalgorithms", proto.pubkey_algs.join(",")),
+    ];
+    let text = dump::dump(
+        r,
+        &DumpInput {
+            identities: &args.identities,
+            algorithms: &algorithms,
+            sluice,
+        },
+    )?;
+    print!("{text}");
+    Ok(0)
+}
+
+/// UserKnownHostsFile names, `~` and tokens expanded (default
+/// ~/.ssh/known_hosts and ~/.ssh/known_hosts2).
+pub fn user_known_hosts(r: &Resolved) -> Vec<std::path::PathBuf> {
+    let t = r.tokens();
+    let files: Vec<String> = match r.all("userknownhostsfile") {
+        [] => vec!["~/.ssh/known_hosts".into(), "~/.ssh/known_hosts2".into()],
+        v => v.to_vec(),
+    };
+    files
+        .iter()
+        .filter(|f| f.as_str() != "none")
+        .filter_map(|f| t.path(f, tokens::FILE).ok())
+        .map(Into::into)
+        .collect()
+}

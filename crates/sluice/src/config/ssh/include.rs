@@ -1,0 +1,69 @@
+//! `Include` paths as ssh resolves them: relative names live in ~/.ssh for
+//! user files and /etc/ssh for system files, `~` only in user files, then
+//! glob(3) in sorted order; no match is not an error.
+
+use super::tokens;
+
+/// Files an Include argument names, sorted (glob's order).
+pub fn expand(arg: &str, user_file: bool) -> Result<Vec<String>, String> {
+    if arg.starts_with('~') && !user_file {
+        return Err(format!(
+            "tilde expansion not supported in system config: {arg}"
+        ));
+    }
+    let path = if arg.starts_with('/') || arg.starts_with('~') {
+        arg.to_owned()
+    } else if user_file {
+        format!("~/.ssh/{arg}")
+    } else {
+        format!("/etc/ssh/{arg}")
+    };
+    let path = tokens::tilde(&path)?;
+    glob(&path)
+}
+
+fn glob(pattern: &str) -> Result<Vec<String>, String> {
+    let c = std::ffi::CString::new(pattern).map_err(|_| format!("Bad Include {pattern}"))?;
+    // SAFETY: glob_t is plain data, zeroed is its documented initial state;
+    // globfree releases what glob allocated, and paths are copied before.
+    unsafe {
+        let mut g: libc::glob_t = std::mem::zeroed();
+        let rc = libc::glob(c.as_ptr(), 0, None, &mut g);
+        let mut out = Vec::new();
+        if rc == 0 {
+            for i in 0..g.gl_pathc {
+                let p = *g.gl_pathv.add(i);
+                if !p.is_null() {
+                    out.push(std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned());
+                }
+            }
+        }
+        libc::globfree(&mut g);
+        match rc {
+            0 | libc::GLOB_NOMATCH => Ok(out),
+            _ => Err(format!("{pattern}: glob failed")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anchoring_and_glob() {
+        let dir = std::env::temp_dir().join(format!("sluice-inc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["b.conf", "a.conf", "c.txt"] {
+            std::fs::write(dir.join(f), "").unwrap();
+        }
+        let got = expand(&format!("{}/*.conf", dir.display()), true).unwrap();
+        assert_eq!(
+            got,
+            [dir.join("a.conf"), dir.join("b.conf")].map(|p| p.display().to_string())
+        );
+        assert!(expand("nothing-here-*.conf", false).unwrap().is_empty());
+        assert!(expand("~/x", false).is_err());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,206 @@
+//! `Match` lines (ssh_config(5)): `all`, `canonical`, `final`, `exec`,
+//! `host`, `originalhost`, `user`, `localuser`, each negated by a leading
+//! `!`; all criteria must hold. Parsed at load, evaluated in file order
+//! against what the configuration has set so far, as ssh does.
+
+use super::tokens::{self, Tokens};
+use crate::keys::pattern::match_pattern_list;
+
+/// One criterion of a Match line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Crit {
+    /// `all`.
+    All,
+    /// `canonical` and `final`: true only in the final pass.
+    Canonical,
+    /// `final` (asks for a final pass).
+    Final,
+    /// `exec "command"`: true when the command exits 0.
+    Exec(String),
+    /// `host patterns`: the target host name (after HostName).
+    Host(String),
+    /// `originalhost patterns`: the host as typed.
+    OriginalHost(String),
+    /// `user patterns`: the remote user.
+    User(String),
+    /// `localuser patterns`.
+    LocalUser(String),
+}
+
+/// Parses a Match line's arguments into (negated, criterion) pairs; the
+/// errors are ssh's.
+pub fn parse(args: &[String]) -> Result<Vec<(bool, Crit)>, String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let (neg, name) = match a.strip_prefix('!') {
+            Some(n) => (true, n),
+            None => (false, a.as_str()),
+        };
+        let lname = name.to_ascii_lowercase();
+        let crit = match lname.as_str() {
+            "all" => {
+                let others = args.iter().any(|x| {
+                    let x = x.trim_start_matches('!').to_ascii_lowercase();
+                    !matches!(x.as_str(), "all" | "canonical" | "final")
+                });
+                if others {
+                    return Err(format!(
+                        "'{a}' cannot be combined with other Match attributes"
+                    ));
+                }
+                Crit::All
+            }
+            "canonical" => Crit::Canonical,
+            "final" => Crit::Final,
+            "exec" | "host" | "originalhost" | "user" | "localuser" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| format!("Missing Match criteria for {name}"))?
+                    .clone();
+                match lname.as_str() {
+                    "exec" => Crit::Exec(v),
+                    "host" => Crit::Host(v),
+                    "originalhost" => Crit::OriginalHost(v),
+                    "user" => Crit::User(v),
+                    _ => Crit::LocalUser(v),
+                }
+            }
+            _ => return Err(format!("Unsupported Match attribute {name}")),
+        };
+        out.push((neg, crit));
+    }
+    if out.is_empty() {
+        return Err("One or more attributes required for Match".into());
+    }
+    Ok(out)
+}
+
+/// What a Match line is evaluated against.
+pub struct MatchState<'a> {
+    /// Tokens so far (host after HostName, remote user, port, ...).
+    pub tokens: &'a Tokens,
+    /// The final pass (after HostName; `canonical` and `final` hold).
+    pub final_pass: bool,
+    /// Set when a `final` criterion is seen in the first pass.
+    pub want_final: &'a mut bool,
+}
+
+/// True when all criteria hold. `exec` runs only if everything before it
+/// held, as in ssh; a command that cannot start is an error.
+pub fn eval(crits: &[(bool, Crit)], st: &mut MatchState<'_>) -> Result<bool, String> {
+    let t = st.tokens;
+    let mut result = true;
+    for (neg, c) in crits {
+        let hit = match c {
+            Crit::All => true,
+            Crit::Canonical => st.final_pass,
+            Crit::Final => {
+                *st.want_final = true;
+                st.final_pass
+            }
+            Crit::Host(p) => match_pattern_list(&t.host.to_ascii_lowercase(), p) == Some(true),
+            Crit::OriginalHost(p) => match_pattern_list(&t.original_host, p) == Some(true),
+            Crit::User(p) => exact_list(&t.remote_user, p),
+            Crit::LocalUser(p) => exact_list(&t.local_user, p),
+            Crit::Exec(cmd) => {
+                let cmd = t.expand(cmd, tokens::FILE)?;
+                if !result {
+                    crate::log!(Debug3, "skipped exec \"{cmd}\"");
+                    continue;
+                }
+                run_exec(&cmd)?
+            }
+        };
+        if hit == *neg {
+            result = false;
+        }
+    }
+    Ok(result)
+}
+
+/// A pattern list matched case-sensitively (Host lines, `Match user`), as
+/// ssh's match_pattern_list without lower-casing.
+pub fn exact_list(s: &str, list: &str) -> bool {
+    fn one(s: &[u8], p: &[u8]) -> bool {
+        match p.split_first() {
+            None => s.is_empty(),
+            Some((b'*', rest)) => (0..=s.len()).any(|i| one(s.get(i..).unwrap_or_default(), rest)),
+            Some((b'?', rest)) => !s.is_empty() && one(s.get(1..).unwrap_or_default(), rest),
+            Some((c, rest)) => s.first() == Some(c) && one(s.get(1..).unwrap_or_default(), rest),
+        }
+    }
+    let mut hit = false;
+    for p in list.split(',').filter(|p| !p.is_empty()) {
+        match p.strip_prefix('!') {
+            Some(n) if one(s.as_bytes(), n.as_bytes()) => return false,
+            Some(_) => {}
+            None => hit |= one(s.as_bytes(), p.as_bytes()),
+        }
+    }
+    hit
+}
+
+/// `Match exec`: the command through the shell, stdio detached from ours
+/// except stderr; true on exit status 0.
+fn run_exec(cmd: &str) -> Result<bool, String> {
+    let shell = std::env::var("SHELL")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/bin/sh".into());
+    crate::log!(Debug1, "Executing command: '{cmd}'");
+    let st = std::process::Command::new(&shell)
+        .arg("-c")
+        .arg(cmd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("match exec '{cmd}' error: {shell}: {e}"))?;
+    Ok(st.success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Vec<(bool, Crit)>, String> {
+        parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn parse_and_eval() {
+        assert_eq!(p("all").unwrap(), [(false, Crit::All)]);
+        assert_eq!(p("canonical all").unwrap().len(), 2);
+        assert!(p("all host x").unwrap_err().contains("cannot be combined"));
+        assert_eq!(p("host").unwrap_err(), "Missing Match criteria for host");
+        assert_eq!(p("foo bar").unwrap_err(), "Unsupported Match attribute foo");
+        assert!(p("").is_err());
+        let t = Tokens {
+            original_host: "web".into(),
+            host: "web.example.com".into(),
+            port: 22,
+            remote_user: "bob".into(),
+            local_user: "me".into(),
+            home: "/".into(),
+            host_key_alias: None,
+        };
+        let mut want = false;
+        let mut st = MatchState {
+            tokens: &t,
+            final_pass: false,
+            want_final: &mut want,
+        };
+        let mut ev = |s: &str| eval(&p(s).unwrap(), &mut st).unwrap();
+        assert!(ev("host *.example.com user bob"));
+        assert!(!ev("host *.example.com !user bob"));
+        assert!(ev("originalhost web !localuser root"));
+        assert!(!ev("host web"));
+        assert!(ev("exec true"));
+        assert!(!ev("exec false"));
+        assert!(ev("!exec false"));
+        assert!(!ev("host nomatch exec /nonexistent-so-never-run"));
+        assert!(!ev("final"));
+        assert!(!ev("canonical"));
+        assert!(want);
+    }
+}

@@ -1,0 +1,160 @@
+//! Walking the parsed configuration for one destination as ssh does: items
+//! in order, Host lines against the host as typed (the host name in the
+//! final pass), Match lines against what is set so far, Include keeping
+//! the block's state, first value wins; then HostName's %h, and a final
+//! pass when `Match final` or `canonical` asked for one.
+
+use super::{local_user, matching, tokens, values, ClientConfig, Item, Resolved, REPEATABLE};
+use std::collections::HashMap;
+use tokens::Tokens;
+
+impl ClientConfig {
+    /// The effective settings for `host_arg`, the destination as typed.
+    pub fn resolve(&self, host_arg: &str) -> Result<Resolved, String> {
+        let mut ev = Eval {
+            map: HashMap::new(),
+            host_arg: host_arg.to_owned(),
+            host_lines: host_arg.to_owned(),
+            final_pass: false,
+            want_final: false,
+            local_user: local_user(),
+        };
+        ev.pass(self)?;
+        // After the first pass ssh fixes the host name (HostName with %h);
+        // a final pass matches Host lines against it.
+        let lower = host_arg.to_ascii_lowercase();
+        let hostname = match ev.first("hostname") {
+            Some(h) => Tokens {
+                host: lower,
+                ..Tokens::default()
+            }
+            .expand(h, tokens::HOSTNAME)?,
+            None => lower,
+        };
+        ev.map.insert("hostname".into(), vec![hostname.clone()]);
+        if ev.want_final {
+            crate::log!(Debug1, "re-parsing configuration");
+            ev.final_pass = true;
+            ev.host_lines = hostname;
+            ev.pass(self)?;
+        }
+        let user = ev
+            .first("user")
+            .map_or_else(|| ev.local_user.clone(), str::to_owned);
+        ev.map.insert("user".into(), vec![user]);
+        let port = ev.port();
+        ev.map.insert("port".into(), vec![port.to_string()]);
+        Ok(Resolved {
+            map: ev.map,
+            original_host: host_arg.to_owned(),
+            local_user: ev.local_user,
+        })
+    }
+}
+
+/// State of one walk over the configuration.
+struct Eval {
+    map: HashMap<String, Vec<String>>,
+    host_arg: String,
+    /// What Host lines match: the host as typed, then in the final pass
+    /// the host name.
+    host_lines: String,
+    final_pass: bool,
+    want_final: bool,
+    local_user: String,
+}
+
+impl Eval {
+    fn first(&self, kw: &str) -> Option<&str> {
+        self.map.get(kw).and_then(|v| v.first()).map(String::as_str)
+    }
+
+    fn port(&self) -> u16 {
+        self.first("port").and_then(values::port).unwrap_or(22)
+    }
+
+    /// Tokens as they stand now (Match exec, Match host).
+    fn tokens(&self) -> Tokens {
+        let host = match (self.final_pass, self.first("hostname")) {
+            (true, Some(h)) => h.to_owned(),
+            (false, Some(h)) => h.replace("%h", &self.host_arg),
+            (_, None) => self.host_arg.clone(),
+        };
+        Tokens {
+            original_host: self.host_arg.clone(),
+            host,
+            port: self.port(),
+            remote_user: self
+                .first("user")
+                .map_or_else(|| self.local_user.clone(), str::to_owned),
+            local_user: self.local_user.clone(),
+            home: tokens::tilde("~").unwrap_or_default(),
+            host_key_alias: self.first("hostkeyalias").map(str::to_owned),
+        }
+    }
+
+    fn pass(&mut self, cfg: &ClientConfig) -> Result<(), String> {
+        let mut active = true;
+        self.walk(&cfg.cmdline, &mut active, false)?;
+        for f in &cfg.files {
+            let mut active = true;
+            self.walk(f, &mut active, false)?;
+        }
+        Ok(())
+    }
+
+    fn walk(&mut self, items: &[Item], active: &mut bool, never: bool) -> Result<(), String> {
+        for it in items {
+            match it {
+                Item::Host(pats) => {
+                    *active = !never && matching::exact_list(&self.host_lines, &pats.join(","));
+                }
+                Item::Match(crits) => {
+                    *active = !never && {
+                        let t = self.tokens();
+                        let mut want = self.want_final;
+                        let mut st = matching::MatchState {
+                            tokens: &t,
+                            final_pass: self.final_pass,
+                            want_final: &mut want,
+                        };
+                        let r = matching::eval(crits, &mut st)?;
+                        self.want_final = want;
+                        r
+                    };
+                }
+                Item::Include(files) => {
+                    let outer = *active;
+                    for f in files {
+                        self.walk(f, active, never || !outer)?;
+                        *active = outer;
+                    }
+                }
+                Item::Set { kw, args } if *active && !never => self.apply(kw, args),
+                Item::Set { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, kw: &str, args: &[String]) {
+        // ProxyJump and ProxyCommand compete: the first one set wins.
+        let rival = match kw {
+            "proxyjump" => Some("proxycommand"),
+            "proxycommand" => Some("proxyjump"),
+            _ => None,
+        };
+        if rival.is_some_and(|r| self.map.contains_key(r)) {
+            return;
+        }
+        if REPEATABLE.contains(&kw) {
+            let v = self.map.entry(kw.to_owned()).or_default();
+            // SendEnv/SetEnv take several per line; one value per word.
+            v.extend(args.iter().cloned());
+        } else {
+            self.map
+                .entry(kw.to_owned())
+                .or_insert_with(|| args.to_vec());
+        }
+    }
+}

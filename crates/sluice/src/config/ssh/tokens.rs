@@ -1,0 +1,219 @@
+//! ssh_config(5) TOKENS (`%h`, `%p`, `%C`, ...) and `~` in file names, each
+//! keyword with the set of tokens ssh accepts in it.
+
+/// Tokens of file-name keywords (IdentityFile, ControlPath, IdentityAgent,
+/// UserKnownHostsFile, CertificateFile) and of Match exec / RemoteCommand.
+pub const FILE: &str = "CdhikLlnpru";
+/// LocalCommand: the file tokens and %T (the tunnel device, "NONE").
+pub const LOCAL_COMMAND: &str = "CdhikLlnpruT";
+/// ProxyCommand.
+pub const PROXY: &str = "hnpr";
+/// HostName.
+pub const HOSTNAME: &str = "h";
+
+/// What the tokens stand for in one connection.
+#[derive(Debug, Clone, Default)]
+pub struct Tokens {
+    /// %n: the host as typed.
+    pub original_host: String,
+    /// %h: the remote host name after HostName.
+    pub host: String,
+    /// %p.
+    pub port: u16,
+    /// %r: the remote user.
+    pub remote_user: String,
+    /// %u: the local user.
+    pub local_user: String,
+    /// %d: the local user's home directory.
+    pub home: String,
+    /// %k: HostKeyAlias, if set.
+    pub host_key_alias: Option<String>,
+}
+
+/// The local host name (%l), from gethostname(2).
+pub fn local_hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates
+    // within it (or truncates, and we stop at the first NUL or the end).
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(buf.get(..end).unwrap_or_default()).into_owned()
+}
+
+impl Tokens {
+    /// %C: SHA-1 of %l%h%p%r in hex, as ssh computes it for ControlPath.
+    pub fn conn_hash(&self) -> String {
+        let s = format!(
+            "{}{}{}{}",
+            local_hostname(),
+            self.host,
+            self.port,
+            self.remote_user
+        );
+        let d =
+            aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY, s.as_bytes());
+        d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn value(&self, c: char) -> String {
+        match c {
+            'C' => self.conn_hash(),
+            'd' => self.home.clone(),
+            'h' => self.host.clone(),
+            // SAFETY: getuid cannot fail.
+            'i' => unsafe { libc::getuid() }.to_string(),
+            'k' => self
+                .host_key_alias
+                .clone()
+                .unwrap_or_else(|| self.original_host.clone()),
+            'L' => {
+                let l = local_hostname();
+                l.split('.').next().unwrap_or_default().to_owned()
+            }
+            'l' => local_hostname(),
+            'n' => self.original_host.clone(),
+            'p' => self.port.to_string(),
+            'r' => self.remote_user.clone(),
+            'u' => self.local_user.clone(),
+            'T' => "NONE".into(),
+            _ => String::new(),
+        }
+    }
+
+    /// Expands `%x` tokens among `allowed` (and `%%`); others are an error,
+    /// worded as ssh's.
+    pub fn expand(&self, s: &str, allowed: &str) -> Result<String, String> {
+        let mut out = String::with_capacity(s.len());
+        let mut it = s.chars();
+        while let Some(c) = it.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            match it.next() {
+                Some('%') => out.push('%'),
+                Some(k) if allowed.contains(k) => out.push_str(&self.value(k)),
+                Some(k) => return Err(format!("percent_expand: unknown key %{k}")),
+                None => return Err("percent_expand: invalid format".into()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `~` and then tokens: how ssh expands file names.
+    pub fn path(&self, s: &str, allowed: &str) -> Result<String, String> {
+        self.expand(&tilde(s)?, allowed)
+    }
+}
+
+/// `~/x` and `~user/x` (tilde_expand_filename); other strings unchanged.
+pub fn tilde(s: &str) -> Result<String, String> {
+    let Some(rest) = s.strip_prefix('~') else {
+        return Ok(s.to_owned());
+    };
+    let (name, tail) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let home = if name.is_empty() {
+        std::env::var("HOME")
+            .ok()
+            .filter(|h| !h.is_empty())
+            .or_else(|| home_of(None))
+    } else {
+        home_of(Some(name))
+    }
+    .ok_or_else(|| format!("tilde_expand: No such user {name}"))?;
+    Ok(format!("{}{tail}", home.trim_end_matches('/')))
+}
+
+/// A user's home directory from the password database (None: our own uid).
+pub fn home_of(user: Option<&str>) -> Option<String> {
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buf = vec![0u8; 16384];
+    let mut out: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: pw, buf and out outlive the call; buf's length is passed.
+    let rc = unsafe {
+        match user {
+            Some(u) => {
+                let c = std::ffi::CString::new(u).ok()?;
+                libc::getpwnam_r(
+                    c.as_ptr(),
+                    &mut pw,
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    &mut out,
+                )
+            }
+            None => libc::getpwuid_r(
+                libc::getuid(),
+                &mut pw,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut out,
+            ),
+        }
+    };
+    if rc != 0 || out.is_null() || pw.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: pw_dir points into buf, NUL-terminated by getpw*_r.
+    let dir = unsafe { std::ffi::CStr::from_ptr(pw.pw_dir) };
+    Some(dir.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_and_tilde() {
+        let t = Tokens {
+            original_host: "foo".into(),
+            host: "foo.example.com".into(),
+            port: 2222,
+            remote_user: "bob".into(),
+            local_user: "me".into(),
+            home: "/home/me".into(),
+            host_key_alias: None,
+        };
+        assert_eq!(
+            t.expand("%d/%u/%r@%h:%p %n %k %%h", FILE).unwrap(),
+            "/home/me/me/bob@foo.example.com:2222 foo foo %h"
+        );
+        assert_eq!(
+            t.expand("%T", FILE).unwrap_err(),
+            "percent_expand: unknown key %T"
+        );
+        assert_eq!(
+            t.expand("%d", PROXY).unwrap_err(),
+            "percent_expand: unknown key %d"
+        );
+        assert!(t.expand("x%", FILE).is_err());
+        // %C is SHA-1 of %l%h%p%r.
+        let want: String = aws_lc_rs::digest::digest(
+            &aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY,
+            format!("{}foo.example.com2222bob", local_hostname()).as_bytes(),
+        )
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+        assert_eq!(t.expand("%C", FILE).unwrap(), want);
+        assert_eq!(
+            t.expand("%i", FILE).unwrap(),
+            unsafe { libc::getuid() }.to_string()
+        );
+        let home = std::env::var("HOME").unwrap();
+        assert_eq!(tilde("~/.ssh/x").unwrap(), format!("{home}/.ssh/x"));
+        assert_eq!(
+            tilde("~root/x").unwrap(),
+            format!("{}/x", home_of(Some("root")).unwrap())
+        );
+        assert_eq!(tilde("/a/~b").unwrap(), "/a/~b");
+        assert!(tilde("~no-such-user-xyz/a").is_err());
+    }
+}

@@ -1,0 +1,610 @@
+//! The client's configuration against Debian's OpenSSH: `sluice -G` compared
+//! field by field with `ssh -G` on the same files; known_hosts written hashed
+//! and read back by ssh-keygen and ssh; a changed host key refused;
+//! ProxyCommand to sluiced and sshd; ServerAliveInterval against a stopped
+//! server; ConnectTimeout during the banner.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Keys sluice prints differently by design, with the reason.
+const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
+    (
+        "ciphers",
+        "sluice offers its own algorithm lists (those it implements)",
+    ),
+    ("macs", "sluice offers its own algorithm lists"),
+    (
+        "kexalgorithms",
+        "sluice offers its own algorithm lists (mlkem768x25519, no sntrup or DH groups)",
+    ),
+    (
+        "hostkeyalgorithms",
+        "sluice offers its own algorithm lists (no certificates, no sk keys)",
+    ),
+    (
+        "hostbasedacceptedalgorithms",
+        "no host-based authentication; sluice prints its signature list",
+    ),
+    (
+        "casignaturealgorithms",
+        "no certificates; sluice prints its signature list",
+    ),
+    (
+        "pubkeyacceptedalgorithms",
+        "sluice offers its own algorithm lists",
+    ),
+    ("cryptothreads", "sluice-only keyword"),
+    ("tcprcvbuf", "sluice-only keyword"),
+    ("tcpsndbuf", "sluice-only keyword"),
+    ("remotercvbuf", "sluice-only keyword"),
+    ("remotesndbuf", "sluice-only keyword"),
+    ("channelwindow", "sluice-only keyword"),
+    ("channelwindowmax", "sluice-only keyword"),
+    ("noneenabled", "sluice-only keyword (HPN-SSH's NONE cipher)"),
+    ("noneswitch", "sluice-only keyword"),
+    ("nonemacenabled", "sluice-only keyword"),
+];
+
+fn dump(bin: &str, args: &[&str]) -> Vec<(String, String)> {
+    let out = Command::new(bin)
+        .arg("-G")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    ok(&out, &format!("{bin} -G {args:?}"));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(k, _)| !DIFFERENT_BY_DESIGN.iter().any(|(d, _)| d == k))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+#[test]
+fn dash_g_matches_ssh_field_by_field() {
+    if missing("ssh") {
+        return;
+    }
+    let dir = TempDir::new("dashg");
+    let d = dir.0.display();
+    std::fs::create_dir_all(dir.path("inc")).unwrap();
+    std::fs::write(
+        dir.path("inc/a.conf"),
+        "Host db2\n  Port 5555\n  AddressFamily inet\nHost *.example.com\n  CheckHostIP yes\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path("inc/b.conf"),
+        "Match user dbadmin\n  ForwardAgent yes\n",
+    )
+    .unwrap();
+    let cfg = dir.path("config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Host web\n  HostName %h.example.com\n  User alice\n  Port 2222\n  IdentityFile ~/.ssh/id_%h_%r\n  IdentityFile {d}/k2\n\
+             \x20 ControlPath /tmp/cm-%C-%r@%h:%p\n  UserKnownHostsFile {d}/kh_%h %d/kh2_%u\n  StrictHostKeyChecking accept-new\n\
+             \x20 HashKnownHosts yes\n  ServerAliveInterval 1m\n  ServerAliveCountMax 5\n  ConnectTimeout 7\n  ConnectionAttempts 2\n\
+             \x20 ProxyCommand ssh -W %h:%p gw\n  RemoteCommand echo %n %h %p %r %u\n  IdentityAgent {d}/agent.%h\n\
+             Match originalhost db* !user nobody\n  User dbadmin\n  IdentitiesOnly yes\n  ProxyJump bob@gw1:2200,gw2\n\
+             Match exec \"test %n = special\"\n  Port 4444\n  StrictHostKeyChecking yes\n  BatchMode yes\n\
+             Match host *.example.com final\n  RequestTTY force\n\
+             Include {d}/inc/*.conf\n\
+             Host *\n  Compression yes\n  SendEnv LANG LC_*\n  SetEnv FOO=bar\n  LogLevel VERBOSE\n  RekeyLimit 1G 1h\n"
+        ),
+    )
+    .unwrap();
+    let cfg = cfg.display().to_string();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["-F", &cfg, "web"],
+        vec!["-F", &cfg, "db1"],
+        vec!["-F", &cfg, "db2"],
+        vec!["-F", &cfg, "special"],
+        vec![
+            "-F",
+            &cfg,
+            "-p",
+            "2022",
+            "-l",
+            "carol",
+            "-o",
+            "ConnectTimeout=3",
+            "web",
+        ],
+        vec!["-F", &cfg, "-J", "x@y:1", "-o", "User=dave", "erin@db1"],
+        vec!["-F", &cfg, "-o", "ProxyCommand=none", "10.1.2.3"],
+        vec!["-F", "/dev/null", "plain"],
+    ];
+    for args in &cases {
+        let want = dump("ssh", args);
+        let got = dump(SLUICE, args);
+        for (i, w) in want.iter().enumerate() {
+            assert_eq!(
+                got.get(i),
+                Some(w),
+                "{args:?}: line {i} differs\nssh:    {want:?}\nsluice: {got:?}"
+            );
+        }
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "{args:?}: extra lines {:?}",
+            got.get(want.len()..)
+        );
+    }
+}
+
+/// A sluice command line with the host key policy given.
+fn sluice_cmd(s: &Setup, port: u16, kh: &std::path::Path, opts: &[&str]) -> Command {
+    let mut c = Command::new(SLUICE);
+    c.args(["-F", "/dev/null", "-o", "BatchMode=yes"])
+        .args(opts.iter().flat_map(|o| ["-o", o]))
+        .arg("-o")
+        .arg(format!("UserKnownHostsFile={}", kh.display()))
+        .arg("-i")
+        .arg(&s.user_key)
+        .args(["-p", &port.to_string(), "127.0.0.1"]);
+    c
+}
+
+#[test]
+fn accept_new_writes_hashed_entry_that_openssh_reads() {
+    if missing("ssh") || missing("/usr/sbin/sshd") {
+        return;
+    }
+    let s = Setup::new("khash");
+    let srv = s.start(false, "");
+    let kh = s.dir.path("kh");
+    let mut c = sluice_cmd(
+        &s,
+        srv.port,
+        &kh,
+        &["StrictHostKeyChecking=accept-new", "HashKnownHosts=yes"],
+    );
+    c.args(["echo", "hi"]);
+    let out = run(c, b"", 30);
+    ok(&out, "sluice accept-new");
+    assert_eq!(out.stdout, b"hi\n");
+    let name = format!("[127.0.0.1]:{}", srv.port);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "Warning: Permanently added '{name}' (ED25519) to the list of known hosts."
+        )),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&kh).unwrap();
+    assert!(
+        text.starts_with("|1|") && !text.contains("127.0.0.1"),
+        "{text}"
+    );
+    let f = Command::new("ssh-keygen")
+        .args(["-F", &name, "-f"])
+        .arg(&kh)
+        .output()
+        .unwrap();
+    ok(&f, "ssh-keygen -F");
+    assert!(String::from_utf8_lossy(&f.stdout).contains(&format!("Host {name} found")));
+    // Debian's ssh trusts the entry with strict checking...
+    let mut ssh = Command::new("ssh");
+    ssh.args([
+        "-F",
+        "/dev/null",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "StrictHostKeyChecking=yes",
+    ])
+    .arg("-o")
+    .arg(format!("UserKnownHostsFile={}", kh.display()))
+    .arg("-i")
+    .arg(&s.user_key)
+    .args(["-p", &srv.port.to_string(), "127.0.0.1", "echo", "ok"]);
+    let out = run(ssh, b"", 30);
+    ok(&out, "ssh with sluice's known_hosts");
+    assert_eq!(out.stdout, b"ok\n");
+    // ...and so does sluice, silently, on the next run.
+    let mut c = sluice_cmd(&s, srv.port, &kh, &["StrictHostKeyChecking=yes"]);
+    c.arg("true");
+    let out = run(c, b"", 30);
+    ok(&out, "sluice strict");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn changed_host_key_is_refused() {
+    let s = Setup::new("khchg");
+    let srv = s.start(false, "");
+    let kh = s.dir.path("kh");
+    keygen(&s.dir.path("other"), "ed25519");
+    let other = std::fs::read_to_string(s.dir.path("other.pub")).unwrap();
+    let mut f = other.split_whitespace();
+    let line = format!(
+        "@cert-authority * {} {}\n@revoked [127.0.0.2]:1 {} {}\n[127.0.0.1]:{} {} {}\n",
+        "ssh-ed25519",
+        f.clone().nth(1).unwrap(),
+        "ssh-ed25519",
+        f.clone().nth(1).unwrap(),
+        srv.port,
+        f.next().unwrap(),
+        f.next().unwrap()
+    );
+    std::fs::write(&kh, line).unwrap();
+    for policy in ["accept-new", "no"] {
+        let mut c = sluice_cmd(
+            &s,
+            srv.port,
+            &kh,
+            &[&format!("StrictHostKeyChecking={policy}")],
+        );
+        c.args(["echo", "should-not-run"]);
+        let out = run(c, b"", 30);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if policy == "no" {
+            // ssh goes on with `no` (authentication by key still works).
+            assert!(
+                err.contains("REMOTE HOST IDENTIFICATION HAS CHANGED"),
+                "{err}"
+            );
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(255), "{err}");
+        assert!(
+            err.contains("REMOTE HOST IDENTIFICATION HAS CHANGED"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("Offending ED25519 key in {}:3", kh.display())),
+            "{err}"
+        );
+        assert!(err.contains("Host key verification failed."), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn proxy_command_to_sluiced_and_sshd() {
+    if missing("ssh") || missing("/usr/sbin/sshd") {
+        return;
+    }
+    let s = Setup::new("proxycmd");
+    let jump = s.start(true, "");
+    let data = random_data(3 << 20, 7);
+    for target_openssh in [false, true] {
+        let target = s.start(target_openssh, "");
+        let proxy = format!(
+            "ProxyCommand=ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -i {} -p {} -W %h:%p 127.0.0.1",
+            s.user_key.display(),
+            jump.port
+        );
+        let mut c = s.client(false, &target, &["-o", &proxy]);
+        c.arg("sha256sum");
+        let out = run(c, &data, 60);
+        ok(&out, "sluice through ProxyCommand");
+        let got = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(got.split_whitespace().next(), Some(sha256(&data).as_str()));
+        // The data went through the jump server.
+        assert!(jump.log_text().contains("direct-tcpip") || jump.log_text().contains("Accepted"));
+    }
+    // ProxyCommand none means direct; a failing proxy is exit 255.
+    let target = s.start(false, "");
+    let mut c = s.client(false, &target, &["-o", "ProxyCommand=none"]);
+    c.args(["echo", "direct"]);
+    let out = run(c, b"", 30);
+    ok(&out, "ProxyCommand none");
+    assert_eq!(out.stdout, b"direct\n");
+    // RemoteCommand runs when no command is given, tokens expanded.
+    let c = s.client(false, &target, &["-o", "RemoteCommand=echo rc %n %p"]);
+    let out = run(c, b"", 30);
+    ok(&out, "RemoteCommand");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("rc 127.0.0.1 {}\n", target.port)
+    );
+    let mut c = s.client(false, &target, &["-o", "ProxyCommand=exit 3"]);
+    c.arg("true");
+    let out = run(c, b"", 30);
+    assert_eq!(out.status.code(), Some(255));
+}
+
+/// All processes below `pid`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let Some(after) = stat.rsplit_once(')').map(|x| x.1) else {
+            continue;
+        };
+        if let Some(pp) = after
+            .split_whitespace()
+            .nth(1)
+            .and_then(|x| x.parse::<u32>().ok())
+        {
+            parent.push((p, pp));
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let cur = out[i];
+        out.extend(parent.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
+        i += 1;
+    }
+    out
+}
+
+fn signal_all(pids: &[u32], sig: i32) {
+    for &p in pids {
+        unsafe {
+            libc::kill(p as i32, sig);
+        }
+    }
+}
+
+#[test]
+fn server_alive_detects_a_stopped_server() {
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    server_alive(true);
+}
+
+#[test]
+fn server_alive_detects_a_stopped_sluiced() {
+    server_alive(false);
+}
+
+fn server_alive(openssh: bool) {
+    let s = Setup::new("alive");
+    let srv = s.start(openssh, "");
+    let mut c = s.client(
+        false,
+        &srv,
+        &["-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=2"],
+    );
+    c.arg("echo started; exec sleep 60");
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "started\n");
+    // Keepalives are answered while the server runs: longer than the
+    // (CountMax + 1) * Interval it takes to give up, and still connected.
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "gave up on a live server"
+    );
+    let pids = descendants(srv.child.id());
+    signal_all(&pids, libc::SIGSTOP);
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if stopped.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            signal_all(&pids, libc::SIGKILL);
+            panic!("no timeout within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = stopped.elapsed();
+    signal_all(&pids, libc::SIGKILL);
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+    assert_eq!(status.code(), Some(255), "{err}");
+    assert!(
+        err.contains("Timeout, server 127.0.0.1 not responding."),
+        "{err}"
+    );
+    // Three intervals without input (two unanswered keepalives, then give up).
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(8),
+        "{took:?}"
+    );
+}
+
+#[test]
+fn connect_timeout_covers_the_banner() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let holder = std::thread::spawn(move || {
+        let c = l.accept();
+        std::thread::sleep(Duration::from_secs(6));
+        drop(c);
+    });
+    let start = Instant::now();
+    let mut c = Command::new(SLUICE);
+    c.args([
+        "-F",
+        "/dev/null",
+        "-o",
+        "ConnectTimeout=1",
+        "-o",
+        "BatchMode=yes",
+        "-p",
+        &port.to_string(),
+        "127.0.0.1",
+        "true",
+    ]);
+    let out = run(c, b"", 20);
+    assert_eq!(out.status.code(), Some(255));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Connection timed out during banner exchange"),
+        "{err}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(5));
+    let _ = holder.join();
+}
+
+/// ProxyJump runs this program again as `sluice -W '[%h]:%p'` toward the
+/// jump host, with -l, -p, -J for earlier hops, -F and -v passed on (the
+/// end-to-end run needs -W: see proxy_jump_end_to_end below).
+#[test]
+fn proxy_jump_builds_the_sluice_w_command() {
+    let dir = TempDir::new("jumpcmd");
+    let cfg = dir.path("cfg");
+    std::fs::write(
+        &cfg,
+        "Host target\n  HostName 127.0.0.1\n  Port 2222\n  BatchMode yes\n",
+    )
+    .unwrap();
+    let dead = free_port();
+    let mut c = Command::new(SLUICE);
+    c.arg("-F").arg(&cfg).args([
+        "-v",
+        "-J",
+        &format!("first,alice@127.0.0.1:{dead}"),
+        "target",
+        "true",
+    ]);
+    let out = run(c, b"", 30);
+    assert_eq!(out.status.code(), Some(255));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let me = std::fs::canonicalize(SLUICE).unwrap();
+    let want = format!(
+        "Executing proxy command: exec {} -l alice -p {dead} -J first -F {} -v -W '[127.0.0.1]:2222' 127.0.0.1",
+        me.display(),
+        cfg.display()
+    );
+    assert!(err.contains(&want), "want {want}\nin {err}");
+}
+
+/// StrictHostKeyChecking ask: the question on the terminal (a pty from
+/// script(1)), a wrong answer asked again, "yes" adds the key.
+#[test]
+fn ask_prompts_on_the_terminal() {
+    if missing("script") {
+        return;
+    }
+    let s = Setup::new("ask");
+    let srv = s.start(false, "");
+    let kh = s.dir.path("kh");
+    let cmd = format!(
+        "{SLUICE} -F /dev/null -o StrictHostKeyChecking=ask -o UserKnownHostsFile={} -i {} -p {} 127.0.0.1 echo answered",
+        kh.display(),
+        s.user_key.display(),
+        srv.port
+    );
+    let mut c = Command::new("script");
+    c.args(["-qec", &cmd, "/dev/null"]);
+    let out = run(c, b"maybe\nyes\n", 30);
+    let text = String::from_utf8_lossy(&out.stdout);
+    ok(&out, &text);
+    let name = format!("[127.0.0.1]:{}", srv.port);
+    assert!(
+        text.contains(&format!(
+            "The authenticity of host '{name} ({name})' can't be established."
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("Are you sure you want to continue connecting (yes/no/[fingerprint])? "),
+        "{text}"
+    );
+    assert!(
+        text.contains("Please type 'yes', 'no' or the fingerprint: "),
+        "{text}"
+    );
+    assert!(text.contains("answered"), "{text}");
+    assert!(std::fs::read_to_string(&kh).unwrap().starts_with(&name));
+}
+
+/// ConnectionAttempts: tried again once a second, then ssh's message.
+#[test]
+fn connection_attempts_retry_then_fail() {
+    let port = free_port();
+    let start = Instant::now();
+    let mut c = Command::new(SLUICE);
+    c.args([
+        "-F",
+        "/dev/null",
+        "-o",
+        "ConnectionAttempts=3",
+        "-p",
+        &port.to_string(),
+        "127.0.0.1",
+        "true",
+    ]);
+    let out = run(c, b"", 20);
+    assert_eq!(out.status.code(), Some(255));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "connect to host 127.0.0.1 port {port}: Connection refused"
+        )),
+        "{err}"
+    );
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+}
+
+/// ProxyJump end to end: sluice -J through Debian's sshd (direct-tcpip) to
+/// sluiced, data hash-checked. The proxy is `sluice -W`, so this needs
+/// stdio forwarding; the options reach the proxy through -F, as with ssh.
+#[test]
+#[ignore = "needs sluice -W (stdio forwarding), merged from another branch"]
+fn proxy_jump_end_to_end() {
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    let s = Setup::new("jump");
+    let jump = s.start(true, "");
+    let target = s.start(false, "");
+    let cfg = s.dir.path("jump_config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Host *\n  IdentityFile {}\n  BatchMode yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile {}\n  LogLevel ERROR\n",
+            s.user_key.display(),
+            s.dir.path("known_hosts").display()
+        ),
+    )
+    .unwrap();
+    let data = random_data(2 << 20, 11);
+    for hops in [
+        format!("127.0.0.1:{}", jump.port),
+        format!("127.0.0.1:{p},127.0.0.1:{p}", p = jump.port),
+    ] {
+        let mut c = Command::new(SLUICE);
+        c.arg("-F").arg(&cfg).args([
+            "-J",
+            &hops,
+            "-p",
+            &target.port.to_string(),
+            "127.0.0.1",
+            "sha256sum",
+        ]);
+        let out = run(c, &data, 60);
+        ok(&out, &format!("sluice -J {hops}"));
+        let got = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(got.split_whitespace().next(), Some(sha256(&data).as_str()));
+    }
+}
