@@ -219,7 +219,7 @@ fn identities(args: &ClientArgs, r: &Resolved, host: &str, user: &str, port: u16
         .iter()
         .filter_map(|f| identity::public_blob(&expand(f, host, user, port)).ok())
         .collect();
-    let agent_path = r.get("identityagent").map(|p| expand(p, host, user, port));
+    let agent_path = identity_agent(r, host, user, port);
     let use_agent = agent_path.as_deref() != Some(Path::new("none"))
         && (agent_path.is_some() || std::env::var_os("SSH_AUTH_SOCK").is_some());
     if use_agent {
@@ -293,6 +293,20 @@ fn identities(args: &ClientArgs, r: &Resolved, host: &str, user: &str, port: u16
         }
     }
     out
+}
+
+/// IdentityAgent: `none`, a socket path (`~` and `%` tokens), or
+/// `SSH_AUTH_SOCK` / `$VAR` naming an environment variable; None means
+/// SSH_AUTH_SOCK.
+fn identity_agent(r: &Resolved, host: &str, user: &str, port: u16) -> Option<PathBuf> {
+    let v = r.get("identityagent")?;
+    let var = match v.strip_prefix('$') {
+        Some(var) => var.trim_start_matches('{').trim_end_matches('}'),
+        None if v == "SSH_AUTH_SOCK" => v,
+        None => return Some(expand(v, host, user, port)),
+    };
+    // An unset variable: no agent (ssh skips it too).
+    Some(std::env::var_os(var).map_or_else(|| PathBuf::from("none"), PathBuf::from))
 }
 
 fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCheck {
@@ -533,6 +547,11 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
             None
         }
     };
+    let agent = crate::client::agent_forward::AgentForward::from_config(
+        r.get("forwardagent"),
+        identity_agent(&r, &host, &user, port),
+        |p| expand(p, &host, &user, port),
+    )?;
     let ids = identities(&args, &r, &host, &user, port);
     let check = host_key_check(&r, host.clone(), port);
     let plan = SessionPlan {
@@ -542,6 +561,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         stdio: true,
         none_switch,
         remote_bufs,
+        agent,
     };
     let opts = ClientOptions {
         host,

@@ -43,6 +43,8 @@ pub struct SessionPlan {
     /// RemoteRcvBuf, RemoteSndBuf: socket buffers (bytes, 0 = don't ask)
     /// the server is asked to set for this connection after authentication.
     pub remote_bufs: (u64, u64),
+    /// ForwardAgent: asked for on the session, agent channels bridged.
+    pub agent: crate::client::agent_forward::AgentForward,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +150,17 @@ impl ClientSession {
     fn start_session(&mut self, conn: &mut Connection) -> Result<(), String> {
         let id = conn.open_session().map_err(|e| e.to_string())?;
         self.channel = Some(id);
+        // We open no other session on this connection (no ControlMaster):
+        // tell the server, as ssh does, so a hijacked connection cannot
+        // get one. Only peers known to take it (ssh's rule).
+        if conn
+            .peer_version()
+            .is_some_and(|v| v.starts_with("SSH-2.0-OpenSSH") || v.starts_with("SSH-2.0-sluice"))
+        {
+            log!(Debug1, "Requesting no-more-sessions@openssh.com");
+            conn.global_request("no-more-sessions@openssh.com", false, &[])
+                .map_err(|e| e.to_string())?;
+        }
         Ok(())
     }
 
@@ -157,6 +170,7 @@ impl ClientSession {
         fds: &mut ChannelFds,
         id: ChannelId,
     ) -> Result<(), String> {
+        self.plan.agent.request(conn, id)?;
         for (name, value) in &self.plan.env {
             let req = ChannelRequestKind::Env {
                 name: name.clone(),
@@ -349,6 +363,13 @@ impl Handler for ClientSession {
                     let _ = conn.channel_reply(channel, false);
                 }
             }
+            Event::ChannelOpenRequest {
+                channel,
+                channel_type,
+                ..
+            } if channel_type == crate::client::agent_forward::CHANNEL => {
+                self.plan.agent.on_open(conn, fds, channel);
+            }
             Event::ChannelOpenRequest { channel, .. } => {
                 let _ = conn.reject_channel(channel, 1, "open failed");
             }
@@ -381,6 +402,7 @@ impl Handler for ClientSession {
         // Once the remote side has sent EOF and our output is written, and it
         // closed, we are done; close our end when the peer sent its exit status
         // and EOF and all its output is written (OpenSSH's order).
+        self.plan.agent.tick(conn, fds);
         if let Some(id) = self.channel {
             let drained = fds.get(id).is_none_or(|io| io.sinks_drained());
             if let Some(info) = conn.channel_info(id) {

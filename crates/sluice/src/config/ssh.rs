@@ -48,6 +48,7 @@ const SUPPORTED: &[&str] = &[
     "noneenabled",
     "noneswitch",
     "nonemacenabled",
+    "forwardagent",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
@@ -60,7 +61,6 @@ const ACCEPTED: &[&str] = &[
     "bindaddress",
     "requesttty",
     "escapechar",
-    "forwardagent",
     "forwardx11",
     "forwardx11trusted",
     "proxyjump",

@@ -10,7 +10,9 @@ use crate::keys::authorized_keys::{self, KeyOptions};
 use crate::keys::identity::fingerprint_sha256;
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds, Handler};
+use crate::server::agent_forward::{self, ServerAgent};
 use crate::server::session::{self, ExitResult, SessionSpawn, UserInfo};
+use crate::server::session_env;
 use sluice_proto::crypto::hostkey;
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::{AuthMethodRequest, ChannelId, Connection, Event};
@@ -47,6 +49,10 @@ pub struct ServerConn {
     on_auth: Option<Box<dyn FnOnce()>>,
     /// The connection's TCP socket, for the client's RemoteRcvBuf request.
     sock: Option<std::os::fd::RawFd>,
+    /// Agent forwarding: the listening socket and its channels.
+    agent: ServerAgent,
+    /// The client sent no-more-sessions@openssh.com.
+    no_more_sessions: bool,
 }
 
 impl ServerConn {
@@ -66,6 +72,8 @@ impl ServerConn {
             sessions: BTreeMap::new(),
             on_auth,
             sock: None,
+            agent: ServerAgent::default(),
+            no_more_sessions: false,
         }
     }
 
@@ -163,7 +171,13 @@ impl ServerConn {
         if s.child.is_some() {
             return false;
         }
-        let mut env = s.env.clone();
+        let env = s.env.clone();
+        let mut server_env = session_env::server_env(
+            &self.cfg,
+            self.key_options.as_ref(),
+            &user,
+            self.agent.env(),
+        );
         // A forced command (authorized_keys command= or ForceCommand) replaces
         // what the client asked for, which is kept in SSH_ORIGINAL_COMMAND.
         let forced = self
@@ -174,7 +188,7 @@ impl ServerConn {
         let command = match forced {
             Some(f) => {
                 if let Some(orig) = &command {
-                    env.push((
+                    server_env.push((
                         "SSH_ORIGINAL_COMMAND".into(),
                         OsString::from_vec(orig.clone()),
                     ));
@@ -183,15 +197,11 @@ impl ServerConn {
             }
             None => command,
         };
-        if let Some(opts) = &self.key_options {
-            for (k, v) in &opts.environment {
-                env.push((k.into(), v.into()));
-            }
-        }
         let spawn = SessionSpawn {
             user,
             command,
             env,
+            server_env,
             subsystem,
             client: self.peer,
             server: self.local,
@@ -233,15 +243,26 @@ impl ServerConn {
     ) -> bool {
         match req {
             ChannelRequestKind::Env { name, value } => {
-                let accepted = self.cfg.accept_env_matches(&name);
-                if accepted {
-                    if let Some(s) = self.sessions.get_mut(&id) {
-                        s.env.push((name.into(), OsString::from_vec(value)));
-                    }
-                } else {
+                let Some(s) = self.sessions.get_mut(&id) else {
+                    return false;
+                };
+                if !self.cfg.accept_env_matches(&name) {
                     log!(Debug1, "Ignoring env request {name}: disallowed name");
+                    return false;
                 }
-                accepted
+                if let Err(why) = session_env::check_request(&name, &value, &s.env) {
+                    let shown: String = name.chars().take(64).collect();
+                    log!(Info, "Ignoring env request {shown}: {why}");
+                    return false;
+                }
+                s.env.push((name.into(), OsString::from_vec(value)));
+                true
+            }
+            ChannelRequestKind::Other { name, .. } if name == agent_forward::REQUEST => {
+                match (&self.user, self.sessions.contains_key(&id)) {
+                    (Some(u), true) => self.agent.request(&self.cfg, self.key_options.as_ref(), u),
+                    _ => false,
+                }
             }
             ChannelRequestKind::Exec { command } => {
                 log!(Debug1, "session: exec request for channel {}", id.0);
@@ -339,6 +360,9 @@ impl Handler for ServerConn {
         fds: &mut ChannelFds,
         event: Event,
     ) -> Result<(), String> {
+        if self.agent.on_event(conn, fds, &event) {
+            return Ok(());
+        }
         match event {
             Event::AuthRequest { user, method } => {
                 let ok = match &method {
@@ -384,6 +408,18 @@ impl Handler for ServerConn {
                 if channel_type != "session" {
                     let _ =
                         conn.reject_channel(channel, UNKNOWN_CHANNEL_TYPE, "unknown channel type");
+                } else if self.no_more_sessions {
+                    log!(
+                        Info,
+                        "Refusing a session from {} port {}: the client sent no-more-sessions@openssh.com (possible attack)",
+                        self.peer.ip(),
+                        self.peer.port()
+                    );
+                    let _ = conn.reject_channel(
+                        channel,
+                        ADMINISTRATIVELY_PROHIBITED,
+                        "no more sessions",
+                    );
                 } else if self.sessions.len() >= self.cfg.max_sessions as usize {
                     let _ = conn.reject_channel(
                         channel,
@@ -422,6 +458,10 @@ impl Handler for ServerConn {
                     Debug1,
                     "server_input_global_request: rtype {name} want_reply {want_reply}"
                 );
+                if name == "no-more-sessions@openssh.com" {
+                    self.no_more_sessions = true;
+                    log!(Debug1, "no more sessions on this connection");
+                }
                 if want_reply {
                     conn.answer_global(false, &[]);
                 }
@@ -459,6 +499,7 @@ impl Handler for ServerConn {
     /// Reaps commands; after a command exited and its output reached EOF,
     /// sends exit-status (or exit-signal) and closes the channel.
     fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        self.agent.tick(conn, fds);
         for (id, s) in self.sessions.iter_mut() {
             if s.done {
                 continue;
@@ -493,6 +534,10 @@ impl Handler for ServerConn {
 
     fn finished(&self) -> bool {
         false
+    }
+
+    fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
+        self.agent.watch_fds(out);
     }
 
     fn tick_interval(&self) -> Option<Duration> {

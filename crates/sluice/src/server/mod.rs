@@ -1,7 +1,9 @@
 //! The server `sluiced`: the listener that hands each connection to a fresh
 //! process, the per-connection handler, and running commands as the user.
 
+pub mod agent_forward;
 pub mod conn;
 pub mod daemon;
 pub mod listen;
 pub mod session;
+pub mod session_env;
