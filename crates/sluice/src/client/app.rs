@@ -552,7 +552,21 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         identity_agent(&r, &host, &user, port),
         |p| expand(p, &host, &user, port),
     )?;
-    let ids = identities(&args, &r, &host, &user, port);
+    let mut ids = identities(&args, &r, &host, &user, port);
+    // PubkeyAcceptedAlgorithms limits the signature algorithms offered (an
+    // RSA key signs with rsa-sha2-256 only when that alone is listed).
+    for id in &mut ids {
+        id.sig_algs
+            .retain(|a| proto.pubkey_algs.iter().any(|p| p == a));
+        if id.sig_algs.is_empty() {
+            log!(
+                Debug1,
+                "Skipping {}: not in PubkeyAcceptedAlgorithms",
+                id.label
+            );
+        }
+    }
+    ids.retain(|id| !id.sig_algs.is_empty());
     let check = host_key_check(&r, host.clone(), port);
     let plan = SessionPlan {
         command,
