@@ -19,11 +19,17 @@ struct Agent {
 
 impl Agent {
     fn start(dir: &TempDir, keys: &[&Path]) -> Agent {
-        let sock = dir.path("agent.sock");
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sock = dir.path(&format!("agent{n}.sock"));
+        // No askpass: keys added with -c are refused at signing time.
         let child = Command::new("ssh-agent")
             .arg("-D")
             .arg("-a")
             .arg(&sock)
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .env("SSH_ASKPASS", "/bin/false")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -35,15 +41,20 @@ impl Agent {
             std::thread::sleep(Duration::from_millis(20));
         }
         for k in keys {
-            let st = Command::new("ssh-add")
-                .arg("-q")
-                .arg(k)
-                .env("SSH_AUTH_SOCK", &agent.sock)
-                .status()
-                .unwrap();
-            assert!(st.success(), "ssh-add {}", k.display());
+            agent.add(k, false);
         }
         agent
+    }
+
+    /// ssh-add, with -c (confirm each use) when `confirm`.
+    fn add(&self, key: &Path, confirm: bool) {
+        let st = Command::new("ssh-add")
+            .arg(if confirm { "-qc" } else { "-q" })
+            .arg(key)
+            .env("SSH_AUTH_SOCK", &self.sock)
+            .status()
+            .unwrap();
+        assert!(st.success(), "ssh-add {}", key.display());
     }
 }
 
@@ -168,6 +179,25 @@ fn agent_authentication_with_rsa_sha2_signatures() {
     assert_eq!(out.status.code(), Some(255));
     assert!(
         text(&out.stderr).contains("Permission denied"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The agent refuses to sign with its first key (added with -c, no
+    // askpass to confirm): the next key is tried, as ssh does.
+    let confirm = s.dir.path("agent_confirm");
+    keygen(&confirm, "ed25519");
+    let mut auth = std::fs::read_to_string(s.dir.path("authorized_keys")).unwrap();
+    auth.push_str(&std::fs::read_to_string(s.dir.path("agent_confirm.pub")).unwrap());
+    std::fs::write(s.dir.path("authorized_keys"), auth).unwrap();
+    let agent2 = Agent::start(&s.dir, &[]);
+    agent2.add(&confirm, true);
+    agent2.add(&rsa, false);
+    let mut c = agent_client(&s, false, server.port, Some(&agent2.sock), &[]);
+    c.arg("echo ok");
+    let out = run(c, b"", 60);
+    assert_eq!(text(&out.stdout), "ok\n", "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("signing failed"),
         "{}",
         text(&out.stderr)
     );
@@ -436,4 +466,57 @@ fn no_more_sessions_refuses_a_second_session() {
     let out = run(c, b"", 60);
     ok(&out, "sluice -v");
     assert!(text(&out.stderr).contains("Requesting no-more-sessions@openssh.com"));
+}
+
+/// A hostile server (paramiko) opens an agent channel: refused and logged
+/// unless forwarding was asked for, bridged to the agent when it was.
+#[test]
+fn client_refuses_agent_channels_it_did_not_ask_for() {
+    use std::io::BufRead;
+    let has_paramiko = Command::new("python3")
+        .args(["-c", "import paramiko"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_paramiko || missing("ssh-agent") {
+        assert!(
+            std::env::var("CI").is_err(),
+            "paramiko is required under CI"
+        );
+        return;
+    }
+    let (s, rsa) = agent_setup("agentprobe");
+    let agent = Agent::start(&s.dir, &[&rsa]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/peers/agent_probe_server.py"
+    );
+    for (extra, want) in [
+        (vec![], "agent channel: refused\n"),
+        (vec!["-A"], "agent channel: 1 keys\n"),
+    ] {
+        let port = free_port();
+        let mut server = Command::new("python3")
+            .arg(script)
+            .arg(port.to_string())
+            .arg(s.dir.path("host_ed25519"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(server.stdout.take().unwrap()).read_line(&mut line);
+        assert_eq!(line, "ready\n");
+        let mut c = agent_client(&s, false, port, Some(&agent.sock), &extra);
+        c.arg("probe");
+        let out = run(c, b"", 60);
+        let _ = server.kill();
+        let _ = server.wait();
+        let err = text(&out.stderr);
+        assert_eq!(text(&out.stdout), want, "{extra:?}: {err}");
+        assert_eq!(
+            err.contains("Warning: ssh server tried agent forwarding."),
+            extra.is_empty(),
+            "{err}"
+        );
+    }
 }

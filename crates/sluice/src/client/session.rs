@@ -135,10 +135,22 @@ impl ClientSession {
         log!(Debug1, "Server accepts key: {}", id.label);
         match (id.load)() {
             Ok(signer) => {
-                conn.auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref())
-                    .map_err(|e| e.to_string())?;
-                self.step = AuthStep::Signing(idx);
-                Ok(())
+                match conn.auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref()) {
+                    Ok(()) => {
+                        self.step = AuthStep::Signing(idx);
+                        Ok(())
+                    }
+                    // An agent may refuse (a key added with -c declined):
+                    // go on with the next key, as ssh does.
+                    Err(e) => {
+                        log!(
+                            Error,
+                            "sign_and_send_pubkey: signing failed for {}: {e}",
+                            id.label
+                        );
+                        self.try_identity(conn, idx + 1)
+                    }
+                }
             }
             Err(e) => {
                 log!(Info, "{e}");
@@ -150,18 +162,7 @@ impl ClientSession {
     fn start_session(&mut self, conn: &mut Connection) -> Result<(), String> {
         let id = conn.open_session().map_err(|e| e.to_string())?;
         self.channel = Some(id);
-        // We open no other session on this connection (no ControlMaster):
-        // tell the server, as ssh does, so a hijacked connection cannot
-        // get one. Only peers known to take it (ssh's rule).
-        if conn
-            .peer_version()
-            .is_some_and(|v| v.starts_with("SSH-2.0-OpenSSH") || v.starts_with("SSH-2.0-sluice"))
-        {
-            log!(Debug1, "Requesting no-more-sessions@openssh.com");
-            conn.global_request("no-more-sessions@openssh.com", false, &[])
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        no_more_sessions(conn)
     }
 
     fn on_opened(
@@ -443,4 +444,20 @@ impl ClientSession {
     pub fn finished_cleanly(&self) -> bool {
         self.finished
     }
+}
+
+/// We open no other session on this connection (no ControlMaster): tell
+/// the server, as ssh does after opening its session (or right after
+/// authentication with -N), so a hijacked connection cannot get a shell.
+/// Only to peers known to take it (ssh's rule: OpenSSH; and sluiced).
+pub fn no_more_sessions(conn: &mut Connection) -> Result<(), String> {
+    if conn
+        .peer_version()
+        .is_some_and(|v| v.starts_with("SSH-2.0-OpenSSH") || v.starts_with("SSH-2.0-sluice"))
+    {
+        log!(Debug1, "Requesting no-more-sessions@openssh.com");
+        conn.global_request("no-more-sessions@openssh.com", false, &[])
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
