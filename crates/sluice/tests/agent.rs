@@ -400,6 +400,27 @@ fn root_server_runs_the_session_as_the_user_with_sshds_environment() {
         let client = format!("SSH_CLIENT=127.0.0.1 {} {}", f[1], sluiced.port);
         assert!(ours.contains(&client), "{ours:?}");
     }
+    // A forwarded agent is the user's: socket and directory belong to them
+    // and their ssh-add reaches it.
+    let agent = Agent::start(&s.dir, &[&s.user_key]);
+    let mut c = agent_client(
+        &s,
+        false,
+        sluiced.port,
+        Some(&agent.sock),
+        &["-A", "-l", &u.name],
+    );
+    c.arg(
+        "stat -c '%U %a' ${SSH_AUTH_SOCK%/*} $SSH_AUTH_SOCK; ssh-add -l >/dev/null && echo listed",
+    );
+    let out = run(c, b"", 60);
+    let want = format!("{0} 700\n{0} ", u.name);
+    let o = text(&out.stdout);
+    assert!(
+        o.starts_with(&want) && o.ends_with("listed\n"),
+        "{o}\n{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
