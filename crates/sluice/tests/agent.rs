@@ -421,6 +421,35 @@ fn root_server_runs_the_session_as_the_user_with_sshds_environment() {
         "{o}\n{}",
         text(&out.stderr)
     );
+    // PermitUserEnvironment: authorized_keys environment= and
+    // ~/.ssh/environment, only when allowed.
+    let ssh_dir = s.dir.path("home/.ssh");
+    std::fs::create_dir_all(&ssh_dir).unwrap();
+    std::fs::write(ssh_dir.join("environment"), "# comment\nUENV=fromfile\n").unwrap();
+    let st = Command::new("chown")
+        .args(["-R", &format!("{0}:{0}", u.name)])
+        .arg(&ssh_dir)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let key = std::fs::read_to_string(s.dir.path("id_ed25519.pub")).unwrap();
+    std::fs::write(
+        s.dir.path("authorized_keys"),
+        format!("environment=\"KENV=fromkey\" {key}"),
+    )
+    .unwrap();
+    for (permit, want) in [("yes", "fromkey fromfile\n"), ("no", "-\n")] {
+        let server = s.start(false, &format!("PermitUserEnvironment {permit}"));
+        let mut c = s.client(false, &server, &["-l", &u.name]);
+        c.arg("echo ${KENV:--} $UENV");
+        let out = run(c, b"", 60);
+        assert_eq!(
+            text(&out.stdout),
+            want,
+            "PermitUserEnvironment {permit}: {}",
+            server.log_text()
+        );
+    }
 }
 
 #[test]

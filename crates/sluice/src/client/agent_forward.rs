@@ -19,6 +19,9 @@ pub const REQUEST: &str = "auth-agent-req@openssh.com";
 pub const CHANNEL: &str = "auth-agent@openssh.com";
 /// RFC 4254 5.1.
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
+const RESOURCE_SHORTAGE: u32 = 4;
+/// Agent channels open at once: a server must not exhaust our fds.
+const MAX_CHANNELS: usize = 64;
 
 /// What ForwardAgent resolved to, and the agent channels open now.
 #[derive(Debug, Default)]
@@ -92,6 +95,14 @@ impl AgentForward {
                 "This is probably a break-in attempt by a malicious server."
             );
             let _ = conn.reject_channel(channel, ADMINISTRATIVELY_PROHIBITED, "open failed");
+            return;
+        }
+        if self.channels.len() >= MAX_CHANNELS {
+            log!(
+                Info,
+                "agent forwarding: {MAX_CHANNELS} agent channels open, refusing another"
+            );
+            let _ = conn.reject_channel(channel, RESOURCE_SHORTAGE, "too many agent channels");
             return;
         }
         let connected = match &self.socket {
