@@ -246,12 +246,13 @@ impl ServerConn {
                 let Some(s) = self.sessions.get_mut(&id) else {
                     return false;
                 };
+                // Names are the peer's: log at most 64 characters of them.
+                let shown: String = name.chars().take(64).collect();
                 if !self.cfg.accept_env_matches(&name) {
-                    log!(Debug1, "Ignoring env request {name}: disallowed name");
+                    log!(Debug1, "Ignoring env request {shown}: disallowed name");
                     return false;
                 }
                 if let Err(why) = session_env::check_request(&name, &value, &s.env) {
-                    let shown: String = name.chars().take(64).collect();
                     log!(Info, "Ignoring env request {shown}: {why}");
                     return false;
                 }
