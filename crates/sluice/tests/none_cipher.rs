@@ -298,6 +298,7 @@ fn interactive_sessions_never_use_none() {
         none_switch: Some(false),
         remote_bufs: (0, 0),
         tty: None,
+        agent: Default::default(),
     };
     let session = ClientSession::new(user(), "127.0.0.1", vec![id], Box::new(|_, _| Ok(())), plan);
     let mut handler = PtyAfterNone(session);

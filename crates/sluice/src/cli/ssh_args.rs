@@ -98,6 +98,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
         _ => {}
     }
     let mut a = ClientArgs::default();
+    let mut forward_agent = None;
     let mut i = 0;
     while i < argv.len() {
         let arg = &argv[i];
@@ -123,6 +124,8 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                     't' => a.tty = a.tty.max(0) + 1,
                     's' => a.subsystem = true,
                     'V' => return Ok(Invocation::Version),
+                    'A' => forward_agent = Some("yes"),
+                    'a' => forward_agent = Some("no"),
                     _ => {}
                 }
                 continue;
@@ -158,6 +161,10 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
             break;
         }
         i += 1;
+    }
+    // The last of -A / -a wins over -o and ssh_config (first value wins), as in ssh.
+    if let Some(v) = forward_agent {
+        a.options.insert(0, format!("ForwardAgent={v}"));
     }
     let dest = argv.get(i).ok_or_else(|| USAGE.to_owned())?;
     parse_destination(dest, &mut a)?;

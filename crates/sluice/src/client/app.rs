@@ -205,11 +205,7 @@ fn identities(args: &ClientArgs, r: &Resolved) -> Vec<Identity> {
         .iter()
         .filter_map(|f| identity::public_blob(&expand(f, r)).ok())
         .collect();
-    // `SSH_AUTH_SOCK` names the environment's socket, as in ssh.
-    let agent_path = r
-        .get("identityagent")
-        .filter(|p| *p != "SSH_AUTH_SOCK")
-        .map(|p| expand(p, r));
+    let agent_path = identity_agent(r);
     let use_agent = agent_path.as_deref() != Some(Path::new("none"))
         && (agent_path.is_some() || std::env::var_os("SSH_AUTH_SOCK").is_some());
     if use_agent {
@@ -283,6 +279,20 @@ fn identities(args: &ClientArgs, r: &Resolved) -> Vec<Identity> {
         }
     }
     out
+}
+
+/// IdentityAgent: `none`, a socket path (`~` and `%` tokens), or
+/// `SSH_AUTH_SOCK` / `$VAR` naming an environment variable; None means
+/// SSH_AUTH_SOCK.
+fn identity_agent(r: &Resolved) -> Option<PathBuf> {
+    let v = r.get("identityagent")?;
+    let var = match v.strip_prefix('$') {
+        Some(var) => var.trim_start_matches('{').trim_end_matches('}'),
+        None if v == "SSH_AUTH_SOCK" => v,
+        None => return Some(expand(v, r)),
+    };
+    // An unset variable: no agent (ssh skips it too).
+    Some(std::env::var_os(var).map_or_else(|| PathBuf::from("none"), PathBuf::from))
 }
 
 fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCheck {
@@ -568,7 +578,26 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         escape,
         required: tty,
     });
-    let ids = identities(&args, &r);
+    let agent = crate::client::agent_forward::AgentForward::from_config(
+        r.get("forwardagent"),
+        identity_agent(&r),
+        |p| expand(p, &r),
+    )?;
+    let mut ids = identities(&args, &r);
+    // PubkeyAcceptedAlgorithms limits the signature algorithms offered (an
+    // RSA key signs with rsa-sha2-256 only when that alone is listed).
+    for id in &mut ids {
+        id.sig_algs
+            .retain(|a| proto.pubkey_algs.iter().any(|p| p == a));
+        if id.sig_algs.is_empty() {
+            log!(
+                Debug1,
+                "Skipping {}: not in PubkeyAcceptedAlgorithms",
+                id.label
+            );
+        }
+    }
+    ids.retain(|id| !id.sig_algs.is_empty());
     let check = host_key_check(&r, host.clone(), port);
     let plan = SessionPlan {
         command,
@@ -578,6 +607,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         none_switch,
         remote_bufs,
         tty: tty_plan,
+        agent,
     };
     let auth = auth_prefs(&r)?;
     let opts = ClientOptions {

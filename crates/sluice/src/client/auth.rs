@@ -274,10 +274,23 @@ impl ClientAuth {
         log!(Debug1, "Server accepts key: {}", id.label);
         match (id.load)() {
             Ok(signer) => {
-                conn.auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref())
-                    .map_err(|e| e.to_string())?;
-                self.step = Step::Signing(idx);
-                Ok(())
+                match conn.auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref()) {
+                    Ok(()) => {
+                        self.step = Step::Signing(idx);
+                        Ok(())
+                    }
+                    // An agent may refuse (a key added with -c, declined):
+                    // go on with the next key, as ssh does.
+                    Err(e) => {
+                        log!(
+                            Error,
+                            "sign_and_send_pubkey: signing failed for {}: {e}",
+                            id.label
+                        );
+                        self.next_key = idx + 1;
+                        self.next(conn)
+                    }
+                }
             }
             Err(e) => {
                 log!(Info, "{e}");

@@ -1,6 +1,7 @@
 //! The `sluice` client: connect, run one session, return the remote
 //! command's exit status (255 when SSH itself failed), as `ssh` does.
 
+pub mod agent_forward;
 pub mod app;
 pub mod auth;
 pub mod escape;

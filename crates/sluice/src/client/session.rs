@@ -35,6 +35,8 @@ pub struct SessionPlan {
     pub remote_bufs: (u64, u64),
     /// Ask for a pty (client/tty.rs decides).
     pub tty: Option<TtyPlan>,
+    /// ForwardAgent: asked for on the session, agent channels bridged.
+    pub agent: crate::client::agent_forward::AgentForward,
 }
 
 /// Client-side event handling for one connection.
@@ -88,7 +90,7 @@ impl ClientSession {
     fn start_session(&mut self, conn: &mut Connection) -> Result<(), String> {
         let id = conn.open_session().map_err(|e| e.to_string())?;
         self.channel = Some(id);
-        Ok(())
+        no_more_sessions(conn)
     }
 
     fn on_opened(
@@ -97,8 +99,9 @@ impl ClientSession {
         fds: &mut ChannelFds,
         id: ChannelId,
     ) -> Result<(), String> {
-        // pty-req first, as ssh orders them; stdin may go through the
-        // escape filter from now on.
+        // auth-agent-req, then pty-req, as ssh orders them; stdin may go
+        // through the escape filter from now on.
+        self.plan.agent.request(conn, id)?;
         let source = match self.tty.as_mut() {
             Some(t) => t.start(conn, id)?,
             None => 0,
@@ -268,6 +271,13 @@ impl Handler for ClientSession {
                     let _ = conn.channel_reply(channel, false);
                 }
             }
+            Event::ChannelOpenRequest {
+                channel,
+                channel_type,
+                ..
+            } if channel_type == crate::client::agent_forward::CHANNEL => {
+                self.plan.agent.on_open(conn, fds, channel);
+            }
             Event::ChannelOpenRequest { channel, .. } => {
                 let _ = conn.reject_channel(channel, 1, "open failed");
             }
@@ -315,6 +325,7 @@ impl Handler for ClientSession {
         // Once the remote side has sent EOF and our output is written, and it
         // closed, we are done; close our end when the peer sent its exit status
         // and EOF and all its output is written (OpenSSH's order).
+        self.plan.agent.tick(conn, fds);
         if let Some(id) = self.channel {
             let drained = fds.get(id).is_none_or(|io| io.sinks_drained());
             if let Some(info) = conn.channel_info(id) {
@@ -371,4 +382,20 @@ impl ClientSession {
     pub fn finished_cleanly(&self) -> bool {
         self.finished
     }
+}
+
+/// We open no other session on this connection (no ControlMaster): tell
+/// the server, as ssh does after opening its session (or right after
+/// authentication with -N), so a hijacked connection cannot get a shell.
+/// Only to peers known to take it (ssh's rule: OpenSSH; and sluiced).
+pub fn no_more_sessions(conn: &mut Connection) -> Result<(), String> {
+    if conn
+        .peer_version()
+        .is_some_and(|v| v.starts_with("SSH-2.0-OpenSSH") || v.starts_with("SSH-2.0-sluice"))
+    {
+        log!(Debug1, "Requesting no-more-sessions@openssh.com");
+        conn.global_request("no-more-sessions@openssh.com", false, &[])
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }

@@ -74,6 +74,7 @@ const SUPPORTED: &[&str] = &[
     "proxyjump",
     "proxycommand",
     "remotecommand",
+    "forwardagent",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
@@ -82,6 +83,8 @@ const ACCEPTED: &[&str] = &[
     "checkhostip",
     "bindaddress",
     "forwardagent",
+    "requesttty",
+    "escapechar",
     "forwardx11",
     "forwardx11trusted",
     "localforward",

@@ -5,6 +5,7 @@ pub mod fdio;
 pub mod path;
 pub mod pump;
 pub mod sockbuf;
+pub mod socket_bridge;
 
 /// An I/O error in the words OpenSSH uses ("Connection refused").
 pub fn describe_io_error(e: &std::io::Error) -> String {

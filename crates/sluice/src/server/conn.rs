@@ -10,10 +10,12 @@ use crate::keys::authorized_keys::{self, KeyOptions};
 use crate::keys::identity::fingerprint_sha256;
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds, Handler};
+use crate::server::agent_forward::{self, ServerAgent};
 use crate::server::auth::ServerAuth;
 use crate::server::keepalive::ClientAlive;
 use crate::server::pty::{self, Pty};
 use crate::server::session::{self, ExitResult, SessionSpawn, UserInfo};
+use crate::server::session_env;
 use sluice_proto::crypto::hostkey;
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::{AuthMethodRequest, ChannelId, Connection, Event};
@@ -61,6 +63,10 @@ pub struct ServerConn {
     sock: Option<std::os::fd::RawFd>,
     /// Login policy, password and keyboard-interactive checks.
     auth: ServerAuth,
+    /// Agent forwarding: the listening socket and its channels.
+    agent: ServerAgent,
+    /// The client sent no-more-sessions@openssh.com.
+    no_more_sessions: bool,
 }
 
 impl ServerConn {
@@ -84,6 +90,8 @@ impl ServerConn {
             on_auth,
             sock: None,
             auth: ServerAuth::new(peer),
+            agent: ServerAgent::default(),
+            no_more_sessions: false,
         }
     }
 
@@ -181,7 +189,13 @@ impl ServerConn {
         if s.child.is_some() {
             return false;
         }
-        let mut env = s.env.clone();
+        let env = s.env.clone();
+        let mut server_env = session_env::server_env(
+            &self.cfg,
+            self.key_options.as_ref(),
+            &user,
+            self.agent.env(),
+        );
         // A forced command (authorized_keys command= or ForceCommand) replaces
         // what the client asked for, which is kept in SSH_ORIGINAL_COMMAND.
         let forced = self
@@ -192,7 +206,7 @@ impl ServerConn {
         let command = match forced {
             Some(f) => {
                 if let Some(orig) = &command {
-                    env.push((
+                    server_env.push((
                         "SSH_ORIGINAL_COMMAND".into(),
                         OsString::from_vec(orig.clone()),
                     ));
@@ -201,15 +215,11 @@ impl ServerConn {
             }
             None => command,
         };
-        if let Some(opts) = &self.key_options {
-            for (k, v) in &opts.environment {
-                env.push((k.into(), v.into()));
-            }
-        }
         let mut spawn = SessionSpawn {
             user,
             command,
             env,
+            server_env,
             subsystem,
             client: self.peer,
             server: self.local,
@@ -264,15 +274,27 @@ impl ServerConn {
     ) -> bool {
         match req {
             ChannelRequestKind::Env { name, value } => {
-                let accepted = self.cfg.accept_env_matches(&name);
-                if accepted {
-                    if let Some(s) = self.sessions.get_mut(&id) {
-                        s.env.push((name.into(), OsString::from_vec(value)));
-                    }
-                } else {
-                    log!(Debug1, "Ignoring env request {name}: disallowed name");
+                let Some(s) = self.sessions.get_mut(&id) else {
+                    return false;
+                };
+                // Names are the peer's: log at most 64 characters of them.
+                let shown: String = name.chars().take(64).collect();
+                if !self.cfg.accept_env_matches(&name) {
+                    log!(Debug1, "Ignoring env request {shown}: disallowed name");
+                    return false;
                 }
-                accepted
+                if let Err(why) = session_env::check_request(&name, &value, &s.env) {
+                    log!(Info, "Ignoring env request {shown}: {why}");
+                    return false;
+                }
+                s.env.push((name.into(), OsString::from_vec(value)));
+                true
+            }
+            ChannelRequestKind::Other { name, .. } if name == agent_forward::REQUEST => {
+                match (&self.user, self.sessions.contains_key(&id)) {
+                    (Some(u), true) => self.agent.request(&self.cfg, self.key_options.as_ref(), u),
+                    _ => false,
+                }
             }
             ChannelRequestKind::Exec { command } => {
                 log!(Debug1, "session: exec request for channel {}", id.0);
@@ -450,6 +472,9 @@ impl Handler for ServerConn {
         fds: &mut ChannelFds,
         event: Event,
     ) -> Result<(), String> {
+        if self.agent.on_event(conn, fds, &event) {
+            return Ok(());
+        }
         match event {
             Event::AuthRequest { user, method } => {
                 self.user_config(conn, &user);
@@ -512,6 +537,18 @@ impl Handler for ServerConn {
                 if channel_type != "session" {
                     let _ =
                         conn.reject_channel(channel, UNKNOWN_CHANNEL_TYPE, "unknown channel type");
+                } else if self.no_more_sessions {
+                    log!(
+                        Info,
+                        "Refusing a session from {} port {}: the client sent no-more-sessions@openssh.com (possible attack)",
+                        self.peer.ip(),
+                        self.peer.port()
+                    );
+                    let _ = conn.reject_channel(
+                        channel,
+                        ADMINISTRATIVELY_PROHIBITED,
+                        "no more sessions",
+                    );
                 } else if self.sessions.len() >= self.cfg.max_sessions as usize {
                     let _ = conn.reject_channel(
                         channel,
@@ -550,6 +587,10 @@ impl Handler for ServerConn {
                     Debug1,
                     "server_input_global_request: rtype {name} want_reply {want_reply}"
                 );
+                if name == "no-more-sessions@openssh.com" {
+                    self.no_more_sessions = true;
+                    log!(Debug1, "no more sessions on this connection");
+                }
                 if want_reply {
                     conn.answer_global(false, &[]);
                 }
@@ -594,6 +635,7 @@ impl Handler for ServerConn {
         if let Some(info) = self.auth.tick(conn, &self.cfg, self.user.is_some()) {
             self.user = Some(info);
         }
+        self.agent.tick(conn, fds);
         for (id, s) in self.sessions.iter_mut() {
             if s.done {
                 continue;
@@ -628,6 +670,10 @@ impl Handler for ServerConn {
 
     fn finished(&self) -> bool {
         false
+    }
+
+    fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
+        self.agent.watch_fds(out);
     }
 
     fn tick_interval(&self) -> Option<Duration> {

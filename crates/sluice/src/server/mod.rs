@@ -1,6 +1,7 @@
 //! The server `sluiced`: the listener that hands each connection to a fresh
 //! process, the per-connection handler, and running commands as the user.
 
+pub mod agent_forward;
 pub mod allow;
 pub mod auth;
 pub mod conn;
@@ -10,4 +11,5 @@ pub mod listen;
 pub mod pam;
 pub mod pty;
 pub mod session;
+pub mod session_env;
 pub mod shadow;

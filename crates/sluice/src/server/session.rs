@@ -68,8 +68,11 @@ pub struct SessionSpawn {
     pub user: UserInfo,
     /// The command line; None runs the login shell.
     pub command: Option<Vec<u8>>,
-    /// Extra environment (AcceptEnv, authorized_keys environment=).
+    /// The client's env requests (AcceptEnv); the basics override them.
     pub env: Vec<(OsString, OsString)>,
+    /// Set after the basics: SSH_AUTH_SOCK, environment=, SetEnv,
+    /// SSH_ORIGINAL_COMMAND (see session_env).
+    pub server_env: Vec<(OsString, OsString)>,
     /// A subsystem (logged differently by sshd; same execution).
     pub subsystem: bool,
     /// The client's address.
@@ -113,30 +116,33 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
     }
     let root_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     let user_path = "/usr/local/bin:/usr/bin:/bin:/usr/games";
-    cmd.env_clear()
-        .env("USER", &u.name)
+    cmd.env_clear();
+    for (k, v) in &s.env {
+        cmd.env(k, v);
+    }
+    cmd.env("USER", &u.name)
         .env("LOGNAME", &u.name)
         .env("HOME", &u.home)
         .env("SHELL", &shell)
         .env("PATH", if u.uid == 0 { root_path } else { user_path })
-        .env("MAIL", format!("/var/mail/{}", u.name))
-        .env(
-            "SSH_CONNECTION",
-            format!(
-                "{} {} {} {}",
-                s.client.ip(),
-                s.client.port(),
-                s.server.ip(),
-                s.server.port()
-            ),
-        )
-        .env(
-            "SSH_CLIENT",
-            format!("{} {} {}", s.client.ip(), s.client.port(), s.server.port()),
-        );
-    for (k, v) in &s.env {
+        .env("MAIL", format!("/var/mail/{}", u.name));
+    for (k, v) in &s.server_env {
         cmd.env(k, v);
     }
+    cmd.env(
+        "SSH_CONNECTION",
+        format!(
+            "{} {} {} {}",
+            s.client.ip(),
+            s.client.port(),
+            s.server.ip(),
+            s.server.port()
+        ),
+    )
+    .env(
+        "SSH_CLIENT",
+        format!("{} {} {}", s.client.ip(), s.client.port(), s.server.port()),
+    );
     let home_ok = std::path::Path::new(&u.home).is_dir();
     cmd.current_dir(if home_ok { u.home.as_str() } else { "/" });
     if let Some(pre) = pre {
@@ -146,14 +152,17 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     if euid == 0 && u.uid != 0 {
-        let name = CString::new(u.name.as_str()).map_err(std::io::Error::other)?;
         let (uid, gid) = (u.uid, u.gid);
-        // SAFETY: only async-signal-safe calls between fork and exec; `name`
+        // initgroups reads /etc/group and allocates, which is not safe
+        // between fork and exec in a threaded process: the list is made here.
+        let groups = group_list(&u.name, gid)?;
+        // SAFETY: only async-signal-safe calls between fork and exec; `groups`
         // was allocated before the fork.
         unsafe {
             cmd.pre_exec(move || {
+                // sshd's order: setgid, the supplementary groups, setuid.
                 if libc::setgid(gid) != 0
-                    || libc::initgroups(name.as_ptr(), gid) != 0
+                    || libc::setgroups(groups.len(), groups.as_ptr()) != 0
                     || libc::setuid(uid) != 0
                 {
                     return Err(std::io::Error::last_os_error());
@@ -180,6 +189,30 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
         }
     }
     Ok(cmd)
+}
+
+/// The user's groups (getgrouplist), `gid` included, as initgroups sets them.
+fn group_list(name: &str, gid: u32) -> std::io::Result<Vec<libc::gid_t>> {
+    let cname = CString::new(name).map_err(std::io::Error::other)?;
+    let mut n: libc::c_int = 64;
+    for _ in 0..8 {
+        let mut groups = vec![0 as libc::gid_t; n.max(1) as usize];
+        let asked = n;
+        // SAFETY: groups holds `n` entries; getgrouplist writes at most that
+        // many and stores the needed count in n.
+        let rc = unsafe { libc::getgrouplist(cname.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
+        if rc >= 0 {
+            groups.truncate(n.max(0) as usize);
+            return Ok(groups);
+        }
+        if n <= asked {
+            n = asked.saturating_mul(2);
+        }
+        n = n.min(65536);
+    }
+    Err(std::io::Error::other(format!(
+        "getgrouplist {name}: too many groups"
+    )))
 }
 
 /// How a command ended, in RFC 4254 6.10 terms.
@@ -255,6 +288,7 @@ mod tests {
             user,
             command: Some(cmd.as_bytes().to_vec()),
             env: vec![],
+            server_env: vec![],
             subsystem: false,
             client: a,
             server: a,
