@@ -2,7 +2,11 @@
 //! command's exit status (255 when SSH itself failed), as `ssh` does.
 
 pub mod app;
+pub mod forward;
+pub mod forward_args;
+pub mod forward_spec;
 pub mod session;
+pub mod socks;
 
 use crate::log;
 use crate::net::crypto_pool::CryptoThreads;

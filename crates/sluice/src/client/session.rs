@@ -43,6 +43,13 @@ pub struct SessionPlan {
     /// RemoteRcvBuf, RemoteSndBuf: socket buffers (bytes, 0 = don't ask)
     /// the server is asked to set for this connection after authentication.
     pub remote_bufs: (u64, u64),
+    /// Port forwarding (-L, -R, -D, -W; client/forward.rs).
+    pub forwards: crate::client::forward::ForwardPlan,
+    /// No session channel (-N, -W).
+    pub no_session: bool,
+    /// -f: go to the background after authentication (after the remote
+    /// forwards are confirmed with ExitOnForwardFailure).
+    pub fork_after_auth: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +79,9 @@ pub struct ClientSession {
     tried_sig_alg: &'static str,
     /// The NONE re-key was asked for and has not completed yet.
     none_pending: bool,
+    fwd: crate::client::forward::ClientForward,
+    /// -f is still to be done once forwarding is set up.
+    fork_pending: bool,
 }
 
 impl ClientSession {
@@ -88,7 +98,6 @@ impl ClientSession {
             user,
             identities,
             host_key_check,
-            plan,
             step: AuthStep::Start,
             channel: None,
             exit_status: None,
@@ -96,6 +105,9 @@ impl ClientSession {
             finished: false,
             tried_sig_alg: "",
             none_pending: false,
+            fwd: crate::client::forward::ClientForward::new(plan.forwards.clone()),
+            fork_pending: false,
+            plan,
         }
     }
 
@@ -302,7 +314,11 @@ impl Handler for ClientSession {
                     );
                     conn.request_sockbuf(rcv, snd).map_err(|e| e.to_string())?;
                 }
-                self.start_session(conn)?;
+                self.fwd.start(conn)?;
+                self.fork_pending = self.plan.fork_after_auth;
+                if !self.plan.no_session {
+                    self.start_session(conn)?;
+                }
             }
             Event::SockBufReply(Some((rcv, snd))) => {
                 log!(
@@ -316,6 +332,15 @@ impl Handler for ClientSession {
                     "RemoteRcvBuf/RemoteSndBuf: the server declined (not sluiced, or its RemoteBufMax is 0); its buffers stay as they are"
                 );
             }
+            Event::ChannelOpened(id) if Some(id) != self.channel => self.fwd.on_opened(fds, id),
+            Event::ChannelOpenFailed {
+                channel,
+                reason,
+                description,
+            } if Some(channel) != self.channel => {
+                self.fwd.on_open_failed(channel, reason, &description)?
+            }
+            Event::GlobalReply { success, data } => self.fwd.on_global_reply(success, &data)?,
             Event::ChannelOpened(id) => self.on_opened(conn, fds, id)?,
             Event::ChannelOpenFailed { description, .. } => {
                 return Err(format!("channel 0: open failed: {description}"));
@@ -349,12 +374,22 @@ impl Handler for ClientSession {
                     let _ = conn.channel_reply(channel, false);
                 }
             }
-            Event::ChannelOpenRequest { channel, .. } => {
-                let _ = conn.reject_channel(channel, 1, "open failed");
+            Event::ChannelOpenRequest {
+                channel,
+                channel_type,
+                data,
+            } => {
+                self.fwd
+                    .on_open_request(conn, fds, channel, &channel_type, &data)?;
             }
             Event::ChannelEof(_) => {}
             Event::ChannelClosed(id) => {
                 if Some(id) == self.channel {
+                    self.finished = true;
+                }
+                self.fwd.on_closed(id);
+                if self.plan.no_session && self.fwd.stdio_finished() {
+                    self.exit_status = Some(0);
                     self.finished = true;
                 }
             }
@@ -378,6 +413,11 @@ impl Handler for ClientSession {
     }
 
     fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        self.fwd.tick(conn, fds)?;
+        if self.fork_pending && (!self.plan.forwards.exit_on_failure || self.fwd.setup_done()) {
+            self.fork_pending = false;
+            crate::client::forward::go_background()?;
+        }
         // Once the remote side has sent EOF and our output is written, and it
         // closed, we are done; close our end when the peer sent its exit status
         // and EOF and all its output is written (OpenSSH's order).
@@ -394,6 +434,10 @@ impl Handler for ClientSession {
 
     fn finished(&self) -> bool {
         self.finished
+    }
+
+    fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
+        self.fwd.watch_fds(out);
     }
 }
 

@@ -48,6 +48,13 @@ const SUPPORTED: &[&str] = &[
     "noneenabled",
     "noneswitch",
     "nonemacenabled",
+    "localforward",
+    "remoteforward",
+    "dynamicforward",
+    "exitonforwardfailure",
+    "clearallforwardings",
+    "gatewayports",
+    "forkafterauthentication",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
@@ -65,10 +72,6 @@ const ACCEPTED: &[&str] = &[
     "forwardx11trusted",
     "proxyjump",
     "proxycommand",
-    "localforward",
-    "remoteforward",
-    "dynamicforward",
-    "exitonforwardfailure",
     "controlmaster",
     "controlpath",
     "controlpersist",
@@ -96,8 +99,6 @@ const ACCEPTED: &[&str] = &[
     "tunnel",
     "tunneldevice",
     "streamlocalbindunlink",
-    "clearallforwardings",
-    "gatewayports",
     "securitykeyprovider",
     "pkcs11provider",
     "certificatefile",
@@ -105,7 +106,6 @@ const ACCEPTED: &[&str] = &[
     "fingerprinthash",
     "sessiontype",
     "stdinnull",
-    "forkafterauthentication",
     "obscurekeystroketiming",
     "requiredrsasize",
     "enableescapecommandline",
@@ -120,12 +120,12 @@ const ACCEPTED: &[&str] = &[
 ];
 
 const REPEATABLE: &[&str] = &[
-    "identityfile",
-    "sendenv",
-    "setenv",
     "localforward",
     "remoteforward",
     "dynamicforward",
+    "identityfile",
+    "sendenv",
+    "setenv",
     "userknownhostsfile",
 ];
 
@@ -269,7 +269,10 @@ impl ClientConfig {
             if !applies {
                 continue;
             }
-            if REPEATABLE.contains(&e.kw.as_str()) {
+            if e.kw.ends_with("forward") {
+                // One value per line: `LocalForward 8080 host:80` is one spec.
+                map.entry(e.kw.clone()).or_default().push(e.args.join(" "));
+            } else if REPEATABLE.contains(&e.kw.as_str()) {
                 map.entry(e.kw.clone())
                     .or_default()
                     .extend(e.args.iter().cloned());

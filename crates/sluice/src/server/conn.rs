@@ -47,6 +47,8 @@ pub struct ServerConn {
     on_auth: Option<Box<dyn FnOnce()>>,
     /// The connection's TCP socket, for the client's RemoteRcvBuf request.
     sock: Option<std::os::fd::RawFd>,
+    /// Port forwarding (server/forward.rs).
+    fwd: crate::server::forward::ServerForward,
 }
 
 impl ServerConn {
@@ -66,6 +68,7 @@ impl ServerConn {
             sessions: BTreeMap::new(),
             on_auth,
             sock: None,
+            fwd: Default::default(),
         }
     }
 
@@ -379,9 +382,19 @@ impl Handler for ServerConn {
             Event::ChannelOpenRequest {
                 channel,
                 channel_type,
-                ..
+                data,
             } => {
-                if channel_type != "session" {
+                let ctx = crate::server::forward::Ctx {
+                    cfg: &self.cfg,
+                    user: self.user.as_ref(),
+                    key: self.key_options.as_ref(),
+                };
+                if channel_type != "session"
+                    && self
+                        .fwd
+                        .open_request(&ctx, conn, fds, channel, &channel_type, &data)?
+                {
+                } else if channel_type != "session" {
                     let _ =
                         conn.reject_channel(channel, UNKNOWN_CHANNEL_TYPE, "unknown channel type");
                 } else if self.sessions.len() >= self.cfg.max_sessions as usize {
@@ -405,7 +418,14 @@ impl Handler for ServerConn {
                     conn.channel_reply(channel, ok).map_err(|e| e.to_string())?;
                 }
             }
+            Event::ChannelOpened(id) => {
+                self.fwd.on_open_result(fds, id, true);
+            }
+            Event::ChannelOpenFailed { channel, .. } => {
+                self.fwd.on_open_result(fds, channel, false);
+            }
             Event::ChannelClosed(id) => {
+                self.fwd.on_closed(id);
                 if let Some(mut s) = self.sessions.remove(&id) {
                     if let Some(c) = s.child.as_mut() {
                         if s.exit.is_none() {
@@ -416,13 +436,24 @@ impl Handler for ServerConn {
                 }
             }
             Event::GlobalRequest {
-                name, want_reply, ..
+                name,
+                want_reply,
+                data,
             } => {
                 log!(
                     Debug1,
                     "server_input_global_request: rtype {name} want_reply {want_reply}"
                 );
-                if want_reply {
+                let ctx = crate::server::forward::Ctx {
+                    cfg: &self.cfg,
+                    user: self.user.as_ref(),
+                    key: self.key_options.as_ref(),
+                };
+                if self
+                    .fwd
+                    .global_request(&ctx, conn, &name, want_reply, &data)
+                {
+                } else if want_reply {
                     conn.answer_global(false, &[]);
                 }
             }
@@ -459,6 +490,7 @@ impl Handler for ServerConn {
     /// Reaps commands; after a command exited and its output reached EOF,
     /// sends exit-status (or exit-signal) and closes the channel.
     fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        self.fwd.tick(conn, fds)?;
         for (id, s) in self.sessions.iter_mut() {
             if s.done {
                 continue;
@@ -493,6 +525,10 @@ impl Handler for ServerConn {
 
     fn finished(&self) -> bool {
         false
+    }
+
+    fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
+        self.fwd.watch_fds(out);
     }
 
     fn tick_interval(&self) -> Option<Duration> {

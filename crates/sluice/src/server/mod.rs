@@ -3,5 +3,7 @@
 
 pub mod conn;
 pub mod daemon;
+pub mod forward;
+pub mod forward_policy;
 pub mod listen;
 pub mod session;
