@@ -64,6 +64,8 @@ pub struct ClientForward {
     /// forwarded-* channels waiting for the local connect.
     connecting: Vec<(ChannelId, Connecting)>,
     channels: Vec<ChannelId>,
+    /// A channel waits for our EOF (see `fwdsock::close_finished`).
+    half_closed: bool,
     stdio_channel: Option<ChannelId>,
     stdio_closed: bool,
 }
@@ -114,7 +116,7 @@ impl ClientForward {
                 if self.plan.exit_on_failure {
                     return Err("Could not request local forwarding.".into());
                 }
-                eprintln!("Warning: Could not request local forwarding.");
+                log!(Info, "Could not request local forwarding.");
             }
         }
         for (i, f) in self.plan.remote.iter().enumerate() {
@@ -160,9 +162,8 @@ impl ClientForward {
             Endpoint::Tcp { host, port } => {
                 let addrs = fwdsock::bind_addrs(host.as_deref(), *port, self.plan.gateway_ports)
                     .map_err(|e| format!("getaddrinfo: {e}"))?;
-                let (ls, _) = fwdsock::listen_tcp(&addrs).map_err(|e| {
-                    format!("{e}\nchannel_setup_fwd_listener_tcpip: cannot listen to port: {port}")
-                })?;
+                let (ls, _) = fwdsock::listen_tcp(&addrs)
+                    .map_err(|e| format!("channel_setup_fwd_listener_tcpip: {e}"))?;
                 ls.into_iter().map(OwnedFd::from).collect()
             }
             Endpoint::Unix(path) => {
@@ -237,10 +238,11 @@ impl ClientForward {
             msg.push_str(": ");
             msg.push_str(desc);
         }
+        // ssh logs this at INFO (logit).
+        log!(Info, "{msg}");
         if Some(id) == self.stdio_channel {
-            return Err(format!("{msg}\nstdio forwarding failed"));
+            return Err("stdio forwarding failed".into());
         }
-        eprintln!("{msg}");
         if let Some(Opening {
             sock: Some(sock),
             socks: Some(v),
@@ -372,7 +374,10 @@ impl ClientForward {
                     "Error: remote port forwarding failed for listen {listen}"
                 ));
             }
-            eprintln!("Warning: remote port forwarding failed for listen {listen}");
+            log!(
+                Info,
+                "Warning: remote port forwarding failed for listen {listen}"
+            );
             return Ok(());
         }
         if let Endpoint::Tcp { port: 0, .. } = f.listen {
@@ -483,8 +488,13 @@ impl ClientForward {
                 }
             }
         }
-        fwdsock::close_finished(conn, fds, &self.channels);
+        self.half_closed = fwdsock::close_finished(conn, fds, &self.channels);
         Ok(())
+    }
+
+    /// How soon `tick` should run again.
+    pub fn tick_interval(&self) -> Option<std::time::Duration> {
+        self.half_closed.then_some(fwdsock::HALF_CLOSED_TICK)
     }
 
     /// A channel closed.

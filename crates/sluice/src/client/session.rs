@@ -439,6 +439,10 @@ impl Handler for ClientSession {
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
         self.fwd.watch_fds(out);
     }
+
+    fn tick_interval(&self) -> Option<std::time::Duration> {
+        self.fwd.tick_interval()
+    }
 }
 
 /// After the NONE re-key: HPN-SSH's warnings on stderr whatever the log

@@ -30,7 +30,11 @@ pub fn socket_io(sock: OwnedFd) -> io::Result<ChanIo> {
 
 /// Closes forwarded channels whose both directions are done (our EOF sent,
 /// the peer's received and written out), as OpenSSH's `chan_is_dead`.
-pub fn close_finished(conn: &mut Connection, fds: &ChannelFds, ids: &[ChannelId]) {
+/// Returns true while a channel waits only for our EOF: the pump sends it
+/// after `tick`, so the handler asks for another tick soon
+/// ([`HALF_CLOSED_TICK`]) to close the channel then.
+pub fn close_finished(conn: &mut Connection, fds: &ChannelFds, ids: &[ChannelId]) -> bool {
+    let mut waiting = false;
     for &id in ids {
         let Some(info) = conn.channel_info(id) else {
             continue;
@@ -38,9 +42,15 @@ pub fn close_finished(conn: &mut Connection, fds: &ChannelFds, ids: &[ChannelId]
         let drained = fds.get(id).is_none_or(|io| io.sinks_drained());
         if info.open && info.eof_sent && info.eof_received && drained && !info.close_sent {
             let _ = conn.close_channel(id);
+        } else if info.open && info.eof_received && !info.close_sent {
+            waiting = true;
         }
     }
+    waiting
 }
+
+/// How soon to tick again while a forwarded channel is half closed.
+pub const HALF_CLOSED_TICK: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Addresses to bind for a listen host: `None` is loopback (or every
 /// address when `gateway`), `*` and empty every address, `localhost` both
@@ -65,12 +75,12 @@ pub fn bind_addrs(host: Option<&str>, port: u16, gateway: bool) -> io::Result<Ve
 }
 
 /// Binds non-blocking TCP listeners on every address (for port 0, the port
-/// the first one got); fails with ssh's message only when none bound.
+/// the first one got); each failure is logged (`bind [addr]:port: ...`),
+/// and it fails only when none bound.
 /// Returns the listeners and the port.
 pub fn listen_tcp(addrs: &[SocketAddr]) -> Result<(Vec<TcpListener>, u16), String> {
     let mut out: Vec<TcpListener> = Vec::new();
     let mut port = addrs.first().map_or(0, SocketAddr::port);
-    let mut first_err = None;
     for a in addrs {
         let mut a = *a;
         if a.port() == 0 {
@@ -95,13 +105,13 @@ pub fn listen_tcp(addrs: &[SocketAddr]) -> Result<(Vec<TcpListener>, u16), Strin
                     a.port(),
                     super::describe_io_error(&e)
                 );
-                crate::log!(Debug1, "{msg}");
-                first_err.get_or_insert(msg);
+                // Shown even when another address bound, as ssh does.
+                crate::log!(Error, "{msg}");
             }
         }
     }
     if out.is_empty() {
-        return Err(first_err.unwrap_or_else(|| "no address to listen on".into()));
+        return Err(format!("cannot listen to port: {port}"));
     }
     Ok((out, port))
 }

@@ -536,6 +536,7 @@ impl Handler for ServerConn {
             .values()
             .any(|s| s.child.is_some() && !s.done)
             .then_some(Duration::from_millis(20))
+            .or(self.fwd.tick_interval())
     }
 }
 

@@ -49,6 +49,8 @@ pub struct ServerForward {
     opening: BTreeMap<ChannelId, OwnedFd>,
     /// Open forwarding channels.
     channels: Vec<ChannelId>,
+    /// A channel waits for our EOF (see `fwdsock::close_finished`).
+    half_closed: bool,
 }
 
 /// Who asked, for policy and logs.
@@ -321,7 +323,7 @@ impl ServerForward {
                 }
             }
         }
-        fwdsock::close_finished(conn, fds, &self.channels);
+        self.half_closed = fwdsock::close_finished(conn, fds, &self.channels);
         Ok(())
     }
 
@@ -337,6 +339,11 @@ impl ServerForward {
             }
         }
         true
+    }
+
+    /// How soon `tick` should run again.
+    pub fn tick_interval(&self) -> Option<std::time::Duration> {
+        self.half_closed.then_some(fwdsock::HALF_CLOSED_TICK)
     }
 
     /// A channel closed.

@@ -87,7 +87,8 @@ pub fn listen_permitted(cfg: &Sshd, user: &UserInfo, host: &str, port: u16) -> R
 }
 
 /// The host to bind for a client's tcpip-forward, per GatewayPorts: `no`
-/// keeps loopback, `yes` every address, `clientspecified` what it asked.
+/// keeps loopback (an explicit 127.0.0.1 or ::1 included), `yes` every
+/// address, `clientspecified` what it asked.
 pub fn bind_host(cfg: &Sshd, asked: &str) -> Option<String> {
     match cfg.gateway_ports.to_ascii_lowercase().as_str() {
         "yes" => Some(String::new()),
@@ -96,6 +97,9 @@ pub fn bind_host(cfg: &Sshd, asked: &str) -> Option<String> {
             "localhost" => None,
             a => Some(a.to_owned()),
         },
+        // An explicit loopback address is honoured (lets the client pick
+        // the family), as sshd does.
+        _ if asked == "127.0.0.1" || asked == "::1" => Some(asked.to_owned()),
         _ => None,
     }
 }
