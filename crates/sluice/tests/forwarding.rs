@@ -466,9 +466,8 @@ fn refused(server_cfg: &str, why: &str) {
     }
     let log = server.log_text();
     assert!(
-        log.contains(&format!(
-            "refused local port forward: originator 127.0.0.1 port"
-        )) && log.contains(&format!("target 127.0.0.1 port {ep}: {why}")),
+        log.contains("refused local port forward: originator 127.0.0.1 port")
+            && log.contains(&format!("target 127.0.0.1 port {ep}: {why}")),
         "{log}"
     );
 }
@@ -481,4 +480,74 @@ fn forward_refused_by_permit_open() {
 #[test]
 fn forward_refused_by_allow_tcp_forwarding() {
     refused("AllowTcpForwarding no", "AllowTcpForwarding");
+}
+
+/// Kills, on drop, the background process whose command line holds `tag`.
+struct Daemon(String);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.starts_with(SLUICE) && text.contains(&self.0) {
+                if let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() {
+                    let _ = Command::new("kill").arg(pid.to_string()).status();
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fork_after_authentication() {
+    let s = Setup::new("fwd-f");
+    let ep = tcp_echo();
+    let server = s.start(false, "");
+    // -f with ExitOnForwardFailure: the parent returns once the remote
+    // forward is confirmed, so it works at once.
+    let rp = free_port();
+    let spec = format!("{rp}:127.0.0.1:{ep}");
+    let _d = Daemon(spec.clone());
+    let err = s.dir.path("f.err");
+    let st = client(
+        &s,
+        false,
+        &server,
+        "ERROR",
+        &["-f", "-N", "-o", "ExitOnForwardFailure=yes", "-R", &spec],
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&err).unwrap())
+    .status()
+    .unwrap();
+    assert!(st.success(), "{}", std::fs::read_to_string(&err).unwrap());
+    let mut sock = TcpStream::connect(("127.0.0.1", rp)).expect("forward up when -f returns");
+    sock.write_all(b"ping").unwrap();
+    sock.shutdown(Shutdown::Write).unwrap();
+    let mut back = String::new();
+    sock.read_to_string(&mut back).unwrap();
+    assert_eq!(back, "ping");
+    // A failing forward keeps the client in the foreground and fails it.
+    let out = run(
+        client(
+            &s,
+            false,
+            &server,
+            "ERROR",
+            &["-f", "-N", "-o", "ExitOnForwardFailure=yes", "-R", &spec],
+        ),
+        b"",
+        30,
+    );
+    assert_eq!(out.status.code(), Some(255));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!(
+        "Error: remote port forwarding failed for listen port {rp}"
+    )));
+    // Without a command or -N, -f is refused as ssh does.
+    let out = run(client(&s, false, &server, "ERROR", &["-f"]), b"", 30);
+    assert_eq!(out.status.code(), Some(255));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("Cannot fork into background without a command to execute."));
 }

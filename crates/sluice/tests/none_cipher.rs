@@ -297,6 +297,9 @@ fn interactive_sessions_never_use_none() {
         stdio: false,
         none_switch: Some(false),
         remote_bufs: (0, 0),
+        forwards: Default::default(),
+        no_session: false,
+        fork_after_auth: false,
     };
     let session = ClientSession::new(user(), "127.0.0.1", vec![id], Box::new(|_, _| Ok(())), plan);
     let mut handler = PtyAfterNone(session);
