@@ -551,3 +551,97 @@ fn fork_after_authentication() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("Cannot fork into background without a command to execute."));
 }
+
+/// A system user for the test, removed on drop.
+struct TestUser(String);
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.0).status();
+    }
+}
+
+/// sluiced binds and connects Unix sockets with the user's credentials:
+/// the remote socket is the user's, a root-only socket is out of reach.
+#[test]
+fn unix_sockets_as_the_user() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || missing("useradd") {
+        eprintln!("skipping: needs root and useradd");
+        return;
+    }
+    let s = Setup::new("fwd-uid");
+    let name = format!("slfwd{}", std::process::id() % 100000);
+    let st = Command::new("useradd")
+        .args(["-M", "-s", "/bin/sh", &name])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let _user = TestUser(name.clone());
+    let uid = String::from_utf8(
+        Command::new("id")
+            .args(["-u", &name])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .parse::<u32>()
+    .unwrap();
+    let ep = tcp_echo();
+    let server = s.start(false, "");
+    let open = s.dir.path("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let rsock = open.join("r.sock");
+    let root_only = s.dir.path("root.sock");
+    unix_echo(&root_only);
+    std::fs::set_permissions(
+        &root_only,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let lp = free_port();
+    let r = format!("{}:127.0.0.1:{ep}", rsock.display());
+    let l = format!("{lp}:{}", root_only.display());
+    let c = background(
+        &s,
+        client(
+            &s,
+            false,
+            &server,
+            "INFO",
+            &["-l", &name, "-N", "-R", &r, "-L", &l],
+        ),
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let u = loop {
+        match UnixStream::connect(&rsock) {
+            Ok(u) => break u,
+            Err(e) => {
+                assert!(Instant::now() < deadline, "{e}: {}", c.stderr());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    let meta = std::fs::metadata(&rsock).unwrap();
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::uid(&meta),
+        uid,
+        "socket owner"
+    );
+    round_trip(u, 11, |u| u.shutdown(Shutdown::Write).unwrap());
+    let mut sock = connect_retry(lp);
+    let mut buf = Vec::new();
+    let _ = sock.read_to_end(&mut buf);
+    assert!(buf.is_empty());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !c
+        .stderr()
+        .contains("open failed: connect failed: Permission denied")
+    {
+        assert!(Instant::now() < deadline, "{}", c.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -373,3 +373,44 @@ pub fn accept_all(listener: RawFd, max: usize) -> Vec<(OwnedFd, Option<SocketAdd
 pub fn originator(peer: Option<SocketAddr>) -> (String, u16) {
     peer.map_or(("0.0.0.0".into(), 0), |a| (a.ip().to_string(), a.port()))
 }
+
+/// Connects to a Unix socket without blocking: a listener whose backlog is
+/// full fails at once (EAGAIN) instead of stalling the loop.
+pub fn connect_unix(path: &str) -> io::Result<OwnedFd> {
+    // SAFETY: all-zero is a valid sockaddr_un.
+    let mut sun: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_bytes();
+    if bytes.is_empty() || bytes.len() >= sun.sun_path.len() || bytes.contains(&0) {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    for (d, s) in sun.sun_path.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: socket(2) with constant arguments.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+    // SAFETY: `sun` is a valid sockaddr_un of `len` bytes.
+    if unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
+            (&sun as *const libc::sockaddr_un).cast(),
+            len,
+        )
+    } != 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}

@@ -21,7 +21,7 @@ use sluice_proto::wire::{Reader, Writer};
 use sluice_proto::{ChannelId, Connection};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
 const CONNECT_FAILED: u32 = 2;
@@ -133,8 +133,8 @@ impl ServerForward {
                     return Ok(true);
                 };
                 log!(Debug1, "server_request_direct_streamlocal: target {path}");
-                match policy::as_user(user, || UnixStream::connect(&path)).and_then(|r| r) {
-                    Ok(s) => self.confirm(conn, fds, id, s.into())?,
+                match policy::as_user(user, || fwdsock::connect_unix(&path)).and_then(|r| r) {
+                    Ok(s) => self.confirm(conn, fds, id, s)?,
                     Err(e) => {
                         log!(Info, "connect to {path} failed: {e}");
                         reject(conn, CONNECT_FAILED, &crate::net::describe_io_error(&e))?;
@@ -183,7 +183,7 @@ impl ServerForward {
         match name {
             "tcpip-forward" | "streamlocal-forward@openssh.com" => {
                 let unix = name != "tcpip-forward";
-                match self.listen(ctx, unix, data) {
+                match self.listen(ctx, unix, want_reply, data) {
                     Ok(Some(port)) => {
                         let mut d = Vec::new();
                         Writer::new(&mut d).u32(port.into());
@@ -218,7 +218,13 @@ impl ServerForward {
 
     /// Binds for a tcpip-forward (Some(port) to report when 0 was asked) or
     /// a streamlocal-forward; Err is the log line.
-    fn listen(&mut self, ctx: &Ctx<'_>, unix: bool, data: &[u8]) -> Result<Option<u16>, String> {
+    fn listen(
+        &mut self,
+        ctx: &Ctx<'_>,
+        unix: bool,
+        want_reply: bool,
+        data: &[u8],
+    ) -> Result<Option<u16>, String> {
         let user = ctx.user.ok_or("forward request before authentication")?;
         if self.listeners.len() >= MAX_LISTENERS {
             return Err(format!(
@@ -256,6 +262,10 @@ impl ServerForward {
         }
         let (host, port) = parse_host_port(data).ok_or("malformed tcpip-forward request")?;
         let port = u16::try_from(port).map_err(|_| format!("tcpip-forward: bad port {port}"))?;
+        if port == 0 && !want_reply {
+            // The client could never learn the port, as sshd reasons.
+            return Err("refused remote port forward: port 0 without want-reply".into());
+        }
         policy::forwarding_allowed(ctx.cfg, ctx.key, false, "remote")
             .and_then(|()| policy::listen_permitted(ctx.cfg, user, &host, port))
             .map_err(|why| {

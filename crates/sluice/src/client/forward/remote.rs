@@ -10,7 +10,6 @@ use crate::net::pump::ChannelFds;
 use sluice_proto::wire::Reader;
 use sluice_proto::{ChannelId, Connection};
 use std::os::fd::OwnedFd;
-use std::os::unix::net::UnixStream;
 
 impl ClientForward {
     /// The server opens a forwarded-* channel for a `-R` listener.
@@ -57,8 +56,8 @@ impl ClientForward {
                 log!(Debug1, "{channel_type}: connecting to {host} port {port}");
                 self.connecting.push((id, Connecting::start(&host, port)));
             }
-            Endpoint::Unix(path) => match UnixStream::connect(&path) {
-                Ok(s) => self.accept(conn, fds, id, s.into())?,
+            Endpoint::Unix(path) => match fwdsock::connect_unix(&path) {
+                Ok(s) => self.accept(conn, fds, id, s)?,
                 Err(e) => {
                     let why = crate::net::describe_io_error(&e);
                     log!(Info, "connect to {path}: {why}");
