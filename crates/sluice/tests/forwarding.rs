@@ -645,3 +645,49 @@ fn unix_sockets_as_the_user() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// As ssh, the client stays until forwarded connections close, even once
+/// the command has exited.
+#[test]
+fn client_waits_for_open_forwards() {
+    let s = Setup::new("fwd-wait");
+    let ep = tcp_echo();
+    let server = s.start(false, "");
+    let lp = free_port();
+    let spec = format!("{lp}:127.0.0.1:{ep}");
+    let mut c = client(&s, false, &server, "ERROR", &["-L", &spec]);
+    c.arg("read x");
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = Bg(c.spawn().unwrap(), s.dir.path("unused"));
+    let mut sock = connect_retry(lp);
+    sock.write_all(b"one").unwrap();
+    let mut b = [0u8; 3];
+    sock.read_exact(&mut b).unwrap();
+    child.0.stdin.take().unwrap().write_all(b"\n").unwrap();
+    // The command has exited; the forward still carries data.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "client left with a forward open"
+    );
+    sock.write_all(b"two").unwrap();
+    sock.read_exact(&mut b).unwrap();
+    assert_eq!(&b, b"two");
+    sock.shutdown(Shutdown::Write).unwrap();
+    let mut rest = Vec::new();
+    sock.read_to_end(&mut rest).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let st = loop {
+        if let Some(st) = child.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "client did not exit after the forward closed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(st.success());
+}

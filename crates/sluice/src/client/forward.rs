@@ -199,6 +199,12 @@ impl ClientForward {
         self.stdio_closed
     }
 
+    /// Forwarded connections are still open (ssh waits for them after the
+    /// session ends).
+    pub fn busy(&self) -> bool {
+        !self.channels.is_empty() || !self.opening.is_empty() || !self.connecting.is_empty()
+    }
+
     /// A channel we opened was confirmed.
     pub fn on_opened(&mut self, fds: &mut ChannelFds, id: ChannelId) {
         let Some(o) = self.opening.remove(&id) else {
@@ -370,7 +376,7 @@ impl ClientForward {
             add(l.fd.as_raw_fd(), libc::POLLIN);
         }
         for h in &self.socks {
-            add(h.sock.as_raw_fd(), libc::POLLIN);
+            add(h.sock.as_raw_fd(), libc::POLLIN | libc::POLLRDHUP);
         }
         for (_, c) in &self.connecting {
             if let Some(fd) = c.fd() {

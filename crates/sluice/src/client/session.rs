@@ -433,7 +433,8 @@ impl Handler for ClientSession {
     }
 
     fn finished(&self) -> bool {
-        self.finished
+        // As ssh: forwarded connections still open keep the client running.
+        self.finished && !self.fwd.busy()
     }
 
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {

@@ -188,6 +188,34 @@ fn peek(fd: i32, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n as usize)
 }
 
+/// Wakes poll only once the socket holds `n` bytes (SO_RCVLOWAT): a
+/// request is parsed from a peek, so the bytes already seen stay readable
+/// and would otherwise wake the loop again and again.
+fn set_lowat(fd: i32, n: usize) {
+    let v = n.min(MAX_REQUEST) as libc::c_int;
+    // SAFETY: setsockopt with an int option on our socket.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
+/// The client shut down its side (its bytes so far are all there will be).
+fn peer_closed(fd: i32) -> bool {
+    let mut p = [libc::pollfd {
+        fd,
+        events: libc::POLLRDHUP,
+        revents: 0,
+    }];
+    crate::net::fdio::poll(&mut p, 0).unwrap_or(0) > 0
+        && p[0].revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+}
+
 fn consume(fd: i32, n: usize) {
     let mut v = Vec::with_capacity(n);
     let _ = crate::net::fdio::read_append(fd, &mut v, n);
@@ -228,7 +256,13 @@ impl Handshake {
                 Parsed::More if n >= MAX_REQUEST => {
                     return Step::Fail("SOCKS request too long".into())
                 }
-                Parsed::More => return Step::Wait,
+                Parsed::More if peer_closed(fd) => {
+                    return Step::Fail("SOCKS client closed mid-request".into())
+                }
+                Parsed::More => {
+                    set_lowat(fd, n + 1);
+                    return Step::Wait;
+                }
                 Parsed::Greeting { len, ok } => {
                     consume(fd, len);
                     if !ok {
@@ -236,6 +270,7 @@ impl Handshake {
                         return Step::Fail("SOCKS5 client offers no method we support".into());
                     }
                     send(&self.sock, &[5, 0]);
+                    set_lowat(fd, 1);
                     self.greeted = true;
                 }
                 Parsed::Connect {
@@ -245,6 +280,8 @@ impl Handshake {
                     port,
                 } => {
                     consume(fd, len);
+                    // The channel reads any byte from now on.
+                    set_lowat(fd, 1);
                     return Step::Connect {
                         version,
                         host,
