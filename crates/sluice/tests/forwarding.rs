@@ -691,3 +691,86 @@ fn client_waits_for_open_forwards() {
     };
     assert!(st.success());
 }
+
+/// LocalForward, DynamicForward and ClearAllForwardings from ssh_config.
+#[test]
+fn forwards_from_ssh_config() {
+    let s = Setup::new("fwd-cfg");
+    let ep = tcp_echo();
+    let server = s.start(false, "");
+    let (lp, dp) = (free_port(), free_port());
+    let cfg = s.dir.path("ssh_config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Host 127.0.0.1\n  LocalForward {lp} 127.0.0.1:{ep}\n  DynamicForward 127.0.0.1:{dp}\n"
+        ),
+    )
+    .unwrap();
+    let cfg = cfg.display().to_string();
+    let c = background(&s, client(&s, false, &server, "ERROR", &["-F", &cfg, "-N"]));
+    tcp_round_trip(lp, 12);
+    round_trip(socks5(dp, ep), 13, |s| s.shutdown(Shutdown::Write).unwrap());
+    drop(c);
+    // ClearAllForwardings: none of them is set up, and -G shows the specs.
+    let out = run(
+        client(
+            &s,
+            false,
+            &server,
+            "ERROR",
+            &["-F", &cfg, "-o", "ClearAllForwardings=yes", "-G"],
+        ),
+        b"",
+        30,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("localforward {lp} 127.0.0.1:{ep}")),
+        "{text}"
+    );
+    let lp2 = free_port();
+    let l2 = format!("{lp2}:127.0.0.1:{ep}");
+    let probe = format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{lp2} && echo open || echo closed'");
+    for (clear, want) in [("no", "open\n"), ("yes", "closed\n")] {
+        let opt = format!("ClearAllForwardings={clear}");
+        let c = client(&s, false, &server, "ERROR", &["-o", &opt, "-L", &l2]);
+        let out = run(cmd(c, &[&probe]), b"", 30);
+        ok(&out, "ClearAllForwardings");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{opt}");
+    }
+}
+
+/// PermitListen refuses a remote forward with a log line naming it; the
+/// connection goes on.
+#[test]
+fn remote_forward_refused_by_permit_listen() {
+    let s = Setup::new("fwd-plisten");
+    let server = s.start(false, "PermitListen 1");
+    let rp = free_port();
+    let r = format!("{rp}:127.0.0.1:1");
+    let out = run(
+        cmd(
+            client(&s, false, &server, "INFO", &["-R", &r]),
+            &["echo ran"],
+        ),
+        b"",
+        30,
+    );
+    ok(&out, "PermitListen");
+    assert_eq!(out.stdout, b"ran\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "Warning: remote port forwarding failed for listen port {rp}"
+        )),
+        "{err}"
+    );
+    let log = server.log_text();
+    assert!(
+        log.contains(&format!(
+            "refused remote port forward: listen host localhost port {rp}: PermitListen"
+        )),
+        "{log}"
+    );
+}
