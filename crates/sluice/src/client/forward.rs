@@ -352,6 +352,9 @@ impl ClientForward {
 
     /// How soon `tick` should run again.
     pub fn tick_interval(&self) -> Option<std::time::Duration> {
+        if self.connecting.iter().any(|(_, c)| c.resolving()) {
+            return Some(fwdsock::RESOLVE_TICK);
+        }
         self.half_closed.then_some(fwdsock::HALF_CLOSED_TICK)
     }
 

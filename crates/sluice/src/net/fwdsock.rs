@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::sync::mpsc;
 
 /// The channel fds for a connected socket: read it for CHANNEL_DATA, write
 /// the peer's data to a `dup` of it, shut its write side on the peer's EOF.
@@ -237,7 +238,13 @@ pub struct Connecting {
     fd: Option<OwnedFd>,
     addrs: VecDeque<SocketAddr>,
     last_err: Option<io::Error>,
+    /// A host name being resolved on a helper thread (getaddrinfo blocks,
+    /// for seconds when DNS is slow; the loop must not).
+    resolving: Option<mpsc::Receiver<io::Result<Vec<SocketAddr>>>>,
 }
+
+/// How often a handler ticks while a name is being resolved.
+pub const RESOLVE_TICK: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// How a connect ended.
 pub enum ConnectResult {
@@ -250,20 +257,50 @@ pub enum ConnectResult {
 }
 
 impl Connecting {
-    /// Starts connecting to `host:port` (name resolution itself is done here,
-    /// synchronously: targets are usually addresses or local names).
+    /// Starts connecting to `host:port`; an address connects at once, a
+    /// name is resolved on a short-lived thread first.
     pub fn start(host: &str, port: u16) -> Connecting {
-        let (addrs, last_err) = match (host, port).to_socket_addrs() {
-            Ok(a) => (a.collect(), None),
-            Err(e) => (VecDeque::new(), Some(e)),
-        };
         let mut c = Connecting {
             fd: None,
-            addrs,
-            last_err,
+            addrs: VecDeque::new(),
+            last_err: None,
+            resolving: None,
         };
-        c.next_addr();
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = literal.parse::<std::net::IpAddr>() {
+            c.addrs.push_back(SocketAddr::new(ip, port));
+            c.next_addr();
+            return c;
+        }
+        let (tx, rx) = mpsc::channel();
+        let name = host.to_owned();
+        let spawned = std::thread::Builder::new()
+            .name("resolve".into())
+            .spawn(move || {
+                let r = (name.as_str(), port)
+                    .to_socket_addrs()
+                    .map(Iterator::collect);
+                let _ = tx.send(r);
+            });
+        match spawned {
+            Ok(_) => c.resolving = Some(rx),
+            Err(_) => c.resolved((host, port).to_socket_addrs().map(Iterator::collect)),
+        }
         c
+    }
+
+    fn resolved(&mut self, r: io::Result<Vec<SocketAddr>>) {
+        self.resolving = None;
+        match r {
+            Ok(a) => self.addrs = a.into(),
+            Err(e) => self.last_err = Some(e),
+        }
+        self.next_addr();
+    }
+
+    /// A name is still being resolved (nothing to poll yet).
+    pub fn resolving(&self) -> bool {
+        self.resolving.is_some()
     }
 
     fn next_addr(&mut self) {
@@ -301,6 +338,15 @@ impl Connecting {
 
     /// Checks progress without blocking.
     pub fn poll(&mut self) -> ConnectResult {
+        if let Some(rx) = &self.resolving {
+            match rx.try_recv() {
+                Ok(r) => self.resolved(r),
+                Err(mpsc::TryRecvError::Empty) => return ConnectResult::Pending,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    self.resolved(Err(io::Error::other("name resolution failed")))
+                }
+            }
+        }
         loop {
             let Some(fd) = self.fd() else {
                 let e = self
