@@ -258,3 +258,29 @@ fn forwards_from_ssh_config() {
         assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{opt}");
     }
 }
+
+/// IPv6 loopback in brackets: a listener on [::1] and targets on ::1.
+#[test]
+fn ipv6_loopback_forwards() {
+    let s = Setup::new("fwd-v6");
+    let ep6 = tcp_echo_on("::1");
+    for (client_ssh, server_ssh, label) in PAIRS {
+        let server = s.start(server_ssh, "");
+        let lp = free_port();
+        let spec = format!("[::1]:{lp}:[::1]:{ep6}");
+        let _c = background(
+            &s,
+            client(&s, client_ssh, &server, "ERROR", &["-N", "-L", &spec]),
+        );
+        tcp_round_trip_on("::1", lp, 14);
+        let data = random_data(1 << 20, 15);
+        let w = format!("[::1]:{ep6}");
+        let out = run(
+            client(&s, client_ssh, &server, "ERROR", &["-W", &w]),
+            &data,
+            60,
+        );
+        ok(&out, label);
+        assert_eq!(sha256(&out.stdout), sha256(&data), "{label}: -W [::1]");
+    }
+}

@@ -35,7 +35,12 @@ pub(crate) fn echo<S: Read + Write + Send + 'static>(
 }
 
 pub(crate) fn tcp_echo() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp_echo_on("127.0.0.1")
+}
+
+/// An echo server on `ip` (127.0.0.1 or ::1).
+pub(crate) fn tcp_echo_on(ip: &str) -> u16 {
+    let l = TcpListener::bind((ip, 0)).unwrap();
     let port = l.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
@@ -75,7 +80,11 @@ pub(crate) fn round_trip<S: Read + Write + Send + 'static>(
 }
 
 pub(crate) fn tcp_round_trip(port: u16, seed: u64) {
-    let s = connect_retry(port);
+    tcp_round_trip_on("127.0.0.1", port, seed)
+}
+
+pub(crate) fn tcp_round_trip_on(ip: &str, port: u16, seed: u64) {
+    let s = connect_retry_on(ip, port);
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     // Write and read at once: the echo may fill the buffers both ways.
     let r = s.try_clone().unwrap();
@@ -93,9 +102,13 @@ pub(crate) fn tcp_round_trip(port: u16, seed: u64) {
 }
 
 pub(crate) fn connect_retry(port: u16) -> TcpStream {
+    connect_retry_on("127.0.0.1", port)
+}
+
+pub(crate) fn connect_retry_on(ip: &str, port: u16) -> TcpStream {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        match TcpStream::connect(("127.0.0.1", port)) {
+        match TcpStream::connect((ip, port)) {
             Ok(s) => return s,
             Err(e) => {
                 assert!(Instant::now() < deadline, "port {port}: {e}");
