@@ -394,7 +394,9 @@ impl Handler for ServerConn {
                         .fwd
                         .open_request(&ctx, conn, fds, channel, &channel_type, &data)?
                 {
-                } else if channel_type != "session" {
+                    return Ok(()); // a forwarding channel, answered there
+                }
+                if channel_type != "session" {
                     let _ =
                         conn.reject_channel(channel, UNKNOWN_CHANNEL_TYPE, "unknown channel type");
                 } else if self.sessions.len() >= self.cfg.max_sessions as usize {
@@ -449,11 +451,10 @@ impl Handler for ServerConn {
                     user: self.user.as_ref(),
                     key: self.key_options.as_ref(),
                 };
-                if self
+                let forwarding = self
                     .fwd
-                    .global_request(&ctx, conn, &name, want_reply, &data)
-                {
-                } else if want_reply {
+                    .global_request(&ctx, conn, &name, want_reply, &data);
+                if !forwarding && want_reply {
                     conn.answer_global(false, &[]);
                 }
             }
