@@ -570,7 +570,6 @@ fn connection_attempts_retry_then_fail() {
 /// sluiced, data hash-checked. The proxy is `sluice -W`, so this needs
 /// stdio forwarding; the options reach the proxy through -F, as with ssh.
 #[test]
-#[ignore = "needs sluice -W (stdio forwarding), merged from another branch"]
 fn proxy_jump_end_to_end() {
     if missing("/usr/sbin/sshd") {
         return;

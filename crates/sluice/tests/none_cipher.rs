@@ -299,6 +299,9 @@ fn interactive_sessions_never_use_none() {
         remote_bufs: (0, 0),
         tty: None,
         agent: Default::default(),
+        forwards: Default::default(),
+        no_session: false,
+        fork_after_auth: false,
     };
     let session = ClientSession::new(user(), "127.0.0.1", vec![id], Box::new(|_, _| Ok(())), plan);
     let mut handler = PtyAfterNone(session);

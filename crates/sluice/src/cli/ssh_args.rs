@@ -71,6 +71,18 @@ pub struct ClientArgs {
     pub user: Option<String>,
     /// Remote command words.
     pub command: Vec<String>,
+    /// `-L` specs.
+    pub local_forwards: Vec<String>,
+    /// `-R` specs.
+    pub remote_forwards: Vec<String>,
+    /// `-D` specs.
+    pub dynamic_forwards: Vec<String>,
+    /// `-W host:port`.
+    pub stdio_forward: Option<String>,
+    /// `-f`.
+    pub fork: bool,
+    /// `-n` (also implied by `-f`).
+    pub null_stdin: bool,
 }
 
 /// The usage text, as ssh prints it.
@@ -120,6 +132,8 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                     'C' => a.compression = true,
                     'G' => a.print_config = true,
                     'N' => a.no_command = true,
+                    'f' => a.fork = true,
+                    'n' => a.null_stdin = true,
                     'T' => a.tty = -1,
                     't' => a.tty = a.tty.max(0) + 1,
                     's' => a.subsystem = true,
@@ -156,6 +170,10 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                     return Err("Only a single -J option is permitted".into())
                 }
                 'J' => a.jump = Some(value),
+                'L' => a.local_forwards.push(value),
+                'R' => a.remote_forwards.push(value),
+                'D' => a.dynamic_forwards.push(value),
+                'W' => a.stdio_forward = Some(value),
                 _ => {}
             }
             break;

@@ -599,15 +599,30 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
     }
     ids.retain(|id| !id.sig_algs.is_empty());
     let check = host_key_check(&r, host.clone(), port);
+    let forwards = crate::client::forward_args::plan(&args, &r)?;
+    let no_session = args.no_command
+        || forwards.stdio.is_some()
+        || r.get("sessiontype")
+            .is_some_and(|v| v.eq_ignore_ascii_case("none"));
+    let fork_after_auth = args.fork || r.flag("forkafterauthentication", false);
+    if fork_after_auth && !no_session && command.is_none() {
+        return Err("Cannot fork into background without a command to execute.".into());
+    }
+    if fork_after_auth || args.null_stdin {
+        crate::client::forward_args::stdin_from_dev_null()?;
+    }
     let plan = SessionPlan {
         command,
         subsystem: args.subsystem,
         env,
-        stdio: true,
+        stdio: !no_session || forwards.stdio.is_some(),
         none_switch,
         remote_bufs,
         tty: tty_plan,
         agent,
+        no_session,
+        fork_after_auth,
+        forwards,
     };
     let auth = auth_prefs(&r)?;
     let opts = ClientOptions {

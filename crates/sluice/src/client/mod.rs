@@ -5,11 +5,15 @@ pub mod agent_forward;
 pub mod app;
 pub mod auth;
 pub mod escape;
+pub mod forward;
+pub mod forward_args;
+pub mod forward_spec;
 pub mod keepalive;
 pub mod prompt;
 pub mod proxy;
 pub mod session;
 pub mod setup;
+pub mod socks;
 pub mod tty;
 
 use crate::log;

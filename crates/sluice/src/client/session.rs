@@ -37,6 +37,13 @@ pub struct SessionPlan {
     pub tty: Option<TtyPlan>,
     /// ForwardAgent: asked for on the session, agent channels bridged.
     pub agent: crate::client::agent_forward::AgentForward,
+    /// Port forwarding (-L, -R, -D, -W; client/forward.rs).
+    pub forwards: crate::client::forward::ForwardPlan,
+    /// No session channel (-N, -W).
+    pub no_session: bool,
+    /// -f: go to the background after authentication (after the remote
+    /// forwards are confirmed with ExitOnForwardFailure).
+    pub fork_after_auth: bool,
 }
 
 /// Client-side event handling for one connection.
@@ -56,6 +63,9 @@ pub struct ClientSession {
     tty: Option<TtySession>,
     /// ServerAliveInterval and ConnectTimeout's banner limit.
     pub keepalive: Option<super::keepalive::Keepalive>,
+    fwd: crate::client::forward::ClientForward,
+    /// -f is still to be done once forwarding is set up.
+    fork_pending: bool,
 }
 
 impl ClientSession {
@@ -71,13 +81,15 @@ impl ClientSession {
             tty: plan.tty.clone().map(|t| TtySession::new(t, host)),
             auth: ClientAuth::new(user, host, identities),
             host_key_check,
-            plan,
             channel: None,
             exit_status: None,
             exit_signal: None,
             finished: false,
             none_pending: false,
             keepalive: None,
+            fwd: crate::client::forward::ClientForward::new(plan.forwards.clone()),
+            fork_pending: false,
+            plan,
         }
     }
 
@@ -224,7 +236,11 @@ impl Handler for ClientSession {
                     );
                     conn.request_sockbuf(rcv, snd).map_err(|e| e.to_string())?;
                 }
-                self.start_session(conn)?;
+                self.fwd.start(conn)?;
+                self.fork_pending = self.plan.fork_after_auth;
+                if !self.plan.no_session {
+                    self.start_session(conn)?;
+                }
             }
             Event::SockBufReply(Some((rcv, snd))) => {
                 log!(
@@ -238,6 +254,15 @@ impl Handler for ClientSession {
                     "RemoteRcvBuf/RemoteSndBuf: the server declined (not sluiced, or its RemoteBufMax is 0); its buffers stay as they are"
                 );
             }
+            Event::ChannelOpened(id) if Some(id) != self.channel => self.fwd.on_opened(fds, id),
+            Event::ChannelOpenFailed {
+                channel,
+                reason,
+                description,
+            } if Some(channel) != self.channel => {
+                self.fwd.on_open_failed(channel, reason, &description)?
+            }
+            Event::GlobalReply { success, data } => self.fwd.on_global_reply(success, &data)?,
             Event::ChannelOpened(id) => self.on_opened(conn, fds, id)?,
             Event::ChannelOpenFailed { description, .. } => {
                 return Err(format!("channel 0: open failed: {description}"));
@@ -278,8 +303,13 @@ impl Handler for ClientSession {
             } if channel_type == crate::client::agent_forward::CHANNEL => {
                 self.plan.agent.on_open(conn, fds, channel);
             }
-            Event::ChannelOpenRequest { channel, .. } => {
-                let _ = conn.reject_channel(channel, 1, "open failed");
+            Event::ChannelOpenRequest {
+                channel,
+                channel_type,
+                data,
+            } => {
+                self.fwd
+                    .on_open_request(conn, fds, channel, &channel_type, &data)?;
             }
             Event::ChannelEof(_) => {}
             Event::ChannelClosed(id) => {
@@ -288,6 +318,11 @@ impl Handler for ClientSession {
                     if let Some(t) = self.tty.as_mut() {
                         t.finish();
                     }
+                }
+                self.fwd.on_closed(id);
+                if self.plan.no_session && self.fwd.stdio_finished() {
+                    self.exit_status = Some(0);
+                    self.finished = true;
                 }
             }
             Event::Debug(m) => log!(Info, "Remote: {m}"),
@@ -322,6 +357,11 @@ impl Handler for ClientSession {
                 return Ok(());
             }
         }
+        self.fwd.tick(conn, fds)?;
+        if self.fork_pending && (!self.plan.forwards.exit_on_failure || self.fwd.setup_done()) {
+            self.fork_pending = false;
+            crate::client::forward::go_background()?;
+        }
         // Once the remote side has sent EOF and our output is written, and it
         // closed, we are done; close our end when the peer sent its exit status
         // and EOF and all its output is written (OpenSSH's order).
@@ -338,17 +378,23 @@ impl Handler for ClientSession {
     }
 
     fn finished(&self) -> bool {
-        self.finished
+        // As ssh: forwarded connections still open keep the client running.
+        self.finished && !self.fwd.busy()
     }
 
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
+        self.fwd.watch_fds(out);
         if let Some(t) = &self.tty {
             t.watch_fds(out);
         }
     }
 
     fn tick_interval(&self) -> Option<std::time::Duration> {
-        self.keepalive.as_ref().and_then(|k| k.next())
+        let keepalive = self.keepalive.as_ref().and_then(|k| k.next());
+        [self.fwd.tick_interval(), keepalive]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn input_received(&mut self, now: std::time::Instant) {

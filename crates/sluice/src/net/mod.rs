@@ -2,6 +2,7 @@
 
 pub mod crypto_pool;
 pub mod fdio;
+pub mod fwdsock;
 pub mod path;
 pub mod pump;
 pub mod sockbuf;

@@ -67,6 +67,8 @@ pub struct ServerConn {
     agent: ServerAgent,
     /// The client sent no-more-sessions@openssh.com.
     no_more_sessions: bool,
+    /// Port forwarding (server/forward.rs).
+    fwd: crate::server::forward::ServerForward,
 }
 
 impl ServerConn {
@@ -92,6 +94,7 @@ impl ServerConn {
             auth: ServerAuth::new(peer),
             agent: ServerAgent::default(),
             no_more_sessions: false,
+            fwd: Default::default(),
         }
     }
 
@@ -532,8 +535,20 @@ impl Handler for ServerConn {
             Event::ChannelOpenRequest {
                 channel,
                 channel_type,
-                ..
+                data,
             } => {
+                let ctx = crate::server::forward::Ctx {
+                    cfg: &self.cfg,
+                    user: self.user.as_ref(),
+                    key: self.key_options.as_ref(),
+                };
+                if channel_type != "session"
+                    && self
+                        .fwd
+                        .open_request(&ctx, conn, fds, channel, &channel_type, &data)?
+                {
+                    return Ok(()); // a forwarding channel, answered there
+                }
                 if channel_type != "session" {
                     let _ =
                         conn.reject_channel(channel, UNKNOWN_CHANNEL_TYPE, "unknown channel type");
@@ -570,7 +585,14 @@ impl Handler for ServerConn {
                     conn.channel_reply(channel, ok).map_err(|e| e.to_string())?;
                 }
             }
+            Event::ChannelOpened(id) => {
+                self.fwd.on_open_result(fds, id, true);
+            }
+            Event::ChannelOpenFailed { channel, .. } => {
+                self.fwd.on_open_result(fds, channel, false);
+            }
             Event::ChannelClosed(id) => {
+                self.fwd.on_closed(id);
                 if let Some(mut s) = self.sessions.remove(&id) {
                     if let Some(c) = s.child.as_mut() {
                         if s.exit.is_none() {
@@ -581,7 +603,9 @@ impl Handler for ServerConn {
                 }
             }
             Event::GlobalRequest {
-                name, want_reply, ..
+                name,
+                want_reply,
+                data,
             } => {
                 log!(
                     Debug1,
@@ -591,7 +615,15 @@ impl Handler for ServerConn {
                     self.no_more_sessions = true;
                     log!(Debug1, "no more sessions on this connection");
                 }
-                if want_reply {
+                let ctx = crate::server::forward::Ctx {
+                    cfg: &self.cfg,
+                    user: self.user.as_ref(),
+                    key: self.key_options.as_ref(),
+                };
+                let forwarding = self
+                    .fwd
+                    .global_request(&ctx, conn, &name, want_reply, &data);
+                if !forwarding && want_reply {
                     conn.answer_global(false, &[]);
                 }
             }
@@ -636,6 +668,7 @@ impl Handler for ServerConn {
             self.user = Some(info);
         }
         self.agent.tick(conn, fds);
+        self.fwd.tick(conn, fds)?;
         for (id, s) in self.sessions.iter_mut() {
             if s.done {
                 continue;
@@ -674,6 +707,7 @@ impl Handler for ServerConn {
 
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
         self.agent.watch_fds(out);
+        self.fwd.watch_fds(out);
     }
 
     fn tick_interval(&self) -> Option<Duration> {
@@ -683,7 +717,10 @@ impl Handler for ServerConn {
             .any(|s| s.child.is_some() && !s.done)
             .then_some(Duration::from_millis(20));
         let auth = self.auth.tick_interval(&self.cfg, self.user.is_some());
-        [reap, self.alive.wait(), auth].into_iter().flatten().min()
+        [reap, self.alive.wait(), auth, self.fwd.tick_interval()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 

@@ -6,6 +6,8 @@ pub mod allow;
 pub mod auth;
 pub mod conn;
 pub mod daemon;
+pub mod forward;
+pub mod forward_policy;
 pub mod keepalive;
 pub mod listen;
 pub mod pam;

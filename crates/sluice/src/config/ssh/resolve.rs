@@ -147,7 +147,13 @@ impl Eval {
         if rival.is_some_and(|r| self.map.contains_key(r)) {
             return;
         }
-        if REPEATABLE.contains(&kw) {
+        if kw.ends_with("forward") {
+            // One value per line: `LocalForward 8080 host:80` is one spec.
+            self.map
+                .entry(kw.to_owned())
+                .or_default()
+                .push(args.join(" "));
+        } else if REPEATABLE.contains(&kw) {
             let v = self.map.entry(kw.to_owned()).or_default();
             // SendEnv/SetEnv take several per line; one value per word.
             v.extend(args.iter().cloned());

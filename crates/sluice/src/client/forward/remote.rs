@@ -1,0 +1,157 @@
+//! `-R`: the server's answers to our forward requests ("Allocated port N",
+//! ExitOnForwardFailure) and the forwarded-* channels it opens, connected
+//! to the local target before they are confirmed.
+
+use super::{ClientForward, ADMINISTRATIVELY_PROHIBITED, CONNECT_FAILED};
+use crate::client::forward_spec::{Endpoint, Forward};
+use crate::log;
+use crate::net::fwdsock::{self, Connecting};
+use crate::net::pump::ChannelFds;
+use sluice_proto::wire::Reader;
+use sluice_proto::{ChannelId, Connection};
+use std::os::fd::OwnedFd;
+
+impl ClientForward {
+    /// The server opens a forwarded-* channel for a `-R` listener.
+    pub fn on_open_request(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        id: ChannelId,
+        channel_type: &str,
+        data: &[u8],
+    ) -> Result<(), String> {
+        let mut r = Reader::new(data);
+        let listen = match channel_type {
+            "forwarded-tcpip" => {
+                let (Ok(_addr), Ok(port)) = (r.utf8(), r.u32()) else {
+                    return self.refuse(conn, id, "malformed forwarded-tcpip");
+                };
+                self.remote_target(|i, f| match &f.listen {
+                    Endpoint::Tcp { port: p, .. } => {
+                        u32::from(*p) == port
+                            || self.allocated.get(&i).map(|a| u32::from(*a)) == Some(port)
+                    }
+                    Endpoint::Unix(_) => false,
+                })
+            }
+            "forwarded-streamlocal@openssh.com" => {
+                let Ok(path) = r.utf8() else {
+                    return self.refuse(conn, id, "malformed forwarded-streamlocal");
+                };
+                self.remote_target(|_, f| f.listen == Endpoint::Unix(path.to_owned()))
+            }
+            _ => None,
+        };
+        let Some(target) = listen else {
+            log!(
+                Info,
+                "WARNING: Server requests {channel_type} for an unknown listener"
+            );
+            return self.refuse(conn, id, "open failed");
+        };
+        match target {
+            Endpoint::Tcp { host, port } => {
+                let host = host.unwrap_or_else(|| "localhost".into());
+                log!(Debug1, "{channel_type}: connecting to {host} port {port}");
+                self.connecting.push((id, Connecting::start(&host, port)));
+            }
+            Endpoint::Unix(path) => match fwdsock::connect_unix(&path) {
+                Ok(s) => self.accept(conn, fds, id, s)?,
+                Err(e) => {
+                    let why = crate::net::describe_io_error(&e);
+                    log!(Info, "connect to {path}: {why}");
+                    conn.reject_channel(id, CONNECT_FAILED, &why)
+                        .map_err(|e| e.to_string())?;
+                }
+            },
+        }
+        Ok(())
+    }
+
+    fn remote_target(&self, pick: impl Fn(usize, &Forward) -> bool) -> Option<Endpoint> {
+        let (_, f) = self
+            .plan
+            .remote
+            .iter()
+            .enumerate()
+            .find(|(i, f)| pick(*i, f))?;
+        f.connect.clone()
+    }
+
+    fn refuse(&mut self, conn: &mut Connection, id: ChannelId, why: &str) -> Result<(), String> {
+        log!(Debug1, "refusing channel {}: {why}", id.0);
+        conn.reject_channel(id, ADMINISTRATIVELY_PROHIBITED, "open failed")
+            .map_err(|e| e.to_string())
+    }
+
+    pub(super) fn accept(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        id: ChannelId,
+        sock: OwnedFd,
+    ) -> Result<(), String> {
+        match fwdsock::socket_io(sock) {
+            Ok(io) => {
+                conn.accept_channel(id).map_err(|e| e.to_string())?;
+                fds.insert(id, io);
+                self.channels.push(id);
+            }
+            Err(e) => {
+                let _ = conn.reject_channel(id, CONNECT_FAILED, &e.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// The server's answer to the oldest remote forward request.
+    pub fn on_global_reply(&mut self, success: bool, data: &[u8]) -> Result<(), String> {
+        let Some(i) = self.remote_pending.pop_front() else {
+            return Ok(());
+        };
+        let Some(f) = self.plan.remote.get(i) else {
+            return Ok(());
+        };
+        let target = f
+            .connect
+            .as_ref()
+            .map(|c| c.to_string())
+            .unwrap_or_default();
+        let listen = match &f.listen {
+            Endpoint::Tcp { port, .. } => format!("port {port}"),
+            Endpoint::Unix(p) => format!("path {p}"),
+        };
+        if !success {
+            if self.plan.exit_on_failure {
+                return Err(format!(
+                    "Error: remote port forwarding failed for listen {listen}"
+                ));
+            }
+            log!(
+                Info,
+                "Warning: remote port forwarding failed for listen {listen}"
+            );
+            return Ok(());
+        }
+        if let Endpoint::Tcp { port: 0, .. } = f.listen {
+            match Reader::new(data)
+                .u32()
+                .ok()
+                .and_then(|p| u16::try_from(p).ok())
+            {
+                Some(p) if p != 0 => {
+                    log!(Info, "Allocated port {p} for remote forward to {target}");
+                    self.allocated.insert(i, p);
+                }
+                _ => eprintln!("Invalid allocated port for remote forward to {target}"),
+            }
+        } else {
+            log!(
+                Debug1,
+                "remote forward success for: listen {listen}, connect {target}"
+            );
+        }
+        Ok(())
+    }
+}

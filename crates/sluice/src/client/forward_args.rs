@@ -1,0 +1,69 @@
+//! The forwarding plan from `-L -R -D -W` and ssh_config (LocalForward,
+//! RemoteForward, DynamicForward, ClearAllForwardings, ExitOnForwardFailure,
+//! GatewayPorts), with ssh's precedence: command-line specs first, then the
+//! config's; `-W` implies ExitOnForwardFailure and ClearAllForwardings
+//! unless the configuration says otherwise.
+
+use super::forward::ForwardPlan;
+use super::forward_spec::{self, Endpoint, Kind};
+use crate::cli::ssh_args::ClientArgs;
+use crate::config::ssh::Resolved;
+
+/// Builds the plan; Err is ssh's message for a bad spec.
+pub fn plan(args: &ClientArgs, r: &Resolved) -> Result<ForwardPlan, String> {
+    let mut p = ForwardPlan::default();
+    let stdio = args.stdio_forward.is_some();
+    if let Some(w) = &args.stdio_forward {
+        let bad = || format!("Bad stdio forwarding specification '{w}'");
+        let f = forward_spec::parse(w, Kind::Dynamic).map_err(|_| bad())?;
+        match f.listen {
+            Endpoint::Tcp {
+                host: Some(h),
+                port,
+            } if port != 0 => p.stdio = Some((h, port)),
+            _ => return Err(bad()),
+        }
+    }
+    let yes_no = |kw: &str, default: bool| -> Result<bool, String> {
+        match r.get(kw) {
+            None => Ok(default),
+            Some(v) => {
+                crate::config::yes_no(v).ok_or_else(|| format!("Bad {kw} '{v}': use yes or no"))
+            }
+        }
+    };
+    p.exit_on_failure = yes_no("exitonforwardfailure", stdio)?;
+    p.gateway_ports = yes_no("gatewayports", false)?;
+    if yes_no("clearallforwardings", stdio)? {
+        return Ok(p);
+    }
+    for (kind, cli, kw) in [
+        (Kind::Local, &args.local_forwards, "localforward"),
+        (Kind::Remote, &args.remote_forwards, "remoteforward"),
+        (Kind::Dynamic, &args.dynamic_forwards, "dynamicforward"),
+    ] {
+        let mut list = Vec::new();
+        for s in cli {
+            list.push(forward_spec::parse(s, kind)?);
+        }
+        for v in r.all(kw) {
+            list.push(forward_spec::from_config(v, kind)?);
+        }
+        match kind {
+            Kind::Local => p.local = list,
+            Kind::Remote => p.remote = list,
+            Kind::Dynamic => p.dynamic = list,
+        }
+    }
+    Ok(p)
+}
+
+/// `-n` and `-f`: stdin from /dev/null, as ssh does.
+pub fn stdin_from_dev_null() -> Result<(), String> {
+    let f = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+    // SAFETY: dup2 onto fd 0 from a file we hold open.
+    if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&f), 0) } < 0 {
+        return Err(format!("dup2: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}

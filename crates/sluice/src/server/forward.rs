@@ -1,0 +1,386 @@
+//! sluiced's port forwarding: `direct-tcpip` and
+//! `direct-streamlocal@openssh.com` channels connect to their target
+//! (connects finish in `tick`, the channel is confirmed once connected);
+//! `tcpip-forward` and `streamlocal-forward@openssh.com` bind listeners
+//! whose connections open `forwarded-tcpip` / `forwarded-streamlocal@openssh.com`
+//! channels back to the client. Policy is in `forward_policy`.
+//!
+//! Unix sockets are connected and bound with the user's filesystem
+//! credentials (setfsuid/setfsgid and groups, see `forward_policy::as_user`);
+//! TCP connects and binds happen as root, as the policy allows them, like
+//! sshd's listeners (privileged ports need a root login).
+
+use crate::config::sshd::ServerConfig as Sshd;
+use crate::keys::authorized_keys::KeyOptions;
+use crate::log;
+use crate::net::fwdsock::{self, ConnectResult, Connecting};
+use crate::net::pump::ChannelFds;
+use crate::server::forward_policy as policy;
+use crate::server::session::UserInfo;
+use sluice_proto::wire::{Reader, Writer};
+use sluice_proto::{ChannelId, Connection};
+use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixListener;
+
+const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
+const CONNECT_FAILED: u32 = 2;
+/// Connections accepted per listener per loop turn.
+const ACCEPT_BATCH: usize = 16;
+/// Listeners one connection may hold (sshd has no explicit limit; bounded here).
+const MAX_LISTENERS: usize = 256;
+
+/// A listener the client asked for.
+struct Listener {
+    fd: OwnedFd,
+    /// Address and port as the client asked (port as bound), or the path.
+    host: String,
+    port: u16,
+    unix: bool,
+}
+
+/// Forwarding state of one connection.
+#[derive(Default)]
+pub struct ServerForward {
+    listeners: Vec<Listener>,
+    /// direct-tcpip channels waiting for their connect.
+    connecting: Vec<(ChannelId, Connecting)>,
+    /// forwarded-* channels we opened, with their socket, until confirmed.
+    opening: BTreeMap<ChannelId, OwnedFd>,
+    /// Open forwarding channels.
+    channels: Vec<ChannelId>,
+    /// A channel waits for our EOF (see `fwdsock::close_finished`).
+    half_closed: bool,
+}
+
+/// Who asked, for policy and logs.
+pub struct Ctx<'a> {
+    /// sshd_config.
+    pub cfg: &'a Sshd,
+    /// The authenticated user.
+    pub user: Option<&'a UserInfo>,
+    /// The key's authorized_keys options.
+    pub key: Option<&'a KeyOptions>,
+}
+
+fn parse_direct_tcpip(data: &[u8]) -> Option<(String, u16, String, u16)> {
+    let mut r = Reader::new(data);
+    let host = r.utf8().ok()?.to_owned();
+    let port = u16::try_from(r.u32().ok()?).ok()?;
+    let oh = r.utf8().ok()?.to_owned();
+    let op = u16::try_from(r.u32().ok()?).unwrap_or(0);
+    Some((host, port, oh, op))
+}
+
+fn parse_host_port(data: &[u8]) -> Option<(String, u32)> {
+    let mut r = Reader::new(data);
+    Some((r.utf8().ok()?.to_owned(), r.u32().ok()?))
+}
+
+fn parse_path(data: &[u8]) -> Option<String> {
+    let mut r = Reader::new(data);
+    r.utf8().ok().map(str::to_owned)
+}
+
+impl ServerForward {
+    /// A channel open of a forwarding type; false if the type is not ours.
+    pub fn open_request(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        id: ChannelId,
+        channel_type: &str,
+        data: &[u8],
+    ) -> Result<bool, String> {
+        let reject = |conn: &mut Connection, reason, desc: &str| {
+            conn.reject_channel(id, reason, desc)
+                .map_err(|e| e.to_string())
+        };
+        match channel_type {
+            "direct-tcpip" => {
+                let Some((host, port, oh, op)) = parse_direct_tcpip(data) else {
+                    reject(conn, ADMINISTRATIVELY_PROHIBITED, "open failed")?;
+                    return Ok(true);
+                };
+                let verdict = policy::forwarding_allowed(ctx.cfg, ctx.key, false, "local")
+                    .and_then(|()| policy::open_permitted(ctx.cfg, ctx.key, &host, port));
+                if let Err(why) = verdict.and(ctx.user.map(|_| ()).ok_or("not authenticated")) {
+                    log!(
+                        Info,
+                        "refused local port forward: originator {oh} port {op}, target {host} port {port}: {why}"
+                    );
+                    reject(conn, ADMINISTRATIVELY_PROHIBITED, "open failed")?;
+                    return Ok(true);
+                }
+                log!(
+                    Debug1,
+                    "server_request_direct_tcpip: originator {oh} port {op}, target {host} port {port}"
+                );
+                self.connecting.push((id, Connecting::start(&host, port)));
+                Ok(true)
+            }
+            "direct-streamlocal@openssh.com" => {
+                let path = parse_path(data);
+                let verdict = policy::forwarding_allowed(ctx.cfg, ctx.key, true, "local");
+                let (Some(path), Ok(()), Some(user)) = (path, verdict, ctx.user) else {
+                    log!(
+                        Info,
+                        "refused streamlocal port forward: {}",
+                        verdict.err().unwrap_or("malformed request")
+                    );
+                    reject(conn, ADMINISTRATIVELY_PROHIBITED, "open failed")?;
+                    return Ok(true);
+                };
+                log!(Debug1, "server_request_direct_streamlocal: target {path}");
+                match policy::as_user(user, || fwdsock::connect_unix(&path)).and_then(|r| r) {
+                    Ok(s) => self.confirm(conn, fds, id, s)?,
+                    Err(e) => {
+                        log!(Info, "connect to {path} failed: {e}");
+                        reject(conn, CONNECT_FAILED, &crate::net::describe_io_error(&e))?;
+                    }
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn confirm(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        id: ChannelId,
+        sock: OwnedFd,
+    ) -> Result<(), String> {
+        match fwdsock::socket_io(sock) {
+            Ok(io) => {
+                conn.accept_channel(id).map_err(|e| e.to_string())?;
+                fds.insert(id, io);
+                self.channels.push(id);
+            }
+            Err(e) => {
+                let _ = conn.reject_channel(id, CONNECT_FAILED, &e.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// A global request; false if it is not about forwarding.
+    pub fn global_request(
+        &mut self,
+        ctx: &Ctx<'_>,
+        conn: &mut Connection,
+        name: &str,
+        want_reply: bool,
+        data: &[u8],
+    ) -> bool {
+        let reply = |conn: &mut Connection, ok: bool, data: &[u8]| {
+            if want_reply {
+                conn.answer_global(ok, data);
+            }
+        };
+        match name {
+            "tcpip-forward" | "streamlocal-forward@openssh.com" => {
+                let unix = name != "tcpip-forward";
+                match self.listen(ctx, unix, want_reply, data) {
+                    Ok(Some(port)) => {
+                        let mut d = Vec::new();
+                        Writer::new(&mut d).u32(port.into());
+                        reply(conn, true, &d);
+                    }
+                    Ok(None) => reply(conn, true, &[]),
+                    Err(msg) => {
+                        log!(Info, "{msg}");
+                        reply(conn, false, &[]);
+                    }
+                }
+                true
+            }
+            "cancel-tcpip-forward" | "cancel-streamlocal-forward@openssh.com" => {
+                let unix = name != "cancel-tcpip-forward";
+                let target = if unix {
+                    parse_path(data).map(|p| (p, 0))
+                } else {
+                    parse_host_port(data).map(|(h, p)| (h, p as u16))
+                };
+                let before = self.listeners.len();
+                if let Some((h, p)) = target {
+                    self.listeners
+                        .retain(|l| !(l.unix == unix && l.host == h && (unix || l.port == p)));
+                }
+                reply(conn, self.listeners.len() < before, &[]);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Binds for a tcpip-forward (Some(port) to report when 0 was asked) or
+    /// a streamlocal-forward; Err is the log line.
+    fn listen(
+        &mut self,
+        ctx: &Ctx<'_>,
+        unix: bool,
+        want_reply: bool,
+        data: &[u8],
+    ) -> Result<Option<u16>, String> {
+        let user = ctx.user.ok_or("forward request before authentication")?;
+        if self.listeners.len() >= MAX_LISTENERS {
+            return Err(format!(
+                "refused remote forward: more than {MAX_LISTENERS} listeners"
+            ));
+        }
+        if unix {
+            let path = parse_path(data).ok_or("malformed streamlocal-forward request")?;
+            policy::forwarding_allowed(ctx.cfg, ctx.key, true, "remote")
+                .map_err(|why| format!("refused streamlocal remote forward: path {path}: {why}"))?;
+            let unlink = ctx.cfg.stream_local_bind_unlink;
+            let l = policy::as_user(user, || {
+                if unlink {
+                    let _ = std::fs::remove_file(&path);
+                }
+                // StreamLocalBindMask's default: the socket is the user's alone.
+                // SAFETY: umask has no preconditions; restored right after.
+                let old = unsafe { libc::umask(0o177) };
+                let r = UnixListener::bind(&path);
+                // SAFETY: as above.
+                unsafe { libc::umask(old) };
+                r
+            })
+            .and_then(|r| r)
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .map_err(|e| format!("streamlocal remote forward: bind {path}: {e}"))?;
+            log!(Verbose, "streamlocal remote forward listening on {path}");
+            self.listeners.push(Listener {
+                fd: l.into(),
+                host: path,
+                port: 0,
+                unix: true,
+            });
+            return Ok(None);
+        }
+        let (host, port) = parse_host_port(data).ok_or("malformed tcpip-forward request")?;
+        let port = u16::try_from(port).map_err(|_| format!("tcpip-forward: bad port {port}"))?;
+        if port == 0 && !want_reply {
+            // The client could never learn the port, as sshd reasons.
+            return Err("refused remote port forward: port 0 without want-reply".into());
+        }
+        policy::forwarding_allowed(ctx.cfg, ctx.key, false, "remote")
+            .and_then(|()| policy::listen_permitted(ctx.cfg, user, &host, port))
+            .map_err(|why| {
+                format!("refused remote port forward: listen host {host} port {port}: {why}")
+            })?;
+        let bind = policy::bind_host(ctx.cfg, &host);
+        let addrs = fwdsock::bind_addrs(bind.as_deref(), port, false)
+            .map_err(|e| format!("remote forward: {host}: {e}"))?;
+        let (ls, bound) = fwdsock::listen_tcp(&addrs)
+            .map_err(|e| format!("remote forward for listen port {port}: {e}"))?;
+        log!(Verbose, "remote forward listening on {host} port {bound}");
+        for l in ls {
+            self.listeners.push(Listener {
+                fd: l.into(),
+                host: host.clone(),
+                port: bound,
+                unix: false,
+            });
+        }
+        Ok((port == 0).then_some(bound))
+    }
+
+    /// Accepts on listeners, finishes connects, closes finished channels.
+    pub fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        for l in &self.listeners {
+            for (sock, peer) in fwdsock::accept_all(l.fd.as_raw_fd(), ACCEPT_BATCH) {
+                let mut d = Vec::new();
+                let ty = if l.unix {
+                    Writer::new(&mut d).utf8(&l.host).utf8("");
+                    "forwarded-streamlocal@openssh.com"
+                } else {
+                    let (oh, op) = fwdsock::originator(peer);
+                    Writer::new(&mut d)
+                        .utf8(&l.host)
+                        .u32(l.port.into())
+                        .utf8(&oh)
+                        .u32(op.into());
+                    "forwarded-tcpip"
+                };
+                match conn.open_channel(ty, &d) {
+                    Ok(id) => {
+                        self.opening.insert(id, sock);
+                    }
+                    Err(e) => log!(Info, "{ty}: cannot open a channel: {e}"),
+                }
+            }
+        }
+        let mut i = 0;
+        while i < self.connecting.len() {
+            let Some((id, c)) = self.connecting.get_mut(i) else {
+                break;
+            };
+            let id = *id;
+            match c.poll() {
+                ConnectResult::Pending => i += 1,
+                ConnectResult::Done(sock) => {
+                    self.connecting.swap_remove(i);
+                    self.confirm(conn, fds, id, sock)?;
+                }
+                ConnectResult::Failed(e) => {
+                    self.connecting.swap_remove(i);
+                    let why = crate::net::describe_io_error(&e);
+                    log!(Info, "connect_to: channel {}: {why}", id.0);
+                    let _ = conn.reject_channel(id, CONNECT_FAILED, &why);
+                }
+            }
+        }
+        self.half_closed = fwdsock::close_finished(conn, fds, &self.channels);
+        Ok(())
+    }
+
+    /// Our forwarded-* channel was confirmed or refused.
+    pub fn on_open_result(&mut self, fds: &mut ChannelFds, id: ChannelId, ok: bool) -> bool {
+        let Some(sock) = self.opening.remove(&id) else {
+            return false;
+        };
+        if ok {
+            if let Ok(io) = fwdsock::socket_io(sock) {
+                fds.insert(id, io);
+                self.channels.push(id);
+            }
+        }
+        true
+    }
+
+    /// How soon `tick` should run again.
+    pub fn tick_interval(&self) -> Option<std::time::Duration> {
+        if self.connecting.iter().any(|(_, c)| c.resolving()) {
+            return Some(fwdsock::RESOLVE_TICK);
+        }
+        self.half_closed.then_some(fwdsock::HALF_CLOSED_TICK)
+    }
+
+    /// A channel closed.
+    pub fn on_closed(&mut self, id: ChannelId) {
+        self.channels.retain(|c| *c != id);
+    }
+
+    /// Listeners and connects in progress to wake for.
+    pub fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
+        for l in &self.listeners {
+            out.push(libc::pollfd {
+                fd: l.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        for (_, c) in &self.connecting {
+            if let Some(fd) = c.fd() {
+                out.push(libc::pollfd {
+                    fd,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                });
+            }
+        }
+    }
+}

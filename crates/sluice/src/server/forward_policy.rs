@@ -1,0 +1,174 @@
+//! What sluiced lets a client forward, from sshd_config (AllowTcpForwarding,
+//! AllowStreamLocalForwarding, DisableForwarding, PermitOpen, PermitListen,
+//! GatewayPorts) and the key's authorized_keys options (no-port-forwarding,
+//! permitopen=), as sshd decides it; and Unix-socket operations done with
+//! the user's filesystem credentials.
+
+use crate::config::sshd::ServerConfig as Sshd;
+use crate::keys::authorized_keys::KeyOptions;
+use crate::server::session::UserInfo;
+
+/// Why a forward is refused: the setting an admin would change.
+pub type Refusal = &'static str;
+
+fn allows(setting: &str, direction: &str) -> bool {
+    matches!(setting.to_ascii_lowercase().as_str(), "yes" | "all") || setting == direction
+}
+
+/// Forwarding in `direction` ("local" or "remote") of TCP or Unix sockets.
+pub fn forwarding_allowed(
+    cfg: &Sshd,
+    key: Option<&KeyOptions>,
+    unix: bool,
+    direction: &str,
+) -> Result<(), Refusal> {
+    if cfg.disable_forwarding {
+        return Err("DisableForwarding");
+    }
+    if key.is_some_and(|k| k.no_port_forwarding) {
+        return Err("no-port-forwarding in authorized_keys");
+    }
+    if unix {
+        if !allows(&cfg.allow_stream_local_forwarding, direction) {
+            return Err("AllowStreamLocalForwarding");
+        }
+    } else if !allows(&cfg.allow_tcp_forwarding, direction) {
+        return Err("AllowTcpForwarding");
+    }
+    Ok(())
+}
+
+/// `host:port` against a PermitOpen / PermitListen / permitopen= list:
+/// empty or `any` allows all, `none` nothing, `*` matches any host or port.
+fn listed(list: &[String], host: &str, port: u16, port_only_ok: bool) -> bool {
+    if list.is_empty() || list.iter().any(|e| e.eq_ignore_ascii_case("any")) {
+        return true;
+    }
+    list.iter().any(|e| {
+        let (h, p) = match e.rsplit_once(':') {
+            Some((h, p)) => (h.trim_start_matches('[').trim_end_matches(']'), p),
+            None if port_only_ok => ("*", e.as_str()),
+            None => return false,
+        };
+        let host_ok = h == "*" || h.eq_ignore_ascii_case(host);
+        let port_ok = p == "*" || p.parse::<u16>().ok() == Some(port);
+        host_ok && port_ok
+    })
+}
+
+/// A direct-tcpip target against PermitOpen and the key's permitopen=.
+pub fn open_permitted(
+    cfg: &Sshd,
+    key: Option<&KeyOptions>,
+    host: &str,
+    port: u16,
+) -> Result<(), Refusal> {
+    if !listed(&cfg.permit_open, host, port, false) {
+        return Err("PermitOpen");
+    }
+    if let Some(k) = key {
+        if !k.permitopen.is_empty() && !listed(&k.permitopen, host, port, false) {
+            return Err("permitopen in authorized_keys");
+        }
+    }
+    Ok(())
+}
+
+/// A tcpip-forward against PermitListen and the privileged ports.
+pub fn listen_permitted(cfg: &Sshd, user: &UserInfo, host: &str, port: u16) -> Result<(), Refusal> {
+    if port != 0 && port < 1024 && user.uid != 0 {
+        return Err("privileged port (only root may listen below 1024)");
+    }
+    // PermitListen entries name the host the client asked for, or only a port.
+    if !listed(&cfg.permit_listen, host, port, true) {
+        return Err("PermitListen");
+    }
+    Ok(())
+}
+
+/// The host to bind for a client's tcpip-forward, per GatewayPorts: `no`
+/// keeps loopback (an explicit 127.0.0.1 or ::1 included), `yes` every
+/// address, `clientspecified` what it asked.
+pub fn bind_host(cfg: &Sshd, asked: &str) -> Option<String> {
+    match cfg.gateway_ports.to_ascii_lowercase().as_str() {
+        "yes" => Some(String::new()),
+        "clientspecified" => match asked {
+            "" | "*" => Some(String::new()),
+            "localhost" => None,
+            a => Some(a.to_owned()),
+        },
+        // An explicit loopback address is honoured (lets the client pick
+        // the family), as sshd does.
+        _ if asked == "127.0.0.1" || asked == "::1" => Some(asked.to_owned()),
+        _ => None,
+    }
+}
+
+/// Runs `f` with the user's uid, gid and groups for filesystem checks
+/// (setfsuid/setfsgid and the supplementary groups), so a Unix socket is
+/// reached or created as the user would, without forking: the connection
+/// process is single-threaded between crypto batches. Restores root's after.
+pub fn as_user<T>(user: &UserInfo, f: impl FnOnce() -> T) -> std::io::Result<T> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || user.uid == 0 {
+        return Ok(f());
+    }
+    let groups = user_groups(user);
+    let mut saved = vec![0 as libc::gid_t; 256];
+    // SAFETY: getgroups fills at most saved.len() entries.
+    let n = unsafe { libc::getgroups(saved.len() as libc::c_int, saved.as_mut_ptr()) };
+    saved.truncate(n.max(0) as usize);
+    // SAFETY: plain credential syscalls with valid arguments.
+    unsafe {
+        if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        libc::setfsgid(user.gid);
+        libc::setfsuid(user.uid);
+    }
+    let r = f();
+    // SAFETY: as above; back to root's credentials.
+    unsafe {
+        libc::setfsuid(0);
+        libc::setfsgid(0);
+        libc::setgroups(saved.len(), saved.as_ptr());
+    }
+    Ok(r)
+}
+
+fn user_groups(user: &UserInfo) -> Vec<libc::gid_t> {
+    let Ok(name) = std::ffi::CString::new(user.name.as_str()) else {
+        return vec![user.gid];
+    };
+    let mut groups = vec![0 as libc::gid_t; 64];
+    for _ in 0..2 {
+        let mut n = groups.len() as libc::c_int;
+        // SAFETY: getgrouplist fills at most n entries and reports the count.
+        let r = unsafe { libc::getgrouplist(name.as_ptr(), user.gid, groups.as_mut_ptr(), &mut n) };
+        if r >= 0 {
+            groups.truncate(n.max(0) as usize);
+            return groups;
+        }
+        groups = vec![0; (n.max(64) as usize).min(65536)];
+    }
+    vec![user.gid]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists() {
+        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(listed(&[], "h", 1, false));
+        assert!(!listed(&l(&["none"]), "h", 1, false));
+        assert!(listed(&l(&["h:1"]), "h", 1, false));
+        assert!(!listed(&l(&["h:1"]), "h", 2, false));
+        assert!(listed(&l(&["*:2", "x:1"]), "h", 2, false));
+        assert!(listed(&l(&["h:*"]), "h", 9, false));
+        assert!(listed(&l(&["[::1]:22"]), "::1", 22, false));
+        assert!(listed(&l(&["8080"]), "", 8080, true));
+        assert!(!listed(&l(&["8080"]), "", 8080, false));
+    }
+}

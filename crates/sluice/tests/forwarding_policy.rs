@@ -1,0 +1,328 @@
+//! Forwarding policy and failures: ExitOnForwardFailure, forwards refused
+//! by PermitOpen, AllowTcpForwarding and PermitListen while the connection
+//! keeps running its command, -f, and Unix sockets bound and connected with
+//! the user's credentials.
+
+mod common;
+mod fwd_util;
+
+use common::*;
+use fwd_util::*;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn exit_on_forward_failure() {
+    let s = Setup::new("fwd-exit");
+    let busy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let bp = busy.local_addr().unwrap().port();
+    for (client_ssh, server_ssh, label) in PAIRS {
+        if client_ssh {
+            continue; // the client's behaviour is what is under test
+        }
+        let server = s.start(server_ssh, "");
+        let r = format!("127.0.0.1:{bp}:127.0.0.1:1");
+        let out = run(
+            cmd(
+                client(
+                    &s,
+                    false,
+                    &server,
+                    "ERROR",
+                    &["-o", "ExitOnForwardFailure=yes", "-R", &r],
+                ),
+                &["sleep", "20"],
+            ),
+            b"",
+            30,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(255), "{label}: {err}");
+        assert!(
+            err.contains(&format!(
+                "Error: remote port forwarding failed for listen port {bp}"
+            )),
+            "{label}: {err}"
+        );
+        // Without it: a warning, and the command runs.
+        let out = run(
+            cmd(
+                client(&s, false, &server, "INFO", &["-R", &r]),
+                &["echo", "ran"],
+            ),
+            b"",
+            30,
+        );
+        ok(&out, label);
+        assert_eq!(out.stdout, b"ran\n");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "Warning: remote port forwarding failed for listen port {bp}"
+            )),
+            "{err}"
+        );
+        // A local listener that cannot bind.
+        let l = format!("127.0.0.1:{bp}:127.0.0.1:1");
+        let out = run(
+            cmd(
+                client(
+                    &s,
+                    false,
+                    &server,
+                    "ERROR",
+                    &["-o", "ExitOnForwardFailure=yes", "-L", &l],
+                ),
+                &["echo", "ran"],
+            ),
+            b"",
+            30,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(255), "{label}: {err}");
+        assert!(
+            err.contains(&format!("bind [127.0.0.1]:{bp}: Address already in use")),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+        eprintln!("{label}: ExitOnForwardFailure ok");
+    }
+}
+
+/// A refused forward: the client reports it, the session's command still
+/// runs (it waits on stdin until the refusal was seen), the server logs why.
+fn refused(server_cfg: &str, why: &str) {
+    let s = Setup::new("fwd-deny");
+    let ep = tcp_echo();
+    let server = s.start(false, server_cfg);
+    for client_ssh in [false, true] {
+        let lp = free_port();
+        let spec = format!("{lp}:127.0.0.1:{ep}");
+        let mut c = client(&s, client_ssh, &server, "INFO", &["-L", &spec]);
+        c.arg("read x; echo alive $x");
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = Bg(c.spawn().unwrap(), s.dir.path("unused"));
+        let mut sock = connect_retry(lp);
+        sock.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut buf = Vec::new();
+        let _ = sock.read_to_end(&mut buf); // closed once the open fails
+        assert!(buf.is_empty());
+        child.0.stdin.take().unwrap().write_all(b"still\n").unwrap();
+        let mut out = String::new();
+        child
+            .0
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        let mut err = String::new();
+        child
+            .0
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(out, "alive still\n", "{err}");
+        assert!(child.0.wait().unwrap().success());
+        assert!(
+            err.contains("open failed: administratively prohibited: open failed"),
+            "{err}"
+        );
+    }
+    let log = server.log_text();
+    assert!(
+        log.contains("refused local port forward: originator 127.0.0.1 port")
+            && log.contains(&format!("target 127.0.0.1 port {ep}: {why}")),
+        "{log}"
+    );
+}
+
+#[test]
+fn forward_refused_by_permit_open() {
+    refused("PermitOpen 127.0.0.1:1", "PermitOpen");
+}
+
+#[test]
+fn forward_refused_by_allow_tcp_forwarding() {
+    refused("AllowTcpForwarding no", "AllowTcpForwarding");
+}
+
+#[test]
+fn fork_after_authentication() {
+    let s = Setup::new("fwd-f");
+    let ep = tcp_echo();
+    let server = s.start(false, "");
+    // -f with ExitOnForwardFailure: the parent returns once the remote
+    // forward is confirmed, so it works at once.
+    let rp = free_port();
+    let spec = format!("{rp}:127.0.0.1:{ep}");
+    let _d = Daemon(spec.clone());
+    let err = s.dir.path("f.err");
+    let st = client(
+        &s,
+        false,
+        &server,
+        "ERROR",
+        &["-f", "-N", "-o", "ExitOnForwardFailure=yes", "-R", &spec],
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&err).unwrap())
+    .status()
+    .unwrap();
+    assert!(st.success(), "{}", std::fs::read_to_string(&err).unwrap());
+    let mut sock = TcpStream::connect(("127.0.0.1", rp)).expect("forward up when -f returns");
+    sock.write_all(b"ping").unwrap();
+    sock.shutdown(Shutdown::Write).unwrap();
+    let mut back = String::new();
+    sock.read_to_string(&mut back).unwrap();
+    assert_eq!(back, "ping");
+    // A failing forward keeps the client in the foreground and fails it.
+    let out = run(
+        client(
+            &s,
+            false,
+            &server,
+            "ERROR",
+            &["-f", "-N", "-o", "ExitOnForwardFailure=yes", "-R", &spec],
+        ),
+        b"",
+        30,
+    );
+    assert_eq!(out.status.code(), Some(255));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!(
+        "Error: remote port forwarding failed for listen port {rp}"
+    )));
+    // Without a command or -N, -f is refused as ssh does.
+    let out = run(client(&s, false, &server, "ERROR", &["-f"]), b"", 30);
+    assert_eq!(out.status.code(), Some(255));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("Cannot fork into background without a command to execute."));
+}
+
+/// sluiced binds and connects Unix sockets with the user's credentials:
+/// the remote socket is the user's, a root-only socket is out of reach.
+#[test]
+fn unix_sockets_as_the_user() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || missing("useradd") {
+        eprintln!("skipping: needs root and useradd");
+        return;
+    }
+    let s = Setup::new("fwd-uid");
+    let name = format!("slfwd{}", std::process::id() % 100000);
+    let st = Command::new("useradd")
+        .args(["-M", "-s", "/bin/sh", &name])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let _user = TestUser(name.clone());
+    let uid = String::from_utf8(
+        Command::new("id")
+            .args(["-u", &name])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .parse::<u32>()
+    .unwrap();
+    let ep = tcp_echo();
+    let server = s.start(false, "");
+    let open = s.dir.path("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let rsock = open.join("r.sock");
+    let root_only = s.dir.path("root.sock");
+    unix_echo(&root_only);
+    std::fs::set_permissions(
+        &root_only,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let lp = free_port();
+    let r = format!("{}:127.0.0.1:{ep}", rsock.display());
+    let l = format!("{lp}:{}", root_only.display());
+    let c = background(
+        &s,
+        client(
+            &s,
+            false,
+            &server,
+            "INFO",
+            &["-l", &name, "-N", "-R", &r, "-L", &l],
+        ),
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let u = loop {
+        match UnixStream::connect(&rsock) {
+            Ok(u) => break u,
+            Err(e) => {
+                assert!(Instant::now() < deadline, "{e}: {}", c.stderr());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    let meta = std::fs::metadata(&rsock).unwrap();
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::uid(&meta),
+        uid,
+        "socket owner"
+    );
+    round_trip(u, 11, |u| u.shutdown(Shutdown::Write).unwrap());
+    let mut sock = connect_retry(lp);
+    let mut buf = Vec::new();
+    let _ = sock.read_to_end(&mut buf);
+    assert!(buf.is_empty());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !c
+        .stderr()
+        .contains("open failed: connect failed: Permission denied")
+    {
+        assert!(Instant::now() < deadline, "{}", c.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// PermitListen refuses a remote forward with a log line naming it; the
+/// connection goes on.
+#[test]
+fn remote_forward_refused_by_permit_listen() {
+    let s = Setup::new("fwd-plisten");
+    let server = s.start(false, "PermitListen 1");
+    let rp = free_port();
+    let r = format!("{rp}:127.0.0.1:1");
+    let out = run(
+        cmd(
+            client(&s, false, &server, "INFO", &["-R", &r]),
+            &["echo ran"],
+        ),
+        b"",
+        30,
+    );
+    ok(&out, "PermitListen");
+    assert_eq!(out.stdout, b"ran\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "Warning: remote port forwarding failed for listen port {rp}"
+        )),
+        "{err}"
+    );
+    let log = server.log_text();
+    assert!(
+        log.contains(&format!(
+            "refused remote port forward: listen host localhost port {rp}: PermitListen"
+        )),
+        "{log}"
+    );
+}
