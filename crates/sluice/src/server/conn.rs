@@ -1,31 +1,30 @@
 //! One accepted connection inside its own process: the server's event
-//! handling. Authentication decisions (authorized_keys, PermitRootLogin,
-//! StrictModes), session channels and the commands they run.
+//! handling. Public-key decisions are in `conn/publickey.rs`, session
+//! requests and the commands they run in `conn/requests.rs`; passwords in
+//! `server/auth.rs`, forwarding in `server/forward.rs`.
 //!
 //! The process runs as root until a command is spawned; each command drops
 //! to the user's uid/gid in the child before it runs anything of theirs.
 
 use crate::config::sshd::ServerConfig as Sshd;
-use crate::keys::authorized_keys::{self, KeyOptions};
-use crate::keys::identity::fingerprint_sha256;
+use crate::keys::authorized_keys::KeyOptions;
 use crate::log;
-use crate::net::pump::{ChanIo, ChannelFds, Handler};
-use crate::server::agent_forward::{self, ServerAgent};
+use crate::net::pump::{ChannelFds, Handler};
+use crate::server::agent_forward::ServerAgent;
 use crate::server::auth::ServerAuth;
 use crate::server::keepalive::ClientAlive;
-use crate::server::pty::{self, Pty};
-use crate::server::session::{self, ExitResult, SessionSpawn, UserInfo};
-use crate::server::session_env;
-use sluice_proto::crypto::hostkey;
+use crate::server::pty::Pty;
+use crate::server::session::{self, ExitResult, UserInfo};
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::{AuthMethodRequest, ChannelId, Connection, Event};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::os::fd::IntoRawFd;
-use std::os::unix::ffi::OsStringExt;
 use std::process::Child;
 use std::time::Duration;
+
+mod publickey;
+mod requests;
 
 /// RFC 4254 5.1 reason codes.
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
@@ -95,305 +94,6 @@ impl ServerConn {
             agent: ServerAgent::default(),
             no_more_sessions: false,
             fwd: Default::default(),
-        }
-    }
-
-    fn check_publickey(
-        &mut self,
-        user: &str,
-        algorithm: &str,
-        key_blob: &[u8],
-        signed: bool,
-    ) -> bool {
-        let ip = self.peer.ip();
-        let port = self.peer.port();
-        let key_type = hostkey::blob_key_type(key_blob)
-            .unwrap_or("unknown")
-            .to_owned();
-        let fp = fingerprint_sha256(key_blob);
-        let fail = |why: &str| {
-            log!(
-                Info,
-                "Failed publickey for {user} from {ip} port {port} ssh2: {key_type} {fp}{why}"
-            );
-            false
-        };
-        if !self.cfg.pubkey_authentication {
-            return fail("");
-        }
-        let Some(info) = session::lookup_user(user) else {
-            log!(Info, "Invalid user {user} from {ip} port {port}");
-            return false;
-        };
-        if info.uid == 0 && !self.cfg.permit_root_login.allows_publickey() {
-            log!(Info, "ROOT LOGIN REFUSED FROM {ip} port {port}");
-            return false;
-        }
-        let files: Vec<std::path::PathBuf> = self
-            .cfg
-            .authorized_keys_files(&info.name, &info.home, info.uid)
-            .into_iter()
-            .filter(|f| {
-                if !self.cfg.strict_modes {
-                    return true;
-                }
-                match authorized_keys::check_strict_modes(f, info.uid) {
-                    Ok(()) => true,
-                    Err(msg) => {
-                        if f.exists() {
-                            log!(Info, "{msg}");
-                        }
-                        false
-                    }
-                }
-            })
-            .collect();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let Some(opts) = authorized_keys::find_key(&files, key_blob, ip, None, now) else {
-            return fail("");
-        };
-        if info.uid == 0
-            && self.cfg.permit_root_login.forced_commands_only()
-            && opts.command.is_none()
-        {
-            log!(
-                Info,
-                "Root login accepted for forced command only; key has none"
-            );
-            return fail("");
-        }
-        if signed {
-            log!(
-                Info,
-                "Accepted publickey for {user} from {ip} port {port} ssh2: {key_type} {fp}"
-            );
-            let _ = algorithm;
-            self.user = Some(info);
-            self.key_options = Some(opts);
-        }
-        true
-    }
-
-    fn spawn(
-        &mut self,
-        id: ChannelId,
-        fds: &mut ChannelFds,
-        command: Option<Vec<u8>>,
-        subsystem: bool,
-    ) -> bool {
-        let Some(user) = self.user.clone() else {
-            return false;
-        };
-        let Some(s) = self.sessions.get_mut(&id) else {
-            return false;
-        };
-        if s.child.is_some() {
-            return false;
-        }
-        let env = s.env.clone();
-        let mut server_env = session_env::server_env(
-            &self.cfg,
-            self.key_options.as_ref(),
-            &user,
-            self.agent.env(),
-        );
-        // A forced command (authorized_keys command= or ForceCommand) replaces
-        // what the client asked for, which is kept in SSH_ORIGINAL_COMMAND.
-        let forced = self
-            .key_options
-            .as_ref()
-            .and_then(|o| o.command.clone())
-            .or_else(|| self.cfg.force_command.clone());
-        let command = match forced {
-            Some(f) => {
-                if let Some(orig) = &command {
-                    server_env.push((
-                        "SSH_ORIGINAL_COMMAND".into(),
-                        OsString::from_vec(orig.clone()),
-                    ));
-                }
-                Some(f.into_bytes())
-            }
-            None => command,
-        };
-        let mut spawn = SessionSpawn {
-            user,
-            command,
-            env,
-            server_env,
-            subsystem,
-            client: self.peer,
-            server: self.local,
-        };
-        if let Some(p) = s.pty.as_mut() {
-            return match p.spawn(&mut spawn, self.cfg.print_motd) {
-                Ok((child, io)) => {
-                    fds.insert(id, io);
-                    s.child = Some(child);
-                    true
-                }
-                Err(e) => {
-                    log!(Error, "session: failed to run command on a pty: {e}");
-                    false
-                }
-            };
-        }
-        match session::spawn(&spawn) {
-            Ok(mut child) => {
-                let mut io = ChanIo::new(
-                    child.stdout.take().map(IntoRawFd::into_raw_fd),
-                    child.stderr.take().map(IntoRawFd::into_raw_fd),
-                    child.stdin.take().map(IntoRawFd::into_raw_fd),
-                    None,
-                );
-                io.close_sink_on_eof = true;
-                io.owned = true;
-                let pipe = command_pipe_size();
-                for fd in [io.source, io.err_source, io.sink].into_iter().flatten() {
-                    let _ = crate::net::fdio::set_nonblocking(fd, true);
-                    if pipe > 0 {
-                        crate::net::fdio::set_pipe_size(fd, pipe);
-                    }
-                }
-                fds.insert(id, io);
-                s.child = Some(child);
-                true
-            }
-            Err(e) => {
-                log!(Error, "session: failed to run command: {e}");
-                false
-            }
-        }
-    }
-
-    fn on_request(
-        &mut self,
-        conn: &mut Connection,
-        fds: &mut ChannelFds,
-        id: ChannelId,
-        req: ChannelRequestKind,
-    ) -> bool {
-        match req {
-            ChannelRequestKind::Env { name, value } => {
-                let Some(s) = self.sessions.get_mut(&id) else {
-                    return false;
-                };
-                // Names are the peer's: log at most 64 characters of them.
-                let shown: String = name.chars().take(64).collect();
-                if !self.cfg.accept_env_matches(&name) {
-                    log!(Debug1, "Ignoring env request {shown}: disallowed name");
-                    return false;
-                }
-                if let Err(why) = session_env::check_request(&name, &value, &s.env) {
-                    log!(Info, "Ignoring env request {shown}: {why}");
-                    return false;
-                }
-                s.env.push((name.into(), OsString::from_vec(value)));
-                true
-            }
-            ChannelRequestKind::Other { name, .. } if name == agent_forward::REQUEST => {
-                match (&self.user, self.sessions.contains_key(&id)) {
-                    (Some(u), true) => self.agent.request(&self.cfg, self.key_options.as_ref(), u),
-                    _ => false,
-                }
-            }
-            ChannelRequestKind::Exec { command } => {
-                log!(Debug1, "session: exec request for channel {}", id.0);
-                self.spawn(id, fds, Some(command), false)
-            }
-            ChannelRequestKind::Shell => {
-                !refuse_interactive(conn, id, "shell") && self.spawn(id, fds, None, false)
-            }
-            ChannelRequestKind::PtyReq {
-                term,
-                cols,
-                rows,
-                width_px,
-                height_px,
-                modes,
-            } => {
-                if refuse_interactive(conn, id, "pty-req") {
-                    return false;
-                }
-                if !self.cfg.permit_tty {
-                    log!(Info, "Pty allocation disabled.");
-                    return false;
-                }
-                let Some(s) = self.sessions.get_mut(&id) else {
-                    return false;
-                };
-                if s.pty.is_some() || s.child.is_some() {
-                    return false;
-                }
-                match Pty::open(&term, (cols, rows, width_px, height_px), &modes) {
-                    Ok(p) => {
-                        log!(
-                            Debug1,
-                            "session: allocated pty {} for channel {}",
-                            p.name(),
-                            id.0
-                        );
-                        s.pty = Some(p);
-                        true
-                    }
-                    Err(e) => {
-                        log!(Info, "channel {}: pty-req refused: {e}", id.0);
-                        false
-                    }
-                }
-            }
-            ChannelRequestKind::WindowChange {
-                cols,
-                rows,
-                width_px,
-                height_px,
-            } => {
-                if let Some(p) = self.sessions.get(&id).and_then(|s| s.pty.as_ref()) {
-                    p.resize((cols, rows, width_px, height_px));
-                }
-                false
-            }
-            ChannelRequestKind::Subsystem { name } => match self.cfg.subsystem_command(&name) {
-                Some(cmd) => {
-                    log!(
-                        Verbose,
-                        "subsystem request for {name} by user {}",
-                        self.user.as_ref().map_or("", |u| u.name.as_str())
-                    );
-                    self.spawn(id, fds, Some(cmd.into_bytes()), true)
-                }
-                None => {
-                    log!(
-                        Info,
-                        "subsystem request for {name} failed, subsystem not found"
-                    );
-                    false
-                }
-            },
-            ChannelRequestKind::Other { name, .. } if name == "eow@openssh.com" => {
-                // The client can write no more of our output (its stdout
-                // went away): stop reading the command's output so it gets
-                // SIGPIPE, as OpenSSH's sshd does (PROTOCOL 2.1).
-                log!(Debug1, "channel {}: rcvd eow", id.0);
-                if let Some(io) = fds.get_mut(id) {
-                    io.close_source();
-                }
-                false
-            }
-            ChannelRequestKind::Signal { name } => {
-                if let Some(s) = self.sessions.get(&id) {
-                    match (&s.child, &s.pty) {
-                        (Some(c), Some(_)) => pty::signal_group(c, &name),
-                        (Some(c), None) => session::signal(c, &name),
-                        _ => {}
-                    }
-                }
-                let _ = conn;
-                false
-            }
-            _ => false,
         }
     }
 }
@@ -722,30 +422,4 @@ impl Handler for ServerConn {
             .flatten()
             .min()
     }
-}
-
-/// A pty or shell makes the connection interactive: NONE is withdrawn from
-/// later re-keys, and the request is refused (true) when the NONE cipher
-/// is already in use, as interactive sessions must stay encrypted.
-fn refuse_interactive(conn: &mut Connection, id: ChannelId, what: &str) -> bool {
-    if !conn.mark_interactive() {
-        return false;
-    }
-    log!(
-        Info,
-        "channel {}: {what} request refused: the NONE cipher is in use and interactive sessions must stay encrypted",
-        id.0
-    );
-    true
-}
-
-/// Capacity of the pipes to and from a session's command: 1 MiB (the
-/// default /proc/sys/fs/pipe-max-size) lets one write or read move a whole
-/// packet's data instead of 64 KiB. `SLUICE_PIPE_SIZE` overrides it for
-/// measurements (bytes; 0 keeps the kernel's 64 KiB); see BENCHMARKS.md.
-fn command_pipe_size() -> usize {
-    std::env::var("SLUICE_PIPE_SIZE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1 << 20)
 }

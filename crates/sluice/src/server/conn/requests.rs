@@ -1,0 +1,266 @@
+//! Session channel requests (env, exec, shell, pty-req, window-change,
+//! subsystem, signals, agent forwarding) and running the session's command,
+//! on pipes or on a pty.
+
+use crate::log;
+use crate::net::pump::{ChanIo, ChannelFds};
+use crate::server::agent_forward;
+use crate::server::pty::{self, Pty};
+use crate::server::session::{self, SessionSpawn};
+use crate::server::session_env;
+use sluice_proto::msg::ChannelRequestKind;
+use sluice_proto::{ChannelId, Connection};
+use std::ffi::OsString;
+use std::os::fd::IntoRawFd;
+use std::os::unix::ffi::OsStringExt;
+
+use super::ServerConn;
+
+impl ServerConn {
+    pub(super) fn spawn(
+        &mut self,
+        id: ChannelId,
+        fds: &mut ChannelFds,
+        command: Option<Vec<u8>>,
+        subsystem: bool,
+    ) -> bool {
+        let Some(user) = self.user.clone() else {
+            return false;
+        };
+        let Some(s) = self.sessions.get_mut(&id) else {
+            return false;
+        };
+        if s.child.is_some() {
+            return false;
+        }
+        let env = s.env.clone();
+        let mut server_env = session_env::server_env(
+            &self.cfg,
+            self.key_options.as_ref(),
+            &user,
+            self.agent.env(),
+        );
+        // A forced command (authorized_keys command= or ForceCommand) replaces
+        // what the client asked for, which is kept in SSH_ORIGINAL_COMMAND.
+        let forced = self
+            .key_options
+            .as_ref()
+            .and_then(|o| o.command.clone())
+            .or_else(|| self.cfg.force_command.clone());
+        let command = match forced {
+            Some(f) => {
+                if let Some(orig) = &command {
+                    server_env.push((
+                        "SSH_ORIGINAL_COMMAND".into(),
+                        OsString::from_vec(orig.clone()),
+                    ));
+                }
+                Some(f.into_bytes())
+            }
+            None => command,
+        };
+        let mut spawn = SessionSpawn {
+            user,
+            command,
+            env,
+            server_env,
+            subsystem,
+            client: self.peer,
+            server: self.local,
+        };
+        if let Some(p) = s.pty.as_mut() {
+            return match p.spawn(&mut spawn, self.cfg.print_motd) {
+                Ok((child, io)) => {
+                    fds.insert(id, io);
+                    s.child = Some(child);
+                    true
+                }
+                Err(e) => {
+                    log!(Error, "session: failed to run command on a pty: {e}");
+                    false
+                }
+            };
+        }
+        match session::spawn(&spawn) {
+            Ok(mut child) => {
+                let mut io = ChanIo::new(
+                    child.stdout.take().map(IntoRawFd::into_raw_fd),
+                    child.stderr.take().map(IntoRawFd::into_raw_fd),
+                    child.stdin.take().map(IntoRawFd::into_raw_fd),
+                    None,
+                );
+                io.close_sink_on_eof = true;
+                io.owned = true;
+                let pipe = command_pipe_size();
+                for fd in [io.source, io.err_source, io.sink].into_iter().flatten() {
+                    let _ = crate::net::fdio::set_nonblocking(fd, true);
+                    if pipe > 0 {
+                        crate::net::fdio::set_pipe_size(fd, pipe);
+                    }
+                }
+                fds.insert(id, io);
+                s.child = Some(child);
+                true
+            }
+            Err(e) => {
+                log!(Error, "session: failed to run command: {e}");
+                false
+            }
+        }
+    }
+
+    pub(super) fn on_request(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        id: ChannelId,
+        req: ChannelRequestKind,
+    ) -> bool {
+        match req {
+            ChannelRequestKind::Env { name, value } => {
+                let Some(s) = self.sessions.get_mut(&id) else {
+                    return false;
+                };
+                // Names are the peer's: log at most 64 characters of them.
+                let shown: String = name.chars().take(64).collect();
+                if !self.cfg.accept_env_matches(&name) {
+                    log!(Debug1, "Ignoring env request {shown}: disallowed name");
+                    return false;
+                }
+                if let Err(why) = session_env::check_request(&name, &value, &s.env) {
+                    log!(Info, "Ignoring env request {shown}: {why}");
+                    return false;
+                }
+                s.env.push((name.into(), OsString::from_vec(value)));
+                true
+            }
+            ChannelRequestKind::Other { name, .. } if name == agent_forward::REQUEST => {
+                match (&self.user, self.sessions.contains_key(&id)) {
+                    (Some(u), true) => self.agent.request(&self.cfg, self.key_options.as_ref(), u),
+                    _ => false,
+                }
+            }
+            ChannelRequestKind::Exec { command } => {
+                log!(Debug1, "session: exec request for channel {}", id.0);
+                self.spawn(id, fds, Some(command), false)
+            }
+            ChannelRequestKind::Shell => {
+                !refuse_interactive(conn, id, "shell") && self.spawn(id, fds, None, false)
+            }
+            ChannelRequestKind::PtyReq {
+                term,
+                cols,
+                rows,
+                width_px,
+                height_px,
+                modes,
+            } => {
+                if refuse_interactive(conn, id, "pty-req") {
+                    return false;
+                }
+                if !self.cfg.permit_tty {
+                    log!(Info, "Pty allocation disabled.");
+                    return false;
+                }
+                let Some(s) = self.sessions.get_mut(&id) else {
+                    return false;
+                };
+                if s.pty.is_some() || s.child.is_some() {
+                    return false;
+                }
+                match Pty::open(&term, (cols, rows, width_px, height_px), &modes) {
+                    Ok(p) => {
+                        log!(
+                            Debug1,
+                            "session: allocated pty {} for channel {}",
+                            p.name(),
+                            id.0
+                        );
+                        s.pty = Some(p);
+                        true
+                    }
+                    Err(e) => {
+                        log!(Info, "channel {}: pty-req refused: {e}", id.0);
+                        false
+                    }
+                }
+            }
+            ChannelRequestKind::WindowChange {
+                cols,
+                rows,
+                width_px,
+                height_px,
+            } => {
+                if let Some(p) = self.sessions.get(&id).and_then(|s| s.pty.as_ref()) {
+                    p.resize((cols, rows, width_px, height_px));
+                }
+                false
+            }
+            ChannelRequestKind::Subsystem { name } => match self.cfg.subsystem_command(&name) {
+                Some(cmd) => {
+                    log!(
+                        Verbose,
+                        "subsystem request for {name} by user {}",
+                        self.user.as_ref().map_or("", |u| u.name.as_str())
+                    );
+                    self.spawn(id, fds, Some(cmd.into_bytes()), true)
+                }
+                None => {
+                    log!(
+                        Info,
+                        "subsystem request for {name} failed, subsystem not found"
+                    );
+                    false
+                }
+            },
+            ChannelRequestKind::Other { name, .. } if name == "eow@openssh.com" => {
+                // The client can write no more of our output (its stdout
+                // went away): stop reading the command's output so it gets
+                // SIGPIPE, as OpenSSH's sshd does (PROTOCOL 2.1).
+                log!(Debug1, "channel {}: rcvd eow", id.0);
+                if let Some(io) = fds.get_mut(id) {
+                    io.close_source();
+                }
+                false
+            }
+            ChannelRequestKind::Signal { name } => {
+                if let Some(s) = self.sessions.get(&id) {
+                    match (&s.child, &s.pty) {
+                        (Some(c), Some(_)) => pty::signal_group(c, &name),
+                        (Some(c), None) => session::signal(c, &name),
+                        _ => {}
+                    }
+                }
+                let _ = conn;
+                false
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A pty or shell makes the connection interactive: NONE is withdrawn from
+/// later re-keys, and the request is refused (true) when the NONE cipher
+/// is already in use, as interactive sessions must stay encrypted.
+pub(super) fn refuse_interactive(conn: &mut Connection, id: ChannelId, what: &str) -> bool {
+    if !conn.mark_interactive() {
+        return false;
+    }
+    log!(
+        Info,
+        "channel {}: {what} request refused: the NONE cipher is in use and interactive sessions must stay encrypted",
+        id.0
+    );
+    true
+}
+
+/// Capacity of the pipes to and from a session's command: 1 MiB (the
+/// default /proc/sys/fs/pipe-max-size) lets one write or read move a whole
+/// packet's data instead of 64 KiB. `SLUICE_PIPE_SIZE` overrides it for
+/// measurements (bytes; 0 keeps the kernel's 64 KiB); see BENCHMARKS.md.
+pub(super) fn command_pipe_size() -> usize {
+    std::env::var("SLUICE_PIPE_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 20)
+}
