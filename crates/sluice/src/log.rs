@@ -118,6 +118,10 @@ pub fn enabled(level: Level) -> bool {
     level as u8 <= LEVEL.load(Ordering::Relaxed)
 }
 
+/// The client's terminal is in raw mode (no output processing): log lines
+/// end in "\r\n", as ssh's do, so `-v` output stays readable in a session.
+pub static RAW_TERMINAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Writes one log line to stderr if `level` is enabled.
 pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
     if enabled(level) && SYSLOG.load(Ordering::Relaxed) {
@@ -128,7 +132,11 @@ pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
         }
     } else if enabled(level) {
         let prefix = PREFIX.get().map(String::as_str).unwrap_or("");
-        eprintln!("{prefix}{}{args}", level.prefix());
+        if RAW_TERMINAL.load(Ordering::Relaxed) {
+            eprint!("{prefix}{}{args}\r\n", level.prefix());
+        } else {
+            eprintln!("{prefix}{}{args}", level.prefix());
+        }
     }
 }
 

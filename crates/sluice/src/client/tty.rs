@@ -122,12 +122,14 @@ fn enter_raw() {
     // SAFETY: valid fd and pointer.
     if unsafe { libc::tcsetattr(0, libc::TCSADRAIN, &tio) } == 0 {
         RAW.store(true, Ordering::SeqCst);
+        crate::log::RAW_TERMINAL.store(true, Ordering::SeqCst);
     }
 }
 
 /// Puts the terminal back; async-signal-safe (a signal handler calls it).
 fn leave_raw() {
     if RAW.swap(false, Ordering::SeqCst) {
+        crate::log::RAW_TERMINAL.store(false, Ordering::SeqCst);
         if let Some(t) = SAVED.get() {
             // SAFETY: valid fd and pointer.
             unsafe { libc::tcsetattr(0, libc::TCSADRAIN, t) };
