@@ -1,23 +1,23 @@
-//! `sluice`'s main: arguments and ssh_config resolved into one client run,
-//! identities offered in OpenSSH's order, host keys checked against
-//! known_hosts as `StrictHostKeyChecking` says.
+//! `sluice`'s main: arguments and ssh_config resolved into one client run
+//! (identities in client/identities.rs, host key trust in
+//! client/host_trust.rs).
 
+use super::host_trust::host_key_check;
+use super::identities::{identities, identity_agent};
 use crate::cli::ssh_args::{self, ClientArgs, Invocation};
 use crate::client::auth::AuthPrefs;
-use crate::client::session::{HostKeyCheck, Identity, SessionPlan};
+use crate::client::session::SessionPlan;
 use crate::client::setup;
 use crate::client::{self, ClientOptions};
 use crate::config::algorithms;
 use crate::config::ssh::{ClientConfig, Resolved};
-use crate::keys::known_hosts::{self, HostKeyStatus};
-use crate::keys::{identity, pattern};
+use crate::keys::pattern;
 use crate::log;
 use crate::log::Level;
 use crate::net::crypto_pool::CryptoThreads;
 use sluice_proto::crypto::{cipher, hostkey, kex};
 use sluice_proto::Config;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Runs `sluice`; returns the exit code.
@@ -84,7 +84,7 @@ fn query(what: &str) -> i32 {
 
 /// `~` and the file-name tokens (%d %u %h %r %p %C ...), as ssh expands
 /// IdentityFile and IdentityAgent; a bad token is logged and the name kept.
-fn expand(s: &str, r: &Resolved) -> PathBuf {
+pub(super) fn expand(s: &str, r: &Resolved) -> PathBuf {
     match r.tokens().path(s, crate::config::ssh::tokens::FILE) {
         Ok(p) => PathBuf::from(p),
         Err(e) => {
@@ -178,240 +178,6 @@ trait Pipe: Sized {
     }
 }
 impl<T> Pipe for T {}
-
-fn identities(args: &ClientArgs, r: &Resolved) -> Vec<Identity> {
-    let batch = r.flag("batchmode", false);
-    let mut files: Vec<String> = args.identities.clone();
-    files.extend(r.all("identityfile").iter().cloned());
-    if files.is_empty() {
-        files = [
-            "id_rsa",
-            "id_ecdsa",
-            "id_ecdsa_sk",
-            "id_ed25519",
-            "id_ed25519_sk",
-            "id_xmss",
-            "id_dsa",
-        ]
-        .iter()
-        .map(|f| format!("~/.ssh/{f}"))
-        .collect();
-    }
-    let mut out = Vec::new();
-    // Agent keys first, as ssh offers them; with IdentitiesOnly only those
-    // that match an identity file.
-    let only = r.flag("identitiesonly", false);
-    let file_blobs: Vec<Vec<u8>> = files
-        .iter()
-        .filter_map(|f| identity::public_blob(&expand(f, r)).ok())
-        .collect();
-    let agent_path = identity_agent(r);
-    let use_agent = agent_path.as_deref() != Some(Path::new("none"))
-        && (agent_path.is_some() || std::env::var_os("SSH_AUTH_SOCK").is_some());
-    if use_agent {
-        match crate::keys::agent::Agent::connect(agent_path.as_deref()) {
-            Ok(agent) => {
-                let agent = Arc::new(agent);
-                for (blob, comment) in agent.identities().unwrap_or_default() {
-                    let sig_algs = hostkey::sig_algs_for_key_type(
-                        hostkey::blob_key_type(&blob).unwrap_or_default(),
-                    )
-                    .to_vec();
-                    if sig_algs.is_empty() || (only && !file_blobs.contains(&blob)) {
-                        continue;
-                    }
-                    let key: Arc<dyn hostkey::Signer> = Arc::new(crate::keys::agent::AgentKey {
-                        agent: agent.clone(),
-                        blob: blob.clone(),
-                    });
-                    out.push(Identity {
-                        label: format!("{comment} (agent)"),
-                        public_blob: blob,
-                        sig_algs,
-                        load: Box::new(move || Ok(key.clone())),
-                    });
-                }
-            }
-            Err(e) => log!(Debug1, "{e}"),
-        }
-    }
-    let mut seen = Vec::new();
-    for f in files {
-        let path = expand(&f, r);
-        if seen.contains(&path) {
-            continue;
-        }
-        seen.push(path.clone());
-        match identity::public_blob(&path) {
-            Ok(blob) if out.iter().any(|i: &Identity| i.public_blob == blob) => {}
-            Ok(blob) => {
-                let key_type = hostkey::blob_key_type(&blob).unwrap_or_default().to_owned();
-                let sig_algs = hostkey::sig_algs_for_key_type(&key_type).to_vec();
-                if sig_algs.is_empty() {
-                    log!(
-                        Debug1,
-                        "Skipping {} key {}: not supported",
-                        key_type,
-                        path.display()
-                    );
-                    continue;
-                }
-                log!(Debug1, "identity file {} type {}", path.display(), key_type);
-                let p = path.clone();
-                let load = Box::new(move || {
-                    let mut ask = |p: &Path| {
-                        if batch {
-                            None
-                        } else {
-                            identity::prompt_passphrase(p)
-                        }
-                    };
-                    identity::load(&p, &mut ask).map(|k| Arc::new(k) as Arc<dyn hostkey::Signer>)
-                });
-                out.push(Identity {
-                    label: format!("{} {}", path.display(), key_type),
-                    public_blob: blob,
-                    sig_algs,
-                    load,
-                });
-            }
-            Err(_) => log!(Debug1, "identity file {} not accessible", path.display()),
-        }
-    }
-    out
-}
-
-/// IdentityAgent: `none`, a socket path (`~` and `%` tokens), or
-/// `SSH_AUTH_SOCK` / `$VAR` naming an environment variable; None means
-/// SSH_AUTH_SOCK.
-fn identity_agent(r: &Resolved) -> Option<PathBuf> {
-    let v = r.get("identityagent")?;
-    let var = match v.strip_prefix('$') {
-        Some(var) => var.trim_start_matches('{').trim_end_matches('}'),
-        None if v == "SSH_AUTH_SOCK" => v,
-        None => return Some(expand(v, r)),
-    };
-    // An unset variable: no agent (ssh skips it too).
-    Some(std::env::var_os(var).map_or_else(|| PathBuf::from("none"), PathBuf::from))
-}
-
-fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCheck {
-    let strict = r
-        .get("stricthostkeychecking")
-        .unwrap_or("ask")
-        .to_ascii_lowercase();
-    let batch = r.flag("batchmode", false);
-    let hash = r.flag("hashknownhosts", false);
-    let user_files = setup::user_known_hosts(r);
-    // HostKeyAlias: the name looked up and stored instead of the host's.
-    let (host, port) = match r.get("hostkeyalias") {
-        Some(a) => (a.to_owned(), 22),
-        None => (host, port),
-    };
-    let global = r
-        .get("globalknownhostsfile")
-        .unwrap_or("/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2")
-        .to_owned();
-    Box::new(move |_alg: &str, blob: &[u8]| {
-        let mut files = user_files.clone();
-        files.extend(global.split_whitespace().map(PathBuf::from));
-        let key_type = hostkey::blob_key_type(blob).unwrap_or("unknown").to_owned();
-        let shown = key_type.trim_start_matches("ssh-").to_ascii_uppercase();
-        let fp = identity::fingerprint_sha256(blob);
-        let name = known_hosts::host_name(&host, port);
-        log!(Debug1, "Server host key: {key_type} {fp}");
-        match known_hosts::check(&files, &host, port, blob) {
-            HostKeyStatus::Known => {
-                log!(Debug1, "Host '{name}' is known and matches the {shown} host key.");
-                Ok(())
-            }
-            HostKeyStatus::Revoked => Err(format!(
-                "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n@       WARNING: REVOKED HOST KEY DETECTED!               @\n@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\nThe {shown} host key for {name} is marked as revoked.\nHost key verification failed."
-            )),
-            HostKeyStatus::Changed { file, line } => {
-                let msg = known_hosts::changed_warning(&name, &shown, &fp, &file, line);
-                if strict == "no" || strict == "off" {
-                    eprintln!("{}", msg.lines().take(11).collect::<Vec<_>>().join("\n"));
-                    Ok(())
-                } else {
-                    Err(msg)
-                }
-            }
-            HostKeyStatus::Unknown => {
-                let add = |files: &[PathBuf]| {
-                    if let Some(f) = files.first() {
-                        if known_hosts::append(f, &host, port, blob, hash).is_ok() {
-                            if crate::log::enabled(Level::Info) {
-                                eprintln!("Warning: Permanently added '{name}' ({shown}) to the list of known hosts.");
-                            }
-                        }
-                    }
-                };
-                match strict.as_str() {
-                    "no" | "off" | "accept-new" => {
-                        add(&user_files);
-                        Ok(())
-                    }
-                    "yes" => Err(format!("No {shown} host key is known for {name} and you have requested strict checking.\nHost key verification failed.")),
-                    _ if batch => Err("Host key verification failed.".into()),
-                    _ => {
-                        if ask_yes(&name, &shown, &fp) {
-                            add(&user_files);
-                            Ok(())
-                        } else {
-                            Err("Host key verification failed.".into())
-                        }
-                    }
-                }
-            }
-        }
-    })
-}
-
-/// StrictHostKeyChecking ask: ssh's question on /dev/tty, asked again
-/// until the answer is yes, no or the fingerprint.
-fn ask_yes(name: &str, shown: &str, fp: &str) -> bool {
-    use std::io::{BufRead, Write};
-    let Ok(tty) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-    else {
-        return false;
-    };
-    // ssh adds the address; for an address typed as the host it is the same.
-    let shown_name = if name
-        .trim_start_matches('[')
-        .split(']')
-        .next()
-        .unwrap_or_default()
-        .parse::<std::net::IpAddr>()
-        .is_ok()
-    {
-        format!("{name} ({name})")
-    } else {
-        name.to_owned()
-    };
-    let _ = write!(
-        &tty,
-        "The authenticity of host '{shown_name}' can't be established.\n{shown} key fingerprint is {fp}.\nThis key is not known by any other names.\nAre you sure you want to continue connecting (yes/no/[fingerprint])? "
-    );
-    let mut reader = std::io::BufReader::new(&tty);
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return false;
-        }
-        match line.trim() {
-            "yes" => return true,
-            "no" => return false,
-            a if a == fp => return true,
-            _ => {
-                let _ = write!(&tty, "Please type 'yes', 'no' or the fingerprint: ");
-            }
-        }
-    }
-}
 
 /// PreferredAuthentications, BatchMode, NumberOfPasswordPrompts and the
 /// per-method switches (KbdInteractiveAuthentication has the older name

@@ -8,6 +8,8 @@ pub mod escape;
 pub mod forward;
 pub mod forward_args;
 pub mod forward_spec;
+pub mod host_trust;
+pub mod identities;
 pub mod keepalive;
 pub mod prompt;
 pub mod proxy;
