@@ -6,7 +6,7 @@
 use super::forward_spec::{Endpoint, Forward};
 use super::socks::{self, Handshake, Step};
 use crate::log;
-use crate::net::fwdsock::{self, ConnectResult, Connecting};
+use crate::net::fwdsock::{self, Connecting};
 use crate::net::pump::{ChanIo, ChannelFds};
 use sluice_proto::wire::Writer;
 use sluice_proto::{ChannelId, Connection};
@@ -17,7 +17,7 @@ use std::os::unix::net::UnixListener;
 mod remote;
 
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
-const CONNECT_FAILED: u32 = 2;
+use fwdsock::CONNECT_FAILED;
 const ACCEPT_BATCH: usize = 16;
 /// SOCKS clients mid-handshake at once.
 const MAX_SOCKS_PENDING: usize = 64;
@@ -326,26 +326,7 @@ impl ClientForward {
                 }
             }
         }
-        let mut i = 0;
-        while i < self.connecting.len() {
-            let Some((id, c)) = self.connecting.get_mut(i) else {
-                break;
-            };
-            let id = *id;
-            match c.poll() {
-                ConnectResult::Pending => i += 1,
-                ConnectResult::Done(sock) => {
-                    self.connecting.swap_remove(i);
-                    self.accept(conn, fds, id, sock)?;
-                }
-                ConnectResult::Failed(e) => {
-                    self.connecting.swap_remove(i);
-                    let why = crate::net::describe_io_error(&e);
-                    log!(Info, "connect_to: channel {}: {why}", id.0);
-                    let _ = conn.reject_channel(id, CONNECT_FAILED, &why);
-                }
-            }
-        }
+        fwdsock::poll_connects(conn, fds, &mut self.channels, &mut self.connecting)?;
         self.half_closed = fwdsock::close_finished(conn, fds, &self.channels);
         Ok(())
     }

@@ -29,6 +29,59 @@ pub fn socket_io(sock: OwnedFd) -> io::Result<ChanIo> {
     Ok(io)
 }
 
+/// RFC 4254 5.1 reason: connect failed.
+pub const CONNECT_FAILED: u32 = 2;
+
+/// Confirms a channel the peer opened toward `sock`, now connected, and
+/// attaches the socket to it (or refuses the channel when it can't be).
+pub fn accept_connected(
+    conn: &mut Connection,
+    fds: &mut ChannelFds,
+    channels: &mut Vec<ChannelId>,
+    id: ChannelId,
+    sock: OwnedFd,
+) -> Result<(), String> {
+    match socket_io(sock) {
+        Ok(io) => {
+            conn.accept_channel(id).map_err(|e| e.to_string())?;
+            fds.insert(id, io);
+            channels.push(id);
+        }
+        Err(e) => {
+            let _ = conn.reject_channel(id, CONNECT_FAILED, &e.to_string());
+        }
+    }
+    Ok(())
+}
+
+/// Finishes the non-blocking connects of peer-opened channels: each one
+/// that connected is accepted, each one that failed is refused.
+pub fn poll_connects(
+    conn: &mut Connection,
+    fds: &mut ChannelFds,
+    channels: &mut Vec<ChannelId>,
+    connecting: &mut Vec<(ChannelId, Connecting)>,
+) -> Result<(), String> {
+    let mut i = 0;
+    while let Some((id, c)) = connecting.get_mut(i) {
+        let id = *id;
+        match c.poll() {
+            ConnectResult::Pending => i += 1,
+            ConnectResult::Done(sock) => {
+                connecting.swap_remove(i);
+                accept_connected(conn, fds, channels, id, sock)?;
+            }
+            ConnectResult::Failed(e) => {
+                connecting.swap_remove(i);
+                let why = crate::net::describe_io_error(&e);
+                crate::log!(Info, "connect_to: channel {}: {why}", id.0);
+                let _ = conn.reject_channel(id, CONNECT_FAILED, &why);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Closes forwarded channels whose both directions are done (our EOF sent,
 /// the peer's received and written out), as OpenSSH's `chan_is_dead`.
 /// Returns true while a channel waits only for our EOF: the pump sends it

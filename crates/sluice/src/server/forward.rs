@@ -13,7 +13,7 @@
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::KeyOptions;
 use crate::log;
-use crate::net::fwdsock::{self, ConnectResult, Connecting};
+use crate::net::fwdsock::{self, Connecting};
 use crate::net::pump::ChannelFds;
 use crate::server::forward_policy as policy;
 use crate::server::session::UserInfo;
@@ -24,7 +24,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixListener;
 
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
-const CONNECT_FAILED: u32 = 2;
+use fwdsock::CONNECT_FAILED;
 /// Connections accepted per listener per loop turn.
 const ACCEPT_BATCH: usize = 16;
 /// Listeners one connection may hold (sshd has no explicit limit; bounded here).
@@ -153,17 +153,7 @@ impl ServerForward {
         id: ChannelId,
         sock: OwnedFd,
     ) -> Result<(), String> {
-        match fwdsock::socket_io(sock) {
-            Ok(io) => {
-                conn.accept_channel(id).map_err(|e| e.to_string())?;
-                fds.insert(id, io);
-                self.channels.push(id);
-            }
-            Err(e) => {
-                let _ = conn.reject_channel(id, CONNECT_FAILED, &e.to_string());
-            }
-        }
-        Ok(())
+        fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock)
     }
 
     /// A global request; false if it is not about forwarding.
@@ -313,26 +303,7 @@ impl ServerForward {
                 }
             }
         }
-        let mut i = 0;
-        while i < self.connecting.len() {
-            let Some((id, c)) = self.connecting.get_mut(i) else {
-                break;
-            };
-            let id = *id;
-            match c.poll() {
-                ConnectResult::Pending => i += 1,
-                ConnectResult::Done(sock) => {
-                    self.connecting.swap_remove(i);
-                    self.confirm(conn, fds, id, sock)?;
-                }
-                ConnectResult::Failed(e) => {
-                    self.connecting.swap_remove(i);
-                    let why = crate::net::describe_io_error(&e);
-                    log!(Info, "connect_to: channel {}: {why}", id.0);
-                    let _ = conn.reject_channel(id, CONNECT_FAILED, &why);
-                }
-            }
-        }
+        fwdsock::poll_connects(conn, fds, &mut self.channels, &mut self.connecting)?;
         self.half_closed = fwdsock::close_finished(conn, fds, &self.channels);
         Ok(())
     }

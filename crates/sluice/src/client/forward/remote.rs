@@ -92,17 +92,7 @@ impl ClientForward {
         id: ChannelId,
         sock: OwnedFd,
     ) -> Result<(), String> {
-        match fwdsock::socket_io(sock) {
-            Ok(io) => {
-                conn.accept_channel(id).map_err(|e| e.to_string())?;
-                fds.insert(id, io);
-                self.channels.push(id);
-            }
-            Err(e) => {
-                let _ = conn.reject_channel(id, CONNECT_FAILED, &e.to_string());
-            }
-        }
-        Ok(())
+        fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock)
     }
 
     /// The server's answer to the oldest remote forward request.
