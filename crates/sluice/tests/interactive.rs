@@ -200,25 +200,8 @@ fn dash_t_and_stdin_not_a_terminal() {
             (&["-T"][..], None, false),
             (&[][..], Some("tty"), false),
         ] {
-            let mut c = Command::new(if openssh { "ssh" } else { SLUICE });
-            c.args([
-                "-F",
-                "/dev/null",
-                "-o",
-                "StrictHostKeyChecking=no",
-                "-o",
-                "BatchMode=yes",
-            ])
-            .arg("-o")
-            .arg(format!(
-                "UserKnownHostsFile={}",
-                s.dir.path("known_hosts").display()
-            ))
-            .arg("-i")
-            .arg(&s.user_key)
-            .args(["-p", &server.port.to_string()])
-            .args(flags)
-            .arg("127.0.0.1");
+            // Default LogLevel (INFO): the "will not be allocated" line.
+            let mut c = s.client_at(openssh, &server, "INFO", flags);
             if let Some(cmd) = cmd {
                 c.arg(cmd);
             }

@@ -131,6 +131,17 @@ impl Setup {
 
     /// A client command line (OpenSSH `ssh` or `sluice`) for a server.
     pub fn client(&self, openssh: bool, server: &Server, extra: &[&str]) -> Command {
+        self.client_at(openssh, server, "ERROR", extra)
+    }
+
+    /// `client` with another LogLevel (INFO shows ssh's warnings).
+    pub fn client_at(
+        &self,
+        openssh: bool,
+        server: &Server,
+        level: &str,
+        extra: &[&str],
+    ) -> Command {
         let mut c = Command::new(if openssh { "ssh" } else { SLUICE });
         c.args([
             "-F",
@@ -139,9 +150,9 @@ impl Setup {
             "StrictHostKeyChecking=no",
             "-o",
             "BatchMode=yes",
-            "-o",
-            "LogLevel=ERROR",
         ])
+        .arg("-o")
+        .arg(format!("LogLevel={level}"))
         .arg("-o")
         .arg(format!(
             "UserKnownHostsFile={}",

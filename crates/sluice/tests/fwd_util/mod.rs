@@ -142,28 +142,7 @@ pub(crate) fn client(
     level: &str,
     extra: &[&str],
 ) -> Command {
-    let mut c = Command::new(if openssh { "ssh" } else { SLUICE });
-    c.args([
-        "-F",
-        "/dev/null",
-        "-o",
-        "StrictHostKeyChecking=no",
-        "-o",
-        "BatchMode=yes",
-    ])
-    .arg("-o")
-    .arg(format!("LogLevel={level}"))
-    .arg("-o")
-    .arg(format!(
-        "UserKnownHostsFile={}",
-        s.dir.path("known_hosts").display()
-    ))
-    .arg("-i")
-    .arg(&s.user_key)
-    .args(["-p", &server.port.to_string()])
-    .args(extra)
-    .arg("127.0.0.1");
-    c
+    s.client_at(openssh, server, level, extra)
 }
 
 /// Appends the remote command after the destination.
