@@ -83,6 +83,8 @@ pub struct Connection {
     pub(crate) clock: Option<Instant>,
     /// The path's round-trip time, as the runtime measured it.
     pub(crate) path_rtt: Option<std::time::Duration>,
+    /// The socket's receive buffer (0: unknown), see `set_path_recv_buffer`.
+    pub(crate) path_recv_buffer: u32,
     /// Global requests and the replies owed, in order.
     pub(crate) globals: crate::connection::global::Globals,
 }
@@ -113,6 +115,7 @@ impl Connection {
             none: crate::kex::NoneState::default(),
             clock: None,
             path_rtt: None,
+            path_recv_buffer: 0,
             globals: Default::default(),
         }
     }

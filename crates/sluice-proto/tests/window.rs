@@ -1,7 +1,8 @@
 //! Channel windows through whole connections: bulk windows grow while the
 //! sender uses all of them, up to the cap, never overrun (the engine would
-//! fail the connection); pty channels stay small; stock OpenSSH peers get
-//! at most 15 MiB.
+//! fail the connection); they follow the socket's receive buffer; pty
+//! channels stay small; stock OpenSSH peers start at 2 MiB and get at most
+//! the configured cap.
 
 mod common;
 use common::*;
@@ -121,14 +122,19 @@ fn pty_channels_stay_at_two_mib() {
 #[test]
 fn a_cap_toward_stock_openssh_applies_only_to_stock_openssh() {
     const V92: &str = "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u7";
-    // By default stock OpenSSH gets the same windows as anyone.
-    let p = pair(16 * MIB, 64 * MIB, Some(V92));
-    assert_eq!(server_window(&p), 16 * MIB);
+    // Stock OpenSSH starts at its own 2 MiB and grows like anyone's...
+    let mut p = pair(16 * MIB, 64 * MIB, Some(V92));
+    assert_eq!(server_window(&p), 2 * MIB);
+    p.server.set_path_rtt(Duration::from_millis(50));
+    let up = pattern(128 << 20, 8);
+    p.upload(&up);
+    assert!(p.server_data == up);
+    assert_eq!(server_window(&p), 64 * MIB);
 
     // With HPN-SSH's 15 MiB cap set, stock OpenSSH stays under it...
     let mut p = pair_capped(16 * MIB, 64 * MIB, Some(V92), Some(15 * MIB));
     p.server.set_path_rtt(Duration::from_millis(50));
-    assert_eq!(server_window(&p), 15 * MIB);
+    assert_eq!(server_window(&p), 2 * MIB);
     let up = pattern(64 << 20, 6);
     p.upload(&up);
     assert!(p.server_data == up);
@@ -142,4 +148,41 @@ fn a_cap_toward_stock_openssh_applies_only_to_stock_openssh() {
         Some(15 * MIB),
     );
     assert_eq!(server_window(&p), 16 * MIB);
+}
+
+#[test]
+fn bulk_windows_follow_the_receive_buffer_up_to_the_cap() {
+    // No RTT, so only the kernel's receive buffer can grow the window.
+    let mut p = pair(MIB, 32 * MIB, None);
+    p.server.set_path_recv_buffer(12 << 20);
+    let up = pattern(8 << 20, 9);
+    p.upload(&up);
+    assert!(p.server_data == up);
+    assert_eq!(server_window(&p), 12 * MIB);
+    p.server.set_path_recv_buffer(1 << 30);
+    let more = pattern(40 << 20, 10);
+    p.upload(&more);
+    assert!(p.server_data[up.len()..] == more[..]);
+    assert_eq!(server_window(&p), 32 * MIB);
+}
+
+#[test]
+fn pty_channels_do_not_follow_the_receive_buffer() {
+    let mut p = pair(16 * MIB, 64 * MIB, None);
+    let ch = p.client_channel.unwrap();
+    let pty = ChannelRequestKind::PtyReq {
+        term: "xterm".into(),
+        cols: 80,
+        rows: 24,
+        width_px: 0,
+        height_px: 0,
+        modes: vec![0],
+    };
+    p.client.channel_request(ch, pty, false).unwrap();
+    p.server.set_path_recv_buffer(64 << 20);
+    p.drive().unwrap();
+    let up = pattern(40 << 20, 11);
+    p.upload(&up);
+    assert!(p.server_data == up);
+    assert_eq!(server_window(&p), 2 * MIB);
 }

@@ -352,14 +352,20 @@ impl Pump {
         }
     }
 
-    /// Gives the engine the path's RTT (TCP_INFO) so bulk windows can grow.
+    /// Gives the engine the path's RTT (TCP_INFO) and the socket's receive
+    /// buffer (SO_RCVBUF) so bulk windows can grow.
     fn poll_path(&mut self, conn: &mut Connection, now: Instant) {
         if !self.tcp || self.path_polled.is_some_and(|t| now - t < PATH_POLL) {
             return;
         }
         self.path_polled = Some(now);
         match super::path::tcp_info(self.sock) {
-            Some(info) => conn.set_path_rtt(info.path_rtt()),
+            Some(info) => {
+                conn.set_path_rtt(info.path_rtt());
+                if let Some(b) = super::sockbuf::get(self.sock, super::sockbuf::Buf::Recv) {
+                    conn.set_path_recv_buffer(b);
+                }
+            }
             None => self.tcp = false,
         }
     }
