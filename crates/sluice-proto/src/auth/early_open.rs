@@ -29,7 +29,12 @@ impl Connection {
         if self.auth.authenticated {
             return self.open_session();
         }
-        if !self.auth.signed_request_in_flight() || self.auth.early_open.is_some() {
+        // With zlib@openssh.com the server decompresses from right after its
+        // success, and we compress only once we read it: not in between.
+        if !self.auth.signed_request_in_flight()
+            || self.auth.early_open.is_some()
+            || self.kex.delayed_compression_pending()
+        {
             return Err(Error::InvalidState(
                 "early open without a signed request in flight",
             ));

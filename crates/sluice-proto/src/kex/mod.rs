@@ -77,6 +77,11 @@ impl KexMachine {
         self.strict && self.completed == 0 && !self.newkeys_received
     }
 
+    /// Our outgoing compression is `zlib@openssh.com`, not started yet.
+    pub(crate) fn delayed_compression_pending(&self) -> bool {
+        self.comp_send == Some(Method::ZlibDelayed)
+    }
+
     /// The first key exchange has completed.
     pub(crate) fn initial_done(&self) -> bool {
         self.completed > 0
