@@ -39,6 +39,9 @@ pub struct Config {
     /// Signature algorithms we accept for user authentication (server) or
     /// may use (client).
     pub pubkey_algs: Vec<String>,
+    /// Client: send the first key exchange packet for our preferred method
+    /// right after our KEXINIT (RFC 4253 7.1 `first_kex_packet_follows`).
+    pub kex_guess: bool,
 }
 
 fn owned(v: &[&str]) -> Vec<String> {
@@ -61,6 +64,7 @@ impl Default for Config {
             stock_openssh_window_max: crate::connection::STOCK_OPENSSH_WINDOW_MAX,
             max_packet: 256 * 1024 - 1024,
             pubkey_algs: owned(hostkey::DEFAULT_SIG_ALGS),
+            kex_guess: true,
         }
     }
 }

@@ -315,7 +315,13 @@ impl Connection {
                     description: d.description,
                 })
             }
-            MsgNum::IGNORE | MsgNum::UNIMPLEMENTED => Ok(None),
+            MsgNum::IGNORE => Ok(None),
+            MsgNum::UNIMPLEMENTED => {
+                if let Some(seq) = crate::auth::early_open::unimplemented_seq(payload) {
+                    self.on_unimplemented(seq);
+                }
+                Ok(None)
+            }
             MsgNum::DEBUG => {
                 let d = msg::Debug::decode(payload).map_err(bad)?;
                 if d.always_display {
@@ -323,6 +329,7 @@ impl Connection {
                 }
                 Ok(None)
             }
+            n if n.0 >= 80 && self.unimplemented_before_auth(seq)? => Ok(None),
             MsgNum::CHANNEL_DATA | MsgNum::CHANNEL_EXTENDED_DATA => {
                 self.require_authenticated(num)?;
                 self.handle_channel_data(payload).map(Some)
@@ -351,6 +358,28 @@ impl Connection {
                 Ok(None)
             }
         }
+    }
+
+    /// Server, after the first key exchange: a connection-protocol message
+    /// before authentication (a client pipelining its channel open behind a
+    /// request that failed) gets UNIMPLEMENTED, as sshd answers; a few dozen
+    /// are plenty for any honest client.
+    fn unimplemented_before_auth(&mut self, seq: u32) -> Result<bool, Error> {
+        if self.role != Role::Server || self.auth.authenticated || !self.kex.initial_done() {
+            return Ok(false);
+        }
+        self.auth.early_unimplemented += 1;
+        if self.auth.early_unimplemented > 32 {
+            return Err(Violation::UnexpectedMessage(
+                MsgNum(80),
+                "before authentication, too many times",
+            )
+            .into());
+        }
+        let mut p = Vec::new();
+        Writer::new(&mut p).u8(MsgNum::UNIMPLEMENTED.0).u32(seq);
+        self.queue(p);
+        Ok(true)
     }
 
     fn require_authenticated(&self, num: MsgNum) -> Result<(), Error> {
@@ -400,6 +429,9 @@ impl Connection {
         match msg::msg_num(payload) {
             Some(MsgNum::NEWKEYS) => self.newkeys_sent(),
             Some(MsgNum::USERAUTH_SUCCESS) => self.start_delayed_compression(),
+            Some(MsgNum::CHANNEL_OPEN) if self.auth.early_open.is_some() => {
+                self.early_open_sent(payload)
+            }
             _ => {}
         }
     }

@@ -55,8 +55,15 @@ pub enum Event {
         /// What was negotiated.
         algorithms: Box<Algorithms>,
     },
-    /// Client: the server accepted the user-auth service; start authenticating.
+    /// Client: the user-auth service was asked for right behind our first
+    /// NEWKEYS; authentication requests may go out now (the server's
+    /// SERVICE_ACCEPT comes later, as [`Event::ServiceAccepted`]).
     AuthReady,
+    /// Client: the server accepted the user-auth service (all it sent
+    /// before, such as EXT_INFO, has been read).
+    ServiceAccepted,
+    /// Client: the server's EXT_INFO named its `server-sig-algs`.
+    ServerSigAlgs,
     /// Client: the server sent a banner to show before authentication.
     AuthBanner(String),
     /// Client: the last request failed; these methods can continue.

@@ -281,6 +281,25 @@ fn sluice_to_openssh_sshd_with_pam() {
     }
     assert!(env.log_has(&format!("Accepted password for {}", u.name)));
     assert!(env.log_has(&format!("Accepted keyboard-interactive/pam for {}", u.name)));
+    // An unencrypted key the server refuses goes first, signed at once with
+    // the session's open pipelined behind it: sshd answers the open with
+    // UNIMPLEMENTED, and the open goes out again after the password.
+    for openssh in [true, false] {
+        let env = start(openssh, &sluiced_config(openssh, ""));
+        let bad = env.setup.dir.path("id_refused");
+        keygen(&bad, "ed25519");
+        let key = format!("IdentityFile={}", bad.display());
+        let pref = "PreferredAuthentications=publickey,password";
+        let r = env.login(false, &u.name, PASSWORD, &[&key, pref, "LogLevel=DEBUG1"]);
+        let what = if openssh { "sshd" } else { "sluiced" };
+        assert_logged_in(
+            &r,
+            &u.name,
+            &format!("sluice -> {what}, key refused, password"),
+        );
+        assert!(r.2.contains("Opening the session ahead"), "{}", r.2);
+        assert!(env.log_has(&format!("Accepted password for {}", u.name)));
+    }
 }
 
 #[test]

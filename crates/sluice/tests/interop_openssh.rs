@@ -128,6 +128,42 @@ fn user_key_types_authenticate() {
 }
 
 #[test]
+fn first_offered_key_refused_then_second_accepted() {
+    // sluice signs unencrypted keys at once and pipelines the session's
+    // open behind each signed request: the refused first key must not
+    // lose the open (the server answers it UNIMPLEMENTED).
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    let s = Setup::new("refused");
+    let good = s.dir.path("id_good");
+    keygen(&good, "ed25519");
+    // The setup's key (offered first by `client`) is no longer authorised.
+    std::fs::copy(s.dir.path("id_good.pub"), s.dir.path("authorized_keys")).unwrap();
+    let data = random_data(8 << 20, 3);
+    for &(oc, os, label) in PAIRS {
+        let server = s.start(os, "");
+        let mut c = s.client_at(oc, &server, "DEBUG1", &["-i", good.to_str().unwrap()]);
+        c.arg("sha256sum");
+        let out = run(c, &data, 120);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{label}: {err}
+{}",
+            server.log_text()
+        );
+        let sum = String::from_utf8_lossy(&out.stdout);
+        assert!(sum.starts_with(&sha256(&data)), "{label}: {sum}");
+        if !oc {
+            // Opened once; the engine sends it again behind the second key.
+            let early = err.matches("Opening the session ahead").count();
+            assert_eq!(early, 1, "{label}: {err}");
+        }
+    }
+}
+
+#[test]
 fn bulk_64mib_each_way_with_hashes() {
     if missing("/usr/sbin/sshd") {
         return;

@@ -61,7 +61,7 @@ impl Drop for Py {
 #[test]
 fn sluice_to_asyncssh_server() {
     let Some(dir) = peers() else { return };
-    let s = Setup::new("asyncssh");
+    let mut s = Setup::new("asyncssh");
     let port = free_port();
     let mut child = Command::new("python3")
         .arg(format!("{dir}/asyncssh_server.py"))
@@ -104,6 +104,20 @@ fn sluice_to_asyncssh_server() {
     c.arg("send 10000000");
     let out = run(c, b"", 120);
     assert_eq!(out.stdout.len(), 10_000_000);
+    // A refused key first: sent signed at once, then the next key.
+    let good = std::mem::replace(&mut s.user_key, s.dir.path("id_refused"));
+    keygen(&s.user_key, "ed25519");
+    let data = random_data(1 << 20, 6);
+    let mut c = s.client(false, &fake, &["-i", good.to_str().unwrap()]);
+    c.arg("sha256");
+    let out = run(c, &data, 120);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("{} {}", data.len(), sha256(&data)),
+        "refused key first: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s.user_key = good;
     let mut c = s.client(false, &fake, &[]);
     c.arg("exit 9");
     let out = run(c, b"", 60);

@@ -289,6 +289,7 @@ fn interactive_sessions_never_use_none() {
             let kp = sluice::keys::identity::load(&key, &mut |_| None)?;
             Ok(Arc::new(kp) as Arc<dyn Signer>)
         }),
+        in_memory: true,
     };
     let plan = SessionPlan {
         command: None,

@@ -19,6 +19,8 @@ pub(crate) enum InFlight {
     #[default]
     Other,
     PkQuery,
+    /// A publickey request with its signature.
+    PkSigned,
     Password,
     KbdInt,
     /// Keyboard-interactive with an INFO_REQUEST not answered yet.
@@ -31,7 +33,7 @@ impl Connection {
         match num {
             MsgNum::SERVICE_ACCEPT => {
                 msg::ServiceAccept::decode(payload).map_err(bad)?;
-                self.events.push_back(Event::AuthReady);
+                self.events.push_back(Event::ServiceAccepted);
             }
             MsgNum::EXT_INFO => {
                 let info = msg::ExtInfo::decode(payload).map_err(bad)?;
@@ -42,6 +44,7 @@ impl Connection {
                             .map(str::to_owned)
                             .collect();
                         self.auth.server_sig_algs = Some(list);
+                        self.events.push_back(Event::ServerSigAlgs);
                     }
                 }
             }
@@ -52,6 +55,7 @@ impl Connection {
             MsgNum::USERAUTH_FAILURE => {
                 let f = msg::UserauthFailure::decode(payload).map_err(bad)?;
                 self.auth.in_flight = InFlight::Other;
+                self.early_open_failed_auth();
                 self.events.push_back(Event::AuthFailure {
                     methods: f.methods,
                     partial: f.partial_success,
@@ -61,6 +65,7 @@ impl Connection {
                 self.auth.authenticated = true;
                 self.auth.in_flight = InFlight::Other;
                 self.start_delayed_compression();
+                self.early_open_resend();
                 let user = self.auth.user.clone().unwrap_or_default();
                 self.events.push_back(Event::Authenticated { user });
             }
@@ -100,6 +105,7 @@ impl Connection {
             AuthMethod::PublicKey {
                 signature: None, ..
             } => InFlight::PkQuery,
+            AuthMethod::PublicKey { .. } => InFlight::PkSigned,
             AuthMethod::Password { .. } => InFlight::Password,
             AuthMethod::KeyboardInteractive { .. } => InFlight::KbdInt,
             _ => InFlight::Other,
@@ -111,6 +117,9 @@ impl Connection {
             method,
         };
         self.queue_with(|p| req.encode(p));
+        if self.auth.in_flight == InFlight::PkSigned {
+            self.early_open_resend();
+        }
     }
 
     /// Client: asks with method `none`, which returns the methods that can continue.

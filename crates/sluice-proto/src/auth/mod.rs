@@ -2,6 +2,7 @@
 //! and the `ssh-userauth` service request (RFC 4253 section 10) that leads to it.
 
 mod client;
+pub(crate) mod early_open;
 mod server;
 
 /// Most keyboard-interactive prompts accepted in one INFO_REQUEST (as ssh).
@@ -35,19 +36,32 @@ pub(crate) struct AuthState {
     info_prompts: Option<usize>,
     /// Server: the banner went out already.
     banner_sent: bool,
+    /// Client: the session's CHANNEL_OPEN sent ahead of success.
+    pub(crate) early_open: Option<early_open::EarlyOpen>,
+    /// Server: non-authentication messages answered UNIMPLEMENTED so far.
+    pub(crate) early_unimplemented: u32,
+}
+
+impl AuthState {
+    /// Client: a signed publickey request awaits its answer.
+    pub(crate) fn signed_request_in_flight(&self) -> bool {
+        self.in_flight == client::InFlight::PkSigned
+    }
 }
 
 impl Connection {
-    /// After the first key exchange the client asks for the user-auth service.
-    pub(crate) fn on_initial_kex_done(&mut self) {
-        if self.role == Role::Client {
-            self.queue_with(|p| {
-                crate::msg::ServiceRequest {
-                    name: "ssh-userauth".into(),
-                }
-                .encode(p)
-            });
-        }
+    /// Client: right behind our first NEWKEYS, asks for the user-auth
+    /// service and lets the runtime send its first request at once, without
+    /// waiting for SERVICE_ACCEPT: servers handle messages in order, so the
+    /// request is read after the service was accepted.
+    pub(crate) fn request_userauth_service(&mut self) {
+        self.queue_with(|p| {
+            crate::msg::ServiceRequest {
+                name: "ssh-userauth".into(),
+            }
+            .encode(p)
+        });
+        self.events.push_back(crate::event::Event::AuthReady);
     }
 
     /// Handles messages 5-7 and 50-79.

@@ -77,6 +77,7 @@ impl Connection {
             }
             MsgNum::CHANNEL_OPEN_CONFIRMATION => {
                 let c = msg::ChannelOpenConfirmation::decode(payload).map_err(bad)?;
+                self.early_open_answered(c.recipient_channel);
                 let ch = self.channel_mut(c.recipient_channel)?;
                 if ch.state != ChannelState::Opening {
                     return Err(Violation::UnexpectedMessage(
@@ -94,6 +95,7 @@ impl Connection {
             }
             MsgNum::CHANNEL_OPEN_FAILURE => {
                 let f = msg::ChannelOpenFailure::decode(payload).map_err(bad)?;
+                self.early_open_answered(f.recipient_channel);
                 if self.channel_mut(f.recipient_channel)?.state != ChannelState::Opening {
                     return Err(Violation::UnexpectedMessage(
                         num,
@@ -225,6 +227,17 @@ impl Connection {
         if !self.auth.authenticated {
             return Err(Error::InvalidState("channel open before authentication"));
         }
+        let (id, p) = self.new_channel_open(channel_type, data)?;
+        self.queue(p);
+        Ok(id)
+    }
+
+    /// A channel in state Opening and its CHANNEL_OPEN, not yet queued.
+    pub(crate) fn new_channel_open(
+        &mut self,
+        channel_type: &str,
+        data: &[u8],
+    ) -> Result<(ChannelId, Vec<u8>), Error> {
         let id = self
             .channels
             .alloc()
@@ -240,8 +253,9 @@ impl Connection {
             max_packet: self.config.max_packet,
             data: data.to_vec(),
         };
-        self.queue_with(|p| o.encode(p));
-        Ok(id)
+        let mut p = Vec::new();
+        o.encode(&mut p);
+        Ok((id, p))
     }
 
     /// Confirms a channel the peer asked to open.

@@ -7,6 +7,7 @@
 //! outgoing right after our NEWKEYS is sealed, incoming right after the
 //! peer's NEWKEYS is opened.
 
+mod guess;
 mod none;
 pub(crate) use none::NoneState;
 
@@ -51,6 +52,8 @@ pub(crate) struct KexMachine {
     newkeys_received: bool,
     /// The peer guessed wrong in `first_kex_packet_follows`: drop its next KEX packet.
     ignore_guess: bool,
+    /// Client: the method our first KEX packet guessed (sent with our KEXINIT).
+    guessed: Option<String>,
     /// Client: the server's host key blob from the first exchange.
     host_key: Option<Vec<u8>>,
     /// Compression negotiated for each direction.
@@ -72,6 +75,16 @@ impl KexMachine {
     /// In the first exchange with strict KEX: nothing but KEX messages is allowed.
     pub(crate) fn in_initial_strict_kex(&self) -> bool {
         self.strict && self.completed == 0 && !self.newkeys_received
+    }
+
+    /// Our outgoing compression is `zlib@openssh.com`, not started yet.
+    pub(crate) fn delayed_compression_pending(&self) -> bool {
+        self.comp_send == Some(Method::ZlibDelayed)
+    }
+
+    /// The first key exchange has completed.
+    pub(crate) fn initial_done(&self) -> bool {
+        self.completed > 0
     }
 
     /// The peer's first KEXINIT has not arrived yet.
@@ -134,12 +147,26 @@ impl Connection {
             first_kex_packet_follows: false,
             reserved: 0,
         };
+        // Client, first exchange: guess our preferred method and send its
+        // first packet at once, saving a round trip when the server agrees.
+        let guess = (first && self.role == Role::Client && self.config.kex_guess)
+            .then(|| init.kex_algorithms.first().cloned())
+            .flatten()
+            .and_then(|name| kexalg::client_start(&name).ok().map(|c| (name, c)));
+        let mut init = init;
+        init.first_kex_packet_follows = guess.is_some();
         let mut p = Vec::new();
         init.encode(&mut p);
         self.kex.our_kexinit = Some(p.clone());
         self.kex.newkeys_sent = false;
         self.kex.newkeys_received = false;
         self.queue(p);
+        if let Some((name, c)) = guess {
+            let q_c = c.client_public().to_vec();
+            self.kex.client = Some(c);
+            self.kex.guessed = Some(name);
+            self.queue_with(|p| KexEcdhInit { q_c }.encode(p));
+        }
     }
 
     /// Handles messages 20-49.
@@ -204,7 +231,9 @@ impl Connection {
         };
         self.kex.comp_send = Method::from_name(send);
         self.kex.comp_recv = Method::from_name(recv);
-        if self.role == Role::Client {
+        if self.role == Role::Client && self.guess_stands(client, server, &algs)? {
+            // The server takes the packet we sent with our KEXINIT.
+        } else if self.role == Role::Client {
             let c = kexalg::client_start(&algs.kex).map_err(|_| Violation::BadKexValue)?;
             let q_c = c.client_public().to_vec();
             self.kex.client = Some(c);
@@ -337,6 +366,7 @@ impl Connection {
     pub fn accept_host_key(&mut self) {
         if std::mem::take(&mut self.kex.awaiting_host_key) {
             self.queue_with(|p| p.push(MsgNum::NEWKEYS.0));
+            self.request_userauth_service();
         }
     }
 
@@ -438,9 +468,6 @@ impl Connection {
             initial,
             algorithms,
         });
-        if initial {
-            self.on_initial_kex_done();
-        }
     }
 
     /// Starts `zlib@openssh.com` compression once user authentication succeeded.

@@ -168,6 +168,7 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
         )?,
         stock_openssh_window_max: crate::config::stock_openssh_window_max(),
         pubkey_algs: pubkey,
+        kex_guess: r.flag("kexguess", true),
         ..Config::default()
     })
 }

@@ -22,6 +22,10 @@ pub struct Identity {
     pub sig_algs: Vec<&'static str>,
     /// Produces the signer when the server accepts the key.
     pub load: Box<dyn FnMut() -> Result<Arc<dyn Signer>, String>>,
+    /// `load` needs no passphrase, agent or token (an unencrypted key
+    /// file): the signed request goes out at once, without asking first
+    /// whether the server would take the key (saves a round trip).
+    pub in_memory: bool,
 }
 
 const PUBLICKEY: &str = "publickey";
@@ -88,6 +92,9 @@ pub struct ClientAuth {
     /// The server's last "can continue" list.
     server_methods: Option<Vec<String>>,
     tried_sig_alg: &'static str,
+    /// The first request waits for the server's `server-sig-algs` (an RSA
+    /// key's algorithm depends on them) or its SERVICE_ACCEPT.
+    waiting_for_sig_algs: bool,
 }
 
 impl ClientAuth {
@@ -105,6 +112,7 @@ impl ClientAuth {
             exhausted: Vec::new(),
             server_methods: None,
             tried_sig_alg: "",
+            waiting_for_sig_algs: false,
         }
     }
 
@@ -142,10 +150,21 @@ impl ClientAuth {
                 // cost of a round trip (0.24 s at 240 ms) before any data.
                 let first = self.prefs.preferred.iter().find(|m| self.enabled(m));
                 if first.is_some_and(|m| m == PUBLICKEY) && !self.identities.is_empty() {
+                    // AuthReady comes right after our NEWKEYS, maybe before
+                    // the server's EXT_INFO has been read.
+                    let rsa = self.identities[0].sig_algs.contains(&"rsa-sha2-256");
+                    if rsa && conn.server_sig_algs().is_none() {
+                        self.waiting_for_sig_algs = true;
+                        return Ok(());
+                    }
                     return self.next(conn);
                 }
                 conn.auth_none(&self.user);
                 self.step = Step::None;
+            }
+            Event::ServerSigAlgs | Event::ServiceAccepted if self.waiting_for_sig_algs => {
+                self.waiting_for_sig_algs = false;
+                return self.next(conn);
             }
             Event::AuthFailure { methods, partial } => {
                 log!(
@@ -262,9 +281,43 @@ impl ClientAuth {
         let alg = self.pick_alg(conn, idx);
         log!(Debug1, "Offering public key: {}", id.label);
         self.tried_sig_alg = alg;
+        if id.in_memory {
+            return self.sign_at_once(conn, idx);
+        }
         conn.auth_publickey_query(&self.user, alg, &id.public_blob);
         self.step = Step::Querying(idx);
         true
+    }
+
+    /// Sends the signed request without the query first; a key that will
+    /// not load or sign is skipped, as after a refused query.
+    fn sign_at_once(&mut self, conn: &mut Connection, idx: usize) -> bool {
+        let Some(id) = self.identities.get_mut(idx) else {
+            return false;
+        };
+        let signed = match (id.load)() {
+            Ok(signer) if signer.public_blob() == id.public_blob => conn
+                .auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref())
+                .map_err(|e| e.to_string()),
+            Ok(_) => Err("the private key does not match its public key".to_owned()),
+            Err(e) => Err(e),
+        };
+        match signed {
+            Ok(()) => {
+                self.step = Step::Signing(idx);
+                true
+            }
+            Err(e) => {
+                log!(Info, "{}: {e}", id.label);
+                self.next_key = idx + 1;
+                self.try_key(conn)
+            }
+        }
+    }
+
+    /// A signed publickey request is waiting for its answer.
+    pub fn signing(&self) -> bool {
+        matches!(self.step, Step::Signing(_))
     }
 
     fn sign_with(&mut self, conn: &mut Connection, idx: usize) -> Result<(), String> {

@@ -62,6 +62,7 @@ pub(super) fn identities(args: &ClientArgs, r: &Resolved) -> Vec<Identity> {
                         public_blob: blob,
                         sig_algs,
                         load: Box::new(move || Ok(key.clone())),
+                        in_memory: false, // the agent may ask to confirm
                     });
                 }
             }
@@ -91,6 +92,7 @@ pub(super) fn identities(args: &ClientArgs, r: &Resolved) -> Vec<Identity> {
                 }
                 log!(Debug1, "identity file {} type {}", path.display(), key_type);
                 let p = path.clone();
+                let in_memory = identity::is_unencrypted(&path);
                 let load = Box::new(move || {
                     let mut ask = |p: &Path| {
                         if batch {
@@ -106,6 +108,7 @@ pub(super) fn identities(args: &ClientArgs, r: &Resolved) -> Vec<Identity> {
                     public_blob: blob,
                     sig_algs,
                     load,
+                    in_memory,
                 });
             }
             Err(_) => log!(Debug1, "identity file {} not accessible", path.display()),

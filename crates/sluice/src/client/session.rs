@@ -105,6 +105,35 @@ impl ClientSession {
         no_more_sessions(conn)
     }
 
+    /// Opens the session right behind a signed publickey request, before
+    /// its answer (PROTOCOL.md, "Sent early"): to servers known to take it,
+    /// and not when the NONE re-key must come first.
+    fn open_early(&mut self, conn: &mut Connection) -> Result<(), String> {
+        let known = conn
+            .peer_version()
+            .is_some_and(|v| v.starts_with("SSH-2.0-OpenSSH_") || v.starts_with("SSH-2.0-sluice"));
+        // zlib@openssh.com starts at the server right after the success it
+        // sends, at the client when it reads it: an open sent in between
+        // would go out uncompressed where the server expects it compressed.
+        let delayed_zlib = conn
+            .algorithms()
+            .is_some_and(|a| a.comp_c2s == "zlib@openssh.com");
+        if self.auth.signing()
+            && !delayed_zlib
+            && self.channel.is_none()
+            && known
+            && !self.plan.no_session
+            && self.plan.none_switch.is_none()
+        {
+            log!(
+                Debug1,
+                "Opening the session ahead of the authentication answer"
+            );
+            self.channel = Some(conn.open_session_early().map_err(|e| e.to_string())?);
+        }
+        Ok(())
+    }
+
     fn on_opened(
         &mut self,
         conn: &mut Connection,
@@ -214,7 +243,12 @@ impl Handler for ClientSession {
             | Event::AuthFailure { .. }
             | Event::AuthPkOk { .. }
             | Event::AuthInfoRequest { .. }
-            | Event::AuthPasswdChangeReq { .. } => self.auth.on_event(conn, &event)?,
+            | Event::AuthPasswdChangeReq { .. }
+            | Event::ServiceAccepted
+            | Event::ServerSigAlgs => {
+                self.auth.on_event(conn, &event)?;
+                self.open_early(conn)?;
+            }
             Event::AuthBanner(text) => eprint!("{text}"),
             Event::Authenticated { .. } => {
                 log!(Debug1, "Authentication succeeded ({}).", self.auth.method());
@@ -238,7 +272,9 @@ impl Handler for ClientSession {
                 }
                 self.fwd.start(conn)?;
                 self.fork_pending = self.plan.fork_after_auth;
-                if !self.plan.no_session {
+                if self.channel.is_some() {
+                    no_more_sessions(conn)?; // opened early; it stands now
+                } else if !self.plan.no_session {
                     self.start_session(conn)?;
                 }
             }

@@ -66,6 +66,7 @@ const SUPPORTED: &[&str] = &[
     "noneenabled",
     "noneswitch",
     "nonemacenabled",
+    "kexguess",
     "requesttty",
     "escapechar",
     "connectionattempts",

@@ -66,6 +66,11 @@ pub fn public_blob(path: &Path) -> Result<Vec<u8>, String> {
     key.public_key().to_bytes().map_err(|e| e.to_string())
 }
 
+/// True when the private key file loads without a passphrase.
+pub fn is_unencrypted(path: &Path) -> bool {
+    PrivateKey::read_openssh_file(path).is_ok_and(|k| !k.is_encrypted())
+}
+
 /// Loads a private key, refusing one readable by others as ssh does, and
 /// asking `passphrase` (up to three times) for an encrypted one.
 pub fn load(
