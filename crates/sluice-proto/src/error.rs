@@ -77,6 +77,10 @@ pub enum Violation {
     BadCompression,
     /// Too many failed authentication attempts.
     TooManyAuthFailures,
+    /// Client: the server takes a wrong KEX guess as its real first packet
+    /// (paramiko), so this connection cannot go on; a new one without the
+    /// guess works (the client reconnects once by itself).
+    KexGuessNotIgnored,
 }
 
 impl Violation {
@@ -134,6 +138,9 @@ impl fmt::Display for Violation {
             Violation::UnknownChannel(c) => write!(f, "message for unknown channel {c}"),
             Violation::BadCompression => f.write_str("decompression failed"),
             Violation::TooManyAuthFailures => f.write_str("Too many authentication failures"),
+            Violation::KexGuessNotIgnored => f.write_str(
+                "the server does not ignore a wrong KEX guess (connect with -o KexGuess=no)",
+            ),
         }
     }
 }

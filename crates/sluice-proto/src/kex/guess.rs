@@ -15,7 +15,6 @@ use crate::core::Connection;
 use crate::error::{Error, Violation};
 use crate::msg::KexInit;
 use crate::negotiate::{self, Algorithms};
-use crate::wire::MsgNum;
 
 /// How a server treats a client's guessed KEX packet.
 enum GuessRule {
@@ -52,13 +51,7 @@ impl Connection {
             GuessRule::Rfc => !negotiate::guess_was_wrong(client, server),
             GuessRule::ChosenMethod => chosen,
             GuessRule::AlwaysTaken if chosen => true,
-            GuessRule::AlwaysTaken => {
-                return Err(Violation::UnexpectedMessage(
-                    MsgNum::KEXINIT,
-                    "from a server that does not ignore a wrong KEX guess (connect with -o KexGuess=no)",
-                )
-                .into())
-            }
+            GuessRule::AlwaysTaken => return Err(Violation::KexGuessNotIgnored.into()),
         };
         if !taken {
             self.kex.client = None;

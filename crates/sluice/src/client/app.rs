@@ -403,7 +403,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         crypto_threads,
         tcp_rcvbuf,
         tcp_sndbuf,
-        plan,
+        plan: Some(plan),
         proxy_command: setup::proxy_command(&r, &args)?,
         connection_attempts: setup::connection_attempts(&r),
         server_alive: setup::server_alive(&r),

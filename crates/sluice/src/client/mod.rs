@@ -50,8 +50,8 @@ pub struct ClientOptions {
     pub tcp_rcvbuf: u64,
     /// See `tcp_rcvbuf`.
     pub tcp_sndbuf: u64,
-    /// What to run.
-    pub plan: SessionPlan,
+    /// What to run (taken by `run`, which may connect twice).
+    pub plan: Option<SessionPlan>,
     /// How to authenticate (PreferredAuthentications, BatchMode, ...).
     pub auth: auth::AuthPrefs,
     /// ProxyCommand, tokens expanded (ProxyJump arrives here as one too).
@@ -162,15 +162,22 @@ fn connect(opts: &ClientOptions) -> Result<TcpStream, String> {
 }
 
 /// Runs one client connection; returns the process exit code.
-pub fn run(opts: ClientOptions, identities: Vec<Identity>, host_key_check: HostKeyCheck) -> i32 {
-    let (sock, _proxy) = match transport(&opts) {
+pub fn run(
+    mut opts: ClientOptions,
+    identities: Vec<Identity>,
+    host_key_check: HostKeyCheck,
+) -> i32 {
+    let (mut sock, mut _proxy) = match transport(&opts) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{}", e.replacen("ssh:", "sluice:", 1));
             return 255;
         }
     };
-    let stdio = opts.plan.stdio;
+    let Some(plan) = opts.plan.take() else {
+        return 255;
+    };
+    let stdio = plan.stdio;
     if stdio {
         // A pipe on stdin or stdout (`zfs send | sluice ...`, `sluice ... | tar x`)
         // moves a whole packet per syscall at 1 MiB instead of 64 KiB; fcntl
@@ -187,10 +194,21 @@ pub fn run(opts: ClientOptions, identities: Vec<Identity>, host_key_check: HostK
     } else {
         Vec::new()
     };
-    let mut conn = Connection::client(ClientConfig { common: opts.proto }, Box::new(SystemRng));
-    let mut handler =
-        ClientSession::new(opts.user, &opts.host, identities, host_key_check, opts.plan);
-    handler.set_auth_prefs(opts.auth);
+    let mut proto = opts.proto.clone();
+    let mut conn = Connection::client(
+        ClientConfig {
+            common: proto.clone(),
+        },
+        Box::new(SystemRng),
+    );
+    let mut handler = ClientSession::new(
+        opts.user.clone(),
+        &opts.host,
+        identities,
+        host_key_check,
+        plan,
+    );
+    handler.set_auth_prefs(opts.auth.clone());
     handler.keepalive = Some(keepalive::Keepalive::new(
         &opts.host,
         opts.port,
@@ -198,10 +216,35 @@ pub fn run(opts: ClientOptions, identities: Vec<Identity>, host_key_check: HostK
         opts.server_alive.1,
         opts.connect_timeout,
     ));
-    let mut pump = Pump::new(sock.as_raw_fd());
-    pump.set_crypto_threads(&mut conn, opts.crypto_threads);
-    let result = pump.run(&mut conn, &mut handler);
-    drop(pump);
+    let mut result = run_pump(&mut conn, &mut handler, &sock, opts.crypto_threads);
+    // A server that takes a wrong KEX guess as real (paramiko) fails the
+    // exchange before anything else happened (no host key, no auth): one
+    // new connection without the guess, as if KexGuess=no had been given.
+    if proto.kex_guess
+        && matches!(
+            &result,
+            Err(PumpError::Protocol(sluice_proto::Error::Protocol(
+                sluice_proto::Violation::KexGuessNotIgnored
+            )))
+        )
+    {
+        log!(
+            Debug1,
+            "{} does not ignore a wrong KEX guess: reconnecting without one",
+            conn.peer_version().unwrap_or("the server")
+        );
+        proto.kex_guess = false;
+        drop(conn);
+        (sock, _proxy) = match transport(&opts) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("{}", e.replacen("ssh:", "sluice:", 1));
+                return 255;
+            }
+        };
+        conn = Connection::client(ClientConfig { common: proto }, Box::new(SystemRng));
+        result = run_pump(&mut conn, &mut handler, &sock, opts.crypto_threads);
+    }
     // Reversed: fds sharing one open file (a terminal) get the flags the
     // first of them saw, from before any change.
     for (fd, flags) in saved.into_iter().rev() {
@@ -239,6 +282,18 @@ pub fn run(opts: ClientOptions, identities: Vec<Identity>, host_key_check: HostK
             255
         }
     }
+}
+
+/// One connection's loop over `sock`.
+fn run_pump(
+    conn: &mut Connection,
+    handler: &mut ClientSession,
+    sock: &impl AsRawFd,
+    threads: CryptoThreads,
+) -> Result<(), PumpError> {
+    let mut pump = Pump::new(sock.as_raw_fd());
+    pump.set_crypto_threads(conn, threads);
+    pump.run(conn, handler)
 }
 
 fn describe_failure(e: &PumpError) -> String {
