@@ -320,7 +320,7 @@ fn plain_packet(payload: &[u8]) -> Vec<u8> {
     let mut out = len.to_be_bytes().to_vec();
     out.push(pad as u8);
     out.extend_from_slice(payload);
-    out.extend(std::iter::repeat(0).take(pad));
+    out.extend(std::iter::repeat_n(0, pad));
     out
 }
 
@@ -359,7 +359,7 @@ impl Run {
         buf.clear();
     }
 
-    fn feed_checked(&mut self, to_server: bool, buf: &mut Vec<u8>) {
+    fn feed_checked(&mut self, to_server: bool, buf: &mut [u8]) {
         let now = Instant::now();
         let mut start = 0;
         loop {
