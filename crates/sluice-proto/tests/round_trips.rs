@@ -135,18 +135,7 @@ impl Run {
                 break;
             }
             start += n;
-            loop {
-                let ev = if to_server {
-                    self.server.poll_event()
-                } else {
-                    self.client.poll_event()
-                };
-                match ev {
-                    Some(e) if to_server => self.on_server_event(e),
-                    Some(e) => self.on_client_event(e),
-                    None => break,
-                }
-            }
+            self.drain_events(to_server);
         }
         buf.drain(..start);
     }
@@ -359,6 +348,22 @@ impl Run {
         buf.clear();
     }
 
+    /// Hands the events of the end that just read input to its handler.
+    fn drain_events(&mut self, to_server: bool) {
+        loop {
+            let ev = if to_server {
+                self.server.poll_event()
+            } else {
+                self.client.poll_event()
+            };
+            match ev {
+                Some(e) if to_server => self.on_server_event(e),
+                Some(e) => self.on_client_event(e),
+                None => break,
+            }
+        }
+    }
+
     fn feed_checked(&mut self, to_server: bool, buf: &mut [u8]) {
         let now = Instant::now();
         let mut start = 0;
@@ -375,18 +380,7 @@ impl Run {
                 return;
             }
             start += r.consumed;
-            loop {
-                let ev = if to_server {
-                    self.server.poll_event()
-                } else {
-                    self.client.poll_event()
-                };
-                match ev {
-                    Some(e) if to_server => self.on_server_event(e),
-                    Some(e) => self.on_client_event(e),
-                    None => break,
-                }
-            }
+            self.drain_events(to_server);
         }
     }
 }

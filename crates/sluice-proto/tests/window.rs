@@ -41,6 +41,20 @@ fn pair_capped(
     p
 }
 
+/// The client asks for a pty on its session channel.
+fn request_pty(p: &mut Pair) {
+    let ch = p.client_channel.unwrap();
+    let pty = ChannelRequestKind::PtyReq {
+        term: "xterm".into(),
+        cols: 80,
+        rows: 24,
+        width_px: 0,
+        height_px: 0,
+        modes: vec![0],
+    };
+    p.client.channel_request(ch, pty, false).unwrap();
+}
+
 fn server_window(p: &Pair) -> u32 {
     p.server
         .channel_info(p.server_channel.unwrap())
@@ -96,16 +110,7 @@ fn a_consumer_that_does_not_keep_up_keeps_the_window() {
 #[test]
 fn pty_channels_stay_at_two_mib() {
     let mut p = pair(16 * MIB, 64 * MIB, None);
-    let ch = p.client_channel.unwrap();
-    let pty = ChannelRequestKind::PtyReq {
-        term: "xterm".into(),
-        cols: 80,
-        rows: 24,
-        width_px: 0,
-        height_px: 0,
-        modes: vec![0],
-    };
-    p.client.channel_request(ch, pty, false).unwrap();
+    request_pty(&mut p);
     p.client.set_path_rtt(Duration::from_millis(50));
     p.server.set_path_rtt(Duration::from_millis(50));
     p.drive().unwrap();
@@ -169,16 +174,7 @@ fn bulk_windows_follow_the_receive_buffer_up_to_the_cap() {
 #[test]
 fn pty_channels_do_not_follow_the_receive_buffer() {
     let mut p = pair(16 * MIB, 64 * MIB, None);
-    let ch = p.client_channel.unwrap();
-    let pty = ChannelRequestKind::PtyReq {
-        term: "xterm".into(),
-        cols: 80,
-        rows: 24,
-        width_px: 0,
-        height_px: 0,
-        modes: vec![0],
-    };
-    p.client.channel_request(ch, pty, false).unwrap();
+    request_pty(&mut p);
     p.server.set_path_recv_buffer(64 << 20);
     p.drive().unwrap();
     let up = pattern(40 << 20, 11);
