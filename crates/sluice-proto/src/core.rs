@@ -16,7 +16,6 @@ use crate::error::{Error, Violation};
 use crate::event::{ChannelId, Event};
 use crate::kex::KexMachine;
 use crate::msg::{self, Disconnect, DisconnectReason};
-use crate::transport::batch::CryptoJob;
 use crate::transport::recv::{Opened, Payload, RecvState};
 use crate::transport::send::SendState;
 use crate::transport::version::{VersionReader, VersionStep};
@@ -360,28 +359,6 @@ impl Connection {
         }
     }
 
-    /// Server, after the first key exchange: a connection-protocol message
-    /// before authentication (a client pipelining its channel open behind a
-    /// request that failed) gets UNIMPLEMENTED, as sshd answers; a few dozen
-    /// are plenty for any honest client.
-    fn unimplemented_before_auth(&mut self, seq: u32) -> Result<bool, Error> {
-        if self.role != Role::Server || self.auth.authenticated || !self.kex.initial_done() {
-            return Ok(false);
-        }
-        self.auth.early_unimplemented += 1;
-        if self.auth.early_unimplemented > 32 {
-            return Err(Violation::UnexpectedMessage(
-                MsgNum(80),
-                "before authentication, too many times",
-            )
-            .into());
-        }
-        let mut p = Vec::new();
-        Writer::new(&mut p).u8(MsgNum::UNIMPLEMENTED.0).u32(seq);
-        self.queue(p);
-        Ok(true)
-    }
-
     fn require_authenticated(&self, num: MsgNum) -> Result<(), Error> {
         if self.auth.authenticated {
             Ok(())
@@ -434,50 +411,6 @@ impl Connection {
             }
             _ => {}
         }
-    }
-
-    /// Turns batch crypto on or off. When on, packets framed by
-    /// `send_data`/`finish_data_slot` wait for [`Connection::seal_batch`]
-    /// (or the next `poll_transmit`) to be sealed, and
-    /// [`Connection::open_batch`] opens whole received packets ahead. The
-    /// runtime must not write `out` before one of those two calls returns.
-    pub fn set_batch_crypto(&mut self, on: bool) {
-        self.send.defer = on;
-        self.batch_open = on;
-    }
-
-    /// Seals the packets framed in `out` since the last seal, offering them
-    /// to `run` (which may run the jobs on other threads); jobs `run` leaves
-    /// undone are sealed before this returns.
-    pub fn seal_batch(&mut self, out: &mut [u8], run: &mut dyn FnMut(&mut [CryptoJob<'_>])) {
-        self.send.seal_pending(out, run);
-    }
-
-    /// True while packets in the output buffer wait for [`Connection::seal_batch`].
-    pub fn has_unsealed(&self) -> bool {
-        self.send.has_pending()
-    }
-
-    /// Opens the whole packets at the front of `input` as one batch through
-    /// `run`, so the following `handle_input` calls only check and dispatch
-    /// them. Does nothing during a key exchange (keys may change between
-    /// packets) or with batch crypto off. Returns the packets opened.
-    pub fn open_batch(
-        &mut self,
-        input: &mut [u8],
-        run: &mut dyn FnMut(&mut [CryptoJob<'_>]),
-    ) -> Result<usize, Error> {
-        if !self.batch_open
-            || self.closed
-            || self.peer_version.is_none()
-            || self.kex.session_id.is_none()
-            || self.kex.in_progress()
-        {
-            return Ok(0);
-        }
-        self.recv
-            .open_ahead(input, run)
-            .map_err(|v| self.fail(v.into()))
     }
 
     /// When the engine next needs [`Connection::handle_timeout`] (re-key by time).

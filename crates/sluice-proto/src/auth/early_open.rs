@@ -5,9 +5,10 @@
 //! open then goes out again behind the next signed request, or after success.
 
 use crate::core::Connection;
-use crate::error::Error;
+use crate::error::{Error, Violation};
 use crate::event::ChannelId;
-use crate::wire::MsgNum;
+use crate::wire::{MsgNum, Writer};
+use crate::Role;
 
 /// The early CHANNEL_OPEN and what became of it.
 pub(crate) struct EarlyOpen {
@@ -121,5 +122,29 @@ pub(crate) fn unimplemented_seq(payload: &[u8]) -> Option<u32> {
             Some(u32::from_be_bytes([*a, *b, *c, *d]))
         }
         _ => None,
+    }
+}
+
+impl Connection {
+    /// Server, after the first key exchange: a connection-protocol message
+    /// before authentication (a client pipelining its channel open behind a
+    /// request that failed) gets UNIMPLEMENTED, as sshd answers; a few dozen
+    /// are plenty for any honest client.
+    pub(crate) fn unimplemented_before_auth(&mut self, seq: u32) -> Result<bool, Error> {
+        if self.role != Role::Server || self.auth.authenticated || !self.kex.initial_done() {
+            return Ok(false);
+        }
+        self.auth.early_unimplemented += 1;
+        if self.auth.early_unimplemented > 32 {
+            return Err(Violation::UnexpectedMessage(
+                MsgNum(80),
+                "before authentication, too many times",
+            )
+            .into());
+        }
+        let mut p = Vec::new();
+        Writer::new(&mut p).u8(MsgNum::UNIMPLEMENTED.0).u32(seq);
+        self.queue(p);
+        Ok(true)
     }
 }

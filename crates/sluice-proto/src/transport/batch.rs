@@ -9,7 +9,9 @@
 //! before it returns, so a batch is always complete when the buffer is
 //! usable again: nothing unsealed can reach the socket.
 
+use crate::core::Connection;
 use crate::crypto::{Opener, PacketPos, Sealer};
+use crate::error::Error;
 use std::sync::Arc;
 
 /// One packet's sealing or opening.
@@ -136,4 +138,51 @@ pub(crate) fn open_all(
     run(&mut jobs);
     jobs.iter_mut().for_each(CryptoJob::run);
     verdicts.extend(jobs.iter().map(|j| j.ok));
+}
+
+/// The runtime's side of batch crypto.
+impl Connection {
+    /// Turns batch crypto on or off. When on, packets framed by
+    /// `send_data`/`finish_data_slot` wait for [`Connection::seal_batch`]
+    /// (or the next `poll_transmit`) to be sealed, and
+    /// [`Connection::open_batch`] opens whole received packets ahead. The
+    /// runtime must not write `out` before one of those two calls returns.
+    pub fn set_batch_crypto(&mut self, on: bool) {
+        self.send.defer = on;
+        self.batch_open = on;
+    }
+
+    /// Seals the packets framed in `out` since the last seal, offering them
+    /// to `run` (which may run the jobs on other threads); jobs `run` leaves
+    /// undone are sealed before this returns.
+    pub fn seal_batch(&mut self, out: &mut [u8], run: &mut dyn FnMut(&mut [CryptoJob<'_>])) {
+        self.send.seal_pending(out, run);
+    }
+
+    /// True while packets in the output buffer wait for [`Connection::seal_batch`].
+    pub fn has_unsealed(&self) -> bool {
+        self.send.has_pending()
+    }
+
+    /// Opens the whole packets at the front of `input` as one batch through
+    /// `run`, so the following `handle_input` calls only check and dispatch
+    /// them. Does nothing during a key exchange (keys may change between
+    /// packets) or with batch crypto off. Returns the packets opened.
+    pub fn open_batch(
+        &mut self,
+        input: &mut [u8],
+        run: &mut dyn FnMut(&mut [CryptoJob<'_>]),
+    ) -> Result<usize, Error> {
+        if !self.batch_open
+            || self.closed
+            || self.peer_version.is_none()
+            || self.kex.session_id.is_none()
+            || self.kex.in_progress()
+        {
+            return Ok(0);
+        }
+        self.recv
+            .open_ahead(input, run)
+            .map_err(|v| self.fail(v.into()))
+    }
 }
