@@ -48,6 +48,7 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ("noneenabled", "sluice-only keyword (HPN-SSH's NONE cipher)"),
     ("noneswitch", "sluice-only keyword"),
     ("nonemacenabled", "sluice-only keyword"),
+    ("kexguess", "sluice-only keyword"),
 ];
 
 fn dump(bin: &str, args: &[&str]) -> Vec<(String, String)> {

@@ -247,6 +247,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
             ("noneenabled", yn(none_enabled)),
             ("noneswitch", yn(none_switch)),
             ("nonemacenabled", yn(none_mac)),
+            ("kexguess", yn(proto.kex_guess)),
         ];
         return setup::print_config(&args, &r, &proto, &sluice);
     }
