@@ -30,12 +30,7 @@ impl Connection {
         if self.auth.authenticated {
             return self.open_session();
         }
-        // With zlib@openssh.com the server decompresses from right after its
-        // success, and we compress only once we read it: not in between.
-        if !self.auth.signed_request_in_flight()
-            || self.auth.early_open.is_some()
-            || self.kex.delayed_compression_pending()
-        {
+        if !self.early_open_possible() {
             return Err(Error::InvalidState(
                 "early open without a signed request in flight",
             ));
@@ -49,6 +44,17 @@ impl Connection {
             refused: false,
         });
         Ok(id)
+    }
+
+    /// Client: a signed publickey request awaits its answer and nothing
+    /// forbids an open behind it now. Not with zlib@openssh.com: the server
+    /// decompresses from right after its success, we compress only once we
+    /// have read it, so an open sent in between would be misread.
+    pub fn early_open_possible(&self) -> bool {
+        !self.auth.authenticated
+            && self.auth.signed_request_in_flight()
+            && self.auth.early_open.is_none()
+            && !self.kex.delayed_compression_pending()
     }
 
     /// Notes the early open's sequence number when it is sealed.

@@ -29,6 +29,22 @@ pub struct Identity {
 }
 
 const PUBLICKEY: &str = "publickey";
+
+/// Why a key's signed request did not go out.
+enum SignError {
+    /// The private key did not load (passphrase, agent) or match.
+    Load(String),
+    /// Loading worked, signing did not (an agent declined).
+    Sign(String),
+}
+
+impl SignError {
+    fn text(&self) -> &str {
+        match self {
+            SignError::Load(m) | SignError::Sign(m) => m,
+        }
+    }
+}
 const KBDINT: &str = "keyboard-interactive";
 const PASSWORD: &str = "password";
 
@@ -292,61 +308,51 @@ impl ClientAuth {
     /// Sends the signed request without the query first; a key that will
     /// not load or sign is skipped, as after a refused query.
     fn sign_at_once(&mut self, conn: &mut Connection, idx: usize) -> bool {
-        let Some(id) = self.identities.get_mut(idx) else {
-            return false;
-        };
-        let signed = match (id.load)() {
-            Ok(signer) if signer.public_blob() == id.public_blob => conn
-                .auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref())
-                .map_err(|e| e.to_string()),
-            Ok(_) => Err("the private key does not match its public key".to_owned()),
-            Err(e) => Err(e),
-        };
-        match signed {
-            Ok(()) => {
-                self.step = Step::Signing(idx);
-                true
-            }
+        match self.send_signed(conn, idx) {
+            Ok(()) => true,
             Err(e) => {
-                log!(Info, "{}: {e}", id.label);
+                log!(Info, "{}", e.text());
                 self.next_key = idx + 1;
                 self.try_key(conn)
             }
         }
     }
 
-    /// A signed publickey request is waiting for its answer.
-    pub fn signing(&self) -> bool {
-        matches!(self.step, Step::Signing(_))
+    /// Loads key `idx` and sends the signed request; on success the answer
+    /// is awaited (`Step::Signing`).
+    fn send_signed(&mut self, conn: &mut Connection, idx: usize) -> Result<(), SignError> {
+        let Some(id) = self.identities.get_mut(idx) else {
+            return Err(SignError::Load("no such key".into()));
+        };
+        let signer = (id.load)().map_err(SignError::Load)?;
+        if signer.public_blob() != id.public_blob {
+            return Err(SignError::Load(format!(
+                "{}: the private key does not match its public key",
+                id.label
+            )));
+        }
+        conn.auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref())
+            .map_err(|e| SignError::Sign(format!("{}: {e}", id.label)))?;
+        self.step = Step::Signing(idx);
+        Ok(())
     }
 
     fn sign_with(&mut self, conn: &mut Connection, idx: usize) -> Result<(), String> {
-        let Some(id) = self.identities.get_mut(idx) else {
+        let Some(id) = self.identities.get(idx) else {
             return Ok(());
         };
         log!(Debug1, "Server accepts key: {}", id.label);
-        match (id.load)() {
-            Ok(signer) => {
-                match conn.auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref()) {
-                    Ok(()) => {
-                        self.step = Step::Signing(idx);
-                        Ok(())
-                    }
-                    // An agent may refuse (a key added with -c, declined):
-                    // go on with the next key, as ssh does.
-                    Err(e) => {
-                        log!(
-                            Error,
-                            "sign_and_send_pubkey: signing failed for {}: {e}",
-                            id.label
-                        );
-                        self.next_key = idx + 1;
-                        self.next(conn)
-                    }
-                }
-            }
+        match self.send_signed(conn, idx) {
+            Ok(()) => Ok(()),
+            // An agent may refuse (a key added with -c, declined): go on
+            // with the next key, as ssh does.
             Err(e) => {
-                log!(Info, "{e}");
+                match &e {
+                    SignError::Sign(m) => {
+                        log!(Error, "sign_and_send_pubkey: signing failed for {m}")
+                    }
+                    SignError::Load(m) => log!(Info, "{m}"),
+                }
                 self.next_key = idx + 1;
                 self.next(conn)
             }

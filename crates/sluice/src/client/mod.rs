@@ -194,13 +194,6 @@ pub fn run(
     } else {
         Vec::new()
     };
-    let mut proto = opts.proto.clone();
-    let mut conn = Connection::client(
-        ClientConfig {
-            common: proto.clone(),
-        },
-        Box::new(SystemRng),
-    );
     let mut handler = ClientSession::new(
         opts.user.clone(),
         &opts.host,
@@ -216,35 +209,37 @@ pub fn run(
         opts.server_alive.1,
         opts.connect_timeout,
     ));
-    let mut result = run_pump(&mut conn, &mut handler, &sock, opts.crypto_threads);
-    // A server that takes a wrong KEX guess as real (paramiko) fails the
-    // exchange before anything else happened (no host key, no auth): one
-    // new connection without the guess, as if KexGuess=no had been given.
-    if proto.kex_guess
-        && matches!(
+    let mut proto = opts.proto.clone();
+    let (conn, result) = loop {
+        let common = proto.clone();
+        let mut conn = Connection::client(ClientConfig { common }, Box::new(SystemRng));
+        let result = run_pump(&mut conn, &mut handler, &sock, opts.crypto_threads);
+        // A server that takes a wrong KEX guess as real (paramiko) fails the
+        // exchange before anything else happened (no host key, no auth): one
+        // new connection without the guess, as if KexGuess=no had been given.
+        let guess_refused = matches!(
             &result,
             Err(PumpError::Protocol(sluice_proto::Error::Protocol(
                 sluice_proto::Violation::KexGuessNotIgnored
             )))
-        )
-    {
+        );
+        if !(guess_refused && proto.kex_guess) {
+            break (conn, result);
+        }
         log!(
             Debug1,
             "{} does not ignore a wrong KEX guess: reconnecting without one",
             conn.peer_version().unwrap_or("the server")
         );
         proto.kex_guess = false;
-        drop(conn);
-        (sock, _proxy) = match transport(&opts) {
-            Ok(s) => s,
+        match transport(&opts) {
+            Ok(s) => (sock, _proxy) = s,
             Err(e) => {
-                eprintln!("{}", e.replacen("ssh:", "sluice:", 1));
-                return 255;
+                let msg = e.replacen("ssh:", "sluice:", 1);
+                break (conn, Err(PumpError::Handler(msg)));
             }
-        };
-        conn = Connection::client(ClientConfig { common: proto }, Box::new(SystemRng));
-        result = run_pump(&mut conn, &mut handler, &sock, opts.crypto_threads);
-    }
+        }
+    };
     // Reversed: fds sharing one open file (a terminal) get the flags the
     // first of them saw, from before any change.
     for (fd, flags) in saved.into_iter().rev() {

@@ -112,14 +112,7 @@ impl ClientSession {
         let known = conn
             .peer_version()
             .is_some_and(|v| v.starts_with("SSH-2.0-OpenSSH_") || v.starts_with("SSH-2.0-sluice"));
-        // zlib@openssh.com starts at the server right after the success it
-        // sends, at the client when it reads it: an open sent in between
-        // would go out uncompressed where the server expects it compressed.
-        let delayed_zlib = conn
-            .algorithms()
-            .is_some_and(|a| a.comp_c2s == "zlib@openssh.com");
-        if self.auth.signing()
-            && !delayed_zlib
+        if conn.early_open_possible()
             && self.channel.is_none()
             && known
             && !self.plan.no_session
