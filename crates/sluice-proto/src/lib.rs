@@ -10,7 +10,7 @@
 //!                                   │                                 (channel data, decrypted in place)
 //!                                   ├──► poll_event()  ──► Event (auth, channel requests, EOF, close)
 //!   runtime decisions ─────────────►│
-//!   channel payload ──► send_data(..., &mut out) ───────► sealed packets appended to `out`
+//!   channel payload ──► send_data(now, ..)       ───────► sealed packets appended to `out`
 //!                       poll_transmit(now, &mut out) ───► control packets appended to `out`
 //! ```
 //!

@@ -365,7 +365,7 @@ impl Pair {
         while sent < data.len() {
             sent += self
                 .client
-                .send_data(ch, None, &data[sent..], &mut self.c2s);
+                .send_data(self.now, ch, None, &data[sent..], &mut self.c2s);
             self.step().unwrap();
             rounds += 1;
             assert!(rounds < 100_000, "upload stalled at {sent}");
@@ -380,7 +380,7 @@ impl Pair {
         while sent < data.len() {
             sent += self
                 .server
-                .send_data(ch, None, &data[sent..], &mut self.s2c);
+                .send_data(self.now, ch, None, &data[sent..], &mut self.s2c);
             self.step().unwrap();
             rounds += 1;
             assert!(rounds < 100_000, "download stalled at {sent}");
