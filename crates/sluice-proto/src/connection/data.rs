@@ -109,6 +109,7 @@ impl Connection {
             return None;
         }
         let remote = self.channels.get(id)?.remote;
+        self.noise_before_packet(out);
         let start = SendState::begin(out);
         match ext {
             None => out.push(MsgNum::CHANNEL_DATA.0),
@@ -171,23 +172,5 @@ impl Connection {
             sent += n;
         }
         sent
-    }
-
-    /// Test hook: adds `n` bytes to our view of the peer's window, letting
-    /// this end overrun it. Only bad-input tests call this.
-    #[doc(hidden)]
-    pub fn force_send_window(&mut self, id: ChannelId, n: u32) {
-        if let Some(ch) = self.channels.get_mut(id) {
-            ch.send_window = ch.send_window.saturating_add(n);
-        }
-    }
-
-    /// Test hook: addresses our packets for `id` to another remote channel
-    /// number. Only bad-input tests call this.
-    #[doc(hidden)]
-    pub fn force_remote_channel(&mut self, id: ChannelId, remote: u32) {
-        if let Some(ch) = self.channels.get_mut(id) {
-            ch.remote = remote;
-        }
     }
 }
