@@ -4,7 +4,8 @@
 //! - making this end misbehave: overrun the peer's window, address a
 //!   channel that does not exist (bad-input tests);
 //! - sealing a raw payload with this end's current keys, bypassing every
-//!   state check (fuzzing: arbitrary messages that still open cleanly);
+//!   state check (fuzzing: arbitrary messages that still open cleanly,
+//!   compressed by our deflater or handed raw to the peer's inflater);
 //! - IGNORE/DEBUG noise before outgoing packets, as Go's x/crypto/ssh
 //!   handshake tests inject, sealed by the sending path itself so it is
 //!   valid on the wire (RFC 4253 11.2 and 11.3: a peer must skip both).
@@ -34,14 +35,21 @@ mod on {
             }
         }
 
-        /// Frames and seals `payload` verbatim as the next packet in `out`,
-        /// with this end's current keys and sequence number. Nothing checks
-        /// or records what the payload says, and it bypasses compression,
-        /// so with compression on the peer inflates exactly these bytes.
-        pub fn seal_raw(&mut self, payload: &[u8], out: &mut Vec<u8>) {
-            let compressor = self.send.compressor.take();
+        /// Frames and seals `payload` as the next packet in `out`, with this
+        /// end's current keys and sequence number. Nothing checks or records
+        /// what the payload says. With `compress` false it also bypasses
+        /// compression, so with compression on the peer inflates exactly
+        /// these bytes.
+        pub fn seal_raw(&mut self, payload: &[u8], compress: bool, out: &mut Vec<u8>) {
+            let compressor = if compress {
+                None
+            } else {
+                self.send.compressor.take()
+            };
             self.send.send(payload, out, self.rng.as_mut());
-            self.send.compressor = compressor;
+            if compressor.is_some() {
+                self.send.compressor = compressor;
+            }
         }
 
         /// From now on, send an IGNORE or DEBUG packet (random length and

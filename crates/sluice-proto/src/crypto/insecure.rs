@@ -43,7 +43,7 @@ pub fn provider() -> CryptoProvider {
         kex: &[&Kex],
         ciphers: &[&Cipher],
         macs: &[],
-        sig_algs_for_key_type: sig_algs_for_key_type,
+        sig_algs_for_key_type,
         verify,
     }
 }

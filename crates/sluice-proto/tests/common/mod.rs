@@ -30,7 +30,7 @@ pub fn test_seed() -> u64 {
     std::env::var("SLUICE_TEST_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_0f_51u64)
+        .unwrap_or(0x5eed_0f51_u64)
 }
 
 /// The client's and the server's Rng for `seed` (distinct streams).
