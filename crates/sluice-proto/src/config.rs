@@ -2,7 +2,7 @@
 //! sizes, host keys, authentication methods. Plain data.
 
 use crate::crypto::hostkey::Signer;
-use crate::crypto::{cipher, hostkey, kex};
+use crate::crypto::{cipher, hostkey, kex, CryptoProvider};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,6 +42,9 @@ pub struct Config {
     /// Client: send the first key exchange packet for our preferred method
     /// right after our KEXINIT (RFC 4253 7.1 `first_kex_packet_follows`).
     pub kex_guess: bool,
+    /// Where every algorithm comes from; the lists above must name
+    /// algorithms it implements (default: [`crate::crypto::aws_lc_provider`]).
+    pub provider: CryptoProvider,
 }
 
 fn owned(v: &[&str]) -> Vec<String> {
@@ -65,6 +68,7 @@ impl Default for Config {
             max_packet: 256 * 1024 - 1024,
             pubkey_algs: owned(hostkey::DEFAULT_SIG_ALGS),
             kex_guess: true,
+            provider: crate::crypto::aws_lc_provider(),
         }
     }
 }

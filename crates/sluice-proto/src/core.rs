@@ -86,6 +86,9 @@ pub struct Connection {
     pub(crate) path_recv_buffer: u32,
     /// Global requests and the replies owed, in order.
     pub(crate) globals: crate::connection::global::Globals,
+    /// Test hook: IGNORE/DEBUG before packets (see `test_hooks`).
+    #[cfg(any(feature = "test-hooks", fuzzing))]
+    pub(crate) noise: bool,
 }
 
 impl Connection {
@@ -116,6 +119,8 @@ impl Connection {
             path_rtt: None,
             path_recv_buffer: 0,
             globals: Default::default(),
+            #[cfg(any(feature = "test-hooks", fuzzing))]
+            noise: false,
         }
     }
 
@@ -396,6 +401,10 @@ impl Connection {
         }
         self.maybe_rekey(now);
         while let Some(p) = self.outbox.pop_front() {
+            // EXT_INFO must follow NEWKEYS directly (RFC 8308 2.4).
+            if msg::msg_num(&p) != Some(MsgNum::EXT_INFO) {
+                self.noise_before_packet(out);
+            }
             self.send.send(&p, out, self.rng.as_mut());
             self.after_sent(&p);
         }

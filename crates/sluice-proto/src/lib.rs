@@ -10,12 +10,35 @@
 //!                                   │                                 (channel data, decrypted in place)
 //!                                   ├──► poll_event()  ──► Event (auth, channel requests, EOF, close)
 //!   runtime decisions ─────────────►│
-//!   channel payload ──► send_data(..., &mut out) ───────► sealed packets appended to `out`
+//!   channel payload ──► send_data(now, ..)       ───────► sealed packets appended to `out`
 //!                       poll_transmit(now, &mut out) ───► control packets appended to `out`
 //! ```
 //!
-//! Cryptography comes from aws-lc-rs through [`crypto`]; entropy comes in
-//! through the [`crypto::Rng`] the runtime hands over.
+//! ## The contract
+//!
+//! - **Time** comes in as `now` on every call that may depend on it
+//!   (`handle_input`, `handle_timeout`, `poll_transmit`, `data_slot`,
+//!   `send_data`); the engine never reads a clock. [`Connection::poll_timeout`]
+//!   says when it next needs `handle_timeout`.
+//! - **Entropy** comes only from the [`crypto::Rng`] handed to
+//!   [`Connection::client`] / [`Connection::server`]: cookies, padding and
+//!   ephemeral keys are drawn from it through the crypto provider.
+//! - **Cryptography** comes from the [`crypto::CryptoProvider`] in
+//!   [`Config::provider`]: tables of key exchange methods, ciphers, MACs
+//!   and signature checks. The default, [`crypto::aws_lc_provider`], uses
+//!   aws-lc-rs; where aws-lc takes no outside entropy (ML-KEM key generation
+//!   and encapsulation, ECDSA nonces) it uses its own DRBG, so only the
+//!   insecure provider below makes a whole run reproducible.
+//!
+//! ## Features for tests and fuzzing (never for the runtime)
+//!
+//! - `insecure-test-crypto` (also on under `cfg(fuzzing)`): `crypto::insecure`,
+//!   a deterministic provider whose kex, cipher and signatures are trivially
+//!   breakable, all named `insecure-test@sluice.dev` so no real peer ever
+//!   negotiates them, plus a seeded Rng. Same seeds, same bytes on the wire.
+//! - `test-hooks` (also on under `cfg(fuzzing)`): `force_send_window`,
+//!   `force_remote_channel`, `seal_raw` and `set_noise` (IGNORE/DEBUG packets
+//!   before every packet) on [`Connection`], for bad-input tests and fuzzing.
 
 #![forbid(unsafe_code)]
 #![cfg_attr(
@@ -40,6 +63,7 @@ pub mod error;
 pub mod event;
 pub mod kex;
 pub mod negotiate;
+mod test_hooks;
 pub mod transport;
 
 pub use crate::core::{ChannelData, Connection, Received, Role};

@@ -3,7 +3,7 @@
 //! `kex-strict-c-v00@openssh.com`/`kex-strict-s-v00@openssh.com` (OpenSSH
 //! PROTOCOL, the Terrapin countermeasure).
 
-use crate::crypto::cipher;
+use crate::crypto::CryptoProvider;
 use crate::error::Violation;
 use crate::msg::KexInit;
 
@@ -59,11 +59,12 @@ fn choose(what: &'static str, client: &[String], server: &[String]) -> Result<St
 }
 
 fn choose_mac(
+    aead: bool,
     cipher_name: &str,
     client: &[String],
     server: &[String],
 ) -> Result<String, Violation> {
-    if cipher::cipher_info(cipher_name).is_some_and(|c| c.aead) {
+    if aead {
         return Ok(String::new());
     }
     if cipher_name != "none" {
@@ -78,12 +79,15 @@ fn choose_mac(
 
 /// Negotiates from both KEXINITs. `first` is true for the connection's
 /// first key exchange, the only one where the pseudo-algorithms count.
+/// `provider` tells which ciphers are AEAD (and so take no MAC).
 pub fn negotiate(
     client: &KexInit,
     server: &KexInit,
     first: bool,
     we_are_server: bool,
+    provider: &CryptoProvider,
 ) -> Result<Algorithms, Violation> {
+    let aead = |name: &str| provider.cipher_info(name).is_some_and(|c| c.aead);
     let kex = choose(
         "key exchange method",
         &client.kex_algorithms,
@@ -105,11 +109,13 @@ pub fn negotiate(
         &server.encryption_server_to_client,
     )?;
     let mac_c2s = choose_mac(
+        aead(&cipher_c2s),
         &cipher_c2s,
         &client.mac_client_to_server,
         &server.mac_client_to_server,
     )?;
     let mac_s2c = choose_mac(
+        aead(&cipher_s2c),
         &cipher_s2c,
         &client.mac_server_to_client,
         &server.mac_server_to_client,
@@ -188,18 +194,18 @@ mod tests {
             ],
             &["aes128-ctr", "aes256-ctr"],
         );
-        let a = negotiate(&c, &s, true, true).unwrap();
+        let a = negotiate(&c, &s, true, true, &crate::crypto::aws_lc_provider()).unwrap();
         assert_eq!(a.kex, "curve25519-sha256");
         assert_eq!(a.cipher_c2s, "aes256-ctr");
         assert!(a.strict && a.peer_wants_ext_info);
-        assert!(!negotiate(&c, &s, false, true).unwrap().strict);
+        assert!(!negotiate(&c, &s, false, true, &crate::crypto::aws_lc_provider()).unwrap().strict);
     }
 
     #[test]
     fn no_common_algorithm_names_both_lists() {
         let c = init(&["curve25519-sha256"], &["aes128-ctr"]);
         let s = init(&["curve25519-sha256"], &["aes256-ctr"]);
-        let e = negotiate(&c, &s, true, false).unwrap_err();
+        let e = negotiate(&c, &s, true, false, &crate::crypto::aws_lc_provider()).unwrap_err();
         assert!(e.to_string().contains("aes256-ctr"));
     }
 
@@ -207,6 +213,6 @@ mod tests {
     fn markers_alone_do_not_negotiate() {
         let c = init(&[EXT_INFO_C, STRICT_C], &["aes128-ctr"]);
         let s = init(&[EXT_INFO_C, STRICT_C], &["aes128-ctr"]);
-        assert!(negotiate(&c, &s, true, false).is_err());
+        assert!(negotiate(&c, &s, true, false, &crate::crypto::aws_lc_provider()).is_err());
     }
 }

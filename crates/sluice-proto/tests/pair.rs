@@ -73,7 +73,7 @@ fn rekey_in_the_middle_of_transfers_from_either_side() {
             let mut sent = 0;
             let mut rekeyed = false;
             while sent < data.len() {
-                sent += p.client.send_data(ch, None, &data[sent..], &mut p.c2s);
+                sent += p.client.send_data(p.now, ch, None, &data[sent..], &mut p.c2s);
                 if !rekeyed && sent > data.len() / 2 {
                     if server_starts {
                         p.server.rekey()
@@ -136,7 +136,7 @@ fn window_exhaustion_and_refill() {
     let data = pattern(window + 100_000, 6);
     let mut sent = 0;
     for _ in 0..1000 {
-        sent += p.client.send_data(ch, None, &data[sent..], &mut p.c2s);
+        sent += p.client.send_data(p.now, ch, None, &data[sent..], &mut p.c2s);
         p.step().unwrap();
     }
     assert_eq!(sent, window, "sender must stop exactly at the window");
@@ -148,7 +148,7 @@ fn window_exhaustion_and_refill() {
     p.drive().unwrap();
     assert!(p.client.send_capacity(ch) > 0);
     while sent < data.len() {
-        sent += p.client.send_data(ch, None, &data[sent..], &mut p.c2s);
+        sent += p.client.send_data(p.now, ch, None, &data[sent..], &mut p.c2s);
         p.step().unwrap();
     }
     p.drive().unwrap();
@@ -167,12 +167,12 @@ fn window_overrun_by_peer_is_a_protocol_error() {
     while sent < window {
         sent += p
             .client
-            .send_data(ch, None, &data[sent..window], &mut p.c2s);
+            .send_data(p.now, ch, None, &data[sent..window], &mut p.c2s);
         p.step().unwrap();
     }
     // Make the client misbehave: one byte past the advertised window.
     p.client.force_send_window(ch, 1);
-    assert_eq!(p.client.send_data(ch, None, &data[window..], &mut p.c2s), 1);
+    assert_eq!(p.client.send_data(p.now, ch, None, &data[window..], &mut p.c2s), 1);
     let mut sink = Vec::new();
     let err = Pair::feed(
         &mut p.server,
@@ -193,7 +193,7 @@ fn data_for_a_channel_that_does_not_exist_is_refused() {
     p.establish();
     let ch = p.client_channel.unwrap();
     p.client.force_remote_channel(ch, 77);
-    p.client.send_data(ch, None, b"stray", &mut p.c2s);
+    p.client.send_data(p.now, ch, None, b"stray", &mut p.c2s);
     let mut sink = Vec::new();
     let err = Pair::feed(
         &mut p.server,
@@ -238,7 +238,7 @@ fn tampered_packet_fails_mac_and_closes() {
     let mut p = Pair::default_algs();
     p.establish();
     let ch = p.client_channel.unwrap();
-    p.client.send_data(ch, None, b"hello", &mut p.c2s);
+    p.client.send_data(p.now, ch, None, b"hello", &mut p.c2s);
     let last = p.c2s.len() - 1;
     p.c2s[last] ^= 1;
     let mut sink = Vec::new();

@@ -101,7 +101,7 @@ fn a_consumer_that_does_not_keep_up_keeps_the_window() {
     p.consume = false;
     let ch = p.client_channel.unwrap();
     let data = pattern(4 << 20, 3);
-    let sent = p.client.send_data(ch, None, &data, &mut p.c2s);
+    let sent = p.client.send_data(p.now, ch, None, &data, &mut p.c2s);
     p.drive().unwrap();
     assert_eq!(sent, MIB as usize, "the sender stops at the window");
     assert_eq!(server_window(&p), MIB);

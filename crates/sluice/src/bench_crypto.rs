@@ -107,7 +107,7 @@ fn measure(cipher: &str, mac: &str, threads: usize, size: u64) -> Result<Measure
     while left > 0 {
         wire.clear();
         while wire.len() < BATCH && left > 0 {
-            let Some(slot) = client.data_slot(cch, None, &mut wire) else {
+            let Some(slot) = client.data_slot(now, cch, None, &mut wire) else {
                 break;
             };
             let n = slot.max.min(block.len()).min(left as usize);

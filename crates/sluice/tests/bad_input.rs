@@ -171,7 +171,7 @@ fn bad_input_closes_only_that_connection() {
     // 6. A bad MAC inside an established session.
     let (mut conn, mut t, ch) = session(&s, server.port);
     let mut out = Vec::new();
-    conn.send_data(ch, None, b"hello", &mut out);
+    conn.send_data(Instant::now(), ch, None, b"hello", &mut out);
     let last = out.len() - 1;
     out[last] ^= 0x55;
     t.write_all(&out).unwrap();
@@ -180,7 +180,7 @@ fn bad_input_closes_only_that_connection() {
     let (mut conn, mut t, ch) = session(&s, server.port);
     conn.force_remote_channel(ch, 4242);
     let mut out = Vec::new();
-    conn.send_data(ch, None, b"stray", &mut out);
+    conn.send_data(Instant::now(), ch, None, b"stray", &mut out);
     t.write_all(&out).unwrap();
     assert!(closed_within(&mut t, 10), "unknown channel");
     // 8. A window overrun.
@@ -191,7 +191,7 @@ fn bad_input_closes_only_that_connection() {
     let mut out = Vec::new();
     let mut sent = 0;
     while sent < blob.len() {
-        let n = conn.send_data(ch, None, &blob[sent..], &mut out);
+        let n = conn.send_data(Instant::now(), ch, None, &blob[sent..], &mut out);
         if n == 0 {
             break;
         }

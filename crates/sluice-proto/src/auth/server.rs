@@ -126,7 +126,8 @@ impl Connection {
             } => {
                 let key_type = hostkey::blob_key_type(&key_blob).unwrap_or_default();
                 let usable = self.config.pubkey_algs.contains(&algorithm)
-                    && hostkey::sig_algs_for_key_type(key_type).contains(&algorithm.as_str())
+                    && (self.config.provider.sig_algs_for_key_type)(key_type)
+                        .contains(&algorithm.as_str())
                     && self.method_offered("publickey");
                 if !usable {
                     return self.reject_now(true);
@@ -142,7 +143,8 @@ impl Connection {
                             &algorithm,
                             &key_blob,
                         );
-                        if hostkey::verify(&algorithm, &key_blob, &sig, &data).is_err() {
+                        let verify = self.config.provider.verify;
+                        if verify(&algorithm, &key_blob, &sig, &data).is_err() {
                             return self.reject_now(true);
                         }
                         true

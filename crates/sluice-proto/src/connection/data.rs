@@ -10,6 +10,7 @@ use crate::transport::send::{SendState, HEADER};
 use crate::transport::MAX_PACKET_LEN;
 use crate::wire::{MsgNum, Reader, WireError};
 use std::ops::Range;
+use std::time::Instant;
 
 /// Largest data payload we put in one packet, leaving room for headers,
 /// padding and tag within the 256 KiB every peer accepts.
@@ -63,13 +64,11 @@ impl Connection {
 
     /// Seals every queued control packet into `out`, keeping wire order
     /// ahead of data packets.
-    fn flush_outbox(&mut self, out: &mut Vec<u8>) {
+    fn flush_outbox(&mut self, now: Instant, out: &mut Vec<u8>) {
         if self.outbox.is_empty() {
             return;
         }
-        let now = std::time::Instant::now();
-        // Only time-based re-keys use `now`; any instant works here. Frames
-        // without sealing, so batch crypto keeps its batch.
+        // Frames without sealing, so batch crypto keeps its batch.
         self.transmit_queued(now, out);
     }
 
@@ -94,20 +93,23 @@ impl Connection {
 
     /// Starts a data packet in `out` (after any queued control packets) and
     /// returns the slot the caller fills, or None if nothing can be sent now.
-    /// `ext` is `Some(1)` for stderr.
+    /// `ext` is `Some(1)` for stderr. `now` is the runtime's clock: queued
+    /// control packets go out first and may start a re-key that is due by time.
     pub fn data_slot(
         &mut self,
+        now: Instant,
         id: ChannelId,
         ext: Option<u32>,
         out: &mut Vec<u8>,
     ) -> Option<DataSlot> {
         // Queued control packets go first; sending NEWKEYS may unblock data.
-        self.flush_outbox(out);
+        self.flush_outbox(now, out);
         let max = self.send_capacity(id);
         if max == 0 {
             return None;
         }
         let remote = self.channels.get(id)?.remote;
+        self.noise_before_packet(out);
         let start = SendState::begin(out);
         match ext {
             None => out.push(MsgNum::CHANNEL_DATA.0),
@@ -152,6 +154,7 @@ impl Connection {
     /// how many bytes were taken.
     pub fn send_data(
         &mut self,
+        now: Instant,
         id: ChannelId,
         ext: Option<u32>,
         data: &[u8],
@@ -159,7 +162,7 @@ impl Connection {
     ) -> usize {
         let mut sent = 0;
         while sent < data.len() {
-            let Some(slot) = self.data_slot(id, ext, out) else {
+            let Some(slot) = self.data_slot(now, id, ext, out) else {
                 break;
             };
             let chunk = data.get(sent..).unwrap_or_default();
@@ -169,23 +172,5 @@ impl Connection {
             sent += n;
         }
         sent
-    }
-
-    /// Test hook: adds `n` bytes to our view of the peer's window, letting
-    /// this end overrun it. Only bad-input tests call this.
-    #[doc(hidden)]
-    pub fn force_send_window(&mut self, id: ChannelId, n: u32) {
-        if let Some(ch) = self.channels.get_mut(id) {
-            ch.send_window = ch.send_window.saturating_add(n);
-        }
-    }
-
-    /// Test hook: addresses our packets for `id` to another remote channel
-    /// number. Only bad-input tests call this.
-    #[doc(hidden)]
-    pub fn force_remote_channel(&mut self, id: ChannelId, remote: u32) {
-        if let Some(ch) = self.channels.get_mut(id) {
-            ch.remote = remote;
-        }
     }
 }

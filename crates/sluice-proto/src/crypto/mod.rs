@@ -1,6 +1,10 @@
-//! The crypto provider: packet ciphers, MACs, key exchange methods and
-//! signatures, all from aws-lc-rs. The protocol code above sees only the
-//! traits and tables here, never a primitive.
+//! Cryptography behind one seam: the [`CryptoProvider`] (tables of key
+//! exchange methods, packet ciphers, MACs and signature checks, in
+//! [`provider`]) and the [`Rng`] every random byte comes from. The default
+//! provider, [`aws_lc_provider`], is built from aws-lc-rs; with the
+//! `insecure-test-crypto` feature (or `cfg(fuzzing)`) `insecure` adds a
+//! deterministic one for tests and fuzzing. The protocol code above sees
+//! only the traits and tables here, never a primitive.
 //!
 //! Packet ciphers work in place on one whole binary packet (RFC 4253 section 6)
 //! and take the packet's position as an argument instead of keeping a running
@@ -9,7 +13,12 @@
 
 pub mod cipher;
 pub mod hostkey;
+#[cfg(any(feature = "insecure-test-crypto", fuzzing))]
+pub mod insecure;
 pub mod kex;
+pub mod provider;
+
+pub use provider::CryptoProvider;
 
 use std::fmt;
 
@@ -84,8 +93,21 @@ pub trait Opener: Send + Sync {
     fn open(&self, pos: PacketPos, packet: &mut [u8], tag: &[u8]) -> Result<(), CryptoError>;
 }
 
-/// Source of randomness for cookies and padding; the runtime hands in
-/// [`SystemRng`], fuzzing and tests may use a deterministic one.
+/// The default provider: aws-lc-rs for every algorithm sluice implements.
+pub fn aws_lc_provider() -> CryptoProvider {
+    CryptoProvider {
+        name: "aws-lc-rs",
+        kex: kex::METHODS,
+        ciphers: cipher::CIPHERS,
+        macs: cipher::MACS,
+        sig_algs_for_key_type: hostkey::sig_algs_for_key_type,
+        verify: hostkey::verify,
+    }
+}
+
+/// Source of randomness for cookies, padding and ephemeral keys; the
+/// runtime hands in [`SystemRng`], fuzzing and tests may use a
+/// deterministic one.
 pub trait Rng: Send {
     /// Fills `buf` with random bytes.
     fn fill(&mut self, buf: &mut [u8]);

@@ -12,9 +12,9 @@ mod none;
 pub(crate) use none::NoneState;
 
 use crate::core::{Connection, Role};
-use crate::crypto::cipher::{self, DirectionKeys};
+use crate::crypto::cipher::DirectionKeys;
 use crate::crypto::kex::{self as kexalg, HashAlg, KexClient, SharedSecret};
-use crate::crypto::{hostkey, Opener, Sealer};
+use crate::crypto::{Opener, Sealer};
 use crate::error::{Error, Violation};
 use crate::event::Event;
 use crate::msg::{ExtInfo, KexEcdhInit, KexEcdhReply, KexInit};
@@ -80,6 +80,12 @@ impl KexMachine {
     /// Our outgoing compression is `zlib@openssh.com`, not started yet.
     pub(crate) fn delayed_compression_pending(&self) -> bool {
         self.comp_send == Some(Method::ZlibDelayed)
+    }
+
+    /// Our NEWKEYS of the exchange in progress went out (test noise waits for it).
+    #[cfg(any(feature = "test-hooks", fuzzing))]
+    pub(crate) fn newkeys_out(&self) -> bool {
+        self.newkeys_sent
     }
 
     /// The first key exchange has completed.
@@ -152,7 +158,10 @@ impl Connection {
         let guess = (first && self.role == Role::Client && self.config.kex_guess)
             .then(|| init.kex_algorithms.first().cloned())
             .flatten()
-            .and_then(|name| kexalg::client_start(&name).ok().map(|c| (name, c)));
+            .and_then(|name| {
+                let method = self.config.provider.kex_method(&name)?;
+                method.start(self.rng.as_mut()).ok().map(|c| (name, c))
+            });
         let mut init = init;
         init.first_kex_packet_follows = guess.is_some();
         let mut p = Vec::new();
@@ -216,7 +225,13 @@ impl Connection {
             Role::Server => (&peer, &ours),
         };
         let first = self.kex.completed == 0;
-        let algs = negotiate::negotiate(client, server, first, self.role == Role::Server)?;
+        let algs = negotiate::negotiate(
+            client,
+            server,
+            first,
+            self.role == Role::Server,
+            &self.config.provider,
+        )?;
         if first {
             self.kex.strict = algs.strict;
             if algs.strict && seq != 0 {
@@ -234,7 +249,13 @@ impl Connection {
         if self.role == Role::Client && self.guess_stands(client, server, &algs)? {
             // The server takes the packet we sent with our KEXINIT.
         } else if self.role == Role::Client {
-            let c = kexalg::client_start(&algs.kex).map_err(|_| Violation::BadKexValue)?;
+            let c = self
+                .config
+                .provider
+                .kex_method(&algs.kex)
+                .ok_or(Violation::BadKexValue)?
+                .start(self.rng.as_mut())
+                .map_err(|_| Violation::BadKexValue)?;
             let q_c = c.client_public().to_vec();
             self.kex.client = Some(c);
             self.queue_with(|p| KexEcdhInit { q_c }.encode(p));
@@ -280,9 +301,15 @@ impl Connection {
         if self.kex.exchanged.is_some() {
             return Err(Violation::UnexpectedMessage(MsgNum::KEX_ECDH_INIT, "twice").into());
         }
-        let hash = kexalg::kex_hash(&algs.kex).ok_or(Violation::BadKexValue)?;
-        let (q_s, k) =
-            kexalg::server_respond(&algs.kex, q_c).map_err(|_| Violation::BadKexValue)?;
+        let method = self
+            .config
+            .provider
+            .kex_method(&algs.kex)
+            .ok_or(Violation::BadKexValue)?;
+        let hash = method.hash();
+        let (q_s, k) = method
+            .respond(q_c, self.rng.as_mut())
+            .map_err(|_| Violation::BadKexValue)?;
         let signer = self
             .server
             .as_ref()
@@ -333,11 +360,15 @@ impl Connection {
             MsgNum::KEX_ECDH_REPLY,
             "unexpected",
         ))?;
-        let hash = kexalg::kex_hash(&algs.kex).ok_or(Violation::BadKexValue)?;
+        let provider = self.config.provider;
+        let hash = provider
+            .kex_method(&algs.kex)
+            .ok_or(Violation::BadKexValue)?
+            .hash();
         let q_c = client.client_public().to_vec();
         let k = client.finish(&m.q_s).map_err(|_| Violation::BadKexValue)?;
         let h = self.exchange_hash(hash, &m.host_key, &q_c, &m.q_s, &k);
-        hostkey::verify(&algs.host_key, &m.host_key, &m.signature, &h)
+        (provider.verify)(&algs.host_key, &m.host_key, &m.signature, &h)
             .map_err(|_| Violation::BadHostSignature)?;
         self.kex.exchanged = Some(Exchanged { hash, k, h });
         self.set_session_id();
@@ -391,9 +422,12 @@ impl Connection {
         } else {
             (&algs.cipher_s2c, &algs.mac_s2c, [b'B', b'D', b'F'])
         };
-        let ci = cipher::cipher_info(cipher_name)
+        let provider = &self.config.provider;
+        let suite = provider
+            .cipher(cipher_name)
             .ok_or(Error::InvalidState("negotiated an unknown cipher"))?;
-        let mac_len = cipher::mac_info(mac_name).map_or(0, |m| m.key_len);
+        let ci = suite.info();
+        let mac_len = provider.mac_info(mac_name).map_or(0, |m| m.key_len);
         let derive =
             |letter: u8, len: usize| kexalg::derive_key(ex.hash, &ex.k, &ex.h, letter, sid, len);
         let iv = derive(letters[0], ci.iv_len);
@@ -408,8 +442,8 @@ impl Connection {
         };
         let bad = |_| Error::InvalidState("cipher rejected its keys");
         Ok((
-            cipher::sealer(keys).map_err(bad)?,
-            cipher::opener(keys).map_err(bad)?,
+            suite.sealer(keys).map_err(bad)?,
+            suite.opener(keys).map_err(bad)?,
         ))
     }
 

@@ -1,11 +1,21 @@
 //! The test harness: two endpoints of sluice-proto joined by in-memory byte
 //! pipes, as quinn-proto's tests do. With `batch` set, both ends seal and
 //! open through the batch API and the jobs run in an adversarial order.
+//!
+//! - Virtual time: `now` starts at an arbitrary instant and each step
+//!   (one trip of whatever is in flight, both ways) moves it forward by
+//!   `latency`; nothing reads the wall clock.
+//! - Seeded randomness: both ends draw from a [`SeededRng`] (seed from
+//!   `SLUICE_TEST_SEED`, else a fixed one), so with the insecure provider
+//!   ([`Pair::insecure`]) a run is reproducible byte for byte.
+//! - Noise: both ends send IGNORE/DEBUG packets before their packets (the
+//!   engine's `set_noise` test hook), as Go's x/crypto/ssh handshake tests
+//!   do; every scenario must pass with it.
 #![allow(dead_code, unreachable_pub)]
 
 use aws_lc_rs::encoding::AsBigEndian;
 use sluice_proto::crypto::hostkey::{KeyPair, Signer};
-use sluice_proto::crypto::SystemRng;
+use sluice_proto::crypto::insecure::{self, InsecureKey, SeededRng};
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::transport::CryptoJob;
 use sluice_proto::{
@@ -13,7 +23,20 @@ use sluice_proto::{
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// The seed of a test run: `SLUICE_TEST_SEED` if set, else fixed.
+pub fn test_seed() -> u64 {
+    std::env::var("SLUICE_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_0f51_u64)
+}
+
+/// The client's and the server's Rng for `seed` (distinct streams).
+pub fn seeded(seed: u64, server: bool) -> Box<SeededRng> {
+    Box::new(SeededRng::new(seed ^ if server { 0x5e7e_7e7e } else { 0 }))
+}
 
 /// A client and a server joined by two in-memory byte pipes.
 pub struct Pair {
@@ -23,7 +46,9 @@ pub struct Pair {
     pub s2c: Vec<u8>,
     /// Largest number of bytes handed over per input call (splits the stream).
     pub chunk: usize,
-    pub user_key: Arc<KeyPair>,
+    pub user_key: Arc<dyn Signer>,
+    /// The signature algorithm the client authenticates with.
+    pub user_alg: String,
     /// The one key the server accepts.
     pub accepted: Vec<u8>,
     pub auth_attempts: u32,
@@ -36,9 +61,16 @@ pub struct Pair {
     pub consume: bool,
     pub client_channel: Option<ChannelId>,
     pub server_channel: Option<ChannelId>,
+    /// Virtual time, moved forward by `latency` each step.
     pub now: Instant,
+    /// One-way delay of the pipes: the time one step takes.
+    pub latency: Duration,
     /// Seal and open through the batch API, jobs run by [`adversarial`].
     pub batch: bool,
+    /// Keep every byte delivered each way in `transcript`.
+    pub record: bool,
+    /// Bytes delivered client->server and server->client, when `record` is set.
+    pub transcript: (Vec<u8>, Vec<u8>),
 }
 
 pub fn owned(v: &[&str]) -> Vec<String> {
@@ -122,27 +154,55 @@ impl Pair {
         );
         tweak(&mut cc, false);
         tweak(&mut sc, true);
-        let client = Connection::client(ClientConfig { common: cc }, Box::new(SystemRng));
-        let server = Connection::server(
+        let user_key: Arc<dyn Signer> = Arc::new(KeyPair::from_ed25519_seed(&[9u8; 32]).unwrap());
+        Pair::with(cc, sc, host_key_for(host_alg), user_key, "ssh-ed25519", test_seed())
+    }
+
+    /// Both ends on the insecure, deterministic provider with Rngs seeded
+    /// from `seed`: the same seed gives the same bytes on the wire.
+    pub fn insecure(seed: u64) -> Pair {
+        Pair::with(
+            insecure::config(),
+            insecure::config(),
+            Arc::new(InsecureKey::new([7; 32])),
+            Arc::new(InsecureKey::new([9; 32])),
+            insecure::NAME,
+            seed,
+        )
+    }
+
+    /// A pair from explicit configs and keys; noise on, time at its start.
+    pub fn with(
+        cc: Config,
+        sc: Config,
+        host_key: Arc<dyn Signer>,
+        user_key: Arc<dyn Signer>,
+        user_alg: &str,
+        seed: u64,
+    ) -> Pair {
+        let mut client = Connection::client(ClientConfig { common: cc }, seeded(seed, false));
+        let mut server = Connection::server(
             ServerConfig {
                 common: sc,
-                host_keys: vec![host_key_for(host_alg)],
+                host_keys: vec![host_key],
                 auth_methods: owned(&["publickey"]),
                 max_auth_tries: 6,
                 banner: None,
             },
-            Box::new(SystemRng),
+            seeded(seed, true),
         );
+        client.set_noise(true);
+        server.set_noise(true);
+        let accepted = user_key.public_blob();
         Pair {
             client,
             server,
             c2s: Vec::new(),
             s2c: Vec::new(),
             chunk: usize::MAX,
-            user_key: Arc::new(KeyPair::from_ed25519_seed(&[9u8; 32]).unwrap()),
-            accepted: KeyPair::from_ed25519_seed(&[9u8; 32])
-                .unwrap()
-                .public_blob(),
+            user_key,
+            user_alg: user_alg.to_owned(),
+            accepted,
             auth_attempts: 0,
             client_events: Vec::new(),
             server_events: Vec::new(),
@@ -152,7 +212,10 @@ impl Pair {
             client_channel: None,
             server_channel: None,
             now: Instant::now(),
+            latency: Duration::from_millis(5),
             batch: false,
+            record: false,
+            transcript: (Vec::new(), Vec::new()),
         }
     }
 
@@ -238,6 +301,9 @@ impl Pair {
         self.client.poll_transmit(self.now, &mut self.c2s);
         self.server.poll_transmit(self.now, &mut self.s2c);
         let progressed = self.c2s.len() != c0 || self.s2c.len() != s0;
+        // What is in flight arrives one latency later.
+        self.now += self.latency;
+        let sent = self.record.then(|| (self.c2s.clone(), self.s2c.clone()));
         Pair::feed_batch(
             &mut self.server,
             &mut self.c2s,
@@ -256,6 +322,11 @@ impl Pair {
             self.consume,
             self.batch,
         )?;
+        if let Some((c2s, s2c)) = sent {
+            let (up, down) = &mut self.transcript;
+            up.extend_from_slice(&c2s[..c2s.len() - self.c2s.len()]);
+            down.extend_from_slice(&s2c[..s2c.len() - self.s2c.len()]);
+        }
         let mut any = false;
         while let Some(e) = self.client.poll_event() {
             any = true;
@@ -272,12 +343,22 @@ impl Pair {
 
     /// Steps until nothing moves, with a livelock guard.
     pub fn drive(&mut self) -> Result<(), sluice_proto::Error> {
-        for _ in 0..10_000 {
+        if self.drive_bounded(10_000)? {
+            Ok(())
+        } else {
+            panic!("no quiescence after 10000 rounds");
+        }
+    }
+
+    /// Steps until nothing moves or `rounds` steps have run (quinn's
+    /// livelock guard); true if the pair went quiet.
+    pub fn drive_bounded(&mut self, rounds: usize) -> Result<bool, sluice_proto::Error> {
+        for _ in 0..rounds {
             if !self.step()? {
-                return Ok(());
+                return Ok(true);
             }
         }
-        panic!("no quiescence after 10000 rounds");
+        Ok(false)
     }
 
     pub fn on_client_event(&mut self, e: Event) {
@@ -286,13 +367,13 @@ impl Pair {
             Event::AuthReady => {
                 self.auth_attempts += 1;
                 self.client
-                    .auth_publickey_sign("alice", "ssh-ed25519", self.user_key.as_ref())
+                    .auth_publickey_sign("alice", &self.user_alg, self.user_key.as_ref())
                     .unwrap();
             }
             Event::AuthFailure { .. } if self.auth_attempts < 20 && !self.client.is_closed() => {
                 self.auth_attempts += 1;
                 self.client
-                    .auth_publickey_sign("alice", "ssh-ed25519", self.user_key.as_ref())
+                    .auth_publickey_sign("alice", &self.user_alg, self.user_key.as_ref())
                     .unwrap();
             }
             Event::Authenticated { .. } => {
@@ -365,7 +446,7 @@ impl Pair {
         while sent < data.len() {
             sent += self
                 .client
-                .send_data(ch, None, &data[sent..], &mut self.c2s);
+                .send_data(self.now, ch, None, &data[sent..], &mut self.c2s);
             self.step().unwrap();
             rounds += 1;
             assert!(rounds < 100_000, "upload stalled at {sent}");
@@ -380,7 +461,7 @@ impl Pair {
         while sent < data.len() {
             sent += self
                 .server
-                .send_data(ch, None, &data[sent..], &mut self.s2c);
+                .send_data(self.now, ch, None, &data[sent..], &mut self.s2c);
             self.step().unwrap();
             rounds += 1;
             assert!(rounds < 100_000, "download stalled at {sent}");

@@ -553,7 +553,7 @@ impl Pump {
                     let Some(fd) = fd.filter(|_| !eof && ready) else {
                         break;
                     };
-                    let Some(slot) = conn.data_slot(id, ext, &mut self.out) else {
+                    let Some(slot) = conn.data_slot(Instant::now(), id, ext, &mut self.out) else {
                         break;
                     };
                     match fdio::read_append(fd, &mut self.out, slot.max) {

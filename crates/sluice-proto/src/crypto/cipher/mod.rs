@@ -19,6 +19,7 @@ mod mac;
 #[cfg(test)]
 mod tests;
 
+use super::provider::PacketCipher;
 use super::{CryptoError, Opener, Sealer};
 use chacha::ChaCha;
 use ctr::CtrMac;
@@ -71,43 +72,82 @@ pub const DEFAULT_MACS: &[&str] = &[
     "hmac-sha2-512",
 ];
 
-/// Looks up a cipher by wire name (including `none`, never offered by default).
-pub fn cipher_info(name: &str) -> Option<CipherInfo> {
-    let c = |name, key_len, iv_len, block_size, aead| CipherInfo {
+const fn cipher(
+    name: &'static str,
+    key_len: usize,
+    iv_len: usize,
+    block_size: usize,
+    aead: bool,
+) -> AwsLcCipher {
+    AwsLcCipher(CipherInfo {
         name,
         key_len,
         iv_len,
         block_size,
         aead,
-    };
-    Some(match name {
-        "chacha20-poly1305@openssh.com" => c("chacha20-poly1305@openssh.com", 64, 0, 8, true),
-        "aes128-gcm@openssh.com" => c("aes128-gcm@openssh.com", 16, 12, 16, true),
-        "aes256-gcm@openssh.com" => c("aes256-gcm@openssh.com", 32, 12, 16, true),
-        "aes128-ctr" => c("aes128-ctr", 16, 16, 16, false),
-        "aes192-ctr" => c("aes192-ctr", 24, 16, 16, false),
-        "aes256-ctr" => c("aes256-ctr", 32, 16, 16, false),
-        "none" => c("none", 0, 0, 8, false),
-        _ => return None,
     })
 }
 
-/// Looks up a MAC by wire name (including `none`, never offered by default).
-pub fn mac_info(name: &str) -> Option<MacInfo> {
-    let m = |name, key_len, tag_len, etm| MacInfo {
+/// The aws-lc provider's ciphers, `none` included (never offered by default).
+pub(crate) static CIPHERS: &[&dyn PacketCipher] = &[
+    &cipher("chacha20-poly1305@openssh.com", 64, 0, 8, true),
+    &cipher("aes128-gcm@openssh.com", 16, 12, 16, true),
+    &cipher("aes256-gcm@openssh.com", 32, 12, 16, true),
+    &cipher("aes128-ctr", 16, 16, 16, false),
+    &cipher("aes192-ctr", 24, 16, 16, false),
+    &cipher("aes256-ctr", 32, 16, 16, false),
+    &cipher("none", 0, 0, 8, false),
+];
+
+const fn mac(name: &'static str, key_len: usize, tag_len: usize, etm: bool) -> MacInfo {
+    MacInfo {
         name,
         key_len,
         tag_len,
         etm,
-    };
-    Some(match name {
-        "hmac-sha2-256" => m("hmac-sha2-256", 32, 32, false),
-        "hmac-sha2-512" => m("hmac-sha2-512", 64, 64, false),
-        "hmac-sha2-256-etm@openssh.com" => m("hmac-sha2-256-etm@openssh.com", 32, 32, true),
-        "hmac-sha2-512-etm@openssh.com" => m("hmac-sha2-512-etm@openssh.com", 64, 64, true),
-        "none" => m("none", 0, 0, false),
-        _ => return None,
-    })
+    }
+}
+
+/// The aws-lc provider's MACs, `none` included (never offered by default).
+pub(crate) static MACS: &[MacInfo] = &[
+    mac("hmac-sha2-256", 32, 32, false),
+    mac("hmac-sha2-512", 64, 64, false),
+    mac("hmac-sha2-256-etm@openssh.com", 32, 32, true),
+    mac("hmac-sha2-512-etm@openssh.com", 64, 64, true),
+    mac("none", 0, 0, false),
+];
+
+/// Looks up an aws-lc cipher by wire name (including `none`, never offered by default).
+pub fn cipher_info(name: &str) -> Option<CipherInfo> {
+    CIPHERS.iter().map(|c| c.info()).find(|i| i.name == name)
+}
+
+/// Looks up an aws-lc MAC by wire name (including `none`, never offered by default).
+pub fn mac_info(name: &str) -> Option<MacInfo> {
+    MACS.iter().copied().find(|m| m.name == name)
+}
+
+/// An entry of [`CIPHERS`]: the construction is chosen by name in `build`.
+pub(crate) struct AwsLcCipher(CipherInfo);
+
+impl PacketCipher for AwsLcCipher {
+    fn info(&self) -> CipherInfo {
+        self.0
+    }
+
+    fn sealer(&self, keys: DirectionKeys<'_>) -> Result<Box<dyn Sealer>, CryptoError> {
+        sealer(DirectionKeys {
+            cipher: self.0.name,
+            ..keys
+        })
+    }
+
+    fn opener(&self, keys: DirectionKeys<'_>) -> Result<Box<dyn Opener>, CryptoError> {
+        opener(DirectionKeys {
+            cipher: self.0.name,
+            ..keys
+        })
+    }
 }
 
 /// Keys for one direction, derived by the key exchange.

@@ -6,10 +6,16 @@
 //! the NIST curves (the form OpenSSH sends and accepts). K is the X25519
 //! output or the x coordinate, encoded as an `mpint`. An all-zero X25519
 //! result (a low-order peer point) is rejected (RFC 8731 section 3).
+//!
+//! Ephemeral private keys are built from bytes the connection's [`Rng`]
+//! draws (aws-lc's from-bytes constructors), so a seeded Rng makes them
+//! reproducible; aws-lc still checks that a NIST scalar is in range.
 
-use super::{all_zero, SharedSecret};
-use crate::crypto::CryptoError;
+use super::{all_zero, HashAlg, SharedSecret};
+use crate::crypto::provider::KexMethod;
+use crate::crypto::{CryptoError, Rng};
 use aws_lc_rs::agreement::{self, PrivateKey, UnparsedPublicKey};
+use zeroize::Zeroizing;
 
 /// The curve of an ECDH method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,23 +27,21 @@ pub(super) enum Curve {
 }
 
 impl Curve {
-    /// The curve of a method name.
-    pub(super) fn by_method(name: &str) -> Option<Curve> {
-        Some(match name {
-            "curve25519-sha256" | "curve25519-sha256@libssh.org" => Curve::X25519,
-            "ecdh-sha2-nistp256" => Curve::P256,
-            "ecdh-sha2-nistp384" => Curve::P384,
-            "ecdh-sha2-nistp521" => Curve::P521,
-            _ => return None,
-        })
-    }
-
     fn algorithm(self) -> &'static agreement::Algorithm {
         match self {
             Curve::X25519 => &agreement::X25519,
             Curve::P256 => &agreement::ECDH_P256,
             Curve::P384 => &agreement::ECDH_P384,
             Curve::P521 => &agreement::ECDH_P521,
+        }
+    }
+
+    /// Length of a private scalar (the X25519 key or the NIST field size).
+    fn private_len(self) -> usize {
+        match self {
+            Curve::X25519 | Curve::P256 => 32,
+            Curve::P384 => 48,
+            Curve::P521 => 66,
         }
     }
 
@@ -66,15 +70,38 @@ impl Curve {
     }
 }
 
-/// Generates an ephemeral key pair: the private key and its public value.
-pub(super) fn generate(curve: Curve) -> Result<(PrivateKey, Vec<u8>), CryptoError> {
-    let private = PrivateKey::generate(curve.algorithm()).map_err(|_| CryptoError)?;
+/// Generates an ephemeral key pair from `rng`: the private key and its public value.
+pub(super) fn generate(
+    curve: Curve,
+    rng: &mut dyn Rng,
+) -> Result<(PrivateKey, Vec<u8>), CryptoError> {
+    let private = private_from_rng(curve, rng)?;
     let public = private
         .compute_public_key()
         .map_err(|_| CryptoError)?
         .as_ref()
         .to_vec();
     Ok((private, public))
+}
+
+/// A private key from random bytes. X25519 takes any 32 bytes (RFC 7748
+/// clamps them); a NIST scalar must lie in [1, n-1], which a random one
+/// misses with probability below 2^-32 (P-521: its top byte is masked to
+/// the curve's 521 bits first), so a few draws always suffice.
+fn private_from_rng(curve: Curve, rng: &mut dyn Rng) -> Result<PrivateKey, CryptoError> {
+    let mut bytes = Zeroizing::new(vec![0u8; curve.private_len()]);
+    for _ in 0..8 {
+        rng.fill(&mut bytes);
+        if curve == Curve::P521 {
+            if let Some(top) = bytes.first_mut() {
+                *top &= 0x01;
+            }
+        }
+        if let Ok(key) = PrivateKey::from_private_key(curve.algorithm(), &bytes) {
+            return Ok(key);
+        }
+    }
+    Err(CryptoError)
 }
 
 /// Raw agreement with a checked peer value: the X25519 output or the x
@@ -107,8 +134,8 @@ pub(super) struct EcdhClient {
 }
 
 impl EcdhClient {
-    pub(super) fn generate(curve: Curve) -> Result<Self, CryptoError> {
-        let (private, public) = generate(curve)?;
+    pub(super) fn generate(curve: Curve, rng: &mut dyn Rng) -> Result<Self, CryptoError> {
+        let (private, public) = generate(curve, rng)?;
         Ok(EcdhClient {
             curve,
             private,
@@ -133,18 +160,51 @@ impl super::KexClient for EcdhClient {
 pub(super) fn server_respond(
     curve: Curve,
     client_public: &[u8],
+    rng: &mut dyn Rng,
 ) -> Result<(Vec<u8>, SharedSecret), CryptoError> {
-    let (private, public) = generate(curve)?;
+    // Check Q_C before spending entropy and a scalar multiplication.
+    curve.check_public(client_public)?;
+    let (private, public) = generate(curve, rng)?;
     let k = agree(curve, &private, client_public, |s| {
         Ok(SharedSecret::mpint(s))
     })?;
     Ok((public, k))
 }
 
+/// An ECDH method of the aws-lc provider's table.
+pub(super) struct Method {
+    pub(super) name: &'static str,
+    pub(super) curve: Curve,
+    pub(super) hash: HashAlg,
+}
+
+impl KexMethod for Method {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn hash(&self) -> HashAlg {
+        self.hash
+    }
+
+    fn start(&self, rng: &mut dyn Rng) -> Result<Box<dyn super::KexClient>, CryptoError> {
+        Ok(Box::new(EcdhClient::generate(self.curve, rng)?))
+    }
+
+    fn respond(
+        &self,
+        client_public: &[u8],
+        rng: &mut dyn Rng,
+    ) -> Result<(Vec<u8>, SharedSecret), CryptoError> {
+        server_respond(self.curve, client_public, rng)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::crypto::kex::KexClient;
+    use crate::crypto::SystemRng;
 
     fn hex(s: &str) -> Vec<u8> {
         (0..s.len())
@@ -209,12 +269,12 @@ mod tests {
         assert!(c.finish(&one).is_err());
         assert!(client_x25519().finish(&[9u8; 31]).is_err());
         assert!(client_x25519().finish(&[9u8; 33]).is_err());
-        assert!(server_respond(Curve::X25519, &[0u8; 32]).is_err());
-        assert!(server_respond(Curve::X25519, &[]).is_err());
+        assert!(server_respond(Curve::X25519, &[0u8; 32], &mut SystemRng).is_err());
+        assert!(server_respond(Curve::X25519, &[], &mut SystemRng).is_err());
     }
 
     fn client_x25519() -> Box<EcdhClient> {
-        Box::new(EcdhClient::generate(Curve::X25519).unwrap())
+        Box::new(EcdhClient::generate(Curve::X25519, &mut SystemRng).unwrap())
     }
 
     #[test]
@@ -235,26 +295,26 @@ mod tests {
     #[test]
     fn nist_rejects_bad_points() {
         for curve in [Curve::P256, Curve::P384, Curve::P521] {
-            let (_, good) = generate(curve).unwrap();
-            assert!(server_respond(curve, &good).is_ok());
+            let (_, good) = generate(curve, &mut SystemRng).unwrap();
+            assert!(server_respond(curve, &good, &mut SystemRng).is_ok());
             // Compressed form, wrong length, off-curve point, wrong curve.
             let mut compressed = good.clone();
             compressed.truncate(1 + (good.len() - 1) / 2);
             compressed[0] = 2;
-            assert!(server_respond(curve, &compressed).is_err());
-            assert!(server_respond(curve, &good[..good.len() - 1]).is_err());
+            assert!(server_respond(curve, &compressed, &mut SystemRng).is_err());
+            assert!(server_respond(curve, &good[..good.len() - 1], &mut SystemRng).is_err());
             let mut off = good.clone();
             *off.last_mut().unwrap() ^= 1;
-            assert!(server_respond(curve, &off).is_err());
+            assert!(server_respond(curve, &off, &mut SystemRng).is_err());
             let mut bad_tag = good.clone();
             bad_tag[0] = 6;
-            assert!(server_respond(curve, &bad_tag).is_err());
-            let c = EcdhClient::generate(curve).unwrap();
+            assert!(server_respond(curve, &bad_tag, &mut SystemRng).is_err());
+            let c = EcdhClient::generate(curve, &mut SystemRng).unwrap();
             let (_, other) = generate(if curve == Curve::P256 {
                 Curve::P384
             } else {
                 Curve::P256
-            })
+            }, &mut SystemRng)
             .unwrap();
             assert!(Box::new(c).finish(&other).is_err());
         }

@@ -7,10 +7,16 @@
 //!   the server's X25519 public value (32 bytes).
 //! - K = SHA-256(K_PQ || K_CL), with K_PQ the 32-byte ML-KEM shared secret and
 //!   K_CL the raw 32-byte X25519 output (not an mpint), encoded as a `string`.
+//!
+//! Entropy: the X25519 halves come from the connection's [`Rng`]. aws-lc
+//! offers no way to feed entropy into ML-KEM key generation or
+//! encapsulation, so those draw from aws-lc's own DRBG: this provider is
+//! never deterministic for this method (the insecure test provider is).
 
 use super::ecdh::{self, Curve};
 use super::{HashAlg, SharedSecret};
-use crate::crypto::CryptoError;
+use crate::crypto::provider::KexMethod;
+use crate::crypto::{CryptoError, Rng};
 use aws_lc_rs::agreement::PrivateKey;
 use aws_lc_rs::kem::{Ciphertext, DecapsulationKey, EncapsulationKey, ML_KEM_768};
 
@@ -38,13 +44,13 @@ pub(super) struct HybridClient {
 }
 
 impl HybridClient {
-    pub(super) fn generate() -> Result<Self, CryptoError> {
+    pub(super) fn generate(rng: &mut dyn Rng) -> Result<Self, CryptoError> {
         let dk = DecapsulationKey::generate(&ML_KEM_768).map_err(|_| CryptoError)?;
         let ek = dk
             .encapsulation_key()
             .and_then(|ek| ek.key_bytes())
             .map_err(|_| CryptoError)?;
-        let (x25519, x_pub) = ecdh::generate(Curve::X25519)?;
+        let (x25519, x_pub) = ecdh::generate(Curve::X25519, rng)?;
         let mut public = Vec::with_capacity(EK_LEN + X_LEN);
         public.extend_from_slice(ek.as_ref());
         public.extend_from_slice(&x_pub);
@@ -76,14 +82,17 @@ impl super::KexClient for HybridClient {
 }
 
 /// The server's side: S_REPLY and K for the client's C_INIT.
-pub(super) fn server_respond(client_public: &[u8]) -> Result<(Vec<u8>, SharedSecret), CryptoError> {
+pub(super) fn server_respond(
+    client_public: &[u8],
+    rng: &mut dyn Rng,
+) -> Result<(Vec<u8>, SharedSecret), CryptoError> {
     if client_public.len() != EK_LEN + X_LEN {
         return Err(CryptoError);
     }
     let (ek, client_x) = client_public.split_at(EK_LEN);
     let ek = EncapsulationKey::new(&ML_KEM_768, ek).map_err(|_| CryptoError)?;
     let (ct, k_pq) = ek.encapsulate().map_err(|_| CryptoError)?;
-    let (x25519, x_pub) = ecdh::generate(Curve::X25519)?;
+    let (x25519, x_pub) = ecdh::generate(Curve::X25519, rng)?;
     let k = ecdh::agree(Curve::X25519, &x25519, client_x, |k_cl| {
         Ok(combine(k_pq.as_ref(), k_cl))
     })?;
@@ -93,10 +102,36 @@ pub(super) fn server_respond(client_public: &[u8]) -> Result<(Vec<u8>, SharedSec
     Ok((reply, k))
 }
 
+/// `mlkem768x25519-sha256` in the aws-lc provider's table.
+pub(super) struct Method;
+
+impl KexMethod for Method {
+    fn name(&self) -> &'static str {
+        "mlkem768x25519-sha256"
+    }
+
+    fn hash(&self) -> HashAlg {
+        HashAlg::Sha256
+    }
+
+    fn start(&self, rng: &mut dyn Rng) -> Result<Box<dyn super::KexClient>, CryptoError> {
+        Ok(Box::new(HybridClient::generate(rng)?))
+    }
+
+    fn respond(
+        &self,
+        client_public: &[u8],
+        rng: &mut dyn Rng,
+    ) -> Result<(Vec<u8>, SharedSecret), CryptoError> {
+        server_respond(client_public, rng)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::crypto::kex::KexClient;
+    use crate::crypto::SystemRng;
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.split_whitespace().collect();
@@ -108,9 +143,9 @@ mod tests {
 
     #[test]
     fn lengths_and_agreement() {
-        let c = Box::new(HybridClient::generate().unwrap());
+        let c = Box::new(HybridClient::generate(&mut SystemRng).unwrap());
         assert_eq!(c.client_public().len(), 1216);
-        let (reply, k_s) = server_respond(c.client_public()).unwrap();
+        let (reply, k_s) = server_respond(c.client_public(), &mut SystemRng).unwrap();
         assert_eq!(reply.len(), 1120);
         let k_c = c.finish(&reply).unwrap();
         assert_eq!(k_c.encoded(), k_s.encoded());
@@ -121,15 +156,15 @@ mod tests {
 
     #[test]
     fn rejects_bad_inputs() {
-        let c = HybridClient::generate().unwrap();
+        let c = HybridClient::generate(&mut SystemRng).unwrap();
         let good = c.client_public().to_vec();
-        assert!(server_respond(&good[..1215]).is_err());
-        assert!(server_respond(&[good.as_slice(), &[0]].concat()).is_err());
+        assert!(server_respond(&good[..1215], &mut SystemRng).is_err());
+        assert!(server_respond(&[good.as_slice(), &[0]].concat(), &mut SystemRng).is_err());
         let mut zero_x = good.clone();
         zero_x[EK_LEN..].fill(0);
-        assert!(server_respond(&zero_x).is_err());
-        let (reply, _) = server_respond(&good).unwrap();
-        assert!(Box::new(HybridClient::generate().unwrap())
+        assert!(server_respond(&zero_x, &mut SystemRng).is_err());
+        let (reply, _) = server_respond(&good, &mut SystemRng).unwrap();
+        assert!(Box::new(HybridClient::generate(&mut SystemRng).unwrap())
             .finish(&reply[..1119])
             .is_err());
         let mut zero_x = reply.clone();

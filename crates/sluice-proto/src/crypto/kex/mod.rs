@@ -8,12 +8,15 @@
 //!
 //! This module computes the shared secret `K` and derives keys; the KEX
 //! messages, the exchange hash `H` and host-key signatures belong to the
-//! `kex` state machine. Ephemeral keys come from aws-lc's own DRBG.
+//! `kex` state machine. [`METHODS`] is the aws-lc provider's table; ephemeral
+//! keys draw from the connection's Rng where aws-lc lets them (see `ecdh`
+//! and `mlkem`).
 
 mod ecdh;
 mod mlkem;
 
-use super::CryptoError;
+use super::provider::KexMethod;
+use super::{CryptoError, Rng};
 use aws_lc_rs::digest;
 use zeroize::Zeroizing;
 
@@ -63,17 +66,43 @@ pub const DEFAULT_KEX: &[&str] = &[
     "ecdh-sha2-nistp521",
 ];
 
-/// The hash of a method, or None if we do not implement it.
+/// The aws-lc provider's key exchange methods.
+pub(crate) static METHODS: &[&dyn KexMethod] = &[
+    &mlkem::Method,
+    &ecdh::Method {
+        name: "curve25519-sha256",
+        curve: ecdh::Curve::X25519,
+        hash: HashAlg::Sha256,
+    },
+    &ecdh::Method {
+        name: "curve25519-sha256@libssh.org",
+        curve: ecdh::Curve::X25519,
+        hash: HashAlg::Sha256,
+    },
+    &ecdh::Method {
+        name: "ecdh-sha2-nistp256",
+        curve: ecdh::Curve::P256,
+        hash: HashAlg::Sha256,
+    },
+    &ecdh::Method {
+        name: "ecdh-sha2-nistp384",
+        curve: ecdh::Curve::P384,
+        hash: HashAlg::Sha384,
+    },
+    &ecdh::Method {
+        name: "ecdh-sha2-nistp521",
+        curve: ecdh::Curve::P521,
+        hash: HashAlg::Sha512,
+    },
+];
+
+fn method(name: &str) -> Option<&'static dyn KexMethod> {
+    METHODS.iter().copied().find(|m| m.name() == name)
+}
+
+/// The hash of an aws-lc method, or None if we do not implement it.
 pub fn kex_hash(name: &str) -> Option<HashAlg> {
-    match name {
-        "mlkem768x25519-sha256"
-        | "curve25519-sha256"
-        | "curve25519-sha256@libssh.org"
-        | "ecdh-sha2-nistp256" => Some(HashAlg::Sha256),
-        "ecdh-sha2-nistp384" => Some(HashAlg::Sha384),
-        "ecdh-sha2-nistp521" => Some(HashAlg::Sha512),
-        _ => None,
-    }
+    method(name).map(|m| m.hash())
 }
 
 /// The shared secret K, already encoded as it enters the exchange hash and
@@ -122,26 +151,19 @@ pub trait KexClient: Send {
     fn finish(self: Box<Self>, server_public: &[u8]) -> Result<SharedSecret, CryptoError>;
 }
 
-/// Starts a key exchange as client: generates the ephemeral key(s).
-pub fn client_start(name: &str) -> Result<Box<dyn KexClient>, CryptoError> {
-    if name == "mlkem768x25519-sha256" {
-        return Ok(Box::new(mlkem::HybridClient::generate()?));
-    }
-    let curve = ecdh::Curve::by_method(name).ok_or(CryptoError)?;
-    Ok(Box::new(ecdh::EcdhClient::generate(curve)?))
+/// Starts an aws-lc key exchange as client: generates the ephemeral key(s).
+pub fn client_start(name: &str, rng: &mut dyn Rng) -> Result<Box<dyn KexClient>, CryptoError> {
+    method(name).ok_or(CryptoError)?.start(rng)
 }
 
-/// The server's whole side: returns Q_S and K for the client's Q_C.
-/// A Q_C of the wrong length or not a valid point/key fails.
+/// The server's whole side of an aws-lc method: Q_S and K for the client's
+/// Q_C. A Q_C of the wrong length or not a valid point/key fails.
 pub fn server_respond(
     name: &str,
     client_public: &[u8],
+    rng: &mut dyn Rng,
 ) -> Result<(Vec<u8>, SharedSecret), CryptoError> {
-    if name == "mlkem768x25519-sha256" {
-        return mlkem::server_respond(client_public);
-    }
-    let curve = ecdh::Curve::by_method(name).ok_or(CryptoError)?;
-    ecdh::server_respond(curve, client_public)
+    method(name).ok_or(CryptoError)?.respond(client_public, rng)
 }
 
 /// RFC 4253 7.2: HASH(K || H || letter || session_id), extended with
@@ -180,6 +202,7 @@ fn all_zero(b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::SystemRng;
 
     fn hex(s: &str) -> Vec<u8> {
         (0..s.len())
@@ -192,17 +215,18 @@ mod tests {
     fn every_method_agrees() {
         for name in DEFAULT_KEX {
             assert!(kex_hash(name).is_some(), "{name}");
-            let client = client_start(name).unwrap();
+            let client = client_start(name, &mut SystemRng).unwrap();
             let q_c = client.client_public().to_vec();
-            let (q_s, k_server) = server_respond(name, &q_c).unwrap();
+            let (q_s, k_server) = server_respond(name, &q_c, &mut SystemRng).unwrap();
             let k_client = client.finish(&q_s).unwrap();
             assert_eq!(k_client.encoded(), k_server.encoded(), "{name}");
             let body_len = u32::from_be_bytes(k_client.encoded()[..4].try_into().unwrap()) as usize;
             assert_eq!(body_len + 4, k_client.encoded().len());
         }
         assert!(kex_hash("diffie-hellman-group1-sha1").is_none());
-        assert!(client_start("diffie-hellman-group1-sha1").is_err());
-        assert!(server_respond("nope", &[4; 65]).is_err());
+        assert!(client_start("diffie-hellman-group1-sha1", &mut SystemRng).is_err());
+        assert!(server_respond("nope", &[4; 65], &mut SystemRng).is_err());
+        assert_eq!(METHODS.len(), DEFAULT_KEX.len());
     }
 
     #[test]
