@@ -8,8 +8,8 @@
 //! `none`, always offered), so the names a runtime offers, prints for
 //! `-Q compression` and accepts are one list. Key exchange only reports the
 //! names it negotiated; the transport's per-direction state
-//! ([`super::compress_state`]) looks them up here and decides when a stream
-//! starts:
+//! (`transport/compress_state.rs`) looks them up here and decides when a
+//! stream starts:
 //!
 //! - an [`Activation::Immediate`] method (`zlib`) from the NEWKEYS that
 //!   switches to it;
@@ -22,8 +22,8 @@
 //!
 //! An engine makes one stream per direction per key epoch. Outgoing it is a
 //! [`SequentialCompressor`] (one payload at a time, straight into the send
-//! state's buffer) or a [`BatchCompressor`](super::compress_batch::BatchCompressor),
-//! whose packets the send state queues and hands to the runtime as
+//! state's buffer) or a [`BatchCompressor`], whose packets the send state
+//! queues and hands to the runtime as
 //! [`CompressJob`](super::compress_batch::CompressJob)s to run on worker
 //! threads, the way sealing is handed out (see [`super::compress_batch`]).
 //! Incoming it is a [`Decompressor`] that inflates one packet into a buffer

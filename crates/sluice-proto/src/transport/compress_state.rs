@@ -29,14 +29,13 @@ impl Schedule {
         name: &str,
         registry: &[Arc<dyn CompressionEngine>],
     ) -> Result<(), Error> {
-        self.next = match compress::find(registry, name) {
-            Some(e) => Some(e),
-            None if name == compress::NONE => None,
-            None => {
-                return Err(Error::InvalidState(
-                    "negotiated an unregistered compression",
-                ))
-            }
+        // We offer only registered names and `none`: a peer cannot cause
+        // the error.
+        self.next = match name {
+            compress::NONE => None,
+            _ => Some(compress::find(registry, name).ok_or(Error::InvalidState(
+                "negotiated an unregistered compression",
+            ))?),
         };
         Ok(())
     }

@@ -122,6 +122,9 @@ impl SendState {
         rng: &mut dyn Rng,
         run: &mut dyn FnMut(&mut [CompressJob<'_>]),
     ) {
+        if !self.compression.has_queued() {
+            return;
+        }
         let mut compression = std::mem::take(&mut self.compression);
         compression.flush(run, &mut |compressed| {
             let start = Self::begin(out);
