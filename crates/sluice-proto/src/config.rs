@@ -1,8 +1,10 @@
 //! What the runtime tells the engine: algorithm preferences, limits, window
-//! sizes, host keys, authentication methods. Plain data.
+//! sizes, host keys, authentication methods. Plain data, but for the
+//! compression engines, handed in as the RNG is.
 
 use crate::crypto::hostkey::Signer;
 use crate::crypto::{cipher, hostkey, kex, CryptoProvider};
+use crate::transport::compress::{self, CompressionEngine};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,8 +22,12 @@ pub struct Config {
     pub ciphers: Vec<String>,
     /// MACs, preferred first (both directions).
     pub macs: Vec<String>,
-    /// Compression methods, preferred first (both directions).
-    pub compression: Vec<String>,
+    /// Compression engines by wire name, preferred first (both directions):
+    /// the registry KEXINIT offers from, `none` always offered besides.
+    pub compression_engines: Vec<Arc<dyn CompressionEngine>>,
+    /// Offer the engines before `none` (ssh's `Compression yes`; the
+    /// client's order decides); otherwise `none` comes first.
+    pub prefer_compression: bool,
     /// Re-key after this many bytes in either direction (RekeyLimit).
     pub rekey_bytes: u64,
     /// Re-key after this much time (RekeyLimit's second value).
@@ -59,7 +65,9 @@ impl Default for Config {
             host_key_algs: owned(hostkey::DEFAULT_SIG_ALGS),
             ciphers: owned(cipher::DEFAULT_CIPHERS),
             macs: owned(cipher::DEFAULT_MACS),
-            compression: owned(&["none", "zlib@openssh.com"]),
+            // Safe for either role: nothing inflated before authentication.
+            compression_engines: compress::after_auth_only(&compress::default_engines()),
+            prefer_compression: false,
             rekey_bytes: 1 << 32,
             rekey_time: None,
             window: 16 * 1024 * 1024,

@@ -162,13 +162,7 @@ impl Connection {
     /// Raw and compressed byte counts of each direction (outgoing, incoming)
     /// as `(raw, compressed)`, when compression was used.
     pub fn compression_stats(&self) -> (Option<(u64, u64)>, Option<(u64, u64)>) {
-        (
-            self.send.compressor.as_ref().map(|c| (c.raw, c.compressed)),
-            self.recv
-                .decompressor
-                .as_ref()
-                .map(|d| (d.raw, d.compressed)),
-        )
+        (self.send.compression.stats(), self.recv.compression.stats())
     }
 
     /// The next event, if any.
@@ -387,7 +381,11 @@ impl Connection {
     pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<u8>) {
         self.clock = Some(now);
         self.transmit_queued(now, out);
-        // Everything in `out` must be sealed before the runtime writes it.
+        // Everything in `out` must be compressed and sealed before the
+        // runtime writes it.
+        self.send
+            .compress_pending(out, self.rng.as_mut(), &mut |_| {});
+        self.check_compression();
         self.send.seal_pending(out, &mut |_| {});
     }
 

@@ -300,7 +300,8 @@ fn wrong_user_key_is_refused_and_too_many_failures_disconnect() {
 fn compression_both_ways_with_delayed_start() {
     let mut p = Pair::default_algs();
     let mk = || Config {
-        compression: owned(&["zlib@openssh.com", "none"]),
+        compression_engines: sluice_proto::transport::compress::default_engines(),
+        prefer_compression: true,
         ..config(
             "curve25519-sha256",
             "ssh-ed25519",

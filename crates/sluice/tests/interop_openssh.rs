@@ -267,6 +267,53 @@ fn compression_both_ways() {
 }
 
 #[test]
+fn compression_across_rekeys() {
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    // RFC 4253 6.2: the compression context starts afresh after each key
+    // exchange; both ends must agree on that or the stream breaks.
+    let s = Setup::new("zlib-rekey");
+    // Text interleaved with random blocks: the random part keeps the wire
+    // bytes above several RekeyLimits.
+    let noise = random_data(8 << 20, 7);
+    let mut text = Vec::new();
+    for block in noise.chunks(256 << 10) {
+        text.extend(
+            b"compressible text crossing re-keys\n"
+                .iter()
+                .cycle()
+                .take(256 << 10),
+        );
+        text.extend_from_slice(block);
+    }
+    let hash = sha256(&text);
+    let src = s.dir.path("text");
+    std::fs::write(&src, &text).unwrap();
+    for &(oc, os, label) in PAIRS {
+        let server = s.start(os, "RekeyLimit 1M");
+        let mut c = s.client(oc, &server, &["-C", "-o", "RekeyLimit=1M"]);
+        c.arg("sha256sum");
+        let out = run(c, &text, 120);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with(&hash),
+            "{label} -C upload with re-keys: {}\nserver log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            server.log_text()
+        );
+        let mut c = s.client(oc, &server, &["-C", "-o", "RekeyLimit=1M"]);
+        c.arg(format!("cat {}", src.display()));
+        let out = run(c, b"", 120);
+        assert_eq!(
+            sha256(&out.stdout),
+            hash,
+            "{label} -C download with re-keys: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
 fn rekey_during_transfer_from_either_side() {
     if missing("/usr/sbin/sshd") {
         return;

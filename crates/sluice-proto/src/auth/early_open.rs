@@ -54,7 +54,7 @@ impl Connection {
         !self.auth.authenticated
             && self.auth.signed_request_in_flight()
             && self.auth.early_open.is_none()
-            && !self.kex.delayed_compression_pending()
+            && !self.send.compression.waits_for_auth()
     }
 
     /// Notes the early open's sequence number when it is sealed.

@@ -19,7 +19,7 @@ use crate::error::{Error, Violation};
 use crate::event::Event;
 use crate::msg::{ExtInfo, KexEcdhInit, KexEcdhReply, KexInit};
 use crate::negotiate::{self, Algorithms, EXT_INFO_C, EXT_INFO_S, STRICT_C, STRICT_S};
-use crate::transport::compress::{Compressor, Decompressor, Method};
+use crate::transport::compress;
 use crate::wire::{MsgNum, WireError, Writer};
 use std::time::Instant;
 
@@ -56,9 +56,6 @@ pub(crate) struct KexMachine {
     guessed: Option<String>,
     /// Client: the server's host key blob from the first exchange.
     host_key: Option<Vec<u8>>,
-    /// Compression negotiated for each direction.
-    comp_send: Option<Method>,
-    comp_recv: Option<Method>,
 }
 
 impl KexMachine {
@@ -75,11 +72,6 @@ impl KexMachine {
     /// In the first exchange with strict KEX: nothing but KEX messages is allowed.
     pub(crate) fn in_initial_strict_kex(&self) -> bool {
         self.strict && self.completed == 0 && !self.newkeys_received
-    }
-
-    /// Our outgoing compression is `zlib@openssh.com`, not started yet.
-    pub(crate) fn delayed_compression_pending(&self) -> bool {
-        self.comp_send == Some(Method::ZlibDelayed)
     }
 
     /// Our NEWKEYS of the exchange in progress went out (test noise waits for it).
@@ -137,7 +129,10 @@ impl Connection {
         let mut cookie = [0u8; 16];
         self.rng.fill(&mut cookie);
         let (ciphers, macs) = self.kexinit_lists();
-        let c = &self.config;
+        let compression = compress::offered_names(
+            &self.config.compression_engines,
+            self.config.prefer_compression,
+        );
         let init = KexInit {
             cookie,
             kex_algorithms: kex_list,
@@ -146,8 +141,8 @@ impl Connection {
             encryption_server_to_client: ciphers,
             mac_client_to_server: macs.clone(),
             mac_server_to_client: macs,
-            compression_client_to_server: c.compression.clone(),
-            compression_server_to_client: c.compression.clone(),
+            compression_client_to_server: compression.clone(),
+            compression_server_to_client: compression,
             languages_client_to_server: Vec::new(),
             languages_server_to_client: Vec::new(),
             first_kex_packet_follows: false,
@@ -240,12 +235,14 @@ impl Connection {
         }
         self.kex.ignore_guess =
             peer.first_kex_packet_follows && negotiate::guess_was_wrong(client, server);
+        // The transport starts the streams at NEWKEYS or authentication.
         let (send, recv) = match self.role {
             Role::Client => (&algs.comp_c2s, &algs.comp_s2c),
             Role::Server => (&algs.comp_s2c, &algs.comp_c2s),
         };
-        self.kex.comp_send = Method::from_name(send);
-        self.kex.comp_recv = Method::from_name(recv);
+        let registry = &self.config.compression_engines;
+        self.send.compression.negotiated(send, registry)?;
+        self.recv.compression.negotiated(recv, registry)?;
         if self.role == Role::Client && self.guess_stands(client, server, &algs)? {
             // The server takes the packet we sent with our KEXINIT.
         } else if self.role == Role::Client {
@@ -457,9 +454,6 @@ impl Connection {
                 return;
             }
         }
-        if self.kex.comp_send == Some(Method::Zlib) && self.send.compressor.is_none() {
-            self.send.compressor = Some(Compressor::new());
-        }
         self.kex.newkeys_sent = true;
         let held = std::mem::take(&mut self.held);
         self.outbox.extend(held);
@@ -477,9 +471,6 @@ impl Connection {
         let c2s = self.role == Role::Server;
         let (_, opener) = self.direction_keys(c2s)?;
         self.recv.set_keys(opener, self.kex.strict);
-        if self.kex.comp_recv == Some(Method::Zlib) && self.recv.decompressor.is_none() {
-            self.recv.decompressor = Some(Decompressor::new());
-        }
         self.kex.newkeys_received = true;
         self.last_kex_at = Some(now);
         self.finish_kex();
@@ -504,14 +495,11 @@ impl Connection {
         });
     }
 
-    /// Starts `zlib@openssh.com` compression once user authentication succeeded.
+    /// User authentication succeeded (server: its USERAUTH_SUCCESS is
+    /// framed; client: the server's was read): delayed compression starts.
     pub(crate) fn start_delayed_compression(&mut self) {
-        if self.kex.comp_send == Some(Method::ZlibDelayed) && self.send.compressor.is_none() {
-            self.send.compressor = Some(Compressor::new());
-        }
-        if self.kex.comp_recv == Some(Method::ZlibDelayed) && self.recv.decompressor.is_none() {
-            self.recv.decompressor = Some(Decompressor::new());
-        }
+        self.send.compression.authenticated();
+        self.recv.compression.authenticated();
     }
 
     /// The algorithms of the last key exchange.

@@ -1,132 +1,151 @@
-//! Payload compression (RFC 4253 section 6.2): `zlib` from the first NEWKEYS,
-//! `zlib@openssh.com` from user authentication on. One deflate stream per
-//! direction lives for the whole connection, each packet ends with a partial
-//! flush (OpenSSH: level 6, `Z_PARTIAL_FLUSH`; inflate with `Z_SYNC_FLUSH`).
-//! This is the slot later deflate engines plug into.
+//! The compression slot (RFC 4253 section 6.2): what a compression method
+//! must provide to plug into the packet layer, and the registry of methods
+//! by wire name.
+//!
+//! A method is a [`CompressionEngine`] registered in
+//! [`Config::compression_engines`](crate::Config::compression_engines), in
+//! preference order. The KEXINIT name-lists come from that registry (plus
+//! `none`, always offered), so the names a runtime offers, prints for
+//! `-Q compression` and accepts are one list. Key exchange only reports the
+//! names it negotiated; the transport's per-direction state
+//! (`transport/compress_state.rs`) looks them up here and decides when a
+//! stream starts:
+//!
+//! - an [`Activation::Immediate`] method (`zlib`) from the NEWKEYS that
+//!   switches to it;
+//! - an [`Activation::Delayed`] one (`zlib@openssh.com`, OpenSSH PROTOCOL
+//!   1.3) from user authentication on: the server after sending
+//!   USERAUTH_SUCCESS, the client after receiving it;
+//! - afresh at every later NEWKEYS while it stays negotiated (and, for a
+//!   delayed method, authentication is done): "the compression context is
+//!   initialized after each key exchange" (RFC 4253 6.2), as OpenSSH does.
+//!
+//! An engine makes one stream per direction per key epoch. Outgoing it is a
+//! [`SequentialCompressor`] (one payload at a time, straight into the send
+//! state's buffer) or a [`BatchCompressor`], whose packets the send state
+//! queues and hands to the runtime as
+//! [`CompressJob`](super::compress_batch::CompressJob)s to run on worker
+//! threads, the way sealing is handed out (see [`super::compress_batch`]).
+//! Incoming it is a [`Decompressor`] that inflates one packet into a buffer
+//! bounded by the largest payload: a packet that would inflate further is a
+//! [`Violation::BadCompression`], never an allocation.
+//!
+//! The engine of today's methods is [`super::zlib`]. Byte counts for the
+//! `-v` summary are kept by the transport, so every engine has them.
 
 use crate::error::Violation;
-use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+use crate::transport::compress_batch::BatchCompressor;
+use std::sync::Arc;
 
-/// Compression methods by wire name.
+/// The wire name of "no compression", always offered.
+pub const NONE: &str = "none";
+
+/// When a negotiated method starts compressing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    /// No compression.
-    None,
-    /// `zlib`: active from NEWKEYS.
-    Zlib,
-    /// `zlib@openssh.com`: active once user authentication succeeded.
-    ZlibDelayed,
+pub enum Activation {
+    /// From the NEWKEYS that switches to it (RFC 4253 6.2 `zlib`).
+    Immediate,
+    /// Once user authentication succeeded (`zlib@openssh.com`).
+    Delayed,
 }
 
-impl Method {
-    /// Parses a wire name.
-    pub fn from_name(name: &str) -> Option<Method> {
-        match name {
-            "none" => Some(Method::None),
-            "zlib" => Some(Method::Zlib),
-            "zlib@openssh.com" => Some(Method::ZlibDelayed),
-            _ => None,
-        }
-    }
+/// A compression method: its wire name, when it starts, and fresh streams.
+pub trait CompressionEngine: Send + Sync {
+    /// The name in KEXINIT, e.g. `zlib@openssh.com`.
+    fn name(&self) -> &str;
+    /// When a negotiated stream starts.
+    fn activation(&self) -> Activation;
+    /// A new outgoing stream (at each key epoch where it is active).
+    fn compressor(&self) -> Compressor;
+    /// A new incoming stream.
+    fn decompressor(&self) -> Box<dyn Decompressor>;
 }
 
-/// The outgoing deflate stream.
-pub(crate) struct Compressor {
-    z: Compress,
-    /// Raw and compressed byte counts, for the `-v` summary OpenSSH prints.
-    pub(crate) raw: u64,
-    pub(crate) compressed: u64,
+/// An outgoing stream, in one of the two shapes the send state drives.
+pub enum Compressor {
+    /// Compresses each payload as it is framed.
+    Sequential(Box<dyn SequentialCompressor>),
+    /// Compresses queued payloads as jobs, possibly on several threads.
+    Batch(Box<dyn BatchCompressor>),
 }
 
-impl Compressor {
-    pub(crate) fn new() -> Self {
-        Compressor {
-            z: Compress::new(Compression::new(6), true),
-            raw: 0,
-            compressed: 0,
-        }
-    }
-
-    /// Deflates `input` into `out` (cleared first), ending with a partial flush.
-    pub(crate) fn compress(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        out.clear();
-        out.reserve(input.len() + input.len() / 1000 + 64);
-        let mut consumed = 0usize;
-        loop {
-            let before_in = self.z.total_in();
-            let rest = input.get(consumed..).unwrap_or_default();
-            // Deflate never fails on valid state; a failure leaves `out` short
-            // and the peer will report the stream broken, which is all we can do.
-            if self
-                .z
-                .compress_vec(rest, out, FlushCompress::Partial)
-                .is_err()
-            {
-                break;
-            }
-            consumed += (self.z.total_in() - before_in) as usize;
-            if consumed >= input.len() && out.len() < out.capacity() {
-                break;
-            }
-            out.reserve(out.capacity().max(1024));
-        }
-        self.raw += input.len() as u64;
-        self.compressed += out.len() as u64;
-    }
+/// Compresses one payload at a time, in order.
+pub trait SequentialCompressor: Send {
+    /// Appends the compressed form of `payload` to `out`, ended so the peer
+    /// can decode the packet whole (zlib: a partial flush).
+    fn compress(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), CompressError>;
 }
 
-/// The incoming inflate stream.
-pub(crate) struct Decompressor {
-    z: Decompress,
-    pub(crate) raw: u64,
-    pub(crate) compressed: u64,
-}
-
-impl Decompressor {
-    pub(crate) fn new() -> Self {
-        Decompressor {
-            z: Decompress::new(true),
-            raw: 0,
-            compressed: 0,
-        }
-    }
-
-    /// Inflates `input` into `out` (cleared first); more than `limit` bytes
-    /// of output is an error, which bounds a decompression bomb to one packet.
-    pub(crate) fn decompress(
+/// Inflates one packet's payload at a time, in order.
+pub trait Decompressor: Send {
+    /// Replaces the contents of `out` with the payload inflated from
+    /// `compressed`. Must not write more than `limit + 1` bytes to `out`:
+    /// more than `limit` bytes of payload is [`Violation::BadCompression`],
+    /// as is anything that does not decode.
+    fn decompress(
         &mut self,
-        input: &[u8],
+        compressed: &[u8],
         out: &mut Vec<u8>,
         limit: usize,
-    ) -> Result<(), Violation> {
-        out.clear();
-        out.reserve((input.len() * 4).max(1024).min(limit + 1));
-        let mut consumed = 0usize;
-        loop {
-            let before_in = self.z.total_in();
-            let rest = input.get(consumed..).unwrap_or_default();
-            let status = self
-                .z
-                .decompress_vec(rest, out, FlushDecompress::Sync)
-                .map_err(|_| Violation::BadCompression)?;
-            consumed += (self.z.total_in() - before_in) as usize;
-            if out.len() > limit {
-                return Err(Violation::BadCompression);
-            }
-            let done = consumed >= input.len() && out.len() < out.capacity();
-            if done || status == Status::StreamEnd {
-                break;
-            }
-            if status == Status::BufError && out.len() < out.capacity() {
-                // No progress possible with room left: input exhausted.
-                break;
-            }
-            out.reserve(out.capacity().max(1024).min(limit + 1));
-        }
-        self.raw += out.len() as u64;
-        self.compressed += input.len() as u64;
-        Ok(())
+    ) -> Result<(), Violation>;
+}
+
+/// The compressor failed (never expected from deflate on valid state). The
+/// connection closes: the peer could not decode anything after this packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressError;
+
+impl std::fmt::Display for CompressError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("compression failed")
     }
+}
+
+impl std::error::Error for CompressError {}
+
+/// Every engine sluice-proto implements, preferred first: `zlib@openssh.com`
+/// then `zlib`. The runtime derives its lists from this one.
+pub fn default_engines() -> Vec<Arc<dyn CompressionEngine>> {
+    vec![
+        Arc::new(super::zlib::ZlibEngine::delayed()),
+        Arc::new(super::zlib::ZlibEngine::immediate()),
+    ]
+}
+
+/// The engines of `engines` that start only after user authentication: what
+/// a server offers, so nothing is inflated for an unauthenticated peer
+/// (sshd's `Compression yes`).
+pub fn after_auth_only(engines: &[Arc<dyn CompressionEngine>]) -> Vec<Arc<dyn CompressionEngine>> {
+    engines
+        .iter()
+        .filter(|e| e.activation() == Activation::Delayed)
+        .cloned()
+        .collect()
+}
+
+/// The KEXINIT name-list for `engines`: `none` first, or last when
+/// `prefer` (ssh's `Compression yes`: the client's order decides).
+pub fn offered_names(engines: &[Arc<dyn CompressionEngine>], prefer: bool) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(engines.len() + 1);
+    for e in engines {
+        if e.name() != NONE && !names.iter().any(|n| n == e.name()) {
+            names.push(e.name().to_owned());
+        }
+    }
+    if prefer {
+        names.push(NONE.to_owned());
+    } else {
+        names.insert(0, NONE.to_owned());
+    }
+    names
+}
+
+/// The engine registered as `name`; None for `none` or a name not registered.
+pub fn find(
+    engines: &[Arc<dyn CompressionEngine>],
+    name: &str,
+) -> Option<Arc<dyn CompressionEngine>> {
+    engines.iter().find(|e| e.name() == name).cloned()
 }
 
 #[cfg(test)]
@@ -134,30 +153,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn streams_round_trip_across_packets() {
-        let mut c = Compressor::new();
-        let mut d = Decompressor::new();
-        let (mut z, mut back) = (Vec::new(), Vec::new());
-        for i in 0..50u32 {
-            let msg: Vec<u8> = (0..(i * 997) as usize).map(|j| (j % 7) as u8).collect();
-            c.compress(&msg, &mut z);
-            d.decompress(&z, &mut back, 1 << 20).unwrap();
-            assert_eq!(back, msg);
-        }
-    }
-
-    #[test]
-    fn bomb_is_bounded() {
-        let mut c = Compressor::new();
-        let mut z = Vec::new();
-        c.compress(&vec![0u8; 1 << 20], &mut z);
-        let mut d = Decompressor::new();
+    fn names_come_from_the_registry() {
+        let all = default_engines();
         assert_eq!(
-            d.decompress(&z, &mut Vec::new(), 1000),
-            Err(Violation::BadCompression)
+            offered_names(&all, false),
+            ["none", "zlib@openssh.com", "zlib"]
         );
-        assert!(Decompressor::new()
-            .decompress(b"garbage!", &mut Vec::new(), 1000)
-            .is_err());
+        assert_eq!(
+            offered_names(&all, true),
+            ["zlib@openssh.com", "zlib", "none"]
+        );
+        assert_eq!(
+            offered_names(&after_auth_only(&all), false),
+            ["none", "zlib@openssh.com"]
+        );
+        assert_eq!(offered_names(&[], true), ["none"]);
+        assert_eq!(
+            find(&all, "zlib").map(|e| e.activation()),
+            Some(Activation::Immediate)
+        );
+        assert!(find(&all, "none").is_none());
     }
 }

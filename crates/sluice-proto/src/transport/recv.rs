@@ -6,7 +6,7 @@ use crate::crypto::cipher;
 use crate::crypto::{Opener, PacketPos};
 use crate::error::Violation;
 use crate::transport::batch::{self, AheadPacket, CryptoJob};
-use crate::transport::compress::Decompressor;
+use crate::transport::compress_state::InCompression;
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Arc;
@@ -52,8 +52,8 @@ pub(crate) struct RecvState {
     offset: u64,
     /// Bytes received under the current keys, for `RekeyLimit`.
     pub(crate) bytes: u64,
-    /// The inflate stream, once compression is active.
-    pub(crate) decompressor: Option<Decompressor>,
+    /// The decompression engine and its stream, when one runs.
+    pub(crate) compression: InCompression,
     /// Decompressed payload of the last packet.
     pub(crate) scratch: Vec<u8>,
     /// Length of a packet whose head has been decrypted but whose body has not arrived.
@@ -73,7 +73,7 @@ impl RecvState {
             index: 0,
             offset: 0,
             bytes: 0,
-            decompressor: None,
+            compression: InCompression::default(),
             scratch: Vec::new(),
             pending_len: None,
             ahead: VecDeque::new(),
@@ -81,7 +81,8 @@ impl RecvState {
         }
     }
 
-    /// Installs new keys after receiving NEWKEYS; strict KEX resets the sequence number.
+    /// Installs new keys after receiving NEWKEYS; strict KEX resets the
+    /// sequence number. The decompression stream of the new epoch starts here.
     pub(crate) fn set_keys(&mut self, opener: Box<dyn Opener>, strict: bool) {
         // Opening ahead stops short of any key change (see `open_ahead`);
         // verdicts under old keys would be meaningless now.
@@ -94,6 +95,7 @@ impl RecvState {
         self.offset = 0;
         self.bytes = 0;
         self.pending_len = None;
+        self.compression.new_epoch();
     }
 
     fn pos(&self) -> PacketPos {
@@ -233,13 +235,14 @@ impl RecvState {
         self.index += 1;
         self.offset += self.encrypted_len(len) as u64;
         self.bytes += total as u64;
-        let payload = match self.decompressor.as_mut() {
-            Some(d) => {
-                let compressed = packet.get(range).unwrap_or_default();
-                d.decompress(compressed, &mut self.scratch, MAX_PAYLOAD)?;
-                Payload::Scratch
-            }
-            None => Payload::Input(range),
+        let compressed = packet.get(range.clone()).unwrap_or_default();
+        let payload = if self
+            .compression
+            .decompress(compressed, &mut self.scratch, MAX_PAYLOAD)?
+        {
+            Payload::Scratch
+        } else {
+            Payload::Input(range)
         };
         Ok(Opened::Packet {
             consumed: total,
@@ -252,9 +255,9 @@ impl RecvState {
         let l = len as usize;
         let bs = self.opener.block_size();
         let aligned = if self.opener.length_in_blocks() {
-            (l + 4) % bs == 0
+            (l + 4).is_multiple_of(bs)
         } else {
-            l % bs == 0
+            l.is_multiple_of(bs)
         };
         if !(5..=MAX_PACKET_LEN).contains(&l) || !aligned {
             return Err(Violation::BadPacketLength(len));

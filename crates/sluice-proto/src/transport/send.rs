@@ -10,11 +10,17 @@
 //! With deferred sealing on, `finish` frames and pads but leaves the seal to
 //! [`SendState::seal_pending`], which lets the runtime seal a batch of packets
 //! on several threads ([`super::batch`]).
+//!
+//! Compression sits between the payload and the framing: a sequential
+//! engine compresses the payload in `finish` (into a scratch buffer, then
+//! back into the packet's place); a batch engine's payloads are queued and
+//! framed at [`SendState::compress_pending`] ([`super::compress_batch`]).
 
 use crate::crypto::cipher;
 use crate::crypto::{PacketPos, Rng, Sealer};
 use crate::transport::batch::{self, CryptoJob, PendingSeal};
-use crate::transport::compress::Compressor;
+use crate::transport::compress_batch::CompressJob;
+use crate::transport::compress_state::{OutCompression, Staged};
 use std::sync::Arc;
 
 /// Bytes before the payload: uint32 packet_length, byte padding_length.
@@ -31,9 +37,8 @@ pub(crate) struct SendState {
     offset: u64,
     /// Bytes sent under the current keys, for `RekeyLimit`.
     pub(crate) bytes: u64,
-    /// The deflate stream, once compression is active.
-    pub(crate) compressor: Option<Compressor>,
-    scratch: Vec<u8>,
+    /// The compression engine and its stream, when one runs.
+    pub(crate) compression: OutCompression,
     /// Leave sealing to `seal_pending` (the runtime seals batches in parallel).
     pub(crate) defer: bool,
     /// Framed packets not sealed yet, in buffer order.
@@ -53,8 +58,7 @@ impl SendState {
             index: 0,
             offset: 0,
             bytes: 0,
-            compressor: None,
-            scratch: Vec::new(),
+            compression: OutCompression::default(),
             defer: false,
             pending: Vec::new(),
             pad_pool: Vec::new(),
@@ -63,7 +67,8 @@ impl SendState {
     }
 
     /// Installs new keys after sending NEWKEYS; strict KEX resets the sequence number.
-    /// Packets framed earlier keep the keys they were framed under.
+    /// Packets framed earlier keep the keys they were framed under. The
+    /// compression stream of the new epoch starts here too.
     pub(crate) fn set_keys(&mut self, sealer: Box<dyn Sealer>, strict: bool) {
         self.sealer = Arc::from(sealer);
         if strict {
@@ -72,6 +77,7 @@ impl SendState {
         self.index = 0;
         self.offset = 0;
         self.bytes = 0;
+        self.compression.new_epoch();
     }
 
     /// Starts a packet at the end of `out`; returns where it starts. The
@@ -84,13 +90,54 @@ impl SendState {
 
     /// Completes the packet begun at `start`: compresses the payload if
     /// compression is on, pads, writes the header, seals, appends the tag.
+    /// A batch engine's payload is queued instead and leaves `out` as it
+    /// was before `begin`.
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>, start: usize, rng: &mut dyn Rng) {
         let payload_at = start + HEADER;
-        if let Some(c) = self.compressor.as_mut() {
-            c.compress(out.get(payload_at..).unwrap_or_default(), &mut self.scratch);
-            out.truncate(payload_at);
-            out.extend_from_slice(&self.scratch);
+        match self
+            .compression
+            .stage(out.get(payload_at..).unwrap_or_default())
+        {
+            Staged::Plain => {}
+            Staged::Compressed => {
+                out.truncate(payload_at);
+                out.extend_from_slice(self.compression.scratch());
+            }
+            Staged::Queued => {
+                out.truncate(start);
+                if self.compression.flush_due() {
+                    self.compress_pending(out, rng, &mut |_| {});
+                }
+                return;
+            }
         }
+        self.frame(out, start, rng);
+    }
+
+    /// Compresses the queued payloads of a batch engine, offering the jobs
+    /// to `run` first, and frames them into `out` in order.
+    pub(crate) fn compress_pending(
+        &mut self,
+        out: &mut Vec<u8>,
+        rng: &mut dyn Rng,
+        run: &mut dyn FnMut(&mut [CompressJob<'_>]),
+    ) {
+        if !self.compression.has_queued() {
+            return;
+        }
+        let mut compression = std::mem::take(&mut self.compression);
+        compression.flush(run, &mut |compressed| {
+            let start = Self::begin(out);
+            out.extend_from_slice(compressed);
+            self.frame(out, start, rng);
+        });
+        self.compression = compression;
+    }
+
+    /// Pads, writes the header and seals (or defers the seal of) the packet
+    /// whose final payload follows `start + HEADER`.
+    fn frame(&mut self, out: &mut Vec<u8>, start: usize, rng: &mut dyn Rng) {
+        let payload_at = start + HEADER;
         let payload_len = out.len() - payload_at;
         let bs = self.sealer.block_size();
         let unpadded = 1 + payload_len + if self.sealer.length_in_blocks() { 4 } else { 0 };
@@ -174,10 +221,16 @@ impl SendState {
         }
     }
 
-    /// Frames and seals a whole payload.
+    /// Frames and seals a whole payload: a control packet. Packets queued
+    /// for batch compression go out first and this one with them, so a key
+    /// change or authentication success that follows it (see
+    /// `Connection::after_sent`) falls exactly behind it.
     pub(crate) fn send(&mut self, payload: &[u8], out: &mut Vec<u8>, rng: &mut dyn Rng) {
         let start = Self::begin(out);
         out.extend_from_slice(payload);
         self.finish(out, start, rng);
+        if self.compression.has_queued() {
+            self.compress_pending(out, rng, &mut |_| {});
+        }
     }
 }

@@ -16,6 +16,7 @@ use crate::log;
 use crate::log::Level;
 use crate::net::crypto_pool::CryptoThreads;
 use sluice_proto::crypto::{cipher, hostkey, kex};
+use sluice_proto::transport::compress;
 use sluice_proto::Config;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -57,6 +58,7 @@ pub fn main(argv: &[String]) -> i32 {
 }
 
 fn query(what: &str) -> i32 {
+    let compression = compress::offered_names(&compress::default_engines(), false);
     let list: Vec<&str> = match what.to_ascii_lowercase().as_str() {
         "cipher" | "ciphers" => cipher::DEFAULT_CIPHERS.to_vec(),
         "cipher-auth" => cipher::DEFAULT_CIPHERS
@@ -70,7 +72,7 @@ fn query(what: &str) -> i32 {
             hostkey::DEFAULT_SIG_ALGS.to_vec()
         }
         "sig" => hostkey::DEFAULT_SIG_ALGS.to_vec(),
-        "compression" => vec!["none", "zlib@openssh.com", "zlib"],
+        "compression" => compression.iter().map(String::as_str).collect(),
         _ => {
             eprintln!("Unsupported query \"{what}\"");
             return 255;
@@ -114,11 +116,6 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             None => Ok(default.iter().map(|s| (*s).to_owned()).collect()),
         }
     };
-    let compression: Vec<String> = if r.flag("compression", false) {
-        vec!["zlib@openssh.com".into(), "zlib".into(), "none".into()]
-    } else {
-        vec!["none".into(), "zlib@openssh.com".into(), "zlib".into()]
-    };
     let (rekey_bytes, rekey_secs) = r
         .all("rekeylimit")
         .to_vec()
@@ -149,7 +146,9 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
         )?,
         ciphers: alg("ciphers", cipher::DEFAULT_CIPHERS, "cipher")?,
         macs: alg("macs", cipher::DEFAULT_MACS, "Mac")?,
-        compression,
+        // Every engine; `Compression yes` puts them before `none`.
+        compression_engines: compress::default_engines(),
+        prefer_compression: r.flag("compression", false),
         rekey_bytes: if rekey_bytes == 0 {
             Config::default().rekey_bytes
         } else {

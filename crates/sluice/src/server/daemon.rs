@@ -8,6 +8,7 @@ use crate::net::pump::{Pump, PumpError};
 use crate::server::conn::ServerConn;
 use crate::server::listen::{self, Listener};
 use sluice_proto::crypto::SystemRng;
+use sluice_proto::transport::compress;
 use sluice_proto::{Config, Connection, ServerConfig};
 use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
@@ -33,16 +34,19 @@ fn load_config(args: &ServerArgs) -> Result<(Sshd, Vec<String>), String> {
 
 /// The protocol settings from the server config.
 pub fn proto_config(cfg: &Sshd) -> Config {
-    let compression = match cfg.compression.as_str() {
-        "no" => vec!["none".to_owned()],
-        _ => vec!["none".to_owned(), "zlib@openssh.com".to_owned()],
+    // `yes` (and `delayed`) as sshd: only methods that start after user
+    // authentication, so nothing is inflated for an unauthenticated peer.
+    let compression_engines = match cfg.compression.as_str() {
+        "no" => Vec::new(),
+        _ => compress::after_auth_only(&compress::default_engines()),
     };
     Config {
         kex: cfg.kex.clone(),
         host_key_algs: cfg.host_key_algorithms.clone(),
         ciphers: cfg.ciphers.clone(),
         macs: cfg.macs.clone(),
-        compression,
+        compression_engines,
+        prefer_compression: false,
         rekey_bytes: if cfg.rekey_limit.0 == 0 {
             Config::default().rekey_bytes
         } else {

@@ -1,0 +1,284 @@
+//! Each direction's compression state: which engine key exchange
+//! negotiated, when its stream starts and restarts, and the byte counts of
+//! the `-v` summary. The rules ([`super::compress`] has them in full):
+//! at NEWKEYS the negotiated engine takes over and a fresh stream starts if
+//! it is immediate, or delayed with authentication done; at authentication
+//! a delayed engine's stream starts. The send and receive states call these
+//! at their own key switch, so a stream always begins on the first packet
+//! under the new keys.
+
+use crate::error::{Error, Violation};
+use crate::transport::compress::{self, Activation, CompressionEngine, Compressor, Decompressor};
+use crate::transport::compress_batch::{BatchQueue, CompressJob, MAX_QUEUED};
+use std::sync::Arc;
+
+/// The engine of one direction across key epochs.
+#[derive(Default)]
+struct Schedule {
+    /// Negotiated by the exchange in progress; takes over at NEWKEYS.
+    next: Option<Arc<dyn CompressionEngine>>,
+    /// The current epoch's engine (None: `none`).
+    engine: Option<Arc<dyn CompressionEngine>>,
+    /// User authentication succeeded (delayed engines may run).
+    authenticated: bool,
+}
+
+impl Schedule {
+    fn negotiated(
+        &mut self,
+        name: &str,
+        registry: &[Arc<dyn CompressionEngine>],
+    ) -> Result<(), Error> {
+        // We offer only registered names and `none`: a peer cannot cause
+        // the error.
+        self.next = match name {
+            compress::NONE => None,
+            _ => Some(compress::find(registry, name).ok_or(Error::InvalidState(
+                "negotiated an unregistered compression",
+            ))?),
+        };
+        Ok(())
+    }
+
+    /// NEWKEYS: the engine whose stream starts now, if any.
+    fn new_epoch(&mut self) -> Option<Arc<dyn CompressionEngine>> {
+        self.engine = self.next.take();
+        let e = self.engine.as_ref()?;
+        (e.activation() == Activation::Immediate || self.authenticated).then(|| Arc::clone(e))
+    }
+
+    /// Authentication done: the delayed engine to start, if any.
+    fn authenticated(&mut self) -> Option<Arc<dyn CompressionEngine>> {
+        self.authenticated = true;
+        self.engine
+            .as_ref()
+            .filter(|e| e.activation() == Activation::Delayed)
+            .cloned()
+    }
+
+    /// The negotiated engine waits for authentication.
+    fn delayed(&self) -> bool {
+        self.next
+            .as_ref()
+            .or(self.engine.as_ref())
+            .is_some_and(|e| e.activation() == Activation::Delayed)
+    }
+}
+
+/// Raw and compressed byte counts, over all epochs.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    raw: u64,
+    compressed: u64,
+}
+
+/// What the send state does with a payload it is finishing.
+pub(crate) enum Staged {
+    /// No compression: frame it as it is.
+    Plain,
+    /// Compressed into [`OutCompression::scratch`].
+    Compressed,
+    /// Queued for a batch.
+    Queued,
+}
+
+/// The outgoing direction.
+#[derive(Default)]
+pub(crate) struct OutCompression {
+    schedule: Schedule,
+    stream: Option<Compressor>,
+    /// Keep batch payloads queued until the runtime flushes.
+    pub(crate) hold: bool,
+    queue: BatchQueue,
+    scratch: Vec<u8>,
+    counts: Option<Counts>,
+    failed: bool,
+}
+
+impl OutCompression {
+    /// Key exchange negotiated `name` for this direction.
+    pub(crate) fn negotiated(
+        &mut self,
+        name: &str,
+        registry: &[Arc<dyn CompressionEngine>],
+    ) -> Result<(), Error> {
+        self.schedule.negotiated(name, registry)
+    }
+
+    /// Our NEWKEYS went out: everything before it was framed (the queue is
+    /// empty, see `SendState::send`), so the old stream ends here.
+    pub(crate) fn new_epoch(&mut self) {
+        let e = self.schedule.new_epoch();
+        self.start(e);
+    }
+
+    /// User authentication succeeded.
+    pub(crate) fn authenticated(&mut self) {
+        if self.stream.is_none() {
+            let e = self.schedule.authenticated();
+            self.start(e);
+        } else {
+            self.schedule.authenticated = true;
+        }
+    }
+
+    fn start(&mut self, engine: Option<Arc<dyn CompressionEngine>>) {
+        self.queue.reset();
+        self.stream = engine.map(|e| e.compressor());
+        if self.stream.is_some() {
+            self.counts.get_or_insert_with(Counts::default);
+        }
+    }
+
+    /// Our outgoing engine is delayed and has not started: a packet sent
+    /// now would go out uncompressed where the peer may already expect
+    /// compression (see `Connection::early_open_possible`).
+    pub(crate) fn waits_for_auth(&self) -> bool {
+        self.stream.is_none() && self.schedule.delayed()
+    }
+
+    /// Compresses or queues `payload` as the stream's shape asks.
+    pub(crate) fn stage(&mut self, payload: &[u8]) -> Staged {
+        match self.stream.as_mut() {
+            None => Staged::Plain,
+            Some(Compressor::Sequential(c)) => {
+                self.scratch.clear();
+                if c.compress(payload, &mut self.scratch).is_err() {
+                    self.failed = true;
+                }
+                if let Some(n) = self.counts.as_mut() {
+                    n.raw += payload.len() as u64;
+                    n.compressed += self.scratch.len() as u64;
+                }
+                Staged::Compressed
+            }
+            Some(Compressor::Batch(_)) => {
+                self.queue.push(payload);
+                Staged::Queued
+            }
+        }
+    }
+
+    /// The last payload compressed by [`OutCompression::stage`].
+    pub(crate) fn scratch(&self) -> &[u8] {
+        &self.scratch
+    }
+
+    /// Queued payloads should be flushed now rather than held.
+    pub(crate) fn flush_due(&self) -> bool {
+        !self.hold || self.queue.queued() >= MAX_QUEUED
+    }
+
+    pub(crate) fn has_queued(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Compresses the queue as one batch through `run`, then hands each
+    /// packet (raw length, compressed bytes) to `frame` in order.
+    pub(crate) fn flush(
+        &mut self,
+        run: &mut dyn FnMut(&mut [CompressJob<'_>]),
+        frame: &mut dyn FnMut(&[u8]),
+    ) {
+        let Some(Compressor::Batch(engine)) = self.stream.as_mut() else {
+            return;
+        };
+        if self.queue.is_empty() {
+            return;
+        }
+        if self.queue.compress(engine.as_mut(), run).is_err() {
+            // Nothing of the batch goes out; the connection closes.
+            self.failed = true;
+            self.queue.reset();
+            return;
+        }
+        for (raw, bytes) in self.queue.packets() {
+            if let Some(n) = self.counts.as_mut() {
+                n.raw += raw as u64;
+                n.compressed += bytes.len() as u64;
+            }
+            frame(bytes);
+        }
+        self.queue.finish(engine.history_len());
+    }
+
+    /// The compressor failed since the last call.
+    pub(crate) fn take_failure(&mut self) -> bool {
+        std::mem::take(&mut self.failed)
+    }
+
+    /// `(raw, compressed)` once a stream has run.
+    pub(crate) fn stats(&self) -> Option<(u64, u64)> {
+        self.counts.map(|n| (n.raw, n.compressed))
+    }
+}
+
+/// The incoming direction.
+#[derive(Default)]
+pub(crate) struct InCompression {
+    schedule: Schedule,
+    stream: Option<Box<dyn Decompressor>>,
+    counts: Option<Counts>,
+}
+
+impl InCompression {
+    /// Key exchange negotiated `name` for this direction.
+    pub(crate) fn negotiated(
+        &mut self,
+        name: &str,
+        registry: &[Arc<dyn CompressionEngine>],
+    ) -> Result<(), Error> {
+        self.schedule.negotiated(name, registry)
+    }
+
+    /// The peer's NEWKEYS arrived.
+    pub(crate) fn new_epoch(&mut self) {
+        let e = self.schedule.new_epoch();
+        self.start(e);
+    }
+
+    /// User authentication succeeded.
+    pub(crate) fn authenticated(&mut self) {
+        if self.stream.is_none() {
+            let e = self.schedule.authenticated();
+            self.start(e);
+        } else {
+            self.schedule.authenticated = true;
+        }
+    }
+
+    fn start(&mut self, engine: Option<Arc<dyn CompressionEngine>>) {
+        self.stream = engine.map(|e| e.decompressor());
+        if self.stream.is_some() {
+            self.counts.get_or_insert_with(Counts::default);
+        }
+    }
+
+    /// Inflates `compressed` into `out` when a stream runs; returns false
+    /// (leaving `out` alone) when it does not. At most `limit` bytes come
+    /// out: the engine promises it and this checks it.
+    pub(crate) fn decompress(
+        &mut self,
+        compressed: &[u8],
+        out: &mut Vec<u8>,
+        limit: usize,
+    ) -> Result<bool, Violation> {
+        let Some(d) = self.stream.as_mut() else {
+            return Ok(false);
+        };
+        d.decompress(compressed, out, limit)?;
+        if out.len() > limit {
+            return Err(Violation::BadCompression);
+        }
+        if let Some(n) = self.counts.as_mut() {
+            n.raw += out.len() as u64;
+            n.compressed += compressed.len() as u64;
+        }
+        Ok(true)
+    }
+
+    /// `(raw, compressed)` once a stream has run.
+    pub(crate) fn stats(&self) -> Option<(u64, u64)> {
+        self.counts.map(|n| (n.raw, n.compressed))
+    }
+}
