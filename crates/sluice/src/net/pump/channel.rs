@@ -11,13 +11,10 @@
 //!   (`chan_write_failed`);
 //! - on close, what waits for a sink is written out first, blocking if it
 //!   must, so no received byte is lost.
-//!
-//! [`ChannelFds`] maps channels to their `ChanIo`.
 
 use super::endpoint::{self, ChannelEndpoint, InProcess};
 use super::stream::{ChanFd, Ext, Read, Stream, Wrote};
 use sluice_proto::{ChannelId, Connection};
-use std::collections::BTreeMap;
 use std::os::fd::{OwnedFd, RawFd};
 
 /// The other end of one channel and the data waiting for it.
@@ -66,6 +63,9 @@ impl std::fmt::Debug for ChanIo {
             .finish_non_exhaustive()
     }
 }
+
+/// Where CHANNEL_DATA's stream sits in a pair ([`Ext::Data`]).
+const DATA: usize = Ext::Data as usize;
 
 fn streams<T>(fds: [Option<T>; 2], make: impl Fn(T) -> ChanFd) -> [Option<Stream>; 2] {
     fds.map(|fd| fd.map(|fd| Stream::fd(make(fd))))
@@ -134,13 +134,13 @@ impl ChanIo {
 
     /// The data sink is gone: closed after the peer's EOF, or failed.
     pub fn sink_closed(&self) -> bool {
-        self.incoming[0].is_none()
+        self.incoming[DATA].is_none()
     }
 
     /// Stops reading the data source (the peer's output went away): closes
     /// it if ours, so a command writing to it gets SIGPIPE.
     pub fn close_source(&mut self) {
-        self.outgoing[0] = None;
+        self.outgoing[DATA] = None;
     }
 
     /// The channel has an in-process end.
@@ -268,9 +268,11 @@ impl ChanIo {
             }
             return;
         }
-        let data_drained = self.incoming[0].as_ref().is_none_or(|s| s.pending.is_empty());
+        let data_drained = self.incoming[DATA]
+            .as_ref()
+            .is_none_or(|s| s.pending.is_empty());
         if self.close_sink_on_eof && data_drained {
-            if let Some(sink) = self.incoming[0].take() {
+            if let Some(sink) = self.incoming[DATA].take() {
                 if self.shutdown_sink_on_eof {
                     sink.shutdown_write();
                 }
@@ -281,7 +283,7 @@ impl ChanIo {
     /// The data sink's reader is gone: stop writing, drop what waits for it.
     fn fail_sink(&mut self) {
         self.sink_failed = true;
-        self.incoming[0] = None;
+        self.incoming[DATA] = None;
     }
 
     /// After the sources were read: sends our EOF once they are all done,
@@ -325,62 +327,10 @@ impl ChanIo {
     /// Bytes waiting for sinks.
     #[cfg(test)]
     pub(crate) fn pending_len(&self) -> usize {
-        self.incoming.iter().flatten().map(|s| s.pending.len()).sum()
-    }
-}
-
-/// The other ends of the channels, by channel.
-#[derive(Debug, Default)]
-pub struct ChannelFds {
-    map: BTreeMap<ChannelId, ChanIo>,
-}
-
-impl ChannelFds {
-    /// Attaches an end to a channel.
-    pub fn insert(&mut self, id: ChannelId, io: ChanIo) {
-        self.map.insert(id, io);
-    }
-
-    /// The channel's end.
-    pub fn get(&self, id: ChannelId) -> Option<&ChanIo> {
-        self.map.get(&id)
-    }
-
-    /// The channel's end, mutably.
-    pub fn get_mut(&mut self, id: ChannelId) -> Option<&mut ChanIo> {
-        self.map.get_mut(&id)
-    }
-
-    /// Detaches a channel's end, closing the fds it owns.
-    pub fn remove(&mut self, id: ChannelId) {
-        self.map.remove(&id);
-    }
-
-    /// The channels with an end attached.
-    pub fn ids(&self) -> Vec<ChannelId> {
-        self.map.keys().copied().collect()
-    }
-}
-
-/// Tells the engine `n` bytes were written out; logs when that grew the
-/// channel's window (it doubles while the path needs more, see the engine's
-/// `connection::window`).
-pub(crate) fn consumed_on(conn: &mut Connection, fds: &mut ChannelFds, id: ChannelId, n: usize) {
-    conn.consumed(id, n);
-    let (Some(io), Some(info)) = (fds.get_mut(id), conn.channel_info(id)) else {
-        return;
-    };
-    if info.recv_window != io.recv_window {
-        if io.recv_window != 0 {
-            crate::log!(
-                Debug1,
-                "channel {}: receive window {} -> {} bytes (path RTT {:?})",
-                id.0,
-                io.recv_window,
-                info.recv_window,
-                conn.path_rtt()
-            );
-        }
-        io.recv_window = info.recv_window;
+        self.incoming
+            .iter()
+            .flatten()
+            .map(|s| s.pending.len())
+            .sum()
     }
 }

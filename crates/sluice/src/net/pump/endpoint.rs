@@ -99,7 +99,12 @@ impl Drop for InProcess {
 /// Offers `data` to the endpoint behind the incoming stream: taken at once
 /// if it can, the rest queued behind anything already waiting. Returns the
 /// bytes taken now.
-pub(crate) fn deliver(ep: &mut dyn ChannelEndpoint, s: &mut Stream, ext: Ext, data: &[u8]) -> usize {
+pub(crate) fn deliver(
+    ep: &mut dyn ChannelEndpoint,
+    s: &mut Stream,
+    ext: Ext,
+    data: &[u8],
+) -> usize {
     if !s.pending.is_empty() {
         s.pending.extend(data);
         return 0;
@@ -114,7 +119,9 @@ pub(crate) fn deliver(ep: &mut dyn ChannelEndpoint, s: &mut Stream, ext: Ext, da
 pub(crate) fn drain(ep: &mut dyn ChannelEndpoint, s: &mut Stream, ext: Ext) -> usize {
     let mut taken = 0;
     while !s.pending.is_empty() {
-        let n = ep.on_data(ext, s.pending.bytes()).min(s.pending.bytes().len());
+        let n = ep
+            .on_data(ext, s.pending.bytes())
+            .min(s.pending.bytes().len());
         if n == 0 {
             break;
         }

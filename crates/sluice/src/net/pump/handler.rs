@@ -2,7 +2,7 @@
 //! decides what to do with the engine's events and attaches channel ends;
 //! the pump does all the I/O. [`PumpError`] says why a run stopped early.
 
-use super::channel::ChannelFds;
+use super::channels::ChannelFds;
 use sluice_proto::{Connection, Event};
 use std::time::{Duration, Instant};
 

@@ -10,19 +10,24 @@
 //! then written to the socket in large writes.
 //!
 //! The rest lives next door: the handler API (`handler.rs`), a channel's
-//! ends and its EOF/close policy (`channel.rs`), one direction of bytes
-//! (`stream.rs`), bytes waiting for a sink (`pending.rs`), in-process ends
+//! ends and its EOF/close policy (`channel.rs`), the map of them and the
+//! window feedback (`channels.rs`), one direction of bytes (`stream.rs`),
+//! bytes waiting for a sink (`pending.rs`), in-process ends
 //! (`endpoint.rs`), the poll set (`pollset.rs`) and the TCP_INFO feed
 //! (`net/path.rs`).
 
 mod channel;
+mod channels;
 mod endpoint;
 mod handler;
 mod pending;
 mod pollset;
 mod stream;
+#[cfg(test)]
+mod tests;
 
-pub use channel::{ChanIo, ChannelFds};
+pub use channel::ChanIo;
+pub use channels::ChannelFds;
 pub use endpoint::{ChannelEndpoint, Produced};
 pub use handler::{Handler, PumpError};
 pub use stream::{ChanFd, Ext};
@@ -30,7 +35,7 @@ pub use stream::{ChanFd, Ext};
 use super::crypto_pool::{CryptoPool, CryptoThreads};
 use super::fdio;
 use super::path::PathFeed;
-use channel::consumed_on;
+use channels::consumed_on;
 use sluice_proto::{Connection, Event};
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};

@@ -7,7 +7,7 @@
 //! its sinks only while bytes wait for them, an in-process end's wake fd
 //! always. The handler adds its own fds (listeners, signal pipe, terminal).
 
-use super::channel::ChannelFds;
+use super::channels::ChannelFds;
 use super::handler::Handler;
 use crate::net::fdio;
 use sluice_proto::Connection;
