@@ -223,7 +223,7 @@ impl ClientForward {
             }
             None => {
                 // -W: stdin and stdout carry the connection.
-                let mut io = ChanIo::new(Some(0), None, Some(1), None);
+                let mut io = ChanIo::borrowed(Some(0), None, Some(1), None);
                 io.close_when_sink_fails = true;
                 fds.insert(id, io);
             }

@@ -163,7 +163,7 @@ impl ClientSession {
         conn.channel_request(id, req, true)
             .map_err(|e| e.to_string())?;
         if self.plan.stdio {
-            let mut io = ChanIo::new(Some(source), None, Some(1), Some(2));
+            let mut io = ChanIo::borrowed(Some(source), None, Some(1), Some(2));
             io.close_when_sink_fails = true;
             fds.insert(id, io);
         }

@@ -8,7 +8,7 @@ use sluice_proto::{ChannelId, Connection};
 use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::mpsc;
 
 /// The channel fds for a connected socket: read it for CHANNEL_DATA, write
@@ -16,16 +16,10 @@ use std::sync::mpsc;
 pub fn socket_io(sock: OwnedFd) -> io::Result<ChanIo> {
     super::fdio::set_nonblocking(sock.as_raw_fd(), true)?;
     let dup = sock.try_clone()?;
-    let mut io = ChanIo::new(
-        Some(sock.into_raw_fd()),
-        None,
-        Some(dup.into_raw_fd()),
-        None,
-    );
+    let mut io = ChanIo::owned(Some(sock), None, Some(dup), None);
     io.close_sink_on_eof = true;
     io.shutdown_sink_on_eof = true;
     io.close_when_sink_fails = true;
-    io.owned = true;
     Ok(io)
 }
 

@@ -1,8 +1,51 @@
 //! What the kernel knows about the TCP path (TCP_INFO): the round-trip time
-//! that sizes channel windows, and the figures `-v` reports.
+//! that sizes channel windows, and the figures `-v` reports; and
+//! [`PathFeed`], which hands the RTT and receive buffer to the engine.
 
+use sluice_proto::Connection;
 use std::os::fd::RawFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How often the path's RTT is read for the channel windows.
+const PATH_POLL: Duration = Duration::from_millis(100);
+
+/// Feeds the engine the path's RTT (TCP_INFO) and the socket's receive
+/// buffer (SO_RCVBUF) every [`PATH_POLL`], so bulk windows can grow.
+#[derive(Debug)]
+pub struct PathFeed {
+    /// When TCP_INFO was last read (None: never).
+    polled: Option<Instant>,
+    /// False once the socket turned out not to be TCP (a ProxyCommand pipe).
+    tcp: bool,
+}
+
+impl Default for PathFeed {
+    fn default() -> Self {
+        PathFeed {
+            polled: None,
+            tcp: true,
+        }
+    }
+}
+
+impl PathFeed {
+    /// Reads the path's figures into `conn` if it is time to.
+    pub fn poll(&mut self, sock: RawFd, conn: &mut Connection, now: Instant) {
+        if !self.tcp || self.polled.is_some_and(|t| now - t < PATH_POLL) {
+            return;
+        }
+        self.polled = Some(now);
+        match tcp_info(sock) {
+            Some(info) => {
+                conn.set_path_rtt(info.path_rtt());
+                if let Some(b) = super::sockbuf::get(sock, super::sockbuf::Buf::Recv) {
+                    conn.set_path_recv_buffer(b);
+                }
+            }
+            None => self.tcp = false,
+        }
+    }
+}
 
 /// The fields of `struct tcp_info` (linux/tcp.h) we use.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

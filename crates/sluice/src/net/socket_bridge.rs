@@ -4,7 +4,7 @@
 
 use super::pump::{ChanIo, ChannelFds};
 use sluice_proto::{ChannelId, Connection};
-use std::os::fd::{IntoRawFd, RawFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 
 /// Attaches `stream` to channel `id`: read from it and sent, the peer's
@@ -12,19 +12,12 @@ use std::os::unix::net::UnixStream;
 /// with the channel.
 pub fn attach(fds: &mut ChannelFds, id: ChannelId, stream: UnixStream) -> std::io::Result<()> {
     stream.set_nonblocking(true)?;
-    let fd: RawFd = stream.into_raw_fd();
-    // SAFETY: duplicating an fd we own; the copy is close-on-exec.
-    let sink = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-    if sink < 0 {
-        let e = std::io::Error::last_os_error();
-        super::fdio::close(fd);
-        return Err(e);
-    }
-    let mut io = ChanIo::new(Some(fd), None, Some(sink), None);
+    // The copy is close-on-exec, as `try_clone` makes it.
+    let sink = OwnedFd::from(stream.try_clone()?);
+    let mut io = ChanIo::owned(Some(OwnedFd::from(stream)), None, Some(sink), None);
     io.shutdown_sink_on_eof = true;
     io.close_sink_on_eof = true;
     io.close_when_sink_fails = true;
-    io.owned = true;
     fds.insert(id, io);
     Ok(())
 }
@@ -38,7 +31,7 @@ pub fn close_finished(conn: &mut Connection, fds: &ChannelFds, ids: &mut Vec<Cha
         let Some(info) = conn.channel_info(id) else {
             return false;
         };
-        let sink_done = fds.get(id).is_none_or(|io| io.sink.is_none());
+        let sink_done = fds.get(id).is_none_or(|io| io.sink_closed());
         if info.open && info.eof_sent && sink_done && !info.close_sent {
             let _ = conn.close_channel(id);
         }

@@ -8,7 +8,7 @@ use crate::net::pump::ChanIo;
 use crate::server::session::{self, PreExec, SessionSpawn};
 use crate::ttymodes;
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Child, Stdio};
 
 /// Most of /etc/motd shown at login.
@@ -161,13 +161,7 @@ impl Pty {
         let src = self.master.try_clone().map_err(e)?;
         let sink = self.master.try_clone().map_err(e)?;
         let _ = crate::net::fdio::set_nonblocking(src.as_raw_fd(), true);
-        let mut io = ChanIo::new(
-            Some(src.into_raw_fd()),
-            None,
-            Some(sink.into_raw_fd()),
-            None,
-        );
-        io.owned = true;
+        let io = ChanIo::owned(Some(src), None, Some(sink), None);
         Ok((child, io))
     }
 }

@@ -11,7 +11,7 @@ use crate::server::session_env;
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::{ChannelId, Connection};
 use std::ffi::OsString;
-use std::os::fd::IntoRawFd;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStringExt;
 
 use super::ServerConn;
@@ -83,16 +83,15 @@ impl ServerConn {
         }
         match session::spawn(&spawn) {
             Ok(mut child) => {
-                let mut io = ChanIo::new(
-                    child.stdout.take().map(IntoRawFd::into_raw_fd),
-                    child.stderr.take().map(IntoRawFd::into_raw_fd),
-                    child.stdin.take().map(IntoRawFd::into_raw_fd),
+                let mut io = ChanIo::owned(
+                    child.stdout.take().map(OwnedFd::from),
+                    child.stderr.take().map(OwnedFd::from),
+                    child.stdin.take().map(OwnedFd::from),
                     None,
                 );
                 io.close_sink_on_eof = true;
-                io.owned = true;
                 let pipe = command_pipe_size();
-                for fd in [io.source, io.err_source, io.sink].into_iter().flatten() {
+                for fd in io.raw_fds() {
                     let _ = crate::net::fdio::set_nonblocking(fd, true);
                     if pipe > 0 {
                         crate::net::fdio::set_pipe_size(fd, pipe);

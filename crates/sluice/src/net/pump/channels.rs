@@ -1,0 +1,63 @@
+//! The channels' other ends by channel ([`ChannelFds`]), and the receive
+//! window feedback: bytes a sink took are reported to the engine, and a
+//! window that grew is logged.
+
+use super::channel::ChanIo;
+use sluice_proto::{ChannelId, Connection};
+use std::collections::BTreeMap;
+
+/// The other ends of the channels, by channel.
+#[derive(Debug, Default)]
+pub struct ChannelFds {
+    map: BTreeMap<ChannelId, ChanIo>,
+}
+
+impl ChannelFds {
+    /// Attaches an end to a channel.
+    pub fn insert(&mut self, id: ChannelId, io: ChanIo) {
+        self.map.insert(id, io);
+    }
+
+    /// The channel's end.
+    pub fn get(&self, id: ChannelId) -> Option<&ChanIo> {
+        self.map.get(&id)
+    }
+
+    /// The channel's end, mutably.
+    pub fn get_mut(&mut self, id: ChannelId) -> Option<&mut ChanIo> {
+        self.map.get_mut(&id)
+    }
+
+    /// Detaches a channel's end, closing the fds it owns.
+    pub fn remove(&mut self, id: ChannelId) {
+        self.map.remove(&id);
+    }
+
+    /// The channels with an end attached.
+    pub fn ids(&self) -> Vec<ChannelId> {
+        self.map.keys().copied().collect()
+    }
+}
+
+/// Tells the engine `n` bytes were written out; logs when that grew the
+/// channel's window (it doubles while the path needs more, see the engine's
+/// `connection::window`).
+pub(crate) fn consumed_on(conn: &mut Connection, fds: &mut ChannelFds, id: ChannelId, n: usize) {
+    conn.consumed(id, n);
+    let (Some(io), Some(info)) = (fds.get_mut(id), conn.channel_info(id)) else {
+        return;
+    };
+    if info.recv_window != io.recv_window {
+        if io.recv_window != 0 {
+            crate::log!(
+                Debug1,
+                "channel {}: receive window {} -> {} bytes (path RTT {:?})",
+                id.0,
+                io.recv_window,
+                info.recv_window,
+                conn.path_rtt()
+            );
+        }
+        io.recv_window = info.recv_window;
+    }
+}

@@ -1,0 +1,351 @@
+//! The driver loop: one thread, one `poll(2)`, moving bytes between the TCP
+//! socket, the protocol engine and whatever is behind each channel.
+//!
+//! Input is read in large chunks into one buffer and opened in place by the
+//! engine; channel data it returns is written straight to the channel's sink
+//! (a pipe to a command, or stdout) or handed to its in-process end, and
+//! only what the sink does not take at once is copied aside. Output is built
+//! in one buffer: channel data is read from the source fd (or produced by
+//! the in-process end) directly into the packet slot where it is sealed,
+//! then written to the socket in large writes.
+//!
+//! The rest lives next door: the handler API (`handler.rs`), a channel's
+//! ends and its EOF/close policy (`channel.rs`), the map of them and the
+//! window feedback (`channels.rs`), one direction of bytes (`stream.rs`),
+//! bytes waiting for a sink (`pending.rs`), in-process ends
+//! (`endpoint.rs`), the poll set (`pollset.rs`) and the TCP_INFO feed
+//! (`net/path.rs`).
+
+mod channel;
+mod channels;
+mod endpoint;
+mod handler;
+mod pending;
+mod pollset;
+mod stream;
+#[cfg(test)]
+mod tests;
+
+pub use channel::ChanIo;
+pub use channels::ChannelFds;
+pub use endpoint::{ChannelEndpoint, Produced};
+pub use handler::{Handler, PumpError};
+pub use stream::{ChanFd, Ext};
+
+use super::crypto_pool::{CryptoPool, CryptoThreads};
+use super::fdio;
+use super::path::PathFeed;
+use channels::consumed_on;
+use sluice_proto::{Connection, Event};
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+use stream::Read;
+
+/// Input buffer size: a few maximum-size packets.
+const IN_BUF: usize = 1 << 20;
+/// Stop producing channel data while this much sealed output is unsent.
+const OUT_HIGH_WATER: usize = 1 << 20;
+/// Socket read size.
+const SOCK_READ: usize = 512 * 1024;
+
+/// The loop's buffers around one connection.
+pub struct Pump {
+    sock: RawFd,
+    inbuf: Vec<u8>,
+    in_start: usize,
+    out: Vec<u8>,
+    out_pos: usize,
+    /// The other ends of the channels.
+    pub fds: ChannelFds,
+    sock_eof: bool,
+    crypto: CryptoPool,
+    path: PathFeed,
+    /// An in-process end moved bytes this turn: run the next one at once.
+    again: bool,
+}
+
+impl Pump {
+    /// A pump over a connected, non-blocking socket.
+    pub fn new(sock: RawFd) -> Self {
+        Pump {
+            sock,
+            inbuf: Vec::with_capacity(IN_BUF),
+            in_start: 0,
+            out: Vec::with_capacity(OUT_HIGH_WATER * 2),
+            out_pos: 0,
+            fds: ChannelFds::default(),
+            sock_eof: false,
+            crypto: CryptoPool::new(CryptoThreads::Fixed(1)),
+            path: PathFeed::default(),
+            again: false,
+        }
+    }
+
+    /// Lets packets be sealed and opened in batches on up to `threads` threads.
+    pub fn set_crypto_threads(&mut self, conn: &mut Connection, threads: CryptoThreads) {
+        self.crypto = CryptoPool::new(threads);
+        conn.set_batch_crypto(self.crypto.enabled());
+    }
+
+    /// Runs until the handler is finished or the connection ends.
+    pub fn run(
+        &mut self,
+        conn: &mut Connection,
+        handler: &mut dyn Handler,
+    ) -> Result<(), PumpError> {
+        let result = self.run_inner(conn, handler);
+        // Flush what is queued (a DISCONNECT after an error) before returning.
+        conn.poll_transmit(Instant::now(), &mut self.out);
+        let _ = self.flush_blocking(Duration::from_secs(2));
+        result
+    }
+
+    fn run_inner(
+        &mut self,
+        conn: &mut Connection,
+        handler: &mut dyn Handler,
+    ) -> Result<(), PumpError> {
+        loop {
+            let now = Instant::now();
+            conn.handle_timeout(now);
+            self.path.poll(self.sock, conn, now);
+            self.again = false;
+            self.process_input(conn, handler)?;
+            handler
+                .tick(conn, &mut self.fds)
+                .map_err(PumpError::Handler)?;
+            self.drain_sinks(conn);
+            self.fill_output(conn);
+            self.flush_socket()?;
+            if conn.is_closed() {
+                return Ok(());
+            }
+            if handler.finished() && self.out_pos >= self.out.len() {
+                return Ok(());
+            }
+            if self.sock_eof {
+                return Err(PumpError::PeerClosed);
+            }
+            let sock = pollset::SockInterest {
+                fd: self.sock,
+                read: self.inbuf.len() < IN_BUF && !self.sock_eof,
+                write: self.out_pos < self.out.len(),
+                room: self.out.len() - self.out_pos < OUT_HIGH_WATER,
+                again: self.again,
+            };
+            pollset::wait(sock, &mut self.fds, conn, handler)
+                .map_err(|e| PumpError::Io(format!("poll: {e}")))?;
+        }
+    }
+
+    fn process_input(
+        &mut self,
+        conn: &mut Connection,
+        handler: &mut dyn Handler,
+    ) -> Result<(), PumpError> {
+        loop {
+            let mut progressed = false;
+            loop {
+                let now = Instant::now();
+                let Some(window) = self.inbuf.get_mut(self.in_start..) else {
+                    break;
+                };
+                if window.is_empty() {
+                    break;
+                }
+                let pool = &mut self.crypto;
+                conn.open_batch(window, &mut |jobs| pool.run(jobs))
+                    .map_err(PumpError::Protocol)?;
+                let r = conn
+                    .handle_input(now, window)
+                    .map_err(PumpError::Protocol)?;
+                let consumed = r.consumed;
+                let mut used = None;
+                if let Some(d) = r.data {
+                    let n = match self.fds.get_mut(d.channel) {
+                        Some(io) => io.deliver(Ext::of(d.ext), d.data),
+                        None => d.data.len(),
+                    };
+                    used = Some((d.channel, n));
+                }
+                if let Some((ch, n)) = used {
+                    if n > 0 {
+                        consumed_on(conn, &mut self.fds, ch, n);
+                    }
+                }
+                if consumed == 0 {
+                    break;
+                }
+                self.in_start += consumed;
+                progressed = true;
+                while let Some(ev) = conn.poll_event() {
+                    self.on_event(conn, handler, ev)?;
+                }
+            }
+            while let Some(ev) = conn.poll_event() {
+                self.on_event(conn, handler, ev)?;
+            }
+            // Compact (free when all was consumed; otherwise only when the
+            // room left is small, to move a partial packet rarely), then
+            // read more if the socket has it.
+            if self.in_start >= self.inbuf.len() {
+                self.inbuf.clear();
+                self.in_start = 0;
+            } else if self.in_start > 0 && IN_BUF - self.inbuf.len() < SOCK_READ / 2 {
+                self.inbuf.drain(..self.in_start);
+                self.in_start = 0;
+            }
+            if self.sock_eof || self.inbuf.len() >= IN_BUF {
+                if self.in_start > 0 && self.inbuf.len() >= IN_BUF {
+                    self.inbuf.drain(..self.in_start);
+                    self.in_start = 0;
+                    continue;
+                }
+                return Ok(());
+            }
+            let room = SOCK_READ.min(IN_BUF - self.inbuf.len());
+            match fdio::read_append(self.sock, &mut self.inbuf, room) {
+                Ok(0) => {
+                    self.sock_eof = true;
+                    return Ok(());
+                }
+                Ok(_) => {
+                    progressed = true;
+                    handler.input_received(Instant::now());
+                }
+                Err(e) if fdio::would_block(&e) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    self.sock_eof = true;
+                    return Ok(());
+                }
+                Err(e) => return Err(PumpError::Io(format!("read from socket: {e}"))),
+            }
+            if !progressed {
+                return Ok(());
+            }
+        }
+    }
+
+    fn on_event(
+        &mut self,
+        conn: &mut Connection,
+        handler: &mut dyn Handler,
+        ev: Event,
+    ) -> Result<(), PumpError> {
+        match &ev {
+            Event::ChannelEof(id) => {
+                if let Some(io) = self.fds.get_mut(*id) {
+                    io.peer_eof();
+                }
+            }
+            Event::ChannelClosed(id) => {
+                let id = *id;
+                handler
+                    .on_event(conn, &mut self.fds, ev)
+                    .map_err(PumpError::Handler)?;
+                if let Some(io) = self.fds.get_mut(id) {
+                    io.drain_blocking();
+                }
+                self.fds.remove(id);
+                return Ok(());
+            }
+            _ => {}
+        }
+        handler
+            .on_event(conn, &mut self.fds, ev)
+            .map_err(PumpError::Handler)
+    }
+
+    /// Writes data that sinks did not take at once; applies the peer's EOF.
+    fn drain_sinks(&mut self, conn: &mut Connection) {
+        for id in self.fds.ids() {
+            let Some(io) = self.fds.get_mut(id) else {
+                continue;
+            };
+            let written = io.drain();
+            if written > 0 {
+                self.again |= io.is_in_process();
+                consumed_on(conn, &mut self.fds, id, written);
+            }
+        }
+    }
+
+    /// Reads channel sources straight into packet slots in the output buffer.
+    fn fill_output(&mut self, conn: &mut Connection) {
+        conn.poll_transmit(Instant::now(), &mut self.out);
+        'channels: for id in self.fds.ids() {
+            if let Some(io) = self.fds.get_mut(id) {
+                io.rearm();
+            }
+            for ext in Ext::BOTH {
+                loop {
+                    if self.out.len() - self.out_pos >= OUT_HIGH_WATER {
+                        break 'channels;
+                    }
+                    let Some(io) = self.fds.get_mut(id) else {
+                        break;
+                    };
+                    if !io.can_read(ext) {
+                        break;
+                    }
+                    let Some(slot) = conn.data_slot(Instant::now(), id, ext.code(), &mut self.out) else {
+                        break;
+                    };
+                    match io.read_into(ext, &mut self.out, slot.max) {
+                        Read::Data(n) => {
+                            self.again |= io.is_in_process();
+                            conn.finish_data_slot(slot, n, &mut self.out);
+                        }
+                        Read::Blocked | Read::Eof => {
+                            conn.finish_data_slot(slot, 0, &mut self.out);
+                            break;
+                        }
+                    }
+                }
+            }
+            if let Some(io) = self.fds.get_mut(id) {
+                io.after_fill(conn, id);
+            }
+        }
+        let pool = &mut self.crypto;
+        conn.seal_batch(&mut self.out, &mut |jobs| pool.run(jobs));
+        // Always seal what the data path queued (a re-key's KEXINIT, window
+        // adjusts): the loop may sleep next, and nothing else would send them.
+        conn.poll_transmit(Instant::now(), &mut self.out);
+    }
+
+    fn flush_socket(&mut self) -> Result<(), PumpError> {
+        while self.out_pos < self.out.len() {
+            let Some(pending) = self.out.get(self.out_pos..) else {
+                break;
+            };
+            match fdio::write_some(self.sock, pending) {
+                Ok(n) => self.out_pos += n,
+                Err(e) if fdio::would_block(&e) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    return Err(PumpError::PeerClosed)
+                }
+                Err(e) => return Err(PumpError::Io(format!("write to socket: {e}"))),
+            }
+        }
+        if self.out_pos >= self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        Ok(())
+    }
+
+    fn flush_blocking(&mut self, limit: Duration) -> Result<(), PumpError> {
+        let end = Instant::now() + limit;
+        while self.out_pos < self.out.len() && Instant::now() < end {
+            self.flush_socket()?;
+            let mut p = [libc::pollfd {
+                fd: self.sock,
+                events: libc::POLLOUT,
+                revents: 0,
+            }];
+            let _ = fdio::poll(&mut p, 100);
+        }
+        Ok(())
+    }
+}
