@@ -96,15 +96,7 @@ fn start_server(dir: &Path, port: u16, verbose: bool) -> Result<Server, String> 
 }
 
 fn current_user() -> String {
-    // SAFETY: getpwuid returns a pointer into static storage or null.
-    let pw = unsafe { libc::getpwuid(libc::getuid()) };
-    if pw.is_null() {
-        return "root".into();
-    }
-    // SAFETY: pw_name is a NUL-terminated string owned by libc.
-    unsafe { std::ffi::CStr::from_ptr((*pw).pw_name) }
-        .to_string_lossy()
-        .into_owned()
+    crate::users::current().map_or_else(|| "root".into(), |u| u.name)
 }
 
 fn client(dir: &Path, port: u16, opts: &DemoOptions, remote: &str) -> Command {

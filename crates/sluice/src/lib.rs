@@ -16,3 +16,4 @@ pub mod log;
 pub mod net;
 pub mod server;
 pub mod ttymodes;
+pub mod users;

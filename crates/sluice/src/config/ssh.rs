@@ -344,13 +344,9 @@ pub fn local_user() -> String {
             return u;
         }
     }
-    // SAFETY: getpwuid returns a pointer into static storage or NULL.
-    unsafe {
-        let pw = libc::getpwuid(libc::getuid());
-        if !pw.is_null() && !(*pw).pw_name.is_null() {
-            return std::ffi::CStr::from_ptr((*pw).pw_name)
-                .to_string_lossy()
-                .into_owned();
+    if let Some(u) = crate::users::current() {
+        if !u.name.is_empty() {
+            return u.name;
         }
     }
     "root".into()
