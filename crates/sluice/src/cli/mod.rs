@@ -3,3 +3,4 @@
 pub mod ssh_args;
 pub mod ssh_main;
 pub mod sshd_args;
+pub mod sshd_main;
