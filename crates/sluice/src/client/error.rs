@@ -1,6 +1,7 @@
 //! Why a client run failed, by kind; `Display` gives the line `sluice`
 //! prints, worded as OpenSSH's `ssh` words it (tests compare the two).
 
+use crate::config::error::ConfigError;
 use crate::net::pump::PumpError;
 
 /// A client run that ended without a remote exit status.
@@ -9,6 +10,8 @@ pub enum ClientError {
     /// A bad setting: ssh_config or a command-line value, or options that
     /// cannot go together ("Cannot execute command-line and remote command.").
     Config(String),
+    /// An ssh_config file (or `-o` option) ssh would refuse, with its line.
+    ConfigFile(ConfigError),
     /// The server could not be reached: name resolution, connect(2), the
     /// ProxyCommand. Messages start with `ssh:` as ssh's; `sluice:` is shown.
     Connect(String),
@@ -31,6 +34,7 @@ impl std::fmt::Display for ClientError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ClientError::Config(m) | ClientError::Session(m) => f.write_str(m),
+            ClientError::ConfigFile(e) => write!(f, "{e}"),
             ClientError::Connect(m) => f.write_str(&m.replacen("ssh:", "sluice:", 1)),
             ClientError::Connection(PumpError::Protocol(
                 sluice_proto::Error::PeerDisconnected { description, .. },
@@ -44,6 +48,12 @@ impl std::fmt::Display for ClientError {
 }
 
 impl std::error::Error for ClientError {}
+
+impl From<ConfigError> for ClientError {
+    fn from(e: ConfigError) -> Self {
+        ClientError::ConfigFile(e)
+    }
+}
 
 /// Settings are checked with String errors in config/ (ssh's messages);
 /// at the client's boundary they become [`ClientError::Config`].
