@@ -1,12 +1,21 @@
 //! `sluice demo`: the README's first command. Starts `sluiced` on a free
 //! loopback port with throwaway host and user keys in a temporary directory,
-//! moves data up and down through it with the `sluice` client, checks SHA-256
+//! moves data up and down through it with the client library (its options
+//! built here, not from a command line), checks SHA-256
 //! on both ends, prints MB/s and CPU seconds, and cleans up. No root and no
 //! configuration needed.
 
+use crate::client::session::{HostKeyCheck, SessionPlan};
+use crate::client::{self, identities, ClientOptions};
+use crate::config::algorithms;
+use crate::config::ssh::local_user;
 use crate::datagen;
 use crate::keys::host_keys::generate_ed25519_file;
+use crate::keys::identity;
+use crate::log::Level;
+use sluice_proto::crypto::cipher;
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -69,7 +78,7 @@ fn start_server(dir: &Path, port: u16, verbose: bool) -> Result<Server, String> 
     let user = std::env::var("USER")
         .ok()
         .filter(|u| !u.is_empty())
-        .unwrap_or_else(current_user);
+        .unwrap_or_else(local_user);
     let cfg = dir.join("sluiced_config");
     let text = format!(
         "ListenAddress 127.0.0.1\nPort {port}\nHostKey {}\nAuthorizedKeysFile {}\nStrictModes no\nPidFile none\nPermitRootLogin prohibit-password\nAllowUsers {user}\nLogLevel {}\n",
@@ -95,47 +104,107 @@ fn start_server(dir: &Path, port: u16, verbose: bool) -> Result<Server, String> 
     Ok(server)
 }
 
-fn current_user() -> String {
-    // SAFETY: getpwuid returns a pointer into static storage or null.
-    let pw = unsafe { libc::getpwuid(libc::getuid()) };
-    if pw.is_null() {
-        return "root".into();
+/// The client's options: the throwaway user key, only the host key this
+/// run generated trusted (as `StrictHostKeyChecking yes` with a fresh
+/// known_hosts would, without writing one), BatchMode, the asked cipher.
+fn client_options(
+    dir: &Path,
+    port: u16,
+    opts: &DemoOptions,
+    remote: &str,
+) -> Result<ClientOptions, String> {
+    let host_key = identity::public_blob(&dir.join("host_ed25519"))?;
+    let check: HostKeyCheck = Box::new(move |_alg: &str, blob: &[u8]| {
+        if blob == host_key.as_slice() {
+            Ok(())
+        } else {
+            Err("Host key verification failed.".into())
+        }
+    });
+    let mut o = ClientOptions::new("127.0.0.1", port, &local_user(), check);
+    o.plan = SessionPlan::exec(Some(remote.as_bytes().to_vec()));
+    o.identities = identities::from_file(&dir.join("id_ed25519"), true)
+        .into_iter()
+        .collect();
+    o.auth.batch = true;
+    if let Some(c) = &opts.cipher {
+        o.proto.ciphers = algorithms::resolve(
+            c,
+            cipher::DEFAULT_CIPHERS,
+            cipher::DEFAULT_CIPHERS,
+            "cipher",
+        )?;
     }
-    // SAFETY: pw_name is a NUL-terminated string owned by libc.
-    unsafe { std::ffi::CStr::from_ptr((*pw).pw_name) }
-        .to_string_lossy()
-        .into_owned()
+    Ok(o)
 }
 
-fn client(dir: &Path, port: u16, opts: &DemoOptions, remote: &str) -> Command {
-    let mut c = Command::new(sibling("sluice"));
-    c.args([
-        "-F",
-        "/dev/null",
-        "-o",
-        "StrictHostKeyChecking=no",
-        "-o",
-        "BatchMode=yes",
-        "-o",
-    ])
-    .arg(format!(
-        "UserKnownHostsFile={}",
-        dir.join("known_hosts").display()
-    ))
-    .arg("-i")
-    .arg(dir.join("id_ed25519"))
-    .args(["-p", &port.to_string()]);
-    if let Some(cph) = &opts.cipher {
-        c.args(["-c", cph]);
+/// A running client: a child process of ours, so its CPU time counts in
+/// RUSAGE_CHILDREN like the server's.
+struct ClientProc {
+    pid: libc::pid_t,
+}
+
+impl ClientProc {
+    /// The client's exit code (128 + signal when killed).
+    fn wait(self) -> Result<i32, String> {
+        let mut status = 0;
+        // SAFETY: waiting for our own child; status is a valid out pointer.
+        if unsafe { libc::waitpid(self.pid, &mut status, 0) } < 0 {
+            return Err(format!("waitpid: {}", std::io::Error::last_os_error()));
+        }
+        Ok(if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            128 + libc::WTERMSIG(status)
+        })
     }
-    if opts.verbose {
-        c.arg("-v");
-    } else {
-        // The throwaway host key is new every run: no "Permanently added" noise.
-        c.args(["-o", "LogLevel=ERROR"]);
+}
+
+/// Runs `client::connect` in a forked child whose fds 0, 1 and 2 are the
+/// given pipe ends (None: ours). A process rather than a thread because
+/// the client's session owns fds 0-2 (it sets them non-blocking and drives
+/// them), and so its CPU time is counted as before. The demo has no other
+/// thread when it forks (the data generator starts afterwards), so the
+/// child inherits no lock held by a thread that does not exist in it.
+fn spawn_client(
+    opts: ClientOptions,
+    verbose: bool,
+    stdio: [Option<OwnedFd>; 3],
+) -> Result<ClientProc, String> {
+    // SAFETY: see above: single-threaded here; the child only rewires its
+    // fds, runs the client and leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
     }
-    c.arg("127.0.0.1").arg(remote);
-    c
+    if pid > 0 {
+        return Ok(ClientProc { pid });
+    }
+    for (fd, end) in stdio.iter().enumerate() {
+        if let Some(end) = end {
+            // SAFETY: dup2 of an fd we hold onto a standard fd.
+            unsafe { libc::dup2(end.as_raw_fd(), fd as i32) };
+        }
+    }
+    drop(stdio);
+    // The parent's ends of the pipes (and anything else) must not stay
+    // open here: a pipe's reader sees EOF only when every writer is gone.
+    // SAFETY: closes fds from 3 up; nothing in this process uses them.
+    unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    crate::log::set_level(if verbose { Level::Debug1 } else { Level::Error });
+    let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        match client::connect(opts) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("{e}");
+                e.exit_code()
+            }
+        }
+    }))
+    .unwrap_or(255);
+    // SAFETY: leaving the child without running the parent's destructors
+    // (the temporary directory, the server) or atexit handlers.
+    unsafe { libc::_exit(code) }
 }
 
 /// One direction's result.
@@ -145,29 +214,28 @@ struct Run {
 
 fn upload(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<Run, String> {
     let t0 = Instant::now();
-    let mut child = client(dir, port, opts, &format!("{helper} demo-helper sink"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("starting sluice: {e}"))?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let o = client_options(dir, port, opts, &format!("{helper} demo-helper sink"))?;
+    let (stdin_r, mut stdin) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let (mut stdout, stdout_w) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let child = spawn_client(
+        o,
+        opts.verbose,
+        [Some(stdin_r.into()), Some(stdout_w.into()), None],
+    )?;
     let size = opts.size;
     let gen = std::thread::spawn(move || datagen::generate(1, false, size, &mut stdin));
     let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .ok_or("no stdout")?
+    stdout
         .read_to_string(&mut out)
         .map_err(|e| e.to_string())?;
-    let status = child.wait().map_err(|e| e.to_string())?;
+    let status = child.wait()?;
     let secs = t0.elapsed().as_secs_f64();
     let sent = gen
         .join()
         .map_err(|_| "generator panicked")?
         .map_err(|e| format!("sending: {e}"))?;
-    if !status.success() {
-        return Err(format!("upload failed: sluice exited with {status}"));
+    if status != 0 {
+        return Err(format!("upload failed: the client exited with {status}"));
     }
     let expect = format!("{} {}", opts.size, sent);
     if out.trim() != expect {
@@ -181,30 +249,31 @@ fn upload(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<Run
 
 fn download(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<Run, String> {
     let t0 = Instant::now();
-    let mut child = client(
+    let o = client_options(
         dir,
         port,
         opts,
         &format!("{helper} demo-helper source 2 {}", opts.size),
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .map_err(|e| format!("starting sluice: {e}"))?;
-    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    )?;
+    let (mut stdout, stdout_w) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let (mut stderr, stderr_w) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let child = spawn_client(
+        o,
+        opts.verbose,
+        [None, Some(stdout_w.into()), Some(stderr_w.into())],
+    )?;
+    // The helper's summary is one short line on stderr, read after stdout
+    // ends (well under a pipe's buffer, so the client never blocks on it).
     let (n, got) = datagen::hash_stream(&mut stdout).map_err(|e| e.to_string())?;
     let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .ok_or("no stderr")?
+    stderr
         .read_to_string(&mut err)
         .map_err(|e| e.to_string())?;
-    let status = child.wait().map_err(|e| e.to_string())?;
+    let status = child.wait()?;
     let secs = t0.elapsed().as_secs_f64();
-    if !status.success() {
+    if status != 0 {
         return Err(format!(
-            "download failed: sluice exited with {status}: {}",
+            "download failed: the client exited with {status}: {}",
             err.trim()
         ));
     }

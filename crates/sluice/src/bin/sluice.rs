@@ -1,5 +1,5 @@
-//! `sluice`: the SSH client. See `sluice::client::app`.
+//! `sluice`: the SSH client. See `sluice::cli::ssh_main`.
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    std::process::exit(sluice::client::app::main(&argv));
+    std::process::exit(sluice::cli::ssh_main::main(&argv));
 }

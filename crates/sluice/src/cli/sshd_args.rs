@@ -1,36 +1,7 @@
 //! `sluiced` arguments, as sshd's: `-D -d -e -f config -p port -h hostkey
 //! -o opt -T -t -C spec`.
 
-/// Parsed server arguments.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServerArgs {
-    /// `-D`: stay in the foreground.
-    pub foreground: bool,
-    /// `-d` count: debug (implies foreground).
-    pub debug: u8,
-    /// `-e`: log to stderr.
-    pub log_stderr: bool,
-    /// `-f`.
-    pub config_file: Option<String>,
-    /// `-p` (repeatable).
-    pub ports: Vec<String>,
-    /// `-h` (repeatable).
-    pub host_keys: Vec<String>,
-    /// `-o` (repeatable).
-    pub options: Vec<String>,
-    /// `-T`: print the effective configuration.
-    pub print_config: bool,
-    /// `-t`: test the configuration.
-    pub test_config: bool,
-    /// `-i`: serve one connection on stdin/stdout (inetd mode).
-    pub inetd: bool,
-    /// `-R`: a connection process started by the listener (internal).
-    pub reexec: bool,
-    /// `-q`.
-    pub quiet: bool,
-    /// `-C user=..,host=..,addr=..,laddr=..,lport=..`: the connection `-T` applies Match blocks for.
-    pub connection_spec: Option<String>,
-}
+pub use crate::server::daemon::ServerArgs;
 
 /// The usage text.
 pub const USAGE: &str = "usage: sluiced [-46DdeiqTtV] [-C connection_spec] [-c host_cert_file]

@@ -13,10 +13,7 @@ use sluice_proto::{ChannelId, Connection};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
-/// The session channel request asking for agent forwarding.
-pub const REQUEST: &str = "auth-agent-req@openssh.com";
-/// The channel type the server opens for each agent connection.
-pub const CHANNEL: &str = "auth-agent@openssh.com";
+pub use crate::keys::agent::{FORWARD_CHANNEL as CHANNEL, FORWARD_REQUEST as REQUEST};
 /// RFC 4254 5.1.
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
 const RESOURCE_SHORTAGE: u32 = 4;

@@ -1,63 +1,29 @@
-//! `sluice`'s main: arguments and ssh_config resolved into one client run
-//! (identities in client/identities.rs, host key trust in
-//! client/host_trust.rs).
+//! ssh_config resolved into one client run: a resolved Host's settings
+//! plus what the command line asks for ([`SessionRequest`]) become
+//! [`ClientOptions`] (identities in client/identities.rs, host key trust in
+//! client/host_trust.rs), or `-G`'s text. The command line itself is
+//! cli/'s (cli/ssh_main.rs).
 
 use super::host_trust::host_key_check;
 use super::identities::{identities, identity_agent};
-use crate::cli::ssh_args::{self, ClientArgs, Invocation};
 use crate::client::auth::AuthPrefs;
 use crate::client::session::SessionPlan;
 use crate::client::setup;
-use crate::client::{self, ClientOptions};
+use crate::client::{ClientError, ClientOptions};
 use crate::config::algorithms;
-use crate::config::ssh::{ClientConfig, Resolved};
+use crate::config::ssh::Resolved;
 use crate::keys::pattern;
 use crate::log;
-use crate::log::Level;
 use crate::net::crypto_pool::CryptoThreads;
 use sluice_proto::crypto::{cipher, hostkey, kex};
 use sluice_proto::transport::compress;
 use sluice_proto::Config;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-/// Runs `sluice`; returns the exit code.
-pub fn main(argv: &[String]) -> i32 {
-    let inv = match ssh_args::parse(argv) {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("{e}");
-            return 255;
-        }
-    };
-    match inv {
-        Invocation::Version => {
-            eprintln!("sluice_{}, aws-lc-rs", env!("CARGO_PKG_VERSION"));
-            0
-        }
-        Invocation::Query(what) => query(&what),
-        Invocation::DemoHelper(args) => crate::datagen::helper_main(&args),
-        Invocation::Demo {
-            size,
-            cipher,
-            verbose,
-        } => crate::demo::run(&crate::demo::DemoOptions {
-            size,
-            cipher,
-            verbose,
-        }),
-        Invocation::BenchCrypto(opts) => crate::bench_crypto::run(&opts),
-        Invocation::Connect(args) => match connect(args) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("{e}");
-                255
-            }
-        },
-    }
-}
-
-fn query(what: &str) -> i32 {
+/// `-Q what`: prints the algorithm names the client offers; returns the
+/// exit code.
+pub fn query(what: &str) -> i32 {
     let compression = compress::offered_names(&compress::default_engines(), false);
     let list: Vec<&str> = match what.to_ascii_lowercase().as_str() {
         "cipher" | "ciphers" => cipher::DEFAULT_CIPHERS.to_vec(),
@@ -94,19 +60,6 @@ pub(super) fn expand(s: &str, r: &Resolved) -> PathBuf {
             PathBuf::from(s)
         }
     }
-}
-
-/// ChannelWindow (the receive window a channel starts with, default 16M)
-/// and ChannelWindowMax (the most a bulk channel's window grows to, default
-/// 128M): sizes from 64K to 1G.
-pub(crate) fn window_size(v: Option<&str>, name: &str, default: u32) -> Result<u32, String> {
-    let Some(v) = v else {
-        return Ok(default);
-    };
-    crate::config::parse_size(v)
-        .filter(|n| (64 << 10..=1 << 30).contains(n))
-        .map(|n| n as u32)
-        .ok_or_else(|| format!("Bad {name} '{v}': use a size from 64K to 1G"))
 }
 
 fn proto_config(r: &Resolved) -> Result<Config, String> {
@@ -155,12 +108,12 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             rekey_bytes
         },
         rekey_time: (rekey_secs > 0).then(|| Duration::from_secs(rekey_secs)),
-        window: window_size(
+        window: crate::config::window_size(
             r.get("channelwindow"),
             "ChannelWindow",
             Config::default().window,
         )?,
-        window_max: window_size(
+        window_max: crate::config::window_size(
             r.get("channelwindowmax"),
             "ChannelWindowMax",
             Config::default().window_max,
@@ -202,55 +155,85 @@ fn auth_prefs(r: &Resolved) -> Result<AuthPrefs, String> {
     Ok(p)
 }
 
-fn connect(args: ClientArgs) -> Result<i32, String> {
-    let opts = setup::options(&args);
-    let cfg = ClientConfig::load(&opts, args.config_file.as_deref().map(Path::new))?;
-    let r = cfg.resolve(&args.host)?;
-    let level = match args.verbose {
-        0 if args.quiet => Level::Quiet,
-        0 => r
-            .get("loglevel")
-            .and_then(Level::parse)
-            .unwrap_or(Level::Info),
-        1 => Level::Debug1,
-        2 => Level::Debug2,
-        _ => Level::Debug3,
-    };
-    crate::log::set_level(level);
-    for w in &cfg.warnings {
-        log!(Debug1, "{w}");
-    }
-    let user = r.user().to_owned();
-    let host = r.hostname().to_owned();
-    let port = r.port();
+/// What a run asks for beyond ssh_config: the command line's parts that
+/// are not `-o` options (those are folded into the configuration).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionRequest {
+    /// Remote command words (joined with spaces, as ssh); empty: none.
+    pub command: Vec<String>,
+    /// `-s`: the command names a subsystem.
+    pub subsystem: bool,
+    /// `-T`/`-t` count (-1 for -T).
+    pub tty: i8,
+    /// `-N`: no command.
+    pub no_command: bool,
+    /// `-f`: background after authentication.
+    pub fork: bool,
+    /// `-n`: stdin from /dev/null.
+    pub null_stdin: bool,
+    /// `-4`/`-6` (overrides AddressFamily).
+    pub family: Option<u8>,
+    /// `-i` files, offered before IdentityFile's.
+    pub identities: Vec<String>,
+    /// `-L` specs.
+    pub local_forwards: Vec<String>,
+    /// `-R` specs.
+    pub remote_forwards: Vec<String>,
+    /// `-D` specs.
+    pub dynamic_forwards: Vec<String>,
+    /// `-W host:port`.
+    pub stdio_forward: Option<String>,
+    /// `-F`, passed on to the ProxyJump hop.
+    pub config_file: Option<String>,
+    /// `-v` count, passed on to the ProxyJump hop.
+    pub verbose: u8,
+}
+
+/// The HPN-SSH NONE switches, checked before anything else (as in `-G`).
+fn none_flags(r: &Resolved) -> Result<(bool, bool, bool), String> {
     let yes_no = |kw: &str, name: &str| -> Result<bool, String> {
         r.get(kw).map_or(Ok(false), |v| {
             crate::config::yes_no(v).ok_or_else(|| format!("Bad {name} '{v}': use yes or no"))
         })
     };
-    let none_enabled = yes_no("noneenabled", "NoneEnabled")?;
-    let none_switch = yes_no("noneswitch", "NoneSwitch")?;
-    let none_mac = yes_no("nonemacenabled", "NoneMacEnabled")?;
-    if args.print_config {
-        let proto = proto_config(&r)?;
-        let yn = |b: bool| if b { "yes" } else { "no" }.to_owned();
-        let or = |kw: &str, d: &str| r.get(kw).unwrap_or(d).to_owned();
-        let sluice = [
-            ("cryptothreads", or("cryptothreads", "auto")),
-            ("tcprcvbuf", or("tcprcvbuf", "auto")),
-            ("tcpsndbuf", or("tcpsndbuf", "auto")),
-            ("remotercvbuf", or("remotercvbuf", "0")),
-            ("remotesndbuf", or("remotesndbuf", "0")),
-            ("channelwindow", proto.window.to_string()),
-            ("channelwindowmax", proto.window_max.to_string()),
-            ("noneenabled", yn(none_enabled)),
-            ("noneswitch", yn(none_switch)),
-            ("nonemacenabled", yn(none_mac)),
-            ("kexguess", yn(proto.kex_guess)),
-        ];
-        return setup::print_config(&args, &r, &proto, &sluice);
-    }
-    let proto = proto_config(&r)?;
+    Ok((
+        yes_no("noneenabled", "NoneEnabled")?,
+        yes_no("noneswitch", "NoneSwitch")?,
+        yes_no("nonemacenabled", "NoneMacEnabled")?,
+    ))
+}
+
+/// `-G`: the configuration as text, algorithm lists the ones sluice offers.
+pub fn print_config(r: &Resolved, req: &SessionRequest) -> Result<String, ClientError> {
+    let (none_enabled, none_switch, none_mac) = none_flags(r)?;
+    let proto = proto_config(r)?;
+    let yn = |b: bool| if b { "yes" } else { "no" }.to_owned();
+    let or = |kw: &str, d: &str| r.get(kw).unwrap_or(d).to_owned();
+    let sluice = [
+        ("cryptothreads", or("cryptothreads", "auto")),
+        ("tcprcvbuf", or("tcprcvbuf", "auto")),
+        ("tcpsndbuf", or("tcpsndbuf", "auto")),
+        ("remotercvbuf", or("remotercvbuf", "0")),
+        ("remotesndbuf", or("remotesndbuf", "0")),
+        ("channelwindow", proto.window.to_string()),
+        ("channelwindowmax", proto.window_max.to_string()),
+        ("noneenabled", yn(none_enabled)),
+        ("noneswitch", yn(none_switch)),
+        ("nonemacenabled", yn(none_mac)),
+        ("kexguess", yn(proto.kex_guess)),
+    ];
+    Ok(setup::print_config(&req.identities, r, &proto, &sluice)?)
+}
+
+/// The options for one run to `r`'s host; Err is ssh's message for the
+/// first bad setting.
+pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, ClientError> {
+    let args = req;
+    let (none_enabled, none_switch, none_mac) = none_flags(r)?;
+    let user = r.user().to_owned();
+    let host = r.hostname().to_owned();
+    let port = r.port();
+    let proto = proto_config(r)?;
     let size = |kw: &str, name: &str| -> Result<u64, String> {
         r.get(kw).map_or(Ok(0), |v| {
             crate::config::parse_size(v)
@@ -273,7 +256,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         Some("inet6") => Some(6),
         _ => None,
     });
-    let connect_timeout = setup::time(&r, "connecttimeout");
+    let connect_timeout = setup::time(r, "connecttimeout");
     let mut env: Vec<(String, Vec<u8>)> = Vec::new();
     let send = r.all("sendenv").join(",");
     if !send.is_empty() {
@@ -299,7 +282,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         .map(|c| r.tokens().expand(c, crate::config::ssh::tokens::FILE))
         .transpose()?;
     let command = match (args.command.is_empty(), remote) {
-        (false, Some(_)) => return Err("Cannot execute command-line and remote command.".into()),
+        (false, Some(_)) => return Err(ClientError::Config("Cannot execute command-line and remote command.".into())),
         (false, None) => Some(args.command.join(" ").into_bytes()),
         (true, remote) => remote.map(String::into_bytes),
     };
@@ -347,10 +330,10 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
     });
     let agent = crate::client::agent_forward::AgentForward::from_config(
         r.get("forwardagent"),
-        identity_agent(&r),
-        |p| expand(p, &r),
+        identity_agent(r),
+        |p| expand(p, r),
     )?;
-    let mut ids = identities(&args, &r);
+    let mut ids = identities(&args.identities, r);
     // PubkeyAcceptedAlgorithms limits the signature algorithms offered (an
     // RSA key signs with rsa-sha2-256 only when that alone is listed).
     for id in &mut ids {
@@ -365,18 +348,17 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         }
     }
     ids.retain(|id| !id.sig_algs.is_empty());
-    let check = host_key_check(&r, host.clone(), port);
-    let forwards = crate::client::forward_args::plan(&args, &r)?;
+    let check = host_key_check(r, host.clone(), port);
+    let forwards = crate::client::forward_args::plan(args, r)?;
     let no_session = args.no_command
         || forwards.stdio.is_some()
         || r.get("sessiontype")
             .is_some_and(|v| v.eq_ignore_ascii_case("none"));
     let fork_after_auth = args.fork || r.flag("forkafterauthentication", false);
     if fork_after_auth && !no_session && command.is_none() {
-        return Err("Cannot fork into background without a command to execute.".into());
-    }
-    if fork_after_auth || args.null_stdin {
-        crate::client::forward_args::stdin_from_dev_null()?;
+        return Err(ClientError::Config(
+            "Cannot fork into background without a command to execute.".into(),
+        ));
     }
     let plan = SessionPlan {
         command,
@@ -391,7 +373,7 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         fork_after_auth,
         forwards,
     };
-    let auth = auth_prefs(&r)?;
+    let auth = auth_prefs(r)?;
     let opts = ClientOptions {
         auth,
         host,
@@ -403,10 +385,13 @@ fn connect(args: ClientArgs) -> Result<i32, String> {
         crypto_threads,
         tcp_rcvbuf,
         tcp_sndbuf,
-        plan: Some(plan),
-        proxy_command: setup::proxy_command(&r, &args)?,
-        connection_attempts: setup::connection_attempts(&r),
-        server_alive: setup::server_alive(&r),
+        plan,
+        proxy_command: setup::proxy_command(r, args.config_file.as_deref(), args.verbose)?,
+        connection_attempts: setup::connection_attempts(r),
+        server_alive: setup::server_alive(r),
+        identities: ids,
+        host_key_check: check,
+        null_stdin: args.null_stdin,
     };
-    Ok(client::run(opts, ids, check))
+    Ok(opts)
 }

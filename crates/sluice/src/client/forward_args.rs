@@ -6,11 +6,11 @@
 
 use super::forward::ForwardPlan;
 use super::forward_spec::{self, Endpoint, Kind};
-use crate::cli::ssh_args::ClientArgs;
+use super::app::SessionRequest;
 use crate::config::ssh::Resolved;
 
 /// Builds the plan; Err is ssh's message for a bad spec.
-pub fn plan(args: &ClientArgs, r: &Resolved) -> Result<ForwardPlan, String> {
+pub fn plan(args: &SessionRequest, r: &Resolved) -> Result<ForwardPlan, String> {
     let mut p = ForwardPlan::default();
     let stdio = args.stdio_forward.is_some();
     if let Some(w) = &args.stdio_forward {

@@ -3,7 +3,6 @@
 //! IdentitiesOnly.
 
 use super::app::expand;
-use crate::cli::ssh_args::ClientArgs;
 use crate::client::session::Identity;
 use crate::config::ssh::Resolved;
 use crate::keys::identity;
@@ -12,9 +11,11 @@ use sluice_proto::crypto::hostkey;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub(super) fn identities(args: &ClientArgs, r: &Resolved) -> Vec<Identity> {
+/// The keys to offer: agent keys, then `cli_files` (`-i`) and
+/// IdentityFile's (ssh's defaults when there are none).
+pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
     let batch = r.flag("batchmode", false);
-    let mut files: Vec<String> = args.identities.clone();
+    let mut files: Vec<String> = cli_files.to_vec();
     files.extend(r.all("identityfile").iter().cloned());
     if files.is_empty() {
         files = [
@@ -78,43 +79,56 @@ pub(super) fn identities(args: &ClientArgs, r: &Resolved) -> Vec<Identity> {
         seen.push(path.clone());
         match identity::public_blob(&path) {
             Ok(blob) if out.iter().any(|i: &Identity| i.public_blob == blob) => {}
-            Ok(blob) => {
-                let key_type = hostkey::blob_key_type(&blob).unwrap_or_default().to_owned();
-                let sig_algs = hostkey::sig_algs_for_key_type(&key_type).to_vec();
-                if sig_algs.is_empty() {
-                    log!(
-                        Debug1,
-                        "Skipping {} key {}: not supported",
-                        key_type,
-                        path.display()
-                    );
-                    continue;
-                }
-                log!(Debug1, "identity file {} type {}", path.display(), key_type);
-                let p = path.clone();
-                let in_memory = identity::is_unencrypted(&path);
-                let load = Box::new(move || {
-                    let mut ask = |p: &Path| {
-                        if batch {
-                            None
-                        } else {
-                            identity::prompt_passphrase(p)
-                        }
-                    };
-                    identity::load(&p, &mut ask).map(|k| Arc::new(k) as Arc<dyn hostkey::Signer>)
-                });
-                out.push(Identity {
-                    label: format!("{} {}", path.display(), key_type),
-                    public_blob: blob,
-                    sig_algs,
-                    load,
-                    in_memory,
-                });
-            }
+            Ok(blob) => out.extend(file_identity(&path, blob, batch)),
             Err(_) => log!(Debug1, "identity file {} not accessible", path.display()),
         }
     }
     out
+}
+
+/// One key file (its public half `blob` already read) as an identity to
+/// offer; the private key is read when the server accepts the public one
+/// (`batch`: never ask for a passphrase). None for an unsupported type.
+fn file_identity(path: &Path, blob: Vec<u8>, batch: bool) -> Option<Identity> {
+    let key_type = hostkey::blob_key_type(&blob).unwrap_or_default().to_owned();
+    let sig_algs = hostkey::sig_algs_for_key_type(&key_type).to_vec();
+    if sig_algs.is_empty() {
+        log!(
+            Debug1,
+            "Skipping {} key {}: not supported",
+            key_type,
+            path.display()
+        );
+        return None;
+    }
+    log!(Debug1, "identity file {} type {}", path.display(), key_type);
+    let p = path.to_owned();
+    let in_memory = identity::is_unencrypted(path);
+    let load = Box::new(move || {
+        let mut ask = |p: &Path| {
+            if batch {
+                None
+            } else {
+                identity::prompt_passphrase(p)
+            }
+        };
+        identity::load(&p, &mut ask).map(|k| Arc::new(k) as Arc<dyn hostkey::Signer>)
+    });
+    Some(Identity {
+        label: format!("{} {}", path.display(), key_type),
+        public_blob: blob,
+        sig_algs,
+        load,
+        in_memory,
+    })
+}
+
+/// A key file as an identity to offer, for a program that names its key
+/// directly (`sluice demo`); None when the file cannot be read or its type
+/// is not supported.
+pub fn from_file(path: &Path, batch: bool) -> Option<Identity> {
+    let blob = identity::public_blob(path).ok()?;
+    file_identity(path, blob, batch)
 }
 
 /// IdentityAgent: `none`, a socket path (`~` and `%` tokens), or

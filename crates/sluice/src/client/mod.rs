@@ -1,9 +1,12 @@
-//! The `sluice` client: connect, run one session, return the remote
-//! command's exit status (255 when SSH itself failed), as `ssh` does.
+//! The client as a library: [`connect`] takes [`ClientOptions`] (built by
+//! hand, as `sluice demo` does, or from ssh_config by [`app::resolve`]),
+//! runs one session and returns the remote command's exit status, or a
+//! [`ClientError`] whose text is the line `ssh` would print (exit 255).
 
 pub mod agent_forward;
 pub mod app;
 pub mod auth;
+pub mod error;
 pub mod escape;
 pub mod forward;
 pub mod forward_args;
@@ -23,6 +26,7 @@ use crate::net::crypto_pool::CryptoThreads;
 use crate::net::fdio;
 use crate::net::pump::{Pump, PumpError};
 use crate::net::sockbuf::{self, Buf};
+pub use error::ClientError;
 use session::{ClientSession, HostKeyCheck, Identity, SessionPlan};
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::{ClientConfig, Config, Connection};
@@ -50,8 +54,15 @@ pub struct ClientOptions {
     pub tcp_rcvbuf: u64,
     /// See `tcp_rcvbuf`.
     pub tcp_sndbuf: u64,
-    /// What to run (taken by `run`, which may connect twice).
-    pub plan: Option<SessionPlan>,
+    /// What to run.
+    pub plan: SessionPlan,
+    /// The keys to offer, in order (client/identities.rs for ssh's list).
+    pub identities: Vec<Identity>,
+    /// Decides whether the server's host key is trusted (client/host_trust.rs
+    /// for known_hosts and StrictHostKeyChecking).
+    pub host_key_check: HostKeyCheck,
+    /// `-n` / `-f`: stdin from /dev/null before connecting.
+    pub null_stdin: bool,
     /// How to authenticate (PreferredAuthentications, BatchMode, ...).
     pub auth: auth::AuthPrefs,
     /// ProxyCommand, tokens expanded (ProxyJump arrives here as one too).
@@ -60,6 +71,56 @@ pub struct ClientOptions {
     pub connection_attempts: u32,
     /// ServerAliveInterval (None: off) and ServerAliveCountMax.
     pub server_alive: (Option<Duration>, u32),
+}
+
+impl ClientOptions {
+    /// Options for `user@host:port` with ssh's defaults: no command (a
+    /// shell), no keys, the default algorithms and windows, one connection
+    /// attempt. `host_key_check` decides which host keys are trusted.
+    pub fn new(host: &str, port: u16, user: &str, host_key_check: HostKeyCheck) -> Self {
+        ClientOptions {
+            host: host.to_owned(),
+            port,
+            user: user.to_owned(),
+            family: None,
+            connect_timeout: None,
+            proto: Config {
+                stock_openssh_window_max: crate::config::stock_openssh_window_max(),
+                ..Config::default()
+            },
+            crypto_threads: CryptoThreads::Auto,
+            tcp_rcvbuf: 0,
+            tcp_sndbuf: 0,
+            plan: SessionPlan::exec(None),
+            auth: auth::AuthPrefs::default(),
+            proxy_command: None,
+            connection_attempts: 1,
+            server_alive: (None, 3),
+            identities: Vec::new(),
+            host_key_check,
+            null_stdin: false,
+        }
+    }
+}
+
+impl SessionPlan {
+    /// A session running `command` (None: a shell) on the channel wired to
+    /// fds 0, 1 and 2, without a pty, forwarding or environment.
+    pub fn exec(command: Option<Vec<u8>>) -> Self {
+        SessionPlan {
+            command,
+            subsystem: false,
+            env: Vec::new(),
+            stdio: true,
+            none_switch: None,
+            remote_bufs: (0, 0),
+            tty: None,
+            agent: Default::default(),
+            forwards: Default::default(),
+            no_session: false,
+            fork_after_auth: false,
+        }
+    }
 }
 
 /// Connects directly, ConnectionAttempts times with a second between
@@ -72,7 +133,7 @@ fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), St
     }
     let mut attempt = 1;
     loop {
-        match connect(opts) {
+        match tcp_connect(opts) {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
                 s.set_nonblocking(true)
@@ -89,7 +150,7 @@ fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), St
     }
 }
 
-fn connect(opts: &ClientOptions) -> Result<TcpStream, String> {
+fn tcp_connect(opts: &ClientOptions) -> Result<TcpStream, String> {
     let addrs: Vec<_> = (opts.host.as_str(), opts.port)
         .to_socket_addrs()
         .map_err(|e| format!("ssh: Could not resolve hostname {}: {e}", opts.host))?
@@ -161,22 +222,20 @@ fn connect(opts: &ClientOptions) -> Result<TcpStream, String> {
     })
 }
 
-/// Runs one client connection; returns the process exit code.
-pub fn run(
-    mut opts: ClientOptions,
-    identities: Vec<Identity>,
-    host_key_check: HostKeyCheck,
-) -> i32 {
-    let (mut sock, mut _proxy) = match transport(&opts) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{}", e.replacen("ssh:", "sluice:", 1));
-            return 255;
-        }
-    };
-    let Some(plan) = opts.plan.take() else {
-        return 255;
-    };
+/// Connects and runs one session; returns the remote command's exit
+/// status (255 when it died of a signal or the session ended without one,
+/// as ssh), or why the run failed.
+pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
+    if opts.null_stdin || opts.plan.fork_after_auth {
+        forward_args::stdin_from_dev_null()?;
+    }
+    let plan = std::mem::replace(&mut opts.plan, SessionPlan::exec(None));
+    let identities = std::mem::take(&mut opts.identities);
+    let host_key_check = std::mem::replace(
+        &mut opts.host_key_check,
+        Box::new(|_, _| Err("host key check already taken".into())),
+    );
+    let (mut sock, mut _proxy) = transport(&opts).map_err(ClientError::Connect)?;
     let stdio = plan.stdio;
     if stdio {
         // A pipe on stdin or stdout (`zfs send | sluice ...`, `sluice ... | tar x`)
@@ -235,16 +294,12 @@ pub fn run(
         match transport(&opts) {
             Ok(s) => (sock, _proxy) = s,
             Err(e) => {
-                let msg = e.replacen("ssh:", "sluice:", 1);
-                break (conn, Err(PumpError::Handler(msg)));
+                restore(saved);
+                return Err(ClientError::Connect(e));
             }
         }
     };
-    // Reversed: fds sharing one open file (a terminal) get the flags the
-    // first of them saw, from before any change.
-    for (fd, flags) in saved.into_iter().rev() {
-        fdio::restore_flags(fd, flags);
-    }
+    restore(saved);
     if let (Some((raw, z)), _) = conn.compression_stats() {
         log!(
             Debug1,
@@ -263,19 +318,22 @@ pub fn run(
         Ok(()) if handler.finished_cleanly() => {
             if let Some(sig) = &handler.exit_signal {
                 log!(Debug1, "Remote command killed by signal {sig}");
-                return 255;
+                return Ok(255);
             }
-            handler.exit_status.map_or(255, |s| (s & 0xff) as i32)
+            Ok(handler.exit_status.map_or(255, |s| (s & 0xff) as i32))
         }
-        Ok(()) => 255,
-        Err(PumpError::Handler(msg)) => {
-            eprintln!("{msg}");
-            255
-        }
-        Err(e) => {
-            eprintln!("{}", describe_failure(&e));
-            255
-        }
+        Ok(()) => Ok(255),
+        Err(PumpError::Handler(msg)) => Err(ClientError::Session(msg)),
+        Err(e) => Err(ClientError::Connection(e)),
+    }
+}
+
+/// Puts back the file status flags of fds 0-2. Reversed: fds sharing one
+/// open file (a terminal) get the flags the first of them saw, from before
+/// any change.
+fn restore(saved: Vec<(i32, i32)>) {
+    for (fd, flags) in saved.into_iter().rev() {
+        fdio::restore_flags(fd, flags);
     }
 }
 
@@ -289,15 +347,4 @@ fn run_pump(
     let mut pump = Pump::new(sock.as_raw_fd());
     pump.set_crypto_threads(conn, threads);
     pump.run(conn, handler)
-}
-
-fn describe_failure(e: &PumpError) -> String {
-    match e {
-        PumpError::Protocol(sluice_proto::Error::PeerDisconnected { description, .. }) => {
-            format!("Received disconnect from remote host: {description}")
-        }
-        PumpError::Protocol(err) => format!("sluice: {err}"),
-        PumpError::PeerClosed => "Connection closed by remote host".to_owned(),
-        other => format!("sluice: {other}"),
-    }
 }

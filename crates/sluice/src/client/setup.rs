@@ -1,54 +1,26 @@
-//! From the command line and ssh_config to what one connection uses: the
-//! `-o` list in ssh's precedence, `-G` output, the ProxyCommand (ProxyJump
-//! turned into one, as ssh does), timers and known_hosts file names.
+//! From ssh_config to what one connection uses: `-G` output, the
+//! ProxyCommand (ProxyJump turned into one, as ssh does), timers and
+//! known_hosts file names.
 
-use crate::cli::ssh_args::ClientArgs;
 use crate::config::ssh::dump::{self, DumpInput};
 use crate::config::ssh::{jump, tokens, Resolved};
 use std::time::Duration;
 
-/// Command-line settings as `-o` options, first wins: -o in order, then
-/// -l, -p and the other flags, then the user of `user@host`, then -J.
-pub fn options(args: &ClientArgs) -> Vec<String> {
-    let mut opts: Vec<String> = args.options.clone();
-    if let Some(l) = &args.login {
-        opts.push(format!("User={l}"));
-    }
-    if let Some(p) = args.port {
-        opts.push(format!("Port={p}"));
-    }
-    if let Some(c) = &args.ciphers {
-        opts.push(format!("Ciphers={c}"));
-    }
-    if let Some(m) = &args.macs {
-        opts.push(format!("MACs={m}"));
-    }
-    if args.compression {
-        opts.push("Compression=yes".into());
-    }
-    if let Some(u) = &args.user {
-        opts.push(format!("User={u}"));
-    }
-    if let Some(j) = &args.jump {
-        opts.insert(0, format!("ProxyJump={j}"));
-    }
-    opts
-}
-
 /// The command to reach the server through, tokens expanded: ProxyCommand,
 /// or for ProxyJump this program with `-W` (see [`jump::Jump::proxy_command`]).
-pub fn proxy_command(r: &Resolved, args: &ClientArgs) -> Result<Option<String>, String> {
+/// `config_file` and `verbose` (`-F`, `-v`) are passed on to the hop.
+pub fn proxy_command(
+    r: &Resolved,
+    config_file: Option<&str>,
+    verbose: u8,
+) -> Result<Option<String>, String> {
     let raw = if let Some(j) = r.get("proxyjump") {
         match jump::parse(j)? {
             None => return Ok(None),
             Some(j) => {
                 let me = std::env::current_exe()
                     .map_err(|e| format!("ProxyJump: cannot find this program: {e}"))?;
-                j.proxy_command(
-                    &me.display().to_string(),
-                    args.config_file.as_deref(),
-                    args.verbose,
-                )
+                j.proxy_command(&me.display().to_string(), config_file, verbose)
             }
         }
     } else {
@@ -92,13 +64,14 @@ pub fn connection_attempts(r: &Resolved) -> u32 {
         .max(1)
 }
 
-/// `-G`: prints the configuration; algorithm lists are the ones sluice offers.
+/// `-G`'s text; algorithm lists are the ones sluice offers, `-i` files
+/// (`identities`) come before IdentityFile's.
 pub fn print_config(
-    args: &ClientArgs,
+    identities: &[String],
     r: &Resolved,
     proto: &sluice_proto::Config,
     sluice: &[(&str, String)],
-) -> Result<i32, String> {
+) -> Result<String, String> {
     let sig = proto.host_key_algs.join(",");
     let algorithms = [
         ("ciphers", proto.ciphers.join(",")),
@@ -112,13 +85,12 @@ pub fn print_config(
     let text = dump::dump(
         r,
         &DumpInput {
-            identities: &args.identities,
+            identities,
             algorithms: &algorithms,
             sluice,
         },
     )?;
-    print!("{text}");
-    Ok(0)
+    Ok(text)
 }
 
 /// UserKnownHostsFile names, `~` and tokens expanded (default

@@ -4,6 +4,7 @@
 //! OpenSSH's words.
 
 pub mod algorithms;
+pub mod error;
 pub mod ssh;
 pub mod sshd;
 
@@ -119,6 +120,30 @@ pub fn parse_rekey_limit(args: &[String]) -> Option<(u64, u64)> {
     Some((bytes, secs))
 }
 
+
+/// ChannelWindow (the receive window a channel starts with, default 16M)
+/// and ChannelWindowMax (the most a bulk channel's window grows to, default
+/// 128M): sizes from 64K to 1G.
+pub fn window_size(v: Option<&str>, name: &str, default: u32) -> Result<u32, String> {
+    let Some(v) = v else {
+        return Ok(default);
+    };
+    parse_size(v)
+        .filter(|n| (64 << 10..=1 << 30).contains(n))
+        .map(|n| n as u32)
+        .ok_or_else(|| format!("Bad {name} '{v}': use a size from 64K to 1G"))
+}
+
+/// The window cap toward stock OpenSSH peers: none, unless
+/// `SLUICE_OPENSSH_WINDOW_MAX` (a size; HPN-SSH uses 15M) sets one.
+pub fn stock_openssh_window_max() -> u32 {
+    std::env::var("SLUICE_OPENSSH_WINDOW_MAX")
+        .ok()
+        .and_then(|v| parse_size(&v))
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(sluice_proto::Config::default().stock_openssh_window_max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,14 +171,4 @@ mod tests {
         );
         assert_eq!(parse_rekey_limit(&["8".into()]), None);
     }
-}
-
-/// The window cap toward stock OpenSSH peers: none, unless
-/// `SLUICE_OPENSSH_WINDOW_MAX` (a size; HPN-SSH uses 15M) sets one.
-pub fn stock_openssh_window_max() -> u32 {
-    std::env::var("SLUICE_OPENSSH_WINDOW_MAX")
-        .ok()
-        .and_then(|v| parse_size(&v))
-        .and_then(|n| u32::try_from(n).ok())
-        .unwrap_or(sluice_proto::Config::default().stock_openssh_window_max)
 }

@@ -15,6 +15,7 @@ mod resolve;
 pub mod tokens;
 pub mod values;
 
+use super::error::ConfigError;
 use super::split_line;
 use matching::Crit;
 use std::collections::HashMap;
@@ -215,13 +216,20 @@ fn err(path: &str, n: usize, msg: &str) -> String {
     format!("{path}: line {n}: {msg}")
 }
 
-fn terminating(path: &str, msg: String) -> String {
-    format!("{msg}\n{path}: terminating, 1 bad configuration options")
+/// ssh's refusal of a bad line: the file is given up.
+fn bad(path: &str, n: usize, message: String) -> ConfigError {
+    ConfigError::Bad {
+        file: path.to_owned(),
+        line: n,
+        message,
+        detail: None,
+        colon: false,
+    }
 }
 
 impl ClientConfig {
     /// Loads `-o` options, then `-F file` or ~/.ssh/config and /etc/ssh/ssh_config.
-    pub fn load(options: &[String], file: Option<&Path>) -> Result<ClientConfig, String> {
+    pub fn load(options: &[String], file: Option<&Path>) -> Result<ClientConfig, ConfigError> {
         let mut c = ClientConfig::default();
         for o in options {
             let items = c.parse_text(o, "command-line", true, true, 0)?;
@@ -231,7 +239,10 @@ impl ClientConfig {
             Some(f) if f == Path::new("none") => {}
             Some(f) => {
                 let text = std::fs::read_to_string(f)
-                    .map_err(|e| format!("Can't open user config file {}: {e}", f.display()))?;
+                    .map_err(|e| ConfigError::Open {
+                        file: f.display().to_string(),
+                        error: e.to_string(),
+                    })?;
                 let items = c.parse_text(&text, &f.display().to_string(), false, true, 0)?;
                 c.files.push(items);
             }
@@ -250,7 +261,7 @@ impl ClientConfig {
 
     /// Adds a file's text (tests, and `load`).
     #[cfg(test)]
-    fn add_text(&mut self, text: &str, path: &str) -> Result<(), String> {
+    fn add_text(&mut self, text: &str, path: &str) -> Result<(), ConfigError> {
         let items = self.parse_text(text, path, false, true, 0)?;
         self.files.push(items);
         Ok(())
@@ -263,32 +274,44 @@ impl ClientConfig {
         cmdline: bool,
         user_file: bool,
         depth: usize,
-    ) -> Result<Vec<Item>, String> {
+    ) -> Result<Vec<Item>, ConfigError> {
         let mut items = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let n = if cmdline { 0 } else { i + 1 };
-            let Some((kw, args)) = split_line(line).map_err(|e| err(path, n, &e))? else {
+            let Some((kw, args)) = split_line(line).map_err(|message| ConfigError::Syntax {
+                file: path.to_owned(),
+                line: n,
+                message,
+            })?
+            else {
                 continue;
             };
             match kw.as_str() {
                 "host" if !cmdline => items.push(Item::Host(args)),
                 "match" if !cmdline => {
-                    let crit = matching::parse(&args).map_err(|e| {
-                        terminating(path, format!("{e}\n{path} line {n}: Bad Match condition"))
+                    let crit = matching::parse(&args).map_err(|e| ConfigError::Bad {
+                        file: path.to_owned(),
+                        line: n,
+                        message: "Bad Match condition".into(),
+                        detail: Some(e),
+                        colon: false,
                     })?;
                     items.push(Item::Match(crit));
                 }
                 "include" if cmdline => {
-                    return Err("Include directive not supported as a command-line option".into())
+                    return Err(ConfigError::IncludeOnCommandLine)
                 }
                 "include" => {
                     if depth >= MAX_DEPTH {
-                        return Err(format!("{path} line {n}: Include nesting too deep"));
+                        return Err(ConfigError::IncludeDepth {
+                            file: path.to_owned(),
+                            line: n,
+                        });
                     }
                     let mut files = Vec::new();
                     for a in &args {
                         for f in include::expand(a, user_file)
-                            .map_err(|e| terminating(path, format!("{path} line {n}: {e}")))?
+                            .map_err(|e| bad(path, n, e))?
                         {
                             match std::fs::read_to_string(&f) {
                                 Ok(t) => files.push(self.parse_text(
@@ -306,13 +329,9 @@ impl ClientConfig {
                 }
                 k if SUPPORTED.contains(&k) || ACCEPTED.contains(&k) => {
                     if args.is_empty() {
-                        return Err(terminating(
-                            path,
-                            format!("{path} line {n}: missing argument."),
-                        ));
+                        return Err(bad(path, n, "missing argument.".into()));
                     }
-                    values::check(k, &args)
-                        .map_err(|e| terminating(path, format!("{path} line {n}: {e}")))?;
+                    values::check(k, &args).map_err(|e| bad(path, n, e))?;
                     // Commands keep the rest of the line as written (quotes too).
                     let args = if RAW.contains(&k) {
                         vec![raw_rest(line)]
@@ -326,10 +345,13 @@ impl ClientConfig {
                     items.push(Item::Set { kw, args });
                 }
                 _ => {
-                    return Err(terminating(
-                        path,
-                        err(path, n, &format!("Bad configuration option: {kw}")),
-                    ))
+                    return Err(ConfigError::Bad {
+                        file: path.to_owned(),
+                        line: n,
+                        message: format!("Bad configuration option: {kw}"),
+                        detail: None,
+                        colon: true,
+                    })
                 }
             }
         }
@@ -344,13 +366,9 @@ pub fn local_user() -> String {
             return u;
         }
     }
-    // SAFETY: getpwuid returns a pointer into static storage or NULL.
-    unsafe {
-        let pw = libc::getpwuid(libc::getuid());
-        if !pw.is_null() && !(*pw).pw_name.is_null() {
-            return std::ffi::CStr::from_ptr((*pw).pw_name)
-                .to_string_lossy()
-                .into_owned();
+    if let Some(u) = crate::users::current() {
+        if !u.name.is_empty() {
+            return u.name;
         }
     }
     "root".into()

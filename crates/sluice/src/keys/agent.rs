@@ -1,6 +1,12 @@
 //! ssh-agent client (draft-miller-ssh-agent): list identities, sign. Each
 //! key is a [`Signer`], so agent keys authenticate like key files.
 
+/// The session channel request asking for agent forwarding (OpenSSH's
+/// PROTOCOL.agent); here because client and server both speak it.
+pub const FORWARD_REQUEST: &str = "auth-agent-req@openssh.com";
+/// The channel type the server opens for each forwarded agent connection.
+pub const FORWARD_CHANNEL: &str = "auth-agent@openssh.com";
+
 use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::crypto::CryptoError;
 use sluice_proto::wire::{Reader, Writer};

@@ -18,7 +18,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 
-pub use crate::client::agent_forward::{CHANNEL, REQUEST};
+pub use crate::keys::agent::{FORWARD_CHANNEL as CHANNEL, FORWARD_REQUEST as REQUEST};
 
 /// Agent connections open (or being opened) at once; more are closed at
 /// accept: a runaway local process must not exhaust our fds.

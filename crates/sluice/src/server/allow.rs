@@ -6,7 +6,6 @@
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::pattern::{match_host_and_ip, match_pattern};
 use crate::server::session::UserInfo;
-use std::ffi::{CStr, CString};
 use std::net::IpAddr;
 
 /// sshd's match_user: `user` or `user@host`.
@@ -15,43 +14,6 @@ fn match_user(user: &str, addr: IpAddr, pat: &str) -> bool {
         Some((u, host)) => match_pattern(user, u) && match_host_and_ip(addr, None, host),
         None => match_pattern(user, pat),
     }
-}
-
-/// Names of the user's groups (primary and supplementary).
-fn group_names(info: &UserInfo) -> Vec<String> {
-    let Ok(name) = CString::new(info.name.as_str()) else {
-        return Vec::new();
-    };
-    let mut n: libc::c_int = 64;
-    let mut gids: Vec<libc::gid_t> = vec![0; n as usize];
-    for _ in 0..2 {
-        // SAFETY: gids holds n entries; n is updated to the count needed.
-        let rc = unsafe { libc::getgrouplist(name.as_ptr(), info.gid, gids.as_mut_ptr(), &mut n) };
-        if rc >= 0 {
-            gids.truncate(n.max(0) as usize);
-            break;
-        }
-        gids = vec![0; n.clamp(0, 65536) as usize];
-    }
-    gids.iter().filter_map(|&g| group_name(g)).collect()
-}
-
-fn group_name(gid: libc::gid_t) -> Option<String> {
-    let mut buf = vec![0 as libc::c_char; 64 * 1024];
-    // SAFETY: group is plain data filled by getgrgid_r.
-    let mut gr: libc::group = unsafe { std::mem::zeroed() };
-    let mut res: *mut libc::group = std::ptr::null_mut();
-    // SAFETY: all pointers valid for the call; buf outlives the read below.
-    let rc = unsafe { libc::getgrgid_r(gid, &mut gr, buf.as_mut_ptr(), buf.len(), &mut res) };
-    if rc != 0 || res.is_null() || gr.gr_name.is_null() {
-        return None;
-    }
-    // SAFETY: NUL-terminated inside buf.
-    Some(
-        unsafe { CStr::from_ptr(gr.gr_name) }
-            .to_string_lossy()
-            .into_owned(),
-    )
 }
 
 /// Ok when `info` may log in from `addr`; otherwise the line sshd logs.
@@ -85,7 +47,7 @@ pub fn check(cfg: &Sshd, info: &UserInfo, addr: IpAddr) -> Result<(), String> {
     if cfg.deny_groups.is_empty() && cfg.allow_groups.is_empty() {
         return Ok(());
     }
-    let groups = group_names(info);
+    let groups = crate::users::group_names(info);
     if groups.is_empty() {
         return deny("not in any group");
     }

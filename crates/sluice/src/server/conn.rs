@@ -68,6 +68,8 @@ pub struct ServerConn {
     no_more_sessions: bool,
     /// Port forwarding (server/forward.rs).
     fwd: crate::server::forward::ServerForward,
+    /// Why this handler stopped the connection, typed (the pump gets text).
+    stopped: Option<crate::server::error::ServerError>,
 }
 
 impl ServerConn {
@@ -94,6 +96,7 @@ impl ServerConn {
             agent: ServerAgent::default(),
             no_more_sessions: false,
             fwd: Default::default(),
+            stopped: None,
         }
     }
 }
@@ -121,14 +124,22 @@ impl ServerConn {
         self.match_user.as_deref()
     }
 
-    /// "Timeout, client not responding from user bob ADDR port P".
-    fn client_gone(&self) -> String {
-        format!(
-            "Timeout, client not responding from user {} {} port {}",
-            self.user_name().unwrap_or("(unknown)"),
-            self.peer.ip(),
-            self.peer.port()
-        )
+    /// "Timeout, client not responding from user bob ADDR port P", kept
+    /// typed for the daemon and returned as text for the pump.
+    fn client_gone(&mut self) -> String {
+        let e = crate::server::error::ServerError::ClientTimeout {
+            user: self.user_name().map(str::to_owned),
+            peer: self.peer,
+        };
+        let text = e.to_string();
+        self.stopped = Some(e);
+        text
+    }
+
+    /// Why this handler ended the connection, when it did for a reason the
+    /// caller treats apart (see server/error.rs).
+    pub fn take_error(&mut self) -> Option<crate::server::error::ServerError> {
+        self.stopped.take()
     }
 
     /// The TCP socket RemoteRcvBuf requests apply to.

@@ -1,11 +1,12 @@
-//! `sluiced`'s main: configuration, `-T`/`-t`, the listener, and the
-//! per-connection process (`-R` from the listener, or `-i` by hand).
+//! `sluiced` run: configuration, `-T`/`-t`, the listener, and the
+//! per-connection process (`-R` from the listener, or `-i` by hand). The
+//! command line is parsed in cli/ (cli/sshd_main.rs).
 
-use crate::cli::sshd_args::{self, ServerArgs};
 use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
 use crate::log::{self, Level};
 use crate::net::pump::{Pump, PumpError};
 use crate::server::conn::ServerConn;
+use crate::server::error::ServerError;
 use crate::server::listen::{self, Listener};
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::transport::compress;
@@ -14,6 +15,37 @@ use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// What `sluiced`'s command line asks for (parsed by cli/sshd_args.rs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerArgs {
+    /// `-D`: stay in the foreground.
+    pub foreground: bool,
+    /// `-d` count: debug (implies foreground).
+    pub debug: u8,
+    /// `-e`: log to stderr.
+    pub log_stderr: bool,
+    /// `-f`.
+    pub config_file: Option<String>,
+    /// `-p` (repeatable).
+    pub ports: Vec<String>,
+    /// `-h` (repeatable).
+    pub host_keys: Vec<String>,
+    /// `-o` (repeatable).
+    pub options: Vec<String>,
+    /// `-T`: print the effective configuration.
+    pub print_config: bool,
+    /// `-t`: test the configuration.
+    pub test_config: bool,
+    /// `-i`: serve one connection on stdin/stdout (inetd mode).
+    pub inetd: bool,
+    /// `-R`: a connection process started by the listener (internal).
+    pub reexec: bool,
+    /// `-q`.
+    pub quiet: bool,
+    /// `-C user=..,host=..,addr=..,laddr=..,lport=..`: the connection `-T` applies Match blocks for.
+    pub connection_spec: Option<String>,
+}
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -61,15 +93,10 @@ pub fn proto_config(cfg: &Sshd) -> Config {
     }
 }
 
-/// Runs `sluiced`; returns the exit code.
-pub fn main(argv: &[String]) -> i32 {
-    let args = match sshd_args::parse(argv) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return 1;
-        }
-    };
+/// Runs `sluiced` as `args` say; returns the exit code. `argv` is the
+/// command line itself, which the listener passes on (with `-R`, without
+/// `-D`) to each connection's process.
+pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
     let path = args
         .config_file
         .as_deref()
@@ -78,7 +105,7 @@ pub fn main(argv: &[String]) -> i32 {
         eprintln!("{path}: {}", crate::net::describe_io_error(&e));
         return 1;
     }
-    let (cfg, warnings) = match load_config(&args) {
+    let (cfg, warnings) = match load_config(args) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
@@ -293,10 +320,17 @@ fn serve_connection(
             crate::log!(Info, "Disconnected from {who}{ip} port {port}");
             0
         }
-        Err(PumpError::Handler(msg)) if msg.starts_with("Timeout") => {
-            crate::log!(Info, "{msg}");
-            255
-        }
+        Err(PumpError::Handler(msg)) => match handler.take_error() {
+            // A client that stopped answering is routine: INFO, as sshd.
+            Some(e @ ServerError::ClientTimeout { .. }) => {
+                crate::log!(Info, "{e}");
+                255
+            }
+            None => {
+                crate::log!(Error, "Connection from {who}{ip} port {port}: {msg}");
+                255
+            }
+        },
         Err(e) => {
             crate::log!(Error, "Connection from {who}{ip} port {port}: {e}");
             255

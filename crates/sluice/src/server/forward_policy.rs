@@ -137,21 +137,7 @@ pub fn as_user<T>(user: &UserInfo, f: impl FnOnce() -> T) -> std::io::Result<T> 
 }
 
 fn user_groups(user: &UserInfo) -> Vec<libc::gid_t> {
-    let Ok(name) = std::ffi::CString::new(user.name.as_str()) else {
-        return vec![user.gid];
-    };
-    let mut groups = vec![0 as libc::gid_t; 64];
-    for _ in 0..2 {
-        let mut n = groups.len() as libc::c_int;
-        // SAFETY: getgrouplist fills at most n entries and reports the count.
-        let r = unsafe { libc::getgrouplist(name.as_ptr(), user.gid, groups.as_mut_ptr(), &mut n) };
-        if r >= 0 {
-            groups.truncate(n.max(0) as usize);
-            return groups;
-        }
-        groups = vec![0; (n.max(64) as usize).min(65536)];
-    }
-    vec![user.gid]
+    crate::users::group_ids(&user.name, user.gid).unwrap_or_else(|_| vec![user.gid])
 }
 
 #[cfg(test)]

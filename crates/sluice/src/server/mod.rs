@@ -6,6 +6,7 @@ pub mod allow;
 pub mod auth;
 pub mod conn;
 pub mod daemon;
+pub mod error;
 pub mod forward;
 pub mod forward_policy;
 pub mod keepalive;

@@ -176,22 +176,7 @@ pub fn signal_group(child: &Child, name: &str) {
 }
 
 fn tty_group() -> Option<u32> {
-    let name = CString::new("tty").ok()?;
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: group is plain data filled by getgrnam_r.
-    let mut gr: libc::group = unsafe { std::mem::zeroed() };
-    let mut res: *mut libc::group = std::ptr::null_mut();
-    // SAFETY: all pointers are valid for the call.
-    let rc = unsafe {
-        libc::getgrnam_r(
-            name.as_ptr(),
-            &mut gr,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut res,
-        )
-    };
-    (rc == 0 && !res.is_null()).then_some(gr.gr_gid)
+    crate::users::group_id("tty")
 }
 
 fn read_capped(path: &str, max: u64) -> Vec<u8> {

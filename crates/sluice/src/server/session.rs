@@ -2,65 +2,15 @@
 //! the user's shell with `-c`, in their home directory, with sshd's
 //! environment, after setgid/initgroups/setuid when we run as root.
 
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
-/// A user from the password database.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserInfo {
-    /// Login name.
-    pub name: String,
-    /// User id.
-    pub uid: u32,
-    /// Primary group id.
-    pub gid: u32,
-    /// Home directory.
-    pub home: String,
-    /// Login shell.
-    pub shell: String,
-}
-
-/// Looks a user up with getpwnam_r.
-pub fn lookup_user(name: &str) -> Option<UserInfo> {
-    let cname = CString::new(name).ok()?;
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: passwd is plain data filled by getpwnam_r.
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: all pointers are valid for the call; buf outlives the use of pw's strings below.
-    let rc = unsafe {
-        libc::getpwnam_r(
-            cname.as_ptr(),
-            &mut pw,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        )
-    };
-    if rc != 0 || result.is_null() {
-        return None;
-    }
-    let s = |p: *const libc::c_char| {
-        if p.is_null() {
-            String::new()
-        } else {
-            // SAFETY: getpwnam_r returned NUL-terminated strings inside buf.
-            unsafe { std::ffi::CStr::from_ptr(p) }
-                .to_string_lossy()
-                .into_owned()
-        }
-    };
-    Some(UserInfo {
-        name: s(pw.pw_name),
-        uid: pw.pw_uid,
-        gid: pw.pw_gid,
-        home: s(pw.pw_dir),
-        shell: s(pw.pw_shell),
-    })
-}
+/// The user record and its lookup live in the bottom layer (users.rs);
+/// named here too for the server's callers.
+pub use crate::users::{by_name as lookup_user, UserInfo};
 
 /// What to run for a session.
 pub struct SessionSpawn {
@@ -193,26 +143,7 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
 
 /// The user's groups (getgrouplist), `gid` included, as initgroups sets them.
 fn group_list(name: &str, gid: u32) -> std::io::Result<Vec<libc::gid_t>> {
-    let cname = CString::new(name).map_err(std::io::Error::other)?;
-    let mut n: libc::c_int = 64;
-    for _ in 0..8 {
-        let mut groups = vec![0 as libc::gid_t; n.max(1) as usize];
-        let asked = n;
-        // SAFETY: groups holds `n` entries; getgrouplist writes at most that
-        // many and stores the needed count in n.
-        let rc = unsafe { libc::getgrouplist(cname.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
-        if rc >= 0 {
-            groups.truncate(n.max(0) as usize);
-            return Ok(groups);
-        }
-        if n <= asked {
-            n = asked.saturating_mul(2);
-        }
-        n = n.min(65536);
-    }
-    Err(std::io::Error::other(format!(
-        "getgrouplist {name}: too many groups"
-    )))
+    crate::users::group_ids(name, gid)
 }
 
 /// How a command ended, in RFC 4254 6.10 terms.

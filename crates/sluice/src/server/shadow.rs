@@ -60,26 +60,8 @@ fn stored_hash(user: &str) -> Option<Zeroizing<String>> {
         let s = unsafe { CStr::from_ptr(sp.sp_pwdp) };
         return Some(Zeroizing::new(s.to_string_lossy().into_owned()));
     }
-    let mut pbuf = vec![0 as c_char; 16 * 1024];
-    // SAFETY: as above, for getpwnam_r.
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut pres: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: all pointers are valid for the call.
-    let rc = unsafe {
-        libc::getpwnam_r(
-            name.as_ptr(),
-            &mut pw,
-            pbuf.as_mut_ptr(),
-            pbuf.len(),
-            &mut pres,
-        )
-    };
-    if rc != 0 || pres.is_null() || pw.pw_passwd.is_null() {
-        return None;
-    }
-    // SAFETY: NUL-terminated inside pbuf.
-    let s = unsafe { CStr::from_ptr(pw.pw_passwd) }.to_string_lossy();
-    (s != "x").then(|| Zeroizing::new(s.into_owned()))
+    let field = crate::users::password_field(user)?;
+    (field.as_str() != "x").then_some(field)
 }
 
 /// crypt(password, setting), or None when libcrypt refuses the setting.

@@ -132,37 +132,11 @@ pub fn tilde(s: &str) -> Result<String, String> {
 
 /// A user's home directory from the password database (None: our own uid).
 pub fn home_of(user: Option<&str>) -> Option<String> {
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut buf = vec![0u8; 16384];
-    let mut out: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: pw, buf and out outlive the call; buf's length is passed.
-    let rc = unsafe {
-        match user {
-            Some(u) => {
-                let c = std::ffi::CString::new(u).ok()?;
-                libc::getpwnam_r(
-                    c.as_ptr(),
-                    &mut pw,
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    &mut out,
-                )
-            }
-            None => libc::getpwuid_r(
-                libc::getuid(),
-                &mut pw,
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut out,
-            ),
-        }
-    };
-    if rc != 0 || out.is_null() || pw.pw_dir.is_null() {
-        return None;
+    match user {
+        Some(u) => crate::users::by_name(u),
+        None => crate::users::current(),
     }
-    // SAFETY: pw_dir points into buf, NUL-terminated by getpw*_r.
-    let dir = unsafe { std::ffi::CStr::from_ptr(pw.pw_dir) };
-    Some(dir.to_string_lossy().into_owned())
+    .map(|u| u.home)
 }
 
 #[cfg(test)]

@@ -403,7 +403,7 @@ impl ServerConfig {
                 } else {
                     ("ChannelWindowMax", &mut self.channel_window_max)
                 };
-                *slot = crate::client::app::window_size(Some(&first), name, *slot)
+                *slot = crate::config::window_size(Some(&first), name, *slot)
                     .map_err(|e| l.err(&e))?
             }
             "noneenabled" => self.none_enabled = bool_arg()?,

@@ -169,45 +169,7 @@ fn group_match(user: &str, patterns: &str) -> bool {
 
 /// The names of a user's groups (primary and supplementary); empty for an unknown user.
 fn user_groups(user: &str) -> Vec<String> {
-    let Some(info) = crate::server::session::lookup_user(user) else {
-        return Vec::new();
-    };
-    let Ok(name) = std::ffi::CString::new(user) else {
-        return Vec::new();
-    };
-    let mut n: libc::c_int = 64;
-    let mut gids: Vec<libc::gid_t> = vec![0; 64];
-    for _ in 0..4 {
-        let mut count = n;
-        // SAFETY: gids has room for `count` entries; getgrouplist writes at most that many.
-        let r =
-            unsafe { libc::getgrouplist(name.as_ptr(), info.gid, gids.as_mut_ptr(), &mut count) };
-        if r >= 0 {
-            gids.truncate(count.max(0) as usize);
-            return gids.iter().filter_map(|g| group_name(*g)).collect();
-        }
-        n = count.clamp(n * 2, 65536);
-        gids.resize(n as usize, 0);
-    }
-    Vec::new()
-}
-
-fn group_name(gid: libc::gid_t) -> Option<String> {
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: group is plain data filled by getgrgid_r.
-    let mut gr: libc::group = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::group = std::ptr::null_mut();
-    // SAFETY: pointers valid for the call; the name is copied out before buf is dropped.
-    let rc = unsafe { libc::getgrgid_r(gid, &mut gr, buf.as_mut_ptr(), buf.len(), &mut result) };
-    if rc != 0 || result.is_null() || gr.gr_name.is_null() {
-        return None;
-    }
-    // SAFETY: getgrgid_r returned a NUL-terminated name inside buf.
-    Some(
-        unsafe { std::ffi::CStr::from_ptr(gr.gr_name) }
-            .to_string_lossy()
-            .into_owned(),
-    )
+    crate::users::by_name(user).map_or_else(Vec::new, |u| crate::users::group_names(&u))
 }
 
 /// One entry of an address list: a wildcard pattern or `addr[/bits]`.

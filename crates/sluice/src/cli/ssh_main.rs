@@ -1,0 +1,125 @@
+//! `sluice`'s main: argv parsed (cli/ssh_args.rs), `-o` and the flags that
+//! stand for options folded into ssh_config in ssh's precedence, the Host
+//! resolved, the log level set, then the client library does the rest
+//! (client/app.rs turns the resolved Host into `ClientOptions`,
+//! `client::connect` runs it). Also `-V`, `-Q`, `demo` and `bench-crypto`.
+
+use crate::cli::ssh_args::{self, ClientArgs, Invocation};
+use crate::client::app::{self, SessionRequest};
+use crate::client::{self, ClientError};
+use crate::config::ssh::ClientConfig;
+use crate::log::Level;
+use crate::log;
+use std::path::Path;
+
+/// Runs `sluice`; returns the exit code.
+pub fn main(argv: &[String]) -> i32 {
+    let inv = match ssh_args::parse(argv) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("{e}");
+            return 255;
+        }
+    };
+    match inv {
+        Invocation::Version => {
+            eprintln!("sluice_{}, aws-lc-rs", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Invocation::Query(what) => app::query(&what),
+        Invocation::DemoHelper(args) => crate::datagen::helper_main(&args),
+        Invocation::Demo {
+            size,
+            cipher,
+            verbose,
+        } => crate::demo::run(&crate::demo::DemoOptions {
+            size,
+            cipher,
+            verbose,
+        }),
+        Invocation::BenchCrypto(opts) => crate::bench_crypto::run(&opts),
+        Invocation::Connect(args) => match connect(&args) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("{e}");
+                e.exit_code()
+            }
+        },
+    }
+}
+
+/// Command-line settings as `-o` options, first wins: -o in order, then
+/// -l, -p and the other flags, then the user of `user@host`, then -J.
+pub fn options(args: &ClientArgs) -> Vec<String> {
+    let mut opts: Vec<String> = args.options.clone();
+    if let Some(l) = &args.login {
+        opts.push(format!("User={l}"));
+    }
+    if let Some(p) = args.port {
+        opts.push(format!("Port={p}"));
+    }
+    if let Some(c) = &args.ciphers {
+        opts.push(format!("Ciphers={c}"));
+    }
+    if let Some(m) = &args.macs {
+        opts.push(format!("MACs={m}"));
+    }
+    if args.compression {
+        opts.push("Compression=yes".into());
+    }
+    if let Some(u) = &args.user {
+        opts.push(format!("User={u}"));
+    }
+    if let Some(j) = &args.jump {
+        opts.insert(0, format!("ProxyJump={j}"));
+    }
+    opts
+}
+
+/// The command line's parts that are not options.
+fn request(args: &ClientArgs) -> SessionRequest {
+    SessionRequest {
+        command: args.command.clone(),
+        subsystem: args.subsystem,
+        tty: args.tty,
+        no_command: args.no_command,
+        fork: args.fork,
+        null_stdin: args.null_stdin,
+        family: args.family,
+        identities: args.identities.clone(),
+        local_forwards: args.local_forwards.clone(),
+        remote_forwards: args.remote_forwards.clone(),
+        dynamic_forwards: args.dynamic_forwards.clone(),
+        stdio_forward: args.stdio_forward.clone(),
+        config_file: args.config_file.clone(),
+        verbose: args.verbose,
+    }
+}
+
+/// Loads ssh_config for the destination and runs the client (or prints
+/// the configuration for `-G`).
+fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
+    let opts = options(args);
+    let cfg = ClientConfig::load(&opts, args.config_file.as_deref().map(Path::new))?;
+    let r = cfg.resolve(&args.host)?;
+    let level = match args.verbose {
+        0 if args.quiet => Level::Quiet,
+        0 => r
+            .get("loglevel")
+            .and_then(Level::parse)
+            .unwrap_or(Level::Info),
+        1 => Level::Debug1,
+        2 => Level::Debug2,
+        _ => Level::Debug3,
+    };
+    log::set_level(level);
+    for w in &cfg.warnings {
+        log!(Debug1, "{w}");
+    }
+    let req = request(args);
+    if args.print_config {
+        print!("{}", app::print_config(&r, &req)?);
+        return Ok(0);
+    }
+    client::connect(app::resolve(&r, &req)?)
+}

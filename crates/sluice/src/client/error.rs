@@ -1,0 +1,64 @@
+//! Why a client run failed, by kind; `Display` gives the line `sluice`
+//! prints, worded as OpenSSH's `ssh` words it (tests compare the two).
+
+use crate::config::error::ConfigError;
+use crate::net::pump::PumpError;
+
+/// A client run that ended without a remote exit status.
+#[derive(Debug)]
+pub enum ClientError {
+    /// A bad setting: ssh_config or a command-line value, or options that
+    /// cannot go together ("Cannot execute command-line and remote command.").
+    Config(String),
+    /// An ssh_config file (or `-o` option) ssh would refuse, with its line.
+    ConfigFile(ConfigError),
+    /// The server could not be reached: name resolution, connect(2), the
+    /// ProxyCommand. Messages start with `ssh:` as ssh's; `sluice:` is shown.
+    Connect(String),
+    /// Our side gave up on an established connection: host key refused,
+    /// authentication failed, a request refused, ServerAlive timeout.
+    Session(String),
+    /// The connection failed under us: protocol violation, the server's
+    /// disconnect, TCP closed, a system call.
+    Connection(PumpError),
+}
+
+impl ClientError {
+    /// The process exit code for this error: 255, as ssh's.
+    pub fn exit_code(&self) -> i32 {
+        255
+    }
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientError::Config(m) | ClientError::Session(m) => f.write_str(m),
+            ClientError::ConfigFile(e) => write!(f, "{e}"),
+            ClientError::Connect(m) => f.write_str(&m.replacen("ssh:", "sluice:", 1)),
+            ClientError::Connection(PumpError::Protocol(
+                sluice_proto::Error::PeerDisconnected { description, .. },
+            )) => write!(f, "Received disconnect from remote host: {description}"),
+            ClientError::Connection(PumpError::PeerClosed) => {
+                f.write_str("Connection closed by remote host")
+            }
+            ClientError::Connection(e) => write!(f, "sluice: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+impl From<ConfigError> for ClientError {
+    fn from(e: ConfigError) -> Self {
+        ClientError::ConfigFile(e)
+    }
+}
+
+/// Settings are checked with String errors in config/ (ssh's messages);
+/// at the client's boundary they become [`ClientError::Config`].
+impl From<String> for ClientError {
+    fn from(m: String) -> Self {
+        ClientError::Config(m)
+    }
+}

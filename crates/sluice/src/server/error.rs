@@ -1,0 +1,55 @@
+//! Why the server ended a connection, where the caller acts on the kind:
+//! the pump's handler interface carries text, so the connection keeps the
+//! typed reason next to it (`ServerConn::take_error`) and the daemon matches
+//! on that, not on the text. `Display` is sshd's log line.
+
+use std::net::SocketAddr;
+
+/// A connection the server gave up on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerError {
+    /// ClientAliveCountMax probes went unanswered (sshd logs it at INFO:
+    /// a vanished client is routine, not an error).
+    ClientTimeout {
+        /// The user asked for, if any was.
+        user: Option<String>,
+        /// The client's address.
+        peer: SocketAddr,
+    },
+}
+
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerError::ClientTimeout { user, peer } => write!(
+                f,
+                "Timeout, client not responding from user {} {} port {}",
+                user.as_deref().unwrap_or("(unknown)"),
+                peer.ip(),
+                peer.port()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ServerError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sshd_wording() {
+        let peer: SocketAddr = "192.0.2.1:5555".parse().expect("addr");
+        let e = ServerError::ClientTimeout {
+            user: Some("bob".into()),
+            peer,
+        };
+        assert_eq!(
+            e.to_string(),
+            "Timeout, client not responding from user bob 192.0.2.1 port 5555"
+        );
+        let e = ServerError::ClientTimeout { user: None, peer };
+        assert!(e.to_string().contains("user (unknown) 192.0.2.1"));
+    }
+}
