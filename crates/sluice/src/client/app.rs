@@ -9,8 +9,8 @@ use crate::client::auth::AuthPrefs;
 use crate::client::session::SessionPlan;
 use crate::client::setup;
 use crate::client::{self, ClientOptions};
-use crate::config::algorithms;
 use crate::config::ssh::{ClientConfig, Resolved};
+use crate::config::{algorithms, cipher_order};
 use crate::keys::pattern;
 use crate::log;
 use crate::log::Level;
@@ -58,8 +58,8 @@ pub fn main(argv: &[String]) -> i32 {
 
 fn query(what: &str) -> i32 {
     let list: Vec<&str> = match what.to_ascii_lowercase().as_str() {
-        "cipher" | "ciphers" => cipher::DEFAULT_CIPHERS.to_vec(),
-        "cipher-auth" => cipher::DEFAULT_CIPHERS
+        "cipher" | "ciphers" => cipher_order::default_ciphers().to_vec(),
+        "cipher-auth" => cipher_order::default_ciphers()
             .iter()
             .copied()
             .filter(|c| cipher::cipher_info(c).is_some_and(|i| i.aead))
@@ -147,7 +147,7 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             hostkey::DEFAULT_SIG_ALGS,
             "HostKeyAlgorithms",
         )?,
-        ciphers: alg("ciphers", cipher::DEFAULT_CIPHERS, "cipher")?,
+        ciphers: alg("ciphers", cipher_order::default_ciphers(), "cipher")?,
         macs: alg("macs", cipher::DEFAULT_MACS, "Mac")?,
         compression,
         rekey_bytes: if rekey_bytes == 0 {

@@ -167,6 +167,8 @@ pub fn run(
     identities: Vec<Identity>,
     host_key_check: HostKeyCheck,
 ) -> i32 {
+    let order = crate::config::cipher_order::current();
+    log!(Debug1, "{}", order.describe(&opts.proto.ciphers));
     let (mut sock, mut _proxy) = match transport(&opts) {
         Ok(s) => s,
         Err(e) => {
