@@ -312,8 +312,19 @@ fn run_inner(opts: &DemoOptions) -> Result<(), String> {
     let port = free_port().map_err(|e| e.to_string())?;
     let helper = sibling("sluice");
     let helper = format!("'{}'", helper.display());
+    // Both ends use the default order unless a cipher is asked for: the
+    // speed shown is the one a plain `sluice host` gets on this machine.
+    let order = crate::config::cipher_order::current();
+    let cipher = match &opts.cipher {
+        Some(c) => format!("{c} (asked for)"),
+        None => format!(
+            "{} (the default here: {})",
+            order.ciphers().first().copied().unwrap_or("?"),
+            order.why
+        ),
+    };
     println!(
-        "sluice demo: sluiced on 127.0.0.1:{port}, moving {} MiB each way",
+        "sluice demo: sluiced on 127.0.0.1:{port}, moving {} MiB each way with {cipher}",
         opts.size >> 20
     );
     let mb = |r: &Run| opts.size as f64 / 1e6 / r.secs;

@@ -2,7 +2,8 @@
 //! field by field with `ssh -G` on the same files; known_hosts written hashed
 //! and read back by ssh-keygen and ssh; a changed host key refused;
 //! ProxyCommand to sluiced and sshd; ServerAliveInterval against a stopped
-//! server; ConnectTimeout during the banner.
+//! server; ConnectTimeout during the banner; the default cipher order
+//! chosen from the CPU.
 
 mod common;
 
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     (
         "ciphers",
-        "sluice offers its own algorithm lists (those it implements)",
+        "sluice offers its own algorithm lists (those it implements), AES-GCM first on CPUs with AES hardware",
     ),
     ("macs", "sluice offers its own algorithm lists"),
     (
@@ -606,5 +607,121 @@ fn proxy_jump_end_to_end() {
         ok(&out, &format!("sluice -J {hops}"));
         let got = String::from_utf8_lossy(&out.stdout);
         assert_eq!(got.split_whitespace().next(), Some(sha256(&data).as_str()));
+    }
+}
+
+const AES_FIRST: &str = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr";
+const CHACHA_FIRST: &str = "chacha20-poly1305@openssh.com,aes128-gcm@openssh.com,aes256-gcm@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr";
+
+/// `sluice` with SLUICE_CPU_AES set (the CPU's answer overridden).
+fn sluice_aes(aes: &str, args: &[&str]) -> String {
+    let out = Command::new(SLUICE)
+        .env("SLUICE_CPU_AES", aes)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    ok(&out, &format!("sluice {args:?}"));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The ciphers line of `sluice -G`.
+fn g_ciphers(aes: &str, args: &[&str]) -> String {
+    let mut all = vec!["-G", "-F", "/dev/null"];
+    all.extend_from_slice(args);
+    all.push("h");
+    let out = sluice_aes(aes, &all);
+    let line = out.lines().find_map(|l| l.strip_prefix("ciphers "));
+    line.unwrap_or_default().to_owned()
+}
+
+#[test]
+fn cipher_order_follows_the_cpu_and_yields_to_settings() {
+    for (aes, want) in [("1", AES_FIRST), ("0", CHACHA_FIRST)] {
+        let q = sluice_aes(aes, &["-Q", "cipher"]);
+        assert_eq!(q.trim_end().replace('\n', ","), want, "-Q cipher");
+        assert_eq!(g_ciphers(aes, &[]), want, "-G");
+        // An explicit list wins, in ssh_config as with -c.
+        assert_eq!(
+            g_ciphers(aes, &["-c", "aes256-ctr,aes128-ctr"]),
+            "aes256-ctr,aes128-ctr"
+        );
+        let dir = TempDir::new("cipherorder");
+        std::fs::write(dir.path("config"), "Ciphers aes192-ctr\n").unwrap();
+        let cfg = dir.path("config").display().to_string();
+        let out = sluice_aes(aes, &["-G", "-F", &cfg, "h"]);
+        assert!(out.contains("\nciphers aes192-ctr\n"), "{out}");
+    }
+    // The +/-/^ forms apply to the default in force.
+    assert_eq!(
+        g_ciphers("1", &["-o", "Ciphers=-aes*-ctr"]),
+        "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com"
+    );
+    assert_eq!(
+        g_ciphers("1", &["-o", "Ciphers=^chacha20-poly1305@openssh.com"]),
+        CHACHA_FIRST
+    );
+    assert_eq!(
+        g_ciphers(
+            "0",
+            &[
+                "-o",
+                "Ciphers=^aes128-gcm@openssh.com,aes256-gcm@openssh.com"
+            ]
+        ),
+        AES_FIRST
+    );
+    // Without the override the CPU decides; x86_64 machines that run this
+    // suite have AES-NI, so AES-GCM leads there.
+    let own = String::from_utf8(
+        Command::new(SLUICE)
+            .env_remove("SLUICE_CPU_AES")
+            .args(["-Q", "cipher"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags = |f: &str| cpuinfo.split_whitespace().any(|w| w == f);
+    if cfg!(target_arch = "x86_64") {
+        let hw = flags("aes") && flags("pclmulqdq") || flags("vaes") && flags("vpclmulqdq");
+        assert_eq!(
+            own.trim_end().replace('\n', ","),
+            if hw { AES_FIRST } else { CHACHA_FIRST }
+        );
+    }
+}
+
+/// The order decides the cipher a sluice client gets, and `-v` says which
+/// order and why.
+#[test]
+fn default_cipher_negotiated_with_sluiced() {
+    let s = Setup::new("cipherneg");
+    let server = s.start(false, "");
+    for (aes, cipher, why) in [
+        (
+            "1",
+            "aes128-gcm@openssh.com",
+            "cipher order: AES-GCM first (SLUICE_CPU_AES=1)",
+        ),
+        (
+            "0",
+            "chacha20-poly1305@openssh.com",
+            "cipher order: chacha20-poly1305 first (SLUICE_CPU_AES=0)",
+        ),
+    ] {
+        let mut c = s.client_at(false, &server, "DEBUG1", &[]);
+        c.env("SLUICE_CPU_AES", aes).arg("true");
+        let out = run(c, b"", 30);
+        ok(&out, "sluice");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("debug1: {why}\n")), "{err}");
+        assert!(
+            err.contains(&format!(
+                "kex: client->server cipher: {cipher} MAC: <implicit>"
+            )),
+            "{err}"
+        );
     }
 }

@@ -11,7 +11,10 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Keywords whose values differ by design, and why.
+/// Keywords whose values differ by design, and why. `ciphers` is compared:
+/// the configuration below sets Ciphers, and an explicit list must come out
+/// as sshd's. Only the default differs (sluiced's own list, AES-GCM first
+/// on CPUs with AES hardware: `default_cipher_order_in_dash_t`).
 const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ("cryptothreads", "sluiced's own keyword"),
     ("tcprcvbuf", "sluiced's own keyword"),
@@ -119,6 +122,41 @@ fn dump_matches_openssh_field_by_field() {
     let carol = dump(SLUICED, &cfg, Some("user=carol,addr=1.2.3.4,lport=22"));
     assert_eq!(carol["forcecommand"], ["echo carol"]);
     assert_eq!(carol["maxsessions"], ["5"]);
+}
+
+/// Without Ciphers, -T shows the default order in force: AES-GCM first
+/// with AES hardware (SLUICE_CPU_AES=1 stands in for it), chacha20-poly1305
+/// first without (=0); `+`/`-`/`^` apply to that default.
+#[test]
+fn default_cipher_order_in_dash_t() {
+    let s = Setup::new("dashtorder");
+    let d = s.dir.0.display().to_string();
+    let ciphers = |aes: &str, extra: &str| -> String {
+        let cfg = s.dir.path("order_config");
+        std::fs::write(
+            &cfg,
+            format!("HostKey {d}/host_ed25519\nPidFile none\n{extra}"),
+        )
+        .unwrap();
+        let mut c = Command::new(SLUICED);
+        c.env("SLUICE_CPU_AES", aes).arg("-T").arg("-f").arg(&cfg);
+        let out = run(c, b"", 20);
+        ok(&out, "sluiced -T");
+        parse_dump(&String::from_utf8_lossy(&out.stdout))["ciphers"].join(" ")
+    };
+    let aes = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr";
+    let chacha = "chacha20-poly1305@openssh.com,aes128-gcm@openssh.com,aes256-gcm@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr";
+    assert_eq!(ciphers("1", ""), aes);
+    assert_eq!(ciphers("0", ""), chacha);
+    assert_eq!(
+        ciphers("1", "Ciphers -aes*-ctr\n"),
+        "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com"
+    );
+    assert_eq!(
+        ciphers("1", "Ciphers ^chacha20-poly1305@openssh.com\n"),
+        chacha
+    );
+    assert_eq!(ciphers("0", "Ciphers aes256-ctr\n"), "aes256-ctr");
 }
 
 fn exec_output(s: &Setup, server: &Server, extra: &[&str]) -> String {

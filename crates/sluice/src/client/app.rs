@@ -10,8 +10,8 @@ use crate::client::auth::AuthPrefs;
 use crate::client::session::SessionPlan;
 use crate::client::setup;
 use crate::client::{ClientError, ClientOptions};
-use crate::config::algorithms;
 use crate::config::ssh::Resolved;
+use crate::config::{algorithms, cipher_order};
 use crate::keys::pattern;
 use crate::log;
 use crate::net::crypto_pool::CryptoThreads;
@@ -26,8 +26,8 @@ use std::time::Duration;
 pub fn query(what: &str) -> i32 {
     let compression = compress::offered_names(&compress::default_engines(), false);
     let list: Vec<&str> = match what.to_ascii_lowercase().as_str() {
-        "cipher" | "ciphers" => cipher::DEFAULT_CIPHERS.to_vec(),
-        "cipher-auth" => cipher::DEFAULT_CIPHERS
+        "cipher" | "ciphers" => cipher_order::default_ciphers().to_vec(),
+        "cipher-auth" => cipher_order::default_ciphers()
             .iter()
             .copied()
             .filter(|c| cipher::cipher_info(c).is_some_and(|i| i.aead))
@@ -97,7 +97,7 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             hostkey::DEFAULT_SIG_ALGS,
             "HostKeyAlgorithms",
         )?,
-        ciphers: alg("ciphers", cipher::DEFAULT_CIPHERS, "cipher")?,
+        ciphers: alg("ciphers", cipher_order::default_ciphers(), "cipher")?,
         macs: alg("macs", cipher::DEFAULT_MACS, "Mac")?,
         // Every engine; `Compression yes` puts them before `none`.
         compression_engines: compress::default_engines(),

@@ -374,8 +374,8 @@ impl ClientForward {
 /// session, as ssh's `daemon(1, 1)` (stdin is already /dev/null).
 pub fn go_background() -> Result<(), String> {
     log!(Debug1, "forking to background");
-    // SAFETY: fork in a process whose only threads are scoped crypto
-    // workers that have finished (batches join before returning).
+    // SAFETY: fork between batches: the other threads are parked crypto
+    // workers holding nothing the child uses (it starts its own).
     match unsafe { libc::fork() } {
         -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
         0 => {

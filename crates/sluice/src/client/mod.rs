@@ -235,6 +235,8 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         &mut opts.host_key_check,
         Box::new(|_, _| Err("host key check already taken".into())),
     );
+    let order = crate::config::cipher_order::current();
+    log!(Debug1, "{}", order.describe(&opts.proto.ciphers));
     let (mut sock, mut _proxy) = transport(&opts).map_err(ClientError::Connect)?;
     let stdio = plan.stdio;
     if stdio {

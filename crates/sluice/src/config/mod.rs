@@ -4,6 +4,7 @@
 //! OpenSSH's words.
 
 pub mod algorithms;
+pub mod cipher_order;
 pub mod error;
 pub mod ssh;
 pub mod sshd;

@@ -2,17 +2,20 @@
 //!
 //! The engine hands over one [`CryptoJob`] per packet (see
 //! `sluice_proto::transport::batch`); this splits a batch into runs of about
-//! equal bytes and runs them on scoped threads, the calling thread taking the
-//! first run. Order on the wire is the engine's business: jobs only fill
-//! disjoint slices of the buffer.
+//! equal bytes and hands them to the connection's worker threads
+//! (net/crypto_workers.rs: started when first needed, parked between
+//! batches, joined on drop), the calling thread taking the first run. Order
+//! on the wire is the engine's business: jobs only fill disjoint slices of
+//! the buffer.
 //!
 //! How many threads: `CryptoThreads` (1 = off, N = up to N), or by default
 //! what is free. Every 250 ms [`CpuSampler`] reads the idle time of the
 //! machine (/proc/stat) plus this process's own CPU time (/proc/self/stat):
 //! the cores this process could use. When both ends of a transfer share the
 //! cores (or anything else is busy), that is about one, and batches run
-//! inline at no cost.
+//! inline at no cost (and no worker thread is ever started).
 
+use super::crypto_workers::Workers;
 use sluice_proto::transport::CryptoJob;
 use std::time::{Duration, Instant};
 
@@ -60,6 +63,7 @@ pub struct CryptoPool {
     sampler: CpuSampler,
     /// Threads the last sample allows.
     threads: usize,
+    workers: Workers,
 }
 
 impl CryptoPool {
@@ -75,6 +79,7 @@ impl CryptoPool {
             cores,
             sampler: CpuSampler::default(),
             threads,
+            workers: Workers::new(),
         }
     }
 
@@ -102,38 +107,20 @@ impl CryptoPool {
         if n < 2 || total < MIN_PARALLEL_BYTES {
             return;
         }
-        run_split(jobs, n, total);
+        self.workers.run_split(jobs, n, total);
     }
-}
 
-/// Runs `jobs` on `n` threads (this one included), split by bytes.
-pub fn run_split(jobs: &mut [CryptoJob<'_>], n: usize, total: usize) {
-    let share = total.div_ceil(n.max(1));
-    std::thread::scope(|s| {
-        let mut rest = jobs;
-        let mut first = None;
-        while !rest.is_empty() {
-            let mut bytes = 0;
-            let mut cut = 0;
-            for j in rest.iter() {
-                if bytes >= share {
-                    break;
-                }
-                bytes += j.len();
-                cut += 1;
-            }
-            let (part, tail) = rest.split_at_mut(cut.max(1));
-            rest = tail;
-            if first.is_none() {
-                first = Some(part);
-            } else {
-                s.spawn(move || part.iter_mut().for_each(CryptoJob::run));
-            }
-        }
-        if let Some(part) = first {
-            part.iter_mut().for_each(CryptoJob::run);
-        }
-    });
+    /// Runs `jobs` on `n` threads (this one included), split by bytes,
+    /// whatever the setting and the batch size: `sluice bench-crypto`.
+    pub fn run_on(&mut self, jobs: &mut [CryptoJob<'_>], n: usize) {
+        let total = jobs.iter().map(CryptoJob::len).sum();
+        self.workers.run_split(jobs, n, total);
+    }
+
+    /// Worker threads started so far.
+    pub fn started(&self) -> usize {
+        self.workers.started()
+    }
 }
 
 /// Measures the cores this process could use: idle time of the machine plus
@@ -187,4 +174,94 @@ fn own_jiffies() -> Option<u64> {
     let f: Vec<&str> = rest.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench_crypto::establish;
+    use std::time::Instant;
+
+    /// Sends packets of mixed sizes from a client engine to a server engine
+    /// in one batch, sealing on `seal` threads and opening on `open`
+    /// threads (1: inline in the engine); returns what the server received.
+    fn transfer(cipher: &str, data: &[u8], seal: usize, open: usize) -> Vec<u8> {
+        let (mut client, mut server, cch, sch) =
+            establish(cipher, "hmac-sha2-256-etm@openssh.com").unwrap();
+        client.set_batch_crypto(true);
+        server.set_batch_crypto(true);
+        let (mut seal_pool, mut open_pool) = (
+            CryptoPool::new(CryptoThreads::Fixed(1)),
+            CryptoPool::new(CryptoThreads::Fixed(1)),
+        );
+        let now = Instant::now();
+        let mut wire = Vec::new();
+        let sizes = [1, 40_000, 7, 32_768, 100_000, 13, 250_000, 3000];
+        let mut at = 0;
+        for s in sizes.iter().cycle() {
+            if at == data.len() {
+                break;
+            }
+            let slot = client.data_slot(cch, None, &mut wire).unwrap();
+            let n = (*s).min(slot.max).min(data.len() - at);
+            wire.extend_from_slice(&data[at..at + n]);
+            client.finish_data_slot(slot, n, &mut wire);
+            at += n;
+        }
+        client.seal_batch(&mut wire, &mut |jobs| {
+            if seal > 1 {
+                seal_pool.run_on(jobs, seal)
+            }
+        });
+        client.poll_transmit(now, &mut wire);
+        server
+            .open_batch(&mut wire, &mut |jobs| {
+                if open > 1 {
+                    open_pool.run_on(jobs, open)
+                }
+            })
+            .unwrap();
+        let mut got = Vec::new();
+        let mut at = 0;
+        while at < wire.len() {
+            let r = server.handle_input(now, &mut wire[at..]).unwrap();
+            assert!(r.consumed > 0);
+            let n = r.data.map_or(0, |d| {
+                got.extend_from_slice(d.data);
+                d.data.len()
+            });
+            at += r.consumed;
+            server.consumed(sch, n);
+        }
+        assert_eq!(seal_pool.started(), usize::from(seal > 1));
+        assert_eq!(open_pool.started(), usize::from(open > 1));
+        got
+    }
+
+    #[test]
+    fn pooled_seal_and_open_equal_inline() {
+        let data: Vec<u8> = (0..700_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        for cipher in [
+            "aes128-gcm@openssh.com",
+            "chacha20-poly1305@openssh.com",
+            "aes128-ctr",
+        ] {
+            for (seal, open) in [(1, 1), (2, 1), (1, 2), (2, 2)] {
+                assert!(
+                    transfer(cipher, &data, seal, open) == data,
+                    "{cipher}: seal on {seal}, open on {open} threads"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn small_batches_and_one_thread_start_no_worker() {
+        let mut pool = CryptoPool::new(CryptoThreads::Fixed(1));
+        assert!(!pool.enabled());
+        pool.run(&mut []);
+        assert_eq!(pool.started(), 0);
+        assert_eq!(CryptoThreads::parse("auto"), Some(CryptoThreads::Auto));
+        assert_eq!(CryptoThreads::parse("0"), None);
+    }
 }

@@ -1,6 +1,7 @@
 //! Sockets and the driver loop.
 
 pub mod crypto_pool;
+pub mod crypto_workers;
 pub mod fdio;
 pub mod fwdsock;
 pub mod path;

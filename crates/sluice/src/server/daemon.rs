@@ -269,6 +269,8 @@ fn serve_connection(
         local.ip(),
         local.port()
     );
+    let order = crate::config::cipher_order::current();
+    crate::log!(Debug1, "{}", order.describe(&cfg.ciphers));
     let _ = sock.set_nodelay(true);
     let _ = sock.set_nonblocking(true);
     let banner = cfg

@@ -4,7 +4,7 @@
 
 use super::lines::Line;
 use super::{PermitRootLogin, ServerConfig};
-use crate::config::{algorithms, parse_rekey_limit, parse_size, parse_time, yes_no};
+use crate::config::{algorithms, cipher_order, parse_rekey_limit, parse_size, parse_time, yes_no};
 use crate::log::Level;
 use crate::net::crypto_pool::CryptoThreads;
 use sluice_proto::crypto::{cipher, hostkey, kex};
@@ -367,7 +367,7 @@ impl ServerConfig {
             "logingracetime" => self.login_grace_time = time()?,
             "clientaliveinterval" => self.client_alive_interval = time()?,
             "clientalivecountmax" => self.client_alive_count_max = num()?,
-            "ciphers" => self.ciphers = algs(cipher::DEFAULT_CIPHERS, "cipher")?,
+            "ciphers" => self.ciphers = algs(cipher_order::default_ciphers(), "cipher")?,
             "macs" => self.macs = algs(cipher::DEFAULT_MACS, "Mac")?,
             "kexalgorithms" => self.kex = algs(kex::DEFAULT_KEX, "KexAlgorithms")?,
             "hostkeyalgorithms" => {

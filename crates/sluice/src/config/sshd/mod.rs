@@ -209,7 +209,7 @@ impl Default for ServerConfig {
             max_auth_tries: 6,
             max_startups: (10, 30, 100),
             login_grace_time: 120,
-            ciphers: own(cipher::DEFAULT_CIPHERS),
+            ciphers: own(crate::config::cipher_order::default_ciphers()),
             macs: own(cipher::DEFAULT_MACS),
             kex: own(kex::DEFAULT_KEX),
             host_key_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
