@@ -192,7 +192,7 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
 }
 
 /// The user's groups (getgrouplist), `gid` included, as initgroups sets them.
-fn group_list(name: &str, gid: u32) -> std::io::Result<Vec<libc::gid_t>> {
+pub(crate) fn group_list(name: &str, gid: u32) -> std::io::Result<Vec<libc::gid_t>> {
     let cname = CString::new(name).map_err(std::io::Error::other)?;
     let mut n: libc::c_int = 64;
     for _ in 0..8 {
