@@ -12,6 +12,7 @@ use crate::log;
 use crate::net::pump::{ChannelFds, Handler};
 use crate::server::agent_forward::ServerAgent;
 use crate::server::auth::ServerAuth;
+use crate::server::child::SessionChild;
 use crate::server::keepalive::ClientAlive;
 use crate::server::pty::Pty;
 use crate::server::session::{self, ExitResult, UserInfo};
@@ -20,7 +21,6 @@ use sluice_proto::{AuthMethodRequest, ChannelId, Connection, Event};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::process::Child;
 use std::time::Duration;
 
 mod publickey;
@@ -34,7 +34,8 @@ const UNKNOWN_CHANNEL_TYPE: u32 = 3;
 #[derive(Default)]
 struct Session {
     env: Vec<(OsString, OsString)>,
-    child: Option<Child>,
+    /// The command, signalled only while it exists (server/child.rs).
+    child: Option<SessionChild>,
     exit: Option<ExitResult>,
     done: bool,
     /// The pty from a pty-req; the shell or command runs on it.
@@ -296,7 +297,7 @@ impl Handler for ServerConn {
                 if let Some(mut s) = self.sessions.remove(&id) {
                     if let Some(c) = s.child.as_mut() {
                         if s.exit.is_none() {
-                            session::signal(c, "HUP");
+                            c.signal("HUP");
                             let _ = c.wait();
                         }
                     }

@@ -4,6 +4,7 @@
 pub mod agent_forward;
 pub mod allow;
 pub mod auth;
+pub mod child;
 pub mod conn;
 pub mod daemon;
 pub mod forward;

@@ -260,14 +260,6 @@ pub fn exit_result(status: ExitStatus) -> ExitResult {
     ExitResult::Status(status.code().unwrap_or(255) as u32)
 }
 
-/// Sends a signal named as in RFC 4254 (`TERM`) to the child.
-pub fn signal(child: &Child, name: &str) {
-    if let Some((n, _)) = SIGNALS.iter().find(|(_, s)| *s == name) {
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(child.id() as i32, *n) };
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
