@@ -13,6 +13,7 @@ pub mod keepalive;
 pub mod listen;
 pub mod pam;
 pub mod pty;
+pub mod sandbox;
 pub mod session;
 pub mod session_env;
 pub mod shadow;
