@@ -69,6 +69,8 @@ pub struct ServerConn {
     no_more_sessions: bool,
     /// Port forwarding (server/forward.rs).
     fwd: crate::server::forward::ServerForward,
+    /// LoginGraceTime even when a call blocks the loop (server/grace.rs).
+    grace: Option<crate::server::grace::GraceTimer>,
 }
 
 impl ServerConn {
@@ -79,7 +81,10 @@ impl ServerConn {
         local: SocketAddr,
         on_auth: Option<Box<dyn FnOnce()>>,
     ) -> Self {
+        let grace =
+            crate::server::grace::arm_for_connection(cfg.login_grace_time, peer.ip(), peer.port());
         ServerConn {
+            grace,
             base: cfg.clone(),
             match_user: None,
             alive: ClientAlive::new(0, 0),
@@ -209,6 +214,7 @@ impl Handler for ServerConn {
                 }
             }
             Event::Authenticated { .. } => {
+                self.grace = None;
                 self.alive.start(
                     self.cfg.client_alive_interval,
                     self.cfg.client_alive_count_max,

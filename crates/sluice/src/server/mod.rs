@@ -9,6 +9,7 @@ pub mod conn;
 pub mod daemon;
 pub mod forward;
 pub mod forward_policy;
+pub mod grace;
 pub mod keepalive;
 pub mod listen;
 pub mod pam;
