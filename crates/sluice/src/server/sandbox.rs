@@ -196,7 +196,18 @@ fn ensure_dir(dir: &Path) -> Result<(), SandboxError> {
         );
     }
     match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() && m.uid() == 0 && m.mode() & 0o022 == 0 => Ok(()),
+        Ok(m) if m.is_dir() && m.uid() == 0 && m.mode() & 0o022 == 0 => {
+            // Nothing there can be opened past the filter, but an empty
+            // root leaves nothing to find where the kernel has no filter.
+            if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+                log!(
+                    Info,
+                    "privilege separation directory {} is not empty",
+                    dir.display()
+                );
+            }
+            Ok(())
+        }
         Ok(_) => bad(format!(
             "{} must be a directory owned by root and not group or world-writable.",
             dir.display()
