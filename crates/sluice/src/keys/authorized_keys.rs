@@ -1,11 +1,10 @@
 //! authorized_keys (sshd(8) AUTHORIZED_KEYS FILE FORMAT): options, key type,
 //! base64 blob, comment. A bad line is skipped with a log naming file:line.
+//! The files are opened and read as the user by `keys::user_file`.
 
 use super::pattern;
 use crate::log;
 use std::net::IpAddr;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
 /// Restrictions and settings a matching line carries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -158,18 +157,17 @@ fn expiry_passed(v: &str, now_unix: u64) -> bool {
     now_unix >= t
 }
 
-/// Looks for `key_blob` in the files; returns its options if a usable line matches.
+/// Looks for `key_blob` in the files' contents (name, bytes: read by
+/// `keys::user_file`); returns its options if a usable line matches.
 pub fn find_key(
-    files: &[std::path::PathBuf],
+    files: &[(std::path::PathBuf, Vec<u8>)],
     key_blob: &[u8],
     addr: IpAddr,
     host: Option<&str>,
     now_unix: u64,
 ) -> Option<KeyOptions> {
-    for f in files {
-        let Ok(text) = std::fs::read_to_string(f) else {
-            continue;
-        };
+    for (f, bytes) in files {
+        let text = String::from_utf8_lossy(bytes);
         for (n, line) in text.lines().enumerate() {
             match parse_line(line) {
                 Ok(Some((opts, blob))) if blob == key_blob => {
@@ -184,39 +182,6 @@ pub fn find_key(
         }
     }
     None
-}
-
-/// StrictModes: the file and its directories up to the user's home must be
-/// owned by root or the user and not writable by group or others.
-pub fn check_strict_modes(path: &Path, uid: u32) -> Result<(), String> {
-    let bad = |p: &Path, what: &str| {
-        Err(format!(
-            "Authentication refused: bad ownership or modes for {what} {}",
-            p.display()
-        ))
-    };
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if (meta.uid() != 0 && meta.uid() != uid) || meta.mode() & 0o022 != 0 {
-        return bad(path, "file");
-    }
-    let mut dir = path.parent();
-    while let Some(d) = dir {
-        let Ok(m) = std::fs::metadata(d) else { break };
-        if (m.uid() != 0 && m.uid() != uid) || m.mode() & 0o022 != 0 {
-            return bad(d, "directory");
-        }
-        if m.uid() == uid && d != Path::new("/") && path.starts_with(d) && m.uid() != 0 {
-            // Reached a directory the user owns above the file: their home or below.
-            if d.parent()
-                .and_then(|p| std::fs::metadata(p).ok())
-                .is_some_and(|pm| pm.uid() != uid)
-            {
-                break;
-            }
-        }
-        dir = d.parent();
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use crate::log;
 use crate::net::pump::{ChannelFds, Handler};
 use crate::server::agent_forward::ServerAgent;
 use crate::server::auth::ServerAuth;
+use crate::server::child::SessionChild;
 use crate::server::keepalive::ClientAlive;
 use crate::server::pty::Pty;
 use crate::server::session::{self, ExitResult, UserInfo};
@@ -20,7 +21,6 @@ use sluice_proto::{AuthMethodRequest, ChannelId, Connection, Event};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::process::Child;
 use std::time::Duration;
 
 mod publickey;
@@ -34,7 +34,8 @@ const UNKNOWN_CHANNEL_TYPE: u32 = 3;
 #[derive(Default)]
 struct Session {
     env: Vec<(OsString, OsString)>,
-    child: Option<Child>,
+    /// The command, signalled only while it exists (server/child.rs).
+    child: Option<SessionChild>,
     exit: Option<ExitResult>,
     done: bool,
     /// The pty from a pty-req; the shell or command runs on it.
@@ -70,6 +71,8 @@ pub struct ServerConn {
     fwd: crate::server::forward::ServerForward,
     /// Why this handler stopped the connection, typed (the pump gets text).
     stopped: Option<crate::server::error::ServerError>,
+    /// LoginGraceTime even when a call blocks the loop (server/grace.rs).
+    grace: Option<crate::server::grace::GraceTimer>,
 }
 
 impl ServerConn {
@@ -80,7 +83,10 @@ impl ServerConn {
         local: SocketAddr,
         on_auth: Option<Box<dyn FnOnce()>>,
     ) -> Self {
+        let grace =
+            crate::server::grace::arm_for_connection(cfg.login_grace_time, peer.ip(), peer.port());
         ServerConn {
+            grace,
             base: cfg.clone(),
             match_user: None,
             alive: ClientAlive::new(0, 0),
@@ -219,6 +225,7 @@ impl Handler for ServerConn {
                 }
             }
             Event::Authenticated { .. } => {
+                self.grace = None;
                 self.alive.start(
                     self.cfg.client_alive_interval,
                     self.cfg.client_alive_count_max,
@@ -307,7 +314,7 @@ impl Handler for ServerConn {
                 if let Some(mut s) = self.sessions.remove(&id) {
                     if let Some(c) = s.child.as_mut() {
                         if s.exit.is_none() {
-                            session::signal(c, "HUP");
+                            c.signal("HUP");
                             let _ = c.wait();
                         }
                     }

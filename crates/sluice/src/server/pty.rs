@@ -166,15 +166,6 @@ impl Pty {
     }
 }
 
-/// Sends a signal named as in RFC 4254 (`INT`) to the session's process
-/// group (the shell is its session and group leader).
-pub fn signal_group(child: &Child, name: &str) {
-    if let Some((n, _)) = session::SIGNALS.iter().find(|(_, s)| *s == name) {
-        // SAFETY: signalling our own child's process group.
-        unsafe { libc::killpg(child.id() as i32, *n) };
-    }
-}
-
 fn tty_group() -> Option<u32> {
     crate::users::group_id("tty")
 }

@@ -142,7 +142,7 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
 }
 
 /// The user's groups (getgrouplist), `gid` included, as initgroups sets them.
-fn group_list(name: &str, gid: u32) -> std::io::Result<Vec<libc::gid_t>> {
+pub(crate) fn group_list(name: &str, gid: u32) -> std::io::Result<Vec<libc::gid_t>> {
     crate::users::group_ids(name, gid)
 }
 
@@ -189,14 +189,6 @@ pub fn exit_result(status: ExitStatus) -> ExitResult {
         };
     }
     ExitResult::Status(status.code().unwrap_or(255) as u32)
-}
-
-/// Sends a signal named as in RFC 4254 (`TERM`) to the child.
-pub fn signal(child: &Child, name: &str) {
-    if let Some((n, _)) = SIGNALS.iter().find(|(_, s)| *s == name) {
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(child.id() as i32, *n) };
-    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
-//! Public-key authentication decisions: authorized_keys (StrictModes,
-//! key options), PermitRootLogin, sshd's log lines.
+//! Public-key authentication decisions: authorized_keys (read as the user
+//! with StrictModes, see keys/user_file.rs; key options), PermitRootLogin,
+//! sshd's log lines.
 
 use crate::keys::authorized_keys::{self};
 use crate::keys::identity::fingerprint_sha256;
+use crate::keys::user_file::{self, Reader};
 use crate::log;
-use crate::server::session::{self};
+use crate::server::session::{self, UserInfo};
 use sluice_proto::crypto::hostkey;
 
 use super::ServerConn;
@@ -41,25 +43,7 @@ impl ServerConn {
             log!(Info, "ROOT LOGIN REFUSED FROM {ip} port {port}");
             return false;
         }
-        let files: Vec<std::path::PathBuf> = self
-            .cfg
-            .authorized_keys_files(&info.name, &info.home, info.uid)
-            .into_iter()
-            .filter(|f| {
-                if !self.cfg.strict_modes {
-                    return true;
-                }
-                match authorized_keys::check_strict_modes(f, info.uid) {
-                    Ok(()) => true,
-                    Err(msg) => {
-                        if f.exists() {
-                            log!(Info, "{msg}");
-                        }
-                        false
-                    }
-                }
-            })
-            .collect();
+        let files = self.read_authorized_keys(&info);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -86,5 +70,45 @@ impl ServerConn {
             self.key_options = Some(opts);
         }
         true
+    }
+}
+
+impl ServerConn {
+    /// The AuthorizedKeysFile files that could be read as the user, each
+    /// refusal logged in sshd's words. A user whose groups cannot be listed
+    /// gets no files read (their groups could have kept a file from them).
+    fn read_authorized_keys(&self, info: &UserInfo) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+        let groups = match session::group_list(&info.name, info.gid) {
+            Ok(g) => g,
+            Err(e) => {
+                log!(
+                    Error,
+                    "Authentication refused: groups of {}: {e}",
+                    info.name
+                );
+                return Vec::new();
+            }
+        };
+        let who = Reader {
+            name: info.name.clone(),
+            uid: info.uid,
+            gid: info.gid,
+            groups,
+            home: info.home.clone().into(),
+        };
+        let mut out = Vec::new();
+        for f in self
+            .cfg
+            .authorized_keys_files(&info.name, &info.home, info.uid)
+        {
+            match user_file::read_as_user(&f, &who, self.cfg.strict_modes) {
+                Ok(bytes) => out.push((f, bytes)),
+                Err(r) if r.is_notable() => {
+                    log!(Info, "{}", r.message(&info.name, "authorized keys"))
+                }
+                Err(r) => log!(Debug1, "{}", r.message(&info.name, "authorized keys")),
+            }
+        }
+        out
     }
 }

@@ -5,7 +5,8 @@
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds};
 use crate::server::agent_forward;
-use crate::server::pty::{self, Pty};
+use crate::server::child::SessionChild;
+use crate::server::pty::Pty;
 use crate::server::session::{self, SessionSpawn};
 use crate::server::session_env;
 use sluice_proto::msg::ChannelRequestKind;
@@ -72,7 +73,7 @@ impl ServerConn {
             return match p.spawn(&mut spawn, self.cfg.print_motd) {
                 Ok((child, io)) => {
                     fds.insert(id, io);
-                    s.child = Some(child);
+                    s.child = Some(SessionChild::new(child));
                     true
                 }
                 Err(e) => {
@@ -98,7 +99,7 @@ impl ServerConn {
                     }
                 }
                 fds.insert(id, io);
-                s.child = Some(child);
+                s.child = Some(SessionChild::new(child));
                 true
             }
             Err(e) => {
@@ -223,11 +224,20 @@ impl ServerConn {
                 false
             }
             ChannelRequestKind::Signal { name } => {
+                // Only a command that still exists is signalled (child.rs):
+                // after it was reaped its pid may belong to anyone.
                 if let Some(s) = self.sessions.get(&id) {
-                    match (&s.child, &s.pty) {
-                        (Some(c), Some(_)) => pty::signal_group(c, &name),
-                        (Some(c), None) => session::signal(c, &name),
-                        _ => {}
+                    let sent = match (&s.child, &s.pty) {
+                        (Some(c), Some(_)) => c.signal_group(&name),
+                        (Some(c), None) => c.signal(&name),
+                        _ => false,
+                    };
+                    if !sent {
+                        log!(
+                            Debug1,
+                            "channel {}: signal {name} not sent: no such process",
+                            id.0
+                        );
                     }
                 }
                 let _ = conn;

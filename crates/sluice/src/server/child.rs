@@ -1,0 +1,187 @@
+//! A session's command process, signalled only while it still exists
+//! (RFC 4254 6.9 `signal` requests and the HUP at channel close).
+//!
+//! We run as root, so kill(2) on a stored pid after the child was reaped
+//! could hit whatever process got that pid next. A pidfd (pidfd_open,
+//! Linux 5.3) names the process itself, not its number: pidfd_send_signal
+//! on it fails with ESRCH once the process is gone, whoever reaped it.
+//! Without pidfds (older kernels, ENOSYS) we signal by pid only while we
+//! have not reaped the child: until then its pid cannot be reused.
+
+use crate::server::session::SIGNALS;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::{Child, ExitStatus};
+
+/// A spawned command, its pidfd, and whether we reaped it.
+pub struct SessionChild {
+    child: Child,
+    pidfd: Option<OwnedFd>,
+    /// Set once a wait returned its status: from then on nothing is signalled.
+    reaped: bool,
+}
+
+/// The signal number for an RFC 4254 name (`TERM`).
+fn signal_number(name: &str) -> Option<i32> {
+    SIGNALS.iter().find(|(_, s)| *s == name).map(|(n, _)| *n)
+}
+
+impl SessionChild {
+    /// Takes a just-spawned child. Its pidfd is opened at once: nothing has
+    /// reaped it yet (we are its only waiter), so the pid still names it.
+    pub fn new(child: Child) -> SessionChild {
+        // SAFETY: pidfd_open takes a pid and flags; it returns a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
+        let pidfd = (fd >= 0).then(|| {
+            // SAFETY: the kernel just returned this fd (close-on-exec) and nothing else owns it.
+            unsafe { OwnedFd::from_raw_fd(fd as i32) }
+        });
+        SessionChild {
+            child,
+            pidfd,
+            reaped: false,
+        }
+    }
+
+    /// Without a pidfd, as on kernels before 5.3 (for tests of that path).
+    pub fn without_pidfd(child: Child) -> SessionChild {
+        SessionChild {
+            child,
+            pidfd: None,
+            reaped: false,
+        }
+    }
+
+    /// The process id (for log lines).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Reaps the child if it has exited.
+    pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        let r = self.child.try_wait();
+        if let Ok(Some(_)) = r {
+            self.reaped = true;
+        }
+        r
+    }
+
+    /// Waits for the child to exit and reaps it.
+    pub fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        let r = self.child.wait();
+        // Also on error: the status may be gone, the pid must not be trusted.
+        self.reaped = true;
+        r
+    }
+
+    /// Sends the signal named as in RFC 4254 (`TERM`) to the process if it
+    /// still exists; false when it does not, or the name is unknown.
+    pub fn signal(&self, name: &str) -> bool {
+        let Some(sig) = signal_number(name) else {
+            return false;
+        };
+        if self.reaped {
+            return false;
+        }
+        match &self.pidfd {
+            // SAFETY: a pidfd we own; no siginfo, no flags.
+            Some(fd) => unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    sig,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                ) == 0
+            },
+            // SAFETY: our own unreaped child: its pid is still its own.
+            None => unsafe { libc::kill(self.child.id() as libc::pid_t, sig) == 0 },
+        }
+    }
+
+    /// Sends the signal to the child's process group (a pty session: the
+    /// shell is its session and group leader, so the group id is its pid),
+    /// only while the leader is unreaped.
+    ///
+    /// Why kill(-pgid) is safe then: the kernel frees a pid number only
+    /// when no process uses it as pid, process group or session id. While
+    /// our child is not reaped (alive or a zombie), its pid, which is also
+    /// the group's id, cannot be given to another process or group, so the
+    /// signal reaches this session's group and nothing else. After reaping,
+    /// the group may be gone and its number reused: nothing is sent.
+    pub fn signal_group(&self, name: &str) -> bool {
+        let Some(sig) = signal_number(name) else {
+            return false;
+        };
+        if self.reaped {
+            return false;
+        }
+        // A pidfd that says the leader is gone (ESRCH) means it was reaped
+        // behind our back: do not trust its number either.
+        if let Some(fd) = &self.pidfd {
+            // SAFETY: signal 0 checks existence only.
+            let alive = unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    0,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                ) == 0
+            };
+            if !alive {
+                return false;
+            }
+        }
+        // SAFETY: the group of our unreaped child (see above).
+        unsafe { libc::kill(-(self.child.id() as libc::pid_t), sig) == 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::process::Command;
+
+    fn sleeper(group: bool) -> Child {
+        let mut c = Command::new("sleep");
+        c.arg("30");
+        if group {
+            c.process_group(0);
+        }
+        c.spawn().unwrap()
+    }
+
+    #[test]
+    fn signals_a_live_child_and_nothing_after_reaping() {
+        for with_pidfd in [true, false] {
+            let c = sleeper(false);
+            let mut c = if with_pidfd {
+                SessionChild::new(c)
+            } else {
+                SessionChild::without_pidfd(c)
+            };
+            assert_eq!(c.pidfd.is_some(), with_pidfd);
+            assert!(!c.signal("NOSUCH"));
+            assert!(c.signal("TERM"));
+            assert_eq!(c.wait().unwrap().signal(), Some(libc::SIGTERM));
+            assert!(!c.signal("TERM"));
+            assert!(!c.signal_group("TERM"));
+        }
+    }
+
+    #[test]
+    fn signals_the_group_while_the_leader_is_unreaped() {
+        let mut c = SessionChild::new(sleeper(true));
+        assert!(c.signal_group("INT"));
+        assert_eq!(c.wait().unwrap().signal(), Some(libc::SIGINT));
+        assert!(!c.signal_group("INT"));
+        // A zombie leader still holds its group: the signal is allowed.
+        let mut z = SessionChild::new(sleeper(true));
+        assert!(z.signal("KILL"));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(z.signal_group("HUP"));
+        assert!(z.try_wait().unwrap().is_some());
+        assert!(!z.signal_group("HUP"));
+    }
+}

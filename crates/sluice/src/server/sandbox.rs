@@ -1,0 +1,250 @@
+//! The pre-authentication sandbox, sshd's privilege separation model: the
+//! process that parses the peer's first bytes runs as an unprivileged user
+//! (`sshd`, else `nobody`), chrooted to an empty root-owned directory
+//! (/run/sshd), unable to regain root, to create files, to open more
+//! descriptors or to start processes, and under a seccomp-bpf allow-list
+//! of the system calls a pre-auth protocol engine needs.
+//!
+//! Not yet applied by sluiced: the connection process still reads host keys,
+//! runs PAM and reads authorized_keys itself. Once a privileged monitor does
+//! those, its per-connection child calls [`Sandbox::prepare`] as root and
+//! [`Sandbox::apply`] before it reads the peer's first byte; from then on it
+//! talks to the monitor over an already open socket (sendmsg/recvmsg) and
+//! must not log to syslog itself (its socket() gets EACCES).
+
+use crate::log;
+use crate::server::session::{self, UserInfo};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod filter;
+
+/// Other architectures: no filter yet (the audit arch and system call
+/// numbers are written for x86_64 and aarch64); the rest still applies.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod filter {
+    pub(super) fn install() -> Result<bool, super::SandboxError> {
+        crate::log!(
+            Error,
+            "sandbox: no seccomp filter for this architecture; running without a system call filter"
+        );
+        Ok(false)
+    }
+}
+
+/// The empty directory the sandbox is chrooted to (Debian's sshd uses it).
+pub const CHROOT_DIR: &str = "/run/sshd";
+
+/// The unprivileged user, by sshd's convention.
+pub const SANDBOX_USER: &str = "sshd";
+
+/// Why the sandbox could not be set up or applied.
+#[derive(Debug)]
+pub enum SandboxError {
+    /// Neither `sshd` nor `nobody` exists.
+    NoUser,
+    /// The chroot directory is missing and could not be made, or unsafe.
+    Directory(String),
+    /// Counting the open descriptors (for RLIMIT_NOFILE) failed.
+    CountFds(std::io::Error),
+    /// chroot(2) or chdir("/") failed.
+    Chroot(std::io::Error),
+    /// setgroups, setgid or setuid failed.
+    Drop(&'static str, std::io::Error),
+    /// setuid(0) or setgid(0) succeeded after the drop.
+    RootRegained,
+    /// A resource limit could not be lowered.
+    Rlimit(&'static str, std::io::Error),
+    /// The seccomp filter was refused for another reason than a kernel
+    /// without seccomp.
+    Seccomp(std::io::Error),
+}
+
+impl std::fmt::Display for SandboxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SandboxError::NoUser => write!(
+                f,
+                "Privilege separation user {SANDBOX_USER} does not exist (nor does nobody): \
+                 create it, e.g. `useradd --system --home-dir {CHROOT_DIR} --shell /usr/sbin/nologin {SANDBOX_USER}`"
+            ),
+            SandboxError::Directory(why) => f.write_str(why),
+            SandboxError::CountFds(e) => write!(f, "sandbox: counting open descriptors: {e}"),
+            SandboxError::Chroot(e) => write!(f, "chroot(\"{CHROOT_DIR}\"): {e}"),
+            SandboxError::Drop(what, e) => write!(f, "sandbox: {what}: {e}"),
+            SandboxError::RootRegained => f.write_str("sandbox: root privileges could be regained"),
+            SandboxError::Rlimit(what, e) => write!(f, "sandbox: setrlimit {what}: {e}"),
+            SandboxError::Seccomp(e) => write!(f, "sandbox: installing the seccomp filter: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SandboxError {}
+
+/// What [`Sandbox::apply`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The user the process now runs as.
+    pub user: String,
+    /// Whether the seccomp filter is in force (false on kernels without it).
+    pub seccomp: bool,
+}
+
+/// A sandbox ready to apply: the user found, the directory checked.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    user: UserInfo,
+    dir: PathBuf,
+}
+
+impl Sandbox {
+    /// As root, before anything of the peer's is read: finds the user and
+    /// makes sure `dir` (normally [`CHROOT_DIR`]) exists, owned by root and
+    /// writable by nobody else (created 0755 if missing).
+    pub fn prepare(dir: &Path) -> Result<Sandbox, SandboxError> {
+        let user = find_user()?;
+        ensure_dir(dir)?;
+        Ok(Sandbox {
+            user,
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// The user the sandbox runs as.
+    pub fn user(&self) -> &UserInfo {
+        &self.user
+    }
+
+    /// Applies the sandbox to the whole process (every thread): chroot,
+    /// the user's ids with no way back, resource limits, no_new_privs and
+    /// the seccomp filter. Where the kernel has no seccomp filter this is
+    /// logged and the rest stays in force.
+    pub fn apply(self) -> Result<Applied, SandboxError> {
+        let nofile = count_open_fds()?;
+        let dir = std::ffi::CString::new(self.dir.as_os_str().as_encoded_bytes())
+            .map_err(|e| SandboxError::Directory(e.to_string()))?;
+        let last = std::io::Error::last_os_error;
+        // SAFETY: plain system calls on a valid C string.
+        unsafe {
+            if libc::chroot(dir.as_ptr()) != 0 || libc::chdir(c"/".as_ptr()) != 0 {
+                return Err(SandboxError::Chroot(last()));
+            }
+        }
+        drop_privileges(&self.user)?;
+        let zero = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let fds = libc::rlimit {
+            rlim_cur: nofile,
+            rlim_max: nofile,
+        };
+        // No file may grow (RLIMIT_FSIZE 0), no descriptor number past the
+        // ones open now, no process may be started (RLIMIT_NPROC 0 for a
+        // non-root user): each a second fence behind the seccomp filter.
+        for (what, res, lim) in [
+            ("RLIMIT_FSIZE", libc::RLIMIT_FSIZE, &zero),
+            ("RLIMIT_NOFILE", libc::RLIMIT_NOFILE, &fds),
+            ("RLIMIT_NPROC", libc::RLIMIT_NPROC, &zero),
+        ] {
+            // SAFETY: a valid rlimit.
+            if unsafe { libc::setrlimit(res, lim) } != 0 {
+                return Err(SandboxError::Rlimit(what, last()));
+            }
+        }
+        let seccomp = filter::install()?;
+        Ok(Applied {
+            user: self.user.name,
+            seccomp,
+        })
+    }
+}
+
+/// `sshd`, else `nobody` with a warning; never a user with uid 0.
+fn find_user() -> Result<UserInfo, SandboxError> {
+    if let Some(u) = session::lookup_user(SANDBOX_USER).filter(|u| u.uid != 0) {
+        return Ok(u);
+    }
+    let u = session::lookup_user("nobody")
+        .filter(|u| u.uid != 0)
+        .ok_or(SandboxError::NoUser)?;
+    log!(
+        Info,
+        "Privilege separation user {SANDBOX_USER} does not exist; using nobody (create {SANDBOX_USER} to keep pre-auth processes apart from anything else run as nobody)"
+    );
+    Ok(u)
+}
+
+/// sshd's checks on its privilege separation directory, after creating it
+/// (0755, root's) if missing.
+fn ensure_dir(dir: &Path) -> Result<(), SandboxError> {
+    let bad = |why: String| Err(SandboxError::Directory(why));
+    if std::fs::symlink_metadata(dir).is_err() {
+        if let Err(e) = std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)))
+        {
+            return bad(format!(
+                "Missing privilege separation directory: {} ({e})",
+                dir.display()
+            ));
+        }
+        log!(
+            Verbose,
+            "created privilege separation directory {}",
+            dir.display()
+        );
+    }
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() && m.uid() == 0 && m.mode() & 0o022 == 0 => {
+            // Nothing there can be opened past the filter, but an empty
+            // root leaves nothing to find where the kernel has no filter.
+            if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+                log!(
+                    Info,
+                    "privilege separation directory {} is not empty",
+                    dir.display()
+                );
+            }
+            Ok(())
+        }
+        Ok(_) => bad(format!(
+            "{} must be a directory owned by root and not group or world-writable.",
+            dir.display()
+        )),
+        Err(e) => bad(format!(
+            "Missing privilege separation directory: {} ({e})",
+            dir.display()
+        )),
+    }
+}
+
+/// The descriptors open now (the one reading /proc/self/fd left out).
+fn count_open_fds() -> Result<u64, SandboxError> {
+    let n = std::fs::read_dir("/proc/self/fd")
+        .map_err(SandboxError::CountFds)?
+        .count() as u64;
+    Ok(n.saturating_sub(1).max(1))
+}
+
+/// sshd's permanently_set_uid: no groups, the user's gid and uid (glibc's
+/// wrappers change every thread), then proof that root is gone.
+fn drop_privileges(u: &UserInfo) -> Result<(), SandboxError> {
+    let last = std::io::Error::last_os_error;
+    // SAFETY: plain credential system calls; setgroups with an empty list.
+    unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0 {
+            return Err(SandboxError::Drop("setgroups", last()));
+        }
+        if libc::setgid(u.gid) != 0 {
+            return Err(SandboxError::Drop("setgid", last()));
+        }
+        if libc::setuid(u.uid) != 0 {
+            return Err(SandboxError::Drop("setuid", last()));
+        }
+        if libc::setuid(0) == 0 || libc::setgid(0) == 0 || libc::geteuid() != u.uid {
+            return Err(SandboxError::RootRegained);
+        }
+    }
+    Ok(())
+}
