@@ -41,14 +41,10 @@ mod on {
         /// compression, so with compression on the peer inflates exactly
         /// these bytes.
         pub fn seal_raw(&mut self, payload: &[u8], compress: bool, out: &mut Vec<u8>) {
-            let compressor = if compress {
-                None
-            } else {
-                self.send.compressor.take()
-            };
+            let saved = (!compress).then(|| std::mem::take(&mut self.send.compression));
             self.send.send(payload, out, self.rng.as_mut());
-            if compressor.is_some() {
-                self.send.compressor = compressor;
+            if let Some(compression) = saved {
+                self.send.compression = compression;
             }
         }
 
