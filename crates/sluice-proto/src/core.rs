@@ -91,7 +91,12 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub(crate) fn new(role: Role, config: Config, server: Option<ServerConfig>, rng: Box<dyn Rng>) -> Self {
+    pub(crate) fn new(
+        role: Role,
+        config: Config,
+        server: Option<ServerConfig>,
+        rng: Box<dyn Rng>,
+    ) -> Self {
         let our_version = config.version.clone();
         Connection {
             role,
@@ -434,9 +439,15 @@ impl Connection {
         self.maybe_rekey(now);
     }
 
-    /// Starts a re-key now unless one is already running.
+    /// Starts a re-key now unless one is already running. An engine in
+    /// handover mode leaves re-keys to the one continuing the connection:
+    /// one it started could not finish while it holds the input.
     pub fn rekey(&mut self) {
-        if !self.kex.in_progress() && self.kex.session_id.is_some() && !self.closed {
+        if !self.kex.in_progress()
+            && self.kex.session_id.is_some()
+            && !self.closed
+            && !self.handover
+        {
             self.send_kexinit();
         }
     }

@@ -285,7 +285,10 @@ fn scenario(cipher: &str, mac: &str, compression: &[&str], chunk: usize) -> Run 
     assert!(!run.c2s.is_empty(), "the open is left for the new engine");
     assert_eq!(state.algorithms().cipher_c2s, cipher);
     run.drive();
-    assert!(run.server_channel.is_some(), "no session after the handover");
+    assert!(
+        run.server_channel.is_some(),
+        "no session after the handover"
+    );
     assert!(run
         .client_events
         .iter()
@@ -312,7 +315,12 @@ fn scenario(cipher: &str, mac: &str, compression: &[&str], chunk: usize) -> Run 
 
 #[test]
 fn aes128_gcm_survives_the_handover() {
-    scenario("aes128-gcm@openssh.com", "hmac-sha2-256", &["none"], usize::MAX);
+    scenario(
+        "aes128-gcm@openssh.com",
+        "hmac-sha2-256",
+        &["none"],
+        usize::MAX,
+    );
 }
 
 #[test]
@@ -345,8 +353,14 @@ fn delayed_compression_starts_fresh_in_the_new_engine() {
     );
     // The test data is random, so only that the streams ran is checked.
     let (out, inc) = run.server.compression_stats();
-    assert!(out.is_some_and(|(raw, z)| raw > 3 << 20 && z > 0), "{out:?}");
-    assert!(inc.is_some_and(|(raw, z)| raw > 3 << 20 && z > 0), "{inc:?}");
+    assert!(
+        out.is_some_and(|(raw, z)| raw > 3 << 20 && z > 0),
+        "{out:?}"
+    );
+    assert!(
+        inc.is_some_and(|(raw, z)| raw > 3 << 20 && z > 0),
+        "{inc:?}"
+    );
 }
 
 #[test]
@@ -380,7 +394,10 @@ fn handle_input_stops_while_the_decision_is_pending() {
             }
         }
     }
-    assert!(run.client_channel.is_some(), "the client pipelined its open");
+    assert!(
+        run.client_channel.is_some(),
+        "the client pipelined its open"
+    );
     let left = run.c2s.len();
     assert!(left > 0);
     let r = run.server.handle_input(run.now, &mut run.c2s).unwrap();
@@ -394,6 +411,32 @@ fn handle_input_stops_while_the_decision_is_pending() {
     run.server.poll_transmit(run.now, &mut run.s2c);
     assert!(run.server.handover_ready());
     assert_eq!(run.c2s.len(), left);
+}
+
+#[test]
+fn the_handing_over_engine_starts_no_rekey() {
+    // RekeyLimit's time is due at once: the pre-auth engine must not start
+    // an exchange it could not finish; the new engine re-keys when due.
+    let mut run = Run::new("aes128-gcm@openssh.com", "", &["none"]);
+    let mut due = run.server_config.clone();
+    due.common.rekey_time = Some(Duration::ZERO);
+    run.server = Connection::server(due, Box::new(SystemRng));
+    run.server.enable_handover().unwrap();
+    run.drive();
+    run.server.handle_timeout(run.now);
+    run.server.poll_transmit(run.now, &mut run.s2c);
+    assert!(run.server.handover_ready());
+    run.server_config.common.rekey_time = Some(Duration::from_secs(1));
+    run.hand_over();
+    assert!(run
+        .server
+        .poll_timeout()
+        .is_some_and(|t| t <= run.now + Duration::from_secs(1)));
+    run.now += Duration::from_secs(2);
+    run.server.handle_timeout(run.now);
+    run.drive();
+    assert_eq!(Run::kex_done(&run.client_events), 1);
+    assert!(run.server_channel.is_some());
 }
 
 #[test]

@@ -100,9 +100,7 @@ fn check(ok: bool, what: &'static str) -> Result<(), DecodeError> {
 
 /// Printable ASCII without spaces, as RFC 4251 6 wants of names.
 fn is_name(s: &str, allow_empty: bool) -> bool {
-    (allow_empty || !s.is_empty())
-        && s.len() <= MAX_NAME
-        && s.bytes().all(|b| b.is_ascii_graphic())
+    (allow_empty || !s.is_empty()) && s.len() <= MAX_NAME && s.bytes().all(|b| b.is_ascii_graphic())
 }
 
 fn is_version_line(s: &str) -> bool {
@@ -151,7 +149,10 @@ impl TransportState {
             "session id",
         )?;
         let a = &self.algorithms;
-        check(is_name(&a.kex, false) && is_name(&a.host_key, false), "names")?;
+        check(
+            is_name(&a.kex, false) && is_name(&a.host_key, false),
+            "names",
+        )?;
         for n in [&a.cipher_c2s, &a.cipher_s2c, &a.mac_c2s, &a.mac_s2c] {
             check(is_name(n, true), "names")?;
         }
@@ -283,9 +284,8 @@ fn flag(r: &mut Reader<'_>) -> Result<bool, DecodeError> {
 }
 
 fn direction(r: &mut Reader<'_>, cipher: &str, mac: &str) -> Result<DirectionState, DecodeError> {
-    let mut secret = || -> Result<Zeroizing<Vec<u8>>, DecodeError> {
-        Ok(Zeroizing::new(r.string()?.to_vec()))
-    };
+    let mut secret =
+        || -> Result<Zeroizing<Vec<u8>>, DecodeError> { Ok(Zeroizing::new(r.string()?.to_vec())) };
     let keys = KeyMaterial {
         cipher: cipher.to_owned(),
         mac: mac.to_owned(),

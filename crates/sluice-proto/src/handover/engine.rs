@@ -27,7 +27,9 @@ impl Connection {
     /// [`Connection::handover_ready`]. Call it before feeding any input.
     pub fn enable_handover(&mut self) -> Result<(), Error> {
         if self.role != Role::Server {
-            return Err(Error::InvalidState("only a server hands its transport over"));
+            return Err(Error::InvalidState(
+                "only a server hands its transport over",
+            ));
         }
         self.handover = true;
         Ok(())
@@ -127,8 +129,10 @@ impl Connection {
         c.our_version = state.server_version;
         c.peer_version = Some(state.client_version);
         c.banner_sent = true;
-        c.send.resume(sealer, position(&state.send), state.send.bytes);
-        c.recv.resume(opener, position(&state.recv), state.recv.bytes);
+        c.send
+            .resume(sealer, position(&state.send), state.send.bytes);
+        c.recv
+            .resume(opener, position(&state.recv), state.recv.bytes);
         let since = Duration::from_millis(state.since_kex_ms);
         c.last_kex_at = Some(now.checked_sub(since).unwrap_or(now));
         c.clock = Some(now);

@@ -42,7 +42,9 @@ impl KexMachine {
             &self.send_keys,
             &self.recv_keys,
         ) else {
-            return Err(Error::InvalidState("handover before the first key exchange"));
+            return Err(Error::InvalidState(
+                "handover before the first key exchange",
+            ));
         };
         Ok(KexSnapshot {
             session_id: session_id.clone(),

@@ -14,8 +14,8 @@ pub(crate) use none::NoneState;
 
 use crate::core::{Connection, Role};
 use crate::crypto::cipher;
-use crate::crypto::kex::{self as kexalg, HashAlg, KexClient, SharedSecret};
 use crate::crypto::hostkey;
+use crate::crypto::kex::{self as kexalg, HashAlg, KexClient, SharedSecret};
 use crate::error::{Error, Violation};
 use crate::event::Event;
 use crate::handover::KeyMaterial;
