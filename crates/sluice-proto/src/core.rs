@@ -164,6 +164,7 @@ impl Connection {
 
     /// Raw and compressed byte counts of each direction (outgoing, incoming)
     /// as `(raw, compressed)`, when compression was used.
+    #[allow(clippy::type_complexity)]
     pub fn compression_stats(&self) -> (Option<(u64, u64)>, Option<(u64, u64)>) {
         (
             self.send.compressor.as_ref().map(|c| (c.raw, c.compressed)),

@@ -273,9 +273,9 @@ impl RecvState {
         let l = len as usize;
         let bs = self.opener.block_size();
         let aligned = if self.opener.length_in_blocks() {
-            (l + 4) % bs == 0
+            (l + 4).is_multiple_of(bs)
         } else {
-            l % bs == 0
+            l.is_multiple_of(bs)
         };
         if !(5..=MAX_PACKET_LEN).contains(&l) || !aligned {
             return Err(Violation::BadPacketLength(len));
