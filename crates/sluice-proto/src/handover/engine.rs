@@ -9,6 +9,16 @@
 //! (or anything else) right behind the request that succeeds; those bytes
 //! stay raw in the runtime's buffer, travel to the new process as they
 //! are, and the importing engine reads them as the next packets.
+//!
+//! The runtime's part, in order: call `enable_handover` before any input;
+//! answer the `AuthRequest` event (`auth_accept` on success); drain
+//! `poll_transmit` and write all of it to the socket; when
+//! `handover_ready` says so, `export_transport`, `encode`, and pass the
+//! bytes together with every input byte read but not consumed. The new
+//! process decodes, compares the session id with the one the monitor
+//! signed, and calls `import_server` with the user the monitor vouches
+//! for; the imported engine emits no `Authenticated` event, wants batch
+//! crypto and path settings set again, and starts with no channel.
 
 use crate::auth::AuthState;
 use crate::config::ServerConfig;
