@@ -11,7 +11,7 @@
 //! sent, so the user it names is only checked against the user the monitor
 //! vouches for, and nothing from the runtime's configuration (host keys,
 //! limits, windows) travels in it: the importer brings its own. The engine
-//! side (the handover point, export and import) is in [`engine`].
+//! side (the handover point, export and import) is in `engine.rs`.
 
 pub mod codec;
 mod engine;
