@@ -89,10 +89,17 @@ pub struct Connection {
     /// Test hook: IGNORE/DEBUG before packets (see `test_hooks`).
     #[cfg(any(feature = "test-hooks", fuzzing))]
     pub(crate) noise: bool,
+    /// Server: stop consuming input at the handover point (`crate::handover`).
+    pub(crate) handover: bool,
 }
 
 impl Connection {
-    fn new(role: Role, config: Config, server: Option<ServerConfig>, rng: Box<dyn Rng>) -> Self {
+    pub(crate) fn new(
+        role: Role,
+        config: Config,
+        server: Option<ServerConfig>,
+        rng: Box<dyn Rng>,
+    ) -> Self {
         let our_version = config.version.clone();
         Connection {
             role,
@@ -121,6 +128,7 @@ impl Connection {
             globals: Default::default(),
             #[cfg(any(feature = "test-hooks", fuzzing))]
             noise: false,
+            handover: false,
         }
     }
 
@@ -161,6 +169,7 @@ impl Connection {
 
     /// Raw and compressed byte counts of each direction (outgoing, incoming)
     /// as `(raw, compressed)`, when compression was used.
+    #[allow(clippy::type_complexity)]
     pub fn compression_stats(&self) -> (Option<(u64, u64)>, Option<(u64, u64)>) {
         (self.send.compression.stats(), self.recv.compression.stats())
     }
@@ -186,6 +195,12 @@ impl Connection {
             return Err(Error::Closed);
         }
         self.clock = Some(now);
+        if self.handover_holds_input() {
+            return Ok(Received {
+                consumed: 0,
+                data: None,
+            });
+        }
         match self.input_inner(now, input) {
             Ok((consumed, Some((channel, ext, range, in_scratch)))) => {
                 let src: &'a [u8] = if in_scratch {
@@ -432,9 +447,15 @@ impl Connection {
         self.maybe_rekey(now);
     }
 
-    /// Starts a re-key now unless one is already running.
+    /// Starts a re-key now unless one is already running. An engine in
+    /// handover mode leaves re-keys to the one continuing the connection:
+    /// one it started could not finish while it holds the input.
     pub fn rekey(&mut self) {
-        if !self.kex.in_progress() && self.kex.session_id.is_some() && !self.closed {
+        if !self.kex.in_progress()
+            && self.kex.session_id.is_some()
+            && !self.closed
+            && !self.handover
+        {
             self.send_kexinit();
         }
     }

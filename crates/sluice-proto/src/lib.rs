@@ -61,6 +61,7 @@ pub mod connection;
 mod core;
 pub mod error;
 pub mod event;
+pub mod handover;
 pub mod kex;
 pub mod negotiate;
 mod test_hooks;

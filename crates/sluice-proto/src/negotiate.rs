@@ -198,7 +198,11 @@ mod tests {
         assert_eq!(a.kex, "curve25519-sha256");
         assert_eq!(a.cipher_c2s, "aes256-ctr");
         assert!(a.strict && a.peer_wants_ext_info);
-        assert!(!negotiate(&c, &s, false, true, &crate::crypto::aws_lc_provider()).unwrap().strict);
+        assert!(
+            !negotiate(&c, &s, false, true, &crate::crypto::aws_lc_provider())
+                .unwrap()
+                .strict
+        );
     }
 
     #[test]

@@ -75,7 +75,10 @@ fn rekey_in_the_middle_of_a_sealed_batch() {
         p.establish();
         let ch = p.server_channel.unwrap();
         let (d1, d2) = (pattern(600_000, 4), pattern(900_000, 5));
-        assert_eq!(p.server.send_data(p.now, ch, None, &d1, &mut p.s2c), d1.len());
+        assert_eq!(
+            p.server.send_data(p.now, ch, None, &d1, &mut p.s2c),
+            d1.len()
+        );
         // The client's KEXINIT reaches the server; its own KEXINIT is queued.
         p.client.rekey();
         p.client.poll_transmit(p.now, &mut p.c2s);
@@ -116,7 +119,10 @@ fn rekey_in_the_middle_of_a_sealed_batch() {
         )
         .unwrap();
         // REPLY and NEWKEYS go out with d2 behind them, in one batch.
-        assert_eq!(p.server.send_data(p.now, ch, None, &d2, &mut p.s2c), d2.len());
+        assert_eq!(
+            p.server.send_data(p.now, ch, None, &d2, &mut p.s2c),
+            d2.len()
+        );
         assert!(p.server.has_unsealed());
         p.server.seal_batch(&mut p.s2c, &mut adversarial);
         p.drive().unwrap();
@@ -139,7 +145,9 @@ fn rekeys_from_both_sides_during_batched_transfers() {
     let mut round = 0;
     while sent < up.len() {
         let end = (sent + 300_000).min(up.len());
-        sent += p.client.send_data(p.now, ch, None, &up[sent..end], &mut p.c2s);
+        sent += p
+            .client
+            .send_data(p.now, ch, None, &up[sent..end], &mut p.c2s);
         round += 1;
         if round % 5 == 0 {
             p.client.rekey();
@@ -161,7 +169,10 @@ fn forged_packet_in_a_batch_stops_delivery_there() {
     let ch = p.client_channel.unwrap();
     let data = pattern(1 << 20, 9);
     let start = p.c2s.len();
-    assert_eq!(p.client.send_data(p.now, ch, None, &data, &mut p.c2s), data.len());
+    assert_eq!(
+        p.client.send_data(p.now, ch, None, &data, &mut p.c2s),
+        data.len()
+    );
     p.client.seal_batch(&mut p.c2s, &mut adversarial);
     // Flip one byte in the middle of the buffer: the third or fourth packet.
     let mid = start + (p.c2s.len() - start) * 5 / 8;

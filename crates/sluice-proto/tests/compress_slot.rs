@@ -164,7 +164,7 @@ fn delta() -> Arc<DeltaEngine> {
 
 /// A pair whose ends register `engines`, compression preferred.
 fn pair_with(engines: Vec<Arc<dyn CompressionEngine>>) -> Pair {
-    Pair::tweaked(
+    let mut p = Pair::tweaked(
         "curve25519-sha256",
         "ssh-ed25519",
         "aes128-gcm@openssh.com",
@@ -173,7 +173,12 @@ fn pair_with(engines: Vec<Arc<dyn CompressionEngine>>) -> Pair {
             c.compression_engines = engines.clone();
             c.prefer_compression = true;
         },
-    )
+    );
+    // These tests count what is queued and framed: no IGNORE/DEBUG noise,
+    // whose control packets flush the compression queue.
+    p.client.set_noise(false);
+    p.server.set_noise(false);
+    p
 }
 
 /// Runs compression jobs as badly as a runtime may: in reverse, half on
@@ -397,7 +402,7 @@ fn decompression_bomb_is_refused() {
     assert_eq!(p.server_data, b"harmless");
     armed.store(true, Ordering::Relaxed);
     let ch = p.client_channel.unwrap();
-    assert_eq!(p.client.send_data(ch, None, b"boom", &mut p.c2s), 4);
+    assert_eq!(p.client.send_data(p.now, ch, None, b"boom", &mut p.c2s), 4);
     let err = p.drive().unwrap_err();
     assert_eq!(err, Error::Protocol(Violation::BadCompression), "{err:?}");
     assert!(p.server.is_closed());
@@ -423,7 +428,7 @@ fn upload_in_batches(p: &mut Pair, data: &[u8]) {
             k += 1;
             sent += p
                 .client
-                .send_data(ch, None, &data[sent..sent + n], &mut p.c2s);
+                .send_data(p.now, ch, None, &data[sent..sent + n], &mut p.c2s);
             if sent == data.len() {
                 break;
             }
@@ -478,7 +483,7 @@ fn held_packets_wait_for_the_flush_and_poll_transmit_flushes() {
     let ch = p.client_channel.unwrap();
     let before = p.c2s.len();
     for i in 0..10u8 {
-        assert_eq!(p.client.send_data(ch, None, &[i; 100], &mut p.c2s), 100);
+        assert_eq!(p.client.send_data(p.now, ch, None, &[i; 100], &mut p.c2s), 100);
     }
     assert_eq!(p.c2s.len(), before, "queued, not framed");
     assert!(p.client.has_uncompressed());

@@ -65,7 +65,10 @@ fn insecure_names_never_meet_a_real_config() {
         1,
     );
     let err = p.drive().unwrap_err();
-    assert!(err.to_string().contains("no matching key exchange method"), "{err}");
+    assert!(
+        err.to_string().contains("no matching key exchange method"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -78,6 +81,12 @@ fn pairs_put_noise_between_packets() {
     };
     let noisy = run(Pair::insecure(7));
     // The same scenario, passing with IGNORE/DEBUG packets in both directions.
-    assert!(noisy.0.len() > quiet.0.len() + 100, "no noise client->server");
-    assert!(noisy.1.len() > quiet.1.len() + 100, "no noise server->client");
+    assert!(
+        noisy.0.len() > quiet.0.len() + 100,
+        "no noise client->server"
+    );
+    assert!(
+        noisy.1.len() > quiet.1.len() + 100,
+        "no noise server->client"
+    );
 }

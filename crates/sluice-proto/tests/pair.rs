@@ -73,7 +73,9 @@ fn rekey_in_the_middle_of_transfers_from_either_side() {
             let mut sent = 0;
             let mut rekeyed = false;
             while sent < data.len() {
-                sent += p.client.send_data(p.now, ch, None, &data[sent..], &mut p.c2s);
+                sent += p
+                    .client
+                    .send_data(p.now, ch, None, &data[sent..], &mut p.c2s);
                 if !rekeyed && sent > data.len() / 2 {
                     if server_starts {
                         p.server.rekey()
@@ -136,7 +138,9 @@ fn window_exhaustion_and_refill() {
     let data = pattern(window + 100_000, 6);
     let mut sent = 0;
     for _ in 0..1000 {
-        sent += p.client.send_data(p.now, ch, None, &data[sent..], &mut p.c2s);
+        sent += p
+            .client
+            .send_data(p.now, ch, None, &data[sent..], &mut p.c2s);
         p.step().unwrap();
     }
     assert_eq!(sent, window, "sender must stop exactly at the window");
@@ -148,7 +152,9 @@ fn window_exhaustion_and_refill() {
     p.drive().unwrap();
     assert!(p.client.send_capacity(ch) > 0);
     while sent < data.len() {
-        sent += p.client.send_data(p.now, ch, None, &data[sent..], &mut p.c2s);
+        sent += p
+            .client
+            .send_data(p.now, ch, None, &data[sent..], &mut p.c2s);
         p.step().unwrap();
     }
     p.drive().unwrap();
@@ -172,7 +178,11 @@ fn window_overrun_by_peer_is_a_protocol_error() {
     }
     // Make the client misbehave: one byte past the advertised window.
     p.client.force_send_window(ch, 1);
-    assert_eq!(p.client.send_data(p.now, ch, None, &data[window..], &mut p.c2s), 1);
+    assert_eq!(
+        p.client
+            .send_data(p.now, ch, None, &data[window..], &mut p.c2s),
+        1
+    );
     let mut sink = Vec::new();
     let err = Pair::feed(
         &mut p.server,

@@ -150,7 +150,10 @@ impl Run {
             self.client.poll_transmit(now, &mut c2s);
             if self.opened && !self.data_sent {
                 let ch = self.channel.unwrap();
-                assert_eq!(self.client.send_data(now, ch, None, DATA, &mut c2s), DATA.len());
+                assert_eq!(
+                    self.client.send_data(now, ch, None, DATA, &mut c2s),
+                    DATA.len()
+                );
                 self.data_sent = true;
             }
             self.feed(true, &mut c2s);

@@ -225,9 +225,7 @@ fn upload(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<Run
     let size = opts.size;
     let gen = std::thread::spawn(move || datagen::generate(1, false, size, &mut stdin));
     let mut out = String::new();
-    stdout
-        .read_to_string(&mut out)
-        .map_err(|e| e.to_string())?;
+    stdout.read_to_string(&mut out).map_err(|e| e.to_string())?;
     let status = child.wait()?;
     let secs = t0.elapsed().as_secs_f64();
     let sent = gen
@@ -266,9 +264,7 @@ fn download(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<R
     // ends (well under a pipe's buffer, so the client never blocks on it).
     let (n, got) = datagen::hash_stream(&mut stdout).map_err(|e| e.to_string())?;
     let mut err = String::new();
-    stderr
-        .read_to_string(&mut err)
-        .map_err(|e| e.to_string())?;
+    stderr.read_to_string(&mut err).map_err(|e| e.to_string())?;
     let status = child.wait()?;
     let secs = t0.elapsed().as_secs_f64();
     if status != 0 {

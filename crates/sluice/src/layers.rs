@@ -17,8 +17,24 @@ mod tests {
     /// Module roots (files or directories under src/) and the crate paths
     /// their sources must not name.
     const RULES: &[(&str, &[&str])] = &[
-        ("client", &["crate::server", "crate::cli", "crate::demo", "crate::bench_crypto"]),
-        ("server", &["crate::client", "crate::cli", "crate::demo", "crate::bench_crypto"]),
+        (
+            "client",
+            &[
+                "crate::server",
+                "crate::cli",
+                "crate::demo",
+                "crate::bench_crypto",
+            ],
+        ),
+        (
+            "server",
+            &[
+                "crate::client",
+                "crate::cli",
+                "crate::demo",
+                "crate::bench_crypto",
+            ],
+        ),
         ("config", UPWARD),
         ("keys", UPWARD),
         ("net", UPWARD),
@@ -53,8 +69,7 @@ mod tests {
     /// `line` names the module `path` (`crate::cli` is not `crate::client`).
     fn names(line: &str, path: &str) -> bool {
         line.match_indices(path).any(|(i, _)| {
-            !line[i + path.len()..]
-                .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            !line[i + path.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
         })
     }
 

@@ -58,9 +58,7 @@ unsafe fn field(p: *const c_char) -> String {
         String::new()
     } else {
         // SAFETY: non-null and NUL-terminated, as the caller promises.
-        unsafe { CStr::from_ptr(p) }
-            .to_string_lossy()
-            .into_owned()
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
     }
 }
 
@@ -174,7 +172,8 @@ pub fn group_name(gid: u32) -> Option<String> {
         let mut result: *mut libc::group = std::ptr::null_mut();
         // SAFETY: pointers valid for the call; the name is copied out of buf
         // before it is dropped.
-        let rc = unsafe { libc::getgrgid_r(gid, &mut gr, buf.as_mut_ptr(), buf.len(), &mut result) };
+        let rc =
+            unsafe { libc::getgrgid_r(gid, &mut gr, buf.as_mut_ptr(), buf.len(), &mut result) };
         let found = (!result.is_null() && !gr.gr_name.is_null())
             // SAFETY: NUL-terminated inside buf.
             .then(|| unsafe { field(gr.gr_name) });

@@ -297,7 +297,12 @@ fn sig_algs_for_key_type(key_type: &str) -> &'static [&'static str] {
     }
 }
 
-fn verify(sig_alg: &str, key_blob: &[u8], signature: &[u8], data: &[u8]) -> Result<(), CryptoError> {
+fn verify(
+    sig_alg: &str,
+    key_blob: &[u8],
+    signature: &[u8],
+    data: &[u8],
+) -> Result<(), CryptoError> {
     let mut key = Reader::new(key_blob);
     let key_type = key.utf8().map_err(|_| CryptoError)?;
     let id = key.string().map_err(|_| CryptoError)?;

@@ -50,12 +50,8 @@ pub trait PacketCipher: Send + Sync {
 
 /// Checks a signature blob (`string alg || string sig`) over `data` with a
 /// public key blob, requiring the algorithm `sig_alg` (RFC 4253 6.6).
-pub type VerifyFn = fn(
-    sig_alg: &str,
-    key_blob: &[u8],
-    signature: &[u8],
-    data: &[u8],
-) -> Result<(), CryptoError>;
+pub type VerifyFn =
+    fn(sig_alg: &str, key_blob: &[u8], signature: &[u8], data: &[u8]) -> Result<(), CryptoError>;
 
 /// Tables of algorithm implementations, rustls-style: plain data, so a
 /// provider can be assembled from parts of another.

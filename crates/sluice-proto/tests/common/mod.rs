@@ -155,7 +155,14 @@ impl Pair {
         tweak(&mut cc, false);
         tweak(&mut sc, true);
         let user_key: Arc<dyn Signer> = Arc::new(KeyPair::from_ed25519_seed(&[9u8; 32]).unwrap());
-        Pair::with(cc, sc, host_key_for(host_alg), user_key, "ssh-ed25519", test_seed())
+        Pair::with(
+            cc,
+            sc,
+            host_key_for(host_alg),
+            user_key,
+            "ssh-ed25519",
+            test_seed(),
+        )
     }
 
     /// Both ends on the insecure, deterministic provider with Rngs seeded

@@ -8,8 +8,8 @@ use crate::cli::ssh_args::{self, ClientArgs, Invocation};
 use crate::client::app::{self, SessionRequest};
 use crate::client::{self, ClientError};
 use crate::config::ssh::ClientConfig;
-use crate::log::Level;
 use crate::log;
+use crate::log::Level;
 use std::path::Path;
 
 /// Runs `sluice`; returns the exit code.

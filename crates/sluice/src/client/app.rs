@@ -282,7 +282,11 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         .map(|c| r.tokens().expand(c, crate::config::ssh::tokens::FILE))
         .transpose()?;
     let command = match (args.command.is_empty(), remote) {
-        (false, Some(_)) => return Err(ClientError::Config("Cannot execute command-line and remote command.".into())),
+        (false, Some(_)) => {
+            return Err(ClientError::Config(
+                "Cannot execute command-line and remote command.".into(),
+            ))
+        }
         (false, None) => Some(args.command.join(" ").into_bytes()),
         (true, remote) => remote.map(String::into_bytes),
     };

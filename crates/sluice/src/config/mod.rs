@@ -121,7 +121,6 @@ pub fn parse_rekey_limit(args: &[String]) -> Option<(u64, u64)> {
     Some((bytes, secs))
 }
 
-
 /// ChannelWindow (the receive window a channel starts with, default 16M)
 /// and ChannelWindowMax (the most a bulk channel's window grows to, default
 /// 128M): sizes from 64K to 1G.

@@ -238,11 +238,10 @@ impl ClientConfig {
         match file {
             Some(f) if f == Path::new("none") => {}
             Some(f) => {
-                let text = std::fs::read_to_string(f)
-                    .map_err(|e| ConfigError::Open {
-                        file: f.display().to_string(),
-                        error: e.to_string(),
-                    })?;
+                let text = std::fs::read_to_string(f).map_err(|e| ConfigError::Open {
+                    file: f.display().to_string(),
+                    error: e.to_string(),
+                })?;
                 let items = c.parse_text(&text, &f.display().to_string(), false, true, 0)?;
                 c.files.push(items);
             }
@@ -298,9 +297,7 @@ impl ClientConfig {
                     })?;
                     items.push(Item::Match(crit));
                 }
-                "include" if cmdline => {
-                    return Err(ConfigError::IncludeOnCommandLine)
-                }
+                "include" if cmdline => return Err(ConfigError::IncludeOnCommandLine),
                 "include" => {
                     if depth >= MAX_DEPTH {
                         return Err(ConfigError::IncludeDepth {
@@ -310,9 +307,7 @@ impl ClientConfig {
                     }
                     let mut files = Vec::new();
                     for a in &args {
-                        for f in include::expand(a, user_file)
-                            .map_err(|e| bad(path, n, e))?
-                        {
+                        for f in include::expand(a, user_file).map_err(|e| bad(path, n, e))? {
                             match std::fs::read_to_string(&f) {
                                 Ok(t) => files.push(self.parse_text(
                                     &t,

@@ -202,7 +202,9 @@ mod tests {
             if at == data.len() {
                 break;
             }
-            let slot = client.data_slot(std::time::Instant::now(), cch, None, &mut wire).unwrap();
+            let slot = client
+                .data_slot(std::time::Instant::now(), cch, None, &mut wire)
+                .unwrap();
             let n = (*s).min(slot.max).min(data.len() - at);
             wire.extend_from_slice(&data[at..at + n]);
             client.finish_data_slot(slot, n, &mut wire);

@@ -310,11 +310,14 @@ mod tests {
             bad_tag[0] = 6;
             assert!(server_respond(curve, &bad_tag, &mut SystemRng).is_err());
             let c = EcdhClient::generate(curve, &mut SystemRng).unwrap();
-            let (_, other) = generate(if curve == Curve::P256 {
-                Curve::P384
-            } else {
-                Curve::P256
-            }, &mut SystemRng)
+            let (_, other) = generate(
+                if curve == Curve::P256 {
+                    Curve::P384
+                } else {
+                    Curve::P256
+                },
+                &mut SystemRng,
+            )
             .unwrap();
             assert!(Box::new(c).finish(&other).is_err());
         }

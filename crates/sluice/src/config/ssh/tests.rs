@@ -18,9 +18,17 @@ fn host_blocks_first_wins_and_options_precede() {
     assert_eq!(r.port(), 2200);
     assert_eq!(r.all("identityfile"), ["~/a", "~/b"]);
     assert_eq!(c.resolve("db1").unwrap().user(), "other");
-    let e = c.clone().add_text("Bogus 1\n", "cfg").unwrap_err().to_string();
+    let e = c
+        .clone()
+        .add_text("Bogus 1\n", "cfg")
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("cfg: line 1: Bad configuration option: bogus"));
-    let e = c.clone().add_text("BatchMode maybe\n", "f").unwrap_err().to_string();
+    let e = c
+        .clone()
+        .add_text("BatchMode maybe\n", "f")
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "f line 1: unsupported option \"maybe\".\nf: terminating, 1 bad configuration options"

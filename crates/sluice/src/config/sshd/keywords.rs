@@ -403,8 +403,8 @@ impl ServerConfig {
                 } else {
                     ("ChannelWindowMax", &mut self.channel_window_max)
                 };
-                *slot = crate::config::window_size(Some(&first), name, *slot)
-                    .map_err(|e| l.err(&e))?
+                *slot =
+                    crate::config::window_size(Some(&first), name, *slot).map_err(|e| l.err(&e))?
             }
             "noneenabled" => self.none_enabled = bool_arg()?,
             "nonemacenabled" => self.none_mac_enabled = bool_arg()?,

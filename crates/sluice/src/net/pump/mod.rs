@@ -288,7 +288,8 @@ impl Pump {
                     if !io.can_read(ext) {
                         break;
                     }
-                    let Some(slot) = conn.data_slot(Instant::now(), id, ext.code(), &mut self.out) else {
+                    let Some(slot) = conn.data_slot(Instant::now(), id, ext.code(), &mut self.out)
+                    else {
                         break;
                     };
                     match io.read_into(ext, &mut self.out, slot.max) {
