@@ -483,7 +483,10 @@ fn held_packets_wait_for_the_flush_and_poll_transmit_flushes() {
     let ch = p.client_channel.unwrap();
     let before = p.c2s.len();
     for i in 0..10u8 {
-        assert_eq!(p.client.send_data(p.now, ch, None, &[i; 100], &mut p.c2s), 100);
+        assert_eq!(
+            p.client.send_data(p.now, ch, None, &[i; 100], &mut p.c2s),
+            100
+        );
     }
     assert_eq!(p.c2s.len(), before, "queued, not framed");
     assert!(p.client.has_uncompressed());

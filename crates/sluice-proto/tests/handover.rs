@@ -10,8 +10,8 @@ use common::{config, host_key_for, owned, pattern};
 use sluice_proto::crypto::hostkey::{KeyPair, Signer};
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::handover::TransportState;
-use sluice_proto::transport::compress;
 use sluice_proto::msg::ChannelRequestKind;
+use sluice_proto::transport::compress;
 use sluice_proto::{
     AuthMethodRequest, ChannelId, ClientConfig, Config, Connection, Event, ServerConfig,
 };

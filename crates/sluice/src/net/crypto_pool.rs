@@ -15,7 +15,9 @@
 //! cores (or anything else is busy), that is about one, and batches run
 //! inline at no cost (and no worker thread is ever started).
 
+use super::crypto_workers::Job;
 use super::crypto_workers::Workers;
+use sluice_proto::transport::compress_batch::CompressJob;
 use sluice_proto::transport::CryptoJob;
 use std::time::{Duration, Instant};
 
@@ -96,13 +98,24 @@ impl CryptoPool {
     /// Runs `jobs`, spread over the threads allowed now. Leaves them to the
     /// engine (which runs them inline) when one thread is all there is.
     pub fn run(&mut self, jobs: &mut [CryptoJob<'_>]) {
+        self.run_jobs(jobs);
+    }
+
+    /// Runs a batch of compression jobs (a batch-capable engine's packets,
+    /// see `sluice_proto::transport::compress_batch`) on the same workers,
+    /// under the same rules as crypto batches.
+    pub fn run_compress(&mut self, jobs: &mut [CompressJob<'_>]) {
+        self.run_jobs(jobs);
+    }
+
+    fn run_jobs<T: Job>(&mut self, jobs: &mut [T]) {
         if self.setting == CryptoThreads::Auto {
             if let Some(free) = self.sampler.sample(self.cores) {
                 // Round down: half a free core is not worth the handoffs.
                 self.threads = (free + 0.25).floor().clamp(1.0, self.cores as f64) as usize;
             }
         }
-        let total: usize = jobs.iter().map(CryptoJob::len).sum();
+        let total: usize = jobs.iter().map(Job::weight).sum();
         let n = self.threads.min(jobs.len());
         if n < 2 || total < MIN_PARALLEL_BYTES {
             return;
@@ -179,83 +192,6 @@ fn own_jiffies() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench_crypto::establish;
-    use std::time::Instant;
-
-    /// Sends packets of mixed sizes from a client engine to a server engine
-    /// in one batch, sealing on `seal` threads and opening on `open`
-    /// threads (1: inline in the engine); returns what the server received.
-    fn transfer(cipher: &str, data: &[u8], seal: usize, open: usize) -> Vec<u8> {
-        let (mut client, mut server, cch, sch) =
-            establish(cipher, "hmac-sha2-256-etm@openssh.com").unwrap();
-        client.set_batch_crypto(true);
-        server.set_batch_crypto(true);
-        let (mut seal_pool, mut open_pool) = (
-            CryptoPool::new(CryptoThreads::Fixed(1)),
-            CryptoPool::new(CryptoThreads::Fixed(1)),
-        );
-        let now = Instant::now();
-        let mut wire = Vec::new();
-        let sizes = [1, 40_000, 7, 32_768, 100_000, 13, 250_000, 3000];
-        let mut at = 0;
-        for s in sizes.iter().cycle() {
-            if at == data.len() {
-                break;
-            }
-            let slot = client
-                .data_slot(std::time::Instant::now(), cch, None, &mut wire)
-                .unwrap();
-            let n = (*s).min(slot.max).min(data.len() - at);
-            wire.extend_from_slice(&data[at..at + n]);
-            client.finish_data_slot(slot, n, &mut wire);
-            at += n;
-        }
-        client.seal_batch(&mut wire, &mut |jobs| {
-            if seal > 1 {
-                seal_pool.run_on(jobs, seal)
-            }
-        });
-        client.poll_transmit(now, &mut wire);
-        server
-            .open_batch(&mut wire, &mut |jobs| {
-                if open > 1 {
-                    open_pool.run_on(jobs, open)
-                }
-            })
-            .unwrap();
-        let mut got = Vec::new();
-        let mut at = 0;
-        while at < wire.len() {
-            let r = server.handle_input(now, &mut wire[at..]).unwrap();
-            assert!(r.consumed > 0);
-            let n = r.data.map_or(0, |d| {
-                got.extend_from_slice(d.data);
-                d.data.len()
-            });
-            at += r.consumed;
-            server.consumed(sch, n);
-        }
-        assert_eq!(seal_pool.started(), usize::from(seal > 1));
-        assert_eq!(open_pool.started(), usize::from(open > 1));
-        got
-    }
-
-    #[test]
-    fn pooled_seal_and_open_equal_inline() {
-        let data: Vec<u8> = (0..700_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
-        for cipher in [
-            "aes128-gcm@openssh.com",
-            "chacha20-poly1305@openssh.com",
-            "aes128-ctr",
-        ] {
-            for (seal, open) in [(1, 1), (2, 1), (1, 2), (2, 2)] {
-                assert!(
-                    transfer(cipher, &data, seal, open) == data,
-                    "{cipher}: seal on {seal}, open on {open} threads"
-                );
-            }
-        }
-    }
 
     #[test]
     fn small_batches_and_one_thread_start_no_worker() {

@@ -34,18 +34,29 @@
 //! the session runs): the pool notices the new process id, forgets the old
 //! threads without joining them and starts new ones when next needed.
 
+use sluice_proto::transport::compress_batch::CompressJob;
 use sluice_proto::transport::CryptoJob;
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
-/// One unit of work in a batch: one packet's crypto.
+/// One unit of work in a batch: one packet's crypto, or one run of
+/// packets' compression.
 pub trait Job: Send {
     /// Does the work.
     fn run(&mut self);
     /// Its size in bytes, for splitting a batch evenly.
     fn weight(&self) -> usize;
+}
+
+impl Job for CompressJob<'_> {
+    fn run(&mut self) {
+        CompressJob::run(self);
+    }
+    fn weight(&self) -> usize {
+        self.len()
+    }
 }
 
 impl Job for CryptoJob<'_> {

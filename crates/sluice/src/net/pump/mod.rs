@@ -85,6 +85,9 @@ impl Pump {
     pub fn set_crypto_threads(&mut self, conn: &mut Connection, threads: CryptoThreads) {
         self.crypto = CryptoPool::new(threads);
         conn.set_batch_crypto(self.crypto.enabled());
+        // A batch-capable compression engine then deflates on the same
+        // workers; the sequential zlib engine is unaffected.
+        conn.set_batch_compression(self.crypto.enabled());
     }
 
     /// Runs until the handler is finished or the connection ends.
@@ -309,6 +312,7 @@ impl Pump {
             }
         }
         let pool = &mut self.crypto;
+        conn.compress_batch(&mut self.out, &mut |jobs| pool.run_compress(jobs));
         conn.seal_batch(&mut self.out, &mut |jobs| pool.run(jobs));
         // Always seal what the data path queued (a re-key's KEXINIT, window
         // adjusts): the loop may sleep next, and nothing else would send them.
