@@ -8,9 +8,6 @@
 
 mod common;
 use common::*;
-use sluice_proto::crypto::SystemRng;
-use sluice_proto::msg::ChannelRequestKind;
-use sluice_proto::{ClientConfig, Connection, Event};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -71,63 +68,6 @@ fn kexinit() -> Vec<u8> {
     p
 }
 
-/// An in-process client that authenticates and opens an exec channel, then
-/// hands back the connection and socket for mischief.
-fn session(s: &Setup, port: u16) -> (Connection, TcpStream, sluice_proto::ChannelId) {
-    let key = sluice::keys::identity::load(&s.user_key, &mut |_| None).unwrap();
-    let mut conn = Connection::client(ClientConfig::default(), Box::new(SystemRng));
-    let mut sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(50)))
-        .unwrap();
-    let mut inbuf = Vec::new();
-    let mut channel = None;
-    let end = Instant::now() + Duration::from_secs(20);
-    let user = user();
-    loop {
-        assert!(Instant::now() < end, "session setup timed out");
-        let mut out = Vec::new();
-        conn.poll_transmit(Instant::now(), &mut out);
-        sock.write_all(&out).unwrap();
-        let mut buf = [0u8; 65536];
-        match sock.read(&mut buf) {
-            Ok(0) => panic!("server closed during setup"),
-            Ok(n) => inbuf.extend_from_slice(&buf[..n]),
-            Err(_) => {}
-        }
-        loop {
-            let r = conn.handle_input(Instant::now(), &mut inbuf).unwrap();
-            let n = r.consumed;
-            if n == 0 {
-                break;
-            }
-            inbuf.drain(..n);
-        }
-        while let Some(e) = conn.poll_event() {
-            match e {
-                Event::HostKey { .. } => conn.accept_host_key(),
-                Event::AuthReady => conn
-                    .auth_publickey_sign(&user, "ssh-ed25519", &key)
-                    .unwrap(),
-                Event::Authenticated { .. } => channel = Some(conn.open_session().unwrap()),
-                Event::ChannelOpened(id) => conn
-                    .channel_request(
-                        id,
-                        ChannelRequestKind::Exec {
-                            command: b"cat > /dev/null".to_vec(),
-                        },
-                        true,
-                    )
-                    .unwrap(),
-                Event::ChannelReply {
-                    channel: id,
-                    success: true,
-                } => return (conn, sock, id),
-                _ => {}
-            }
-        }
-        let _ = channel;
-    }
-}
 
 #[test]
 fn bad_input_closes_only_that_connection() {
@@ -169,7 +109,7 @@ fn bad_input_closes_only_that_connection() {
     t.write_all(&plain_packet(&[200, 1, 2, 3])).unwrap();
     assert!(closed_within(&mut t, 10), "unknown message during KEX");
     // 6. A bad MAC inside an established session.
-    let (mut conn, mut t, ch) = session(&s, server.port);
+    let (mut conn, mut t, ch) = engine_session(&s, server.port, b"cat > /dev/null");
     let mut out = Vec::new();
     conn.send_data(Instant::now(), ch, None, b"hello", &mut out);
     let last = out.len() - 1;
@@ -177,14 +117,14 @@ fn bad_input_closes_only_that_connection() {
     t.write_all(&out).unwrap();
     assert!(closed_within(&mut t, 10), "bad MAC");
     // 7. Data for a channel that does not exist.
-    let (mut conn, mut t, ch) = session(&s, server.port);
+    let (mut conn, mut t, ch) = engine_session(&s, server.port, b"cat > /dev/null");
     conn.force_remote_channel(ch, 4242);
     let mut out = Vec::new();
     conn.send_data(Instant::now(), ch, None, b"stray", &mut out);
     t.write_all(&out).unwrap();
     assert!(closed_within(&mut t, 10), "unknown channel");
     // 8. A window overrun.
-    let (mut conn, mut t, ch) = session(&s, server.port);
+    let (mut conn, mut t, ch) = engine_session(&s, server.port, b"cat > /dev/null");
     let window = conn.channel_info(ch).unwrap().send_window as usize;
     conn.force_send_window(ch, 1 << 20);
     let blob = vec![7u8; window + (1 << 20)];

@@ -5,78 +5,16 @@
 
 mod common;
 use common::*;
-use sluice_proto::crypto::SystemRng;
 use sluice_proto::msg::ChannelRequestKind;
-use sluice_proto::{ClientConfig, Connection, Event};
+use sluice_proto::Event;
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
-
-fn session(
-    s: &Setup,
-    port: u16,
-    command: &[u8],
-) -> (Connection, TcpStream, sluice_proto::ChannelId) {
-    let key = sluice::keys::identity::load(&s.user_key, &mut |_| None).unwrap();
-    let mut conn = Connection::client(ClientConfig::default(), Box::new(SystemRng));
-    let mut sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(50)))
-        .unwrap();
-    let mut inbuf = Vec::new();
-    let mut channel = None;
-    let end = Instant::now() + Duration::from_secs(20);
-    let user = user();
-    loop {
-        assert!(Instant::now() < end, "session setup timed out");
-        let mut out = Vec::new();
-        conn.poll_transmit(Instant::now(), &mut out);
-        sock.write_all(&out).unwrap();
-        let mut buf = [0u8; 65536];
-        match sock.read(&mut buf) {
-            Ok(0) => panic!("server closed during setup"),
-            Ok(n) => inbuf.extend_from_slice(&buf[..n]),
-            Err(_) => {}
-        }
-        loop {
-            let r = conn.handle_input(Instant::now(), &mut inbuf).unwrap();
-            let n = r.consumed;
-            if n == 0 {
-                break;
-            }
-            inbuf.drain(..n);
-        }
-        while let Some(e) = conn.poll_event() {
-            match e {
-                Event::HostKey { .. } => conn.accept_host_key(),
-                Event::AuthReady => conn
-                    .auth_publickey_sign(&user, "ssh-ed25519", &key)
-                    .unwrap(),
-                Event::Authenticated { .. } => channel = Some(conn.open_session().unwrap()),
-                Event::ChannelOpened(id) => conn
-                    .channel_request(
-                        id,
-                        ChannelRequestKind::Exec {
-                            command: command.to_vec(),
-                        },
-                        true,
-                    )
-                    .unwrap(),
-                Event::ChannelReply {
-                    channel: id,
-                    success: true,
-                } => return (conn, sock, id),
-                _ => {}
-            }
-        }
-        let _ = channel;
-    }
-}
 
 #[test]
 fn signal_request_reaches_the_running_command() {
     let s = Setup::new("signal");
     let server = s.start(false, "");
-    let (mut conn, mut sock, id) = session(&s, server.port, b"sleep 30");
+    let (mut conn, mut sock, id) = engine_session(&s, server.port, b"sleep 30");
     conn.channel_request(
         id,
         ChannelRequestKind::Signal {
