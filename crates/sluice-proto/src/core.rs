@@ -86,10 +86,12 @@ pub struct Connection {
     pub(crate) path_recv_buffer: u32,
     /// Global requests and the replies owed, in order.
     pub(crate) globals: crate::connection::global::Globals,
+    /// Server: stop consuming input at the handover point (`crate::handover`).
+    pub(crate) handover: bool,
 }
 
 impl Connection {
-    fn new(role: Role, config: Config, server: Option<ServerConfig>, rng: Box<dyn Rng>) -> Self {
+    pub(crate) fn new(role: Role, config: Config, server: Option<ServerConfig>, rng: Box<dyn Rng>) -> Self {
         let our_version = config.version.clone();
         Connection {
             role,
@@ -116,6 +118,7 @@ impl Connection {
             path_rtt: None,
             path_recv_buffer: 0,
             globals: Default::default(),
+            handover: false,
         }
     }
 
@@ -187,6 +190,12 @@ impl Connection {
             return Err(Error::Closed);
         }
         self.clock = Some(now);
+        if self.handover_holds_input() {
+            return Ok(Received {
+                consumed: 0,
+                data: None,
+            });
+        }
         match self.input_inner(now, input) {
             Ok((consumed, Some((channel, ext, range, in_scratch)))) => {
                 let src: &'a [u8] = if in_scratch {

@@ -38,6 +38,7 @@ pub mod connection;
 mod core;
 pub mod error;
 pub mod event;
+pub mod handover;
 pub mod kex;
 pub mod negotiate;
 pub mod transport;

@@ -43,6 +43,23 @@ pub(crate) struct AuthState {
 }
 
 impl AuthState {
+    /// Server: a request waits for the runtime's decision (not for the
+    /// client's keyboard-interactive answers).
+    pub(crate) fn decision_pending(&self) -> bool {
+        self.pending.is_some() && self.info_prompts.is_none()
+    }
+
+    /// Server: the state after `user` authenticated (a handover import).
+    pub(crate) fn authenticated_as(user: String) -> AuthState {
+        AuthState {
+            authenticated: true,
+            user: Some(user),
+            service_accepted: true,
+            banner_sent: true,
+            ..AuthState::default()
+        }
+    }
+
     /// Client: a signed publickey request awaits its answer.
     pub(crate) fn signed_request_in_flight(&self) -> bool {
         self.in_flight == client::InFlight::PkSigned

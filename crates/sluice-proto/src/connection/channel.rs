@@ -109,6 +109,11 @@ impl Channels {
         Some(ChannelId((self.slots.len() - 1) as u32))
     }
 
+    /// No channel is open or being opened.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slots.iter().all(Option::is_none)
+    }
+
     pub(crate) fn insert(&mut self, id: ChannelId, ch: Channel) {
         if let Some(slot) = self.slots.get_mut(id.0 as usize) {
             *slot = Some(ch);

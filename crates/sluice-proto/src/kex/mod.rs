@@ -8,15 +8,17 @@
 //! peer's NEWKEYS is opened.
 
 mod guess;
+pub(crate) mod handover;
 mod none;
 pub(crate) use none::NoneState;
 
 use crate::core::{Connection, Role};
-use crate::crypto::cipher::{self, DirectionKeys};
+use crate::crypto::cipher;
 use crate::crypto::kex::{self as kexalg, HashAlg, KexClient, SharedSecret};
-use crate::crypto::{hostkey, Opener, Sealer};
+use crate::crypto::hostkey;
 use crate::error::{Error, Violation};
 use crate::event::Event;
+use crate::handover::KeyMaterial;
 use crate::msg::{ExtInfo, KexEcdhInit, KexEcdhReply, KexInit};
 use crate::negotiate::{self, Algorithms, EXT_INFO_C, EXT_INFO_S, STRICT_C, STRICT_S};
 use crate::transport::compress::{Compressor, Decompressor, Method};
@@ -59,6 +61,10 @@ pub(crate) struct KexMachine {
     /// Compression negotiated for each direction.
     comp_send: Option<Method>,
     comp_recv: Option<Method>,
+    /// The keys in force per direction, kept (zeroized on drop) so the
+    /// transport can be handed to another process (`crate::handover`).
+    send_keys: Option<KeyMaterial>,
+    recv_keys: Option<KeyMaterial>,
 }
 
 impl KexMachine {
@@ -380,7 +386,7 @@ impl Connection {
     }
 
     /// Keys for one direction from the exchange; `c2s` selects letters A/C/E or B/D/F.
-    fn direction_keys(&self, c2s: bool) -> Result<(Box<dyn Sealer>, Box<dyn Opener>), Error> {
+    fn direction_keys(&self, c2s: bool) -> Result<KeyMaterial, Error> {
         let (Some(ex), Some(algs), Some(sid)) =
             (&self.kex.exchanged, &self.kex.algs, &self.kex.session_id)
         else {
@@ -396,28 +402,23 @@ impl Connection {
         let mac_len = cipher::mac_info(mac_name).map_or(0, |m| m.key_len);
         let derive =
             |letter: u8, len: usize| kexalg::derive_key(ex.hash, &ex.k, &ex.h, letter, sid, len);
-        let iv = derive(letters[0], ci.iv_len);
-        let key = derive(letters[1], ci.key_len);
-        let mac_key = derive(letters[2], if ci.aead { 0 } else { mac_len });
-        let keys = DirectionKeys {
-            cipher: cipher_name,
-            mac: mac_name,
-            key: &key,
-            iv: &iv,
-            mac_key: &mac_key,
-        };
-        let bad = |_| Error::InvalidState("cipher rejected its keys");
-        Ok((
-            cipher::sealer(keys).map_err(bad)?,
-            cipher::opener(keys).map_err(bad)?,
-        ))
+        Ok(KeyMaterial {
+            cipher: cipher_name.clone(),
+            mac: mac_name.clone(),
+            iv: derive(letters[0], ci.iv_len),
+            key: derive(letters[1], ci.key_len),
+            mac_key: derive(letters[2], if ci.aead { 0 } else { mac_len }),
+        })
     }
 
     /// Our NEWKEYS went out: switch outgoing keys, release held messages.
     pub(crate) fn newkeys_sent(&mut self) {
         let c2s = self.role == Role::Client;
-        match self.direction_keys(c2s) {
-            Ok((sealer, _)) => self.send.set_keys(sealer, self.kex.strict),
+        match self.direction_keys(c2s).and_then(|m| Ok((m.sealer()?, m))) {
+            Ok((sealer, m)) => {
+                self.send.set_keys(sealer, self.kex.strict);
+                self.kex.send_keys = Some(m);
+            }
             Err(e) => {
                 self.fail(e);
                 return;
@@ -441,8 +442,9 @@ impl Connection {
             .into());
         }
         let c2s = self.role == Role::Server;
-        let (_, opener) = self.direction_keys(c2s)?;
-        self.recv.set_keys(opener, self.kex.strict);
+        let keys = self.direction_keys(c2s)?;
+        self.recv.set_keys(keys.opener()?, self.kex.strict);
+        self.kex.recv_keys = Some(keys);
         if self.kex.comp_recv == Some(Method::Zlib) && self.recv.decompressor.is_none() {
             self.recv.decompressor = Some(Decompressor::new());
         }

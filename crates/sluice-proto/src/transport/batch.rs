@@ -167,13 +167,16 @@ impl Connection {
     /// Opens the whole packets at the front of `input` as one batch through
     /// `run`, so the following `handle_input` calls only check and dispatch
     /// them. Does nothing during a key exchange (keys may change between
-    /// packets) or with batch crypto off. Returns the packets opened.
+    /// packets), with batch crypto off, or in an engine that will hand its
+    /// transport over (the input behind the handover point stays raw).
+    /// Returns the packets opened.
     pub fn open_batch(
         &mut self,
         input: &mut [u8],
         run: &mut dyn FnMut(&mut [CryptoJob<'_>]),
     ) -> Result<usize, Error> {
         if !self.batch_open
+            || self.handover
             || self.closed
             || self.peer_version.is_none()
             || self.kex.session_id.is_none()

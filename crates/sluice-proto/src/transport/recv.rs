@@ -96,6 +96,27 @@ impl RecvState {
         self.pending_len = None;
     }
 
+    /// Where the next packet stands under the current keys, and the bytes
+    /// received under them (exported at a handover, `crate::handover`).
+    pub(crate) fn position(&self) -> (PacketPos, u64) {
+        (self.pos(), self.bytes)
+    }
+
+    /// No packet was opened ahead or half read: the input not yet consumed
+    /// is still exactly as the peer sent it.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.ahead.is_empty() && self.pending_len.is_none()
+    }
+
+    /// Installs keys already in force at `pos` (imported at a handover).
+    pub(crate) fn resume(&mut self, opener: Box<dyn Opener>, pos: PacketPos, bytes: u64) {
+        self.opener = Arc::from(opener);
+        self.seq = pos.seq;
+        self.index = pos.index;
+        self.offset = pos.offset;
+        self.bytes = bytes;
+    }
+
     fn pos(&self) -> PacketPos {
         PacketPos {
             seq: self.seq,

@@ -74,6 +74,26 @@ impl SendState {
         self.bytes = 0;
     }
 
+    /// Where the next packet stands under the current keys, and the bytes
+    /// sent under them (exported at a handover, `crate::handover`).
+    pub(crate) fn position(&self) -> (PacketPos, u64) {
+        let pos = PacketPos {
+            seq: self.seq,
+            index: self.index,
+            offset: self.offset,
+        };
+        (pos, self.bytes)
+    }
+
+    /// Installs keys already in force at `pos` (imported at a handover).
+    pub(crate) fn resume(&mut self, sealer: Box<dyn Sealer>, pos: PacketPos, bytes: u64) {
+        self.sealer = Arc::from(sealer);
+        self.seq = pos.seq;
+        self.index = pos.index;
+        self.offset = pos.offset;
+        self.bytes = bytes;
+    }
+
     /// Starts a packet at the end of `out`; returns where it starts. The
     /// payload is appended to `out` by the caller.
     pub(crate) fn begin(out: &mut Vec<u8>) -> usize {

@@ -10,23 +10,23 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-pub const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
-pub const SLUICED: &str = env!("CARGO_BIN_EXE_sluiced");
+pub(crate) const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
+pub(crate) const SLUICED: &str = env!("CARGO_BIN_EXE_sluiced");
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// A directory removed on drop.
-pub struct TempDir(pub PathBuf);
+pub(crate) struct TempDir(pub PathBuf);
 
 impl TempDir {
-    pub fn new(tag: &str) -> TempDir {
+    pub(crate) fn new(tag: &str) -> TempDir {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let p = std::env::temp_dir().join(format!("sluice-test-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)
     }
-    pub fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.0.join(name)
     }
 }
@@ -37,7 +37,7 @@ impl Drop for TempDir {
     }
 }
 
-pub fn keygen(path: &Path, ty: &str) {
+pub(crate) fn keygen(path: &Path, ty: &str) {
     let _ = std::fs::remove_file(path);
     let mut c = Command::new("ssh-keygen");
     c.args(["-q", "-N", "", "-C", "test", "-t", ty]);
@@ -52,7 +52,7 @@ pub fn keygen(path: &Path, ty: &str) {
     assert!(st.success());
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -60,19 +60,19 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-pub fn user() -> String {
+pub(crate) fn user() -> String {
     let out = Command::new("id").arg("-un").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// Keys and files shared by one server and its clients.
-pub struct Setup {
+pub(crate) struct Setup {
     pub dir: TempDir,
     pub user_key: PathBuf,
 }
 
 impl Setup {
-    pub fn new(tag: &str) -> Setup {
+    pub(crate) fn new(tag: &str) -> Setup {
         let dir = TempDir::new(tag);
         for t in ["ed25519", "ecdsa", "rsa"] {
             keygen(&dir.path(&format!("host_{t}")), t);
@@ -97,7 +97,7 @@ impl Setup {
     }
 
     /// Starts Debian's sshd (UsePAM no) or sluiced on a free port.
-    pub fn start(&self, openssh: bool, extra: &str) -> Server {
+    pub(crate) fn start(&self, openssh: bool, extra: &str) -> Server {
         let port = free_port();
         let mut extra = extra.to_owned();
         if openssh {
@@ -130,12 +130,12 @@ impl Setup {
     }
 
     /// A client command line (OpenSSH `ssh` or `sluice`) for a server.
-    pub fn client(&self, openssh: bool, server: &Server, extra: &[&str]) -> Command {
+    pub(crate) fn client(&self, openssh: bool, server: &Server, extra: &[&str]) -> Command {
         self.client_at(openssh, server, "ERROR", extra)
     }
 
     /// `client` with another LogLevel (INFO shows ssh's warnings).
-    pub fn client_at(
+    pub(crate) fn client_at(
         &self,
         openssh: bool,
         server: &Server,
@@ -167,7 +167,7 @@ impl Setup {
     }
 
     /// The `-e` program for rsync/scp-like tools.
-    pub fn ssh_command_line(&self, openssh: bool) -> String {
+    pub(crate) fn ssh_command_line(&self, openssh: bool) -> String {
         format!(
             "{} -F /dev/null -o StrictHostKeyChecking=no -o BatchMode=yes -o LogLevel=ERROR -o UserKnownHostsFile={} -i {}",
             if openssh { "ssh" } else { SLUICE },
@@ -177,14 +177,14 @@ impl Setup {
     }
 }
 
-pub struct Server {
+pub(crate) struct Server {
     pub child: Child,
     pub port: u16,
     pub log: PathBuf,
 }
 
 impl Server {
-    pub fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
@@ -197,7 +197,7 @@ impl Drop for Server {
 }
 
 /// Asserts a command succeeded, showing its stderr if not.
-pub fn ok(out: &Output, what: &str) {
+pub(crate) fn ok(out: &Output, what: &str) {
     assert!(
         out.status.success(),
         "{what}: {:?} {}",
@@ -207,7 +207,7 @@ pub fn ok(out: &Output, what: &str) {
 }
 
 /// Runs a command with `input` on stdin, failing the test after `secs`.
-pub fn run(mut c: Command, input: &[u8], secs: u64) -> Output {
+pub(crate) fn run(mut c: Command, input: &[u8], secs: u64) -> Output {
     c.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -249,7 +249,7 @@ pub fn run(mut c: Command, input: &[u8], secs: u64) -> Output {
 }
 
 /// Deterministic pseudo-random bytes.
-pub fn random_data(n: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn random_data(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed ^ 0x9e37_79b9_7f4a_7c15;
     let mut v = Vec::with_capacity(n + 8);
     while v.len() < n {
@@ -262,7 +262,7 @@ pub fn random_data(n: usize, seed: u64) -> Vec<u8> {
     v
 }
 
-pub fn sha256(data: &[u8]) -> String {
+pub(crate) fn sha256(data: &[u8]) -> String {
     aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, data)
         .as_ref()
         .iter()
@@ -270,12 +270,12 @@ pub fn sha256(data: &[u8]) -> String {
         .collect()
 }
 
-pub fn sha256_file(p: &Path) -> String {
+pub(crate) fn sha256_file(p: &Path) -> String {
     sha256(&std::fs::read(p).unwrap())
 }
 
 /// Skips (returns true) when a tool is missing outside CI; under CI a missing tool fails.
-pub fn missing(tool: &str) -> bool {
+pub(crate) fn missing(tool: &str) -> bool {
     let found = Command::new("sh")
         .arg("-c")
         .arg(format!("command -v {tool}"))
