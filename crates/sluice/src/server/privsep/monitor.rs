@@ -100,6 +100,9 @@ pub fn serve(
         return 255;
     }
     if pid == 0 {
+        // The child dies with the monitor (whose grace backstop may end it).
+        // SAFETY: prctl with a signal number.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
         // The child keeps no host key, no startup fd, no monitor end.
         drop(holder);
         drop(startup);
@@ -108,6 +111,24 @@ pub fn serve(
     }
     drop(c_end);
     drop(setup);
+    // LoginGraceTime even when the monitor blocks (a hung home directory,
+    // a FIFO as Banner): a thread (now that the child is forked) kills the
+    // child and ends the monitor, as server/grace.rs does for one process.
+    let grace = (cfg.login_grace_time > 0)
+        .then(|| {
+            crate::server::grace::GraceTimer::arm(
+                Duration::from_secs(cfg.login_grace_time) + crate::server::grace::SLACK,
+                move || {
+                    crate::log!(Info, "Timeout before authentication for {ip} port {port}");
+                    // SAFETY: our unreaped child; then ending the process.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                        libc::_exit(1);
+                    }
+                },
+            )
+        })
+        .flatten();
     let mut auth = MonitorAuth::new(cfg.clone(), peer, local);
     let mut holder = holder;
     let handover = match preauth_phase(pid, &m_end, &mut holder, &mut auth) {
@@ -127,6 +148,7 @@ pub fn serve(
         crate::log!(Error, "monitor: pre-auth child did not exit cleanly after the handover");
         return 255;
     }
+    drop(grace);
     drop(startup);
     let Some(accepted) = auth.accepted().cloned() else {
         return 255;
