@@ -141,6 +141,15 @@ fn preauth_process_is_unprivileged_and_filtered() {
     let kids = wait_for("a sandboxed child", || {
         Some(sandboxed_children(server.child.id())).filter(|k| !k.is_empty())
     });
+    let t = Command::new(SLUICED)
+        .args(["-T", "-f"])
+        .arg(s.dir.path(&format!("server_config_{}", server.port)))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&t.stdout).contains("\nuseprivilegeseparation sandbox\n"),
+        "-T shows the separation"
+    );
     for k in &kids {
         let (uid, sc) = uid_and_seccomp(*k).unwrap();
         assert_ne!(uid, 0);

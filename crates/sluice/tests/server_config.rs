@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 /// Keywords whose values differ by design, and why.
 const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ("cryptothreads", "sluiced's own keyword"),
+    (
+        "useprivilegeseparation",
+        "a line, not a keyword: the separation sluiced always runs (sshd 7.5 dropped the keyword)",
+    ),
     ("tcprcvbuf", "sluiced's own keyword"),
     ("tcpsndbuf", "sluiced's own keyword"),
     ("remotebufmax", "sluiced's own keyword"),
