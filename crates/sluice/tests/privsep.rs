@@ -219,12 +219,10 @@ fn killed_preauth_child_costs_only_its_connection() {
     // The askpass script running means key exchange is over and the
     // client is in authentication.
     wait_for("the askpass prompt", || {
-        descendants(client.id())
-            .into_iter()
-            .find(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                    .is_ok_and(|c| c.contains("askpass"))
-            })
+        descendants(client.id()).into_iter().find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.contains("askpass"))
+        })
     });
     let kid = wait_for("the pre-auth child", || sandboxed_children(listener).pop());
     // SAFETY: as above.
@@ -233,7 +231,9 @@ fn killed_preauth_child_costs_only_its_connection() {
     let _ = client.wait();
     transfer_ok(&s, &server, 2);
     assert!(
-        server.log_text().contains("pre-auth child killed by signal 9"),
+        server
+            .log_text()
+            .contains("pre-auth child killed by signal 9"),
         "{}",
         server.log_text()
     );

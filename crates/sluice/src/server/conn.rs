@@ -3,8 +3,11 @@
 //! requests and the commands they run in `conn/requests.rs`; passwords in
 //! `server/auth.rs`, forwarding in `server/forward.rs`.
 //!
-//! The process runs as root until a command is spawned; each command drops
-//! to the user's uid/gid in the child before it runs anything of theirs.
+//! Under privilege separation (server/privsep/) this runs in the post-auth
+//! process, as the user already: commands, ptys, forwarding sockets and
+//! signals all carry the user's credentials. Run as root (the handler is
+//! also usable in one process), each command drops to the user's uid/gid
+//! in the child before it runs anything of theirs.
 
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::KeyOptions;

@@ -173,9 +173,7 @@ pub fn main(argv: &[String]) -> i32 {
         // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
         return match listener.accept_one() {
-            Some(sock) => {
-                crate::server::privsep::serve(cfg, host_keys, sock, None, argv)
-            }
+            Some(sock) => crate::server::privsep::serve(cfg, host_keys, sock, None, argv),
             None => 255,
         };
     }

@@ -41,7 +41,9 @@ impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Violation::OutOfTurn(what) => write!(f, "{what} out of turn"),
-            Violation::UnaskedAnswers => f.write_str("keyboard-interactive answers without prompts"),
+            Violation::UnaskedAnswers => {
+                f.write_str("keyboard-interactive answers without prompts")
+            }
             Violation::BadSignature => f.write_str("publickey signature does not verify"),
             Violation::NoSession => f.write_str("signed publickey request before the key exchange"),
             Violation::BadAlgorithm => f.write_str("publickey algorithm not allowed"),
@@ -217,7 +219,10 @@ impl MonitorAuth {
                 submethods: String::new(),
             },
         };
-        if let Some(info) = self.auth.on_request(&mut self.rec, &self.cfg, &user, request) {
+        if let Some(info) = self
+            .auth
+            .on_request(&mut self.rec, &self.cfg, &user, request)
+        {
             self.accept(info, None);
         }
         Ok(())
@@ -253,9 +258,9 @@ impl MonitorAuth {
         }
         let signed = signature.is_some();
         let decided = match self.auth.valid_user(&self.cfg, user) {
-            Some(_) => crate::server::conn::publickey::decide(
-                &self.cfg, self.peer, user, key_blob, signed,
-            ),
+            Some(_) => {
+                crate::server::conn::publickey::decide(&self.cfg, self.peer, user, key_blob, signed)
+            }
             None => None,
         };
         match decided {
@@ -282,7 +287,10 @@ impl MonitorAuth {
         self.awaiting = true;
         self.prompted = false;
         let answers = answers.iter().map(|a| a.to_string()).collect();
-        if let Some(info) = self.auth.on_info_response(&mut self.rec, &self.cfg, answers) {
+        if let Some(info) = self
+            .auth
+            .on_info_response(&mut self.rec, &self.cfg, answers)
+        {
             self.accept(info, None);
         }
         Ok(())
@@ -306,5 +314,73 @@ impl MonitorAuth {
         self.awaiting = false;
         self.prompted = matches!(v, Msg::InfoRequest { .. });
         Some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth() -> MonitorAuth {
+        let a: SocketAddr = "127.0.0.1:2000".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:22".parse().unwrap();
+        MonitorAuth::new(Sshd::default(), a, b)
+    }
+
+    #[test]
+    fn a_hostile_child_is_caught() {
+        let keys = KeyHolder::new(Vec::new());
+        let mut out = Vec::new();
+        // Answers nobody asked for.
+        let mut m = auth();
+        assert_eq!(
+            m.on_info_response(vec![Zeroizing::new("x".into())]),
+            Err(Violation::UnaskedAnswers)
+        );
+        // A signed request before any key exchange: no session id to check.
+        let kp = sluice_proto::crypto::hostkey::KeyPair::generate_ed25519().unwrap();
+        let blob = sluice_proto::crypto::hostkey::Signer::public_blob(&kp);
+        let pk = |sig: Option<Vec<u8>>| Method::PublicKey {
+            algorithm: "ssh-ed25519".into(),
+            key_blob: blob.clone(),
+            signature: sig,
+        };
+        assert_eq!(
+            m.on_request(&keys, "root".into(), pk(Some(vec![1, 2, 3])), &mut out),
+            Err(Violation::NoSession)
+        );
+        // A signature that does not verify over the monitor's session id.
+        let host: std::sync::Arc<dyn sluice_proto::crypto::hostkey::Signer> = std::sync::Arc::new(
+            sluice_proto::crypto::hostkey::KeyPair::generate_ed25519().unwrap(),
+        );
+        let mut keys = KeyHolder::new(vec![host]);
+        keys.sign(0, "ssh-ed25519", &[7; 32]).unwrap();
+        let mut m = auth();
+        let wrong =
+            sluice_proto::crypto::hostkey::Signer::sign(&kp, "ssh-ed25519", b"other").unwrap();
+        assert_eq!(
+            m.on_request(&keys, "root".into(), pk(Some(wrong)), &mut out),
+            Err(Violation::BadSignature)
+        );
+        // An algorithm the key cannot make.
+        let mut m = auth();
+        let bad = Method::PublicKey {
+            algorithm: "rsa-sha2-256".into(),
+            key_blob: blob.clone(),
+            signature: None,
+        };
+        assert_eq!(
+            m.on_request(&keys, "root".into(), bad, &mut out),
+            Err(Violation::BadAlgorithm)
+        );
+        // A second request before the child was given the first verdict.
+        let mut m = auth();
+        m.on_request(&keys, "nosuchuser-privsep".into(), Method::None, &mut out)
+            .unwrap();
+        let again = m.on_request(&keys, "nosuchuser-privsep".into(), Method::None, &mut out);
+        assert_eq!(again, Err(Violation::OutOfTurn("authentication request")));
+        assert_eq!(m.take_verdict(), Some(Msg::Reject));
+        m.on_request(&keys, "nosuchuser-privsep".into(), Method::None, &mut out)
+            .unwrap();
     }
 }

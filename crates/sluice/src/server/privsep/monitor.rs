@@ -145,7 +145,10 @@ pub fn serve(
     };
     // The child must be gone before its successor runs.
     if reap_within(pid, Duration::from_secs(5)) != Some(0) {
-        crate::log!(Error, "monitor: pre-auth child did not exit cleanly after the handover");
+        crate::log!(
+            Error,
+            "monitor: pre-auth child did not exit cleanly after the handover"
+        );
         return 255;
     }
     drop(grace);

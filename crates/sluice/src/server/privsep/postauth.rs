@@ -80,7 +80,9 @@ pub fn start(s: Start<'_>) -> i32 {
                 }
             });
         }
-        let child = cmd.spawn().map_err(|e| format!("starting the post-auth process: {e}"))?;
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("starting the post-auth process: {e}"))?;
         drop(u_end);
         Ok((child, m_end))
     })();
@@ -104,7 +106,10 @@ pub fn start(s: Start<'_>) -> i32 {
     match serve_postauth(&fd, sock, peer, &mut holder, &accepted, &cfg, handover) {
         Ok(()) => reap(pid, "post-auth process"),
         Err(why) => {
-            crate::log!(Error, "monitor: post-auth process: {why}; ending the connection");
+            crate::log!(
+                Error,
+                "monitor: post-auth process: {why}; ending the connection"
+            );
             kill_and_reap(pid);
             255
         }
@@ -203,23 +208,27 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         max_auth_tries: cfg.max_auth_tries,
         banner: None,
     };
-    let mut conn =
-        match Connection::import_server(server_cfg, Box::new(SystemRng), state, &user, Instant::now())
-        {
-            Ok(c) => c,
-            Err(e) => {
-                crate::log!(Error, "post-auth: importing the transport: {e}");
-                return 255;
-            }
-        };
+    let mut conn = match Connection::import_server(
+        server_cfg,
+        Box::new(SystemRng),
+        state,
+        &user,
+        Instant::now(),
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            crate::log!(Error, "post-auth: importing the transport: {e}");
+            return 255;
+        }
+    };
     let threads = cfg.crypto_threads;
     let sb_link = link.clone();
-    let sockbuf: crate::server::conn::SockBufRequest = Box::new(move |rcvbuf, sndbuf| {
-        match sb_link.request(&Msg::SockBuf { rcvbuf, sndbuf }) {
+    let sockbuf: crate::server::conn::SockBufRequest = Box::new(
+        move |rcvbuf, sndbuf| match sb_link.request(&Msg::SockBuf { rcvbuf, sndbuf }) {
             Ok(Msg::SockBufGranted(g)) => g,
             _ => None,
-        }
-    });
+        },
+    );
     let mut handler = ServerConn::authenticated(cfg, peer, local, info, key_options, Some(sockbuf));
     handler.set_socket(sock.as_raw_fd());
     handler.authenticated_on(&mut conn);
@@ -230,7 +239,13 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
     super::log_end(r, &format!("user {user} "), peer)
 }
 
-type Received = (String, Option<KeyOptions>, Vec<Vec<u8>>, zeroize::Zeroizing<Vec<u8>>, Vec<u8>);
+type Received = (
+    String,
+    Option<KeyOptions>,
+    Vec<Vec<u8>>,
+    zeroize::Zeroizing<Vec<u8>>,
+    Vec<u8>,
+);
 
 fn receive(link: &Link) -> Result<Received, String> {
     let err = |e: WireError| e.to_string();
@@ -319,7 +334,11 @@ fn decode_key_options(b: &[u8]) -> Result<KeyOptions, WireError> {
     const MAX: usize = 64 * 1024;
     let mut r = R(b);
     let mut k = KeyOptions {
-        command: if r.bool()? { Some(r.string(MAX)?) } else { None },
+        command: if r.bool()? {
+            Some(r.string(MAX)?)
+        } else {
+            None
+        },
         ..KeyOptions::default()
     };
     for _ in 0..r.list_len()? {

@@ -64,7 +64,10 @@ pub fn run(setup: ChildSetup, sandbox: Sandbox, link: Arc<Link>) -> ! {
         Ok(a) => {
             log::write(
                 Level::Debug2,
-                format_args!("pre-auth child sandboxed as {} (seccomp {})", a.user, a.seccomp),
+                format_args!(
+                    "pre-auth child sandboxed as {} (seccomp {})",
+                    a.user, a.seccomp
+                ),
             );
             serve(setup, link)
         }

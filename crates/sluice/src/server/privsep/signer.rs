@@ -163,3 +163,33 @@ impl KeyHolder {
         Ok(sig)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_proto::crypto::hostkey::KeyPair;
+
+    #[test]
+    fn signs_only_exchange_hashes_and_fixes_the_session_id() {
+        let key: Arc<dyn Signer> = Arc::new(KeyPair::generate_ed25519().unwrap());
+        let mut h = KeyHolder::new(vec![key]);
+        assert_eq!(
+            h.sign(1, "ssh-ed25519", &[0; 32]),
+            Err(SignRefusal::NoSuchKey)
+        );
+        assert_eq!(
+            h.sign(0, "rsa-sha2-256", &[0; 32]),
+            Err(SignRefusal::WrongAlgorithm)
+        );
+        for n in [0, 20, 31, 33, 100] {
+            assert_eq!(
+                h.sign(0, "ssh-ed25519", &vec![0; n]),
+                Err(SignRefusal::NotAHash)
+            );
+        }
+        assert!(h.session_id().is_none(), "refusals fix nothing");
+        h.sign(0, "ssh-ed25519", &[1; 32]).unwrap();
+        h.sign(0, "ssh-ed25519", &[2; 64]).unwrap();
+        assert_eq!(h.session_id(), Some(&[1u8; 32][..]));
+    }
+}
