@@ -315,3 +315,67 @@ fn forwards_carry_the_users_credentials() {
     let _ = client.kill();
     let _ = client.wait();
 }
+
+/// `sluiced -i` (inetd: the accepted socket on stdin) is separated too:
+/// the session runs, and the log shows the monitor and the post-auth
+/// process as two pids.
+#[test]
+fn inetd_mode_is_separated() {
+    if skip() || missing("systemd-socket-activate") {
+        return;
+    }
+    let s = Setup::new("privsep-inetd");
+    // A config file as Setup writes it, served by the inetd stand-in.
+    let server = s.start(false, "");
+    let cfg = s.dir.path(&format!("server_config_{}", server.port));
+    drop(server);
+    let port = free_port();
+    let log = s.dir.path("inetd.log");
+    let mut inetd = Command::new("systemd-socket-activate")
+        .args(["-a", "--inetd", "-l", &format!("127.0.0.1:{port}")])
+        .arg(SLUICED)
+        .args(["-i", "-e", "-f"])
+        .arg(&cfg)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("the inetd listener", || {
+        TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    let mut c = Command::new(SLUICE);
+    c.args([
+        "-F",
+        "/dev/null",
+        "-o",
+        "StrictHostKeyChecking=no",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "UserKnownHostsFile=/dev/null",
+        "-i",
+    ])
+    .arg(&s.user_key)
+    .args(["-p", &port.to_string(), "127.0.0.1", "echo separated"]);
+    let out = run(c, b"", 30);
+    ok(&out, "sluice to sluiced -i");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "separated");
+    // The post-auth process logs its end after the client is gone.
+    let text = wait_for("the post-auth process's last line", || {
+        std::fs::read_to_string(&log)
+            .ok()
+            .filter(|t| t.contains("from user ") || t.contains("by user "))
+    });
+    let _ = inetd.kill();
+    let _ = inetd.wait();
+    let pid_of = |needle: &str| {
+        text.lines()
+            .find(|l| l.contains(needle))
+            .and_then(|l| l.split_once("]:"))
+            .map(|(p, _)| p.to_owned())
+    };
+    let monitor = pid_of("Accepted publickey").expect("monitor's line");
+    let user = pid_of("from user ")
+        .or_else(|| pid_of("by user "))
+        .expect("post-auth line");
+    assert_ne!(monitor, user, "{text}");
+}
