@@ -23,6 +23,10 @@ pub enum AuthMethodRequest {
         key_blob: Vec<u8>,
         /// A valid signature was included.
         signed: bool,
+        /// The signature blob when `signed`, so a privilege-separation
+        /// monitor can verify it itself against its own session id rather
+        /// than trust the process that parsed the request.
+        signature: Option<Vec<u8>>,
     },
     /// `password`.
     Password {

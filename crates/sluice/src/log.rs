@@ -122,9 +122,19 @@ pub fn enabled(level: Level) -> bool {
 /// end in "\r\n", as ssh's do, so `-v` output stays readable in a session.
 pub static RAW_TERMINAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+static SINK: std::sync::OnceLock<fn(Level, &str)> = std::sync::OnceLock::new();
+
+/// Sends every later line to `sink` instead of syslog or stderr (a
+/// chrooted pre-auth process hands its lines to the privsep monitor).
+pub fn use_sink(sink: fn(Level, &str)) {
+    let _ = SINK.set(sink);
+}
+
 /// Writes one log line to stderr if `level` is enabled.
 pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
-    if enabled(level) && SYSLOG.load(Ordering::Relaxed) {
+    if let (true, Some(sink)) = (enabled(level), SINK.get()) {
+        sink(level, &args.to_string());
+    } else if enabled(level) && SYSLOG.load(Ordering::Relaxed) {
         let line = format!("{}{args}", level.prefix()).replace('\0', "");
         if let Ok(c) = std::ffi::CString::new(line) {
             // SAFETY: "%s" with one valid NUL-terminated string.
@@ -137,6 +147,24 @@ pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
         } else {
             eprintln!("{prefix}{}{args}", level.prefix());
         }
+    }
+}
+
+impl Level {
+    /// The level numbered `n` (as `Level as u8`), for a line from another process.
+    pub fn from_u8(n: u8) -> Option<Level> {
+        [
+            Level::Quiet,
+            Level::Fatal,
+            Level::Error,
+            Level::Info,
+            Level::Verbose,
+            Level::Debug1,
+            Level::Debug2,
+            Level::Debug3,
+        ]
+        .get(usize::from(n))
+        .copied()
     }
 }
 

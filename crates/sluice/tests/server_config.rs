@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 /// on CPUs with AES hardware: `default_cipher_order_in_dash_t`).
 const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ("cryptothreads", "sluiced's own keyword"),
+    (
+        "useprivilegeseparation",
+        "a line, not a keyword: the separation sluiced always runs (sshd 7.5 dropped the keyword)",
+    ),
     ("tcprcvbuf", "sluiced's own keyword"),
     ("tcpsndbuf", "sluiced's own keyword"),
     ("remotebufmax", "sluiced's own keyword"),

@@ -132,8 +132,8 @@ impl Connection {
                 if !usable {
                     return self.reject_now(true);
                 }
-                let signed = match signature {
-                    None => false,
+                let signature = match signature {
+                    None => None,
                     Some(sig) => {
                         let sid = self.kex.session_id.clone().unwrap_or_default();
                         let data = msg::publickey_signed_data(
@@ -147,13 +147,14 @@ impl Connection {
                         if verify(&algorithm, &key_blob, &sig, &data).is_err() {
                             return self.reject_now(true);
                         }
-                        true
+                        Some(sig)
                     }
                 };
                 AuthMethodRequest::PublicKey {
                     algorithm,
                     key_blob,
-                    signed,
+                    signed: signature.is_some(),
+                    signature,
                 }
             }
             AuthMethod::Password {
@@ -227,6 +228,7 @@ impl Connection {
             algorithm,
             key_blob,
             signed: false,
+            ..
         } = p.method
         {
             self.queue_with(|out| {

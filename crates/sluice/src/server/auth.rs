@@ -28,6 +28,50 @@ pub fn offered_methods(cfg: &Sshd) -> Vec<String> {
     cfg.auth_methods()
 }
 
+/// Where verdicts go: the engine itself (one process), or the
+/// privilege-separation monitor's record of what to tell its child
+/// (server/privsep/), which answers the engine in the child.
+pub trait Answers {
+    /// The pending request succeeds.
+    fn auth_accept(&mut self);
+    /// The pending request fails.
+    fn auth_reject(&mut self);
+    /// Keyboard-interactive prompts for the pending request.
+    fn auth_info_request(
+        &mut self,
+        name: &str,
+        instruction: &str,
+        prompts: Vec<Prompt>,
+    ) -> Result<(), sluice_proto::Error>;
+    /// The connection is over (MaxAuthTries reached).
+    fn is_closed(&self) -> bool;
+    /// Ends the connection.
+    fn disconnect(&mut self, reason: DisconnectReason, description: &str);
+}
+
+impl Answers for Connection {
+    fn auth_accept(&mut self) {
+        Connection::auth_accept(self);
+    }
+    fn auth_reject(&mut self) {
+        Connection::auth_reject(self);
+    }
+    fn auth_info_request(
+        &mut self,
+        name: &str,
+        instruction: &str,
+        prompts: Vec<Prompt>,
+    ) -> Result<(), sluice_proto::Error> {
+        Connection::auth_info_request(self, name, instruction, prompts)
+    }
+    fn is_closed(&self) -> bool {
+        Connection::is_closed(self)
+    }
+    fn disconnect(&mut self, reason: DisconnectReason, description: &str) {
+        Connection::disconnect(self, reason, description);
+    }
+}
+
 /// A check in progress.
 enum Work {
     Idle,
@@ -119,7 +163,7 @@ impl ServerAuth {
     /// server/conn.rs's). Returns the account when it succeeded at once.
     pub fn on_request(
         &mut self,
-        conn: &mut Connection,
+        conn: &mut dyn Answers,
         cfg: &Sshd,
         user: &str,
         method: AuthMethodRequest,
@@ -173,7 +217,7 @@ impl ServerAuth {
 
     fn start_pam(
         &mut self,
-        conn: &mut Connection,
+        conn: &mut dyn Answers,
         user: &str,
         rhost: &str,
         mode: pam::Mode,
@@ -198,7 +242,7 @@ impl ServerAuth {
     /// The client's keyboard-interactive answers.
     pub fn on_info_response(
         &mut self,
-        conn: &mut Connection,
+        conn: &mut dyn Answers,
         cfg: &Sshd,
         answers: Vec<String>,
     ) -> Option<UserInfo> {
@@ -241,7 +285,7 @@ impl ServerAuth {
     /// `delay` (PAM's) or sshd's per-user few milliseconds.
     fn finish(
         &mut self,
-        conn: &mut Connection,
+        conn: &mut dyn Answers,
         ok: bool,
         method: &str,
         delay: Option<Duration>,
@@ -267,7 +311,7 @@ impl ServerAuth {
 
     /// Rejects the pending request now (publickey's path), logging when
     /// MaxAuthTries ended the connection.
-    pub fn reject(&mut self, conn: &mut Connection) {
+    pub fn reject(&mut self, conn: &mut dyn Answers) {
         conn.auth_reject();
         if conn.is_closed() {
             let (ip, port) = (self.peer.ip(), self.peer.port());
@@ -288,7 +332,7 @@ impl ServerAuth {
     /// prompts and verdicts. Returns the account when PAM accepted.
     pub fn tick(
         &mut self,
-        conn: &mut Connection,
+        conn: &mut dyn Answers,
         cfg: &Sshd,
         authenticated: bool,
     ) -> Option<UserInfo> {

@@ -3,8 +3,11 @@
 //! requests and the commands they run in `conn/requests.rs`; passwords in
 //! `server/auth.rs`, forwarding in `server/forward.rs`.
 //!
-//! The process runs as root until a command is spawned; each command drops
-//! to the user's uid/gid in the child before it runs anything of theirs.
+//! Under privilege separation (server/privsep/) this runs in the post-auth
+//! process, as the user already: commands, ptys, forwarding sockets and
+//! signals all carry the user's credentials. Run as root (the handler is
+//! also usable in one process), each command drops to the user's uid/gid
+//! in the child before it runs anything of theirs.
 
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::KeyOptions;
@@ -23,7 +26,7 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-mod publickey;
+pub(crate) mod publickey;
 mod requests;
 
 /// RFC 4254 5.1 reason codes.
@@ -73,7 +76,13 @@ pub struct ServerConn {
     stopped: Option<crate::server::error::ServerError>,
     /// LoginGraceTime even when a call blocks the loop (server/grace.rs).
     grace: Option<crate::server::grace::GraceTimer>,
+    /// Under privilege separation the user's process cannot pass the
+    /// sysctl cap on socket buffers: RemoteRcvBuf goes to the monitor.
+    sockbuf_via: Option<SockBufRequest>,
 }
+
+/// Asks someone else (the privsep monitor) for socket buffer sizes.
+pub type SockBufRequest = Box<dyn FnMut(u64, u64) -> Option<(u64, u64)>>;
 
 impl ServerConn {
     /// Handles a connection from `peer` to `local` under `cfg`.
@@ -85,7 +94,46 @@ impl ServerConn {
     ) -> Self {
         let grace =
             crate::server::grace::arm_for_connection(cfg.login_grace_time, peer.ip(), peer.port());
+        Self::build(cfg, peer, local, on_auth, grace)
+    }
+
+    /// The post-auth process of privilege separation: `user` authenticated
+    /// in the monitor, which vouches for it and for `key_options`; `cfg` is
+    /// the startup configuration (Match blocks are applied here for `user`).
+    /// Call [`ServerConn::authenticated_on`] with the imported engine next.
+    pub fn authenticated(
+        cfg: Sshd,
+        peer: SocketAddr,
+        local: SocketAddr,
+        user: UserInfo,
+        key_options: Option<KeyOptions>,
+        sockbuf_via: Option<SockBufRequest>,
+    ) -> Self {
+        let mut s = Self::build(cfg, peer, local, None, None);
+        let ctx = crate::config::sshd::MatchContext::connection(&user.name, peer, local);
+        s.cfg = s.base.for_connection(&ctx);
+        s.match_user = Some(user.name.clone());
+        s.user = Some(user);
+        s.key_options = key_options;
+        s.sockbuf_via = sockbuf_via;
+        s
+    }
+
+    /// What authentication success starts, for an engine imported already
+    /// authenticated (no `Authenticated` event comes from it).
+    pub fn authenticated_on(&mut self, conn: &mut Connection) {
+        self.on_authenticated(conn);
+    }
+
+    fn build(
+        cfg: Sshd,
+        peer: SocketAddr,
+        local: SocketAddr,
+        on_auth: Option<Box<dyn FnOnce()>>,
+        grace: Option<crate::server::grace::GraceTimer>,
+    ) -> Self {
         ServerConn {
+            sockbuf_via: None,
             grace,
             base: cfg.clone(),
             match_user: None,
@@ -125,6 +173,35 @@ impl ServerConn {
         conn.set_auth_policy(self.cfg.auth_methods(), self.cfg.max_auth_tries, banner);
     }
 
+    /// Authentication succeeded: no more grace timer, keepalives start, the
+    /// listener learns (MaxStartups), `none` may be offered on re-keys.
+    fn on_authenticated(&mut self, conn: &mut Connection) {
+        self.grace = None;
+        self.alive.start(
+            self.cfg.client_alive_interval,
+            self.cfg.client_alive_count_max,
+        );
+        if let Some(f) = self.on_auth.take() {
+            f();
+        }
+        if self.cfg.none_enabled {
+            // The client's next re-key may now select `none` (listed
+            // last in our KEXINIT); see PROTOCOL.md.
+            match conn.allow_none(self.cfg.none_mac_enabled) {
+                Ok(()) => log!(
+                    Debug1,
+                    "NONE cipher{} allowed after authentication",
+                    if self.cfg.none_mac_enabled {
+                        " and MAC"
+                    } else {
+                        ""
+                    }
+                ),
+                Err(e) => log!(Error, "NONE cipher: {e}"),
+            }
+        }
+    }
+
     /// The user name asked for (authenticated or not), for log lines.
     pub fn user_name(&self) -> Option<&str> {
         self.match_user.as_deref()
@@ -157,10 +234,28 @@ impl ServerConn {
     /// each size asked for is capped at RemoteBufMax and set (root may pass
     /// the sysctl cap, as with TcpRcvBuf); 0 leaves a buffer alone. Declined
     /// when RemoteBufMax is 0 or the connection is not a TCP socket.
-    fn remote_sockbuf(&self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)> {
+    fn remote_sockbuf(&mut self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)> {
+        if let Some(ask) = self.sockbuf_via.as_mut() {
+            return ask(rcvbuf, sndbuf);
+        }
+        remote_sockbuf(&self.cfg, self.sock, self.peer, rcvbuf, sndbuf)
+    }
+}
+
+/// RemoteRcvBuf / RemoteSndBuf on `sock` under `cfg` for a client at
+/// `peer` (see [`ServerConn::remote_sockbuf`]); the privsep monitor calls
+/// it on its own copy of the socket.
+pub(crate) fn remote_sockbuf(
+    cfg: &Sshd,
+    sock: Option<std::os::fd::RawFd>,
+    peer: SocketAddr,
+    rcvbuf: u64,
+    sndbuf: u64,
+) -> Option<(u64, u64)> {
+    {
         use crate::net::sockbuf::{self, Buf};
-        let max = self.cfg.remote_buf_max;
-        let fd = self.sock.filter(|_| max > 0)?;
+        let max = cfg.remote_buf_max;
+        let fd = sock.filter(|_| max > 0)?;
         let mut granted = [0u64; 2];
         for (i, (b, asked)) in [(Buf::Recv, rcvbuf), (Buf::Send, sndbuf)]
             .into_iter()
@@ -172,7 +267,7 @@ impl ServerConn {
                     Verbose,
                     "Remote{} from {}: asked {asked}, granted {} (RemoteBufMax {max})",
                     &b.keyword()[3..],
-                    self.peer.ip(),
+                    peer.ip(),
                     g.granted
                 );
                 if let Some(a) = g.advice {
@@ -203,6 +298,7 @@ impl Handler for ServerConn {
                         algorithm,
                         key_blob,
                         signed,
+                        ..
                     } => {
                         let ok = self.auth.valid_user(&self.cfg, &user).is_some()
                             && self.check_publickey(&user, algorithm, key_blob, *signed);
@@ -224,32 +320,7 @@ impl Handler for ServerConn {
                     self.user = Some(info);
                 }
             }
-            Event::Authenticated { .. } => {
-                self.grace = None;
-                self.alive.start(
-                    self.cfg.client_alive_interval,
-                    self.cfg.client_alive_count_max,
-                );
-                if let Some(f) = self.on_auth.take() {
-                    f();
-                }
-                if self.cfg.none_enabled {
-                    // The client's next re-key may now select `none` (listed
-                    // last in our KEXINIT); see PROTOCOL.md.
-                    match conn.allow_none(self.cfg.none_mac_enabled) {
-                        Ok(()) => log!(
-                            Debug1,
-                            "NONE cipher{} allowed after authentication",
-                            if self.cfg.none_mac_enabled {
-                                " and MAC"
-                            } else {
-                                ""
-                            }
-                        ),
-                        Err(e) => log!(Error, "NONE cipher: {e}"),
-                    }
-                }
-            }
+            Event::Authenticated { .. } => self.on_authenticated(conn),
             Event::ChannelOpenRequest {
                 channel,
                 channel_type,

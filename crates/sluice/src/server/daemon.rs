@@ -4,13 +4,9 @@
 
 use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
 use crate::log::{self, Level};
-use crate::net::pump::{Pump, PumpError};
-use crate::server::conn::ServerConn;
-use crate::server::error::ServerError;
 use crate::server::listen::{self, Listener};
-use sluice_proto::crypto::SystemRng;
 use sluice_proto::transport::compress;
-use sluice_proto::{Config, Connection, ServerConfig};
+use sluice_proto::Config;
 use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -138,6 +134,13 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         Some(Ok(c)) => Some(c),
         None => None,
     };
+    if let Some(fd) = crate::server::privsep::postauth_fd_from_env() {
+        // The post-auth process of privilege separation: no host keys here.
+        if args.log_stderr {
+            log::set_prefix(format!("sluiced[{}]: ", std::process::id()));
+        }
+        return crate::server::privsep::postauth::run(cfg, fd);
+    }
     let host_keys = match crate::keys::host_keys::load(&cfg.host_keys) {
         Ok(k) => k,
         Err(e) => {
@@ -150,6 +153,7 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         return match cfg.for_test(&ctx.unwrap_or_default()) {
             Ok(eff) => {
                 print!("{}", eff.dump());
+                println!("{}", crate::server::privsep::DUMP_LINE);
                 0
             }
             Err(e) => {
@@ -176,7 +180,8 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
                 libc::close(null);
             }
         }
-        return serve_connection(cfg, host_keys, sock, listen::startup_fd_from_env());
+        let startup = listen::startup_fd_from_env();
+        return crate::server::privsep::serve(cfg, host_keys, sock, startup, argv);
     }
     let addrs = match cfg.listen_addrs() {
         Ok(a) => a,
@@ -198,7 +203,7 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
         return match listener.accept_one() {
-            Some(sock) => serve_connection(cfg, host_keys, sock, None),
+            Some(sock) => crate::server::privsep::serve(cfg, host_keys, sock, None, argv),
             None => 255,
         };
     }
@@ -245,97 +250,4 @@ fn daemonize() -> bool {
     }
     let _ = std::env::set_current_dir(Path::new("/"));
     true
-}
-
-/// One connection on `sock`; `startup` is closed once the user is
-/// authenticated (the listener's MaxStartups count).
-fn serve_connection(
-    cfg: Sshd,
-    host_keys: Vec<std::sync::Arc<dyn sluice_proto::crypto::hostkey::Signer>>,
-    sock: std::net::TcpStream,
-    startup: Option<std::os::fd::OwnedFd>,
-) -> i32 {
-    let (Ok(peer), Ok(local)) = (sock.peer_addr(), sock.local_addr()) else {
-        crate::log!(Error, "stdin is not a socket");
-        return 1;
-    };
-    // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    crate::log!(
-        Info,
-        "Connection from {} port {} on {} port {}",
-        peer.ip(),
-        peer.port(),
-        local.ip(),
-        local.port()
-    );
-    let order = crate::config::cipher_order::current();
-    crate::log!(Debug1, "{}", order.describe(&cfg.ciphers));
-    let _ = sock.set_nodelay(true);
-    let _ = sock.set_nonblocking(true);
-    let banner = cfg
-        .banner
-        .as_ref()
-        .and_then(|p| std::fs::read_to_string(p).ok());
-    let server_cfg = ServerConfig {
-        common: proto_config(&cfg),
-        host_keys,
-        auth_methods: crate::server::auth::offered_methods(&cfg),
-        max_auth_tries: cfg.max_auth_tries,
-        banner,
-    };
-    let mut conn = Connection::server(server_cfg, Box::new(SystemRng));
-    let threads = cfg.crypto_threads;
-    let on_auth: Option<Box<dyn FnOnce()>> = startup.map(|fd| {
-        let f: Box<dyn FnOnce()> = Box::new(move || drop(fd));
-        f
-    });
-    let mut handler = ServerConn::new(cfg, peer, local, on_auth);
-    handler.set_socket(std::os::fd::AsRawFd::as_raw_fd(&sock));
-    let mut pump = Pump::new(std::os::fd::AsRawFd::as_raw_fd(&sock));
-    pump.set_crypto_threads(&mut conn, threads);
-    let r = pump.run(&mut conn, &mut handler);
-    // sshd's wording: who it was, as far as we got.
-    let who = match (conn.authenticated_user(), handler.user_name()) {
-        (Some(u), _) => format!("user {u} "),
-        (None, Some(u)) => format!("authenticating user {u} "),
-        _ => String::new(),
-    };
-    let (ip, port) = (peer.ip(), peer.port());
-    match r {
-        Ok(()) => {
-            crate::log!(Info, "Disconnected from {who}{ip} port {port}");
-            0
-        }
-        Err(PumpError::PeerClosed) => {
-            crate::log!(Info, "Connection closed by {who}{ip} port {port}");
-            0
-        }
-        Err(PumpError::Protocol(sluice_proto::Error::PeerDisconnected {
-            reason,
-            description,
-        })) => {
-            crate::log!(
-                Info,
-                "Received disconnect from {ip} port {port}:{reason}: {description}"
-            );
-            crate::log!(Info, "Disconnected from {who}{ip} port {port}");
-            0
-        }
-        Err(PumpError::Handler(msg)) => match handler.take_error() {
-            // A client that stopped answering is routine: INFO, as sshd.
-            Some(e @ ServerError::ClientTimeout { .. }) => {
-                crate::log!(Info, "{e}");
-                255
-            }
-            None => {
-                crate::log!(Error, "Connection from {who}{ip} port {port}: {msg}");
-                255
-            }
-        },
-        Err(e) => {
-            crate::log!(Error, "Connection from {who}{ip} port {port}: {e}");
-            255
-        }
-    }
 }

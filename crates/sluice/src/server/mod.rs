@@ -14,6 +14,7 @@ pub mod grace;
 pub mod keepalive;
 pub mod listen;
 pub mod pam;
+pub mod privsep;
 pub mod pty;
 pub mod sandbox;
 pub mod session;

@@ -5,12 +5,11 @@
 //! descriptors or to start processes, and under a seccomp-bpf allow-list
 //! of the system calls a pre-auth protocol engine needs.
 //!
-//! Not yet applied by sluiced: the connection process still reads host keys,
-//! runs PAM and reads authorized_keys itself. Once a privileged monitor does
-//! those, its per-connection child calls [`Sandbox::prepare`] as root and
-//! [`Sandbox::apply`] before it reads the peer's first byte; from then on it
-//! talks to the monitor over an already open socket (sendmsg/recvmsg) and
-//! must not log to syslog itself (its socket() gets EACCES).
+//! Applied by sluiced's privilege separation (server/privsep/): the monitor
+//! calls [`Sandbox::prepare`] as root, its pre-auth child [`Sandbox::apply`]
+//! before it reads the peer's first byte; from then on the child talks to
+//! the monitor over an already open socket and hands it its log lines (its
+//! socket() gets EACCES, and RLIMIT_FSIZE 0 forbids writing a log file).
 
 use crate::log;
 use crate::server::session::{self, UserInfo};

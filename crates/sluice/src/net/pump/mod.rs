@@ -90,6 +90,21 @@ impl Pump {
         conn.set_batch_compression(self.crypto.enabled());
     }
 
+    /// Input read from the socket that the engine has not consumed (at a
+    /// privilege-separation handover: it travels to the next process).
+    pub fn take_unread(&mut self) -> Vec<u8> {
+        let rest = self.inbuf.get(self.in_start..).unwrap_or_default().to_vec();
+        self.inbuf.clear();
+        self.in_start = 0;
+        rest
+    }
+
+    /// Bytes read by an earlier process, given to the engine before
+    /// anything read from the socket (the other end of [`Pump::take_unread`]).
+    pub fn preload_input(&mut self, bytes: &[u8]) {
+        self.inbuf.extend_from_slice(bytes);
+    }
+
     /// Runs until the handler is finished or the connection ends.
     pub fn run(
         &mut self,

@@ -109,6 +109,12 @@ fn rules() -> Vec<Rule> {
         Errno(libc::SYS_faccessat2, EACCES),
         Errno(libc::SYS_readlinkat, EACCES),
         Errno(libc::SYS_socket, EACCES),
+        // The loop reads TCP_INFO and SO_RCVBUF for window growth; refused,
+        // it stops asking (pre-auth needs no large windows).
+        Errno(libc::SYS_getsockopt, EACCES),
+        // std's available_parallelism asks when the loop sizes its crypto
+        // pool; refused, it falls back to one thread.
+        Errno(libc::SYS_sched_getaffinity, EPERM),
         // New processes and threads, terminal queries.
         Errno(libc::SYS_clone, EPERM),
         Errno(libc::SYS_clone3, EPERM),

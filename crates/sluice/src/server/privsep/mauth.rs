@@ -1,0 +1,386 @@
+//! The monitor's authentication decisions for its sandboxed child: the
+//! same policy as a single-process server (server/auth.rs for passwords,
+//! keyboard-interactive and PAM, conn/publickey.rs for authorized_keys),
+//! made as root in the monitor, with verdicts recorded for the child
+//! instead of applied to an engine.
+//!
+//! The child is hostile: a request out of turn, an answer nobody asked
+//! for, a public-key signature that does not verify against the session
+//! id the monitor fixed itself, all end the connection ([`Violation`]).
+
+use super::signer::KeyHolder;
+use super::wire::{Method, Msg};
+use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
+use crate::keys::authorized_keys::KeyOptions;
+use crate::server::auth::{Answers, ServerAuth};
+use crate::server::session::UserInfo;
+use sluice_proto::crypto::hostkey;
+use sluice_proto::msg::{DisconnectReason, Prompt};
+use sluice_proto::AuthMethodRequest;
+use std::net::SocketAddr;
+use std::time::Duration;
+use zeroize::Zeroizing;
+
+/// A child's request the monitor did not expect: the connection ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    /// A request while the previous one still waits for its verdict.
+    OutOfTurn(&'static str),
+    /// Keyboard-interactive answers without prompts.
+    UnaskedAnswers,
+    /// A publickey signature that does not verify over the monitor's
+    /// session id (the child's engine claimed it did).
+    BadSignature,
+    /// A signed publickey request before any key exchange was signed.
+    NoSession,
+    /// A publickey algorithm the configuration or key does not allow.
+    BadAlgorithm,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Violation::OutOfTurn(what) => write!(f, "{what} out of turn"),
+            Violation::UnaskedAnswers => {
+                f.write_str("keyboard-interactive answers without prompts")
+            }
+            Violation::BadSignature => f.write_str("publickey signature does not verify"),
+            Violation::NoSession => f.write_str("signed publickey request before the key exchange"),
+            Violation::BadAlgorithm => f.write_str("publickey algorithm not allowed"),
+        }
+    }
+}
+
+/// The verdicts [`ServerAuth`] gives, kept for the child.
+#[derive(Default)]
+struct Recorder {
+    verdict: Option<Msg>,
+    failures: u32,
+    max_tries: u32,
+    closed: bool,
+    /// The pending request is `none` (its rejection is not counted).
+    none: bool,
+    /// LoginGraceTime ran out (ServerAuth disconnects for it).
+    timed_out: bool,
+}
+
+impl Answers for Recorder {
+    fn auth_accept(&mut self) {
+        self.verdict = Some(Msg::Accept);
+    }
+    fn auth_reject(&mut self) {
+        if !self.none {
+            self.failures += 1;
+            if self.max_tries > 0 && self.failures >= self.max_tries {
+                self.closed = true;
+            }
+        }
+        self.verdict = Some(Msg::Reject);
+    }
+    fn auth_info_request(
+        &mut self,
+        _name: &str,
+        instruction: &str,
+        prompts: Vec<Prompt>,
+    ) -> Result<(), sluice_proto::Error> {
+        self.verdict = Some(Msg::InfoRequest {
+            instruction: instruction.to_owned(),
+            prompts: prompts.into_iter().map(|p| (p.prompt, p.echo)).collect(),
+        });
+        Ok(())
+    }
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+    fn disconnect(&mut self, _reason: DisconnectReason, _description: &str) {
+        self.closed = true;
+        self.timed_out = true;
+    }
+}
+
+/// Who authenticated, as the monitor decided it.
+#[derive(Debug, Clone)]
+pub struct Accepted {
+    /// The account.
+    pub user: UserInfo,
+    /// authorized_keys options of the key used, if publickey.
+    pub key_options: Option<KeyOptions>,
+}
+
+/// The monitor's authentication state for one connection.
+pub struct MonitorAuth {
+    base: Sshd,
+    cfg: Sshd,
+    match_user: Option<String>,
+    peer: SocketAddr,
+    local: SocketAddr,
+    auth: ServerAuth,
+    rec: Recorder,
+    /// The child waits for a verdict.
+    awaiting: bool,
+    /// The last verdict was keyboard-interactive prompts.
+    prompted: bool,
+    accepted: Option<Accepted>,
+}
+
+impl MonitorAuth {
+    /// State for a connection from `peer` to `local` under `cfg`.
+    pub fn new(cfg: Sshd, peer: SocketAddr, local: SocketAddr) -> Self {
+        let rec = Recorder {
+            max_tries: cfg.max_auth_tries,
+            ..Recorder::default()
+        };
+        MonitorAuth {
+            base: cfg.clone(),
+            cfg,
+            match_user: None,
+            peer,
+            local,
+            auth: ServerAuth::new(peer),
+            rec,
+            awaiting: false,
+            prompted: false,
+            accepted: None,
+        }
+    }
+
+    /// The configuration in force (Match applied for the user asked for).
+    pub fn config(&self) -> &Sshd {
+        &self.cfg
+    }
+
+    /// The user asked for, for log lines.
+    pub fn user_name(&self) -> Option<&str> {
+        self.match_user.as_deref()
+    }
+
+    /// Authentication succeeded (a verdict the child was given).
+    pub fn accepted(&self) -> Option<&Accepted> {
+        self.accepted.as_ref()
+    }
+
+    /// The connection must end (MaxAuthTries, LoginGraceTime).
+    pub fn closed(&self) -> bool {
+        self.rec.closed
+    }
+
+    /// LoginGraceTime ran out: the child is to be killed.
+    pub fn timed_out(&self) -> bool {
+        self.rec.timed_out
+    }
+
+    /// The Match blocks for `user`; the child's engine gets the policy.
+    fn user_config(&mut self, user: &str, out: &mut Vec<Msg>) {
+        if self.match_user.as_deref() == Some(user) {
+            return;
+        }
+        let ctx = MatchContext::connection(user, self.peer, self.local);
+        self.cfg = self.base.for_connection(&ctx);
+        self.match_user = Some(user.to_owned());
+        self.rec.max_tries = self.cfg.max_auth_tries;
+        let banner = self
+            .cfg
+            .banner
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok());
+        out.push(Msg::Policy {
+            methods: self.cfg.auth_methods(),
+            max_tries: self.cfg.max_auth_tries,
+            banner,
+        });
+    }
+
+    /// A USERAUTH_REQUEST relayed by the child; messages for it go to `out`.
+    pub fn on_request(
+        &mut self,
+        keys: &KeyHolder,
+        user: String,
+        method: Method,
+        out: &mut Vec<Msg>,
+    ) -> Result<(), Violation> {
+        if self.awaiting || self.accepted.is_some() {
+            return Err(Violation::OutOfTurn("authentication request"));
+        }
+        self.awaiting = true;
+        self.prompted = false;
+        self.user_config(&user, out);
+        self.rec.none = matches!(method, Method::None);
+        let request = match method {
+            Method::PublicKey {
+                algorithm,
+                key_blob,
+                signature,
+            } => return self.publickey(keys, &user, &algorithm, &key_blob, signature),
+            Method::None => AuthMethodRequest::None,
+            Method::Password(p) => AuthMethodRequest::Password {
+                password: p.to_string(),
+            },
+            Method::KeyboardInteractive => AuthMethodRequest::KeyboardInteractive {
+                submethods: String::new(),
+            },
+        };
+        if let Some(info) = self
+            .auth
+            .on_request(&mut self.rec, &self.cfg, &user, request)
+        {
+            self.accept(info, None);
+        }
+        Ok(())
+    }
+
+    fn publickey(
+        &mut self,
+        keys: &KeyHolder,
+        user: &str,
+        algorithm: &str,
+        key_blob: &[u8],
+        signature: Option<Vec<u8>>,
+    ) -> Result<(), Violation> {
+        // The engine's own checks, made again: the child could skip them.
+        let key_type = hostkey::blob_key_type(key_blob).unwrap_or_default();
+        if !self.cfg.pubkey_algorithms.iter().any(|a| a == algorithm)
+            || !hostkey::sig_algs_for_key_type(key_type).contains(&algorithm)
+        {
+            return Err(Violation::BadAlgorithm);
+        }
+        if let Some(sig) = &signature {
+            let sid = keys.session_id().ok_or(Violation::NoSession)?;
+            let data = sluice_proto::msg::publickey_signed_data(
+                sid,
+                user,
+                "ssh-connection",
+                algorithm,
+                key_blob,
+            );
+            if hostkey::verify(algorithm, key_blob, sig, &data).is_err() {
+                return Err(Violation::BadSignature);
+            }
+        }
+        let signed = signature.is_some();
+        let decided = match self.auth.valid_user(&self.cfg, user) {
+            Some(_) => {
+                crate::server::conn::publickey::decide(&self.cfg, self.peer, user, key_blob, signed)
+            }
+            None => None,
+        };
+        match decided {
+            Some((info, opts)) => {
+                self.rec.auth_accept();
+                if signed {
+                    self.accept(info, Some(opts));
+                }
+            }
+            None => self.auth.reject(&mut self.rec),
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, user: UserInfo, key_options: Option<KeyOptions>) {
+        self.accepted = Some(Accepted { user, key_options });
+    }
+
+    /// Keyboard-interactive answers relayed by the child.
+    pub fn on_info_response(&mut self, answers: Vec<Zeroizing<String>>) -> Result<(), Violation> {
+        if self.awaiting || !self.prompted {
+            return Err(Violation::UnaskedAnswers);
+        }
+        self.awaiting = true;
+        self.prompted = false;
+        let answers = answers.iter().map(|a| a.to_string()).collect();
+        if let Some(info) = self
+            .auth
+            .on_info_response(&mut self.rec, &self.cfg, answers)
+        {
+            self.accept(info, None);
+        }
+        Ok(())
+    }
+
+    /// Delayed failures, PAM's progress, LoginGraceTime.
+    pub fn tick(&mut self) {
+        if let Some(info) = self.auth.tick(&mut self.rec, &self.cfg, false) {
+            self.accept(info, None);
+        }
+    }
+
+    /// How soon [`MonitorAuth::tick`] must run.
+    pub fn tick_interval(&self) -> Option<Duration> {
+        self.auth.tick_interval(&self.cfg, false)
+    }
+
+    /// The verdict to send the child now, if one is ready.
+    pub fn take_verdict(&mut self) -> Option<Msg> {
+        let v = self.rec.verdict.take()?;
+        self.awaiting = false;
+        self.prompted = matches!(v, Msg::InfoRequest { .. });
+        Some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth() -> MonitorAuth {
+        let a: SocketAddr = "127.0.0.1:2000".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:22".parse().unwrap();
+        MonitorAuth::new(Sshd::default(), a, b)
+    }
+
+    #[test]
+    fn a_hostile_child_is_caught() {
+        let keys = KeyHolder::new(Vec::new());
+        let mut out = Vec::new();
+        // Answers nobody asked for.
+        let mut m = auth();
+        assert_eq!(
+            m.on_info_response(vec![Zeroizing::new("x".into())]),
+            Err(Violation::UnaskedAnswers)
+        );
+        // A signed request before any key exchange: no session id to check.
+        let kp = sluice_proto::crypto::hostkey::KeyPair::generate_ed25519().unwrap();
+        let blob = sluice_proto::crypto::hostkey::Signer::public_blob(&kp);
+        let pk = |sig: Option<Vec<u8>>| Method::PublicKey {
+            algorithm: "ssh-ed25519".into(),
+            key_blob: blob.clone(),
+            signature: sig,
+        };
+        assert_eq!(
+            m.on_request(&keys, "root".into(), pk(Some(vec![1, 2, 3])), &mut out),
+            Err(Violation::NoSession)
+        );
+        // A signature that does not verify over the monitor's session id.
+        let host: std::sync::Arc<dyn sluice_proto::crypto::hostkey::Signer> = std::sync::Arc::new(
+            sluice_proto::crypto::hostkey::KeyPair::generate_ed25519().unwrap(),
+        );
+        let mut keys = KeyHolder::new(vec![host]);
+        keys.sign(0, "ssh-ed25519", &[7; 32]).unwrap();
+        let mut m = auth();
+        let wrong =
+            sluice_proto::crypto::hostkey::Signer::sign(&kp, "ssh-ed25519", b"other").unwrap();
+        assert_eq!(
+            m.on_request(&keys, "root".into(), pk(Some(wrong)), &mut out),
+            Err(Violation::BadSignature)
+        );
+        // An algorithm the key cannot make.
+        let mut m = auth();
+        let bad = Method::PublicKey {
+            algorithm: "rsa-sha2-256".into(),
+            key_blob: blob.clone(),
+            signature: None,
+        };
+        assert_eq!(
+            m.on_request(&keys, "root".into(), bad, &mut out),
+            Err(Violation::BadAlgorithm)
+        );
+        // A second request before the child was given the first verdict.
+        let mut m = auth();
+        m.on_request(&keys, "nosuchuser-privsep".into(), Method::None, &mut out)
+            .unwrap();
+        let again = m.on_request(&keys, "nosuchuser-privsep".into(), Method::None, &mut out);
+        assert_eq!(again, Err(Violation::OutOfTurn("authentication request")));
+        assert_eq!(m.take_verdict(), Some(Msg::Reject));
+        m.on_request(&keys, "nosuchuser-privsep".into(), Method::None, &mut out)
+            .unwrap();
+    }
+}

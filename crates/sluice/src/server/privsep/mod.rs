@@ -1,0 +1,100 @@
+//! Privilege separation, sshd's model: one connection, three processes.
+//!
+//! - M, the monitor (root): holds the host keys, the listener's startup
+//!   fd and LoginGraceTime; makes every authentication decision (user
+//!   lookup, Allow/Deny, Match per user, authorized_keys read as the user,
+//!   PAM, shadow) and signs exchange hashes. It treats its children as
+//!   hostile: strict decoding (wire.rs), every request checked against
+//!   its own state (mauth.rs, signer.rs), anything unexpected ends the
+//!   connection.
+//! - C, the pre-auth child (forked by M before M starts any thread):
+//!   chrooted, unprivileged, seccomp-filtered before it reads the peer's
+//!   first byte; runs the engine and relays auth requests (preauth.rs).
+//! - U, the post-auth process: a fresh `sluiced` image started by M (so no
+//!   host private key was ever in its memory), it drops to the user
+//!   (initgroups, setgid, setuid, no way back), imports the transport
+//!   from the handover and serves the session as the user (postauth.rs).
+//!
+//! What crosses: C -> M: log lines, sign requests, auth requests and
+//! keyboard-interactive answers, then the transport state and raw unread
+//! input; M -> C: signatures, auth policy, verdicts, prompts. M -> U: the
+//! user, the key's options, host public keys, the state and input; U -> M:
+//! sign requests (re-keys), RemoteRcvBuf/SndBuf.
+
+pub mod mauth;
+pub mod monitor;
+pub mod postauth;
+pub mod preauth;
+pub mod signer;
+pub mod wire;
+
+use crate::log;
+use crate::net::pump::PumpError;
+use crate::server::error::ServerError;
+use std::net::SocketAddr;
+
+/// The environment variable naming the monitor socket in a post-auth
+/// process (M re-executes `sluiced` with it set).
+pub const POSTAUTH_ENV: &str = "SLUICED_POSTAUTH_FD";
+
+/// The `-T` line for the separation in force (sshd printed its old
+/// `UsePrivilegeSeparation` this way); not a keyword: it is always on.
+pub const DUMP_LINE: &str = "useprivilegeseparation sandbox";
+
+pub use monitor::serve;
+
+/// In a post-auth process: the monitor socket's descriptor.
+pub fn postauth_fd_from_env() -> Option<std::os::fd::RawFd> {
+    let v = std::env::var(POSTAUTH_ENV).ok()?;
+    std::env::remove_var(POSTAUTH_ENV);
+    v.parse().ok().filter(|fd| *fd > 2)
+}
+
+/// Logs how a connection ended, in sshd's words (as the single-process
+/// server did); returns the exit code. `who` is "user bob " or
+/// "authenticating user bob " or empty; `typed` is the handler's own
+/// reason for stopping, when it has one (server/error.rs).
+pub fn log_end(
+    r: Result<(), PumpError>,
+    who: &str,
+    peer: SocketAddr,
+    typed: Option<ServerError>,
+) -> i32 {
+    let (ip, port) = (peer.ip(), peer.port());
+    match r {
+        Ok(()) => {
+            log!(Info, "Disconnected from {who}{ip} port {port}");
+            0
+        }
+        Err(PumpError::PeerClosed) => {
+            log!(Info, "Connection closed by {who}{ip} port {port}");
+            0
+        }
+        Err(PumpError::Protocol(sluice_proto::Error::PeerDisconnected {
+            reason,
+            description,
+        })) => {
+            log!(
+                Info,
+                "Received disconnect from {ip} port {port}:{reason}: {description}"
+            );
+            log!(Info, "Disconnected from {who}{ip} port {port}");
+            0
+        }
+        Err(PumpError::Handler(msg)) => match typed {
+            // A client that stopped answering is routine: INFO, as sshd.
+            Some(e @ ServerError::ClientTimeout { .. }) => {
+                log!(Info, "{e}");
+                255
+            }
+            None => {
+                log!(Error, "Connection from {who}{ip} port {port}: {msg}");
+                255
+            }
+        },
+        Err(e) => {
+            log!(Error, "Connection from {who}{ip} port {port}: {e}");
+            255
+        }
+    }
+}

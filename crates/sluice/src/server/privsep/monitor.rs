@@ -1,0 +1,325 @@
+//! The monitor's pre-auth phase: set up the sandbox and the socketpair,
+//! fork the pre-auth child, answer its requests until it hands over (or
+//! ends, or misbehaves, or LoginGraceTime runs out), then check the
+//! handover and start the post-auth process (postauth.rs).
+
+use super::mauth::{Accepted, MonitorAuth};
+use super::preauth::{self, ChildSetup};
+use super::signer::{KeyHolder, Link};
+use super::wire::{self, Msg, WireError};
+use crate::config::sshd::ServerConfig as Sshd;
+use crate::log::{self, Level};
+use crate::server::sandbox::{Sandbox, CHROOT_DIR};
+use sluice_proto::crypto::hostkey::Signer;
+use sluice_proto::handover::TransportState;
+use sluice_proto::ServerConfig;
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zeroize::Zeroizing;
+
+/// Cap on the raw input a handover may carry (the pump's input buffer).
+const MAX_HANDOVER_INPUT: usize = 2 << 20;
+
+/// What the handover brought: the checked state's encoding and the input.
+pub struct Handover {
+    /// `TransportState::encode`, checked against the monitor's session.
+    pub state: Zeroizing<Vec<u8>>,
+    /// Raw peer bytes not yet consumed.
+    pub rest: Vec<u8>,
+}
+
+/// One connection on `sock` under privilege separation (the `-R`, `-i`
+/// and `-d` connection process); `startup` is closed once the user is
+/// authenticated. `argv` re-executes `sluiced` for the post-auth process.
+pub fn serve(
+    cfg: Sshd,
+    host_keys: Vec<Arc<dyn Signer>>,
+    sock: TcpStream,
+    startup: Option<OwnedFd>,
+    argv: &[String],
+) -> i32 {
+    let (Ok(peer), Ok(local)) = (sock.peer_addr(), sock.local_addr()) else {
+        crate::log!(Error, "stdin is not a socket");
+        return 1;
+    };
+    // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let (ip, port) = (peer.ip(), peer.port());
+    crate::log!(
+        Info,
+        "Connection from {ip} port {port} on {} port {}",
+        local.ip(),
+        local.port()
+    );
+    let order = crate::config::cipher_order::current();
+    crate::log!(Debug1, "{}", order.describe(&cfg.ciphers));
+    let _ = sock.set_nodelay(true);
+    let _ = sock.set_nonblocking(true);
+    // Never parse the peer's bytes as root: no sandbox, no connection.
+    let sandbox = match Sandbox::prepare(Path::new(CHROOT_DIR)) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::log!(
+                Error,
+                "Refusing connection from {ip} port {port}: privilege separation cannot be set up: {e}"
+            );
+            return 255;
+        }
+    };
+    let (m_end, c_end) = match wire::socketpair() {
+        Ok(p) => p,
+        Err(e) => {
+            crate::log!(Error, "monitor socketpair: {e}");
+            return 255;
+        }
+    };
+    let holder = KeyHolder::new(host_keys);
+    let banner = cfg
+        .banner
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    let setup = ChildSetup {
+        server_cfg: ServerConfig {
+            common: crate::server::daemon::proto_config(&cfg),
+            host_keys: Vec::new(),
+            auth_methods: crate::server::auth::offered_methods(&cfg),
+            max_auth_tries: cfg.max_auth_tries,
+            banner,
+        },
+        host_blobs: holder.public_blobs(),
+        sock: sock.as_raw_fd(),
+        peer,
+    };
+    // SAFETY: this process has started no thread yet (the listener
+    // re-executed us, or -i/-d before any work), so the child may run
+    // ordinary code after the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        crate::log!(Error, "fork: {}", std::io::Error::last_os_error());
+        return 255;
+    }
+    if pid == 0 {
+        // The child dies with the monitor (whose grace backstop may end it).
+        // SAFETY: prctl with a signal number.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+        // The child keeps no host key, no startup fd, no monitor end.
+        drop(holder);
+        drop(startup);
+        drop(m_end);
+        preauth::run(setup, sandbox, Link::new(c_end));
+    }
+    drop(c_end);
+    drop(setup);
+    // LoginGraceTime even when the monitor blocks (a hung home directory,
+    // a FIFO as Banner): a thread (now that the child is forked) kills the
+    // child and ends the monitor, as server/grace.rs does for one process.
+    let grace = (cfg.login_grace_time > 0)
+        .then(|| {
+            crate::server::grace::GraceTimer::arm(
+                Duration::from_secs(cfg.login_grace_time) + crate::server::grace::SLACK,
+                move || {
+                    crate::log!(Info, "Timeout before authentication for {ip} port {port}");
+                    // SAFETY: our unreaped child; then ending the process.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                        libc::_exit(1);
+                    }
+                },
+            )
+        })
+        .flatten();
+    let mut auth = MonitorAuth::new(cfg.clone(), peer, local);
+    let mut holder = holder;
+    let handover = match preauth_phase(pid, &m_end, &mut holder, &mut auth) {
+        Ok(Some(h)) => h,
+        Ok(None) => return reap(pid, "pre-auth child"),
+        Err(why) => {
+            crate::log!(
+                Error,
+                "monitor: pre-auth child for {ip} port {port}: {why}; ending the connection"
+            );
+            kill_and_reap(pid);
+            return 255;
+        }
+    };
+    // The child must be gone before its successor runs.
+    if reap_within(pid, Duration::from_secs(5)) != Some(0) {
+        crate::log!(
+            Error,
+            "monitor: pre-auth child did not exit cleanly after the handover"
+        );
+        return 255;
+    }
+    drop(grace);
+    drop(startup);
+    let Some(accepted) = auth.accepted().cloned() else {
+        return 255;
+    };
+    let user_cfg = auth.config().clone();
+    super::postauth::start(super::postauth::Start {
+        argv,
+        sock: &sock,
+        peer,
+        holder,
+        accepted,
+        cfg: user_cfg,
+        handover,
+    })
+}
+
+/// Answers the child until it hands over (`Some`), ends by itself (`None`:
+/// a failed login, a closed connection), or breaks a rule (`Err`).
+fn preauth_phase(
+    pid: libc::pid_t,
+    fd: &OwnedFd,
+    keys: &mut KeyHolder,
+    auth: &mut MonitorAuth,
+) -> Result<Option<Handover>, String> {
+    let mut out = Vec::new();
+    loop {
+        let timeout = auth
+            .tick_interval()
+            .map_or(-1, |d| d.as_millis().min(60_000) as i32);
+        let msg = match wire::recv(fd, timeout) {
+            Ok(m) => m,
+            Err(WireError::Closed) => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
+        match msg {
+            None => auth.tick(),
+            Some(Msg::Log { level, line }) => relay_log(level, &line)?,
+            Some(Msg::Sign { key, alg, data }) => {
+                let sig = keys.sign(key, &alg, &data).map_err(|r| r.to_string())?;
+                send(fd, &Msg::Signature(sig))?;
+            }
+            Some(Msg::Auth { user, method }) => auth
+                .on_request(keys, user, method, &mut out)
+                .map_err(|v| v.to_string())?,
+            Some(Msg::InfoResponse(answers)) => {
+                auth.on_info_response(answers).map_err(|v| v.to_string())?
+            }
+            Some(Msg::State(state)) => {
+                return receive_handover(fd, keys, auth.accepted(), state).map(Some)
+            }
+            Some(_) => return Err("unexpected request".into()),
+        }
+        for m in out.drain(..) {
+            send(fd, &m)?;
+        }
+        if let Some(v) = auth.take_verdict() {
+            send(fd, &v)?;
+        }
+        if auth.timed_out() {
+            // The log line is ServerAuth's ("Timeout before authentication").
+            kill_and_reap(pid);
+            return Ok(None);
+        }
+    }
+}
+
+/// The rest of a handover after its `State`: input chunks up to `End`;
+/// then the state is checked against what the monitor knows.
+fn receive_handover(
+    fd: &OwnedFd,
+    keys: &KeyHolder,
+    accepted: Option<&Accepted>,
+    state: Zeroizing<Vec<u8>>,
+) -> Result<Handover, String> {
+    let accepted = accepted.ok_or("handover before authentication")?;
+    let mut rest = Vec::new();
+    loop {
+        match wire::recv(fd, 10_000).map_err(|e| e.to_string())? {
+            Some(Msg::Input(b)) if rest.len() + b.len() <= MAX_HANDOVER_INPUT => {
+                rest.extend_from_slice(&b)
+            }
+            Some(Msg::End) => break,
+            Some(Msg::Log { level, line }) => relay_log(level, &line)?,
+            None => return Err("handover timed out".into()),
+            Some(_) => return Err("unexpected message in the handover".into()),
+        }
+    }
+    let decoded = TransportState::decode(&state).map_err(|e| format!("handover state: {e}"))?;
+    let sid = keys.session_id().ok_or("handover without a key exchange")?;
+    if aws_lc_rs::constant_time::verify_slices_are_equal(decoded.session_id(), sid).is_err() {
+        return Err("handover state for another session".into());
+    }
+    if decoded.user() != Some(accepted.user.name.as_str()) {
+        return Err("handover state names another user".into());
+    }
+    Ok(Handover { state, rest })
+}
+
+/// A child's log line, logged here at its level (bounded by the decoder;
+/// control characters replaced so a line cannot forge another).
+pub(super) fn relay_log(level: u8, line: &str) -> Result<(), String> {
+    let level = Level::from_u8(level).ok_or("log line with a bad level")?;
+    let clean: String = line
+        .chars()
+        .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
+        .collect();
+    log::write(level, format_args!("{clean}"));
+    Ok(())
+}
+
+fn send(fd: &OwnedFd, m: &Msg) -> Result<(), String> {
+    wire::send(fd, m).map_err(|e| e.to_string())
+}
+
+/// Waits for `pid`; its exit code (signals logged, 255).
+pub(super) fn reap(pid: libc::pid_t, what: &str) -> i32 {
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 255;
+        }
+    }
+    exit_code(status, what)
+}
+
+fn exit_code(status: libc::c_int, what: &str) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        if libc::WIFSIGNALED(status) {
+            crate::log!(
+                Error,
+                "monitor: {what} killed by signal {}",
+                libc::WTERMSIG(status)
+            );
+        }
+        255
+    }
+}
+
+/// The exit code of `pid` if it ends within `limit`; killed otherwise.
+fn reap_within(pid: libc::pid_t, limit: Duration) -> Option<i32> {
+    let end = Instant::now() + limit;
+    loop {
+        let mut status = 0;
+        // SAFETY: polling our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            return Some(exit_code(status, "pre-auth child"));
+        }
+        if r < 0 || Instant::now() >= end {
+            kill_and_reap(pid);
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Ends an unreaped child of ours (its pid cannot have been reused).
+pub(super) fn kill_and_reap(pid: libc::pid_t) {
+    // SAFETY: our own child, not yet reaped.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let mut status = 0;
+    // SAFETY: reaping it.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+    {}
+}

@@ -1,0 +1,357 @@
+//! The post-auth phase. The monitor re-executes `sluiced` (a fresh image:
+//! no host private key ever was in the memory of a process the user will
+//! own) with the peer's socket on fd 0 and a new monitor socket named by
+//! [`super::POSTAUTH_ENV`]; sends who authenticated, the key's options,
+//! the host public keys and the handover; then answers sign requests
+//! (re-keys) and RemoteRcvBuf/SndBuf (root passes the sysctl cap on its
+//! copy of the socket, capped by RemoteBufMax) until the process ends.
+//!
+//! The post-auth process takes nothing about the user from the pre-auth
+//! child: the name comes from the monitor, the account from the password
+//! database, the Match configuration from the config file. It sets the
+//! user's groups, gid and uid (and checks root cannot come back) before
+//! it decodes the state, then serves the connection as that user.
+
+use super::mauth::Accepted;
+use super::monitor::{kill_and_reap, reap, relay_log, Handover};
+use super::signer::{KeyHolder, Link, ProxySigner};
+use super::wire::{self, Msg, WireError, INPUT_CHUNK, R, W};
+use crate::config::sshd::ServerConfig as Sshd;
+use crate::keys::authorized_keys::KeyOptions;
+use crate::net::pump::Pump;
+use crate::server::conn::ServerConn;
+use crate::server::session::{self, UserInfo};
+use sluice_proto::crypto::hostkey::Signer;
+use sluice_proto::crypto::SystemRng;
+use sluice_proto::handover::TransportState;
+use sluice_proto::{Connection, ServerConfig};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The fd the monitor socket gets in the post-auth process.
+const CHILD_FD: i32 = 3;
+
+/// What the monitor starts the post-auth process with.
+pub struct Start<'a> {
+    /// sluiced's arguments (without the program name).
+    pub argv: &'a [String],
+    /// The peer's socket.
+    pub sock: &'a TcpStream,
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// The host keys, for re-keys.
+    pub holder: KeyHolder,
+    /// Who authenticated.
+    pub accepted: Accepted,
+    /// The configuration for that user.
+    pub cfg: Sshd,
+    /// The checked handover.
+    pub handover: Handover,
+}
+
+/// Monitor side: starts the post-auth process and serves it; returns its
+/// exit code.
+pub fn start(s: Start<'_>) -> i32 {
+    let spawned = (|| -> Result<(std::process::Child, OwnedFd), String> {
+        let (m_end, u_end) = wire::socketpair().map_err(|e| e.to_string())?;
+        let sock = s.sock.try_clone().map_err(|e| e.to_string())?;
+        let raw = u_end.as_raw_fd();
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.args(s.argv)
+            .env(super::POSTAUTH_ENV, CHILD_FD.to_string())
+            .stdin(Stdio::from(OwnedFd::from(sock)))
+            .stdout(Stdio::null());
+        // SAFETY: dup2/fcntl only, async-signal-safe, between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let ok = if raw == CHILD_FD {
+                    libc::fcntl(raw, libc::F_SETFD, 0) == 0
+                } else {
+                    libc::dup2(raw, CHILD_FD) == CHILD_FD
+                };
+                if ok {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("starting the post-auth process: {e}"))?;
+        drop(u_end);
+        Ok((child, m_end))
+    })();
+    let (child, fd) = match spawned {
+        Ok(x) => x,
+        Err(e) => {
+            crate::log!(Error, "monitor: {e}");
+            return 255;
+        }
+    };
+    let pid = child.id() as libc::pid_t;
+    let Start {
+        sock,
+        peer,
+        mut holder,
+        accepted,
+        cfg,
+        handover,
+        ..
+    } = s;
+    match serve_postauth(&fd, sock, peer, &mut holder, &accepted, &cfg, handover) {
+        Ok(()) => reap(pid, "post-auth process"),
+        Err(why) => {
+            crate::log!(
+                Error,
+                "monitor: post-auth process: {why}; ending the connection"
+            );
+            kill_and_reap(pid);
+            255
+        }
+    }
+}
+
+fn serve_postauth(
+    fd: &OwnedFd,
+    sock: &TcpStream,
+    peer: SocketAddr,
+    keys: &mut KeyHolder,
+    accepted: &Accepted,
+    cfg: &Sshd,
+    handover: Handover,
+) -> Result<(), String> {
+    let send = |m: &Msg| wire::send(fd, m).map_err(|e| e.to_string());
+    send(&Msg::Start {
+        user: accepted.user.name.clone(),
+        key_options: accepted.key_options.as_ref().map(encode_key_options),
+        host_keys: keys.public_blobs(),
+    })?;
+    send(&Msg::State(handover.state))?;
+    for chunk in handover.rest.chunks(INPUT_CHUNK) {
+        send(&Msg::Input(chunk.to_vec()))?;
+    }
+    send(&Msg::End)?;
+    loop {
+        match wire::recv(fd, -1) {
+            Err(WireError::Closed) => return Ok(()),
+            Err(e) => return Err(e.to_string()),
+            Ok(None) => {}
+            Ok(Some(Msg::Sign { key, alg, data })) => {
+                let sig = keys.sign(key, &alg, &data).map_err(|r| r.to_string())?;
+                send(&Msg::Signature(sig))?;
+            }
+            Ok(Some(Msg::SockBuf { rcvbuf, sndbuf })) => {
+                let g = crate::server::conn::remote_sockbuf(
+                    cfg,
+                    Some(sock.as_raw_fd()),
+                    peer,
+                    rcvbuf,
+                    sndbuf,
+                );
+                send(&Msg::SockBufGranted(g))?;
+            }
+            Ok(Some(Msg::Log { level, line })) => relay_log(level, &line)?,
+            Ok(Some(_)) => return Err("unexpected request".into()),
+        }
+    }
+}
+
+/// Post-auth process side (`sluiced` started with [`super::POSTAUTH_ENV`]):
+/// `cfg` is the startup configuration; returns the exit code.
+pub fn run(cfg: Sshd, fd: i32) -> i32 {
+    // SAFETY: the monitor put its socket at this fd for us.
+    let link = Link::new(unsafe { OwnedFd::from_raw_fd(fd) });
+    let (user, key_options, blobs, state, rest) = match receive(&link) {
+        Ok(x) => x,
+        Err(e) => {
+            crate::log!(Error, "post-auth: {e}");
+            return 255;
+        }
+    };
+    let Some(info) = session::lookup_user(&user) else {
+        crate::log!(Error, "post-auth: user {user} vanished");
+        return 255;
+    };
+    if let Err(e) = become_user(&info) {
+        crate::log!(Error, "post-auth: becoming {}: {e}", info.name);
+        return 255;
+    }
+    // SAFETY: fd 0 is the peer's socket, handed over by the monitor.
+    let sock = unsafe { TcpStream::from_raw_fd(0) };
+    let (Ok(peer), Ok(local)) = (sock.peer_addr(), sock.local_addr()) else {
+        return 255;
+    };
+    let state = match TransportState::decode(&state) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::log!(Error, "post-auth: handover state: {e}");
+            return 255;
+        }
+    };
+    let host_keys = blobs
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let k: Arc<dyn Signer> = Arc::new(ProxySigner::new(link.clone(), i as u32, b));
+            k
+        })
+        .collect();
+    let server_cfg = ServerConfig {
+        common: crate::server::daemon::proto_config(&cfg),
+        host_keys,
+        auth_methods: Vec::new(),
+        max_auth_tries: cfg.max_auth_tries,
+        banner: None,
+    };
+    let mut conn = match Connection::import_server(
+        server_cfg,
+        Box::new(SystemRng),
+        state,
+        &user,
+        Instant::now(),
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            crate::log!(Error, "post-auth: importing the transport: {e}");
+            return 255;
+        }
+    };
+    let threads = cfg.crypto_threads;
+    let sb_link = link.clone();
+    let sockbuf: crate::server::conn::SockBufRequest = Box::new(
+        move |rcvbuf, sndbuf| match sb_link.request(&Msg::SockBuf { rcvbuf, sndbuf }) {
+            Ok(Msg::SockBufGranted(g)) => g,
+            _ => None,
+        },
+    );
+    let mut handler = ServerConn::authenticated(cfg, peer, local, info, key_options, Some(sockbuf));
+    handler.set_socket(sock.as_raw_fd());
+    handler.authenticated_on(&mut conn);
+    let mut pump = Pump::new(sock.as_raw_fd());
+    pump.set_crypto_threads(&mut conn, threads);
+    pump.preload_input(&rest);
+    let r = pump.run(&mut conn, &mut handler);
+    super::log_end(r, &format!("user {user} "), peer, handler.take_error())
+}
+
+type Received = (
+    String,
+    Option<KeyOptions>,
+    Vec<Vec<u8>>,
+    zeroize::Zeroizing<Vec<u8>>,
+    Vec<u8>,
+);
+
+fn receive(link: &Link) -> Result<Received, String> {
+    let err = |e: WireError| e.to_string();
+    let Msg::Start {
+        user,
+        key_options,
+        host_keys,
+    } = link.next().map_err(err)?
+    else {
+        return Err("expected the start message".into());
+    };
+    let key_options = match key_options {
+        Some(b) => Some(decode_key_options(&b).map_err(err)?),
+        None => None,
+    };
+    let Msg::State(state) = link.next().map_err(err)? else {
+        return Err("expected the transport state".into());
+    };
+    let mut rest = Vec::new();
+    loop {
+        match link.next().map_err(err)? {
+            Msg::Input(b) => rest.extend_from_slice(&b),
+            Msg::End => break,
+            _ => return Err("unexpected message in the handover".into()),
+        }
+    }
+    Ok((user, key_options, host_keys, state, rest))
+}
+
+/// initgroups, setgid, setuid as sshd's permanently_set_uid; for a user
+/// other than root, proof that neither uid 0 nor gid 0 can come back.
+fn become_user(u: &UserInfo) -> Result<(), String> {
+    let groups = session::group_list(&u.name, u.gid).map_err(|e| e.to_string())?;
+    let last = || std::io::Error::last_os_error().to_string();
+    // SAFETY: credential system calls in a process with no other thread yet.
+    unsafe {
+        if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
+            return Err(format!("setgroups: {}", last()));
+        }
+        if libc::setgid(u.gid) != 0 {
+            return Err(format!("setgid: {}", last()));
+        }
+        if libc::setuid(u.uid) != 0 {
+            return Err(format!("setuid: {}", last()));
+        }
+        if u.uid != 0 {
+            if libc::setuid(0) == 0 || libc::geteuid() != u.uid {
+                libc::abort();
+            }
+            if u.gid != 0 && libc::setgid(0) == 0 {
+                libc::abort();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// authorized_keys options for the post-auth process.
+fn encode_key_options(k: &KeyOptions) -> Vec<u8> {
+    let mut w = W(Vec::new());
+    match &k.command {
+        Some(c) => w.u8(1).bytes(c.as_bytes()),
+        None => w.u8(0),
+    };
+    w.u32(k.environment.len() as u32);
+    for (n, v) in &k.environment {
+        w.bytes(n.as_bytes()).bytes(v.as_bytes());
+    }
+    for b in [
+        k.no_pty,
+        k.no_port_forwarding,
+        k.no_agent_forwarding,
+        k.no_x11_forwarding,
+        k.no_user_rc,
+    ] {
+        w.u8(u8::from(b));
+    }
+    w.u32(k.permitopen.len() as u32);
+    for p in &k.permitopen {
+        w.bytes(p.as_bytes());
+    }
+    w.0
+}
+
+fn decode_key_options(b: &[u8]) -> Result<KeyOptions, WireError> {
+    const MAX: usize = 64 * 1024;
+    let mut r = R(b);
+    let mut k = KeyOptions {
+        command: if r.bool()? {
+            Some(r.string(MAX)?)
+        } else {
+            None
+        },
+        ..KeyOptions::default()
+    };
+    for _ in 0..r.list_len()? {
+        k.environment.push((r.string(MAX)?, r.string(MAX)?));
+    }
+    k.no_pty = r.bool()?;
+    k.no_port_forwarding = r.bool()?;
+    k.no_agent_forwarding = r.bool()?;
+    k.no_x11_forwarding = r.bool()?;
+    k.no_user_rc = r.bool()?;
+    for _ in 0..r.list_len()? {
+        k.permitopen.push(r.string(MAX)?);
+    }
+    r.finish()?;
+    Ok(k)
+}

@@ -1,0 +1,250 @@
+//! The pre-auth child: forked by the monitor, it applies the sandbox
+//! (chroot, the unprivileged user, rlimits, seccomp) before it reads the
+//! peer's first byte, then runs the engine in handover mode. Host keys are
+//! proxies ([`ProxySigner`]); each authentication request goes to the
+//! monitor and its verdict is applied to the engine. Once the monitor
+//! accepted, the engine's USERAUTH_SUCCESS is flushed, and the transport
+//! state and the raw unread input go to the monitor; then the child exits.
+
+use super::signer::{Link, ProxySigner};
+use super::wire::{Method, Msg, WireError, INPUT_CHUNK};
+use crate::log::{self, Level};
+use crate::net::pump::{ChannelFds, Handler, Pump};
+use crate::server::sandbox::Sandbox;
+use sluice_proto::crypto::hostkey::Signer;
+use sluice_proto::crypto::SystemRng;
+use sluice_proto::msg::Prompt;
+use sluice_proto::{AuthMethodRequest, Connection, Event, ServerConfig};
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use zeroize::Zeroizing;
+
+/// The monitor socket, for the log sink (a plain fn pointer).
+static LOG_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// In the chroot syslog's socket is unreachable: lines go to the monitor.
+fn log_to_monitor(level: Level, line: &str) {
+    let fd = LOG_FD.load(Ordering::Relaxed);
+    if fd < 0 {
+        return;
+    }
+    let mut line = line.to_owned();
+    line.truncate(2000);
+    let m = Msg::Log {
+        level: level as u8,
+        line,
+    };
+    // SAFETY: a borrowed descriptor that lives as long as the process.
+    let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let _ = super::wire::send(&bfd, &m);
+}
+
+/// What the child was given by the monitor before the fork.
+pub struct ChildSetup {
+    /// The engine's configuration, host keys left out.
+    pub server_cfg: ServerConfig,
+    /// Public blobs of the monitor's host keys.
+    pub host_blobs: Vec<Vec<u8>>,
+    /// The peer's socket (non-blocking).
+    pub sock: RawFd,
+    /// The client's address, for log lines.
+    pub peer: SocketAddr,
+}
+
+/// Runs the child; never returns.
+pub fn run(setup: ChildSetup, sandbox: Sandbox, link: Arc<Link>) -> ! {
+    // Even with -e/-d: fd 2 may be a regular file, which RLIMIT_FSIZE 0
+    // forbids writing (SIGXFSZ); the monitor writes the lines instead.
+    LOG_FD.store(link.raw_fd(), Ordering::Relaxed);
+    log::use_sink(log_to_monitor);
+    let code = match sandbox.apply() {
+        Ok(a) => {
+            log::write(
+                Level::Debug2,
+                format_args!(
+                    "pre-auth child sandboxed as {} (seccomp {})",
+                    a.user, a.seccomp
+                ),
+            );
+            serve(setup, link)
+        }
+        Err(e) => {
+            crate::log!(Error, "{e}");
+            255
+        }
+    };
+    // SAFETY: leaving without running destructors or atexit handlers of
+    // the monitor's image.
+    unsafe { libc::_exit(code) }
+}
+
+fn serve(setup: ChildSetup, link: Arc<Link>) -> i32 {
+    let mut cfg = setup.server_cfg;
+    cfg.host_keys = setup
+        .host_blobs
+        .into_iter()
+        .enumerate()
+        .map(|(i, blob)| {
+            let k: Arc<dyn Signer> = Arc::new(ProxySigner::new(link.clone(), i as u32, blob));
+            k
+        })
+        .collect();
+    let mut conn = Connection::server(cfg, Box::new(SystemRng));
+    if let Err(e) = conn.enable_handover() {
+        crate::log!(Error, "handover: {e}");
+        return 255;
+    }
+    let mut handler = Preauth {
+        link: link.clone(),
+        authenticated: false,
+        user: None,
+    };
+    let mut pump = Pump::new(setup.sock);
+    let r = pump.run(&mut conn, &mut handler);
+    if handler.authenticated && r.is_ok() {
+        return match hand_over(&mut conn, &mut pump, &link) {
+            Ok(()) => 0,
+            Err(e) => {
+                crate::log!(Error, "handover to the monitor: {e}");
+                255
+            }
+        };
+    }
+    let who = handler
+        .user
+        .as_deref()
+        .map(|u| format!("authenticating user {u} "))
+        .unwrap_or_default();
+    super::log_end(r, &who, setup.peer, None)
+}
+
+fn hand_over(conn: &mut Connection, pump: &mut Pump, link: &Link) -> Result<(), String> {
+    if !conn.handover_ready() {
+        return Err("the engine is not at the handover point".into());
+    }
+    let state = conn
+        .export_transport(Instant::now())
+        .map_err(|e| e.to_string())?;
+    let rest = pump.take_unread();
+    let send = |m: &Msg| link.tell(m).map_err(|e| e.to_string());
+    send(&Msg::State(state.encode()))?;
+    for chunk in rest.chunks(INPUT_CHUNK) {
+        send(&Msg::Input(chunk.to_vec()))?;
+    }
+    send(&Msg::End)
+}
+
+/// The child's event handling: everything the peer asks is relayed.
+struct Preauth {
+    link: Arc<Link>,
+    authenticated: bool,
+    user: Option<String>,
+}
+
+impl Preauth {
+    /// Waits for the monitor's verdict on what was just sent, applying
+    /// a policy update first if one comes.
+    fn verdict(&self, conn: &mut Connection) -> Result<(), String> {
+        loop {
+            match self.link.next().map_err(|e| e.to_string())? {
+                Msg::Policy {
+                    methods,
+                    max_tries,
+                    banner,
+                } => conn.set_auth_policy(methods, max_tries, banner),
+                Msg::Accept => {
+                    conn.auth_accept();
+                    return Ok(());
+                }
+                Msg::Reject => {
+                    conn.auth_reject();
+                    return Ok(());
+                }
+                Msg::InfoRequest {
+                    instruction,
+                    prompts,
+                } => {
+                    let prompts = prompts
+                        .into_iter()
+                        .map(|(prompt, echo)| Prompt { prompt, echo })
+                        .collect();
+                    if conn.auth_info_request("", &instruction, prompts).is_err() {
+                        conn.auth_reject();
+                    }
+                    return Ok(());
+                }
+                _ => return Err("unexpected message from the monitor".into()),
+            }
+        }
+    }
+
+    fn send(&self, m: &Msg) -> Result<(), String> {
+        self.link.tell(m).map_err(|e: WireError| e.to_string())
+    }
+}
+
+impl Handler for Preauth {
+    fn on_event(
+        &mut self,
+        conn: &mut Connection,
+        _fds: &mut ChannelFds,
+        event: Event,
+    ) -> Result<(), String> {
+        match event {
+            Event::AuthRequest { user, method } => {
+                let method = match method {
+                    AuthMethodRequest::None => Method::None,
+                    AuthMethodRequest::Password { password } => {
+                        Method::Password(Zeroizing::new(password))
+                    }
+                    AuthMethodRequest::KeyboardInteractive { .. } => Method::KeyboardInteractive,
+                    AuthMethodRequest::PublicKey {
+                        algorithm,
+                        key_blob,
+                        signature,
+                        ..
+                    } => Method::PublicKey {
+                        algorithm,
+                        key_blob,
+                        signature,
+                    },
+                    #[allow(unreachable_patterns)]
+                    _ => {
+                        conn.auth_reject();
+                        return Ok(());
+                    }
+                };
+                self.user = Some(user.clone());
+                self.send(&Msg::Auth { user, method })?;
+                self.verdict(conn)
+            }
+            Event::AuthInfoResponse { answers } => {
+                let answers = answers.into_iter().map(Zeroizing::new).collect();
+                self.send(&Msg::InfoResponse(answers))?;
+                self.verdict(conn)
+            }
+            Event::Authenticated { .. } => {
+                self.authenticated = true;
+                Ok(())
+            }
+            Event::KexDone { algorithms, .. } => {
+                crate::log!(
+                    Debug1,
+                    "kex: client->server cipher: {} MAC: {} compression: {}",
+                    algorithms.cipher_c2s,
+                    algorithms.mac_c2s,
+                    algorithms.comp_c2s
+                );
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.authenticated
+    }
+}

@@ -1,0 +1,600 @@
+//! The monitor protocol: typed messages over a SOCK_SEQPACKET socketpair
+//! (one message per datagram, so boundaries are kept without framing).
+//!
+//! Every message is a type byte and fields: `u8`, `u32`/`u64` big-endian,
+//! strings as a `u32` length and bytes. Decoding is strict: each length is
+//! bounded by what is left and by a per-field cap, unknown types and
+//! trailing bytes are errors, a datagram larger than [`MAX_MSG`] is an
+//! error (MSG_TRUNC tells). The monitor decodes what its children send as
+//! hostile input: any [`WireError`] ends the connection.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use zeroize::Zeroizing;
+
+/// The largest datagram either side sends or accepts.
+pub const MAX_MSG: usize = 128 * 1024;
+/// Raw input travels in chunks of at most this many bytes.
+pub const INPUT_CHUNK: usize = 64 * 1024;
+/// Cap on a user name, an algorithm name, a log line.
+const MAX_NAME: usize = 4096;
+/// Cap on list lengths (prompts, answers, methods, host keys).
+const MAX_LIST: u32 = 128;
+
+/// Why a message could not be sent, received or decoded.
+#[derive(Debug)]
+pub enum WireError {
+    /// The other end closed the socket.
+    Closed,
+    /// send/recv failed.
+    Io(std::io::Error),
+    /// Too long, truncated, unknown type, bad field, trailing bytes.
+    Malformed(&'static str),
+}
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WireError::Closed => f.write_str("monitor socket closed"),
+            WireError::Io(e) => write!(f, "monitor socket: {e}"),
+            WireError::Malformed(why) => write!(f, "malformed monitor message: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for WireError {}
+
+/// An authentication method as the child relays it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Method {
+    /// `none`.
+    None,
+    /// `password`.
+    Password(Zeroizing<String>),
+    /// `keyboard-interactive`.
+    KeyboardInteractive,
+    /// `publickey`, with the signature blob if one came.
+    PublicKey {
+        /// Signature algorithm.
+        algorithm: String,
+        /// Public key blob.
+        key_blob: Vec<u8>,
+        /// `string alg || string sig`, when signed.
+        signature: Option<Vec<u8>>,
+    },
+}
+
+/// One monitor message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Msg {
+    /// Child -> M: a log line (no answer).
+    Log {
+        /// `log::Level as u8`.
+        level: u8,
+        /// The line.
+        line: String,
+    },
+    /// Child -> M: sign `data` with host key number `key`.
+    Sign {
+        /// Index into the monitor's host keys.
+        key: u32,
+        /// Signature algorithm.
+        alg: String,
+        /// The exchange hash.
+        data: Vec<u8>,
+    },
+    /// M -> child: the signature blob.
+    Signature(Vec<u8>),
+    /// Pre-auth child -> M: a USERAUTH_REQUEST.
+    Auth {
+        /// The user name asked for.
+        user: String,
+        /// The method and its data.
+        method: Method,
+    },
+    /// Pre-auth child -> M: keyboard-interactive answers.
+    InfoResponse(Vec<Zeroizing<String>>),
+    /// M -> pre-auth child: the auth policy for the user asked for.
+    Policy {
+        /// Methods that can continue.
+        methods: Vec<String>,
+        /// MaxAuthTries.
+        max_tries: u32,
+        /// The Banner file's contents.
+        banner: Option<String>,
+    },
+    /// M -> pre-auth child: the pending request succeeds.
+    Accept,
+    /// M -> pre-auth child: the pending request fails.
+    Reject,
+    /// M -> pre-auth child: keyboard-interactive prompts.
+    InfoRequest {
+        /// Instruction text.
+        instruction: String,
+        /// Prompt and echo flag.
+        prompts: Vec<(String, bool)>,
+    },
+    /// Pre-auth child -> M, and M -> post-auth process: the encoded
+    /// transport state, followed by `Input` chunks and `End`.
+    State(Zeroizing<Vec<u8>>),
+    /// Raw peer bytes the engine had not consumed.
+    Input(Vec<u8>),
+    /// The end of a handover.
+    End,
+    /// M -> post-auth process, first: who authenticated, the key's
+    /// authorized_keys options (encoded by `keyopts`), the host public keys.
+    Start {
+        /// The authenticated user.
+        user: String,
+        /// `keyopts::encode` of the key's options, if a key was used.
+        key_options: Option<Vec<u8>>,
+        /// Host key public blobs, in the monitor's order.
+        host_keys: Vec<Vec<u8>>,
+    },
+    /// Post-auth process -> M: RemoteRcvBuf / RemoteSndBuf.
+    SockBuf {
+        /// Receive buffer asked for (0: leave).
+        rcvbuf: u64,
+        /// Send buffer asked for (0: leave).
+        sndbuf: u64,
+    },
+    /// M -> post-auth process: the sizes in force, or none (declined).
+    SockBufGranted(Option<(u64, u64)>),
+}
+
+mod code {
+    pub(super) const LOG: u8 = 1;
+    pub(super) const SIGN: u8 = 2;
+    pub(super) const SIGNATURE: u8 = 3;
+    pub(super) const AUTH: u8 = 4;
+    pub(super) const INFO_RESPONSE: u8 = 5;
+    pub(super) const POLICY: u8 = 6;
+    pub(super) const ACCEPT: u8 = 7;
+    pub(super) const REJECT: u8 = 8;
+    pub(super) const INFO_REQUEST: u8 = 9;
+    pub(super) const STATE: u8 = 10;
+    pub(super) const INPUT: u8 = 11;
+    pub(super) const END: u8 = 12;
+    pub(super) const START: u8 = 13;
+    pub(super) const SOCKBUF: u8 = 14;
+    pub(super) const SOCKBUF_GRANTED: u8 = 15;
+}
+
+/// Field writer.
+pub(crate) struct W(pub(crate) Vec<u8>);
+
+impl W {
+    pub(crate) fn u8(&mut self, v: u8) -> &mut Self {
+        self.0.push(v);
+        self
+    }
+    pub(crate) fn u32(&mut self, v: u32) -> &mut Self {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    pub(crate) fn u64(&mut self, v: u64) -> &mut Self {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    pub(crate) fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.u32(u32::try_from(b.len()).unwrap_or(u32::MAX));
+        self.0.extend_from_slice(b);
+        self
+    }
+}
+
+/// Strict field reader.
+pub(crate) struct R<'a>(pub(crate) &'a [u8]);
+
+impl<'a> R<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+        if n > self.0.len() {
+            return Err(WireError::Malformed("field runs past the end"));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    pub(crate) fn u8(&mut self) -> Result<u8, WireError> {
+        Ok(self.take(1)?.first().copied().unwrap_or(0))
+    }
+    pub(crate) fn bool(&mut self) -> Result<bool, WireError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(WireError::Malformed("bad boolean")),
+        }
+    }
+    pub(crate) fn u32(&mut self) -> Result<u32, WireError> {
+        let b = self.take(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    pub(crate) fn u64(&mut self) -> Result<u64, WireError> {
+        let hi = u64::from(self.u32()?);
+        Ok(hi << 32 | u64::from(self.u32()?))
+    }
+    pub(crate) fn bytes(&mut self, max: usize) -> Result<&'a [u8], WireError> {
+        let n = self.u32()? as usize;
+        if n > max {
+            return Err(WireError::Malformed("field too long"));
+        }
+        self.take(n)
+    }
+    pub(crate) fn string(&mut self, max: usize) -> Result<String, WireError> {
+        let b = self.bytes(max)?;
+        String::from_utf8(b.to_vec()).map_err(|_| WireError::Malformed("not UTF-8"))
+    }
+    pub(crate) fn list_len(&mut self) -> Result<u32, WireError> {
+        let n = self.u32()?;
+        if n > MAX_LIST {
+            return Err(WireError::Malformed("list too long"));
+        }
+        Ok(n)
+    }
+    pub(crate) fn finish(&self) -> Result<(), WireError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(WireError::Malformed("trailing bytes"))
+        }
+    }
+}
+
+impl Msg {
+    /// The datagram for this message.
+    pub fn encode(&self) -> Zeroizing<Vec<u8>> {
+        let mut w = W(Vec::with_capacity(64));
+        match self {
+            Msg::Log { level, line } => {
+                w.u8(code::LOG).u8(*level).bytes(line.as_bytes());
+            }
+            Msg::Sign { key, alg, data } => {
+                w.u8(code::SIGN).u32(*key).bytes(alg.as_bytes()).bytes(data);
+            }
+            Msg::Signature(sig) => {
+                w.u8(code::SIGNATURE).bytes(sig);
+            }
+            Msg::Auth { user, method } => {
+                w.u8(code::AUTH).bytes(user.as_bytes());
+                match method {
+                    Method::None => w.u8(0),
+                    Method::Password(p) => w.u8(1).bytes(p.as_bytes()),
+                    Method::KeyboardInteractive => w.u8(2),
+                    Method::PublicKey {
+                        algorithm,
+                        key_blob,
+                        signature,
+                    } => {
+                        w.u8(3).bytes(algorithm.as_bytes()).bytes(key_blob);
+                        match signature {
+                            Some(s) => w.u8(1).bytes(s),
+                            None => w.u8(0),
+                        }
+                    }
+                };
+            }
+            Msg::InfoResponse(answers) => {
+                w.u8(code::INFO_RESPONSE).u32(answers.len() as u32);
+                for a in answers {
+                    w.bytes(a.as_bytes());
+                }
+            }
+            Msg::Policy {
+                methods,
+                max_tries,
+                banner,
+            } => {
+                w.u8(code::POLICY).u32(methods.len() as u32);
+                for m in methods {
+                    w.bytes(m.as_bytes());
+                }
+                w.u32(*max_tries);
+                match banner {
+                    Some(b) => w.u8(1).bytes(b.as_bytes()),
+                    None => w.u8(0),
+                };
+            }
+            Msg::Accept => {
+                w.u8(code::ACCEPT);
+            }
+            Msg::Reject => {
+                w.u8(code::REJECT);
+            }
+            Msg::InfoRequest {
+                instruction,
+                prompts,
+            } => {
+                w.u8(code::INFO_REQUEST)
+                    .bytes(instruction.as_bytes())
+                    .u32(prompts.len() as u32);
+                for (p, echo) in prompts {
+                    w.bytes(p.as_bytes()).u8(u8::from(*echo));
+                }
+            }
+            Msg::State(s) => {
+                w.u8(code::STATE).bytes(s);
+            }
+            Msg::Input(b) => {
+                w.u8(code::INPUT).bytes(b);
+            }
+            Msg::End => {
+                w.u8(code::END);
+            }
+            Msg::Start {
+                user,
+                key_options,
+                host_keys,
+            } => {
+                w.u8(code::START).bytes(user.as_bytes());
+                match key_options {
+                    Some(k) => w.u8(1).bytes(k),
+                    None => w.u8(0),
+                };
+                w.u32(host_keys.len() as u32);
+                for k in host_keys {
+                    w.bytes(k);
+                }
+            }
+            Msg::SockBuf { rcvbuf, sndbuf } => {
+                w.u8(code::SOCKBUF).u64(*rcvbuf).u64(*sndbuf);
+            }
+            Msg::SockBufGranted(g) => {
+                w.u8(code::SOCKBUF_GRANTED);
+                match g {
+                    Some((r, s)) => w.u8(1).u64(*r).u64(*s),
+                    None => w.u8(0),
+                };
+            }
+        }
+        Zeroizing::new(w.0)
+    }
+
+    /// Decodes one datagram strictly.
+    pub fn decode(buf: &[u8]) -> Result<Msg, WireError> {
+        let mut r = R(buf);
+        let m = match r.u8()? {
+            code::LOG => Msg::Log {
+                level: r.u8()?,
+                line: String::from_utf8_lossy(r.bytes(MAX_NAME)?).into_owned(),
+            },
+            code::SIGN => Msg::Sign {
+                key: r.u32()?,
+                alg: r.string(MAX_NAME)?,
+                data: r.bytes(MAX_NAME)?.to_vec(),
+            },
+            code::SIGNATURE => Msg::Signature(r.bytes(MAX_MSG)?.to_vec()),
+            code::AUTH => {
+                let user = r.string(MAX_NAME)?;
+                let method = match r.u8()? {
+                    0 => Method::None,
+                    1 => Method::Password(Zeroizing::new(r.string(MAX_NAME)?)),
+                    2 => Method::KeyboardInteractive,
+                    3 => Method::PublicKey {
+                        algorithm: r.string(MAX_NAME)?,
+                        key_blob: r.bytes(MAX_MSG / 4)?.to_vec(),
+                        signature: if r.bool()? {
+                            Some(r.bytes(MAX_MSG / 4)?.to_vec())
+                        } else {
+                            None
+                        },
+                    },
+                    _ => return Err(WireError::Malformed("unknown method")),
+                };
+                Msg::Auth { user, method }
+            }
+            code::INFO_RESPONSE => {
+                let n = r.list_len()?;
+                let mut v = Vec::new();
+                for _ in 0..n {
+                    v.push(Zeroizing::new(r.string(MAX_NAME)?));
+                }
+                Msg::InfoResponse(v)
+            }
+            code::POLICY => {
+                let n = r.list_len()?;
+                let mut methods = Vec::new();
+                for _ in 0..n {
+                    methods.push(r.string(MAX_NAME)?);
+                }
+                let max_tries = r.u32()?;
+                let banner = if r.bool()? {
+                    Some(r.string(MAX_MSG / 2)?)
+                } else {
+                    None
+                };
+                Msg::Policy {
+                    methods,
+                    max_tries,
+                    banner,
+                }
+            }
+            code::ACCEPT => Msg::Accept,
+            code::REJECT => Msg::Reject,
+            code::INFO_REQUEST => {
+                let instruction = r.string(MAX_NAME)?;
+                let n = r.list_len()?;
+                let mut prompts = Vec::new();
+                for _ in 0..n {
+                    prompts.push((r.string(MAX_NAME)?, r.bool()?));
+                }
+                Msg::InfoRequest {
+                    instruction,
+                    prompts,
+                }
+            }
+            code::STATE => Msg::State(Zeroizing::new(r.bytes(MAX_MSG)?.to_vec())),
+            code::INPUT => Msg::Input(r.bytes(INPUT_CHUNK)?.to_vec()),
+            code::END => Msg::End,
+            code::START => {
+                let user = r.string(MAX_NAME)?;
+                let key_options = if r.bool()? {
+                    Some(r.bytes(MAX_MSG / 2)?.to_vec())
+                } else {
+                    None
+                };
+                let n = r.list_len()?;
+                let mut host_keys = Vec::new();
+                for _ in 0..n {
+                    host_keys.push(r.bytes(MAX_NAME)?.to_vec());
+                }
+                Msg::Start {
+                    user,
+                    key_options,
+                    host_keys,
+                }
+            }
+            code::SOCKBUF => Msg::SockBuf {
+                rcvbuf: r.u64()?,
+                sndbuf: r.u64()?,
+            },
+            code::SOCKBUF_GRANTED => Msg::SockBufGranted(if r.bool()? {
+                Some((r.u64()?, r.u64()?))
+            } else {
+                None
+            }),
+            _ => return Err(WireError::Malformed("unknown message type")),
+        };
+        r.finish()?;
+        Ok(m)
+    }
+}
+
+/// A SOCK_SEQPACKET socketpair, close-on-exec.
+pub fn socketpair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1; 2];
+    // SAFETY: fds has room for two descriptors.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    use std::os::fd::FromRawFd;
+    // SAFETY: socketpair returned two new descriptors we now own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Sends one message (blocking).
+pub fn send(fd: &impl AsRawFd, m: &Msg) -> Result<(), WireError> {
+    let b = m.encode();
+    if b.len() > MAX_MSG {
+        return Err(WireError::Malformed("message too long to send"));
+    }
+    loop {
+        // SAFETY: b is valid for its length.
+        let n = unsafe {
+            libc::send(
+                fd.as_raw_fd(),
+                b.as_ptr().cast(),
+                b.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n >= 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EPIPE) | Some(libc::ECONNRESET) => return Err(WireError::Closed),
+            _ => return Err(WireError::Io(e)),
+        }
+    }
+}
+
+/// Receives one message, waiting at most `timeout_ms` (-1: forever);
+/// `Ok(None)` when the time ran out.
+pub fn recv(fd: &impl AsRawFd, timeout_ms: i32) -> Result<Option<Msg>, WireError> {
+    let mut p = [libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    loop {
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(p.as_mut_ptr(), 1, timeout_ms) };
+        if n == 0 {
+            return Ok(None);
+        }
+        if n > 0 {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(WireError::Io(e));
+        }
+    }
+    let mut buf = Zeroizing::new(vec![0u8; MAX_MSG]);
+    loop {
+        // SAFETY: buf is valid for its length; MSG_TRUNC makes the call
+        // return the datagram's real length, so an oversized one is seen.
+        let n = unsafe {
+            libc::recv(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_TRUNC,
+            )
+        };
+        if n == 0 {
+            return Err(WireError::Closed);
+        }
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::ECONNRESET) => return Err(WireError::Closed),
+                _ => return Err(WireError::Io(e)),
+            }
+        }
+        let n = n as usize;
+        let Some(dgram) = buf.get(..n) else {
+            return Err(WireError::Malformed("message too long"));
+        };
+        return Msg::decode(dgram).map(Some);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_strictness() {
+        let msgs = [
+            Msg::Sign {
+                key: 1,
+                alg: "ssh-ed25519".into(),
+                data: vec![7; 32],
+            },
+            Msg::Auth {
+                user: "bob".into(),
+                method: Method::PublicKey {
+                    algorithm: "ssh-ed25519".into(),
+                    key_blob: vec![1, 2],
+                    signature: Some(vec![3]),
+                },
+            },
+            Msg::InfoRequest {
+                instruction: "i".into(),
+                prompts: vec![("Password: ".into(), false)],
+            },
+            Msg::SockBufGranted(Some((1, 2))),
+        ];
+        for m in msgs {
+            let b = m.encode();
+            assert_eq!(Msg::decode(&b).unwrap(), m);
+            for cut in 0..b.len() {
+                assert!(Msg::decode(&b[..cut]).is_err());
+            }
+            let mut long = b.to_vec();
+            long.push(0);
+            assert!(Msg::decode(&long).is_err());
+        }
+        assert!(Msg::decode(&[99]).is_err());
+    }
+}
