@@ -59,14 +59,25 @@ pub fn serve(
     let _ = sock.set_nodelay(true);
     let _ = sock.set_nonblocking(true);
     // Never parse the peer's bytes as root: no sandbox, no connection.
-    let sandbox = match Sandbox::prepare(Path::new(CHROOT_DIR)) {
-        Ok(s) => s,
-        Err(e) => {
-            crate::log!(
-                Error,
-                "Refusing connection from {ip} port {port}: privilege separation cannot be set up: {e}"
-            );
-            return 255;
+    // A server run by an ordinary user (`sluice demo`) has no root to
+    // protect and cannot chroot or change users: its child runs as itself.
+    // SAFETY: geteuid has no preconditions.
+    let sandbox = if unsafe { libc::geteuid() } != 0 {
+        crate::log!(
+            Debug1,
+            "not running as root: the pre-auth child keeps this user and is not chrooted"
+        );
+        None
+    } else {
+        match Sandbox::prepare(Path::new(CHROOT_DIR)) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                crate::log!(
+                    Error,
+                    "Refusing connection from {ip} port {port}: privilege separation cannot be set up: {e}"
+                );
+                return 255;
+            }
         }
     };
     let (m_end, c_end) = match wire::socketpair() {

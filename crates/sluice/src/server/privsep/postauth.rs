@@ -278,6 +278,16 @@ fn receive(link: &Link) -> Result<Received, String> {
 /// initgroups, setgid, setuid as sshd's permanently_set_uid; for a user
 /// other than root, proof that neither uid 0 nor gid 0 can come back.
 fn become_user(u: &UserInfo) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        // A server run by an ordinary user serves only that user.
+        return if u.uid == euid {
+            Ok(())
+        } else {
+            Err("not running as root".into())
+        };
+    }
     let groups = session::group_list(&u.name, u.gid).map_err(|e| e.to_string())?;
     let last = || std::io::Error::last_os_error().to_string();
     // SAFETY: credential system calls in a process with no other thread yet.

@@ -55,13 +55,14 @@ pub struct ChildSetup {
 }
 
 /// Runs the child; never returns.
-pub fn run(setup: ChildSetup, sandbox: Sandbox, link: Arc<Link>) -> ! {
+pub fn run(setup: ChildSetup, sandbox: Option<Sandbox>, link: Arc<Link>) -> ! {
     // Even with -e/-d: fd 2 may be a regular file, which RLIMIT_FSIZE 0
     // forbids writing (SIGXFSZ); the monitor writes the lines instead.
     LOG_FD.store(link.raw_fd(), Ordering::Relaxed);
     log::use_sink(log_to_monitor);
-    let code = match sandbox.apply() {
-        Ok(a) => {
+    let code = match sandbox.map(Sandbox::apply).transpose() {
+        Ok(None) => serve(setup, link),
+        Ok(Some(a)) => {
             log::write(
                 Level::Debug2,
                 format_args!(
