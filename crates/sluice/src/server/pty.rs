@@ -97,7 +97,8 @@ impl Pty {
         unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
     }
 
-    /// The user owns the slave, group tty, mode 0620 (OpenSSH's pty_setowner).
+    /// The user owns the slave, group tty, mode 0620 (OpenSSH's pty_setowner);
+    /// 0600 when the group cannot be tty.
     fn set_owner(&self, uid: u32) {
         let Ok(path) = CString::new(self.name.as_str()) else {
             return;
@@ -107,6 +108,18 @@ impl Pty {
         // SAFETY: path is a valid C string; plain syscalls.
         unsafe {
             libc::chown(path.as_ptr(), uid, gid.unwrap_or(u32::MAX));
+        }
+        // Opened by the post-auth process as the user, the chown to group
+        // tty fails unless devpts already gave it (mount option gid=5): then
+        // the group is the user's own, and 0620 would let its other members
+        // write to the terminal. Only the owner then.
+        let group_is_tty = gid.is_some_and(|g| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(&self.name).is_ok_and(|m| m.gid() == g)
+        });
+        let mode = if group_is_tty { mode } else { 0o600 };
+        // SAFETY: as above.
+        unsafe {
             libc::chmod(path.as_ptr(), mode);
         }
     }
