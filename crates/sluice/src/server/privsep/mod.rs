@@ -22,6 +22,7 @@
 //! sign requests (re-keys), RemoteRcvBuf/SndBuf.
 
 pub mod mauth;
+pub mod datagram;
 pub mod monitor;
 pub mod postauth;
 pub mod preauth;
