@@ -27,7 +27,7 @@ fn feed(conn: &mut Connection, buf: &mut [u8], chunk: usize, now: Instant, batch
     let mut start = 0;
     let mut avail = chunk.min(buf.len());
     while start < buf.len() {
-        let end = (start + avail).min(buf.len());
+        let end = start.saturating_add(avail).min(buf.len());
         let window = &mut buf[start..end];
         if batch && conn.open_batch(window, &mut |jobs| jobs.iter_mut().for_each(CryptoJob::run)).is_err() {
             return false;
@@ -43,7 +43,7 @@ fn feed(conn: &mut Connection, buf: &mut [u8], chunk: usize, now: Instant, batch
             if end == buf.len() {
                 break;
             }
-            avail += chunk;
+            avail = avail.saturating_add(chunk);
             continue;
         }
         start += n;

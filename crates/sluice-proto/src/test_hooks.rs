@@ -10,7 +10,7 @@
 //!   handshake tests inject, sealed by the sending path itself so it is
 //!   valid on the wire (RFC 4253 11.2 and 11.3: a peer must skip both).
 //!
-//! Without the feature, [`Connection::noise_before_packet`] is an empty
+//! Without the feature, `Connection::noise_before_packet` is an empty
 //! inline function, so the data path carries no test code.
 
 #[cfg(any(feature = "test-hooks", fuzzing))]

@@ -4,6 +4,13 @@
 //!
 //! Built from the fields OpenSSH key files hold (PROTOCOL.key); the RSA CRT
 //! exponents that those files lack are computed in [`super::bignum`].
+//!
+//! Randomness: Ed25519 (RFC 8032) and RSA PKCS#1 v1.5 signatures are
+//! deterministic. ECDSA nonces come from aws-lc's own DRBG: aws-lc-rs takes
+//! a `SecureRandom` argument for them but ignores it, so there is no way to
+//! feed the connection's Rng in; a reproducible run uses the insecure
+//! provider's keys instead (`crypto::insecure`). `generate_ed25519` is the
+//! runtime's (throwaway demo keys), not the engine's, and uses aws-lc's DRBG.
 
 use super::bignum;
 use super::{left_pad_into, strip_zeros, EcCurve, Signer};
@@ -178,6 +185,7 @@ impl Signer for KeyPair {
                 w.string(sig.as_ref());
             }
             Inner::Ecdsa { curve, key } => {
+                // aws-lc draws the nonce from its own DRBG; the argument is unused.
                 let sig = key
                     .sign(&SystemRandom::new(), data)
                     .map_err(|_| CryptoError)?;

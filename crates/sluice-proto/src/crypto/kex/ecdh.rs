@@ -292,6 +292,30 @@ mod tests {
     const P256_K: &str =
         "0000002100ca5f485db2fdca95d27982bd02735ca45e402342187b93862cddecf9fd1772ba";
 
+    /// A seeded Rng gives the same ephemeral key on every curve; a stream
+    /// that never yields a valid P-521 scalar fails instead of looping.
+    #[test]
+    fn keys_come_from_the_rng() {
+        use crate::crypto::insecure::SeededRng;
+        for curve in [Curve::X25519, Curve::P256, Curve::P384, Curve::P521] {
+            let (_, a) = generate(curve, &mut SeededRng::new(9)).unwrap();
+            let (_, b) = generate(curve, &mut SeededRng::new(9)).unwrap();
+            let (_, c) = generate(curve, &mut SeededRng::new(10)).unwrap();
+            assert_eq!(a, b);
+            assert_ne!(a, c);
+        }
+        struct Ones;
+        impl Rng for Ones {
+            fn fill(&mut self, buf: &mut [u8]) {
+                buf.fill(0xff);
+            }
+        }
+        // 0x01ff..ff is above the P-521 group order; 0xff..ff above P-256's.
+        assert!(generate(Curve::P521, &mut Ones).is_err());
+        assert!(generate(Curve::P256, &mut Ones).is_err());
+        assert!(generate(Curve::X25519, &mut Ones).is_ok());
+    }
+
     #[test]
     fn nist_rejects_bad_points() {
         for curve in [Curve::P256, Curve::P384, Curve::P521] {

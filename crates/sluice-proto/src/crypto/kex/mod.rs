@@ -8,7 +8,7 @@
 //!
 //! This module computes the shared secret `K` and derives keys; the KEX
 //! messages, the exchange hash `H` and host-key signatures belong to the
-//! `kex` state machine. [`METHODS`] is the aws-lc provider's table; ephemeral
+//! `kex` state machine. `METHODS` is the aws-lc provider's table; ephemeral
 //! keys draw from the connection's Rng where aws-lc lets them (see `ecdh`
 //! and `mlkem`).
 
