@@ -68,7 +68,6 @@ fn kexinit() -> Vec<u8> {
     p
 }
 
-
 #[test]
 fn bad_input_closes_only_that_connection() {
     if missing("/usr/sbin/sshd") {

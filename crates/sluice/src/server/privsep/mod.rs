@@ -21,8 +21,8 @@
 //! user, the key's options, host public keys, the state and input; U -> M:
 //! sign requests (re-keys), RemoteRcvBuf/SndBuf.
 
-pub mod mauth;
 pub mod datagram;
+pub mod mauth;
 pub mod monitor;
 pub mod postauth;
 pub mod preauth;
