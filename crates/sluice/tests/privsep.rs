@@ -5,107 +5,15 @@
 //! its own connection. Needs root (a throwaway user is created and removed).
 
 mod common;
+mod privsep_util;
 
 use common::*;
+use privsep_util::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixListener;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// A throwaway user whose authorized key is the setup's (AuthorizedKeysFile
-/// points into the test directory), removed on drop.
-struct TestUser {
-    name: String,
-    uid: u32,
-    gid: u32,
-}
-
-impl TestUser {
-    fn new() -> TestUser {
-        let name = format!("slps{}", std::process::id() % 100_000);
-        let _ = Command::new("userdel").args(["-r", &name]).output();
-        let st = Command::new("useradd")
-            .args(["-m", "-s", "/bin/sh", &name])
-            .status()
-            .unwrap();
-        assert!(st.success(), "useradd {name}");
-        let id = |flag: &str| -> u32 {
-            let o = Command::new("id").args([flag, &name]).output().unwrap();
-            String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
-        };
-        let (uid, gid) = (id("-u"), id("-g"));
-        TestUser { name, uid, gid }
-    }
-}
-
-impl Drop for TestUser {
-    fn drop(&mut self) {
-        let _ = Command::new("userdel")
-            .args(["-r", &self.name])
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-fn skip() -> bool {
-    if user() != "root" {
-        eprintln!("skipping: needs root");
-        return true;
-    }
-    false
-}
-
-/// Every process below `root` (children, grandchildren...).
-fn descendants(root: u32) -> Vec<u32> {
-    let mut parent: Vec<(u32, u32)> = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // The field after the command name's closing parenthesis: state, ppid.
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-            continue;
-        };
-        if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
-            parent.push((pid, ppid));
-        }
-    }
-    let mut out = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
-        for (c, pp) in &parent {
-            if *pp == p {
-                out.push(*c);
-                frontier.push(*c);
-            }
-        }
-    }
-    out
-}
-
-/// (real uid, Seccomp mode) from /proc/PID/status.
-fn uid_and_seccomp(pid: u32) -> Option<(u32, u32)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        s.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-    };
-    Some((field("Uid:")?, field("Seccomp:")?))
-}
-
-/// The sandboxed pre-auth children below the listener.
-fn sandboxed_children(listener: u32) -> Vec<u32> {
-    descendants(listener)
-        .into_iter()
-        .filter(|p| uid_and_seccomp(*p).is_some_and(|(uid, sc)| uid != 0 && sc == 2))
-        .collect()
-}
+use std::time::Duration;
 
 /// Connects and exchanges version lines only; the server's KEXINIT follows.
 fn banner_only(port: u16) -> TcpStream {
@@ -117,17 +25,6 @@ fn banner_only(port: u16) -> TcpStream {
     assert!(line.starts_with("SSH-2.0-"), "{line}");
     (&s).write_all(b"SSH-2.0-privsep_test\r\n").unwrap();
     s
-}
-
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -76,13 +76,18 @@ pub struct ServerConn {
     stopped: Option<crate::server::error::ServerError>,
     /// LoginGraceTime even when a call blocks the loop (server/grace.rs).
     grace: Option<crate::server::grace::GraceTimer>,
-    /// Under privilege separation the user's process cannot pass the
-    /// sysctl cap on socket buffers: RemoteRcvBuf goes to the monitor.
-    sockbuf_via: Option<SockBufRequest>,
+    /// Under privilege separation, what the user's process cannot do
+    /// itself goes to the monitor (RemoteRcvBuf past the sysctl cap, ptys).
+    monitor: Option<Box<dyn MonitorRequests>>,
 }
 
-/// Asks someone else (the privsep monitor) for socket buffer sizes.
-pub type SockBufRequest = Box<dyn FnMut(u64, u64) -> Option<(u64, u64)>>;
+/// What the user's process asks the privsep monitor for (privsep/postauth.rs).
+pub trait MonitorRequests {
+    /// RemoteRcvBuf / RemoteSndBuf: the sizes in force, or none.
+    fn sockbuf(&mut self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)>;
+    /// A pty whose slave the monitor already gave to the user.
+    fn pty(&mut self) -> Result<crate::server::pty::PtyPair, String>;
+}
 
 impl ServerConn {
     /// Handles a connection from `peer` to `local` under `cfg`.
@@ -107,7 +112,7 @@ impl ServerConn {
         local: SocketAddr,
         user: UserInfo,
         key_options: Option<KeyOptions>,
-        sockbuf_via: Option<SockBufRequest>,
+        monitor: Box<dyn MonitorRequests>,
     ) -> Self {
         let mut s = Self::build(cfg, peer, local, None, None);
         let ctx = crate::config::sshd::MatchContext::connection(&user.name, peer, local);
@@ -115,7 +120,7 @@ impl ServerConn {
         s.match_user = Some(user.name.clone());
         s.user = Some(user);
         s.key_options = key_options;
-        s.sockbuf_via = sockbuf_via;
+        s.monitor = Some(monitor);
         s
     }
 
@@ -133,7 +138,7 @@ impl ServerConn {
         grace: Option<crate::server::grace::GraceTimer>,
     ) -> Self {
         ServerConn {
-            sockbuf_via: None,
+            monitor: None,
             grace,
             base: cfg.clone(),
             match_user: None,
@@ -235,8 +240,8 @@ impl ServerConn {
     /// the sysctl cap, as with TcpRcvBuf); 0 leaves a buffer alone. Declined
     /// when RemoteBufMax is 0 or the connection is not a TCP socket.
     fn remote_sockbuf(&mut self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)> {
-        if let Some(ask) = self.sockbuf_via.as_mut() {
-            return ask(rcvbuf, sndbuf);
+        if let Some(m) = self.monitor.as_mut() {
+            return m.sockbuf(rcvbuf, sndbuf);
         }
         remote_sockbuf(&self.cfg, self.sock, self.peer, rcvbuf, sndbuf)
     }

@@ -7,8 +7,7 @@
 use crate::net::pump::ChanIo;
 use crate::server::session::{self, PreExec, SessionSpawn};
 use crate::ttymodes;
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::process::{Child, Stdio};
 
 /// Most of /etc/motd shown at login.
@@ -20,46 +19,94 @@ pub struct Pty {
     slave: Option<OwnedFd>,
     name: String,
     term: String,
+    /// The slave's owner and mode were set when it was allocated (by the
+    /// privsep monitor, as root).
+    owner_set: bool,
+}
+
+/// A pty's two ends as allocated, before the session's setup.
+pub struct PtyPair {
+    /// The master side.
+    pub master: OwnedFd,
+    /// The slave side.
+    pub slave: OwnedFd,
+    /// Owner, group and mode are already the user's (see [`set_owner`]).
+    pub owner_set: bool,
 }
 
 fn os_err(what: &str) -> String {
     format!("{what}: {}", std::io::Error::last_os_error())
 }
 
+/// openpty(3) in this process; both ends close-on-exec.
+pub fn openpty() -> Result<PtyPair, String> {
+    let (mut m, mut s) = (-1, -1);
+    // SAFETY: out-pointers are valid; name, termios and winsize may be null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut m,
+            &mut s,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(os_err("openpty"));
+    }
+    // SAFETY: openpty returned two fds that we now own.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
+    for fd in [m, s] {
+        // SAFETY: plain fcntl on fds we own; the child must inherit neither.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok(PtyPair {
+        master,
+        slave,
+        owner_set: false,
+    })
+}
+
+/// The privsep monitor's side of a pty-req: openpty as root, the slave
+/// given to `uid` (group tty, 0620) before the user's process gets it.
+pub fn allocate_for(uid: u32) -> Result<PtyPair, String> {
+    let mut p = openpty()?;
+    set_owner(p.slave.as_fd(), uid);
+    p.owner_set = true;
+    Ok(p)
+}
+
+/// The slave's path, from the descriptor itself.
+fn slave_name(slave: &OwnedFd) -> Result<String, String> {
+    let mut buf = [0 as libc::c_char; 128];
+    // SAFETY: buf is valid for its length.
+    if unsafe { libc::ttyname_r(slave.as_raw_fd(), buf.as_mut_ptr(), buf.len()) } != 0 {
+        return Err(os_err("ttyname"));
+    }
+    // SAFETY: ttyname_r wrote a NUL-terminated string into buf.
+    Ok(unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned())
+}
+
 impl Pty {
-    /// Allocates a pty for a pty-req; the modes are checked first, so a
-    /// malformed request is refused before anything is allocated.
-    pub fn open(term: &str, size: (u32, u32, u32, u32), modes: &[u8]) -> Result<Pty, String> {
+    /// Sets up a pty for a pty-req: the modes are checked first, so a
+    /// malformed request is refused before `alloc` is asked for one
+    /// ([`openpty`] here, or the privsep monitor).
+    pub fn open(
+        term: &str,
+        size: (u32, u32, u32, u32),
+        modes: &[u8],
+        alloc: impl FnOnce() -> Result<PtyPair, String>,
+    ) -> Result<Pty, String> {
         let modes = ttymodes::parse(modes)?;
-        let (mut m, mut s) = (-1, -1);
-        // SAFETY: out-pointers are valid; name, termios and winsize may be null.
-        let rc = unsafe {
-            libc::openpty(
-                &mut m,
-                &mut s,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        };
-        if rc != 0 {
-            return Err(os_err("openpty"));
-        }
-        // SAFETY: openpty returned two fds that we now own.
-        let (master, slave) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
-        for fd in [m, s] {
-            // SAFETY: plain fcntl on fds we own; the child must inherit neither.
-            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-        }
-        let mut buf = [0 as libc::c_char; 128];
-        // SAFETY: buf is valid for its length.
-        if unsafe { libc::ttyname_r(s, buf.as_mut_ptr(), buf.len()) } != 0 {
-            return Err(os_err("ttyname"));
-        }
-        // SAFETY: ttyname_r wrote a NUL-terminated string into buf.
-        let name = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
-            .to_string_lossy()
-            .into_owned();
+        let PtyPair {
+            master,
+            slave,
+            owner_set,
+        } = alloc()?;
+        let name = slave_name(&slave)?;
+        let s = slave.as_raw_fd();
         // SAFETY: termios is plain data filled by tcgetattr.
         let mut tio: libc::termios = unsafe { std::mem::zeroed() };
         // SAFETY: valid fd and pointer.
@@ -73,6 +120,7 @@ impl Pty {
             slave: Some(slave),
             name,
             term: term.to_owned(),
+            owner_set,
         };
         pty.resize(size);
         Ok(pty)
@@ -97,33 +145,6 @@ impl Pty {
         unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
     }
 
-    /// The user owns the slave, group tty, mode 0620 (OpenSSH's pty_setowner);
-    /// 0600 when the group cannot be tty.
-    fn set_owner(&self, uid: u32) {
-        let Ok(path) = CString::new(self.name.as_str()) else {
-            return;
-        };
-        let gid = tty_group();
-        let mode = if gid.is_some() { 0o620 } else { 0o622 };
-        // SAFETY: path is a valid C string; plain syscalls.
-        unsafe {
-            libc::chown(path.as_ptr(), uid, gid.unwrap_or(u32::MAX));
-        }
-        // Opened by the post-auth process as the user, the chown to group
-        // tty fails unless devpts already gave it (mount option gid=5): then
-        // the group is the user's own, and 0620 would let its other members
-        // write to the terminal. Only the owner then.
-        let group_is_tty = gid.is_some_and(|g| {
-            use std::os::unix::fs::MetadataExt;
-            std::fs::metadata(&self.name).is_ok_and(|m| m.gid() == g)
-        });
-        let mode = if group_is_tty { mode } else { 0o600 };
-        // SAFETY: as above.
-        unsafe {
-            libc::chmod(path.as_ptr(), mode);
-        }
-    }
-
     /// Runs the session on the slave: its own session (setsid) with the
     /// slave as controlling terminal and stdin/out/err, TERM and SSH_TTY
     /// set, privileges dropped as for any command. A login shell (no
@@ -134,7 +155,9 @@ impl Pty {
             .slave
             .take()
             .ok_or("the pty is already in use by a command")?;
-        self.set_owner(s.user.uid);
+        if !self.owner_set {
+            set_owner(slave.as_fd(), s.user.uid);
+        }
         if !self.term.is_empty() {
             s.env.push(("TERM".into(), self.term.clone().into()));
         }
@@ -177,6 +200,28 @@ impl Pty {
         let io = ChanIo::owned(Some(src), None, Some(sink), None);
         Ok((child, io))
     }
+}
+
+/// The user owns the slave, group tty, mode 0620 (OpenSSH's pty_setowner);
+/// 0600 when the group cannot be tty. Done on the descriptor, not a path.
+pub fn set_owner(slave: BorrowedFd<'_>, uid: u32) {
+    let fd = slave.as_raw_fd();
+    let gid = tty_group();
+    // SAFETY: plain syscall on a descriptor we hold.
+    unsafe { libc::fchown(fd, uid, gid.unwrap_or(u32::MAX)) };
+    // A process that is not root (no privilege separation, sluiced run by
+    // a user) cannot chown to group tty unless devpts already gave it
+    // (mount option gid=5): then the group is the user's own, and 0620
+    // would let its other members write to the terminal. Only the owner.
+    let group_is_tty = gid.is_some_and(|g| {
+        // SAFETY: stat is plain data filled by fstat.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: valid fd and pointer.
+        unsafe { libc::fstat(fd, &mut st) == 0 && st.st_gid == g }
+    });
+    let mode = if group_is_tty { 0o620 } else { 0o600 };
+    // SAFETY: as above.
+    unsafe { libc::fchmod(fd, mode) };
 }
 
 fn tty_group() -> Option<u32> {

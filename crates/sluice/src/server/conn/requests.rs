@@ -168,7 +168,16 @@ impl ServerConn {
                 if s.pty.is_some() || s.child.is_some() {
                     return false;
                 }
-                match Pty::open(&term, (cols, rows, width_px, height_px), &modes) {
+                if self.key_options.as_ref().is_some_and(|k| k.no_pty) {
+                    log!(Info, "channel {}: pty-req refused: key option no-pty", id.0);
+                    return false;
+                }
+                let size = (cols, rows, width_px, height_px);
+                let opened = match self.monitor.as_mut() {
+                    Some(m) => Pty::open(&term, size, &modes, || m.pty()),
+                    None => Pty::open(&term, size, &modes, crate::server::pty::openpty),
+                };
+                match opened {
                     Ok(p) => {
                         log!(
                             Debug1,

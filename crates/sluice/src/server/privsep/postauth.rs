@@ -19,14 +19,15 @@ use super::wire::{self, Msg, WireError, INPUT_CHUNK, R, W};
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::KeyOptions;
 use crate::net::pump::Pump;
-use crate::server::conn::ServerConn;
+use crate::server::conn::{MonitorRequests, ServerConn};
+use crate::server::pty::PtyPair;
 use crate::server::session::{self, UserInfo};
 use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::handover::TransportState;
 use sluice_proto::{Connection, ServerConfig};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -156,7 +157,67 @@ fn serve_postauth(
                 send(&Msg::SockBufGranted(g))?;
             }
             Ok(Some(Msg::Log { level, line })) => relay_log(level, &line)?,
+            Ok(Some(Msg::PtyRequest)) => match pty_for(accepted, cfg) {
+                Ok(p) => {
+                    let fds = [p.master.as_fd(), p.slave.as_fd()];
+                    wire::send_fds(fd, &Msg::PtyGranted, &fds).map_err(|e| e.to_string())?;
+                }
+                Err(why) => {
+                    crate::log!(Info, "monitor: pty for {}: {why}", accepted.user.name);
+                    send(&Msg::Reject)?;
+                }
+            },
             Ok(Some(_)) => return Err("unexpected request".into()),
+        }
+    }
+}
+
+/// A pty for the authenticated user, unless PermitTTY (`cfg` has the
+/// user's Match blocks applied) or the key's `no-pty` forbids it: the
+/// monitor checks again what the user's process checked.
+fn pty_for(accepted: &Accepted, cfg: &Sshd) -> Result<PtyPair, String> {
+    if !cfg.permit_tty {
+        return Err("PermitTTY no".into());
+    }
+    if accepted.key_options.as_ref().is_some_and(|k| k.no_pty) {
+        return Err("key option no-pty".into());
+    }
+    let p = crate::server::pty::allocate_for(accepted.user.uid)?;
+    crate::log!(
+        Verbose,
+        "monitor: allocated a pty for {}",
+        accepted.user.name
+    );
+    Ok(p)
+}
+
+/// The user's process's requests to the monitor.
+struct MonitorLink(Arc<Link>);
+
+impl MonitorRequests for MonitorLink {
+    fn sockbuf(&mut self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)> {
+        match self.0.request(&Msg::SockBuf { rcvbuf, sndbuf }) {
+            Ok(Msg::SockBufGranted(g)) => g,
+            _ => None,
+        }
+    }
+
+    fn pty(&mut self) -> Result<PtyPair, String> {
+        match self.0.request_fds(&Msg::PtyRequest) {
+            Ok((Msg::PtyGranted, fds)) => {
+                let mut fds = fds.into_iter();
+                match (fds.next(), fds.next(), fds.next()) {
+                    (Some(master), Some(slave), None) => Ok(PtyPair {
+                        master,
+                        slave,
+                        owner_set: true,
+                    }),
+                    _ => Err("the monitor sent a pty without its two descriptors".into()),
+                }
+            }
+            Ok((Msg::Reject, _)) => Err("refused by the monitor (see its log)".into()),
+            Ok(_) => Err("unexpected answer from the monitor".into()),
+            Err(e) => Err(e.to_string()),
         }
     }
 }
@@ -177,9 +238,29 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         crate::log!(Error, "post-auth: user {user} vanished");
         return 255;
     };
+    // Started through /proc/self/exe (the monitor's own image, even if the
+    // file was replaced since), the process would be called "exe" in ps.
+    // SAFETY: getppid cannot fail; PR_SET_NAME reads a NUL-terminated string.
+    let monitor_pid = unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"sluiced".as_ptr());
+        libc::getppid()
+    };
     if let Err(e) = become_user(&info) {
         crate::log!(Error, "post-auth: becoming {}: {e}", info.name);
         return 255;
+    }
+    // The connection lives as long as its monitor: a killed monitor (an
+    // administrator ending the session, as with sshd's [priv] process)
+    // ends it now, not at the next re-key. Set after the uid change,
+    // which clears it; the parent check closes the race with its death.
+    // SAFETY: plain syscalls.
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+        if libc::getppid() != monitor_pid {
+            crate::log!(Error, "post-auth: the monitor is gone");
+            return 255;
+        }
     }
     // SAFETY: fd 0 is the peer's socket, handed over by the monitor.
     let sock = unsafe { TcpStream::from_raw_fd(0) };
@@ -222,14 +303,8 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         }
     };
     let threads = cfg.crypto_threads;
-    let sb_link = link.clone();
-    let sockbuf: crate::server::conn::SockBufRequest = Box::new(
-        move |rcvbuf, sndbuf| match sb_link.request(&Msg::SockBuf { rcvbuf, sndbuf }) {
-            Ok(Msg::SockBufGranted(g)) => g,
-            _ => None,
-        },
-    );
-    let mut handler = ServerConn::authenticated(cfg, peer, local, info, key_options, Some(sockbuf));
+    let monitor = Box::new(MonitorLink(link.clone()));
+    let mut handler = ServerConn::authenticated(cfg, peer, local, info, key_options, monitor);
     handler.set_socket(sock.as_raw_fd());
     handler.authenticated_on(&mut conn);
     let mut pump = Pump::new(sock.as_raw_fd());

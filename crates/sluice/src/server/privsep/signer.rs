@@ -37,6 +37,13 @@ impl Link {
         wire::recv(&self.fd, -1)?.ok_or(WireError::Closed)
     }
 
+    /// As [`Link::request`], with the descriptors that came with the answer.
+    pub fn request_fds(&self, m: &Msg) -> Result<(Msg, Vec<OwnedFd>), WireError> {
+        let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        wire::send(&self.fd, m)?;
+        wire::recv_fds(&self.fd, -1)?.ok_or(WireError::Closed)
+    }
+
     /// Sends `m` with no answer expected.
     pub fn tell(&self, m: &Msg) -> Result<(), WireError> {
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());

@@ -10,7 +10,7 @@
 
 use zeroize::Zeroizing;
 
-pub use super::datagram::{recv, send, socketpair};
+pub use super::datagram::{recv, recv_fds, send, send_fds, socketpair};
 
 /// The largest datagram either side sends or accepts.
 pub const MAX_MSG: usize = 128 * 1024;
@@ -140,6 +140,12 @@ pub enum Msg {
     },
     /// M -> post-auth process: the sizes in force, or none (declined).
     SockBufGranted(Option<(u64, u64)>),
+    /// Post-auth process -> M: a pty for a pty-req.
+    PtyRequest,
+    /// M -> post-auth process: the pty's master and slave travel with this
+    /// message (SCM_RIGHTS), the slave owned by the user; `Reject` instead
+    /// when refused.
+    PtyGranted,
 }
 
 mod code {
@@ -158,6 +164,8 @@ mod code {
     pub(super) const START: u8 = 13;
     pub(super) const SOCKBUF: u8 = 14;
     pub(super) const SOCKBUF_GRANTED: u8 = 15;
+    pub(super) const PTY_REQUEST: u8 = 16;
+    pub(super) const PTY_GRANTED: u8 = 17;
 }
 
 /// Field writer.
@@ -345,6 +353,12 @@ impl Msg {
                     None => w.u8(0),
                 };
             }
+            Msg::PtyRequest => {
+                w.u8(code::PTY_REQUEST);
+            }
+            Msg::PtyGranted => {
+                w.u8(code::PTY_GRANTED);
+            }
         }
         Zeroizing::new(w.0)
     }
@@ -452,6 +466,8 @@ impl Msg {
             } else {
                 None
             }),
+            code::PTY_REQUEST => Msg::PtyRequest,
+            code::PTY_GRANTED => Msg::PtyGranted,
             _ => return Err(WireError::Malformed("unknown message type")),
         };
         r.finish()?;
@@ -484,6 +500,7 @@ mod tests {
                 prompts: vec![("Password: ".into(), false)],
             },
             Msg::SockBufGranted(Some((1, 2))),
+            Msg::PtyRequest,
         ];
         for m in msgs {
             let b = m.encode();
