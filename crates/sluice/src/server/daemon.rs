@@ -141,6 +141,14 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         }
         return crate::server::privsep::postauth::run(cfg, fd);
     }
+    if args.inetd {
+        // Pipes from a ProxyCommand: a relay makes fd 0 a socket, before
+        // the host keys are in this process's memory.
+        if let Err(e) = crate::server::inetd::socket_on_stdin() {
+            crate::log!(Fatal, "inetd mode: {e}");
+            return 255;
+        }
+    }
     let host_keys = match crate::keys::host_keys::load(&cfg.host_keys) {
         Ok(k) => k,
         Err(e) => {

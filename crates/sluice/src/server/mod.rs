@@ -11,6 +11,7 @@ pub mod error;
 pub mod forward;
 pub mod forward_policy;
 pub mod grace;
+pub mod inetd;
 pub mod keepalive;
 pub mod listen;
 pub mod pam;

@@ -44,6 +44,44 @@ pub const DUMP_LINE: &str = "useprivilegeseparation sandbox";
 
 pub use monitor::serve;
 
+/// The address sshd reports when the connection has none (inetd mode over
+/// pipes, server/inetd.rs): it logs "UNKNOWN port 65535"; here 0.0.0.0
+/// port 65535, which no `Match Address` or `from=` list of real
+/// addresses matches.
+pub const UNKNOWN_ADDR: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 65535);
+
+/// The peer's and our address on the connection's socket; for a Unix
+/// socket (a relayed `-i`) both are [`UNKNOWN_ADDR`]. None when `sock`
+/// is no socket at all.
+pub fn addresses(sock: &std::net::TcpStream) -> Option<(SocketAddr, SocketAddr)> {
+    if let (Ok(p), Ok(l)) = (sock.peer_addr(), sock.local_addr()) {
+        return Some((p, l));
+    }
+    use std::os::fd::AsRawFd;
+    // SAFETY: sockaddr_storage is plain data; getsockname fills at most len bytes.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: valid fd, pointer and length.
+    let rc = unsafe {
+        libc::getsockname(
+            sock.as_raw_fd(),
+            (&mut ss as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && i32::from(ss.ss_family) == libc::AF_UNIX).then_some((UNKNOWN_ADDR, UNKNOWN_ADDR))
+}
+
+/// An address for log lines: sshd's "UNKNOWN" for [`UNKNOWN_ADDR`].
+pub fn show_ip(a: SocketAddr) -> String {
+    if a == UNKNOWN_ADDR {
+        "UNKNOWN".into()
+    } else {
+        a.ip().to_string()
+    }
+}
+
 /// In a post-auth process: the monitor socket's descriptor.
 pub fn postauth_fd_from_env() -> Option<std::os::fd::RawFd> {
     let v = std::env::var(POSTAUTH_ENV).ok()?;

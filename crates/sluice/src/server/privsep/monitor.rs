@@ -41,7 +41,7 @@ pub fn serve(
     startup: Option<OwnedFd>,
     argv: &[String],
 ) -> i32 {
-    let (Ok(peer), Ok(local)) = (sock.peer_addr(), sock.local_addr()) else {
+    let Some((peer, local)) = super::addresses(&sock) else {
         crate::log!(Error, "stdin is not a socket");
         return 1;
     };
@@ -50,8 +50,9 @@ pub fn serve(
     let (ip, port) = (peer.ip(), peer.port());
     crate::log!(
         Info,
-        "Connection from {ip} port {port} on {} port {}",
-        local.ip(),
+        "Connection from {} port {port} on {} port {}",
+        super::show_ip(peer),
+        super::show_ip(local),
         local.port()
     );
     let order = crate::config::cipher_order::current();

@@ -264,7 +264,7 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
     }
     // SAFETY: fd 0 is the peer's socket, handed over by the monitor.
     let sock = unsafe { TcpStream::from_raw_fd(0) };
-    let (Ok(peer), Ok(local)) = (sock.peer_addr(), sock.local_addr()) else {
+    let Some((peer, local)) = super::addresses(&sock) else {
         return 255;
     };
     let state = match TransportState::decode(&state) {

@@ -1,0 +1,138 @@
+//! `sluiced -i` on any pair of descriptors. inetd and systemd hand over a
+//! connected socket on stdin and stdout, but a ProxyCommand (`ssh -o
+//! ProxyCommand='sshd -i'`, how OpenSSH's own regression suite reaches a
+//! server) gives two pipes. The connection's processes (monitor, pre-auth
+//! child, post-auth process) all serve one socket, so for pipes a relay
+//! copies bytes between them and a socketpair whose other end becomes
+//! fd 0.
+//!
+//! The relay is forked before the host keys are loaded, gives up root
+//! (user `nobody`, no groups, not dumpable) and never looks at the bytes.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// The bytes a relay direction moves per read.
+const CHUNK: usize = 64 * 1024;
+
+/// Makes fd 0 a socket for the connection: nothing to do when stdin is a
+/// socket that is also stdout (inetd, systemd's `Accept=yes`); otherwise
+/// starts the relay. Call before any thread starts.
+pub fn socket_on_stdin() -> Result<(), String> {
+    if is_socket(0) && same_file(0, 1) {
+        return Ok(());
+    }
+    let mut sv = [-1; 2];
+    // SAFETY: sv has room for two descriptors.
+    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) } != 0 {
+        return Err(format!("socketpair: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: socketpair returned two descriptors we now own.
+    let (ours, relay_end) = unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
+    // SAFETY: the caller has started no thread: the child may run ordinary code.
+    match unsafe { libc::fork() } {
+        -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
+        0 => {
+            drop(ours);
+            let code = relay(relay_end);
+            // SAFETY: leave without running the parent's exit handlers.
+            unsafe { libc::_exit(code) }
+        }
+        _ => {
+            drop(relay_end);
+            // SAFETY: dup2 onto stdin; stdout goes to /dev/null later.
+            if unsafe { libc::dup2(ours.as_raw_fd(), 0) } != 0 {
+                return Err(format!("dup2: {}", std::io::Error::last_os_error()));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn is_socket(fd: i32) -> bool {
+    // SAFETY: stat is plain data filled by fstat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFSOCK }
+}
+
+fn same_file(a: i32, b: i32) -> bool {
+    // SAFETY: as in is_socket.
+    let (mut x, mut y): (libc::stat, libc::stat) = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers.
+    unsafe {
+        libc::fstat(a, &mut x) == 0
+            && libc::fstat(b, &mut y) == 0
+            && (x.st_dev, x.st_ino) == (y.st_dev, y.st_ino)
+    }
+}
+
+/// The relay process: stdin to the socket, the socket to stdout, each
+/// direction until its EOF; returns when both are done.
+fn relay(sock: OwnedFd) -> i32 {
+    drop_privileges();
+    let sock = std::os::unix::net::UnixStream::from(sock);
+    let Ok(mut sock_w) = sock.try_clone() else {
+        return 1;
+    };
+    // SAFETY: fds 0 and 1 stay open for this process's life; ManuallyDrop
+    // keeps them from being closed twice.
+    let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+    let up = std::thread::spawn(move || {
+        copy(&mut *stdin, &mut sock_w);
+        let _ = sock_w.shutdown(std::net::Shutdown::Write);
+    });
+    let mut sock_r = sock;
+    // SAFETY: as above.
+    let mut stdout = unsafe { std::fs::File::from_raw_fd(1) };
+    copy(&mut sock_r, &mut stdout);
+    drop(stdout);
+    // The server is done: a peer that never closes its side must not keep
+    // us (and the ProxyCommand's pipeline) alive.
+    if !up.is_finished() {
+        return 0;
+    }
+    let _ = up.join();
+    0
+}
+
+fn copy(from: &mut impl Read, to: &mut impl Write) {
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                let Some(b) = buf.get(..n) else { return };
+                if to.write_all(b).is_err() {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Root is not needed to copy bytes: become `nobody`, no groups, not
+/// dumpable. Nothing to do when not root.
+fn drop_privileges() {
+    // SAFETY: plain syscalls; the ids come from the password database.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0);
+        if libc::geteuid() != 0 {
+            return;
+        }
+        let (uid, gid) = crate::users::by_name("nobody").map_or((65534, 65534), |u| (u.uid, u.gid));
+        if libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setgid(gid) != 0
+            || libc::setuid(uid) != 0
+        {
+            crate::log!(
+                Error,
+                "inetd relay: cannot drop root: {}",
+                std::io::Error::last_os_error()
+            );
+            libc::_exit(1);
+        }
+    }
+}
