@@ -15,6 +15,11 @@ use std::time::Instant;
 /// Largest data payload we put in one packet, leaving room for headers,
 /// padding and tag within the 256 KiB every peer accepts.
 const MAX_DATA: usize = MAX_PACKET_LEN - 1024;
+/// The same with outgoing compression: the packet limit applies to the
+/// compressed payload, and deflate's fastest level (static Huffman codes,
+/// 9 bits for half the literals) grows data that does not compress by up
+/// to 1/8, plus block headers and the flush.
+const MAX_DATA_COMPRESSED: usize = (MAX_DATA - 64) / 9 * 8;
 
 /// A data packet being built in the output buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,9 +88,14 @@ impl Connection {
                     && !ch.eof_sent
                     && !ch.close_sent =>
             {
+                let limit = if self.send.compression.active() {
+                    MAX_DATA_COMPRESSED
+                } else {
+                    MAX_DATA
+                };
                 (ch.send_window as usize)
                     .min(ch.send_max_packet as usize)
-                    .min(MAX_DATA)
+                    .min(limit)
             }
             _ => 0,
         }

@@ -35,6 +35,7 @@
 
 use crate::error::Violation;
 use crate::transport::compress_batch::BatchCompressor;
+pub use crate::transport::pzlib::Level;
 use std::sync::Arc;
 
 /// The wire name of "no compression", always offered.
@@ -59,6 +60,11 @@ pub trait CompressionEngine: Send + Sync {
     fn compressor(&self) -> Compressor;
     /// A new incoming stream.
     fn decompressor(&self) -> Box<dyn Decompressor>;
+    /// The handle through which a runtime steers the outgoing level
+    /// (`Compression auto`), for engines whose level can change mid-stream.
+    fn level(&self) -> Option<Arc<Level>> {
+        None
+    }
 }
 
 /// An outgoing stream, in one of the two shapes the send state drives.
@@ -103,12 +109,21 @@ impl std::fmt::Display for CompressError {
 
 impl std::error::Error for CompressError {}
 
+/// The level a connection's outgoing zlib stream starts at: fast, so a
+/// fast link is not held back; a runtime raises it while the link, not
+/// the CPU, is the limit (see [`CompressionEngine::level`]).
+pub const START_LEVEL: u8 = 1;
+
 /// Every engine sluice-proto implements, preferred first: `zlib@openssh.com`
-/// then `zlib`. The runtime derives its lists from this one.
+/// then `zlib`, deflated in parallel jobs ([`super::pzlib`]) under one
+/// level handle (a connection has one outgoing stream at a time). Call it
+/// once per connection. The runtime derives its lists from this one.
 pub fn default_engines() -> Vec<Arc<dyn CompressionEngine>> {
+    use super::pzlib::ParallelZlib;
+    let level = Level::new(START_LEVEL);
     vec![
-        Arc::new(super::zlib::ZlibEngine::delayed()),
-        Arc::new(super::zlib::ZlibEngine::immediate()),
+        Arc::new(ParallelZlib::new(Activation::Delayed, level.clone())),
+        Arc::new(ParallelZlib::new(Activation::Immediate, level)),
     ]
 }
 

@@ -287,6 +287,20 @@ impl Connection {
         self.send.compression.has_queued()
     }
 
+    /// The outgoing stream's level handle, when its engine has one
+    /// (`CompressionEngine::level`): a runtime steers it from what it
+    /// measures. None while nothing is compressed.
+    pub fn compression_level(&self) -> Option<std::sync::Arc<crate::transport::compress::Level>> {
+        self.send.compression.level()
+    }
+
+    /// Raw payload bytes waiting for [`Connection::compress_batch`]: a
+    /// runtime counts them with its unsent output, so a batch is cut
+    /// before the send state flushes it inline at [`MAX_QUEUED`].
+    pub fn uncompressed_len(&self) -> usize {
+        self.send.compression.queued()
+    }
+
     /// Closes the connection when our compressor failed: the peer could not
     /// decode anything after it.
     pub(crate) fn check_compression(&mut self) {

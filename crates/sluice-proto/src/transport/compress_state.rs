@@ -8,7 +8,9 @@
 //! under the new keys.
 
 use crate::error::{Error, Violation};
-use crate::transport::compress::{self, Activation, CompressionEngine, Compressor, Decompressor};
+use crate::transport::compress::{
+    self, Activation, CompressionEngine, Compressor, Decompressor, Level,
+};
 use crate::transport::compress_batch::{BatchQueue, CompressJob, MAX_QUEUED};
 use std::sync::Arc;
 
@@ -93,6 +95,8 @@ pub(crate) struct OutCompression {
     scratch: Vec<u8>,
     counts: Option<Counts>,
     failed: bool,
+    /// The running engine's level handle, if it has one.
+    level: Option<Arc<Level>>,
 }
 
 impl OutCompression {
@@ -124,6 +128,7 @@ impl OutCompression {
 
     fn start(&mut self, engine: Option<Arc<dyn CompressionEngine>>) {
         self.queue.reset();
+        self.level = engine.as_ref().and_then(|e| e.level());
         self.stream = engine.map(|e| e.compressor());
         if self.stream.is_some() {
             self.counts.get_or_insert_with(Counts::default);
@@ -171,6 +176,21 @@ impl OutCompression {
 
     pub(crate) fn has_queued(&self) -> bool {
         !self.queue.is_empty()
+    }
+
+    /// A stream runs: payloads grow on the wire when they do not compress.
+    pub(crate) fn active(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// The running stream's level handle.
+    pub(crate) fn level(&self) -> Option<Arc<Level>> {
+        self.level.clone()
+    }
+
+    /// Raw bytes queued for the next batch.
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.queued()
     }
 
     /// Compresses the queue as one batch through `run`, then hands each

@@ -6,6 +6,7 @@ pub mod batch;
 pub mod compress;
 pub mod compress_batch;
 pub(crate) mod compress_state;
+pub mod pzlib;
 pub(crate) mod recv;
 pub(crate) mod send;
 pub(crate) mod version;

@@ -53,10 +53,16 @@ impl CompressionEngine for ZlibEngine {
     }
 
     fn decompressor(&self) -> Box<dyn Decompressor> {
-        Box::new(Inflate {
-            z: Decompress::new(true),
-        })
+        inflater()
     }
+}
+
+/// An incoming zlib stream (also the parallel engine's, `super::pzlib`:
+/// the receiver's side of the contract is the same).
+pub(crate) fn inflater() -> Box<dyn Decompressor> {
+    Box::new(Inflate {
+        z: Decompress::new(true),
+    })
 }
 
 /// The outgoing deflate stream.

@@ -65,6 +65,8 @@ pub struct CryptoPool {
     sampler: CpuSampler,
     /// Threads the last sample allows.
     threads: usize,
+    /// Cores the last sample found free for this process.
+    free: Option<f64>,
     workers: Workers,
 }
 
@@ -81,6 +83,7 @@ impl CryptoPool {
             cores,
             sampler: CpuSampler::default(),
             threads,
+            free: None,
             workers: Workers::new(),
         }
     }
@@ -111,6 +114,7 @@ impl CryptoPool {
     fn run_jobs<T: Job>(&mut self, jobs: &mut [T]) {
         if self.setting == CryptoThreads::Auto {
             if let Some(free) = self.sampler.sample(self.cores) {
+                self.free = Some(free);
                 // Round down: half a free core is not worth the handoffs.
                 self.threads = (free + 0.25).floor().clamp(1.0, self.cores as f64) as usize;
             }
@@ -128,6 +132,12 @@ impl CryptoPool {
     pub fn run_on(&mut self, jobs: &mut [CryptoJob<'_>], n: usize) {
         let total = jobs.iter().map(CryptoJob::len).sum();
         self.workers.run_split(jobs, n, total);
+    }
+
+    /// Cores the last sample found free for this process (its own use
+    /// included); None before the first sample or with a fixed setting.
+    pub fn free_cores(&self) -> Option<f64> {
+        self.free
     }
 
     /// Worker threads started so far.

@@ -1,5 +1,6 @@
 //! Sockets and the driver loop.
 
+pub mod compress_ctl;
 pub mod crypto_pool;
 pub mod crypto_workers;
 pub mod fdio;

@@ -32,6 +32,7 @@ pub use endpoint::{ChannelEndpoint, Produced};
 pub use handler::{Handler, PumpError};
 pub use stream::{ChanFd, Ext};
 
+use super::compress_ctl::LevelControl;
 use super::crypto_pool::{CryptoPool, CryptoThreads};
 use super::fdio;
 use super::path::PathFeed;
@@ -62,6 +63,9 @@ pub struct Pump {
     path: PathFeed,
     /// An in-process end moved bytes this turn: run the next one at once.
     again: bool,
+    /// Steers the outgoing compression level, once a stream with a level
+    /// handle runs (net/compress_ctl.rs).
+    level_ctl: Option<LevelControl>,
 }
 
 impl Pump {
@@ -78,6 +82,7 @@ impl Pump {
             crypto: CryptoPool::new(CryptoThreads::Fixed(1)),
             path: PathFeed::default(),
             again: false,
+            level_ctl: None,
         }
     }
 
@@ -297,7 +302,9 @@ impl Pump {
             }
             for ext in Ext::BOTH {
                 loop {
-                    if self.out.len() - self.out_pos >= OUT_HIGH_WATER {
+                    // Payloads queued for batch compression count too: the
+                    // batch is cut here, compressed on the workers below.
+                    if self.out.len() - self.out_pos + conn.uncompressed_len() >= OUT_HIGH_WATER {
                         break 'channels;
                     }
                     let Some(io) = self.fds.get_mut(id) else {
@@ -326,15 +333,44 @@ impl Pump {
                 io.after_fill(conn, id);
             }
         }
+        let batch = conn.has_uncompressed();
         let pool = &mut self.crypto;
         conn.compress_batch(&mut self.out, &mut |jobs| pool.run_compress(jobs));
+        if batch {
+            self.steer_compression(conn);
+        }
+        let pool = &mut self.crypto;
         conn.seal_batch(&mut self.out, &mut |jobs| pool.run(jobs));
         // Always seal what the data path queued (a re-key's KEXINIT, window
         // adjusts): the loop may sleep next, and nothing else would send them.
         conn.poll_transmit(Instant::now(), &mut self.out);
     }
 
+    /// Lets the level controller see the batch just compressed.
+    fn steer_compression(&mut self, conn: &Connection) {
+        let Some(stats) = conn.compression_stats().0 else {
+            return;
+        };
+        if self.level_ctl.is_none() {
+            self.level_ctl = conn
+                .compression_level()
+                .map(|l| LevelControl::new(l, stats));
+        }
+        if let Some(c) = self.level_ctl.as_mut() {
+            c.after_batch(stats, self.crypto.free_cores());
+        }
+    }
+
     fn flush_socket(&mut self) -> Result<(), PumpError> {
+        let had = self.out_pos < self.out.len();
+        let r = self.flush_socket_inner();
+        if let Some(c) = self.level_ctl.as_mut().filter(|_| had) {
+            c.on_write(self.out_pos < self.out.len());
+        }
+        r
+    }
+
+    fn flush_socket_inner(&mut self) -> Result<(), PumpError> {
         while self.out_pos < self.out.len() {
             let Some(pending) = self.out.get(self.out_pos..) else {
                 break;
