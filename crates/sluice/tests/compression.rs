@@ -1,0 +1,121 @@
+//! sluice's parallel zlib against stock OpenSSH: what sluice deflates in
+//! jobs (preset dictionaries, sync flushes, levels changing between
+//! windows) OpenSSH inflates as one stream, across re-keys, text and
+//! random data alike; checked by SHA-256 and by OpenSSH's own summary.
+
+mod common;
+
+use common::*;
+
+/// Pseudo-text: words from a small vocabulary, as compressible as prose.
+fn text(n: usize, seed: u64) -> Vec<u8> {
+    const WORDS: &[&str] = &[
+        "the",
+        "stream",
+        "of",
+        "packets",
+        "window",
+        "sluice",
+        "deflate",
+        "channel",
+        "and",
+        "key",
+        "exchange",
+        "server",
+        "client",
+        "data",
+        "to",
+        "is",
+        "a",
+        "bulk",
+        "link",
+        "compression",
+        "level",
+        "job",
+        "history",
+        "flush",
+        "byte",
+        "in",
+        "out",
+    ];
+    let mut x = seed | 1;
+    let mut v = Vec::with_capacity(n + 16);
+    while v.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(WORDS[(x % WORDS.len() as u64) as usize].as_bytes());
+        v.push(if x % 11 == 0 { b'\n' } else { b' ' });
+    }
+    v.truncate(n);
+    v
+}
+
+/// 64 MiB: 8 MiB of text and 8 MiB of random data, in turn.
+fn mixed() -> Vec<u8> {
+    let mut v = Vec::with_capacity(64 << 20);
+    for i in 0..4 {
+        v.extend(text(8 << 20, i + 1));
+        v.extend(random_data(8 << 20, i + 100));
+    }
+    v
+}
+
+/// `(raw, compressed)` from a "compress incoming/outgoing: raw data N,
+/// compressed M" line of a `-v` log.
+fn summary(log: &str, dir: &str) -> Option<(u64, u64)> {
+    let line = log
+        .lines()
+        .find(|l| l.contains(&format!("compress {dir}: raw data")))?;
+    let num = |after: &str| -> Option<u64> {
+        let rest = line.split(after).nth(1)?;
+        rest.trim_start()
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    };
+    Some((num("raw data")?, num("compressed")?))
+}
+
+#[test]
+fn parallel_zlib_is_read_by_openssh() {
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    let s = Setup::new("pzlib");
+    let data = mixed();
+    let hash = sha256(&data);
+    let src = s.dir.path("mixed");
+    std::fs::write(&src, &data).unwrap();
+    let opts = ["-C", "-o", "RekeyLimit=16M"];
+    // sluice deflates, sshd inflates.
+    let server = s.start(true, "RekeyLimit 16M");
+    let mut c = s.client_at(false, &server, "DEBUG1", &opts);
+    c.arg("sha256sum");
+    let out = run(c, &data, 300);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(&hash),
+        "sluice -C -> sshd upload: {log}"
+    );
+    let (raw, z) = summary(&log, "outgoing").expect("sluice's summary");
+    assert!(raw >= 64 << 20 && z < raw * 3 / 4, "{raw} -> {z}");
+    // Random data went stored, text compressed: the level moved.
+    assert!(log.contains("compression: level"), "{log}");
+
+    // sluiced deflates, ssh inflates and reports it.
+    let server = s.start(false, "RekeyLimit 16M");
+    let mut c = s.client_at(true, &server, "DEBUG1", &opts);
+    c.arg(format!("cat {}", src.display()));
+    let out = run(c, b"", 300);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        sha256(&out.stdout),
+        hash,
+        "ssh -C <- sluiced download: {log}"
+    );
+    // OpenSSH counts the stream of the last key epoch only.
+    let (raw, z) = summary(&log, "incoming").expect("OpenSSH's summary");
+    assert!(raw >= 4 << 20 && z < raw * 9 / 10, "{raw} -> {z}");
+}
