@@ -231,19 +231,22 @@ fn registry_drives_kexinit_names() {
     };
     assert_eq!(
         kexinit_names(&mut mk(engines.clone(), true)),
-        [DELTA, "zlib@openssh.com", "zlib", "none"]
+        [DELTA, "zstd@sluice.dev", "zlib@openssh.com", "zlib", "none"]
     );
     assert_eq!(
         kexinit_names(&mut mk(engines, false)),
-        ["none", DELTA, "zlib@openssh.com", "zlib"]
+        ["none", DELTA, "zstd@sluice.dev", "zlib@openssh.com", "zlib"]
     );
     assert_eq!(kexinit_names(&mut mk(Vec::new(), true)), ["none"]);
-    // The default offers what it always did.
+    // The default: the methods that start after authentication.
     let mut c = Connection::client(
         ClientConfig::default(),
         Box::new(sluice_proto::crypto::SystemRng),
     );
-    assert_eq!(kexinit_names(&mut c), ["none", "zlib@openssh.com"]);
+    assert_eq!(
+        kexinit_names(&mut c),
+        ["none", "zstd@sluice.dev", "zlib@openssh.com"]
+    );
 }
 
 fn text(n: usize) -> Vec<u8> {

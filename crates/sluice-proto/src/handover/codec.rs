@@ -158,8 +158,13 @@ impl TransportState {
         }
         for c in [&a.comp_c2s, &a.comp_s2c] {
             // Immediate `zlib` has running deflate streams that cannot be
-            // carried over; zlib@openssh.com starts fresh after authentication.
-            check(c == "none" || c == "zlib@openssh.com", "compression")?;
+            // carried over; the delayed methods (zlib@openssh.com,
+            // zstd@sluice.dev) start fresh after authentication. The
+            // importer finds the name in its own registry or fails.
+            check(
+                c == "none" || (c != "zlib" && is_name(c, false)),
+                "compression",
+            )?;
         }
         check(self.exchanges >= 1, "exchange count")?;
         check(self.since_kex_ms <= MAX_COUNTER, "time since key exchange")?;

@@ -114,14 +114,15 @@ impl std::error::Error for CompressError {}
 /// the CPU, is the limit (see [`CompressionEngine::level`]).
 pub const START_LEVEL: u8 = 1;
 
-/// Every engine sluice-proto implements, preferred first: `zlib@openssh.com`
-/// then `zlib`, deflated in parallel jobs ([`super::pzlib`]) under one
+/// Every engine sluice-proto implements, preferred first: `zstd@sluice.dev`
+/// (between sluice peers), `zlib@openssh.com` then `zlib`, deflated in parallel jobs ([`super::pzlib`]) under one
 /// level handle (a connection has one outgoing stream at a time). Call it
 /// once per connection. The runtime derives its lists from this one.
 pub fn default_engines() -> Vec<Arc<dyn CompressionEngine>> {
     use super::pzlib::ParallelZlib;
     let level = Level::new(START_LEVEL);
     vec![
+        Arc::new(super::zstd::ZstdEngine::new(level.clone())),
         Arc::new(ParallelZlib::new(Activation::Delayed, level.clone())),
         Arc::new(ParallelZlib::new(Activation::Immediate, level)),
     ]
@@ -172,15 +173,15 @@ mod tests {
         let all = default_engines();
         assert_eq!(
             offered_names(&all, false),
-            ["none", "zlib@openssh.com", "zlib"]
+            ["none", "zstd@sluice.dev", "zlib@openssh.com", "zlib"]
         );
         assert_eq!(
             offered_names(&all, true),
-            ["zlib@openssh.com", "zlib", "none"]
+            ["zstd@sluice.dev", "zlib@openssh.com", "zlib", "none"]
         );
         assert_eq!(
             offered_names(&after_auth_only(&all), false),
-            ["none", "zlib@openssh.com"]
+            ["none", "zstd@sluice.dev", "zlib@openssh.com"]
         );
         assert_eq!(offered_names(&[], true), ["none"]);
         assert_eq!(

@@ -11,6 +11,7 @@ pub(crate) mod recv;
 pub(crate) mod send;
 pub(crate) mod version;
 pub mod zlib;
+pub mod zstd;
 
 pub use batch::CryptoJob;
 pub use compress_batch::CompressJob;

@@ -25,11 +25,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Raw bytes per decision window.
-const WINDOW: u64 = 8 << 20;
+const WINDOW: u64 = 4 << 20;
 /// Below this ratio the data is taken as incompressible.
 const MIN_RATIO: f64 = 1.05;
 /// Raw bytes sent stored before compression is tried again.
-const PROBE_EVERY: u64 = 64 << 20;
+const PROBE_EVERY: u64 = 8 << 20;
 /// The highest level used: above 6 deflate's ratio barely moves.
 const MAX_LEVEL: u8 = 6;
 /// CPU left over (in cores) that justifies more effort.

@@ -333,12 +333,9 @@ impl Pump {
                 io.after_fill(conn, id);
             }
         }
-        let batch = conn.has_uncompressed();
         let pool = &mut self.crypto;
         conn.compress_batch(&mut self.out, &mut |jobs| pool.run_compress(jobs));
-        if batch {
-            self.steer_compression(conn);
-        }
+        self.steer_compression(conn);
         let pool = &mut self.crypto;
         conn.seal_batch(&mut self.out, &mut |jobs| pool.run(jobs));
         // Always seal what the data path queued (a re-key's KEXINIT, window
