@@ -79,6 +79,8 @@ pub struct ClientArgs {
     pub dynamic_forwards: Vec<String>,
     /// `-W host:port`.
     pub stdio_forward: Option<String>,
+    /// `-E log_file`: log lines appended to this file instead of stderr.
+    pub log_file: Option<String>,
     /// `-f`.
     pub fork: bool,
     /// `-n` (also implied by `-f`).
@@ -174,6 +176,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                 'R' => a.remote_forwards.push(value),
                 'D' => a.dynamic_forwards.push(value),
                 'W' => a.stdio_forward = Some(value),
+                'E' => a.log_file = Some(value),
                 _ => {}
             }
             break;

@@ -38,13 +38,22 @@ pub fn main(argv: &[String]) -> i32 {
             verbose,
         }),
         Invocation::BenchCrypto(opts) => crate::bench_crypto::run(&opts),
-        Invocation::Connect(args) => match connect(&args) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("{e}");
-                e.exit_code()
+        Invocation::Connect(args) => {
+            // As ssh: the log file is opened before the configuration is read.
+            if let Some(f) = &args.log_file {
+                if let Err(e) = log::use_file(f) {
+                    eprintln!("{e}");
+                    return 1;
+                }
             }
-        },
+            match connect(&args) {
+                Ok(code) => code,
+                Err(e) => {
+                    log::print(&e.to_string());
+                    e.exit_code()
+                }
+            }
+        }
     }
 }
 

@@ -7,7 +7,6 @@ use crate::config::ssh::Resolved;
 use crate::keys::identity;
 use crate::keys::known_hosts::{self, HostKeyStatus};
 use crate::log;
-use crate::log::Level;
 use sluice_proto::crypto::hostkey;
 use std::path::PathBuf;
 
@@ -47,7 +46,7 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
             HostKeyStatus::Changed { file, line } => {
                 let msg = known_hosts::changed_warning(&name, &shown, &fp, &file, line);
                 if strict == "no" || strict == "off" {
-                    eprintln!("{}", msg.lines().take(11).collect::<Vec<_>>().join("\n"));
+                    log!(Error, "{}", msg.lines().take(11).collect::<Vec<_>>().join("\n"));
                     Ok(())
                 } else {
                     Err(msg)
@@ -57,9 +56,7 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
                 let add = |files: &[PathBuf]| {
                     if let Some(f) = files.first() {
                         if known_hosts::append(f, &host, port, blob, hash).is_ok() {
-                            if crate::log::enabled(Level::Info) {
-                                eprintln!("Warning: Permanently added '{name}' ({shown}) to the list of known hosts.");
-                            }
+                            log!(Info, "Warning: Permanently added '{name}' ({shown}) to the list of known hosts.");
                         }
                     }
                 };

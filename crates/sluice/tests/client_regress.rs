@@ -1,0 +1,138 @@
+//! Client behaviour OpenSSH's regression suite (bench/openssh-regress, sluice
+//! as ssh) relies on, checked here against the real binaries: `-E log_file`
+//! for sluice and sluiced.
+
+mod common;
+
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn text(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).into_owned()
+}
+
+/// A sluice (or ssh) command line with no ssh_config, BatchMode and the test key.
+fn bare(openssh: bool, s: &Setup, port: u16, opts: &[&str]) -> Command {
+    let mut c = Command::new(if openssh { "ssh" } else { SLUICE });
+    c.args(["-F", "/dev/null", "-o", "BatchMode=yes"])
+        .args(opts.iter().flat_map(|o| ["-o", o]))
+        .arg("-i")
+        .arg(&s.user_key)
+        .args(["-p", &port.to_string()]);
+    c
+}
+
+#[test]
+fn dash_e_appends_log_and_errors_to_the_file() {
+    let s = Setup::new("elog");
+    let srv = s.start(false, "");
+    let log = s.dir.path("client.log");
+    std::fs::write(&log, "an earlier line\n").unwrap();
+    let mut c = s.client_at(false, &srv, "DEBUG1", &["-E", log.to_str().unwrap()]);
+    c.args(["echo", "hi"]);
+    let out = run(c, b"", 30);
+    ok(&out, "sluice -E");
+    assert_eq!(out.stdout, b"hi\n");
+    // Nothing on stderr: the debug lines are in the file, after what was there.
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    let got = std::fs::read_to_string(&log).unwrap();
+    assert!(got.starts_with("an earlier line\ndebug1: "), "{got}");
+    assert!(got.contains("debug1: Authentication succeeded"), "{got}");
+    assert!(!got.contains('\r'), "{got:?}");
+
+    // The reason a run failed goes to the file too (as ssh's fatal()), and
+    // a new file is created mode 0600.
+    let log2 = s.dir.path("new.log");
+    let mut c = bare(
+        false,
+        &s,
+        srv.port,
+        &["StrictHostKeyChecking=yes", "UserKnownHostsFile=/dev/null"],
+    );
+    c.arg("-E").arg(&log2).args(["127.0.0.1", "true"]);
+    let out = run(c, b"", 30);
+    assert_eq!(out.status.code(), Some(255));
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    let got = std::fs::read_to_string(&log2).unwrap();
+    assert!(
+        got.ends_with("you have requested strict checking.\nHost key verification failed.\n"),
+        "{got}"
+    );
+    let mode = std::fs::metadata(&log2).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // A file that cannot be opened: ssh's message and exit code 1.
+    for openssh in [false, true] {
+        if openssh && missing("ssh") {
+            continue;
+        }
+        let mut c = bare(openssh, &s, srv.port, &[]);
+        c.args(["-E", "/nonexistent/dir/log", "127.0.0.1", "true"]);
+        let out = run(c, b"", 30);
+        assert_eq!(out.status.code(), Some(1), "openssh={openssh}");
+        assert_eq!(
+            text(&out.stderr),
+            "Couldn't open logfile /nonexistent/dir/log: No such file or directory\n",
+            "openssh={openssh}"
+        );
+    }
+}
+
+#[test]
+fn sluiced_dash_e_logs_every_process_to_the_file() {
+    let s = Setup::new("sdelog");
+    let port = free_port();
+    let cfg = s.config(port, "");
+    let log = s.dir.path("server.log");
+    let stderr = std::fs::File::create(s.dir.path("stderr")).unwrap();
+    let mut child = Command::new(SLUICED)
+        .arg("-D")
+        .arg(format!("-E{}", log.display()))
+        .arg("-f")
+        .arg(&cfg)
+        .stdin(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "sluiced did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut c = bare(
+        false,
+        &s,
+        port,
+        &["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null"],
+    );
+    c.args(["-q", "127.0.0.1", "echo", "hi"]);
+    let out = run(c, b"", 30);
+    ok(&out, "sluice to sluiced -E");
+    assert_eq!(out.stdout, b"hi\n");
+    // The listener, each connection's process and the privsep monitor
+    // (which logs for the pre-auth process) all write to the file.
+    // The post-auth process's last line, after the monitor's "Accepted".
+    let ended =
+        |t: &str| t.contains("Connection closed by user ") || t.contains("Disconnected from user ");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let got = loop {
+        let got = std::fs::read_to_string(&log).unwrap_or_default();
+        if ended(&got) || Instant::now() > deadline {
+            break got;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(ended(&got), "{got}");
+    for want in [
+        format!("Server listening on 127.0.0.1 port {port}."),
+        "Accepted publickey for ".into(),
+    ] {
+        assert!(got.contains(&want), "{want:?} not in {got}");
+    }
+    let err = std::fs::read_to_string(s.dir.path("stderr")).unwrap();
+    assert!(err.is_empty(), "{err}");
+}
