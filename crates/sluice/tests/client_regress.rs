@@ -1,6 +1,6 @@
 //! Client behaviour OpenSSH's regression suite (bench/openssh-regress, sluice
 //! as ssh) relies on, checked here against the real binaries: `-E log_file`
-//! for sluice and sluiced.
+//! for sluice and sluiced, HostKeyAlias in known_hosts.
 
 mod common;
 
@@ -135,4 +135,101 @@ fn sluiced_dash_e_logs_every_process_to_the_file() {
     }
     let err = std::fs::read_to_string(s.dir.path("stderr")).unwrap();
     assert!(err.is_empty(), "{err}");
+}
+
+#[test]
+fn host_key_alias_names_the_known_hosts_entry() {
+    let s = Setup::new("hkalias");
+    let srv = s.start(false, "");
+    let kh = s.dir.path("kh");
+    let mut lines = String::new();
+    for t in ["ed25519", "ecdsa", "rsa"] {
+        let public = std::fs::read_to_string(s.dir.path(&format!("host_{t}.pub"))).unwrap();
+        lines.push_str(&format!("myalias {public}"));
+    }
+    std::fs::write(&kh, lines).unwrap();
+    let khopt = format!("UserKnownHostsFile={}", kh.display());
+    let strict = ["StrictHostKeyChecking=yes", &khopt];
+
+    // Found under the alias, not under [127.0.0.1]:port.
+    let mut c = bare(false, &s, srv.port, &strict);
+    c.args([
+        "-v",
+        "-o",
+        "HostKeyAlias=myalias",
+        "127.0.0.1",
+        "echo",
+        "ok",
+    ]);
+    let out = run(c, b"", 30);
+    ok(&out, "sluice with HostKeyAlias");
+    assert_eq!(out.stdout, b"ok\n");
+    let err = text(&out.stderr);
+    assert!(err.contains("debug1: using hostkeyalias: myalias"), "{err}");
+    assert!(err.contains("Host 'myalias' is known and matches"), "{err}");
+    let mut c = bare(false, &s, srv.port, &strict);
+    c.args(["127.0.0.1", "true"]);
+    let out = run(c, b"", 30);
+    assert_eq!(out.status.code(), Some(255), "{}", text(&out.stderr));
+
+    // From ssh_config, as the regress suite sets it.
+    let cfg = s.dir.path("ssh_config");
+    std::fs::write(&cfg, "Host *\n\tHostKeyAlias myalias\n").unwrap();
+    let mut c = Command::new(SLUICE);
+    c.arg("-F")
+        .arg(&cfg)
+        .args(["-o", "BatchMode=yes", "-o", strict[0], "-o", &khopt, "-i"])
+        .arg(&s.user_key)
+        .args(["-p", &srv.port.to_string(), "127.0.0.1", "true"]);
+    ok(&run(c, b"", 30), "sluice with HostKeyAlias in ssh_config");
+
+    // A new key is stored under the alias (no port), and ssh reads it back.
+    let kh2 = s.dir.path("kh2");
+    let kh2opt = format!("UserKnownHostsFile={}", kh2.display());
+    let mut c = bare(
+        false,
+        &s,
+        srv.port,
+        &["StrictHostKeyChecking=accept-new", &kh2opt],
+    );
+    c.args(["-o", "HostKeyAlias=newalias", "127.0.0.1", "true"]);
+    let out = run(c, b"", 30);
+    ok(&out, "sluice accept-new with HostKeyAlias");
+    assert!(
+        text(&out.stderr).contains("Permanently added 'newalias' (ED25519)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let stored = std::fs::read_to_string(&kh2).unwrap();
+    assert!(stored.starts_with("newalias ssh-ed25519 "), "{stored}");
+    if !missing("ssh") {
+        let mut c = bare(
+            true,
+            &s,
+            srv.port,
+            &[
+                "StrictHostKeyChecking=yes",
+                &kh2opt,
+                "HostKeyAlias=newalias",
+            ],
+        );
+        c.args(["127.0.0.1", "true"]);
+        ok(&run(c, b"", 30), "ssh with sluice's alias entry");
+    }
+
+    // -G shows it, as ssh -G does.
+    for bin in [SLUICE, "ssh"] {
+        if bin == "ssh" && missing("ssh") {
+            continue;
+        }
+        let out = Command::new(bin)
+            .args(["-F", "/dev/null", "-G", "-o", "HostKeyAlias=x", "h"])
+            .output()
+            .unwrap();
+        ok(&out, bin);
+        assert!(
+            text(&out.stdout).lines().any(|l| l == "hostkeyalias x"),
+            "{bin}"
+        );
+    }
 }

@@ -19,8 +19,12 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
     let hash = r.flag("hashknownhosts", false);
     let user_files = setup::user_known_hosts(r);
     // HostKeyAlias: the name looked up and stored instead of the host's.
+    // As ssh, no port: the alias is the known_hosts name as it stands.
     let (host, port) = match r.get("hostkeyalias") {
-        Some(a) => (a.to_owned(), 22),
+        Some(a) => {
+            log!(Debug1, "using hostkeyalias: {a}");
+            (a.to_owned(), 22)
+        }
         None => (host, port),
     };
     let global = r
