@@ -1,6 +1,6 @@
 //! Client behaviour OpenSSH's regression suite (bench/openssh-regress, sluice
 //! as ssh) relies on, checked here against the real binaries: `-E log_file`
-//! for sluice and sluiced, HostKeyAlias in known_hosts.
+//! for sluice and sluiced, HostKeyAlias in known_hosts, the banner under -q.
 
 mod common;
 
@@ -230,6 +230,35 @@ fn host_key_alias_names_the_known_hosts_entry() {
         assert!(
             text(&out.stdout).lines().any(|l| l == "hostkeyalias x"),
             "{bin}"
+        );
+    }
+}
+
+#[test]
+fn banner_is_shown_unless_quiet() {
+    let s = Setup::new("banner");
+    let banner = s.dir.path("banner");
+    std::fs::write(&banner, "Authorized use only\n").unwrap();
+    let srv = s.start(false, &format!("Banner {}", banner.display()));
+    for (flags, shown) in [
+        (&[][..], true),
+        (&["-q"][..], false),
+        (&["-o", "LogLevel=ERROR"][..], false),
+    ] {
+        let mut c = bare(
+            false,
+            &s,
+            srv.port,
+            &["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null"],
+        );
+        c.args(flags).args(["127.0.0.1", "true"]);
+        let out = run(c, b"", 30);
+        ok(&out, "sluice");
+        let err = text(&out.stderr);
+        assert_eq!(
+            err.contains("Authorized use only"),
+            shown,
+            "{flags:?}: {err}"
         );
     }
 }

@@ -242,7 +242,10 @@ impl Handler for ClientSession {
                 self.auth.on_event(conn, &event)?;
                 self.open_early(conn)?;
             }
-            Event::AuthBanner(text) => eprint!("{text}"),
+            // As ssh: straight to stderr (not the -E log), unless LogLevel is below INFO (-q).
+            Event::AuthBanner(text) if crate::log::enabled(crate::log::Level::Info) => {
+                eprint!("{text}")
+            }
             Event::Authenticated { .. } => {
                 log!(Debug1, "Authentication succeeded ({}).", self.auth.method());
                 if let Some(mac) = self.plan.none_switch {
