@@ -262,3 +262,38 @@ fn banner_is_shown_unless_quiet() {
         );
     }
 }
+
+#[test]
+fn set_env_first_value_of_a_name_wins() {
+    let s = Setup::new("setenv");
+    let srv = s.start(false, "AcceptEnv _SLUICE_T_*");
+    let mut c = s.client(
+        false,
+        &srv,
+        &["-o", "SetEnv=_SLUICE_T_A=1 _SLUICE_T_A=11 _SLUICE_T_B=2"],
+    );
+    c.arg("echo $_SLUICE_T_A $_SLUICE_T_B");
+    let out = run(c, b"", 30);
+    ok(&out, "sluice SetEnv");
+    assert_eq!(text(&out.stdout), "1 2\n");
+    // -G as ssh's: the first SetEnv line only, each name once.
+    let cfg = s.dir.path("cfg");
+    std::fs::write(&cfg, "Host *\n\tSetEnv C=3\n").unwrap();
+    let g = |bin: &str| {
+        let out = Command::new(bin)
+            .arg("-F")
+            .arg(&cfg)
+            .args(["-G", "-o", "SetEnv=A=1 A=11 B=2", "h"])
+            .output()
+            .unwrap();
+        text(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("setenv "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(g(SLUICE), "setenv A=1\nsetenv B=2");
+    if !missing("ssh") {
+        assert_eq!(g(SLUICE), g("ssh"));
+    }
+}
