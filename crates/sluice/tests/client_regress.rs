@@ -297,3 +297,56 @@ fn set_env_first_value_of_a_name_wins() {
         assert_eq!(g(SLUICE), g("ssh"));
     }
 }
+
+#[test]
+fn options_after_the_destination() {
+    let s = Setup::new("optsafter");
+    let srv = s.start(false, "");
+    // `ssh host -p PORT cmd -x`: options until the first word that is not one.
+    let mut c = bare(
+        false,
+        &s,
+        srv.port,
+        &["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null"],
+    );
+    c.args(["127.0.0.1", "-q", "-l", &user(), "echo", "-n", "x"]);
+    let out = run(c, b"", 30);
+    ok(&out, "sluice host -q -l user echo -n x");
+    assert_eq!(out.stdout, b"x");
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    for args in [
+        &["h", "-p", "1234", "-l", "bob", "ls", "-p", "1"][..],
+        &["h", "--", "-p", "1234"][..],
+        &["--", "h", "-p", "1234"][..],
+    ] {
+        let g = |bin: &str| {
+            let out = Command::new(bin)
+                .args(["-F", "/dev/null", "-G"])
+                .args(args)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            ok(&out, bin);
+            text(&out.stdout)
+                .lines()
+                .filter(|l| l.starts_with("port ") || l.starts_with("user "))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let want = if args[2] == "1234" && args[0] == "h" {
+            vec!["user bob".to_owned(), "port 1234".to_owned()]
+        } else {
+            vec![format!("user {}", user()), "port 22".to_owned()]
+        };
+        let mut got = g(SLUICE);
+        got.sort();
+        let mut want = want;
+        want.sort();
+        assert_eq!(got, want, "{args:?}");
+        if !missing("ssh") {
+            let mut ssh = g("ssh");
+            ssh.sort();
+            assert_eq!(got, ssh, "{args:?}");
+        }
+    }
+}

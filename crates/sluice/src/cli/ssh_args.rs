@@ -114,11 +114,48 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
     let mut a = ClientArgs::default();
     let mut forward_agent = None;
     let mut i = 0;
-    while i < argv.len() {
-        let arg = &argv[i];
+    // As ssh: options, the destination, then options again (`ssh host -p
+    // 2222 ls`) up to the first word that is not one, or `--`.
+    let terminated = match options(argv, &mut i, &mut a, &mut forward_agent)? {
+        Parsed::Done(inv) => return Ok(inv),
+        Parsed::Stopped { terminated } => terminated,
+    };
+    let dest = argv.get(i).ok_or_else(|| USAGE.to_owned())?;
+    parse_destination(dest, &mut a)?;
+    i += 1;
+    if !terminated {
+        if let Parsed::Done(inv) = options(argv, &mut i, &mut a, &mut forward_agent)? {
+            return Ok(inv);
+        }
+    }
+    // The last of -A / -a wins over -o and ssh_config (first value wins), as in ssh.
+    if let Some(v) = forward_agent {
+        a.options.insert(0, format!("ForwardAgent={v}"));
+    }
+    a.command = argv.get(i..).unwrap_or_default().to_vec();
+    Ok(Invocation::Connect(a))
+}
+
+/// Where an option run ended.
+enum Parsed {
+    /// `-V` or `-Q`: nothing else matters.
+    Done(Invocation),
+    /// At `argv[i]`, a word that is not an option; `terminated` if `--` came before it.
+    Stopped { terminated: bool },
+}
+
+/// Parses options from `argv[*i]` on, as getopt does.
+fn options(
+    argv: &[String],
+    i: &mut usize,
+    a: &mut ClientArgs,
+    forward_agent: &mut Option<&'static str>,
+) -> Result<Parsed, String> {
+    while *i < argv.len() {
+        let arg = &argv[*i];
         if arg == "--" {
-            i += 1;
-            break;
+            *i += 1;
+            return Ok(Parsed::Stopped { terminated: true });
         }
         if !arg.starts_with('-') || arg == "-" {
             break;
@@ -139,9 +176,9 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                     'T' => a.tty = -1,
                     't' => a.tty = a.tty.max(0) + 1,
                     's' => a.subsystem = true,
-                    'V' => return Ok(Invocation::Version),
-                    'A' => forward_agent = Some("yes"),
-                    'a' => forward_agent = Some("no"),
+                    'V' => return Ok(Parsed::Done(Invocation::Version)),
+                    'A' => *forward_agent = Some("yes"),
+                    'a' => *forward_agent = Some("no"),
                     _ => {}
                 }
                 continue;
@@ -153,8 +190,8 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
             let value = if !rest.is_empty() {
                 rest.to_owned()
             } else {
-                i += 1;
-                argv.get(i)
+                *i += 1;
+                argv.get(*i)
                     .cloned()
                     .ok_or_else(|| format!("sluice: option requires an argument -- {c}\n{USAGE}"))?
             };
@@ -166,7 +203,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                 'o' => a.options.push(value),
                 'c' => a.ciphers = Some(value),
                 'm' => a.macs = Some(value),
-                'Q' => return Ok(Invocation::Query(value)),
+                'Q' => return Ok(Parsed::Done(Invocation::Query(value))),
                 'e' => a.options.push(format!("EscapeChar={value}")),
                 'J' if a.jump.is_some() => {
                     return Err("Only a single -J option is permitted".into())
@@ -181,16 +218,9 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
             }
             break;
         }
-        i += 1;
+        *i += 1;
     }
-    // The last of -A / -a wins over -o and ssh_config (first value wins), as in ssh.
-    if let Some(v) = forward_agent {
-        a.options.insert(0, format!("ForwardAgent={v}"));
-    }
-    let dest = argv.get(i).ok_or_else(|| USAGE.to_owned())?;
-    parse_destination(dest, &mut a)?;
-    a.command = argv.get(i + 1..).unwrap_or_default().to_vec();
-    Ok(Invocation::Connect(a))
+    Ok(Parsed::Stopped { terminated: false })
 }
 
 fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), String> {
@@ -310,7 +340,23 @@ mod tests {
             panic!()
         };
         assert_eq!((a.port, a.host.as_str()), (Some(2222), "h"));
+        // Options after the destination, up to the command or `--`, as ssh's.
+        let Invocation::Connect(a) = p("h -p 2222 -l bob ls -p 1").unwrap() else {
+            panic!()
+        };
+        assert_eq!((a.port, a.login.as_deref()), (Some(2222), Some("bob")));
+        assert_eq!(a.command, ["ls", "-p", "1"]);
+        for line in ["h -- -p 1", "-- h -p 1"] {
+            let Invocation::Connect(a) = p(line).unwrap() else {
+                panic!()
+            };
+            assert_eq!(
+                (a.port, a.command.clone()),
+                (None, vec!["-p".into(), "1".into()])
+            );
+        }
         assert!(p("-Z host").unwrap_err().contains("illegal option -- Z"));
+        assert!(p("host -Z").unwrap_err().contains("illegal option -- Z"));
         assert!(p("-p").unwrap_err().contains("requires an argument"));
         assert_eq!(p("-Q cipher").unwrap(), Invocation::Query("cipher".into()));
         assert!(matches!(
