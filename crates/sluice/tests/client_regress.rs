@@ -350,3 +350,119 @@ fn options_after_the_destination() {
         }
     }
 }
+
+/// A relay between the client and sluiced that, once the session is up,
+/// rewrites the packet length of one server message (the ETM MAC leaves
+/// lengths in clear): `add` is added to it. Everything else passes.
+fn corrupting_relay(server: u16, add: u32) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (client, _) = l.accept().unwrap();
+        let up = TcpStream::connect(("127.0.0.1", server)).unwrap();
+        let (mut c2, mut u2) = (client.try_clone().unwrap(), up.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut c2, &mut u2);
+        });
+        let (mut up, mut client) = (up, client);
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 65536];
+        // The identification line, then packets: plain (4 + length) up to
+        // and with NEWKEYS, then 4 + length + 32 (hmac-sha2-256-etm).
+        let mut ident = true;
+        let mut encrypted = false;
+        let mut sent_encrypted = 0;
+        let mut quiet_since = Instant::now();
+        let mut done = false;
+        loop {
+            let n = match up.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            // A message after a quiet second (the command's output after
+            // its `sleep`) and well after authentication gets the bad length.
+            let after_quiet = quiet_since.elapsed() >= Duration::from_millis(900);
+            quiet_since = Instant::now();
+            buf.extend_from_slice(&chunk[..n]);
+            let mut out = Vec::new();
+            loop {
+                if done {
+                    out.append(&mut buf);
+                    break;
+                }
+                if ident {
+                    let Some(end) = buf.iter().position(|&b| b == b'\n') else {
+                        break;
+                    };
+                    out.extend(buf.drain(..=end));
+                    ident = false;
+                    continue;
+                }
+                if buf.len() < 6 {
+                    break;
+                }
+                let len = u32::from_be_bytes(buf[..4].try_into().unwrap());
+                let total = 4 + len as usize + if encrypted { 32 } else { 0 };
+                if buf.len() < total {
+                    break;
+                }
+                let mut packet: Vec<u8> = buf.drain(..total).collect();
+                if !encrypted && packet[5] == 21 {
+                    encrypted = true;
+                } else if encrypted {
+                    sent_encrypted += 1;
+                    if after_quiet && sent_encrypted > 4 {
+                        packet[..4].copy_from_slice(&(len + add).to_be_bytes());
+                        done = true;
+                    }
+                }
+                out.extend(packet);
+            }
+            if client.write_all(&out).is_err() {
+                return;
+            }
+        }
+    });
+    port
+}
+
+fn corrupted_run(s: &Setup, server: u16, add: u32) -> (std::process::Output, Duration) {
+    let relay = corrupting_relay(server, add);
+    let mut c = bare(
+        false,
+        s,
+        relay,
+        &[
+            "StrictHostKeyChecking=no",
+            "UserKnownHostsFile=/dev/null",
+            "LogLevel=ERROR",
+            "Ciphers=aes128-ctr",
+            "MACs=hmac-sha2-256-etm@openssh.com",
+            "ServerAliveInterval=1",
+            "ServerAliveCountMax=3",
+        ],
+    );
+    c.args(["127.0.0.1", "sleep 2; echo x; sleep 60"]);
+    let start = Instant::now();
+    let out = run(c, b"", 50);
+    (out, start.elapsed())
+}
+
+#[test]
+fn server_alive_counts_messages_not_bytes() {
+    // A length grown by 64 KiB: the client waits for bytes that never come,
+    // while the replies to its keepalives keep arriving. As ssh: those are
+    // not messages, so after ServerAliveCountMax the client gives up.
+    let s = Setup::new("alivelen");
+    let srv = s.start(false, "");
+    let (out, took) = corrupted_run(&s, srv.port, 0x10000);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{err}");
+    assert!(
+        err.contains("Timeout, server 127.0.0.1 not responding."),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(20), "{took:?}");
+}

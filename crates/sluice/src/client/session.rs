@@ -178,6 +178,9 @@ impl Handler for ClientSession {
         fds: &mut ChannelFds,
         event: Event,
     ) -> Result<(), String> {
+        if let Some(k) = &mut self.keepalive {
+            k.message();
+        }
         if let (Event::ChannelReply { success, .. }, Some(t)) = (&event, self.tty.as_mut()) {
             if t.on_reply(*success)? {
                 return Ok(());
