@@ -466,3 +466,19 @@ fn server_alive_counts_messages_not_bytes() {
     );
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
+
+#[test]
+fn bad_packet_length_in_ssh_words() {
+    let s = Setup::new("badlen");
+    let srv = s.start(false, "");
+    let (out, _) = corrupted_run(&s, srv.port, 0x0100_0000);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("Bad packet length ") && lines[0].ends_with('.'),
+        "{err}"
+    );
+    assert_eq!(lines[1], "sluice: Connection corrupted");
+}
