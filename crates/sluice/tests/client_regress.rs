@@ -482,3 +482,21 @@ fn bad_packet_length_in_ssh_words() {
     );
     assert_eq!(lines[1], "sluice: Connection corrupted");
 }
+
+#[test]
+fn rekeys_show_as_newkeys_lines() {
+    let s = Setup::new("newkeys");
+    let srv = s.start(false, "");
+    let mut c = s.client_at(false, &srv, "DEBUG1", &["-o", "RekeyLimit=256k"]);
+    c.arg("cat > /dev/null");
+    let out = run(c, &random_data(1 << 20, 7), 60);
+    ok(&out, "sluice RekeyLimit=256k");
+    let err = text(&out.stderr);
+    // As ssh -v: one pair per exchange, the first one included.
+    let sent = err.matches("debug1: SSH2_MSG_NEWKEYS sent").count();
+    assert_eq!(
+        sent,
+        err.matches("debug1: SSH2_MSG_NEWKEYS received").count()
+    );
+    assert!(sent >= 2, "{sent} exchanges:\n{err}");
+}

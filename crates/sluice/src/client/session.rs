@@ -228,6 +228,9 @@ impl Handler for ClientSession {
                     },
                     algorithms.comp_s2c
                 );
+                // ssh's lines for each exchange (scripts count re-keys by them).
+                log!(Debug1, "SSH2_MSG_NEWKEYS sent");
+                log!(Debug1, "SSH2_MSG_NEWKEYS received");
                 if !initial {
                     log!(Debug1, "rekey completed");
                     if std::mem::take(&mut self.none_pending) {
