@@ -500,3 +500,66 @@ fn rekeys_show_as_newkeys_lines() {
     );
     assert!(sent >= 2, "{sent} exchanges:\n{err}");
 }
+
+#[test]
+fn command_line_precedence_as_ssh() {
+    // (arguments, the -G lines expected): -o, -l, -p and user@host, first
+    // one wins in command-line order; -c, -m, -C and -e win over -o; -W
+    // means no session and defaults ExitOnForwardFailure/ClearAllForwardings.
+    let cases: &[(&str, &[&str])] = &[
+        ("-o Port=1 -p 2 h", &["port 1"]),
+        ("-p 2 -o Port=1 h", &["port 2"]),
+        ("-l bar -o User=foo h", &["user bar"]),
+        ("-o User=foo -l bar baz@h", &["user foo"]),
+        ("-lbar baz@h", &["user bar"]),
+        ("baz@h -o User=foo -l bar", &["user baz"]),
+        ("ssh://u@h:33 -p 44", &["port 33", "user u"]),
+        (
+            "-c aes128-ctr -o Ciphers=aes256-ctr h",
+            &["ciphers aes128-ctr"],
+        ),
+        (
+            "-o Ciphers=aes256-ctr -c aes128-ctr h",
+            &["ciphers aes128-ctr"],
+        ),
+        ("-o Compression=no -C h", &["compression yes"]),
+        ("-o EscapeChar=x -e y h", &["escapechar y"]),
+        (
+            "-W a:1 h",
+            &[
+                "exitonforwardfailure yes",
+                "clearallforwardings yes",
+                "requesttty false",
+                "sessiontype none",
+            ],
+        ),
+        (
+            "-W a:1 -o ExitOnForwardFailure=no h",
+            &["exitonforwardfailure no", "clearallforwardings yes"],
+        ),
+    ];
+    let openssh = !missing("ssh");
+    for (args, want) in cases {
+        let g = |bin: &str| {
+            let out = Command::new(bin)
+                .args(["-F", "/dev/null", "-G"])
+                .args(args.split_whitespace())
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            ok(&out, &format!("{bin} -G {args}"));
+            text(&out.stdout)
+        };
+        let got = g(SLUICE);
+        let ours: Vec<&str> = got.lines().collect();
+        for w in *want {
+            assert!(ours.contains(w), "{args}: {w:?} not in\n{got}");
+        }
+        if openssh {
+            let theirs = g("ssh");
+            for w in *want {
+                assert!(theirs.lines().any(|l| l == *w), "ssh -G {args}: {w:?}");
+            }
+        }
+    }
+}

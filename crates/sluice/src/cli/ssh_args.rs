@@ -47,15 +47,17 @@ pub struct ClientArgs {
     pub no_command: bool,
     /// `-T`/`-t` count (-1 for -T).
     pub tty: i8,
-    /// `-p`.
+    /// `-p` (also in `options`, where it stands on the command line).
     pub port: Option<u16>,
-    /// `-l`.
+    /// `-l` (also in `options`, where it stands on the command line).
     pub login: Option<String>,
     /// `-i` (repeatable).
     pub identities: Vec<String>,
     /// `-F`.
     pub config_file: Option<String>,
-    /// `-o` (repeatable).
+    /// `-o` values, with `-l` (`User=`), `-p` (`Port=`) and the
+    /// destination's user (and port) among them in command-line order:
+    /// ssh takes the first of those.
     pub options: Vec<String>,
     /// `-c`.
     pub ciphers: Option<String>,
@@ -81,6 +83,8 @@ pub struct ClientArgs {
     pub stdio_forward: Option<String>,
     /// `-E log_file`: log lines appended to this file instead of stderr.
     pub log_file: Option<String>,
+    /// `-e` (the last one).
+    pub escape: Option<String>,
     /// `-f`.
     pub fork: bool,
     /// `-n` (also implied by `-f`).
@@ -196,15 +200,21 @@ fn options(
                     .ok_or_else(|| format!("sluice: option requires an argument -- {c}\n{USAGE}"))?
             };
             match c {
-                'p' => a.port = Some(value.parse().map_err(|_| format!("Bad port '{value}'"))?),
-                'l' => a.login = Some(value),
+                'p' => {
+                    a.port = Some(value.parse().map_err(|_| format!("Bad port '{value}'"))?);
+                    a.options.push(format!("Port={value}"));
+                }
+                'l' => {
+                    a.options.push(format!("User={value}"));
+                    a.login = Some(value);
+                }
                 'i' => a.identities.push(value),
                 'F' => a.config_file = Some(value),
                 'o' => a.options.push(value),
                 'c' => a.ciphers = Some(value),
                 'm' => a.macs = Some(value),
                 'Q' => return Ok(Parsed::Done(Invocation::Query(value))),
-                'e' => a.options.push(format!("EscapeChar={value}")),
+                'e' => a.escape = Some(value),
                 'J' if a.jump.is_some() => {
                     return Err("Only a single -J option is permitted".into())
                 }
@@ -233,6 +243,7 @@ fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), String> {
             };
             if let Some(p) = port {
                 a.port = Some(p.parse().map_err(|_| format!("Bad port '{p}'"))?);
+                a.options.push(format!("Port={p}"));
             }
             userhost.to_owned()
         }
@@ -240,6 +251,7 @@ fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), String> {
     };
     match d.rsplit_once('@') {
         Some((u, h)) => {
+            a.options.push(format!("User={u}"));
             a.user = Some(u.to_owned());
             a.host = h.trim_start_matches('[').trim_end_matches(']').to_owned();
         }
@@ -333,7 +345,8 @@ mod tests {
             panic!()
         };
         assert_eq!((a.verbose, a.port, a.compression), (2, Some(22), true));
-        assert_eq!(a.options, ["BatchMode=yes"]);
+        // -p, -o, then the destination's user: in command-line order.
+        assert_eq!(a.options, ["Port=22", "BatchMode=yes", "User=bob"]);
         assert_eq!((a.user.as_deref(), a.host.as_str()), (Some("bob"), "host"));
         assert_eq!(a.command, ["ls", "-l"]);
         let Invocation::Connect(a) = p("ssh://u@h:2222").unwrap() else {
