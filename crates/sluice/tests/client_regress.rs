@@ -563,3 +563,148 @@ fn command_line_precedence_as_ssh() {
         }
     }
 }
+
+/// Kills a background master left by a failed test.
+struct KillOnDrop(Option<i32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            // SAFETY: kill on a pid this test's master reported.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+    }
+}
+
+/// Runs a client that goes to the background (-f): its stdout and stderr
+/// are not pipes, which the background process would hold open.
+fn background(mut c: Command, what: &str) {
+    let st = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "{what}: {st:?}");
+}
+
+/// `-O cmd` to the master at `ctl`, with sluice or ssh.
+fn control(openssh: bool, ctl: &std::path::Path, cmd: &str) -> std::process::Output {
+    let mut c = Command::new(if openssh { "ssh" } else { SLUICE });
+    c.args(["-F", "/dev/null", "-S"])
+        .arg(ctl)
+        .args(["-O", cmd, "h"]);
+    run(c, b"", 30)
+}
+
+#[test]
+fn control_master_answers_check_and_exit() {
+    let s = Setup::new("mux");
+    let srv = s.start(false, "");
+    let ctl = s.dir.path("ctl");
+    let fwd = free_port();
+    let mut c = bare(
+        false,
+        &s,
+        srv.port,
+        &["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null"],
+    );
+    c.arg("-S")
+        .arg(&ctl)
+        .args(["-M", "-N", "-f", "-q", "-L"])
+        .arg(format!("{fwd}:127.0.0.1:{}", srv.port))
+        .arg("127.0.0.1");
+    background(c, "sluice -M -N -f");
+    let mode = std::fs::metadata(&ctl).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let out = control(false, &ctl, "check");
+    ok(&out, "sluice -O check");
+    let err = text(&out.stderr);
+    let pid: i32 = err
+        .strip_prefix("Master running (pid=")
+        .and_then(|r| r.strip_suffix(")\n"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    let _guard = KillOnDrop(Some(pid));
+    // ssh's own -O check understands the master, and the -L forward is up.
+    if !missing("ssh") {
+        ok(&control(true, &ctl, "check"), "ssh -O check");
+    }
+    assert!(std::net::TcpStream::connect(("127.0.0.1", fwd)).is_ok());
+
+    let out = control(false, &ctl, "exit");
+    ok(&out, "sluice -O exit");
+    assert_eq!(text(&out.stderr), "Exit request sent.\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // SAFETY: kill with signal 0 only checks the pid.
+    while ctl.exists() || unsafe { libc::kill(pid, 0) } == 0 {
+        assert!(Instant::now() < deadline, "the master did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // No master, no ControlPath, a bad command: ssh's messages, exit 255.
+    let out = control(false, &ctl, "check");
+    assert_eq!(out.status.code(), Some(255));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "Control socket connect({}): No such file or directory\n",
+            ctl.display()
+        )
+    );
+    for (args, msg) in [
+        (
+            &["-O", "check", "h"][..],
+            "No ControlPath specified for \"-O\" command\n",
+        ),
+        (
+            &["-S", "/x", "-O", "bogus", "h"][..],
+            "Invalid multiplex command.\n",
+        ),
+    ] {
+        let out = Command::new(SLUICE)
+            .args(["-F", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(255));
+        assert_eq!(text(&out.stderr), msg);
+    }
+}
+
+#[test]
+fn dash_o_talks_to_an_openssh_master() {
+    if missing("ssh") {
+        return;
+    }
+    let s = Setup::new("muxssh");
+    let srv = s.start(false, "");
+    let ctl = s.dir.path("ctl");
+    let mut c = bare(
+        true,
+        &s,
+        srv.port,
+        &["StrictHostKeyChecking=no", "UserKnownHostsFile=/dev/null"],
+    );
+    c.arg("-S")
+        .arg(&ctl)
+        .args(["-M", "-N", "-f", "-q", "127.0.0.1"]);
+    background(c, "ssh -M -N -f");
+    let out = control(false, &ctl, "check");
+    ok(&out, "sluice -O check");
+    let err = text(&out.stderr);
+    let pid: i32 = err
+        .strip_prefix("Master running (pid=")
+        .and_then(|r| r.strip_suffix(")\n"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    let _guard = KillOnDrop(Some(pid));
+    ok(&control(false, &ctl, "exit"), "sluice -O exit");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // SAFETY: kill with signal 0 only checks the pid.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        assert!(Instant::now() < deadline, "ssh's master did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

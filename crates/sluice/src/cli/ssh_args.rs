@@ -85,6 +85,12 @@ pub struct ClientArgs {
     pub log_file: Option<String>,
     /// `-e` (the last one).
     pub escape: Option<String>,
+    /// `-O ctl_cmd`: a request to a ControlMaster instead of a session.
+    pub control_command: Option<String>,
+    /// `-S ctl_path` (the last one).
+    pub control_path: Option<String>,
+    /// `-M` count: ControlMaster yes, twice ask.
+    pub control_master: u8,
     /// `-f`.
     pub fork: bool,
     /// `-n` (also implied by `-f`).
@@ -183,6 +189,7 @@ fn options(
                     'V' => return Ok(Parsed::Done(Invocation::Version)),
                     'A' => *forward_agent = Some("yes"),
                     'a' => *forward_agent = Some("no"),
+                    'M' => a.control_master = a.control_master.saturating_add(1),
                     _ => {}
                 }
                 continue;
@@ -224,6 +231,11 @@ fn options(
                 'D' => a.dynamic_forwards.push(value),
                 'W' => a.stdio_forward = Some(value),
                 'E' => a.log_file = Some(value),
+                'O' => {
+                    crate::client::mux::check_command(&value)?;
+                    a.control_command = Some(value);
+                }
+                'S' => a.control_path = Some(value),
                 _ => {}
             }
             break;

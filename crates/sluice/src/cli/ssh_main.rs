@@ -78,6 +78,14 @@ pub fn options(args: &ClientArgs) -> Vec<String> {
     if let Some(j) = &args.jump {
         opts.push(format!("ProxyJump={j}"));
     }
+    if let Some(s) = &args.control_path {
+        opts.push(format!("ControlPath={s}"));
+    }
+    match args.control_master {
+        0 => {}
+        1 => opts.push("ControlMaster=yes".into()),
+        _ => opts.push("ControlMaster=ask".into()),
+    }
     opts.extend(args.options.iter().cloned());
     opts
 }
@@ -134,6 +142,12 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     if args.print_config {
         print!("{}", app::print_config(&r, &req)?);
         return Ok(0);
+    }
+    if let Some(cmd) = &args.control_command {
+        let path = r
+            .path("controlpath")?
+            .filter(|p| !p.eq_ignore_ascii_case("none"));
+        return Ok(crate::client::mux::client_command(path.as_deref(), cmd));
     }
     client::connect(app::resolve(&r, &req)?)
 }

@@ -66,6 +66,10 @@ pub struct ClientSession {
     fwd: crate::client::forward::ClientForward,
     /// -f is still to be done once forwarding is set up.
     fork_pending: bool,
+    /// ControlMaster: the control socket (`-O check`, `-O exit`).
+    pub mux: Option<super::mux::Master>,
+    /// `-O exit`: the run ends, forwarded connections or not.
+    terminated: bool,
 }
 
 impl ClientSession {
@@ -89,6 +93,8 @@ impl ClientSession {
             keepalive: None,
             fwd: crate::client::forward::ClientForward::new(plan.forwards.clone()),
             fork_pending: false,
+            mux: None,
+            terminated: false,
             plan,
         }
     }
@@ -386,6 +392,17 @@ impl Handler for ClientSession {
         if let Some(k) = &mut self.keepalive {
             k.tick(conn)?;
         }
+        if let Some(m) = &mut self.mux {
+            m.tick();
+            if m.terminate && !self.terminated {
+                // As ssh's master on `-O exit`: the connection ends now.
+                self.terminated = true;
+                self.finished = true;
+                if self.channel.is_none() {
+                    self.exit_status = Some(0);
+                }
+            }
+        }
         if let Some(t) = self.tty.as_mut() {
             if t.tick(conn)? {
                 // `~.`: ssh's exit status 255.
@@ -416,12 +433,16 @@ impl Handler for ClientSession {
     }
 
     fn finished(&self) -> bool {
-        // As ssh: forwarded connections still open keep the client running.
-        self.finished && !self.fwd.busy()
+        // As ssh: forwarded connections still open keep the client running
+        // (unless a control client asked the master to exit).
+        self.finished && (self.terminated || !self.fwd.busy())
     }
 
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
         self.fwd.watch_fds(out);
+        if let Some(m) = &self.mux {
+            m.watch_fds(out);
+        }
         if let Some(t) = &self.tty {
             t.watch_fds(out);
         }
