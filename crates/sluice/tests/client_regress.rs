@@ -708,3 +708,23 @@ fn dash_o_talks_to_an_openssh_master() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn no_unsupported_warning_for_what_sluice_does() {
+    let out = Command::new(SLUICE)
+        .args(["-v", "-F", "/dev/null", "-G"])
+        .args(["-o", "HostKeyAlias=x", "-o", "ControlMaster=auto"])
+        .args(["-o", "ControlPath=/x", "-o", "ControlPersist=no", "h"])
+        .output()
+        .unwrap();
+    ok(&out, "sluice -G");
+    let err = text(&out.stderr);
+    let unsupported: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("Unsupported option"))
+        .collect();
+    assert_eq!(
+        unsupported,
+        ["debug1: command-line: line 0: Unsupported option \"controlpersist\""]
+    );
+}
