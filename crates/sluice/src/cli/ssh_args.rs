@@ -127,7 +127,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
     // As ssh: options, the destination, then options again (`ssh host -p
     // 2222 ls`) up to the first word that is not one, or `--`.
     let terminated = match options(argv, &mut i, &mut a, &mut forward_agent)? {
-        Parsed::Done(inv) => return Ok(inv),
+        Parsed::Done(inv) => return Ok(*inv),
         Parsed::Stopped { terminated } => terminated,
     };
     let dest = argv.get(i).ok_or_else(|| USAGE.to_owned())?;
@@ -135,7 +135,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
     i += 1;
     if !terminated {
         if let Parsed::Done(inv) = options(argv, &mut i, &mut a, &mut forward_agent)? {
-            return Ok(inv);
+            return Ok(*inv);
         }
     }
     // The last of -A / -a wins over -o and ssh_config (first value wins), as in ssh.
@@ -149,7 +149,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
 /// Where an option run ended.
 enum Parsed {
     /// `-V` or `-Q`: nothing else matters.
-    Done(Invocation),
+    Done(Box<Invocation>),
     /// At `argv[i]`, a word that is not an option; `terminated` if `--` came before it.
     Stopped { terminated: bool },
 }
@@ -186,7 +186,7 @@ fn options(
                     'T' => a.tty = -1,
                     't' => a.tty = a.tty.max(0) + 1,
                     's' => a.subsystem = true,
-                    'V' => return Ok(Parsed::Done(Invocation::Version)),
+                    'V' => return Ok(Parsed::Done(Box::new(Invocation::Version))),
                     'A' => *forward_agent = Some("yes"),
                     'a' => *forward_agent = Some("no"),
                     'M' => a.control_master = a.control_master.saturating_add(1),
@@ -220,7 +220,7 @@ fn options(
                 'o' => a.options.push(value),
                 'c' => a.ciphers = Some(value),
                 'm' => a.macs = Some(value),
-                'Q' => return Ok(Parsed::Done(Invocation::Query(value))),
+                'Q' => return Ok(Parsed::Done(Box::new(Invocation::Query(value)))),
                 'e' => a.escape = Some(value),
                 'J' if a.jump.is_some() => {
                     return Err("Only a single -J option is permitted".into())
