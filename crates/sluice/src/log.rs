@@ -1,6 +1,7 @@
 //! Leveled logging in OpenSSH's style (`debug1: ...`), so `-v` output
-//! reads like the tools users already know: to stderr, or for `sluiced`
-//! running as a daemon to syslog (ident `sluiced`, SyslogFacility), as sshd.
+//! reads like the tools users already know: to stderr, to a file (`-E
+//! log_file`, as ssh's and sshd's), or for `sluiced` running as a daemon
+//! to syslog (ident `sluiced`, SyslogFacility), as sshd.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
@@ -130,7 +131,55 @@ pub fn use_sink(sink: fn(Level, &str)) {
     let _ = SINK.set(sink);
 }
 
-/// Writes one log line to stderr if `level` is enabled.
+static FILE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+
+/// `-E log_file`: every later line (and [`print`]'s messages) is appended
+/// to `path` instead of going to stderr, as ssh and sshd do. The file is
+/// created mode 0600; it stays open across fork and chroot. First call wins.
+pub fn use_file(path: &str) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| {
+            format!(
+                "Couldn't open logfile {path}: {}",
+                crate::net::describe_io_error(&e)
+            )
+        })?;
+    let _ = FILE.set(f);
+    Ok(())
+}
+
+/// Writes `text` (a line with its end) to the log file, or to stderr.
+fn emit(text: &str) {
+    use std::io::Write;
+    // One write per line: O_APPEND keeps lines whole when processes share the file.
+    let _ = match FILE.get() {
+        Some(mut f) => f.write_all(text.as_bytes()),
+        None => std::io::stderr().lock().write_all(text.as_bytes()),
+    };
+}
+
+/// Prints a message the user must see whatever the log level (the reason
+/// a run failed): to stderr, or to the `-E` log file, as ssh's are.
+pub fn print(msg: &str) {
+    emit(&format!("{msg}{}", line_end()));
+}
+
+/// "\r\n" on a raw terminal (no output processing), else "\n".
+fn line_end() -> &'static str {
+    if RAW_TERMINAL.load(Ordering::Relaxed) && FILE.get().is_none() {
+        "\r\n"
+    } else {
+        "\n"
+    }
+}
+
+/// Writes one log line if `level` is enabled: to the sink, syslog, the
+/// `-E` file or stderr.
 pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
     if let (true, Some(sink)) = (enabled(level), SINK.get()) {
         sink(level, &args.to_string());
@@ -142,11 +191,7 @@ pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
         }
     } else if enabled(level) {
         let prefix = PREFIX.get().map(String::as_str).unwrap_or("");
-        if RAW_TERMINAL.load(Ordering::Relaxed) {
-            eprint!("{prefix}{}{args}\r\n", level.prefix());
-        } else {
-            eprintln!("{prefix}{}{args}", level.prefix());
-        }
+        emit(&format!("{prefix}{}{args}{}", level.prefix(), line_end()));
     }
 }
 

@@ -47,15 +47,17 @@ pub struct ClientArgs {
     pub no_command: bool,
     /// `-T`/`-t` count (-1 for -T).
     pub tty: i8,
-    /// `-p`.
+    /// `-p` (also in `options`, where it stands on the command line).
     pub port: Option<u16>,
-    /// `-l`.
+    /// `-l` (also in `options`, where it stands on the command line).
     pub login: Option<String>,
     /// `-i` (repeatable).
     pub identities: Vec<String>,
     /// `-F`.
     pub config_file: Option<String>,
-    /// `-o` (repeatable).
+    /// `-o` values, with `-l` (`User=`), `-p` (`Port=`) and the
+    /// destination's user (and port) among them in command-line order:
+    /// ssh takes the first of those.
     pub options: Vec<String>,
     /// `-c`.
     pub ciphers: Option<String>,
@@ -79,6 +81,16 @@ pub struct ClientArgs {
     pub dynamic_forwards: Vec<String>,
     /// `-W host:port`.
     pub stdio_forward: Option<String>,
+    /// `-E log_file`: log lines appended to this file instead of stderr.
+    pub log_file: Option<String>,
+    /// `-e` (the last one).
+    pub escape: Option<String>,
+    /// `-O ctl_cmd`: a request to a ControlMaster instead of a session.
+    pub control_command: Option<String>,
+    /// `-S ctl_path` (the last one).
+    pub control_path: Option<String>,
+    /// `-M` count: ControlMaster yes, twice ask.
+    pub control_master: u8,
     /// `-f`.
     pub fork: bool,
     /// `-n` (also implied by `-f`).
@@ -112,11 +124,48 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
     let mut a = ClientArgs::default();
     let mut forward_agent = None;
     let mut i = 0;
-    while i < argv.len() {
-        let arg = &argv[i];
+    // As ssh: options, the destination, then options again (`ssh host -p
+    // 2222 ls`) up to the first word that is not one, or `--`.
+    let terminated = match options(argv, &mut i, &mut a, &mut forward_agent)? {
+        Parsed::Done(inv) => return Ok(*inv),
+        Parsed::Stopped { terminated } => terminated,
+    };
+    let dest = argv.get(i).ok_or_else(|| USAGE.to_owned())?;
+    parse_destination(dest, &mut a)?;
+    i += 1;
+    if !terminated {
+        if let Parsed::Done(inv) = options(argv, &mut i, &mut a, &mut forward_agent)? {
+            return Ok(*inv);
+        }
+    }
+    // The last of -A / -a wins over -o and ssh_config (first value wins), as in ssh.
+    if let Some(v) = forward_agent {
+        a.options.insert(0, format!("ForwardAgent={v}"));
+    }
+    a.command = argv.get(i..).unwrap_or_default().to_vec();
+    Ok(Invocation::Connect(a))
+}
+
+/// Where an option run ended.
+enum Parsed {
+    /// `-V` or `-Q`: nothing else matters.
+    Done(Box<Invocation>),
+    /// At `argv[i]`, a word that is not an option; `terminated` if `--` came before it.
+    Stopped { terminated: bool },
+}
+
+/// Parses options from `argv[*i]` on, as getopt does.
+fn options(
+    argv: &[String],
+    i: &mut usize,
+    a: &mut ClientArgs,
+    forward_agent: &mut Option<&'static str>,
+) -> Result<Parsed, String> {
+    while *i < argv.len() {
+        let arg = &argv[*i];
         if arg == "--" {
-            i += 1;
-            break;
+            *i += 1;
+            return Ok(Parsed::Stopped { terminated: true });
         }
         if !arg.starts_with('-') || arg == "-" {
             break;
@@ -137,9 +186,10 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                     'T' => a.tty = -1,
                     't' => a.tty = a.tty.max(0) + 1,
                     's' => a.subsystem = true,
-                    'V' => return Ok(Invocation::Version),
-                    'A' => forward_agent = Some("yes"),
-                    'a' => forward_agent = Some("no"),
+                    'V' => return Ok(Parsed::Done(Box::new(Invocation::Version))),
+                    'A' => *forward_agent = Some("yes"),
+                    'a' => *forward_agent = Some("no"),
+                    'M' => a.control_master = a.control_master.saturating_add(1),
                     _ => {}
                 }
                 continue;
@@ -151,21 +201,27 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
             let value = if !rest.is_empty() {
                 rest.to_owned()
             } else {
-                i += 1;
-                argv.get(i)
+                *i += 1;
+                argv.get(*i)
                     .cloned()
                     .ok_or_else(|| format!("sluice: option requires an argument -- {c}\n{USAGE}"))?
             };
             match c {
-                'p' => a.port = Some(value.parse().map_err(|_| format!("Bad port '{value}'"))?),
-                'l' => a.login = Some(value),
+                'p' => {
+                    a.port = Some(value.parse().map_err(|_| format!("Bad port '{value}'"))?);
+                    a.options.push(format!("Port={value}"));
+                }
+                'l' => {
+                    a.options.push(format!("User={value}"));
+                    a.login = Some(value);
+                }
                 'i' => a.identities.push(value),
                 'F' => a.config_file = Some(value),
                 'o' => a.options.push(value),
                 'c' => a.ciphers = Some(value),
                 'm' => a.macs = Some(value),
-                'Q' => return Ok(Invocation::Query(value)),
-                'e' => a.options.push(format!("EscapeChar={value}")),
+                'Q' => return Ok(Parsed::Done(Box::new(Invocation::Query(value)))),
+                'e' => a.escape = Some(value),
                 'J' if a.jump.is_some() => {
                     return Err("Only a single -J option is permitted".into())
                 }
@@ -174,20 +230,19 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                 'R' => a.remote_forwards.push(value),
                 'D' => a.dynamic_forwards.push(value),
                 'W' => a.stdio_forward = Some(value),
+                'E' => a.log_file = Some(value),
+                'O' => {
+                    crate::client::mux::check_command(&value)?;
+                    a.control_command = Some(value);
+                }
+                'S' => a.control_path = Some(value),
                 _ => {}
             }
             break;
         }
-        i += 1;
+        *i += 1;
     }
-    // The last of -A / -a wins over -o and ssh_config (first value wins), as in ssh.
-    if let Some(v) = forward_agent {
-        a.options.insert(0, format!("ForwardAgent={v}"));
-    }
-    let dest = argv.get(i).ok_or_else(|| USAGE.to_owned())?;
-    parse_destination(dest, &mut a)?;
-    a.command = argv.get(i + 1..).unwrap_or_default().to_vec();
-    Ok(Invocation::Connect(a))
+    Ok(Parsed::Stopped { terminated: false })
 }
 
 fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), String> {
@@ -200,6 +255,7 @@ fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), String> {
             };
             if let Some(p) = port {
                 a.port = Some(p.parse().map_err(|_| format!("Bad port '{p}'"))?);
+                a.options.push(format!("Port={p}"));
             }
             userhost.to_owned()
         }
@@ -207,6 +263,7 @@ fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), String> {
     };
     match d.rsplit_once('@') {
         Some((u, h)) => {
+            a.options.push(format!("User={u}"));
             a.user = Some(u.to_owned());
             a.host = h.trim_start_matches('[').trim_end_matches(']').to_owned();
         }
@@ -300,14 +357,31 @@ mod tests {
             panic!()
         };
         assert_eq!((a.verbose, a.port, a.compression), (2, Some(22), true));
-        assert_eq!(a.options, ["BatchMode=yes"]);
+        // -p, -o, then the destination's user: in command-line order.
+        assert_eq!(a.options, ["Port=22", "BatchMode=yes", "User=bob"]);
         assert_eq!((a.user.as_deref(), a.host.as_str()), (Some("bob"), "host"));
         assert_eq!(a.command, ["ls", "-l"]);
         let Invocation::Connect(a) = p("ssh://u@h:2222").unwrap() else {
             panic!()
         };
         assert_eq!((a.port, a.host.as_str()), (Some(2222), "h"));
+        // Options after the destination, up to the command or `--`, as ssh's.
+        let Invocation::Connect(a) = p("h -p 2222 -l bob ls -p 1").unwrap() else {
+            panic!()
+        };
+        assert_eq!((a.port, a.login.as_deref()), (Some(2222), Some("bob")));
+        assert_eq!(a.command, ["ls", "-p", "1"]);
+        for line in ["h -- -p 1", "-- h -p 1"] {
+            let Invocation::Connect(a) = p(line).unwrap() else {
+                panic!()
+            };
+            assert_eq!(
+                (a.port, a.command.clone()),
+                (None, vec!["-p".into(), "1".into()])
+            );
+        }
         assert!(p("-Z host").unwrap_err().contains("illegal option -- Z"));
+        assert!(p("host -Z").unwrap_err().contains("illegal option -- Z"));
         assert!(p("-p").unwrap_err().contains("requires an argument"));
         assert_eq!(p("-Q cipher").unwrap(), Invocation::Query("cipher".into()));
         assert!(matches!(

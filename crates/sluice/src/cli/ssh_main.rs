@@ -38,26 +38,31 @@ pub fn main(argv: &[String]) -> i32 {
             verbose,
         }),
         Invocation::BenchCrypto(opts) => crate::bench_crypto::run(&opts),
-        Invocation::Connect(args) => match connect(&args) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("{e}");
-                e.exit_code()
+        Invocation::Connect(args) => {
+            // As ssh: the log file is opened before the configuration is read.
+            if let Some(f) = &args.log_file {
+                if let Err(e) = log::use_file(f) {
+                    eprintln!("{e}");
+                    return 1;
+                }
             }
-        },
+            match connect(&args) {
+                Ok(code) => code,
+                Err(e) => {
+                    log::print(&e.to_string());
+                    e.exit_code()
+                }
+            }
+        }
     }
 }
 
-/// Command-line settings as `-o` options, first wins: -o in order, then
-/// -l, -p and the other flags, then the user of `user@host`, then -J.
+/// Command-line settings as `-o` options, first wins, in ssh's
+/// precedence: -c, -m, -C, -e and -J, which ssh applies whatever -o says,
+/// then -o, -l, -p and the destination's user and port in the order they
+/// were given (ssh takes the first of those; the parser keeps that order).
 pub fn options(args: &ClientArgs) -> Vec<String> {
-    let mut opts: Vec<String> = args.options.clone();
-    if let Some(l) = &args.login {
-        opts.push(format!("User={l}"));
-    }
-    if let Some(p) = args.port {
-        opts.push(format!("Port={p}"));
-    }
+    let mut opts = Vec::new();
     if let Some(c) = &args.ciphers {
         opts.push(format!("Ciphers={c}"));
     }
@@ -67,12 +72,21 @@ pub fn options(args: &ClientArgs) -> Vec<String> {
     if args.compression {
         opts.push("Compression=yes".into());
     }
-    if let Some(u) = &args.user {
-        opts.push(format!("User={u}"));
+    if let Some(e) = &args.escape {
+        opts.push(format!("EscapeChar={e}"));
     }
     if let Some(j) = &args.jump {
-        opts.insert(0, format!("ProxyJump={j}"));
+        opts.push(format!("ProxyJump={j}"));
     }
+    if let Some(s) = &args.control_path {
+        opts.push(format!("ControlPath={s}"));
+    }
+    match args.control_master {
+        0 => {}
+        1 => opts.push("ControlMaster=yes".into()),
+        _ => opts.push("ControlMaster=ask".into()),
+    }
+    opts.extend(args.options.iter().cloned());
     opts
 }
 
@@ -101,7 +115,15 @@ fn request(args: &ClientArgs) -> SessionRequest {
 fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     let opts = options(args);
     let cfg = ClientConfig::load(&opts, args.config_file.as_deref().map(Path::new))?;
-    let r = cfg.resolve(&args.host)?;
+    let mut r = cfg.resolve(&args.host)?;
+    if args.stdio_forward.is_some() {
+        // As ssh: -W means no session and no tty, and makes these two
+        // default to yes (ssh_config may say otherwise).
+        r.set("requesttty", "no");
+        r.set("sessiontype", "none");
+        r.set_default("exitonforwardfailure", "yes");
+        r.set_default("clearallforwardings", "yes");
+    }
     let level = match args.verbose {
         0 if args.quiet => Level::Quiet,
         0 => r
@@ -120,6 +142,12 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     if args.print_config {
         print!("{}", app::print_config(&r, &req)?);
         return Ok(0);
+    }
+    if let Some(cmd) = &args.control_command {
+        let path = r
+            .path("controlpath")?
+            .filter(|p| !p.eq_ignore_ascii_case("none"));
+        return Ok(crate::client::mux::client_command(path.as_deref(), cmd));
     }
     client::connect(app::resolve(&r, &req)?)
 }

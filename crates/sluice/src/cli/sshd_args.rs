@@ -1,5 +1,5 @@
-//! `sluiced` arguments, as sshd's: `-D -d -e -f config -p port -h hostkey
-//! -o opt -T -t -C spec`.
+//! `sluiced` arguments, as sshd's: `-D -d -e -E log_file -f config -p port
+//! -h hostkey -o opt -T -t -C spec`.
 
 pub use crate::server::daemon::ServerArgs;
 
@@ -10,7 +10,14 @@ pub const USAGE: &str = "usage: sluiced [-46DdeiqTtV] [-C connection_spec] [-c h
 
 /// Parses argv (without the program name).
 pub fn parse(argv: &[String]) -> Result<ServerArgs, String> {
+    parse_with_log_file(argv).map(|(a, _)| a)
+}
+
+/// [`parse`], and the `-E log_file` given (the last one). As sshd's, `-E`
+/// implies `-e`: lines go to the file rather than syslog.
+pub fn parse_with_log_file(argv: &[String]) -> Result<(ServerArgs, Option<String>), String> {
     let mut a = ServerArgs::default();
+    let mut log_file = None;
     let mut i = 0;
     while i < argv.len() {
         let arg = &argv[i];
@@ -48,6 +55,10 @@ pub fn parse(argv: &[String]) -> Result<ServerArgs, String> {
                         'h' => a.host_keys.push(v),
                         'o' => a.options.push(v),
                         'g' => a.options.push(format!("LoginGraceTime={v}")),
+                        'E' => {
+                            a.log_stderr = true;
+                            log_file = Some(v);
+                        }
                         'C' => {
                             let spec = a.connection_spec.get_or_insert_with(String::new);
                             if !spec.is_empty() {
@@ -64,7 +75,7 @@ pub fn parse(argv: &[String]) -> Result<ServerArgs, String> {
         }
         i += 1;
     }
-    Ok(a)
+    Ok((a, log_file))
 }
 
 #[cfg(test)]
@@ -85,5 +96,8 @@ mod tests {
         assert_eq!(a.config_file.as_deref(), Some("/x"));
         assert_eq!(a.ports, ["2222"]);
         assert!(parse(&["-Z".into()]).is_err());
+        let (a, f) = parse_with_log_file(&["-E/tmp/l".into(), "-D".into()]).unwrap();
+        assert!(a.log_stderr && a.foreground);
+        assert_eq!(f.as_deref(), Some("/tmp/l"));
     }
 }

@@ -5,8 +5,18 @@ use crate::cli::sshd_args;
 
 /// Runs `sluiced`; returns the exit code.
 pub fn main(argv: &[String]) -> i32 {
-    match sshd_args::parse(argv) {
-        Ok(args) => crate::server::daemon::run(&args, argv),
+    match sshd_args::parse_with_log_file(argv) {
+        Ok((args, log_file)) => {
+            // -E: opened here, before the daemon forks, re-executes (each
+            // connection's process opens it again from argv) or chroots.
+            if let Some(f) = log_file {
+                if let Err(e) = crate::log::use_file(&f) {
+                    eprintln!("{e}");
+                    return 1;
+                }
+            }
+            crate::server::daemon::run(&args, argv)
+        }
         Err(e) => {
             eprintln!("{e}");
             1

@@ -393,9 +393,28 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         proxy_command: setup::proxy_command(r, args.config_file.as_deref(), args.verbose)?,
         connection_attempts: setup::connection_attempts(r),
         server_alive: setup::server_alive(r),
+        control_master: control_master(r)?,
         identities: ids,
         host_key_check: check,
         null_stdin: args.null_stdin,
     };
     Ok(opts)
+}
+
+/// ControlMaster (yes, ask, auto, autoask) and a ControlPath other than
+/// none: the path, and whether it is auto (an existing master is fine).
+fn control_master(r: &Resolved) -> Result<Option<(String, bool)>, ClientError> {
+    let auto = match r
+        .get("controlmaster")
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("yes" | "true" | "ask") => false,
+        Some("auto" | "autoask") => true,
+        _ => return Ok(None),
+    };
+    let path = r
+        .path("controlpath")?
+        .filter(|p| !p.eq_ignore_ascii_case("none"));
+    Ok(path.map(|p| (p, auto)))
 }

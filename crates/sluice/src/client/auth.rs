@@ -212,11 +212,12 @@ impl ClientAuth {
                 instruction,
                 prompts,
             } => {
+                // As ssh: INFO lines (to the -E log file if there is one).
                 if !name.is_empty() {
-                    eprintln!("{name}");
+                    log!(Info, "{name}");
                 }
                 if !instruction.is_empty() {
-                    eprintln!("{instruction}");
+                    log!(Info, "{instruction}");
                 }
                 let mut answers = Vec::with_capacity(prompts.len());
                 for p in prompts {
@@ -227,7 +228,8 @@ impl ClientAuth {
                     .map_err(|e| e.to_string())?;
             }
             Event::AuthPasswdChangeReq { prompt } => {
-                eprintln!(
+                log!(
+                    Error,
                     "{}: the server requires a password change ({}); sluice cannot change passwords: log in with ssh or change it on the server",
                     self.login,
                     prompt.trim_end()
@@ -375,7 +377,7 @@ impl ClientAuth {
             return false;
         }
         if self.password_tries > 0 {
-            eprintln!("Permission denied, please try again.");
+            log!(Error, "Permission denied, please try again.");
         }
         self.password_tries += 1;
         log!(Debug1, "Next authentication method: {PASSWORD}");

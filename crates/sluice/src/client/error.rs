@@ -39,6 +39,11 @@ impl std::fmt::Display for ClientError {
             ClientError::Connection(PumpError::Protocol(
                 sluice_proto::Error::PeerDisconnected { description, .. },
             )) => write!(f, "Received disconnect from remote host: {description}"),
+            // As ssh's packet.c (its "Bad packet length %u." then the fatal
+            // error), for a length over the maximum or not in whole blocks.
+            ClientError::Connection(PumpError::Protocol(sluice_proto::Error::Protocol(
+                sluice_proto::Violation::BadPacketLength(n),
+            ))) => write!(f, "Bad packet length {n}.\nsluice: Connection corrupted"),
             ClientError::Connection(PumpError::PeerClosed) => {
                 f.write_str("Connection closed by remote host")
             }

@@ -114,7 +114,7 @@ impl ClientForward {
             .collect();
         for f in locals {
             if let Err(e) = self.listen(&f) {
-                eprintln!("{e}");
+                log!(Error, "{e}");
                 if self.plan.exit_on_failure {
                     return Err("Could not request local forwarding.".into());
                 }

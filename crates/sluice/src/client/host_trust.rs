@@ -7,7 +7,6 @@ use crate::config::ssh::Resolved;
 use crate::keys::identity;
 use crate::keys::known_hosts::{self, HostKeyStatus};
 use crate::log;
-use crate::log::Level;
 use sluice_proto::crypto::hostkey;
 use std::path::PathBuf;
 
@@ -20,8 +19,12 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
     let hash = r.flag("hashknownhosts", false);
     let user_files = setup::user_known_hosts(r);
     // HostKeyAlias: the name looked up and stored instead of the host's.
+    // As ssh, no port: the alias is the known_hosts name as it stands.
     let (host, port) = match r.get("hostkeyalias") {
-        Some(a) => (a.to_owned(), 22),
+        Some(a) => {
+            log!(Debug1, "using hostkeyalias: {a}");
+            (a.to_owned(), 22)
+        }
         None => (host, port),
     };
     let global = r
@@ -47,7 +50,7 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
             HostKeyStatus::Changed { file, line } => {
                 let msg = known_hosts::changed_warning(&name, &shown, &fp, &file, line);
                 if strict == "no" || strict == "off" {
-                    eprintln!("{}", msg.lines().take(11).collect::<Vec<_>>().join("\n"));
+                    log!(Error, "{}", msg.lines().take(11).collect::<Vec<_>>().join("\n"));
                     Ok(())
                 } else {
                     Err(msg)
@@ -57,9 +60,7 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
                 let add = |files: &[PathBuf]| {
                     if let Some(f) = files.first() {
                         if known_hosts::append(f, &host, port, blob, hash).is_ok() {
-                            if crate::log::enabled(Level::Info) {
-                                eprintln!("Warning: Permanently added '{name}' ({shown}) to the list of known hosts.");
-                            }
+                            log!(Info, "Warning: Permanently added '{name}' ({shown}) to the list of known hosts.");
                         }
                     }
                 };

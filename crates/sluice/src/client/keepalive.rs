@@ -1,7 +1,9 @@
 //! ServerAliveInterval / ServerAliveCountMax and ConnectTimeout's banner
 //! limit. As ssh: when nothing arrived from the server for the interval, a
-//! `keepalive@openssh.com` global request with want_reply goes out; any
-//! input resets the count; after CountMax unanswered requests the client
+//! `keepalive@openssh.com` global request with want_reply goes out; a whole
+//! message from the server resets the count (bytes alone do not: a stream
+//! corrupted in a length field keeps bringing the replies' bytes while no
+//! message ever completes); after CountMax unanswered requests the client
 //! gives up with "Timeout, server HOST not responding." (exit 255).
 
 use sluice_proto::Connection;
@@ -13,7 +15,7 @@ pub struct Keepalive {
     port: u16,
     interval: Option<Duration>,
     count_max: u32,
-    /// Unanswered keepalives since the last input.
+    /// Unanswered keepalives since the last message.
     sent: u32,
     /// When the next check is due.
     due: Instant,
@@ -43,12 +45,16 @@ impl Keepalive {
         }
     }
 
-    /// Bytes came from the server.
+    /// Bytes came from the server: the next check is an interval away.
     pub fn input(&mut self, now: Instant) {
-        self.sent = 0;
         if let Some(i) = self.interval {
             self.due = now + i;
         }
+    }
+
+    /// A message from the server was decoded: it is alive.
+    pub fn message(&mut self) {
+        self.sent = 0;
     }
 
     /// Runs the timers; an error ends the connection with its message.

@@ -14,6 +14,7 @@ pub mod forward_spec;
 pub mod host_trust;
 pub mod identities;
 pub mod keepalive;
+pub mod mux;
 pub mod prompt;
 pub mod proxy;
 pub mod session;
@@ -71,6 +72,9 @@ pub struct ClientOptions {
     pub connection_attempts: u32,
     /// ServerAliveInterval (None: off) and ServerAliveCountMax.
     pub server_alive: (Option<Duration>, u32),
+    /// ControlMaster yes/ask (false) or auto/autoask (true) with its
+    /// ControlPath, tokens expanded: the master socket to listen on.
+    pub control_master: Option<(String, bool)>,
 }
 
 impl ClientOptions {
@@ -96,6 +100,7 @@ impl ClientOptions {
             proxy_command: None,
             connection_attempts: 1,
             server_alive: (None, 3),
+            control_master: None,
             identities: Vec::new(),
             host_key_check,
             null_stdin: false,
@@ -263,6 +268,9 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         plan,
     );
     handler.set_auth_prefs(opts.auth.clone());
+    if let Some((path, auto)) = &opts.control_master {
+        handler.mux = mux::Master::listen(path, *auto);
+    }
     handler.keepalive = Some(keepalive::Keepalive::new(
         &opts.host,
         opts.port,

@@ -66,6 +66,10 @@ pub struct ClientSession {
     fwd: crate::client::forward::ClientForward,
     /// -f is still to be done once forwarding is set up.
     fork_pending: bool,
+    /// ControlMaster: the control socket (`-O check`, `-O exit`).
+    pub mux: Option<super::mux::Master>,
+    /// `-O exit`: the run ends, forwarded connections or not.
+    terminated: bool,
 }
 
 impl ClientSession {
@@ -89,6 +93,8 @@ impl ClientSession {
             keepalive: None,
             fwd: crate::client::forward::ClientForward::new(plan.forwards.clone()),
             fork_pending: false,
+            mux: None,
+            terminated: false,
             plan,
         }
     }
@@ -178,6 +184,9 @@ impl Handler for ClientSession {
         fds: &mut ChannelFds,
         event: Event,
     ) -> Result<(), String> {
+        if let Some(k) = &mut self.keepalive {
+            k.message();
+        }
         if let (Event::ChannelReply { success, .. }, Some(t)) = (&event, self.tty.as_mut()) {
             if t.on_reply(*success)? {
                 return Ok(());
@@ -225,6 +234,9 @@ impl Handler for ClientSession {
                     },
                     algorithms.comp_s2c
                 );
+                // ssh's lines for each exchange (scripts count re-keys by them).
+                log!(Debug1, "SSH2_MSG_NEWKEYS sent");
+                log!(Debug1, "SSH2_MSG_NEWKEYS received");
                 if !initial {
                     log!(Debug1, "rekey completed");
                     if std::mem::take(&mut self.none_pending) {
@@ -242,7 +254,10 @@ impl Handler for ClientSession {
                 self.auth.on_event(conn, &event)?;
                 self.open_early(conn)?;
             }
-            Event::AuthBanner(text) => eprint!("{text}"),
+            // As ssh: straight to stderr (not the -E log), unless LogLevel is below INFO (-q).
+            Event::AuthBanner(text) if crate::log::enabled(crate::log::Level::Info) => {
+                eprint!("{text}")
+            }
             Event::Authenticated { .. } => {
                 log!(Debug1, "Authentication succeeded ({}).", self.auth.method());
                 if let Some(mac) = self.plan.none_switch {
@@ -377,6 +392,17 @@ impl Handler for ClientSession {
         if let Some(k) = &mut self.keepalive {
             k.tick(conn)?;
         }
+        if let Some(m) = &mut self.mux {
+            m.tick();
+            if m.terminate && !self.terminated {
+                // As ssh's master on `-O exit`: the connection ends now.
+                self.terminated = true;
+                self.finished = true;
+                if self.channel.is_none() {
+                    self.exit_status = Some(0);
+                }
+            }
+        }
         if let Some(t) = self.tty.as_mut() {
             if t.tick(conn)? {
                 // `~.`: ssh's exit status 255.
@@ -407,12 +433,16 @@ impl Handler for ClientSession {
     }
 
     fn finished(&self) -> bool {
-        // As ssh: forwarded connections still open keep the client running.
-        self.finished && !self.fwd.busy()
+        // As ssh: forwarded connections still open keep the client running
+        // (unless a control client asked the master to exit).
+        self.finished && (self.terminated || !self.fwd.busy())
     }
 
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
         self.fwd.watch_fds(out);
+        if let Some(m) = &self.mux {
+            m.watch_fds(out);
+        }
         if let Some(t) = &self.tty {
             t.watch_fds(out);
         }

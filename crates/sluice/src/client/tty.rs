@@ -266,7 +266,7 @@ impl TtySession {
             if self.plan.required {
                 return Err(msg.into());
             }
-            eprintln!("{msg}");
+            crate::log!(Error, "{msg}");
         }
         Ok(true)
     }

@@ -84,6 +84,9 @@ const SUPPORTED: &[&str] = &[
     "clearallforwardings",
     "gatewayports",
     "forkafterauthentication",
+    "hostkeyalias",
+    "controlmaster",
+    "controlpath",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
@@ -96,8 +99,6 @@ const ACCEPTED: &[&str] = &[
     "escapechar",
     "forwardx11",
     "forwardx11trusted",
-    "controlmaster",
-    "controlpath",
     "controlpersist",
     "tcpkeepalive",
     "visualhostkey",
@@ -115,7 +116,6 @@ const ACCEPTED: &[&str] = &[
     "forwardx11timeout",
     "enablesshkeysign",
     "nohostauthenticationforlocalhost",
-    "hostkeyalias",
     "tunnel",
     "tunneldevice",
     "streamlocalbindunlink",

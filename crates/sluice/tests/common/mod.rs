@@ -87,7 +87,7 @@ impl Setup {
         Setup { dir, user_key }
     }
 
-    fn config(&self, port: u16, extra: &str) -> PathBuf {
+    pub(crate) fn config(&self, port: u16, extra: &str) -> PathBuf {
         let d = &self.dir.0;
         let text = format!(
             "ListenAddress 127.0.0.1\nPort {port}\nHostKey {d}/host_ed25519\nHostKey {d}/host_ecdsa\nHostKey {d}/host_rsa\n\

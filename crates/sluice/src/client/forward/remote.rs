@@ -134,7 +134,10 @@ impl ClientForward {
                     log!(Info, "Allocated port {p} for remote forward to {target}");
                     self.allocated.insert(i, p);
                 }
-                _ => eprintln!("Invalid allocated port for remote forward to {target}"),
+                _ => log!(
+                    Error,
+                    "Invalid allocated port for remote forward to {target}"
+                ),
             }
         } else {
             log!(

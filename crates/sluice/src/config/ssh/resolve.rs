@@ -157,6 +157,21 @@ impl Eval {
             let v = self.map.entry(kw.to_owned()).or_default();
             // SendEnv/SetEnv take several per line; one value per word.
             v.extend(args.iter().cloned());
+        } else if kw == "setenv" {
+            // As ssh: the first line wins, and in it the first value of a name.
+            let mut seen = Vec::new();
+            let unique = args
+                .iter()
+                .filter(|a| {
+                    let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+                    !seen.contains(&name.to_owned()) && {
+                        seen.push(name.to_owned());
+                        true
+                    }
+                })
+                .cloned()
+                .collect();
+            self.map.entry(kw.to_owned()).or_insert(unique);
         } else {
             self.map
                 .entry(kw.to_owned())
