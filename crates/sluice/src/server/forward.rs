@@ -257,7 +257,7 @@ impl ServerForward {
             return Err("refused remote port forward: port 0 without want-reply".into());
         }
         policy::forwarding_allowed(ctx.cfg, ctx.key, false, "remote")
-            .and_then(|()| policy::listen_permitted(ctx.cfg, user, &host, port))
+            .and_then(|()| policy::listen_permitted(ctx.cfg, ctx.key, user, &host, port))
             .map_err(|why| {
                 format!("refused remote port forward: listen host {host} port {port}: {why}")
             })?;
