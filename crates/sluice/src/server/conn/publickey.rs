@@ -36,7 +36,8 @@ impl ServerConn {
     }
 }
 
-/// Whether `key_blob` may log in as `user` (authorized_keys, PermitRootLogin);
+/// Whether `key_blob` may log in as `user` (publickey offered under
+/// AuthenticationMethods, RequiredRSASize, authorized_keys, PermitRootLogin);
 /// the account and the key's options when it may. `signed` only changes
 /// the log line ("Accepted publickey" is logged for a signed request).
 pub(crate) fn decide(
@@ -59,7 +60,11 @@ pub(crate) fn decide(
         );
         None
     };
-    if !cfg.pubkey_authentication {
+    if !cfg.auth_methods().iter().any(|m| m == "publickey") {
+        return fail("");
+    }
+    if let Some(why) = crate::keys::host_keys::rsa_too_small(key_blob, cfg.required_rsa_size) {
+        log!(Info, "refusing RSA key: {why}");
         return fail("");
     }
     let Some(info) = session::lookup_user(user) else {
