@@ -224,6 +224,7 @@ impl ServerConfig {
             "requiredrsasize" => one(self.required_rsa_size.to_string()),
             "streamlocalbindmask" => one(format!("{:04o}", self.stream_local_bind_mask)),
             "tcpkeepalive" => one(yn(self.tcp_keep_alive)),
+            "revokedkeys" => one(or_none(self.revoked_keys.as_ref().map(|p| p.display()))),
             "authenticationmethods" => one(if self.authentication_methods.is_empty() {
                 "any".to_owned()
             } else {

@@ -108,7 +108,6 @@ pub(super) const OTHER: &[(&str, Option<&str>)] = &[
     ("xauthlocation", Some("/usr/bin/xauth")),
     ("chrootdirectory", Some("none")),
     ("trustedusercakeys", Some("none")),
-    ("revokedkeys", Some("none")),
     ("securitykeyprovider", Some("internal")),
     ("authorizedprincipalsfile", Some("none")),
     ("versionaddendum", Some("none")),
@@ -162,7 +161,6 @@ const UNSUPPORTED: &[(&str, &str, &str)] = &[
         "none",
         "sluiced reads keys from AuthorizedKeysFile only",
     ),
-    ("revokedkeys", "none", "sluiced does not read revoked keys yet"),
 ];
 
 /// Whether `value` of keyword `kw` is one sluiced cannot honour: the error,
@@ -330,6 +328,7 @@ const OWN: &[&str] = &[
     "streamlocalbindmask",
     "tcpkeepalive",
     "authenticationmethods",
+    "revokedkeys",
 ];
 
 /// A keyword sshd_config knows.
@@ -572,6 +571,7 @@ impl ServerConfig {
                     .ok_or_else(|| l.err(&format!("Invalid {}.", l.name)))?
             }
             "tcpkeepalive" => self.tcp_keep_alive = bool_arg()?,
+            "revokedkeys" => self.revoked_keys = (first != "none").then(|| first.into()),
             "authenticationmethods" => self.authentication_methods = authentication_methods(l)?,
             "authorizedkeyscommanduser" => {
                 self.authorized_keys_command_user = (first != "none").then_some(first)

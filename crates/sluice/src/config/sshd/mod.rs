@@ -191,6 +191,8 @@ pub struct ServerConfig {
     pub stream_local_bind_mask: u32,
     /// TCPKeepAlive: SO_KEEPALIVE on the connection.
     pub tcp_keep_alive: bool,
+    /// RevokedKeys: a file of public keys refused for user authentication.
+    pub revoked_keys: Option<PathBuf>,
     /// AuthenticationMethods lists (empty: any). Only lists of one method
     /// each are accepted (keywords.rs): any of them is enough.
     pub authentication_methods: Vec<String>,
@@ -271,6 +273,7 @@ impl Default for ServerConfig {
             stream_local_bind_mask: 0o177,
             tcp_keep_alive: true,
             authentication_methods: Vec::new(),
+            revoked_keys: None,
             other: BTreeMap::new(),
             lines: Arc::new(Vec::new()),
         }
@@ -310,6 +313,20 @@ impl ServerConfig {
         let (lines, warnings) = read_lines(path, overrides, ports)?;
         let lines = Arc::new(lines);
         let cfg = Self::evaluate(&lines, None)?;
+        // A binary KRL cannot be read yet: refuse it now rather than deny
+        // every key later (Match blocks included).
+        for l in lines
+            .iter()
+            .filter(|l| keywords::canonical(&l.kw) == "revokedkeys")
+        {
+            let f = l.args.first().map(String::as_str).unwrap_or("none");
+            if f != "none" && crate::keys::revoked::is_krl(Path::new(f)) {
+                return Err(keywords::refusal(
+                    l,
+                    &format!("{f} is a binary KRL, which sluiced cannot read yet; list the revoked public keys one per line instead"),
+                ));
+            }
+        }
         if !cfg.authentication_methods.is_empty() && cfg.auth_methods().is_empty() {
             // sshd's startup check, on the global configuration.
             return Err(
