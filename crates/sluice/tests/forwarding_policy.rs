@@ -219,8 +219,10 @@ fn unix_sockets_as_the_user() {
     }
     let s = Setup::new("fwd-uid");
     let name = format!("slfwd{}", std::process::id() % 100000);
+    // "*": no password, not locked ("!", useradd's default, refuses
+    // every login without PAM, as in sshd).
     let st = Command::new("useradd")
-        .args(["-M", "-s", "/bin/sh", &name])
+        .args(["-M", "-s", "/bin/sh", "-p", "*", &name])
         .status()
         .unwrap();
     assert!(st.success());

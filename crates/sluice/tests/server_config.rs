@@ -85,10 +85,12 @@ fn dump_matches_openssh_field_by_field() {
              AllowUsers alice bob root carol\nDenyGroups wheel\nLogLevel DEBUG1\nClientAliveInterval 1m\n\
              RekeyLimit 1G 1h\nMaxStartups 3:50:10\nPermitOpen 127.0.0.1:80 localhost:22\nPermitListen 8080\n\
              SyslogFacility local3\nLoginGraceTime 2m\nCompression delayed\nUsePAM yes\nPermitRootLogin prohibit-password\n\
-             AuthorizedKeysCommand /bin/echo %u \"a b\"\nAuthorizedKeysCommandUser nobody\nPasswordAuthentication yes\n\
+             AuthorizedKeysCommandUser nobody\nPasswordAuthentication yes\n\
+             RequiredRSASize 2048\nStreamLocalBindMask 0117\nTCPKeepAlive no\nAddressFamily inet\n\
+             AuthenticationMethods publickey password\n\
              Match User bob Address 10.0.0.0/8\n  PermitTTY no\n  AllowTcpForwarding local\n  ForceCommand echo \"hi there\"\n\
              Match Group root,!nogroup\n  X11Forwarding yes\n  AcceptEnv ROOTVAR\n\
-             Match Address 1.2.3.0/24,!1.2.3.4\n  Banner none\n  MaxAuthTries 2\n  Include {d}/conf.d/*.conf\n\
+             Match Address 1.2.3.0/24,!1.2.3.4\n  Banner none\n  MaxAuthTries 2\n  AuthenticationMethods keyboard-interactive\n  Include {d}/conf.d/*.conf\n\
              Match all\n  PasswordAuthentication no\n"
         ),
     )

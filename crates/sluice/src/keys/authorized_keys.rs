@@ -1,164 +1,369 @@
 //! authorized_keys (sshd(8) AUTHORIZED_KEYS FILE FORMAT): options, key type,
-//! base64 blob, comment. A bad line is skipped with a log naming file:line.
-//! The files are opened and read as the user by `keys::user_file`.
+//! base64 blob, comment. The files are opened and read as the user by
+//! `keys::user_file`.
+//!
+//! The options are parsed as sshd's `sshauthopt_parse` does: names in any
+//! case, values in double quotes (`\"` for a quote), a comma between
+//! options. A line whose options sshd would reject (an unknown option, a
+//! missing quote, a malformed `expiry-time`, `permitopen`, `permitlisten`,
+//! `environment` or `tunnel`, a repeated `command`/`from`/`principals`) is
+//! skipped with a log line naming file and line. Lines sluiced cannot
+//! honour are skipped the same way rather than half-applied: certificate
+//! authorities (`cert-authority`, `principals=`) and FIDO policies
+//! (`no-touch-required`, `verify-required`).
 
 use super::pattern;
 use crate::log;
 use std::net::IpAddr;
 
-/// Restrictions and settings a matching line carries.
+/// Restrictions and settings a matching line carries for the session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KeyOptions {
     /// `command="..."`: forced command.
     pub command: Option<String>,
-    /// `environment="NAME=value"` (applied only with PermitUserEnvironment).
+    /// `environment="NAME=value"` (applied only with PermitUserEnvironment);
+    /// the first value of a name wins.
     pub environment: Vec<(String, String)>,
     /// `no-pty` (or `restrict` without `pty`).
     pub no_pty: bool,
-    /// `no-port-forwarding`.
+    /// `no-port-forwarding` (or `restrict` without `port-forwarding`).
     pub no_port_forwarding: bool,
-    /// `no-agent-forwarding`.
+    /// `no-agent-forwarding` (or `restrict` without `agent-forwarding`).
     pub no_agent_forwarding: bool,
-    /// `no-X11-forwarding`.
+    /// `no-X11-forwarding` (sluiced serves no X11 forwarding at all).
     pub no_x11_forwarding: bool,
-    /// `no-user-rc`.
+    /// `no-user-rc` (sluiced runs no ~/.ssh/rc at all).
     pub no_user_rc: bool,
-    /// `permitopen="host:port"` entries.
+    /// `permitopen="host:port"` entries (`*` for any host or port).
     pub permitopen: Vec<String>,
+    /// `permitlisten="[host:]port"` entries, a bare port stored as `*:port`.
+    pub permitlisten: Vec<String>,
 }
 
-/// Splits the options field at unquoted commas; returns (options, rest of line).
-fn split_options(line: &str) -> Option<(Vec<String>, &str)> {
-    let mut opts = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
+/// What a line's options field says: the session's settings, and the
+/// conditions the line itself is under.
+#[derive(Debug, Default)]
+struct LineOptions {
+    opts: KeyOptions,
+    /// `from="pattern-list"`.
+    from: Option<String>,
+    /// `expiry-time=`: the earliest, in seconds since the epoch.
+    expiry: Option<i64>,
+    /// `cert-authority` or `principals=`: certificates, not supported.
+    certificate: Option<&'static str>,
+    /// `no-touch-required` or `verify-required`: FIDO policy, not supported.
+    fido: Option<&'static str>,
+}
+
+/// sshd's SSH_AUTHOPT_ENV_MAX.
+const ENV_MAX: usize = 1024;
+
+/// A flag option at the start of `s` (`name`, or `no-name` when it can be
+/// negated) followed by the end, a comma or a blank: whether it is the
+/// positive form, and what follows it.
+fn flag<'a>(s: &'a str, name: &str, negatable: bool) -> Option<(bool, &'a str)> {
+    let (positive, t) = match s.get(..3) {
+        Some(p) if negatable && p.eq_ignore_ascii_case("no-") => (false, &s[3..]),
+        _ => (true, s),
+    };
+    let head = t.get(..name.len())?;
+    if !head.eq_ignore_ascii_case(name) {
+        return None;
+    }
+    let rest = &t[name.len()..];
+    matches!(rest.bytes().next(), None | Some(b',' | b' ' | b'\t')).then_some((positive, rest))
+}
+
+/// `name=` at the start of `s`: what follows the `=`.
+fn valued<'a>(s: &'a str, name: &str) -> Option<&'a str> {
+    let head = s.get(..name.len())?;
+    if !head.eq_ignore_ascii_case(name) {
+        return None;
+    }
+    s[name.len()..].strip_prefix('=')
+}
+
+/// A double-quoted value (`\"` stands for a quote): the value and the rest.
+fn dequote(s: &str) -> Result<(String, &str), &'static str> {
+    let body = s.strip_prefix('"').ok_or("missing start quote")?;
+    let mut out = String::new();
+    let mut it = body.char_indices();
+    while let Some((i, c)) = it.next() {
         match c {
-            '\\' if quoted => {
-                if let Some((_, n)) = chars.next() {
-                    if n != '"' {
-                        cur.push('\\');
-                    }
-                    cur.push(n);
-                }
+            '"' => return Ok((out, &body[i + 1..])),
+            '\\' if body[i + 1..].starts_with('"') => {
+                out.push('"');
+                it.next();
             }
-            '"' => quoted = !quoted,
-            ',' if !quoted => opts.push(std::mem::take(&mut cur)),
-            ' ' | '\t' if !quoted => {
-                opts.push(cur);
-                return Some((opts, line.get(i..)?.trim_start()));
-            }
-            _ => cur.push(c),
+            c => out.push(c),
         }
     }
-    None
+    Err("missing end quote")
+}
+
+/// A `permitopen`/`permitlisten` value checked as sshd's handle_permit:
+/// `host:port` (or `[v6]:port`, `host/port`), port 1-65535 or `*`; a bare
+/// port for permitlisten means any host. Stored as `host:port`.
+fn permission(v: &str, bare_port: bool) -> Result<String, &'static str> {
+    let v = if bare_port && !v.contains(':') {
+        format!("*:{v}")
+    } else {
+        v.to_owned()
+    };
+    let (host, port) = if v.starts_with('[') {
+        let end = v.find(']').ok_or("invalid permission hostname")?;
+        match v[end + 1..].chars().next() {
+            Some(':' | '/') => (&v[..=end], Some(&v[end + 2..])),
+            None => (&v[..], None),
+            Some(_) => return Err("invalid permission hostname"),
+        }
+    } else {
+        match v.find([':', '/']) {
+            Some(i) => (&v[..i], Some(&v[i + 1..])),
+            None => (&v[..], None),
+        }
+    };
+    if host.len() >= 1025 {
+        return Err("invalid permission hostname");
+    }
+    match port {
+        Some(p) if p == "*" || p.parse::<u16>().is_ok_and(|n| n > 0) => Ok(format!("{host}:{p}")),
+        _ => Err("invalid permission port"),
+    }
+}
+
+/// `tunnel=`: `any` or a device number (sshd's a2tun).
+fn tun_device(v: &str) -> bool {
+    v.eq_ignore_ascii_case("any")
+        || (!v.is_empty()
+            && v.bytes().all(|b| b.is_ascii_digit())
+            && v.parse::<i64>().is_ok_and(|n| n <= i64::from(i32::MAX) - 2))
+}
+
+/// sshd's valid_env_name: letters, digits and `_`, not empty.
+fn env_name_ok(n: &str) -> bool {
+    !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The options field of a line (everything before the key type), checked
+/// as sshd's sshauthopt_parse; the error is sshd's reason.
+fn parse_options(mut s: &str) -> Result<LineOptions, &'static str> {
+    let mut l = LineOptions::default();
+    let k = &mut l.opts;
+    loop {
+        if let Some((_, r)) = flag(s, "restrict", false) {
+            k.no_pty = true;
+            k.no_port_forwarding = true;
+            k.no_agent_forwarding = true;
+            k.no_x11_forwarding = true;
+            k.no_user_rc = true;
+            s = r;
+        } else if let Some((_, r)) = flag(s, "cert-authority", false) {
+            l.certificate = Some("cert-authority");
+            s = r;
+        } else if let Some((on, r)) = flag(s, "port-forwarding", true) {
+            k.no_port_forwarding = !on;
+            s = r;
+        } else if let Some((on, r)) = flag(s, "agent-forwarding", true) {
+            k.no_agent_forwarding = !on;
+            s = r;
+        } else if let Some((on, r)) = flag(s, "x11-forwarding", true) {
+            k.no_x11_forwarding = !on;
+            s = r;
+        } else if let Some((on, r)) = flag(s, "touch-required", true) {
+            if !on {
+                l.fido = Some("no-touch-required");
+            }
+            s = r;
+        } else if let Some((on, r)) = flag(s, "verify-required", true) {
+            if on {
+                l.fido = Some("verify-required");
+            }
+            s = r;
+        } else if let Some((on, r)) = flag(s, "pty", true) {
+            k.no_pty = !on;
+            s = r;
+        } else if let Some((on, r)) = flag(s, "user-rc", true) {
+            k.no_user_rc = !on;
+            s = r;
+        } else if let Some(r) = valued(s, "command") {
+            if k.command.is_some() {
+                return Err("multiple \"command\" clauses");
+            }
+            let (v, r) = dequote(r)?;
+            k.command = Some(v);
+            s = r;
+        } else if let Some(r) = valued(s, "principals") {
+            if l.certificate == Some("principals") {
+                return Err("multiple \"principals\" clauses");
+            }
+            let (_, r) = dequote(r)?;
+            l.certificate = Some("principals");
+            s = r;
+        } else if let Some(r) = valued(s, "from") {
+            if l.from.is_some() {
+                return Err("multiple \"from\" clauses");
+            }
+            let (v, r) = dequote(r)?;
+            l.from = Some(v);
+            s = r;
+        } else if let Some(r) = valued(s, "expiry-time") {
+            let (v, r) = dequote(r)?;
+            let t = parse_absolute_time(&v).ok_or("invalid expires time")?;
+            l.expiry = Some(l.expiry.map_or(t, |e| e.min(t)));
+            s = r;
+        } else if let Some(r) = valued(s, "environment") {
+            if k.environment.len() > ENV_MAX {
+                return Err("too many environment strings");
+            }
+            let (v, r) = dequote(r)?;
+            let (name, value) = v.split_once('=').ok_or("invalid environment string")?;
+            if !env_name_ok(name) {
+                return Err("invalid environment string");
+            }
+            if !k.environment.iter().any(|(n, _)| n == name) {
+                k.environment.push((name.to_owned(), value.to_owned()));
+            }
+            s = r;
+        } else if let Some(r) = valued(s, "permitopen") {
+            let (v, r) = dequote(r)?;
+            k.permitopen.push(permission(&v, false)?);
+            s = r;
+        } else if let Some(r) = valued(s, "permitlisten") {
+            let (v, r) = dequote(r)?;
+            k.permitlisten.push(permission(&v, true)?);
+            s = r;
+        } else if let Some(r) = valued(s, "tunnel") {
+            let (v, r) = dequote(r)?;
+            if !tun_device(&v) {
+                return Err("invalid tun device");
+            }
+            s = r;
+        }
+        match s.bytes().next() {
+            None | Some(b' ' | b'\t') => return Ok(l),
+            // sshd's "unexpected end-of-options" needs a line without a
+            // key, which is skipped anyway; `no-pty, ssh-ed25519 ...` is fine.
+            Some(b',') => s = &s[1..],
+            Some(_) => return Err("unknown key option"),
+        }
+    }
+}
+
+/// `YYYYMMDD[Z]` or `YYYYMMDDHHMM[SS][Z]` (sshd's parse_absolute_time): in
+/// the system time zone, or UTC with `Z` (or `UTC`); None when malformed.
+fn parse_absolute_time(v: &str) -> Option<i64> {
+    let (digits, utc) = if let Some(d) = v.strip_suffix(['Z', 'z']).filter(|d| !d.is_empty()) {
+        (d, true)
+    } else if let Some(d) = v
+        .len()
+        .checked_sub(3)
+        .filter(|&i| i > 0 && v.is_char_boundary(i) && v[i..].eq_ignore_ascii_case("UTC"))
+        .map(|i| &v[..i])
+    {
+        (d, true)
+    } else {
+        (v, false)
+    };
+    if !matches!(digits.len(), 8 | 12 | 14) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let field = |a: usize, b: usize| digits.get(a..b).map_or(Some(0), |s| s.parse::<i32>().ok());
+    let (year, mon, day) = (field(0, 4)?, field(4, 6)?, field(6, 8)?);
+    let (hour, min, sec) = (field(8, 10)?, field(10, 12)?, field(12, 14)?);
+    if !(1..=12).contains(&mon) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60 {
+        return None;
+    }
+    // SAFETY: an all-zero tm is valid; timegm and mktime read and normalise it.
+    let t = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        tm.tm_year = year - 1900;
+        tm.tm_mon = mon - 1;
+        tm.tm_mday = day;
+        tm.tm_hour = hour;
+        tm.tm_min = min;
+        tm.tm_sec = sec;
+        tm.tm_isdst = -1;
+        if utc {
+            libc::timegm(&mut tm)
+        } else {
+            libc::mktime(&mut tm)
+        }
+    };
+    (t > 0).then_some(t)
+}
+
+/// sshd's sshkey_advance_past_options: the options end at the first blank
+/// outside quotes; None for an unterminated quote.
+fn split_options(line: &str) -> Option<(&str, &str)> {
+    let mut quoted = false;
+    let mut it = line.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        match c {
+            '\\' if it.peek().is_some_and(|&(_, n)| n == '"') => {
+                it.next();
+            }
+            '"' => quoted = !quoted,
+            ' ' | '\t' if !quoted => return Some((&line[..i], line[i..].trim_start())),
+            _ => {}
+        }
+    }
+    (!quoted).then_some((line, ""))
 }
 
 fn is_key_type(s: &str) -> bool {
     s.starts_with("ssh-") || s.starts_with("ecdsa-sha2-") || s.starts_with("sk-")
 }
 
-/// One parsed line: (options, key blob).
-fn parse_line(line: &str) -> Result<Option<(Vec<String>, Vec<u8>)>, String> {
+/// Why a line is not used.
+#[derive(Debug, PartialEq, Eq)]
+enum Skip {
+    /// Not a key line sshd would read (logged at debug level).
+    NoKey(String),
+    /// Options sshd rejects, or that sluiced cannot honour (logged).
+    Options(String),
+}
+
+/// One line: its options and key blob; None for blank lines and comments.
+fn parse_line(line: &str) -> Result<Option<(LineOptions, Vec<u8>)>, Skip> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return Ok(None);
     }
     let first = line.split_whitespace().next().unwrap_or_default();
     let (opts, rest) = if is_key_type(first) {
-        (Vec::new(), line)
+        ("", line)
     } else {
-        split_options(line).ok_or("bad options")?
+        split_options(line).ok_or_else(|| Skip::Options("invalid key option string".into()))?
     };
     let mut f = rest.split_whitespace();
-    let ty = f.next().ok_or("missing key type")?;
-    let b64 = f.next().ok_or("missing key")?;
+    let ty = f.next().ok_or(Skip::NoKey("missing key type".into()))?;
+    let b64 = f.next().ok_or(Skip::NoKey("missing key".into()))?;
     let key = ssh_key::PublicKey::from_openssh(&format!("{ty} {b64}"))
-        .map_err(|e| format!("bad key: {e}"))?;
-    Ok(Some((opts, key.to_bytes().map_err(|e| e.to_string())?)))
-}
-
-/// Applies option words; None when the line must not be used here.
-fn apply(opts: &[String], addr: IpAddr, host: Option<&str>, now_unix: u64) -> Option<KeyOptions> {
-    let mut k = KeyOptions::default();
-    for o in opts {
-        let (name, value) = match o.split_once('=') {
-            Some((n, v)) => (n.to_ascii_lowercase(), Some(v.to_owned())),
-            None => (o.to_ascii_lowercase(), None),
-        };
-        match (name.as_str(), value) {
-            ("command", Some(v)) => k.command = Some(v),
-            ("environment", Some(v)) => {
-                if let Some((n, val)) = v.split_once('=') {
-                    k.environment.push((n.to_owned(), val.to_owned()));
-                }
-            }
-            ("from", Some(v)) => {
-                if !pattern::match_host_and_ip(addr, host, &v) {
-                    log!(
-                        Info,
-                        "Authentication tried with key from disallowed address {addr}"
-                    );
-                    return None;
-                }
-            }
-            ("expiry-time", Some(v)) => {
-                if expiry_passed(&v, now_unix) {
-                    log!(Info, "key expired at {v}");
-                    return None;
-                }
-            }
-            ("cert-authority", None) => return None,
-            ("restrict", None) => {
-                k.no_pty = true;
-                k.no_port_forwarding = true;
-                k.no_agent_forwarding = true;
-                k.no_x11_forwarding = true;
-                k.no_user_rc = true;
-            }
-            ("no-pty", None) => k.no_pty = true,
-            ("pty", None) => k.no_pty = false,
-            ("no-port-forwarding", None) => k.no_port_forwarding = true,
-            ("port-forwarding", None) => k.no_port_forwarding = false,
-            ("no-agent-forwarding", None) => k.no_agent_forwarding = true,
-            ("agent-forwarding", None) => k.no_agent_forwarding = false,
-            ("no-x11-forwarding", None) => k.no_x11_forwarding = true,
-            ("x11-forwarding", None) => k.no_x11_forwarding = false,
-            ("no-user-rc", None) => k.no_user_rc = true,
-            ("user-rc", None) => k.no_user_rc = false,
-            ("permitopen", Some(v)) => k.permitopen.push(v),
-            ("no-touch-required" | "verify-required", None)
-            | ("principals" | "permitlisten" | "tunnel", Some(_)) => {}
-            _ => {
-                log!(Debug1, "authorized_keys: bad option '{o}'");
-                return None;
-            }
-        }
+        .map_err(|e| Skip::NoKey(format!("bad key: {e}")))?;
+    let blob = key.to_bytes().map_err(|e| Skip::NoKey(e.to_string()))?;
+    let parsed = if opts.is_empty() {
+        LineOptions::default()
+    } else {
+        parse_options(opts).map_err(|e| Skip::Options(format!("bad key options: {e}")))?
+    };
+    if let Some(c) = parsed.certificate {
+        return Err(Skip::Options(format!(
+            "{c}: certificates are not supported by sluiced, line skipped"
+        )));
     }
-    Some(k)
-}
-
-/// `YYYYMMDD[HHMM[SS]]` in UTC, compared to now.
-fn expiry_passed(v: &str, now_unix: u64) -> bool {
-    let d: Vec<u64> = [(0, 4), (4, 6), (6, 8), (8, 10), (10, 12), (12, 14)]
-        .iter()
-        .map(|&(a, b)| v.get(a..b).and_then(|s| s.parse().ok()).unwrap_or(0))
-        .collect();
-    let (y, m, day) = (d[0], d[1].max(1), d[2].max(1));
-    // Days from 1970-01-01 (civil-from-days inverse, Howard Hinnant's algorithm).
-    let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
-    let era = y2 / 400;
-    let yoe = y2 - era * 400;
-    let doy = (153 * m2 + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = (era * 146_097 + doe).saturating_sub(719_468);
-    let t = days * 86400 + d[3] * 3600 + d[4] * 60 + d[5];
-    now_unix >= t
+    if let Some(f) = parsed.fido {
+        return Err(Skip::Options(format!(
+            "{f}: FIDO key policies are not supported by sluiced, line skipped"
+        )));
+    }
+    Ok(Some((parsed, blob)))
 }
 
 /// Looks for `key_blob` in the files' contents (name, bytes: read by
-/// `keys::user_file`); returns its options if a usable line matches.
+/// `keys::user_file`); returns its options if a usable line matches. A
+/// matching line refused by its `from=` or `expiry-time=` does not end the
+/// search, as in sshd.
 pub fn find_key(
     files: &[(std::path::PathBuf, Vec<u8>)],
     key_blob: &[u8],
@@ -169,16 +374,37 @@ pub fn find_key(
     for (f, bytes) in files {
         let text = String::from_utf8_lossy(bytes);
         for (n, line) in text.lines().enumerate() {
-            match parse_line(line) {
-                Ok(Some((opts, blob))) if blob == key_blob => {
-                    log!(Debug1, "{}:{}: matching key found", f.display(), n + 1);
-                    if let Some(k) = apply(&opts, addr, host, now_unix) {
-                        return Some(k);
-                    }
+            let loc = || format!("{}:{}", f.display(), n + 1);
+            let l = match parse_line(line) {
+                Ok(Some((l, blob))) if blob == key_blob => l,
+                Ok(_) => continue,
+                Err(Skip::NoKey(e)) => {
+                    log!(Debug1, "{}: skipping line: {e}", loc());
+                    continue;
                 }
-                Ok(_) => {}
-                Err(e) => log!(Debug1, "{}:{}: skipping line: {e}", f.display(), n + 1),
+                Err(Skip::Options(e)) => {
+                    log!(Info, "{}: {e}", loc());
+                    continue;
+                }
+            };
+            log!(Debug1, "{}: matching key found", loc());
+            if let Some(from) = &l.from {
+                if !pattern::match_host_and_ip(addr, host, from) {
+                    log!(
+                        Info,
+                        "{}: Authentication tried with correct key but not from a permitted host (ip={addr}, required={from}).",
+                        loc()
+                    );
+                    continue;
+                }
             }
+            if let Some(t) = l.expiry {
+                if i64::try_from(now_unix).unwrap_or(i64::MAX) > t {
+                    log!(Info, "{}: key refused: entry expired", loc());
+                    continue;
+                }
+            }
+            return Some(l.opts);
         }
     }
     None
@@ -188,28 +414,110 @@ pub fn find_key(
 mod tests {
     use super::*;
 
-    #[test]
-    fn options_with_quoted_commas() {
-        let (o, rest) =
-            split_options(r#"command="echo a,b \"q\"",no-pty ssh-ed25519 AAAA x"#).unwrap();
-        assert_eq!(
-            o,
-            vec![r#"command=echo a,b "q""#.to_owned(), "no-pty".to_owned()]
-        );
-        assert!(rest.starts_with("ssh-ed25519"));
-        let a: IpAddr = "127.0.0.1".parse().unwrap();
-        let k = apply(&o, a, None, 0).unwrap();
-        assert_eq!(k.command.as_deref(), Some(r#"echo a,b "q""#));
-        assert!(k.no_pty);
-        assert!(apply(&["from=\"10.0.0.0/8\"".replace('"', "")], a, None, 0).is_none());
-        let r = apply(&["restrict".into(), "pty".into()], a, None, 0).unwrap();
-        assert!(!r.no_pty && r.no_port_forwarding);
+    fn opts(s: &str) -> Result<KeyOptions, &'static str> {
+        parse_options(s).map(|l| l.opts)
     }
 
     #[test]
-    fn expiry() {
-        assert!(expiry_passed("19700102", 86400));
-        assert!(!expiry_passed("20990101", 1_700_000_000));
-        assert!(expiry_passed("20230101", 1_700_000_000));
+    fn options_with_quoted_commas() {
+        let (o, rest) =
+            split_options(r#"command="echo a,b \"q\" c",no-pty ssh-ed25519 AAAA x"#).unwrap();
+        assert!(rest.starts_with("ssh-ed25519"));
+        let k = opts(o).unwrap();
+        assert_eq!(k.command.as_deref(), Some(r#"echo a,b "q" c"#));
+        assert!(k.no_pty);
+        let r = opts("restrict,pty").unwrap();
+        assert!(!r.no_pty && r.no_port_forwarding && r.no_agent_forwarding && r.no_user_rc);
+        let r = opts("RESTRICT,Port-Forwarding").unwrap();
+        assert!(r.no_pty && !r.no_port_forwarding);
+        assert!(split_options(r#"command="x ssh-ed25519 AAAA"#).is_none());
+        assert!(!opts("no-pty,").unwrap().no_port_forwarding);
+    }
+
+    #[test]
+    fn bad_options_as_sshd() {
+        for (o, why) in [
+            ("nonsense", "unknown key option"),
+            ("pty=\"yes\"", "unknown key option"),
+            ("command=echo", "missing start quote"),
+            (r#"command="a",command="b""#, "multiple \"command\" clauses"),
+            (r#"from="a",from="b""#, "multiple \"from\" clauses"),
+            (r#"expiry-time="2099""#, "invalid expires time"),
+            (r#"expiry-time="00000000""#, "invalid expires time"),
+            (r#"expiry-time="20991301""#, "invalid expires time"),
+            (r#"expiry-time="2099010x""#, "invalid expires time"),
+            (r#"environment="NOEQUALS""#, "invalid environment string"),
+            (r#"environment="A-B=1""#, "invalid environment string"),
+            (r#"permitopen="host""#, "invalid permission port"),
+            (r#"permitopen="host:0""#, "invalid permission port"),
+            (r#"permitlisten="none""#, "invalid permission port"),
+            (r#"permitlisten="[::1""#, "invalid permission hostname"),
+            (r#"tunnel="x""#, "invalid tun device"),
+            ("no-restrict", "unknown key option"),
+            ("ptyx", "unknown key option"),
+        ] {
+            assert_eq!(opts(o), Err(why), "{o}");
+        }
+    }
+
+    #[test]
+    fn values() {
+        let k = opts(r#"permitlisten="8080",permitlisten="127.0.0.1:9",permitopen="[::1]:22",permitopen="h/*",environment="A=1",environment="A=2",tunnel="any",tunnel="3""#).unwrap();
+        assert_eq!(k.permitlisten, ["*:8080", "127.0.0.1:9"]);
+        assert_eq!(k.permitopen, ["[::1]:22", "h:*"]);
+        assert_eq!(k.environment, [("A".to_owned(), "1".to_owned())]);
+        let l = parse_options(r#"expiry-time="20990101Z",expiry-time="19990101Z""#).unwrap();
+        assert_eq!(l.expiry, Some(915_148_800));
+        assert!(parse_options("cert-authority")
+            .unwrap()
+            .certificate
+            .is_some());
+        assert!(parse_options("no-touch-required").unwrap().fido.is_some());
+        assert!(parse_options("verify-required").unwrap().fido.is_some());
+        assert!(parse_options("touch-required").unwrap().fido.is_none());
+    }
+
+    #[test]
+    fn absolute_times() {
+        assert_eq!(parse_absolute_time("19700102Z"), Some(86400));
+        assert_eq!(parse_absolute_time("197001020001Z"), Some(86460));
+        assert_eq!(parse_absolute_time("19700102000101UTC"), Some(86461));
+        assert_eq!(parse_absolute_time("20230101Z"), Some(1_672_531_200));
+        for bad in [
+            "",
+            "Z",
+            "2023",
+            "202301011",
+            "20230101000",
+            "2023010100000Z0",
+            "+0230101",
+        ] {
+            assert_eq!(parse_absolute_time(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn lines_and_expiry() {
+        let kp = sluice_proto::crypto::hostkey::KeyPair::generate_ed25519().unwrap();
+        let blob = sluice_proto::crypto::hostkey::Signer::public_blob(&kp);
+        let b64 = ssh_key::PublicKey::from_bytes(&blob)
+            .unwrap()
+            .to_openssh()
+            .unwrap();
+        let a: IpAddr = "127.0.0.1".parse().unwrap();
+        let find = |text: String, now: u64| {
+            find_key(&[("ak".into(), text.into_bytes())], &blob, a, None, now)
+        };
+        assert!(find(format!("{b64}\n"), 0).is_some());
+        assert!(find(format!("expiry-time=\"20230101Z\" {b64}\n"), 1_672_531_200).is_some());
+        assert!(find(format!("expiry-time=\"20230101Z\" {b64}\n"), 1_672_531_201).is_none());
+        assert!(find(format!("expiry-time=\"0000\" {b64}\n"), 0).is_none());
+        assert!(find(format!("from=\"10.0.0.0/8\" {b64}\n"), 0).is_none());
+        assert!(
+            find(format!("from=\"10.0.0.0/8\" {b64}\nno-pty {b64}\n"), 0).is_some_and(|k| k.no_pty)
+        );
+        assert!(find(format!("cert-authority {b64}\n"), 0).is_none());
+        assert!(find(format!("principals=\"a\" {b64}\n"), 0).is_none());
+        assert!(find(format!("verify-required {b64}\n"), 0).is_none());
     }
 }

@@ -9,13 +9,78 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Loads every host key that can be read; none at all is an error.
-pub fn load(paths: &[PathBuf]) -> Result<Vec<Arc<dyn Signer>>, String> {
+/// The HostKey files, and the smallest RSA modulus a host key may have
+/// (RequiredRSASize): what [`load`] needs. Derefs to the list of files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostKeyFiles {
+    /// HostKey files, in order.
+    pub paths: Vec<PathBuf>,
+    /// RequiredRSASize in bits.
+    pub min_rsa_bits: u32,
+}
+
+impl Default for HostKeyFiles {
+    fn default() -> Self {
+        HostKeyFiles {
+            paths: Vec::new(),
+            min_rsa_bits: DEFAULT_MIN_RSA_BITS,
+        }
+    }
+}
+
+impl std::ops::Deref for HostKeyFiles {
+    type Target = Vec<PathBuf>;
+    fn deref(&self) -> &Vec<PathBuf> {
+        &self.paths
+    }
+}
+
+impl std::ops::DerefMut for HostKeyFiles {
+    fn deref_mut(&mut self) -> &mut Vec<PathBuf> {
+        &mut self.paths
+    }
+}
+
+/// RequiredRSASize's default, and OpenSSH's floor (SSH_RSA_MINIMUM_MODULUS_SIZE).
+pub const DEFAULT_MIN_RSA_BITS: u32 = 1024;
+
+/// The modulus size of an `ssh-rsa` public key blob; None for other keys.
+pub fn rsa_bits(blob: &[u8]) -> Option<u32> {
+    fn field(b: &[u8]) -> Option<(&[u8], &[u8])> {
+        let len = u32::from_be_bytes(b.get(..4)?.try_into().ok()?) as usize;
+        let end = len.checked_add(4)?;
+        Some((b.get(4..end)?, b.get(end..)?))
+    }
+    let (ty, rest) = field(blob)?;
+    if ty != b"ssh-rsa" {
+        return None;
+    }
+    let (_e, rest) = field(rest)?;
+    let (n, _) = field(rest)?;
+    let n = &n[n.iter().position(|&b| b != 0).unwrap_or(n.len())..];
+    let top = u32::from(*n.first()?);
+    Some((n.len() as u32 - 1) * 8 + (32 - top.leading_zeros()))
+}
+
+/// An RSA key below `min_bits` (or OpenSSH's 1024): sshd's words for why.
+pub fn rsa_too_small(blob: &[u8], min_bits: u32) -> Option<String> {
+    let bits = rsa_bits(blob)?;
+    (bits < min_bits.max(DEFAULT_MIN_RSA_BITS))
+        .then(|| format!("Invalid key length ({bits} bits, RequiredRSASize {min_bits})"))
+}
+
+/// Loads every host key that can be read and is large enough (RSA keys
+/// below RequiredRSASize are skipped with an error, as sshd does); none at
+/// all is an error.
+pub fn load(files: &HostKeyFiles) -> Result<Vec<Arc<dyn Signer>>, String> {
     let mut keys: Vec<Arc<dyn Signer>> = Vec::new();
-    for p in paths {
+    for p in files.iter() {
         let mut no_pass = |_: &Path| None;
         match identity::load(p, &mut no_pass) {
-            Ok(k) => keys.push(Arc::new(k)),
+            Ok(k) => match rsa_too_small(&k.public_blob(), files.min_rsa_bits) {
+                Some(why) => log!(Error, "Host key {}: {why}", p.display()),
+                None => keys.push(Arc::new(k)),
+            },
             Err(e) => log!(Error, "Unable to load host key: {} ({e})", p.display()),
         }
     }
@@ -45,4 +110,34 @@ fn write_mode(path: &Path, data: &[u8], mode: u32) -> Result<(), String> {
     std::fs::write(path, data).map_err(|e| format!("writing {}: {e}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(|e| format!("chmod {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(n: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for f in [&b"ssh-rsa"[..], &[1, 0, 1], n] {
+            b.extend_from_slice(&(f.len() as u32).to_be_bytes());
+            b.extend_from_slice(f);
+        }
+        b
+    }
+
+    #[test]
+    fn rsa_sizes() {
+        let mut n = vec![0u8; 129];
+        n[1] = 0x80; // a leading zero, then the top bit of 1024
+        assert_eq!(rsa_bits(&blob(&n)), Some(1024));
+        n[1] = 0x7f;
+        assert_eq!(rsa_bits(&blob(&n)), Some(1023));
+        assert!(rsa_too_small(&blob(&n), 0).is_some());
+        let n = [0xff; 256];
+        assert_eq!(rsa_bits(&blob(&n)), Some(2048));
+        assert!(rsa_too_small(&blob(&n), 2048).is_none());
+        assert!(rsa_too_small(&blob(&n), 3072).is_some());
+        assert_eq!(rsa_bits(b"\0\0\0\x0bssh-ed25519"), None);
+        assert_eq!(rsa_bits(&blob(&n)[..20]), None);
+    }
 }

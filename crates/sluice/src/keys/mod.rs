@@ -1,6 +1,7 @@
 //! Key material: identity and host key files (OpenSSH format, through
 //! ssh-key), authorized_keys with options, known_hosts, and the pattern
-//! matching both share; reading a user's file as that user (user_file).
+//! matching both share; reading a user's file as that user (user_file);
+//! RevokedKeys files (revoked).
 
 pub mod agent;
 pub mod authorized_keys;
@@ -8,4 +9,5 @@ pub mod host_keys;
 pub mod identity;
 pub mod known_hosts;
 pub mod pattern;
+pub mod revoked;
 pub mod user_file;

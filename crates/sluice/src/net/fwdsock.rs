@@ -288,6 +288,8 @@ pub struct Connecting {
     /// A host name being resolved on a helper thread (getaddrinfo blocks,
     /// for seconds when DNS is slow; the loop must not).
     resolving: Option<mpsc::Receiver<io::Result<Vec<SocketAddr>>>>,
+    /// Which addresses may be tried (sshd's AddressFamily).
+    keep: fn(&SocketAddr) -> bool,
 }
 
 /// How often a handler ticks while a name is being resolved.
@@ -307,16 +309,22 @@ impl Connecting {
     /// Starts connecting to `host:port`; an address connects at once, a
     /// name is resolved on a short-lived thread first.
     pub fn start(host: &str, port: u16) -> Connecting {
+        Self::start_filtered(host, port, |_| true)
+    }
+
+    /// `start`, trying only the addresses `keep` allows (the others fail
+    /// as an unsupported address family).
+    pub fn start_filtered(host: &str, port: u16, keep: fn(&SocketAddr) -> bool) -> Connecting {
         let mut c = Connecting {
             fd: None,
             addrs: VecDeque::new(),
             last_err: None,
             resolving: None,
+            keep,
         };
         let literal = host.trim_start_matches('[').trim_end_matches(']');
         if let Ok(ip) = literal.parse::<std::net::IpAddr>() {
-            c.addrs.push_back(SocketAddr::new(ip, port));
-            c.next_addr();
+            c.resolved(Ok(vec![SocketAddr::new(ip, port)]));
             return c;
         }
         let (tx, rx) = mpsc::channel();
@@ -339,7 +347,13 @@ impl Connecting {
     fn resolved(&mut self, r: io::Result<Vec<SocketAddr>>) {
         self.resolving = None;
         match r {
-            Ok(a) => self.addrs = a.into(),
+            Ok(a) => {
+                let n = a.len();
+                self.addrs = a.into_iter().filter(|a| (self.keep)(a)).collect();
+                if self.addrs.is_empty() && n > 0 {
+                    self.last_err = Some(io::Error::from_raw_os_error(libc::EAFNOSUPPORT));
+                }
+            }
             Err(e) => self.last_err = Some(e),
         }
         self.next_addr();

@@ -1,5 +1,7 @@
 //! Who may log in at all, as sshd's allowed_user: the login shell must
-//! exist, then DenyUsers, AllowUsers, DenyGroups, AllowGroups in that order.
+//! exist, without PAM the account must be neither expired nor locked
+//! (server/shadow.rs), then DenyUsers, AllowUsers, DenyGroups, AllowGroups
+//! in that order.
 //! User patterns may be `user@host` (host as a pattern, an address or a
 //! CIDR block, matched against the client's address: sluiced does no DNS).
 
@@ -36,6 +38,11 @@ pub fn check(cfg: &Sshd, info: &UserInfo, addr: IpAddr) -> Result<(), String> {
             ))
         }
         Ok(_) => {}
+    }
+    if !cfg.use_pam {
+        if let Some(why) = crate::server::shadow::account_refusal(user) {
+            return Err(why);
+        }
     }
     let deny = |why: &str| Err(format!("User {user} from {addr} not allowed because {why}"));
     if cfg.deny_users.iter().any(|p| match_user(user, addr, p)) {

@@ -171,6 +171,21 @@ impl ServerAuth {
         // A new request supersedes keyboard-interactive in progress.
         self.work = Work::Idle;
         let info = self.valid_user(cfg, user);
+        // The engine offers only these; checked again where the decision
+        // is made (the monitor must not trust its child to have filtered).
+        let name = match &method {
+            AuthMethodRequest::Password { .. } => "password",
+            AuthMethodRequest::KeyboardInteractive { .. } => "keyboard-interactive",
+            _ => "",
+        };
+        if !name.is_empty() && !cfg.auth_methods().iter().any(|m| m == name) {
+            log!(
+                Info,
+                "{name} authentication for {user} refused: not enabled"
+            );
+            self.reject(conn);
+            return None;
+        }
         let allowed = info.as_ref().is_some_and(|i| self.root_ok(cfg, i));
         let rhost = self.peer.ip().to_string();
         match method {

@@ -230,9 +230,22 @@ impl ServerConn {
         self.stopped.take()
     }
 
-    /// The TCP socket RemoteRcvBuf requests apply to.
+    /// The TCP socket RemoteRcvBuf requests apply to; sets TCPKeepAlive on it.
     pub fn set_socket(&mut self, fd: std::os::fd::RawFd) {
         self.sock = Some(fd);
+        // TCPKeepAlive (default yes): the kernel notices a peer gone for good.
+        let on = libc::c_int::from(self.cfg.tcp_keep_alive);
+        // SAFETY: SO_KEEPALIVE from an int of the given length; a failure
+        // (not a TCP socket, as with a relayed -i) changes nothing.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_KEEPALIVE,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
     }
 
     /// The client's RemoteRcvBuf / RemoteSndBuf (`sockbuf-v00@sluice.dev`):

@@ -117,7 +117,8 @@ impl ServerForward {
                     Debug1,
                     "server_request_direct_tcpip: originator {oh} port {op}, target {host} port {port}"
                 );
-                self.connecting.push((id, Connecting::start(&host, port)));
+                let c = Connecting::start_filtered(&host, port, ctx.cfg.family_filter());
+                self.connecting.push((id, c));
                 Ok(true)
             }
             "direct-streamlocal@openssh.com" => {
@@ -226,13 +227,14 @@ impl ServerForward {
             policy::forwarding_allowed(ctx.cfg, ctx.key, true, "remote")
                 .map_err(|why| format!("refused streamlocal remote forward: path {path}: {why}"))?;
             let unlink = ctx.cfg.stream_local_bind_unlink;
+            let mask = ctx.cfg.stream_local_bind_mask as libc::mode_t;
             let l = policy::as_user(user, || {
                 if unlink {
                     let _ = std::fs::remove_file(&path);
                 }
-                // StreamLocalBindMask's default: the socket is the user's alone.
+                // StreamLocalBindMask (default 0177: the socket is the user's alone).
                 // SAFETY: umask has no preconditions; restored right after.
-                let old = unsafe { libc::umask(0o177) };
+                let old = unsafe { libc::umask(mask) };
                 let r = UnixListener::bind(&path);
                 // SAFETY: as above.
                 unsafe { libc::umask(old) };
@@ -257,13 +259,20 @@ impl ServerForward {
             return Err("refused remote port forward: port 0 without want-reply".into());
         }
         policy::forwarding_allowed(ctx.cfg, ctx.key, false, "remote")
-            .and_then(|()| policy::listen_permitted(ctx.cfg, user, &host, port))
+            .and_then(|()| policy::listen_permitted(ctx.cfg, ctx.key, user, &host, port))
             .map_err(|why| {
                 format!("refused remote port forward: listen host {host} port {port}: {why}")
             })?;
         let bind = policy::bind_host(ctx.cfg, &host);
-        let addrs = fwdsock::bind_addrs(bind.as_deref(), port, false)
+        let mut addrs = fwdsock::bind_addrs(bind.as_deref(), port, false)
             .map_err(|e| format!("remote forward: {host}: {e}"))?;
+        addrs.retain(|a| ctx.cfg.family_allowed(a));
+        if addrs.is_empty() {
+            return Err(format!(
+                "remote forward: {host}: no address allowed by AddressFamily {}",
+                ctx.cfg.address_family
+            ));
+        }
         let (ls, bound) = fwdsock::listen_tcp(&addrs)
             .map_err(|e| format!("remote forward for listen port {port}: {e}"))?;
         log!(Verbose, "remote forward listening on {host} port {bound}");

@@ -1,7 +1,7 @@
 //! What sluiced lets a client forward, from sshd_config (AllowTcpForwarding,
 //! AllowStreamLocalForwarding, DisableForwarding, PermitOpen, PermitListen,
 //! GatewayPorts) and the key's authorized_keys options (no-port-forwarding,
-//! permitopen=), as sshd decides it; and Unix-socket operations done with
+//! permitopen=, permitlisten=), as sshd decides it; and Unix-socket operations done with
 //! the user's filesystem credentials.
 
 use crate::config::sshd::ServerConfig as Sshd;
@@ -40,17 +40,23 @@ pub fn forwarding_allowed(
 
 /// `host:port` against a PermitOpen / PermitListen / permitopen= list:
 /// empty or `any` allows all, `none` nothing, `*` matches any host or port.
-fn listed(list: &[String], host: &str, port: u16, port_only_ok: bool) -> bool {
+/// Listen hosts are matched as sshd's remote_open_match does (the entry a
+/// wildcard pattern, the asked host lower-cased); open hosts exactly.
+fn listed(list: &[String], host: &str, port: u16, listen: bool) -> bool {
     if list.is_empty() || list.iter().any(|e| e.eq_ignore_ascii_case("any")) {
         return true;
     }
     list.iter().any(|e| {
         let (h, p) = match e.rsplit_once(':') {
             Some((h, p)) => (h.trim_start_matches('[').trim_end_matches(']'), p),
-            None if port_only_ok => ("*", e.as_str()),
+            None if listen => ("*", e.as_str()),
             None => return false,
         };
-        let host_ok = h == "*" || h.eq_ignore_ascii_case(host);
+        let host_ok = if listen {
+            crate::keys::pattern::match_pattern(&host.to_ascii_lowercase(), h)
+        } else {
+            h == "*" || h.eq_ignore_ascii_case(host)
+        };
         let port_ok = p == "*" || p.parse::<u16>().ok() == Some(port);
         host_ok && port_ok
     })
@@ -74,14 +80,26 @@ pub fn open_permitted(
     Ok(())
 }
 
-/// A tcpip-forward against PermitListen and the privileged ports.
-pub fn listen_permitted(cfg: &Sshd, user: &UserInfo, host: &str, port: u16) -> Result<(), Refusal> {
+/// A tcpip-forward against PermitListen, the key's permitlisten= and the
+/// privileged ports. Both lists must allow it when both are set, as in sshd.
+pub fn listen_permitted(
+    cfg: &Sshd,
+    key: Option<&KeyOptions>,
+    user: &UserInfo,
+    host: &str,
+    port: u16,
+) -> Result<(), Refusal> {
     if port != 0 && port < 1024 && user.uid != 0 {
         return Err("privileged port (only root may listen below 1024)");
     }
     // PermitListen entries name the host the client asked for, or only a port.
     if !listed(&cfg.permit_listen, host, port, true) {
         return Err("PermitListen");
+    }
+    if let Some(k) = key {
+        if !k.permitlisten.is_empty() && !listed(&k.permitlisten, host, port, true) {
+            return Err("permitlisten in authorized_keys");
+        }
     }
     Ok(())
 }
@@ -156,5 +174,9 @@ mod tests {
         assert!(listed(&l(&["[::1]:22"]), "::1", 22, false));
         assert!(listed(&l(&["8080"]), "", 8080, true));
         assert!(!listed(&l(&["8080"]), "", 8080, false));
+        assert!(listed(&l(&["*:8080"]), "localhost", 8080, true));
+        assert!(listed(&l(&["127.0.0.*:8080"]), "127.0.0.1", 8080, true));
+        assert!(!listed(&l(&["127.0.0.1:8080"]), "localhost", 8080, true));
+        assert!(!listed(&l(&["127.0.0.1:8080"]), "127.0.0.1", 0, true));
     }
 }

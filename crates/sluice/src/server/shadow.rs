@@ -3,6 +3,7 @@
 //! stored hash as its setting (Debian stores yescrypt `$y$`), compared in
 //! constant time. crypt comes from libcrypt.so.1 loaded at run time, so
 //! building needs no -dev package. Locked accounts (`!`, `*`) never match.
+//! [`account_refusal`] is sshd's expired and locked account check.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
@@ -40,6 +41,16 @@ fn crypt_rn() -> Option<CryptRn> {
 /// The stored hash for `user`: the shadow entry, or the passwd field when
 /// there is no shadow entry (and it is not the `x` placeholder).
 fn stored_hash(user: &str) -> Option<Zeroizing<String>> {
+    if let Some((hash, _)) = shadow_entry(user) {
+        return Some(hash);
+    }
+    let field = crate::users::password_field(user)?;
+    (field.as_str() != "x").then_some(field)
+}
+
+/// `user`'s shadow entry: the hash and the account's expiry day (days
+/// since 1970-01-01; -1 for none).
+fn shadow_entry(user: &str) -> Option<(Zeroizing<String>, i64)> {
     let name = CString::new(user).ok()?;
     let mut buf = Zeroizing::new(vec![0 as c_char; 16 * 1024]);
     // SAFETY: spwd is plain data filled by getspnam_r.
@@ -58,10 +69,28 @@ fn stored_hash(user: &str) -> Option<Zeroizing<String>> {
     if rc == 0 && !result.is_null() && !sp.sp_pwdp.is_null() {
         // SAFETY: getspnam_r returned a NUL-terminated string inside buf.
         let s = unsafe { CStr::from_ptr(sp.sp_pwdp) };
-        return Some(Zeroizing::new(s.to_string_lossy().into_owned()));
+        let hash = Zeroizing::new(s.to_string_lossy().into_owned());
+        return Some((hash, i64::from(sp.sp_expire)));
     }
-    let field = crate::users::password_field(user)?;
-    (field.as_str() != "x").then_some(field)
+    None
+}
+
+/// sshd's own account checks when PAM does not make them (UsePAM no, its
+/// allowed_user): an account whose expiry day has passed, or whose
+/// password is locked (Linux's `!` prefix, as `passwd -l` and a bare
+/// `useradd` leave it), may not log in by any method, keys included.
+/// Returns sshd's log line. Nothing is refused when the shadow file cannot
+/// be read (a sluiced run by an ordinary user).
+pub fn account_refusal(user: &str) -> Option<String> {
+    let (hash, expire) = shadow_entry(user)?;
+    let today = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400) as i64;
+    if expire != -1 && expire < today {
+        return Some(format!("Account {user} has expired"));
+    }
+    hash.starts_with('!')
+        .then(|| format!("User {user} not allowed because account is locked"))
 }
 
 /// crypt(password, setting), or None when libcrypt refuses the setting.

@@ -28,8 +28,10 @@ impl TestUser {
         // passwd lock, so try a few times.
         let mut tries = 0;
         loop {
+            // "*": no password but not locked ("!", useradd's default,
+            // refuses every login without PAM, as in sshd).
             let out = Command::new("useradd")
-                .args(["-m", "-s", "/bin/sh", &name])
+                .args(["-m", "-s", "/bin/sh", "-p", "*", &name])
                 .output()
                 .unwrap();
             if out.status.success() {

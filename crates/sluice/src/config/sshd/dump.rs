@@ -220,6 +220,16 @@ impl ServerConfig {
             "channelwindow" => one(self.channel_window.to_string()),
             "channelwindowmax" => one(self.channel_window_max.to_string()),
             "noneenabled" => one(yn(self.none_enabled)),
+            "addressfamily" => one(self.address_family.clone()),
+            "requiredrsasize" => one(self.required_rsa_size.to_string()),
+            "streamlocalbindmask" => one(format!("{:04o}", self.stream_local_bind_mask)),
+            "tcpkeepalive" => one(yn(self.tcp_keep_alive)),
+            "revokedkeys" => one(or_none(self.revoked_keys.as_ref().map(|p| p.display()))),
+            "authenticationmethods" => one(if self.authentication_methods.is_empty() {
+                "any".to_owned()
+            } else {
+                self.authentication_methods.join(" ")
+            }),
             "nonemacenabled" => one(yn(self.none_mac_enabled)),
             k => {
                 let default = OTHER.iter().find(|(o, _)| *o == k).and_then(|(_, d)| *d);

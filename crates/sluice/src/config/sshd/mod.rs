@@ -2,8 +2,10 @@
 //! defaults, first value wins, `-o` overrides first, `Include`, and `Match`
 //! blocks applied per connection once the user is known
 //! (`for_connection`). An unknown keyword is an error naming file and line;
-//! keywords OpenSSH has but sluiced does not act on are accepted with a
-//! warning. `dump` prints the effective configuration like `sshd -T`.
+//! keywords OpenSSH has but sluiced does not act on are refused (startup
+//! fails naming file and line) unless set to their "off" value, or
+//! accepted with a warning when ignoring them is harmless (keywords.rs,
+//! README.md). `dump` prints the effective configuration like `sshd -T`.
 //!
 //! lines.rs reads files into lines with their conditions, matching.rs
 //! tests Match criteria, keywords.rs applies values, dump.rs prints.
@@ -15,6 +17,7 @@ mod matching;
 
 pub use matching::MatchContext;
 
+use crate::keys::host_keys::HostKeyFiles;
 use crate::log::Level;
 use crate::net::crypto_pool::CryptoThreads;
 use lines::Line;
@@ -63,8 +66,8 @@ pub struct ServerConfig {
     pub ports: Vec<u16>,
     /// ListenAddress entries (`host`, `host:port`, `[v6]:port`).
     pub listen: Vec<String>,
-    /// HostKey files.
-    pub host_keys: Vec<PathBuf>,
+    /// HostKey files (and RequiredRSASize, which their loading applies).
+    pub host_keys: HostKeyFiles,
     /// AuthorizedKeysFile templates (%h %u %% tokens).
     pub authorized_keys_file: Vec<String>,
     /// PermitRootLogin.
@@ -180,6 +183,19 @@ pub struct ServerConfig {
     pub authorized_keys_command_user: Option<String>,
     /// SyslogFacility (AUTH, DAEMON, USER, LOCAL0-7).
     pub syslog_facility: String,
+    /// RequiredRSASize: the smallest RSA modulus for user and host keys.
+    pub required_rsa_size: u32,
+    /// AddressFamily: any, inet or inet6 (listening and forwarding).
+    pub address_family: String,
+    /// StreamLocalBindMask: the umask for Unix sockets bound for clients.
+    pub stream_local_bind_mask: u32,
+    /// TCPKeepAlive: SO_KEEPALIVE on the connection.
+    pub tcp_keep_alive: bool,
+    /// RevokedKeys: a file of public keys refused for user authentication.
+    pub revoked_keys: Option<PathBuf>,
+    /// AuthenticationMethods lists (empty: any). Only lists of one method
+    /// each are accepted (keywords.rs): any of them is enough.
+    pub authentication_methods: Vec<String>,
     /// Keywords accepted but not acted on, as written (shown by -T).
     pub other: BTreeMap<String, String>,
     /// Every line with its Match conditions, for `for_connection`.
@@ -195,7 +211,7 @@ impl Default for ServerConfig {
         ServerConfig {
             ports: Vec::new(),
             listen: Vec::new(),
-            host_keys: Vec::new(),
+            host_keys: HostKeyFiles::default(),
             authorized_keys_file: own(&[".ssh/authorized_keys", ".ssh/authorized_keys2"]),
             permit_root_login: PermitRootLogin::ProhibitPassword,
             pubkey_authentication: true,
@@ -252,6 +268,12 @@ impl Default for ServerConfig {
             authorized_keys_command: None,
             authorized_keys_command_user: None,
             syslog_facility: "AUTH".into(),
+            required_rsa_size: crate::keys::host_keys::DEFAULT_MIN_RSA_BITS,
+            address_family: "any".into(),
+            stream_local_bind_mask: 0o177,
+            tcp_keep_alive: true,
+            authentication_methods: Vec::new(),
+            revoked_keys: None,
             other: BTreeMap::new(),
             lines: Arc::new(Vec::new()),
         }
@@ -290,7 +312,29 @@ impl ServerConfig {
     ) -> Result<(ServerConfig, Vec<String>), String> {
         let (lines, warnings) = read_lines(path, overrides, ports)?;
         let lines = Arc::new(lines);
-        Ok((Self::evaluate(&lines, None)?, warnings))
+        let cfg = Self::evaluate(&lines, None)?;
+        // A binary KRL cannot be read yet: refuse it now rather than deny
+        // every key later (Match blocks included).
+        for l in lines
+            .iter()
+            .filter(|l| keywords::canonical(&l.kw) == "revokedkeys")
+        {
+            let f = l.args.first().map(String::as_str).unwrap_or("none");
+            if f != "none" && crate::keys::revoked::is_krl(Path::new(f)) {
+                return Err(keywords::refusal(
+                    l,
+                    &format!("{f} is a binary KRL, which sluiced cannot read yet; list the revoked public keys one per line instead"),
+                ));
+            }
+        }
+        if !cfg.authentication_methods.is_empty() && cfg.auth_methods().is_empty() {
+            // sshd's startup check, on the global configuration.
+            return Err(
+                "AuthenticationMethods cannot be satisfied by enabled authentication methods"
+                    .into(),
+            );
+        }
+        Ok((cfg, warnings))
     }
 
     /// The configuration for one connection: global lines and the Match
@@ -341,6 +385,7 @@ impl ServerConfig {
                 }
             }
         }
+        cfg.host_keys.min_rsa_bits = cfg.required_rsa_size;
         Ok(cfg)
     }
 
@@ -357,19 +402,42 @@ impl ServerConfig {
         Ok(self.for_connection(ctx))
     }
 
-    /// Authentication methods to offer under this configuration.
+    /// Authentication methods to offer under this configuration: those
+    /// enabled, and listed in AuthenticationMethods when it is set (each of
+    /// its lists is a single method, any of which is enough).
     pub fn auth_methods(&self) -> Vec<String> {
+        let listed = |name: &str| {
+            self.authentication_methods.is_empty()
+                || self
+                    .authentication_methods
+                    .iter()
+                    .any(|m| m.split(':').next() == Some(name))
+        };
         let mut m = Vec::new();
         for (on, name) in [
             (self.pubkey_authentication, "publickey"),
             (self.password_authentication, "password"),
             (self.kbd_interactive_authentication, "keyboard-interactive"),
         ] {
-            if on {
+            if on && listed(name) {
                 m.push(name.to_owned());
             }
         }
         m
+    }
+
+    /// AddressFamily allows an address of this family (listening, forwarding).
+    pub fn family_allowed(&self, a: &std::net::SocketAddr) -> bool {
+        self.family_filter()(a)
+    }
+
+    /// AddressFamily as a filter on addresses.
+    pub fn family_filter(&self) -> fn(&std::net::SocketAddr) -> bool {
+        match self.address_family.as_str() {
+            "inet" => std::net::SocketAddr::is_ipv4,
+            "inet6" => std::net::SocketAddr::is_ipv6,
+            _ => |_| true,
+        }
     }
 
     /// AuthorizedKeysFile with tokens expanded and relative paths under home.
@@ -412,7 +480,11 @@ impl ServerConfig {
     pub fn listen_addrs(&self) -> Result<Vec<std::net::SocketAddr>, String> {
         use std::net::ToSocketAddrs;
         let hosts: Vec<String> = if self.listen.is_empty() {
-            vec!["0.0.0.0".into(), "::".into()]
+            match self.address_family.as_str() {
+                "inet" => vec!["0.0.0.0".into()],
+                "inet6" => vec!["::".into()],
+                _ => vec!["0.0.0.0".into(), "::".into()],
+            }
         } else {
             self.listen.clone()
         };
@@ -424,9 +496,17 @@ impl ServerConfig {
                 None => self.ports.clone(),
             };
             for p in ports {
-                let addrs = (host.as_str(), p)
+                let addrs: Vec<_> = (host.as_str(), p)
                     .to_socket_addrs()
-                    .map_err(|e| format!("ListenAddress {h}: {e}"))?;
+                    .map_err(|e| format!("ListenAddress {h}: {e}"))?
+                    .filter(|a| self.family_allowed(a))
+                    .collect();
+                if addrs.is_empty() {
+                    return Err(format!(
+                        "ListenAddress {h}: no address of the family AddressFamily {} allows",
+                        self.address_family
+                    ));
+                }
                 out.extend(addrs);
             }
         }

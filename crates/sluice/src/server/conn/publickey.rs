@@ -7,6 +7,7 @@
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::{self, KeyOptions};
 use crate::keys::identity::fingerprint_sha256;
+use crate::keys::revoked;
 use crate::keys::user_file::{self, Reader};
 use crate::log;
 use crate::server::session::{self, UserInfo};
@@ -36,7 +37,9 @@ impl ServerConn {
     }
 }
 
-/// Whether `key_blob` may log in as `user` (authorized_keys, PermitRootLogin);
+/// Whether `key_blob` may log in as `user` (publickey offered under
+/// AuthenticationMethods, RequiredRSASize, RevokedKeys, authorized_keys,
+/// PermitRootLogin);
 /// the account and the key's options when it may. `signed` only changes
 /// the log line ("Accepted publickey" is logged for a signed request).
 pub(crate) fn decide(
@@ -59,8 +62,35 @@ pub(crate) fn decide(
         );
         None
     };
-    if !cfg.pubkey_authentication {
+    if !cfg.auth_methods().iter().any(|m| m == "publickey") {
         return fail("");
+    }
+    if let Some(why) = crate::keys::host_keys::rsa_too_small(key_blob, cfg.required_rsa_size) {
+        log!(Info, "refusing RSA key: {why}");
+        return fail("");
+    }
+    if let Some(f) = &cfg.revoked_keys {
+        // sshd's auth_key_is_revoked: listed, or the file unusable, refuses.
+        let ty = revoked::sshd_key_type(key_blob);
+        match revoked::contains(f, key_blob) {
+            Ok(false) => {}
+            Ok(true) => {
+                log!(
+                    Error,
+                    "Authentication key {ty} {fp} revoked by file {}",
+                    f.display()
+                );
+                return fail("");
+            }
+            Err(e) => {
+                log!(
+                    Error,
+                    "Error checking authentication key {ty} {fp} in revoked keys file {}: {e}",
+                    f.display()
+                );
+                return fail("");
+            }
+        }
     }
     let Some(info) = session::lookup_user(user) else {
         log!(Info, "Invalid user {user} from {ip} port {port}");

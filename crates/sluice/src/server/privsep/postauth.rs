@@ -412,6 +412,10 @@ fn encode_key_options(k: &KeyOptions) -> Vec<u8> {
     for p in &k.permitopen {
         w.bytes(p.as_bytes());
     }
+    w.u32(k.permitlisten.len() as u32);
+    for p in &k.permitlisten {
+        w.bytes(p.as_bytes());
+    }
     w.0
 }
 
@@ -436,6 +440,9 @@ fn decode_key_options(b: &[u8]) -> Result<KeyOptions, WireError> {
     k.no_user_rc = r.bool()?;
     for _ in 0..r.list_len()? {
         k.permitopen.push(r.string(MAX)?);
+    }
+    for _ in 0..r.list_len()? {
+        k.permitlisten.push(r.string(MAX)?);
     }
     r.finish()?;
     Ok(k)

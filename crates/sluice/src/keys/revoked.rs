@@ -1,0 +1,91 @@
+//! RevokedKeys (sshd_config(5)): a file of public keys, one per line, as
+//! OpenSSH's sshkey_in_file reads it (blank lines, comments and lines that
+//! are no key are skipped). A binary KRL (`ssh-keygen -k`) is recognised by
+//! its magic and not parsed yet: `sluiced` refuses to start with one, and
+//! a file that became a KRL since is an error, which denies every key as
+//! any other error does in sshd.
+
+use std::path::Path;
+
+/// The first bytes of a binary key revocation list.
+pub const KRL_MAGIC: &[u8] = b"SSHKRL\n\0";
+
+/// Whether the file at `path` is a binary KRL (false when it cannot be read).
+pub fn is_krl(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == KRL_MAGIC)
+}
+
+/// Whether `key_blob` is listed in the file; Err (the key must be refused,
+/// as sshd's "Error checking authentication key ...") when the file cannot
+/// be read or is a KRL.
+pub fn contains(path: &Path, key_blob: &[u8]) -> Result<bool, String> {
+    let bytes = std::fs::read(path).map_err(|e| crate::net::describe_io_error(&e))?;
+    if bytes.starts_with(KRL_MAGIC) {
+        return Err("binary KRL files are not supported by sluiced yet".into());
+    }
+    Ok(listed(&String::from_utf8_lossy(&bytes), key_blob))
+}
+
+/// `key_blob` is one of the keys in `text`.
+fn listed(text: &str, key_blob: &[u8]) -> bool {
+    text.lines().any(|line| {
+        let mut f = line.split_whitespace();
+        let (Some(ty), Some(b64)) = (f.next(), f.next()) else {
+            return false;
+        };
+        if ty.starts_with('#') {
+            return false;
+        }
+        ssh_key::PublicKey::from_openssh(&format!("{ty} {b64}"))
+            .ok()
+            .and_then(|k| k.to_bytes().ok())
+            .is_some_and(|b| b == key_blob)
+    })
+}
+
+/// sshd's name of a key's type in log lines (sshkey_type).
+pub fn sshd_key_type(key_blob: &[u8]) -> &'static str {
+    match sluice_proto::crypto::hostkey::blob_key_type(key_blob).unwrap_or_default() {
+        "ssh-ed25519" => "ED25519",
+        "ssh-rsa" => "RSA",
+        t if t.starts_with("ecdsa-sha2-") => "ECDSA",
+        "sk-ssh-ed25519@openssh.com" => "ED25519-SK",
+        "sk-ecdsa-sha2-nistp256@openssh.com" => "ECDSA-SK",
+        _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_key_lists() {
+        let kp = sluice_proto::crypto::hostkey::KeyPair::generate_ed25519().unwrap();
+        let blob = sluice_proto::crypto::hostkey::Signer::public_blob(&kp);
+        let line = ssh_key::PublicKey::from_bytes(&blob)
+            .unwrap()
+            .to_openssh()
+            .unwrap();
+        let other = sluice_proto::crypto::hostkey::KeyPair::generate_ed25519().unwrap();
+        let other = sluice_proto::crypto::hostkey::Signer::public_blob(&other);
+        let text = format!("# revoked\n\nnot a key\n  {line} old laptop\n");
+        assert!(listed(&text, &blob));
+        assert!(!listed(&text, &other));
+        assert!(!listed(&format!("#{line}\n"), &blob));
+        assert_eq!(sshd_key_type(&blob), "ED25519");
+        let dir = std::env::temp_dir().join(format!("sluice-krl-{}", std::process::id()));
+        std::fs::write(&dir, [KRL_MAGIC, b"rest"].concat()).unwrap();
+        assert!(is_krl(&dir));
+        assert!(contains(&dir, &blob).is_err());
+        std::fs::write(&dir, &text).unwrap();
+        assert!(!is_krl(&dir));
+        assert_eq!(contains(&dir, &blob), Ok(true));
+        std::fs::remove_file(&dir).unwrap();
+        assert!(contains(&dir, &blob).is_err());
+    }
+}

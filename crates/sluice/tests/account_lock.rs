@@ -1,0 +1,77 @@
+//! UsePAM no: sshd's own account checks apply to every method, keys
+//! included, as with Debian's sshd: a locked password (`!`, as `passwd -l`
+//! or a bare `useradd` leave it) or a passed expiry date refuses the
+//! login; `*` (no password) does not.
+
+mod common;
+
+use common::*;
+use std::process::{Command, Stdio};
+
+/// A system user for the test (home under the test directory), removed on drop.
+struct TempUser(String);
+
+impl TempUser {
+    fn create(s: &Setup, tag: &str, password_field: &str, expire: Option<&str>) -> TempUser {
+        let name = format!("sl{tag}{}", std::process::id() % 100_000);
+        let _ = Command::new("userdel")
+            .args(["-r", &name])
+            .stderr(Stdio::null())
+            .status();
+        let mut c = Command::new("useradd");
+        c.args(["-m", "-s", "/bin/sh", "-p", password_field, "-d"])
+            .arg(s.dir.path(&format!("home-{name}")));
+        if let Some(e) = expire {
+            c.args(["-e", e]);
+        }
+        let st = c.arg(&name).status().expect("useradd (passwd)");
+        assert!(st.success(), "useradd {name}");
+        TempUser(name)
+    }
+}
+
+impl Drop for TempUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel")
+            .args(["-r", &self.0])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+fn logs_in(s: &Setup, server: &Server, user: &str) -> bool {
+    let mut c = s.client(true, server, &["-l", user]);
+    c.arg("echo in");
+    run(c, b"", 30).stdout == b"in\n"
+}
+
+#[test]
+fn locked_and_expired_accounts_are_refused_without_pam() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || missing("useradd") || missing("/usr/sbin/sshd") {
+        return;
+    }
+    let s = Setup::new("acct");
+    let open = TempUser::create(&s, "o", "*", None);
+    let locked = TempUser::create(&s, "l", "!", None);
+    let expired = TempUser::create(&s, "e", "*", Some("2001-01-01"));
+    for openssh in [false, true] {
+        let label = if openssh { "sshd" } else { "sluiced" };
+        let server = s.start(openssh, "UsePAM no");
+        assert!(logs_in(&s, &server, &open.0), "{label}: '*' account");
+        assert!(!logs_in(&s, &server, &locked.0), "{label}: locked account");
+        assert!(
+            !logs_in(&s, &server, &expired.0),
+            "{label}: expired account"
+        );
+        if !openssh {
+            let log = server.log_text();
+            for want in [
+                format!("User {} not allowed because account is locked", locked.0),
+                format!("Account {} has expired", expired.0),
+            ] {
+                assert!(log.contains(&want), "{want}\n{log}");
+            }
+        }
+    }
+}
