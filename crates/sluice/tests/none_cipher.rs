@@ -71,10 +71,7 @@ fn text(b: &[u8]) -> String {
 /// a 64-byte piece of the data crossed the wire as it is.
 fn upload_tapped(s: &Setup, server: &Server, opts: &[&str], data: &[u8]) -> (String, bool) {
     let (port, wire) = tap(server.port);
-    let port = port.to_string();
-    let mut all = opts.to_vec();
-    all.extend(["-p", port.as_str()]);
-    let mut c = s.client(false, server, &all);
+    let mut c = s.client_to(false, port, "ERROR", opts);
     c.arg("sha256sum");
     let out = run(c, data, 120);
     let err = text(&out.stderr);

@@ -146,6 +146,18 @@ impl Setup {
         level: &str,
         extra: &[&str],
     ) -> Command {
+        self.client_to(openssh, server.port, level, extra)
+    }
+
+    /// `client_at` toward another port (a tap in front of the server): a
+    /// second `-p` in `extra` would not do, the first one wins, as in ssh.
+    pub(crate) fn client_to(
+        &self,
+        openssh: bool,
+        port: u16,
+        level: &str,
+        extra: &[&str],
+    ) -> Command {
         let mut c = Command::new(if openssh { "ssh" } else { SLUICE });
         c.args([
             "-F",
@@ -164,7 +176,7 @@ impl Setup {
         ))
         .arg("-i")
         .arg(&self.user_key)
-        .args(["-p", &server.port.to_string()])
+        .args(["-p", &port.to_string()])
         .args(extra)
         .arg("127.0.0.1");
         c
