@@ -107,8 +107,10 @@ pub fn parse_rekey_limit(args: &[String]) -> Option<(u64, u64)> {
         "default" => 0,
         "none" => 0,
         s => {
+            // 0 is the default, as sshd reads it (and `sshd -T` prints
+            // `rekeylimit 0 0`); only 1-15 bytes are too small.
             let b = parse_size(s)?;
-            if b < 16 {
+            if b != 0 && b < 16 {
                 return None;
             }
             b
@@ -170,5 +172,7 @@ mod tests {
             Some((1 << 20, 3600))
         );
         assert_eq!(parse_rekey_limit(&["8".into()]), None);
+        // What `sshd -T` prints for the default reads back.
+        assert_eq!(parse_rekey_limit(&["0".into(), "0".into()]), Some((0, 0)));
     }
 }
