@@ -35,7 +35,7 @@
 
 use crate::error::Violation;
 use crate::transport::compress_batch::BatchCompressor;
-pub use crate::transport::pzlib::Level;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// The wire name of "no compression", always offered.
@@ -94,6 +94,29 @@ pub trait Decompressor: Send {
         out: &mut Vec<u8>,
         limit: usize,
     ) -> Result<(), Violation>;
+}
+
+/// An outgoing stream's level (0-9), shared between a connection's
+/// controller and its engine (changes apply from the engine's next job or
+/// frame; see [`CompressionEngine::level`]).
+#[derive(Debug)]
+pub struct Level(AtomicU8);
+
+impl Level {
+    /// Starts at `level` (0-9).
+    pub fn new(level: u8) -> Arc<Level> {
+        Arc::new(Level(AtomicU8::new(level.min(9))))
+    }
+
+    /// Sets the level for jobs that start from now on.
+    pub fn set(&self, level: u8) {
+        self.0.store(level.min(9), Ordering::Relaxed);
+    }
+
+    /// The current level.
+    pub fn get(&self) -> u8 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// The compressor failed (never expected from deflate on valid state). The

@@ -18,12 +18,11 @@
 //! dictionary to load.
 
 use crate::transport::compress::{
-    Activation, CompressError, CompressionEngine, Compressor, Decompressor,
+    Activation, CompressError, CompressionEngine, Compressor, Decompressor, Level,
 };
 use crate::transport::compress_batch::{BatchCompressor, CompressWorker};
 use crate::transport::zlib;
 use flate2::{Compress, Compression, FlushCompress};
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// Deflate's window: the history each job needs.
@@ -34,28 +33,6 @@ const JOB_LEN: usize = 512 * 1024;
 /// A zlib header (RFC 1950: deflate, 32 KiB window, FCHECK valid); its
 /// FLEVEL is informative only.
 const HEADER: [u8; 2] = [0x78, 0x9c];
-
-/// The level jobs use, shared between a connection's controller and its
-/// outgoing streams (changes apply from the next job).
-#[derive(Debug)]
-pub struct Level(AtomicU8);
-
-impl Level {
-    /// Starts at `level` (0-9).
-    pub fn new(level: u8) -> Arc<Level> {
-        Arc::new(Level(AtomicU8::new(level.min(9))))
-    }
-
-    /// Sets the level for jobs that start from now on.
-    pub fn set(&self, level: u8) {
-        self.0.store(level.min(9), Ordering::Relaxed);
-    }
-
-    /// The current level.
-    pub fn get(&self) -> u8 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
 
 /// zlib under either name, deflated in parallel jobs.
 #[derive(Debug, Clone)]
@@ -73,10 +50,7 @@ impl ParallelZlib {
 
 impl CompressionEngine for ParallelZlib {
     fn name(&self) -> &str {
-        match self.activation {
-            Activation::Immediate => "zlib",
-            Activation::Delayed => "zlib@openssh.com",
-        }
+        zlib::name(self.activation)
     }
 
     fn activation(&self) -> Activation {
@@ -199,23 +173,22 @@ fn deflate_packet(z: &mut Compress, packet: &[u8], out: &mut Vec<u8>) -> Result<
     }
 }
 
-/// Checks one stream of this engine against zlib's own inflate (test aid).
-#[cfg(test)]
-fn inflate_all(packets: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, crate::error::Violation> {
-    let mut d = zlib::inflater();
-    packets
-        .iter()
-        .map(|p| {
-            let mut out = Vec::new();
-            d.decompress(p, &mut out, 1 << 20).map(|()| out)
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::transport::compress_batch::BatchQueue;
+
+    /// Checks one stream of this engine against zlib's own inflate (test aid).
+    fn inflate_all(packets: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, crate::error::Violation> {
+        let mut d = zlib::inflater();
+        packets
+            .iter()
+            .map(|p| {
+                let mut out = Vec::new();
+                d.decompress(p, &mut out, 1 << 20).map(|()| out)
+            })
+            .collect()
+    }
 
     fn corpus(n: usize, seed: u64) -> Vec<u8> {
         let mut x = seed | 1;
@@ -292,48 +265,47 @@ mod tests {
         }
         assert_eq!(inflate_all(&wire).unwrap(), sent);
     }
-}
 
-/// Not a test: deflate speed and ratio per level on a file, one thread,
-/// jobs of [`JOB_LEN`] each started from its dictionary as on several
-/// workers (`PZLIB_CORPUS=/path cargo test --release -p sluice-proto
-/// pzlib_levels -- --ignored --nocapture`).
-#[cfg(test)]
-#[test]
-#[ignore]
-fn pzlib_levels() {
-    let Ok(path) = std::env::var("PZLIB_CORPUS") else {
-        return;
-    };
-    let data = std::fs::read(path).unwrap();
-    let data = data.get(..data.len().min(64 << 20)).unwrap_or_default();
-    const PACKET: usize = 32 * 1024;
-    for level in [0u8, 1, 2, 3, 4, 6] {
-        let mut w = Worker {
-            z: None,
-            level: Level::new(level),
-            ends_at: None,
+    /// Not a test: deflate speed and ratio per level on a file, one thread,
+    /// jobs of [`JOB_LEN`] each started from its dictionary as on several
+    /// workers (`PZLIB_CORPUS=/path cargo test --release -p sluice-proto
+    /// pzlib_levels -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn pzlib_levels() {
+        let Ok(path) = std::env::var("PZLIB_CORPUS") else {
+            return;
         };
-        let (mut out, mut ends, mut total) = (Vec::new(), Vec::new(), 0usize);
-        let t = std::time::Instant::now();
-        for (i, job) in data.chunks(JOB_LEN).enumerate() {
-            let start = i * JOB_LEN;
-            let hist = data
-                .get(start.saturating_sub(WINDOW)..start)
-                .unwrap_or_default();
-            let lens: Vec<usize> = job.chunks(PACKET).map(<[u8]>::len).collect();
-            out.clear();
-            ends.clear();
-            w.ends_at = None;
-            w.compress(hist, start as u64, job, &lens, &mut out, &mut ends)
-                .unwrap();
-            total += out.len();
+        let data = std::fs::read(path).unwrap();
+        let data = data.get(..data.len().min(64 << 20)).unwrap_or_default();
+        const PACKET: usize = 32 * 1024;
+        for level in [0u8, 1, 2, 3, 4, 6] {
+            let mut w = Worker {
+                z: None,
+                level: Level::new(level),
+                ends_at: None,
+            };
+            let (mut out, mut ends, mut total) = (Vec::new(), Vec::new(), 0usize);
+            let t = std::time::Instant::now();
+            for (i, job) in data.chunks(JOB_LEN).enumerate() {
+                let start = i * JOB_LEN;
+                let hist = data
+                    .get(start.saturating_sub(WINDOW)..start)
+                    .unwrap_or_default();
+                let lens: Vec<usize> = job.chunks(PACKET).map(<[u8]>::len).collect();
+                out.clear();
+                ends.clear();
+                w.ends_at = None;
+                w.compress(hist, start as u64, job, &lens, &mut out, &mut ends)
+                    .unwrap();
+                total += out.len();
+            }
+            let s = t.elapsed().as_secs_f64();
+            println!(
+                "level {level}: {:.0} MB/s in, ratio {:.2}",
+                data.len() as f64 / s / 1e6,
+                data.len() as f64 / total as f64
+            );
         }
-        let s = t.elapsed().as_secs_f64();
-        println!(
-            "level {level}: {:.0} MB/s in, ratio {:.2}",
-            data.len() as f64 / s / 1e6,
-            data.len() as f64 / total as f64
-        );
     }
 }

@@ -36,10 +36,7 @@ impl ZlibEngine {
 
 impl CompressionEngine for ZlibEngine {
     fn name(&self) -> &str {
-        match self.activation {
-            Activation::Immediate => "zlib",
-            Activation::Delayed => "zlib@openssh.com",
-        }
+        name(self.activation)
     }
 
     fn activation(&self) -> Activation {
@@ -54,6 +51,15 @@ impl CompressionEngine for ZlibEngine {
 
     fn decompressor(&self) -> Box<dyn Decompressor> {
         inflater()
+    }
+}
+
+/// The wire name of zlib started `activation`: `zlib` or `zlib@openssh.com`
+/// (shared with the parallel engine, `super::pzlib`).
+pub(crate) fn name(activation: Activation) -> &'static str {
+    match activation {
+        Activation::Immediate => "zlib",
+        Activation::Delayed => "zlib@openssh.com",
     }
 }
 
