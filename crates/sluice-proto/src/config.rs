@@ -28,6 +28,11 @@ pub struct Config {
     /// Offer the engines before `none` (ssh's `Compression yes`; the
     /// client's order decides); otherwise `none` comes first.
     pub prefer_compression: bool,
+    /// `Compression auto` (client): compress what we send toward any peer,
+    /// and what we receive only with an engine no stock peer has (a sluice
+    /// peer, whose sender steers itself); overrides `prefer_compression`.
+    /// See [`compress::auto_names`].
+    pub compression_auto: bool,
     /// Re-key after this many bytes in either direction (RekeyLimit).
     pub rekey_bytes: u64,
     /// Re-key after this much time (RekeyLimit's second value).
@@ -68,6 +73,7 @@ impl Default for Config {
             // Safe for either role: nothing inflated before authentication.
             compression_engines: compress::after_auth_only(&compress::default_engines()),
             prefer_compression: false,
+            compression_auto: false,
             rekey_bytes: 1 << 32,
             rekey_time: None,
             window: 16 * 1024 * 1024,

@@ -4,6 +4,7 @@
 //! random data alike; checked by SHA-256 and by OpenSSH's own summary.
 
 mod common;
+mod wan_util;
 
 use common::*;
 
@@ -101,9 +102,11 @@ fn parallel_zlib_is_read_by_openssh() {
         "sluice -C -> sshd upload: {log}"
     );
     let (raw, z) = summary(&log, "outgoing").expect("sluice's summary");
-    assert!(raw >= 64 << 20 && z < raw * 3 / 4, "{raw} -> {z}");
+    // Loopback is a fast link: the controller may turn compression off
+    // (stored blocks) once it measures that the copy is faster.
+    assert!(raw >= 64 << 20 && z < raw * 19 / 20, "{raw} -> {z}");
     // Random data went stored, text compressed: the level moved.
-    assert!(log.contains("compression: level"), "{log}");
+    assert!(log.contains("compression: zlib@openssh.com level"), "{log}");
 
     // sluiced deflates, ssh inflates and reports it.
     let server = s.start(false, "RekeyLimit 16M");
@@ -123,7 +126,7 @@ fn parallel_zlib_is_read_by_openssh() {
 }
 
 /// Between sluice peers `-C` is zstd@sluice.dev: across re-keys, both
-/// directions, and the level follows the data.
+/// directions, the level steered by the controller.
 #[test]
 fn zstd_between_sluice_peers() {
     let s = Setup::new("zstd");
@@ -141,10 +144,13 @@ fn zstd_between_sluice_peers() {
         String::from_utf8_lossy(&out.stdout).starts_with(&hash),
         "upload: {log}"
     );
-    assert!(log.contains("compression: zstd@sluice.dev"), "{log}");
-    assert!(log.contains("compression: level"), "{log}");
+    // The level is steered (on loopback the copy may win: level 0).
+    assert!(
+        log.contains("compression: zstd@sluice.dev outgoing, level"),
+        "{log}"
+    );
     let (raw, z) = summary(&log, "outgoing").expect("summary");
-    assert!(raw >= 64 << 20 && z < raw * 3 / 4, "{raw} -> {z}");
+    assert!(raw >= 64 << 20 && z < raw * 19 / 20, "{raw} -> {z}");
 
     let mut c = s.client_at(false, &server, "DEBUG1", &opts);
     c.arg(format!("cat {}", src.display()));
@@ -152,5 +158,104 @@ fn zstd_between_sluice_peers() {
     let log = String::from_utf8_lossy(&out.stderr);
     assert_eq!(sha256(&out.stdout), hash, "download: {log}");
     let (raw, z) = summary(&log, "incoming").expect("summary");
-    assert!(raw >= 64 << 20 && z < raw * 3 / 4, "{raw} -> {z}");
+    assert!(raw >= 64 << 20 && z < raw * 19 / 20, "{raw} -> {z}");
+}
+
+/// The kex line's compression for one direction ("client->server").
+fn negotiated<'a>(log: &'a str, dir: &str) -> Option<&'a str> {
+    log.lines()
+        .find(|l| l.contains(&format!("kex: {dir} cipher")))?
+        .split("compression: ")
+        .nth(1)
+}
+
+/// `Compression auto` (the default) over a 100 Mbit/s path, where
+/// compression pays on text: on for text, off (raw blocks) for random
+/// data, each decision reported at -v.
+#[test]
+fn auto_follows_the_data_over_a_slow_path() {
+    let line = match wan_util::Line::up(10, "100mbit") {
+        Ok(l) => l,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let s = Setup::new("auto");
+    let port = free_port();
+    let (server, _log) = wan_util::start_sluiced(&s, &line, port, "");
+
+    let data = text(48 << 20, 7);
+    let mut c = wan_util::client(&s, &line, false, port, &["-v"]);
+    c.arg("sha256sum");
+    let out = run(c, &data, 120);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(&sha256(&data)),
+        "text upload: {log}"
+    );
+    assert_eq!(negotiated(&log, "client->server"), Some("zstd@sluice.dev"));
+    assert!(
+        log.contains("compression: zstd@sluice.dev outgoing"),
+        "{log}"
+    );
+    let (raw, z) = summary(&log, "outgoing").expect("summary");
+    assert!(raw >= 48 << 20 && z * 2 < raw, "text: {raw} -> {z}\n{log}");
+
+    let data = random_data(24 << 20, 8);
+    let mut c = wan_util::client(&s, &line, false, port, &["-v"]);
+    c.arg("sha256sum");
+    let out = run(c, &data, 120);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(&sha256(&data)),
+        "random upload: {log}"
+    );
+    assert!(log.contains("-> 0: data does not compress"), "{log}");
+    let (raw, z) = summary(&log, "outgoing").expect("summary");
+    assert!(z < raw + raw / 50, "random: {raw} -> {z}");
+    drop(server);
+}
+
+/// Toward stock sshd, auto compresses only what sluice sends (sshd's
+/// sender would deflate at level 6 on one thread); a session with a pty
+/// is never compressed by auto, and -C still compresses it.
+#[test]
+fn auto_toward_stock_sshd_and_with_a_pty() {
+    let s = Setup::new("autopty");
+    if !missing("/usr/sbin/sshd") {
+        let server = s.start(true, "");
+        let data = text(8 << 20, 3);
+        let mut c = s.client_at(false, &server, "DEBUG1", &[]);
+        c.arg("sha256sum");
+        let out = run(c, &data, 120);
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with(&sha256(&data)),
+            "{log}"
+        );
+        assert_eq!(negotiated(&log, "client->server"), Some("zlib@openssh.com"));
+        assert_eq!(negotiated(&log, "server->client"), Some("none"));
+    }
+    let server = s.start(false, "");
+    let mut c = s.client_at(false, &server, "DEBUG1", &["-tt"]);
+    c.arg("echo pty-session");
+    let out = run(c, b"", 60);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("pty-session"),
+        "{log}"
+    );
+    assert!(log.contains("Compression auto: off for a session with a pty"));
+    assert_eq!(negotiated(&log, "client->server"), Some("none"), "{log}");
+    assert_eq!(negotiated(&log, "server->client"), Some("none"), "{log}");
+    let mut c = s.client_at(false, &server, "DEBUG1", &["-tt", "-C"]);
+    c.arg("echo pty-session");
+    let out = run(c, b"", 60);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        negotiated(&log, "client->server"),
+        Some("zstd@sluice.dev"),
+        "{log}"
+    );
 }

@@ -133,10 +133,20 @@ impl Connection {
         let mut cookie = [0u8; 16];
         self.rng.fill(&mut cookie);
         let (ciphers, macs) = self.kexinit_lists();
-        let compression = compress::offered_names(
-            &self.config.compression_engines,
-            self.config.prefer_compression,
-        );
+        let engines = &self.config.compression_engines;
+        let (send, recv) = if self.config.compression_auto {
+            (
+                compress::auto_names(engines, true),
+                compress::auto_names(engines, false),
+            )
+        } else {
+            let both = compress::offered_names(engines, self.config.prefer_compression);
+            (both.clone(), both)
+        };
+        let (c2s, s2c) = match self.role {
+            Role::Client => (send, recv),
+            Role::Server => (recv, send),
+        };
         let init = KexInit {
             cookie,
             kex_algorithms: kex_list,
@@ -145,8 +155,8 @@ impl Connection {
             encryption_server_to_client: ciphers,
             mac_client_to_server: macs.clone(),
             mac_server_to_client: macs,
-            compression_client_to_server: compression.clone(),
-            compression_server_to_client: compression,
+            compression_client_to_server: c2s,
+            compression_server_to_client: s2c,
             languages_client_to_server: Vec::new(),
             languages_server_to_client: Vec::new(),
             first_kex_packet_follows: false,

@@ -179,6 +179,30 @@ pub fn offered_names(engines: &[Arc<dyn CompressionEngine>], prefer: bool) -> Ve
     names
 }
 
+/// The KEXINIT name-list for one direction under `Compression auto`. What
+/// we `send`: every engine before `none` (our sender is adaptive and
+/// parallel whatever the name). What we receive: engines only a sluice
+/// peer knows before `none`, the names stock OpenSSH knows after it, so a
+/// stock peer's sender (one deflate stream at level 6, the reason `ssh -C`
+/// slows fast links) is never asked to compress.
+pub fn auto_names(engines: &[Arc<dyn CompressionEngine>], send: bool) -> Vec<String> {
+    let mut names = offered_names(engines, true);
+    if !send {
+        names.retain(|n| n != NONE);
+        let at = names
+            .iter()
+            .position(|n| is_openssh_name(n))
+            .unwrap_or(names.len());
+        names.insert(at, NONE.to_owned());
+    }
+    names
+}
+
+/// The compression names stock OpenSSH implements.
+pub fn is_openssh_name(name: &str) -> bool {
+    matches!(name, "zlib" | "zlib@openssh.com")
+}
+
 /// The engine registered as `name`; None for `none` or a name not registered.
 pub fn find(
     engines: &[Arc<dyn CompressionEngine>],
@@ -190,6 +214,19 @@ pub fn find(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_compresses_what_we_send_and_only_sluice_senders_toward_us() {
+        let all = after_auth_only(&default_engines());
+        assert_eq!(
+            auto_names(&all, true),
+            ["zstd@sluice.dev", "zlib@openssh.com", "none"]
+        );
+        assert_eq!(
+            auto_names(&all, false),
+            ["zstd@sluice.dev", "none", "zlib@openssh.com"]
+        );
+    }
 
     #[test]
     fn names_come_from_the_registry() {

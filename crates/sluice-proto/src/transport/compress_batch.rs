@@ -294,6 +294,11 @@ impl Connection {
         self.send.compression.level()
     }
 
+    /// The wire name of the engine compressing what we send, once it runs.
+    pub fn outgoing_compression(&self) -> Option<&str> {
+        self.send.compression.name()
+    }
+
     /// Raw payload bytes waiting for [`Connection::compress_batch`]: a
     /// runtime counts them with its unsent output, so a batch is cut
     /// before the send state flushes it inline at [`MAX_QUEUED`].

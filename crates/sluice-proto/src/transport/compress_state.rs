@@ -97,6 +97,8 @@ pub(crate) struct OutCompression {
     failed: bool,
     /// The running engine's level handle, if it has one.
     level: Option<Arc<Level>>,
+    /// The running engine's wire name.
+    name: Option<String>,
 }
 
 impl OutCompression {
@@ -129,6 +131,7 @@ impl OutCompression {
     fn start(&mut self, engine: Option<Arc<dyn CompressionEngine>>) {
         self.queue.reset();
         self.level = engine.as_ref().and_then(|e| e.level());
+        self.name = engine.as_ref().map(|e| e.name().to_owned());
         self.stream = engine.map(|e| e.compressor());
         if self.stream.is_some() {
             self.counts.get_or_insert_with(Counts::default);
@@ -186,6 +189,11 @@ impl OutCompression {
     /// The running stream's level handle.
     pub(crate) fn level(&self) -> Option<Arc<Level>> {
         self.level.clone()
+    }
+
+    /// The running engine's wire name.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 
     /// Raw bytes queued for the next batch.

@@ -90,6 +90,10 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             )?;
         }
     }
+    let compression = r.get("compression").map_or_else(
+        || "auto".to_owned(),
+        |v| crate::config::ssh::values::show("compression", v),
+    );
     Ok(Config {
         kex: alg("kexalgorithms", kex::DEFAULT_KEX, "KexAlgorithms")?,
         host_key_algs: alg(
@@ -99,9 +103,16 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
         )?,
         ciphers: alg("ciphers", cipher_order::default_ciphers(), "cipher")?,
         macs: alg("macs", cipher::DEFAULT_MACS, "Mac")?,
-        // Every engine; `Compression yes` puts them before `none`.
-        compression_engines: compress::default_engines(),
-        prefer_compression: r.flag("compression", false),
+        // `Compression yes`: every engine before `none`, as ssh offers
+        // them; `auto` (the default): see `compress::auto_names`, never
+        // before authentication.
+        compression_engines: if compression == "auto" {
+            compress::after_auth_only(&compress::default_engines())
+        } else {
+            compress::default_engines()
+        },
+        prefer_compression: compression == "yes",
+        compression_auto: compression == "auto",
         rekey_bytes: if rekey_bytes == 0 {
             Config::default().rekey_bytes
         } else {
@@ -233,7 +244,7 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
     let user = r.user().to_owned();
     let host = r.hostname().to_owned();
     let port = r.port();
-    let proto = proto_config(r)?;
+    let mut proto = proto_config(r)?;
     let size = |kw: &str, name: &str| -> Result<u64, String> {
         r.get(kw).map_or(Ok(0), |v| {
             crate::config::parse_size(v)
@@ -328,6 +339,12 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         Some(v) => crate::client::escape::parse_escape_char(v)?,
         None => Some(b'~'),
     };
+    if want_tty && proto.compression_auto {
+        // Compressed keystrokes leak through their lengths; auto never
+        // compresses a terminal session (-C still does, as ssh's).
+        log!(Debug1, "Compression auto: off for a session with a pty");
+        proto.compression_auto = false;
+    }
     let tty_plan = want_tty.then_some(crate::client::tty::TtyPlan {
         escape,
         required: tty,

@@ -55,7 +55,7 @@ pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
         ("canonicalizefallbacklocal", "yes"),
         ("canonicalizehostname", "false"),
         ("checkhostip", "no"),
-        ("compression", "no"),
+        ("compression", "auto"),
         ("controlmaster", "false"),
         ("enablesshkeysign", "no"),
         ("clearallforwardings", "no"),

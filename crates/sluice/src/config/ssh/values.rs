@@ -7,7 +7,6 @@ pub const FLAGS: &[&str] = &[
     "batchmode",
     "canonicalizefallbacklocal",
     "checkhostip",
-    "compression",
     "enablesshkeysign",
     "clearallforwardings",
     "exitonforwardfailure",
@@ -50,6 +49,17 @@ const MULTI: &[(&str, &[(&str, &str)])] = &[
             ("no", "false"),
             ("false", "false"),
             ("always", "always"),
+        ],
+    ),
+    // `auto` is sluice's own (README, "Compression").
+    (
+        "compression",
+        &[
+            ("yes", "yes"),
+            ("true", "yes"),
+            ("no", "no"),
+            ("false", "no"),
+            ("auto", "auto"),
         ],
     ),
     (

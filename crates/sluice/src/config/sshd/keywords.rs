@@ -484,6 +484,10 @@ impl ServerConfig {
                 self.compression = match first.as_str() {
                     "yes" | "delayed" => "yes".into(),
                     "no" => "no".into(),
+                    // sluice's own: what each direction uses is the
+                    // client's choice; sluiced's sender steers itself
+                    // whenever compression is on (README, "Compression").
+                    "auto" => "auto".into(),
                     _ => return Err(l.err(&format!("unsupported option \"{first}\"."))),
                 }
             }

@@ -349,25 +349,17 @@ impl Pump {
             return;
         };
         if self.level_ctl.is_none() {
+            let name = conn.outgoing_compression().unwrap_or_default();
             self.level_ctl = conn
                 .compression_level()
-                .map(|l| LevelControl::new(l, stats));
+                .map(|l| LevelControl::new(l, name, stats));
         }
         if let Some(c) = self.level_ctl.as_mut() {
-            c.after_batch(stats, self.crypto.free_cores());
+            c.after_batch(stats);
         }
     }
 
     fn flush_socket(&mut self) -> Result<(), PumpError> {
-        let had = self.out_pos < self.out.len();
-        let r = self.flush_socket_inner();
-        if let Some(c) = self.level_ctl.as_mut().filter(|_| had) {
-            c.on_write(self.out_pos < self.out.len());
-        }
-        r
-    }
-
-    fn flush_socket_inner(&mut self) -> Result<(), PumpError> {
         while self.out_pos < self.out.len() {
             let Some(pending) = self.out.get(self.out_pos..) else {
                 break;

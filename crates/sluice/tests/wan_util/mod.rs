@@ -1,0 +1,152 @@
+//! The repo's delay line (crates/delayline) for tests that cross a long
+//! path: two network namespaces joined at a round trip and rate the test
+//! picks, sluiced in one, clients in the other. Needs root, /dev/net/tun
+//! and the delayline binary (built by `cargo test --workspace`).
+
+#![allow(dead_code)]
+
+use super::common::*;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn delayline() -> Option<PathBuf> {
+    let p = PathBuf::from(SLUICE).with_file_name("delayline");
+    p.exists().then_some(p)
+}
+
+/// A running delay line; taken down on drop.
+pub(crate) struct Line {
+    child: Child,
+    ns_a: String,
+    ns_b: String,
+    pub(crate) addr_b: String,
+}
+
+impl Line {
+    /// Two namespaces joined with `rtt_ms` of round trip at `rate`
+    /// (delayline's syntax, e.g. "100mbit"); Err says why it cannot run.
+    pub(crate) fn up(rtt_ms: u64, rate: &str) -> Result<Line, String> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
+            return Err("needs root and /dev/net/tun".into());
+        }
+        let bin = delayline().ok_or("the delayline binary is not built")?;
+        let pid = std::process::id();
+        let (ns_a, ns_b) = (format!("swa{pid}"), format!("swb{pid}"));
+        let net = format!("10.{}.{}", 100 + pid % 100, (pid / 100) % 250);
+        let mut child = Command::new(bin)
+            .args(["up", "--rtt", &format!("{rtt_ms}ms"), "--rate", rate])
+            .args(["--ns-a", &ns_a, "--ns-b", &ns_b, "--net", &net])
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let line = Line {
+            child,
+            ns_a,
+            ns_b,
+            addr_b: format!("{net}.2"),
+        };
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(l) if l.starts_with("ready:") => Ok(line),
+            other => panic!("delayline did not come up: {other:?}"),
+        }
+    }
+
+    pub(crate) fn in_ns(&self, b: bool, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args([
+            "netns",
+            "exec",
+            if b { &self.ns_b } else { &self.ns_a },
+            program,
+        ]);
+        c
+    }
+}
+
+impl Drop for Line {
+    fn drop(&mut self) {
+        // SAFETY: plain kill(2) of our own child; SIGTERM lets it clean up.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+/// A server process, killed when dropped (also when an assertion fails).
+pub(crate) struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// sluiced in namespace B, logging at DEBUG1 to a file; `extra` adds config lines.
+pub(crate) fn start_sluiced(s: &Setup, line: &Line, port: u16, extra: &str) -> (Daemon, PathBuf) {
+    let d = s.dir.0.display();
+    let cfg = s.dir.path("wan_sluiced_config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "ListenAddress {}\nPort {port}\nHostKey {d}/host_ed25519\nAuthorizedKeysFile {d}/authorized_keys\n\
+             StrictModes no\nPidFile none\nPermitRootLogin yes\nLogLevel DEBUG1\n{extra}",
+            line.addr_b
+        ),
+    )
+    .unwrap();
+    let log = s.dir.path("wan_sluiced.log");
+    let child = Daemon(
+        line.in_ns(true, SLUICED)
+            .args(["-D", "-e", "-f"])
+            .arg(&cfg)
+            .stdin(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("Server listening")
+    {
+        assert!(Instant::now() < deadline, "sluiced did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, log)
+}
+
+pub(crate) fn client(s: &Setup, line: &Line, openssh: bool, port: u16, extra: &[&str]) -> Command {
+    let mut c = line.in_ns(false, if openssh { "ssh" } else { SLUICE });
+    c.args([
+        "-F",
+        "/dev/null",
+        "-o",
+        "StrictHostKeyChecking=no",
+        "-o",
+        "BatchMode=yes",
+    ])
+    .arg("-o")
+    .arg(format!(
+        "UserKnownHostsFile={}",
+        s.dir.path("known_hosts").display()
+    ))
+    .arg("-i")
+    .arg(&s.user_key)
+    .args(["-p", &port.to_string()])
+    .args(extra)
+    .arg(&line.addr_b);
+    c
+}
