@@ -290,7 +290,13 @@ fn sluice_to_openssh_sshd_with_pam() {
         keygen(&bad, "ed25519");
         let key = format!("IdentityFile={}", bad.display());
         let pref = "PreferredAuthentications=publickey,password";
-        let r = env.login(false, &u.name, PASSWORD, &[&key, pref, "LogLevel=DEBUG1"]);
+        // (Compression=no: delayed compression rules out the early open.)
+        let r = env.login(
+            false,
+            &u.name,
+            PASSWORD,
+            &[&key, pref, "LogLevel=DEBUG1", "Compression=no"],
+        );
         let what = if openssh { "sshd" } else { "sluiced" };
         assert_logged_in(
             &r,

@@ -50,6 +50,13 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ("noneswitch", "sluice-only keyword"),
     ("nonemacenabled", "sluice-only keyword"),
     ("kexguess", "sluice-only keyword"),
+    ("compressionalgorithms", "sluice-only keyword"),
+];
+
+/// Defaults that differ by design: (keyword, sluice's, ssh's).
+const DEFAULTS_BY_DESIGN: &[(&str, &str, &str)] = &[
+    // README "Compression": sluice decides by itself unless told yes/no.
+    ("compression", "auto", "no"),
 ];
 
 fn dump(bin: &str, args: &[&str]) -> Vec<(String, String)> {
@@ -65,7 +72,13 @@ fn dump(bin: &str, args: &[&str]) -> Vec<(String, String)> {
         .lines()
         .filter_map(|l| l.split_once(' '))
         .filter(|(k, _)| !DIFFERENT_BY_DESIGN.iter().any(|(d, _)| d == k))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .map(|(k, v)| {
+            let v = DEFAULTS_BY_DESIGN
+                .iter()
+                .find(|(dk, ours, _)| *dk == k && *ours == v && bin == SLUICE)
+                .map_or(v, |(_, _, theirs)| theirs);
+            (k.to_owned(), v.to_owned())
+        })
         .collect()
 }
 

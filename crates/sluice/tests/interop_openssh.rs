@@ -143,7 +143,14 @@ fn first_offered_key_refused_then_second_accepted() {
     let data = random_data(8 << 20, 3);
     for &(oc, os, label) in PAIRS {
         let server = s.start(os, "");
-        let mut c = s.client_at(oc, &server, "DEBUG1", &["-i", good.to_str().unwrap()]);
+        // Compression=no: delayed compression (sluice's default `auto`
+        // negotiates it) rules out opening the session early.
+        let mut c = s.client_at(
+            oc,
+            &server,
+            "DEBUG1",
+            &["-i", good.to_str().unwrap(), "-o", "Compression=no"],
+        );
         c.arg("sha256sum");
         let out = run(c, &data, 120);
         let err = String::from_utf8_lossy(&out.stderr);

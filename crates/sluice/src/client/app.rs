@@ -107,9 +107,9 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
         // them; `auto` (the default): see `compress::auto_names`, never
         // before authentication.
         compression_engines: if compression == "auto" {
-            compress::after_auth_only(&compress::default_engines())
+            compress::after_auth_only(&compression_engines(r)?)
         } else {
-            compress::default_engines()
+            compression_engines(r)?
         },
         prefer_compression: compression == "yes",
         compression_auto: compression == "auto",
@@ -214,6 +214,28 @@ fn none_flags(r: &Resolved) -> Result<(bool, bool, bool), String> {
     ))
 }
 
+/// The engines sluice implements, or those CompressionAlgorithms (sluice's
+/// own keyword) lists, in its order: a way to pick one for a run or a host.
+fn compression_engines(
+    r: &Resolved,
+) -> Result<Vec<std::sync::Arc<dyn compress::CompressionEngine>>, String> {
+    let all = compress::default_engines();
+    let Some(list) = r.get("compressionalgorithms") else {
+        return Ok(all);
+    };
+    list.split(',')
+        .map(|name| {
+            compress::find(&all, name).ok_or_else(|| {
+                let known: Vec<&str> = all.iter().map(|e| e.name()).collect();
+                format!(
+                    "Bad CompressionAlgorithms '{list}': unknown '{name}' (known: {})",
+                    known.join(",")
+                )
+            })
+        })
+        .collect()
+}
+
 /// `-G`: the configuration as text, algorithm lists the ones sluice offers.
 pub fn print_config(r: &Resolved, req: &SessionRequest) -> Result<String, ClientError> {
     let (none_enabled, none_switch, none_mac) = none_flags(r)?;
@@ -222,6 +244,13 @@ pub fn print_config(r: &Resolved, req: &SessionRequest) -> Result<String, Client
     let or = |kw: &str, d: &str| r.get(kw).unwrap_or(d).to_owned();
     let sluice = [
         ("cryptothreads", or("cryptothreads", "auto")),
+        (
+            "compressionalgorithms",
+            or(
+                "compressionalgorithms",
+                "zstd@sluice.dev,zlib@openssh.com,zlib",
+            ),
+        ),
         ("tcprcvbuf", or("tcprcvbuf", "auto")),
         ("tcpsndbuf", or("tcpsndbuf", "auto")),
         ("remotercvbuf", or("remotercvbuf", "0")),

@@ -41,6 +41,7 @@ const SUPPORTED: &[&str] = &[
     "pubkeyacceptedalgorithms",
     "pubkeyacceptedkeytypes",
     "compression",
+    "compressionalgorithms",
     "stricthostkeychecking",
     "userknownhostsfile",
     "globalknownhostsfile",
