@@ -51,6 +51,7 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ("nonemacenabled", "sluice-only keyword"),
     ("kexguess", "sluice-only keyword"),
     ("compressionalgorithms", "sluice-only keyword"),
+    ("compressionlevel", "sluice's meaning (ssh ignores the SSH-1 keyword)"),
 ];
 
 /// Defaults that differ by design: (keyword, sluice's, ssh's).

@@ -91,9 +91,16 @@ fn parallel_zlib_is_read_by_openssh() {
     let src = s.dir.path("mixed");
     std::fs::write(&src, &data).unwrap();
     let opts = ["-C", "-o", "RekeyLimit=16M"];
-    // sluice deflates, sshd inflates.
+    // sluice deflates (in parallel jobs, at a fixed level: on loopback the
+    // controller would rightly turn it off), sshd inflates. Level changes
+    // toward sshd: `auto_follows_the_data_over_a_slow_path`.
     let server = s.start(true, "RekeyLimit 16M");
-    let mut c = s.client_at(false, &server, "DEBUG1", &opts);
+    let mut c = s.client_at(
+        false,
+        &server,
+        "DEBUG1",
+        &["-C", "-o", "RekeyLimit=16M", "-o", "CompressionLevel=1"],
+    );
     c.arg("sha256sum");
     let out = run(c, &data, 300);
     let log = String::from_utf8_lossy(&out.stderr);
@@ -102,11 +109,8 @@ fn parallel_zlib_is_read_by_openssh() {
         "sluice -C -> sshd upload: {log}"
     );
     let (raw, z) = summary(&log, "outgoing").expect("sluice's summary");
-    // Loopback is a fast link: the controller may turn compression off
-    // (stored blocks) once it measures that the copy is faster.
-    assert!(raw >= 64 << 20 && z < raw * 19 / 20, "{raw} -> {z}");
-    // Random data went stored, text compressed: the level moved.
-    assert!(log.contains("compression: zlib@openssh.com level"), "{log}");
+    // Half of it is text.
+    assert!(raw >= 64 << 20 && z < raw * 3 / 4, "{raw} -> {z}");
 
     // sluiced deflates, ssh inflates and reports it.
     let server = s.start(false, "RekeyLimit 16M");
@@ -126,7 +130,7 @@ fn parallel_zlib_is_read_by_openssh() {
 }
 
 /// Between sluice peers `-C` is zstd@sluice.dev: across re-keys, both
-/// directions, the level steered by the controller.
+/// directions (upload at a fixed level, download steered by sluiced).
 #[test]
 fn zstd_between_sluice_peers() {
     let s = Setup::new("zstd");
@@ -136,7 +140,12 @@ fn zstd_between_sluice_peers() {
     std::fs::write(&src, &data).unwrap();
     let server = s.start(false, "RekeyLimit 16M");
     let opts = ["-C", "-o", "RekeyLimit=16M"];
-    let mut c = s.client_at(false, &server, "DEBUG1", &opts);
+    let mut c = s.client_at(
+        false,
+        &server,
+        "DEBUG1",
+        &["-C", "-o", "RekeyLimit=16M", "-o", "CompressionLevel=2"],
+    );
     c.arg("sha256sum");
     let out = run(c, &data, 300);
     let log = String::from_utf8_lossy(&out.stderr);
@@ -144,21 +153,18 @@ fn zstd_between_sluice_peers() {
         String::from_utf8_lossy(&out.stdout).starts_with(&hash),
         "upload: {log}"
     );
-    // The level is steered (on loopback the copy may win: level 0).
-    assert!(
-        log.contains("compression: zstd@sluice.dev outgoing, level"),
-        "{log}"
-    );
     let (raw, z) = summary(&log, "outgoing").expect("summary");
-    assert!(raw >= 64 << 20 && z < raw * 19 / 20, "{raw} -> {z}");
+    assert!(raw >= 64 << 20 && z < raw * 3 / 4, "{raw} -> {z}");
 
     let mut c = s.client_at(false, &server, "DEBUG1", &opts);
     c.arg(format!("cat {}", src.display()));
     let out = run(c, b"", 300);
     let log = String::from_utf8_lossy(&out.stderr);
     assert_eq!(sha256(&out.stdout), hash, "download: {log}");
+    // sluiced steers its level (on loopback the copy may win: level 0,
+    // raw blocks), and the client decoded it all.
     let (raw, z) = summary(&log, "incoming").expect("summary");
-    assert!(raw >= 64 << 20 && z < raw * 19 / 20, "{raw} -> {z}");
+    assert!(raw >= 64 << 20 && z > 0, "{raw} -> {z}");
 }
 
 /// The kex line's compression for one direction ("client->server").
@@ -202,7 +208,7 @@ fn auto_follows_the_data_over_a_slow_path() {
     let (raw, z) = summary(&log, "outgoing").expect("summary");
     assert!(raw >= 48 << 20 && z * 2 < raw, "text: {raw} -> {z}\n{log}");
 
-    let data = random_data(24 << 20, 8);
+    let data = random_data(48 << 20, 8);
     let mut c = wan_util::client(&s, &line, false, port, &["-v"]);
     c.arg("sha256sum");
     let out = run(c, &data, 120);
@@ -214,6 +220,32 @@ fn auto_follows_the_data_over_a_slow_path() {
     assert!(log.contains("-> 0: data does not compress"), "{log}");
     let (raw, z) = summary(&log, "outgoing").expect("summary");
     assert!(z < raw + raw / 50, "random: {raw} -> {z}");
+    drop(server);
+
+    // Toward stock sshd: parallel zlib whose level moves with the data
+    // (text, then random), across re-keys; sshd inflates every job.
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    let port = free_port();
+    let (server, _log) = wan_util::start_sshd(&s, &line, port, "");
+    let data = mixed();
+    let mut c = wan_util::client(&s, &line, false, port, &["-v", "-o", "RekeyLimit=16M"]);
+    c.arg("sha256sum");
+    let out = run(c, &data, 120);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(&sha256(&data)),
+        "mixed upload to sshd: {log}"
+    );
+    assert_eq!(negotiated(&log, "client->server"), Some("zlib@openssh.com"));
+    assert!(
+        log.contains("compression: zlib@openssh.com level 0 -> "),
+        "{log}"
+    );
+    assert!(log.contains("-> 0: data does not compress"), "{log}");
+    let (raw, z) = summary(&log, "outgoing").expect("summary");
+    assert!(z * 100 < raw * 85, "mixed: {raw} -> {z}");
     drop(server);
 }
 

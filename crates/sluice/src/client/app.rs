@@ -286,6 +286,24 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         size("remotercvbuf", "RemoteRcvBuf")?,
         size("remotesndbuf", "RemoteSndBuf")?,
     );
+    // CompressionLevel: ssh's keyword of SSH-1 days (ignored by ssh now),
+    // here a fixed level 0-9 for what sluice sends instead of the steered
+    // one; `auto` (the default) steers.
+    let compression_level = match r.get("compressionlevel") {
+        None => None,
+        Some(v) if v.eq_ignore_ascii_case("auto") => None,
+        Some(v) => Some(
+            v.parse::<u8>()
+                .ok()
+                .filter(|l| *l <= 9)
+                .ok_or_else(|| format!("Bad CompressionLevel '{v}': use auto or 0-9"))?,
+        ),
+    };
+    if let Some(l) = compression_level {
+        if let Some(level) = proto.compression_engines.iter().find_map(|e| e.level()) {
+            level.set(l);
+        }
+    }
     let crypto_threads = match r.get("cryptothreads") {
         None => CryptoThreads::Auto,
         Some(v) => CryptoThreads::parse(v)
@@ -433,6 +451,7 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         connect_timeout,
         proto,
         crypto_threads,
+        compression_level,
         tcp_rcvbuf,
         tcp_sndbuf,
         plan,

@@ -51,6 +51,8 @@ pub struct ClientOptions {
     pub proto: Config,
     /// CryptoThreads.
     pub crypto_threads: CryptoThreads,
+    /// CompressionLevel: a fixed level for what we send (None: steered).
+    pub compression_level: Option<u8>,
     /// TcpRcvBuf and TcpSndBuf in bytes (0: the kernel's autotuning).
     pub tcp_rcvbuf: u64,
     /// See `tcp_rcvbuf`.
@@ -93,6 +95,7 @@ impl ClientOptions {
                 ..Config::default()
             },
             crypto_threads: CryptoThreads::Auto,
+            compression_level: None,
             tcp_rcvbuf: 0,
             tcp_sndbuf: 0,
             plan: SessionPlan::exec(None),
@@ -282,7 +285,13 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
     let (conn, result) = loop {
         let common = proto.clone();
         let mut conn = Connection::client(ClientConfig { common }, Box::new(SystemRng));
-        let result = run_pump(&mut conn, &mut handler, &sock, opts.crypto_threads);
+        let result = run_pump(
+            &mut conn,
+            &mut handler,
+            &sock,
+            opts.crypto_threads,
+            opts.compression_level.is_some(),
+        );
         // A server that takes a wrong KEX guess as real (paramiko) fails the
         // exchange before anything else happened (no host key, no auth): one
         // new connection without the guess, as if KexGuess=no had been given.
@@ -353,8 +362,12 @@ fn run_pump(
     handler: &mut ClientSession,
     sock: &impl AsRawFd,
     threads: CryptoThreads,
+    fixed_level: bool,
 ) -> Result<(), PumpError> {
     let mut pump = Pump::new(sock.as_raw_fd());
     pump.set_crypto_threads(conn, threads);
+    if fixed_level {
+        pump.fix_compression_level();
+    }
     pump.run(conn, handler)
 }

@@ -42,6 +42,7 @@ const SUPPORTED: &[&str] = &[
     "pubkeyacceptedkeytypes",
     "compression",
     "compressionalgorithms",
+    "compressionlevel",
     "stricthostkeychecking",
     "userknownhostsfile",
     "globalknownhostsfile",

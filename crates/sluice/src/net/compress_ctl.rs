@@ -10,11 +10,16 @@
 //! delivered per second, rather than by guessing from proxies:
 //!
 //! - every window (at least [`WINDOW_BYTES`] of payload and
-//!   [`WINDOW_TIME`]) gives the payload rate and the ratio at the current
-//!   level. The rate is what the socket took, so it falls when either the
-//!   link or the CPU (ours, or the peer's through its window) is the limit;
+//!   [`WINDOW_TIME`]) gives the payload rate (what was compressed per
+//!   second) and the ratio at the current level. After a change of level
+//!   the window waits until the peer has acknowledged everything that was
+//!   in the socket at the change (TCP_INFO and SIOCOUTQ): until then the
+//!   socket's buffer, megabytes on a long path, drains data of the old
+//!   level and the rate would be the old level's. From then on the backlog
+//!   is this level's own and the rate is what this level delivers,
+//!   whichever of link, our CPU or the peer's is the limit;
 //! - after a few windows at one level the controller probes a neighbour
-//!   (one down first, then up and down in turn) for one window and moves there only
+//!   (up and down in turn, from level 0 at the start) for one window and moves there only
 //!   when its rate beats the current one by [`GAIN`]; each failed probe
 //!   doubles the time before the next (up to [`HOLD_MAX`] windows), each
 //!   move starts again at [`HOLD_MIN`];
@@ -33,7 +38,7 @@ use std::time::{Duration, Instant};
 const WINDOW_BYTES: u64 = 4 << 20;
 /// Time per window, at least: long enough that the socket buffer's fill
 /// level does not decide the rate.
-const WINDOW_TIME: Duration = Duration::from_millis(150);
+const WINDOW_TIME: Duration = Duration::from_millis(100);
 /// Below this ratio the data is taken as incompressible.
 const MIN_RATIO: f64 = 1.05;
 /// Payload bytes sent at level 0 for incompressible data before a probe.
@@ -43,6 +48,21 @@ const GAIN: f64 = 1.04;
 /// Windows at a level before the first probe; doubled by a failed probe.
 const HOLD_MIN: u32 = 2;
 const HOLD_MAX: u32 = 32;
+
+/// Unsent bytes in the socket above which the link (or the peer's
+/// window) is taken as the limit: compression is keeping ahead of it.
+const LINK_BOUND: u64 = 256 << 10;
+
+/// What the socket says, read once or twice per window.
+#[derive(Debug, Clone, Copy)]
+pub struct Socket {
+    /// Bytes the peer acknowledged, since the connection started.
+    pub acked: u64,
+    /// Bytes in the send queue, sent or not (SIOCOUTQ).
+    pub queued: u64,
+    /// Bytes in the send queue not sent yet.
+    pub unsent: u64,
+}
 
 /// What the controller is doing.
 #[derive(Debug, Clone, Copy)]
@@ -63,12 +83,15 @@ pub struct LevelControl {
     max_level: u8,
     /// (raw, compressed) at the window's start.
     start: (u64, u64),
+    /// After a change of level: the socket's acknowledged-bytes count that
+    /// means everything written before the change has arrived.
+    settle: Option<u64>,
+    /// The socket's send queue at the window's start.
+    queued: Option<u64>,
     started: Instant,
     phase: Phase,
     /// Windows between probes now.
     hold: u32,
-    /// The next probe goes up (else down).
-    up_next: bool,
     /// The first window has gone by: it started with the session's setup
     /// (channel open, the remote command starting), not with data.
     warm: bool,
@@ -76,54 +99,97 @@ pub struct LevelControl {
 
 impl LevelControl {
     /// Steers `level` of the engine named `engine`; `stats` are the
-    /// outgoing (raw, compressed) counts now.
+    /// outgoing (raw, compressed) counts now. It starts off (level 0) and
+    /// probes upwards: on a fast link the copy is what wins and the
+    /// transfer is short, so the first windows count; on a slow one a
+    /// window without compression is a small part of a long transfer.
     pub fn new(level: Arc<Level>, engine: &str, stats: (u64, u64)) -> Self {
         // Above deflate's 6 the ratio barely moves; zstd's scale goes on.
         let max_level = if engine.starts_with("zlib") { 6 } else { 9 };
+        level.set(0);
         log!(
             Debug1,
-            "compression: {engine} outgoing, level {} of 0-{max_level}, steered by measured rate",
-            level.get()
+            "compression: {engine} outgoing, level 0 of 0-{max_level}, steered by measured rate"
         );
         LevelControl {
             level,
             engine: engine.to_owned(),
             max_level,
             start: stats,
+            settle: None,
+            queued: None,
             started: Instant::now(),
-            phase: Phase::Hold { left: HOLD_MIN },
+            // One window at level 0, then the first probe.
+            phase: Phase::Hold { left: 1 },
             hold: HOLD_MIN,
-            // Off first: on a fast link the copy wins, and finding that
-            // early matters most; on a slow one the probe costs a window.
-            up_next: false,
             warm: false,
         }
     }
 
-    /// After a batch: decides once a window of data went by.
-    pub fn after_batch(&mut self, (raw, z): (u64, u64)) {
+    /// After a batch: decides once a window of data went by. `socket`
+    /// reads (bytes acknowledged, bytes in the send queue) of the socket
+    /// (None: not a TCP socket, e.g. a ProxyCommand pipe).
+    pub fn after_batch(&mut self, (raw, z): (u64, u64), socket: impl Fn() -> Option<Socket>) {
+        if let Some(target) = self.settle {
+            match socket() {
+                Some(k) if k.acked < target => {
+                    // Still the old level's bytes on the wire: the window
+                    // starts when they are through.
+                    self.start = (raw, z);
+                    self.queued = Some(k.queued);
+                    self.started = Instant::now();
+                    return;
+                }
+                _ => self.settle = None,
+            }
+        }
         let (raw0, z0) = self.start;
         let bytes = raw.saturating_sub(raw0);
         let secs = self.started.elapsed();
         if bytes < WINDOW_BYTES || secs < WINDOW_TIME {
             return;
         }
-        let rate = bytes as f64 / secs.as_secs_f64();
+        let secs = secs.as_secs_f64();
         let ratio = bytes as f64 / z.saturating_sub(z0).max(1) as f64;
+        // What went into the socket's buffer rather than to the peer (or
+        // came out of it) is not delivered payload.
+        let k = socket();
+        let queued = k.map(|k| k.queued);
+        // The link is the limit when data waits in the socket unsent.
+        let link_bound = k.is_some_and(|k| k.unsent >= LINK_BOUND);
+        let grown = match (self.queued, queued) {
+            (Some(q0), Some(q)) => (q as f64 - q0 as f64) * ratio,
+            _ => 0.0,
+        };
+        self.queued = queued;
+        let rate = (bytes as f64 - grown).max(0.0) / secs;
+        log!(
+            Debug2,
+            "compression: window {:.0} ms at level {}: {:.1} MB/s, ratio {ratio:.2}, {}",
+            secs * 1e3,
+            self.level.get(),
+            rate / 1e6,
+            if link_bound {
+                "link-bound"
+            } else {
+                "CPU-bound"
+            }
+        );
         self.start = (raw, z);
         self.started = Instant::now();
         if !std::mem::replace(&mut self.warm, true) {
             return;
         }
         let now = self.level.get();
-        let next = self.decide(now, rate, ratio, raw);
+        let next = self.decide(now, rate, ratio, raw, link_bound);
         if next != now {
             self.level.set(next);
+            self.settle = socket().map(|k| k.acked + k.queued);
         }
     }
 
     /// The next level and phase from one window's figures.
-    fn decide(&mut self, now: u8, rate: f64, ratio: f64, raw: u64) -> u8 {
+    fn decide(&mut self, now: u8, rate: f64, ratio: f64, raw: u64, link_bound: bool) -> u8 {
         let mbs = rate / 1e6;
         if now > 0 && ratio < MIN_RATIO {
             log!(
@@ -150,7 +216,10 @@ impl LevelControl {
             }
             Phase::Probe { from, from_rate } => {
                 let was = from_rate / 1e6;
-                if rate > from_rate * GAIN {
+                // Up and still ahead of the link: more ratio, the same link,
+                // more payload, whatever this window's data did to the rate.
+                let keep = (now > from && link_bound) || rate > from_rate * GAIN;
+                if keep {
                     log!(
                         Debug1,
                         "compression: {} level {from} -> {now}: {mbs:.0} MB/s against {was:.0} (ratio {ratio:.2})",
@@ -166,7 +235,6 @@ impl LevelControl {
                         self.engine
                     );
                     self.hold = (self.hold * 2).min(HOLD_MAX);
-                    self.up_next = now < from;
                     self.phase = Phase::Hold { left: self.hold };
                     from
                 }
@@ -176,21 +244,16 @@ impl LevelControl {
                 now
             }
             Phase::Hold { .. } => {
+                // Ahead of the link: try more ratio; behind it: less work.
                 let up = (now < self.max_level).then_some(now + 1);
                 let down = now.checked_sub(1);
-                let probe = match (up, down) {
-                    (Some(u), Some(d)) => {
-                        if self.up_next {
-                            u
-                        } else {
-                            d
-                        }
-                    }
-                    (Some(u), None) => u,
-                    (None, Some(d)) => d,
-                    (None, None) => return now,
+                let probe = match (link_bound, up, down) {
+                    (true, Some(u), _) => u,
+                    (false, _, Some(d)) => d,
+                    (_, Some(u), None) => u,
+                    (_, None, Some(d)) => d,
+                    (_, None, None) => return now,
                 };
-                self.up_next = !self.up_next;
                 log!(
                     Debug2,
                     "compression: {} probing level {probe} from {now} ({mbs:.0} MB/s, ratio {ratio:.2})",
@@ -215,14 +278,18 @@ mod tests {
     }
 
     /// Runs windows whose rate at each level comes from `rate_at`.
-    fn run(c: &mut LevelControl, windows: usize, rate_at: impl Fn(u8) -> (f64, f64)) -> Vec<u8> {
+    fn run(
+        c: &mut LevelControl,
+        windows: usize,
+        rate_at: impl Fn(u8) -> (f64, f64, bool),
+    ) -> Vec<u8> {
         let mut raw = c.start.0;
         let mut seen = Vec::new();
         for _ in 0..windows {
             let now = c.level.get();
-            let (rate, ratio) = rate_at(now);
+            let (rate, ratio, link) = rate_at(now);
             raw += WINDOW_BYTES;
-            let next = c.decide(now, rate, ratio, raw);
+            let next = c.decide(now, rate, ratio, raw, link);
             c.level.set(next);
             seen.push(next);
         }
@@ -239,7 +306,7 @@ mod tests {
             let mbs = [
                 100.0, 110.0, 120.0, 130.0, 140.0, 150.0, 140.0, 130.0, 120.0, 110.0,
             ];
-            (mbs[l as usize] * 1e6, 2.0 + f64::from(l) * 0.1)
+            (mbs[l as usize] * 1e6, 2.0 + f64::from(l) * 0.1, l < 5)
         });
         let tail = &seen[150..];
         let at5 = tail.iter().filter(|&&l| l == 5).count();
@@ -249,9 +316,14 @@ mod tests {
     #[test]
     fn goes_off_on_a_fast_link() {
         let mut c = ctl(1, "zstd@sluice.dev");
-        // Loopback: the copy (level 0) is the fastest.
+        // Loopback: the copy (level 0) is the fastest; the peer's CPU is
+        // the limit there (the socket fills), ours above it.
         let seen = run(&mut c, 100, |l| {
-            (if l == 0 { 800e6 } else { 400e6 / f64::from(l) }, 3.0)
+            (
+                if l == 0 { 800e6 } else { 400e6 / f64::from(l) },
+                3.0,
+                l == 0,
+            )
         });
         let tail = &seen[50..];
         assert!(
@@ -263,7 +335,8 @@ mod tests {
     #[test]
     fn random_data_goes_to_zero_and_text_comes_back() {
         let mut c = ctl(3, "zlib@openssh.com");
-        let seen = run(&mut c, 20, |l| (100e6, if l == 0 { 1.0 } else { 1.0 }));
+        c.level.set(3);
+        let seen = run(&mut c, 20, |_| (100e6, 1.0, true));
         assert_eq!(seen[0], 0);
         // Probes every PROBE_EVERY bytes, and goes back to 0 each time.
         assert!(seen.iter().filter(|&&l| l == 1).count() >= 3, "{seen:?}");
@@ -272,6 +345,7 @@ mod tests {
             (
                 if l == 0 { 11e6 } else { 30e6 },
                 if l == 0 { 1.0 } else { 3.0 },
+                true,
             )
         });
         // (A probe down to 0 may come by; it is not kept.)

@@ -60,6 +60,10 @@ pub struct TcpInfo {
     pub snd_cwnd: u32,
     /// Delivery rate of our data, bytes per second (kernel 4.9+; 0 before).
     pub delivery_rate: u64,
+    /// Bytes of ours the peer has acknowledged (kernel 4.1+; 0 before).
+    pub bytes_acked: u64,
+    /// Bytes in the send queue not yet sent (kernel 4.6+; 0 before).
+    pub notsent_bytes: u32,
 }
 
 impl TcpInfo {
@@ -99,7 +103,18 @@ fn parse(b: &[u8]) -> TcpInfo {
         min_rtt: us(148),
         snd_cwnd: u32_at(b, 80),
         delivery_rate: u64_at(b, 160),
+        bytes_acked: u64_at(b, 120),
+        notsent_bytes: u32_at(b, 144),
     }
+}
+
+/// Bytes in a socket's send queue, sent or not, not yet acknowledged
+/// (SIOCOUTQ); None when `fd` is not a socket.
+pub fn send_queue(fd: RawFd) -> Option<u64> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int to the pointer.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
+    (r == 0).then_some(u64::try_from(n).unwrap_or(0))
 }
 
 /// TCP_INFO of a socket; None when `fd` is not a TCP socket (a pipe from

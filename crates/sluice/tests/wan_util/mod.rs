@@ -96,8 +96,24 @@ impl Drop for Daemon {
 
 /// sluiced in namespace B, logging at DEBUG1 to a file; `extra` adds config lines.
 pub(crate) fn start_sluiced(s: &Setup, line: &Line, port: u16, extra: &str) -> (Daemon, PathBuf) {
+    start_server(s, line, port, SLUICED, extra)
+}
+
+/// Debian's sshd in namespace B, as [`start_sluiced`].
+pub(crate) fn start_sshd(s: &Setup, line: &Line, port: u16, extra: &str) -> (Daemon, PathBuf) {
+    let _ = std::fs::create_dir_all("/run/sshd");
+    start_server(
+        s,
+        line,
+        port,
+        "/usr/sbin/sshd",
+        &format!("UsePAM no\n{extra}"),
+    )
+}
+
+fn start_server(s: &Setup, line: &Line, port: u16, bin: &str, extra: &str) -> (Daemon, PathBuf) {
     let d = s.dir.0.display();
-    let cfg = s.dir.path("wan_sluiced_config");
+    let cfg = s.dir.path(&format!("wan_server_{port}_config"));
     std::fs::write(
         &cfg,
         format!(
@@ -107,9 +123,9 @@ pub(crate) fn start_sluiced(s: &Setup, line: &Line, port: u16, extra: &str) -> (
         ),
     )
     .unwrap();
-    let log = s.dir.path("wan_sluiced.log");
+    let log = s.dir.path(&format!("wan_server_{port}.log"));
     let child = Daemon(
-        line.in_ns(true, SLUICED)
+        line.in_ns(true, bin)
             .args(["-D", "-e", "-f"])
             .arg(&cfg)
             .stdin(Stdio::null())
@@ -122,7 +138,7 @@ pub(crate) fn start_sluiced(s: &Setup, line: &Line, port: u16, extra: &str) -> (
         .unwrap_or_default()
         .contains("Server listening")
     {
-        assert!(Instant::now() < deadline, "sluiced did not start");
+        assert!(Instant::now() < deadline, "{bin} did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
     (child, log)

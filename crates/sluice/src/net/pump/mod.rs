@@ -66,6 +66,8 @@ pub struct Pump {
     /// Steers the outgoing compression level, once a stream with a level
     /// handle runs (net/compress_ctl.rs).
     level_ctl: Option<LevelControl>,
+    /// The level was fixed by configuration: not steered.
+    level_fixed: bool,
 }
 
 impl Pump {
@@ -83,6 +85,7 @@ impl Pump {
             path: PathFeed::default(),
             again: false,
             level_ctl: None,
+            level_fixed: false,
         }
     }
 
@@ -93,6 +96,12 @@ impl Pump {
         // A batch-capable compression engine then deflates on the same
         // workers; the sequential zlib engine is unaffected.
         conn.set_batch_compression(self.crypto.enabled());
+    }
+
+    /// Leaves the outgoing compression level where the configuration set
+    /// it (CompressionLevel) instead of steering it.
+    pub fn fix_compression_level(&mut self) {
+        self.level_fixed = true;
     }
 
     /// Input read from the socket that the engine has not consumed (at a
@@ -345,7 +354,7 @@ impl Pump {
 
     /// Lets the level controller see the batch just compressed.
     fn steer_compression(&mut self, conn: &Connection) {
-        let Some(stats) = conn.compression_stats().0 else {
+        let Some(stats) = conn.compression_stats().0.filter(|_| !self.level_fixed) else {
             return;
         };
         if self.level_ctl.is_none() {
@@ -355,7 +364,16 @@ impl Pump {
                 .map(|l| LevelControl::new(l, name, stats));
         }
         if let Some(c) = self.level_ctl.as_mut() {
-            c.after_batch(stats);
+            let sock = self.sock;
+            c.after_batch(stats, || {
+                let info = super::path::tcp_info(sock)?;
+                let queued = super::path::send_queue(sock)?;
+                (info.bytes_acked > 0).then_some(super::compress_ctl::Socket {
+                    acked: info.bytes_acked,
+                    queued,
+                    unsent: u64::from(info.notsent_bytes),
+                })
+            });
         }
     }
 
