@@ -18,16 +18,21 @@
 //!   level and the rate would be the old level's. From then on the backlog
 //!   is this level's own and the rate is what this level delivers,
 //!   whichever of link, our CPU or the peer's is the limit;
-//! - after a few windows at one level the controller probes a neighbour
-//!   (up and down in turn, from level 0 at the start) for one window and moves there only
-//!   when its rate beats the current one by [`GAIN`]; each failed probe
-//!   doubles the time before the next (up to [`HOLD_MAX`] windows), each
-//!   move starts again at [`HOLD_MIN`];
+//! - after a few windows at one level (one at the start, from level 0)
+//!   the controller probes a neighbour for one window: up while data
+//!   waits unsent in the socket (the link is the limit: compression keeps
+//!   ahead of it), down otherwise (the CPU is). A probe up that still
+//!   keeps ahead of the link is kept (more ratio, same link: more payload,
+//!   whatever the window's data did to the rate); otherwise a probe is
+//!   kept only when its rate beats the level before by [`GAIN`]. Each
+//!   failed probe doubles the time before the next (up to [`HOLD_MAX`]
+//!   windows), each move starts again at [`HOLD_MIN`];
 //! - data that does not compress (ratio below [`MIN_RATIO`]) goes to
 //!   level 0 at once and is probed again every [`PROBE_EVERY`] bytes, so
 //!   text after random data is noticed within a few MiB.
 //!
-//! Each decision is logged at debug1 (`-v`) with its figures.
+//! Each decision is logged at debug1 (`-v`) with its figures, each window
+//! at debug2.
 
 use crate::log;
 use sluice_proto::transport::compress::Level;
