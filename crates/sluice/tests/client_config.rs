@@ -50,6 +50,11 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ("noneswitch", "sluice-only keyword"),
     ("nonemacenabled", "sluice-only keyword"),
     ("kexguess", "sluice-only keyword"),
+    (
+        "enablehwcompression",
+        "AIX OpenSSH's keyword; Debian's ssh does not know it",
+    ),
+    ("hwcompressionlibrary", "sluice-only keyword"),
 ];
 
 fn dump(bin: &str, args: &[&str]) -> Vec<(String, String)> {

@@ -41,6 +41,8 @@ const SUPPORTED: &[&str] = &[
     "pubkeyacceptedalgorithms",
     "pubkeyacceptedkeytypes",
     "compression",
+    "enablehwcompression",
+    "hwcompressionlibrary",
     "stricthostkeychecking",
     "userknownhostsfile",
     "globalknownhostsfile",

@@ -8,6 +8,7 @@ pub const FLAGS: &[&str] = &[
     "canonicalizefallbacklocal",
     "checkhostip",
     "compression",
+    "enablehwcompression",
     "enablesshkeysign",
     "clearallforwardings",
     "exitonforwardfailure",
