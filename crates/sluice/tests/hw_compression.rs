@@ -46,7 +46,7 @@ fn text(n: usize, seed: u64) -> Vec<u8> {
         x ^= x >> 7;
         x ^= x << 17;
         v.extend_from_slice(WORDS[(x % WORDS.len() as u64) as usize].as_bytes());
-        v.push(if x % 9 == 0 { b'\n' } else { b' ' });
+        v.push(if x.is_multiple_of(9) { b'\n' } else { b' ' });
     }
     v.truncate(n);
     v

@@ -80,8 +80,9 @@ pub fn library(settings: &HwSettings) -> Option<Arc<ZlibLibrary>> {
     if !settings.enabled {
         return None;
     }
-    static LOADED: OnceLock<Mutex<HashMap<Option<String>, Option<Arc<ZlibLibrary>>>>> =
-        OnceLock::new();
+    /// What each HwCompressionLibrary setting loaded (or not).
+    type Loaded = HashMap<Option<String>, Option<Arc<ZlibLibrary>>>;
+    static LOADED: OnceLock<Mutex<Loaded>> = OnceLock::new();
     let mut cache = LOADED
         .get_or_init(Default::default)
         .lock()
