@@ -61,80 +61,90 @@ impl CompressionEngine for HwZlibEngine {
     }
 
     fn compressor(&self) -> Compressor {
-        match Deflater::new(&self.lib) {
-            Ok(d) => {
-                log!(
-                    Debug1,
-                    "{}: deflating through {}",
-                    self.name(),
-                    self.lib.file
-                );
-                Compressor::Sequential(Box::new(HwDeflate {
-                    lib: self.lib.clone(),
-                    d,
-                }))
-            }
-            Err(rc) => {
-                log!(
-                    Info,
-                    "EnableHwCompression: deflateInit2_ of {} returned {rc}; this stream uses software zlib",
-                    self.lib.file
-                );
-                self.software().compressor()
-            }
-        }
+        Compressor::Sequential(Box::new(HwDeflate {
+            engine: self.clone(),
+            state: Started::NotYet,
+        }))
     }
 
     fn decompressor(&self) -> Box<dyn Decompressor> {
-        match Inflater::new(&self.lib) {
-            Ok(i) => {
-                log!(
-                    Debug1,
-                    "{}: inflating through {}",
-                    self.name(),
-                    self.lib.file
-                );
-                Box::new(HwInflate {
-                    lib: self.lib.clone(),
-                    i,
-                })
-            }
-            Err(rc) => {
-                log!(
-                    Info,
-                    "EnableHwCompression: inflateInit2_ of {} returned {rc}; this stream uses software zlib",
-                    self.lib.file
-                );
-                self.software().decompressor()
-            }
+        Box::new(HwInflate {
+            engine: self.clone(),
+            state: Started::NotYet,
+        })
+    }
+}
+
+impl Clone for HwZlibEngine {
+    fn clone(&self) -> Self {
+        HwZlibEngine {
+            lib: self.lib.clone(),
+            activation: self.activation,
         }
     }
 }
 
-/// An outgoing stream: the library's deflate state and the library itself.
+/// A stream's state. The library is first called on the stream's first
+/// packet, not when the transport sets the stream up: a server sets up the
+/// delayed streams in its sandboxed pre-auth process as USERAUTH_SUCCESS
+/// goes out, and hands the connection over before any packet is compressed,
+/// so a hardware library never runs (opens devices, maps queues) there.
+/// Until the first packet nothing is on the wire, so a library that cannot
+/// start a stream is replaced by software zlib without the peer noticing.
+enum Started<H, S> {
+    NotYet,
+    Hardware(H),
+    Software(S),
+}
+
+/// An outgoing stream.
 struct HwDeflate {
-    lib: Arc<ZlibLibrary>,
-    d: Deflater,
+    engine: HwZlibEngine,
+    state: Started<Deflater, Box<dyn SequentialCompressor>>,
 }
 
 impl SequentialCompressor for HwDeflate {
     fn compress(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), CompressError> {
-        self.d
-            .run(&self.lib, payload, out)
-            .map_err(|()| CompressError)
+        let e = &self.engine;
+        if matches!(self.state, Started::NotYet) {
+            self.state = match Deflater::new(&e.lib) {
+                Ok(d) => {
+                    log!(Debug1, "{}: deflating through {}", e.name(), e.lib.file);
+                    Started::Hardware(d)
+                }
+                Err(rc) => {
+                    log!(
+                        Info,
+                        "EnableHwCompression: deflateInit2_ of {} returned {rc}; this stream uses software zlib",
+                        e.lib.file
+                    );
+                    match e.software().compressor() {
+                        Compressor::Sequential(c) => Started::Software(c),
+                        Compressor::Batch(_) => return Err(CompressError),
+                    }
+                }
+            };
+        }
+        match &mut self.state {
+            Started::Hardware(d) => d.run(&e.lib, payload, out).map_err(|()| CompressError),
+            Started::Software(c) => c.compress(payload, out),
+            Started::NotYet => Err(CompressError),
+        }
     }
 }
 
 impl Drop for HwDeflate {
     fn drop(&mut self) {
-        self.d.end(&self.lib);
+        if let Started::Hardware(d) = &mut self.state {
+            d.end(&self.engine.lib);
+        }
     }
 }
 
 /// An incoming stream.
 struct HwInflate {
-    lib: Arc<ZlibLibrary>,
-    i: Inflater,
+    engine: HwZlibEngine,
+    state: Started<Inflater, Box<dyn Decompressor>>,
 }
 
 impl Decompressor for HwInflate {
@@ -144,15 +154,38 @@ impl Decompressor for HwInflate {
         out: &mut Vec<u8>,
         limit: usize,
     ) -> Result<(), Violation> {
-        self.i
-            .run(&self.lib, compressed, out, limit)
-            .map_err(|()| Violation::BadCompression)
+        let e = &self.engine;
+        if matches!(self.state, Started::NotYet) {
+            self.state = match Inflater::new(&e.lib) {
+                Ok(i) => {
+                    log!(Debug1, "{}: inflating through {}", e.name(), e.lib.file);
+                    Started::Hardware(i)
+                }
+                Err(rc) => {
+                    log!(
+                        Info,
+                        "EnableHwCompression: inflateInit2_ of {} returned {rc}; this stream uses software zlib",
+                        e.lib.file
+                    );
+                    Started::Software(e.software().decompressor())
+                }
+            };
+        }
+        match &mut self.state {
+            Started::Hardware(i) => i
+                .run(&e.lib, compressed, out, limit)
+                .map_err(|()| Violation::BadCompression),
+            Started::Software(d) => d.decompress(compressed, out, limit),
+            Started::NotYet => Err(Violation::BadCompression),
+        }
     }
 }
 
 impl Drop for HwInflate {
     fn drop(&mut self) {
-        self.i.end(&self.lib);
+        if let Started::Hardware(i) = &mut self.state {
+            i.end(&self.engine.lib);
+        }
     }
 }
 
@@ -396,6 +429,16 @@ mod tests {
         c.compress(&vec![7u8; limit], &mut z).unwrap();
         d.decompress(&z, &mut out, limit).unwrap();
         assert_eq!(out.len(), limit);
+    }
+
+    #[test]
+    fn streams_set_up_and_dropped_unused() {
+        // What a server's pre-auth process does: set up, never use.
+        let Some(lib) = stand_in() else { return };
+        let hw = HwZlibEngine::new(lib, Activation::Delayed);
+        for _ in 0..100 {
+            drop(streams(&hw));
+        }
     }
 
     #[test]
