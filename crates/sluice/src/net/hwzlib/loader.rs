@@ -117,6 +117,8 @@ unsafe impl Sync for ZlibLibrary {}
 /// Why a library was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LoadError {
+    /// Loading it as root would run code others can change.
+    Unsafe(String),
     /// dlopen failed (not found, not a shared object, wrong architecture).
     Open(String),
     /// A zlib function is missing: not a zlib-API library.
@@ -130,6 +132,7 @@ pub enum LoadError {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            LoadError::Unsafe(e) => write!(f, "not loaded: {e}"),
             LoadError::Open(e) => write!(f, "cannot load: {e}"),
             LoadError::Symbol(s) => write!(f, "no symbol {s}: not a zlib-API library"),
             LoadError::Version(v) => write!(f, "zlibVersion() is \"{v}\", not a zlib 1.x ABI"),

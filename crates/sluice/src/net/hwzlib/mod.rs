@@ -20,7 +20,7 @@ pub mod loader;
 
 use crate::log;
 use engine::HwZlibEngine;
-use loader::ZlibLibrary;
+use loader::{LoadError, ZlibLibrary};
 use sluice_proto::transport::compress::{Activation, CompressionEngine};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -97,7 +97,7 @@ pub fn library(settings: &HwSettings) -> Option<Arc<ZlibLibrary>> {
 fn first_that_loads(library: Option<&str>) -> Option<Arc<ZlibLibrary>> {
     let mut tried = Vec::new();
     for name in candidates(library) {
-        match ZlibLibrary::load(&name) {
+        match root_safe(&name).and_then(|()| ZlibLibrary::load(&name)) {
             Ok(lib) => {
                 log!(
                     Debug1,
@@ -126,6 +126,35 @@ fn first_that_loads(library: Option<&str>) -> Option<Arc<ZlibLibrary>> {
         "EnableHwCompression: no hardware deflate library found (tried {tried}); using software zlib"
     );
     None
+}
+
+/// As root (sluiced's monitor, or root's own ssh), a library named by path
+/// must be a file that only root can change: it and every directory above
+/// it owned by root and writable by neither group nor others, as sshd asks
+/// of AuthorizedKeysCommand. Names without a `/` are the dynamic loader's
+/// to find, in the system's library directories.
+fn root_safe(name: &str) -> Result<(), LoadError> {
+    // SAFETY: geteuid cannot fail.
+    if !name.contains('/') || unsafe { libc::geteuid() } != 0 {
+        return Ok(());
+    }
+    use std::os::unix::fs::MetadataExt;
+    let real = std::fs::canonicalize(name)
+        .map_err(|e| LoadError::Open(format!("{name}: {}", crate::net::describe_io_error(&e))))?;
+    let mut at = Some(real.as_path());
+    while let Some(p) = at {
+        let m =
+            std::fs::metadata(p).map_err(|e| LoadError::Open(format!("{}: {e}", p.display())))?;
+        if m.uid() != 0 || m.mode() & 0o022 != 0 {
+            let what = if m.is_dir() { "directory" } else { "file" };
+            return Err(LoadError::Unsafe(format!(
+                "bad ownership or modes for {what} {} (must be owned by root and not group or world-writable)",
+                p.display()
+            )));
+        }
+        at = p.parent();
+    }
+    Ok(())
 }
 
 /// `base` (a registry of engines, preferred first) with the software zlib
@@ -191,6 +220,38 @@ mod tests {
             panic!("a text file loaded")
         };
         assert!(matches!(e, loader::LoadError::Open(_)), "{e}");
+    }
+
+    #[test]
+    fn as_root_a_library_others_can_write_is_refused() {
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } != 0 || !std::path::Path::new(STAND_IN).exists() {
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("hwzlib-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let lib = dir.join("libz.so.1");
+        std::fs::copy(STAND_IN, &lib).unwrap();
+        let name = lib.display().to_string();
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o646)).unwrap();
+        let e = root_safe(&name).unwrap_err();
+        assert!(
+            e.to_string().contains("bad ownership or modes for file"),
+            "{e}"
+        );
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = root_safe(&name).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("bad ownership or modes for directory"),
+            "{e}"
+        );
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(root_safe(STAND_IN), Ok(()));
+        assert_eq!(root_safe("libz.so.1"), Ok(()));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
