@@ -231,6 +231,7 @@ impl Deflater {
             z.next_out = unsafe { out.as_mut_ptr().add(len) };
             z.avail_out = avail;
             // SAFETY: an initialised stream; next_in/next_out as set above.
+            let in_before = z.avail_in;
             let rc = unsafe { lib.deflate(z, Z_SYNC_FLUSH) };
             let produced = (avail - z.avail_out) as usize;
             // SAFETY: deflate wrote `produced` bytes into the spare capacity.
@@ -238,6 +239,11 @@ impl Deflater {
             match rc {
                 // Room left after a flush means the flush is complete.
                 Z_OK if z.avail_out > 0 && z.avail_in == 0 => break Ok(()),
+                // Room and input left, nothing done: the library is stuck
+                // (never zlib itself); stop rather than grow `out` forever.
+                Z_OK if z.avail_out > 0 && produced == 0 && z.avail_in == in_before => {
+                    break Err(())
+                }
                 Z_OK => {}
                 // Nothing to do (an empty payload right after a flush).
                 Z_BUF_ERROR if z.avail_in == 0 && z.avail_out > 0 => break Ok(()),
