@@ -153,6 +153,19 @@ fn stand_in_library_interoperates_with_openssh() {
     assert!(!log.contains("compression: level"), "{log}");
     let (raw, z) = summary(&log, "outgoing").expect("sluice's summary");
     assert!(raw > 0 && z > 0, "{raw} -> {z}");
+    // sshd deflates, sluice inflates through the library.
+    let mut c = s.client_at(false, &server, "DEBUG1", &opts);
+    c.arg(format!("cat {}", src.display()));
+    let out = run(c, b"", 300);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        sha256(&out.stdout),
+        hash,
+        "sluice -C (hw) <- sshd download: {log}"
+    );
+    assert!(log.contains("zlib@openssh.com: inflating through"), "{log}");
+    let (raw, z) = summary(&log, "incoming").expect("sluice's summary");
+    assert!(raw > 0 && z > 0, "{raw} -> {z}");
 
     // sluiced deflates through the library, ssh -C inflates.
     let server = sluiced_debug(
