@@ -18,8 +18,9 @@ devices; one process forwards packets between them, each direction delayed by
 RTT/2 behind a bottleneck of the given rate with a drop-tail queue.
 
 usage:
-  delayline up --rtt TIME --rate RATE [--queue QUEUE] [--ns-a NAME] [--ns-b NAME]
-               [--net A.B.C] [--ring BYTES] [--no-offload]
+  delayline up --rtt TIME --rate RATE [--queue QUEUE] [--loss P] [--jitter TIME]
+               [--seed N] [--ns-a NAME] [--ns-b NAME] [--net A.B.C] [--ring BYTES]
+               [--no-offload]
   delayline down [--ns-a NAME] [--ns-b NAME]
   delayline --help
 
@@ -44,6 +45,15 @@ options:
                  (20ms), or bytes (1500000, 512k, 4m; k/m/g are 1024-based).
                  Default: 1bdp = rate x RTT, at least 5 ms at the rate.
                  Ignored when the rate is unlimited.
+  --loss P       random loss per direction: each packet is lost independently
+                 with probability P (0.1%, 1%, or a fraction: 0.001). Implies
+                 --no-offload, so a packet is one segment and P is per segment
+                 (a lost GSO super-packet would be a burst of up to 45).
+  --jitter TIME  delay variation: each direction's delay varies uniformly
+                 within RTT/2 +- TIME/2, so a round trip by up to +-TIME. Order
+                 is kept: a packet never overtakes the one ahead of it.
+  --seed N       seed of the loss and jitter draws (default: from the clock;
+                 the ready line prints it, so a run can be repeated)
   --ns-a NAME    namespace of side A (default sla)
   --ns-b NAME    namespace of side B (default slb)
   --net A.B.C    /24 prefix for the two addresses (default 10.201.0)
@@ -82,6 +92,12 @@ pub(crate) struct Up {
     pub(crate) net: [u8; 3],
     pub(crate) ring: Option<u64>,
     pub(crate) offload: bool,
+    /// Loss per direction, parts per billion (impair::PPB = always).
+    pub(crate) loss_ppb: u64,
+    /// Round-trip delay variation (each direction moves by half of it).
+    pub(crate) jitter_ns: u64,
+    /// None = from the clock.
+    pub(crate) seed: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +130,9 @@ pub(crate) fn parse(args: &[String]) -> Result<Cmd, ArgError> {
         net: [10, 201, 0],
         ring: None,
         offload: true,
+        loss_ppb: 0,
+        jitter_ns: 0,
+        seed: None,
     };
     let (mut rtt, mut rate) = (false, false);
     // First option that only `up` takes, to reject it for `down`.
@@ -144,8 +163,21 @@ pub(crate) fn parse(args: &[String]) -> Result<Cmd, ArgError> {
             "--ns-b" => up.ns_b = parse_ns(&value()?)?,
             "--net" => up.net = parse_net(&value()?)?,
             "--ring" => up.ring = Some(parse_bytes(&value()?)?),
+            "--loss" => up.loss_ppb = parse_loss(&value()?)?,
+            "--jitter" => up.jitter_ns = parse_time(&value()?)?,
+            "--seed" => {
+                let v = value()?;
+                up.seed = Some(
+                    v.parse()
+                        .map_err(|_| ArgError(format!("--seed '{v}': expected an integer")))?,
+                )
+            }
             _ => return err(format!("unknown option '{opt}' (see delayline --help)")),
         }
+    }
+    // Loss is per segment: no GSO super-packets (see --loss).
+    if up.loss_ppb > 0 {
+        up.offload = false;
     }
     if up.ns_a == up.ns_b {
         return err("--ns-a and --ns-b must differ");
@@ -261,6 +293,25 @@ pub(crate) fn parse_queue(s: &str) -> Result<Queue, ArgError> {
     Ok(Queue::Bytes(parse_bytes(&t)?))
 }
 
+/// A loss probability: "0.1%" or a fraction "0.001", in parts per billion;
+/// below 100%.
+pub(crate) fn parse_loss(s: &str) -> Result<u64, ArgError> {
+    let t = s.trim();
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(n) => (n, 1e7),
+        None => (t, 1e9),
+    };
+    let (v, rest) = split_num(num)?;
+    if !rest.is_empty() {
+        return err(format!("loss '{s}': expected e.g. 0.1% or 0.001"));
+    }
+    let ppb = scaled(v, scale, crate::impair::PPB, &format!("loss '{s}'"))?;
+    if ppb >= crate::impair::PPB {
+        return err(format!("loss '{s}': must be below 100%"));
+    }
+    Ok(ppb)
+}
+
 /// Namespace names become paths under /run/netns and ip(8) arguments.
 fn parse_ns(s: &str) -> Result<String, ArgError> {
     let ok = !s.is_empty()
@@ -300,6 +351,8 @@ pub(crate) struct Plan {
     pub(crate) queue_ns: u64,
     pub(crate) queue_bytes: u64,
     pub(crate) ring_bytes: u64,
+    /// Each direction's delay moves by up to this much either way.
+    pub(crate) half_jitter_ns: u64,
 }
 
 /// Largest packet a TUN read can return: 64 KiB GSO packet + vnet header.
@@ -342,8 +395,10 @@ impl Up {
         // packet (at most ~20% for bare ACKs), hence 5/4; plus room for a few
         // maximal reads and the waste when the ring wraps.
         let ring_bytes = self.ring.unwrap_or_else(|| {
-            let wire = bytes_at(sizing_bps, delay_ns[0].saturating_add(SLACK_NS))
-                .saturating_add(queue_bytes);
+            // Jitter holds packets up to half of it longer.
+            let held = delay_ns[0].saturating_add(self.jitter_ns / 2);
+            let wire =
+                bytes_at(sizing_bps, held.saturating_add(SLACK_NS)).saturating_add(queue_bytes);
             (wire / 4 * 5)
                 .saturating_add(4 * MAX_PKT as u64)
                 .clamp(4 << 20, 4 << 30)
@@ -354,6 +409,7 @@ impl Up {
             queue_ns,
             queue_bytes,
             ring_bytes: ring_bytes.max(2 * MAX_PKT as u64),
+            half_jitter_ns: self.jitter_ns / 2,
         }
     }
 }
@@ -452,6 +508,41 @@ mod tests {
         assert_eq!((p.rate_bps, p.queue_bytes), (u64::MAX, 0));
         up.ring = Some(1);
         assert_eq!(up.plan().ring_bytes, 2 * MAX_PKT as u64);
+    }
+
+    #[test]
+    fn loss_jitter_seed() {
+        assert_eq!(parse_loss("0.1%"), Ok(1_000_000));
+        assert_eq!(parse_loss("0.001"), Ok(1_000_000));
+        assert_eq!(parse_loss("2.5%"), Ok(25_000_000));
+        assert_eq!(parse_loss("0"), Ok(0));
+        assert!(parse_loss("100%").is_err());
+        assert!(parse_loss("1").is_err());
+        assert!(parse_loss("-1%").is_err());
+        assert!(parse_loss("lots").is_err());
+        let Ok(Cmd::Up(up)) = parse(&args(
+            "up --rtt 100ms --rate 1gbit --loss 0.1% --jitter 10ms --seed 7",
+        )) else {
+            panic!("parse failed");
+        };
+        assert_eq!(
+            (up.loss_ppb, up.jitter_ns, up.seed),
+            (1_000_000, 10 * NS_PER_MS, Some(7))
+        );
+        // Loss turns the offload off: one segment per packet.
+        assert!(!up.offload);
+        let p = up.plan();
+        assert_eq!(p.half_jitter_ns, 5 * NS_PER_MS);
+        // The ring holds the jittered delay too: 55 ms + 10 ms slack + 100 ms queue.
+        assert_eq!(p.ring_bytes, 20_625_000 / 4 * 5 + 4 * MAX_PKT as u64);
+        let Ok(Cmd::Up(up)) = parse(&args("up --rtt 10ms --rate 1gbit --jitter 2ms")) else {
+            panic!("parse failed");
+        };
+        // Jitter alone keeps the offload.
+        assert!(up.offload && up.seed.is_none() && up.loss_ppb == 0);
+        assert!(parse(&args("up --rtt 10ms --rate 1gbit --seed x")).is_err());
+        assert!(parse(&args("up --rtt 10ms --rate 1gbit --jitter 5")).is_err());
+        assert!(parse(&args("down --loss 1%")).is_err());
     }
 
     #[test]

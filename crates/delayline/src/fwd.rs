@@ -6,6 +6,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::args::MAX_PKT;
+use crate::impair::Impair;
 use crate::sched::{Line, Link, Pkt};
 use crate::tun;
 
@@ -24,12 +25,15 @@ pub(crate) struct Stats {
     pub(crate) wire_bytes: u64,
     pub(crate) drop_queue: u64,
     pub(crate) drop_ring: u64,
+    /// Lost at random (`--loss`).
+    pub(crate) drop_loss: u64,
     pub(crate) write_err: u64,
     /// Largest number of bytes held in the ring at once.
     pub(crate) peak_ring: u64,
 }
 
-/// Forward `from` -> `to` until `stop` is set. Only a read error that is not
+/// Forward `from` -> `to` until `stop` is set, losing and jittering packets
+/// as `impair` draws. Only a read error that is not
 /// EAGAIN/EINTR ends it early (the device is gone); write errors are
 /// counted, as a real link would lose the packet.
 pub(crate) fn run(
@@ -37,6 +41,7 @@ pub(crate) fn run(
     to: RawFd,
     mut link: Link,
     mut line: Line,
+    mut impair: Impair,
     vnet: bool,
     stop: &AtomicBool,
 ) -> io::Result<Stats> {
@@ -57,6 +62,10 @@ pub(crate) fn run(
             };
             let Some(n) = n.filter(|&n| n > 0) else { break };
             let now = tun::now_ns();
+            if impair.lose() {
+                st.drop_loss += 1;
+                continue;
+            }
             let off = match slot {
                 Some(off) => off,
                 None => match line.reserve(n) {
@@ -73,6 +82,7 @@ pub(crate) fn run(
             let wire = tun::wire_len(&line.buf[off..off + n], vnet);
             match link.admit(now, wire) {
                 Some(due) => {
+                    let due = impair.deliver_at(due, link.delay_ns());
                     line.push(Pkt { off, len: n, due });
                     held += n as u64;
                     st.peak_ring = st.peak_ring.max(held);

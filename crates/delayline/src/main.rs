@@ -5,6 +5,7 @@
 
 mod args;
 mod fwd;
+mod impair;
 mod netns;
 mod sched;
 mod tun;
@@ -95,6 +96,14 @@ fn wait_signal(set: &libc::sigset_t, ms: i64) -> Option<i32> {
     (sig > 0).then_some(sig)
 }
 
+/// A seed when none is given: the clock and the pid.
+fn clock_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t ^ (u64::from(std::process::id()) << 32)
+}
+
 fn mbit(bps: u64) -> String {
     format!("{} Mbit/s", bps as f64 / 1e6)
 }
@@ -128,9 +137,12 @@ fn run_up(up: &Up) -> io::Result<()> {
     let stop = AtomicBool::new(false);
     let (fa, fb) = (tun_a.as_raw_fd(), tun_b.as_raw_fd());
     let link = |i: usize| sched::Link::new(plan.rate_bps, plan.delay_ns[i], plan.queue_ns);
+    let seed = up.seed.unwrap_or_else(clock_seed);
+    let seeds = impair::direction_seeds(seed);
+    let imp = |i: usize| impair::Impair::new(up.loss_ppb, plan.half_jitter_ns, seeds[i]);
     let result = std::thread::scope(|s| {
-        let ab = s.spawn(|| fwd::run(fa, fb, link(0), line_ab, up.offload, &stop));
-        let ba = s.spawn(|| fwd::run(fb, fa, link(1), line_ba, up.offload, &stop));
+        let ab = s.spawn(|| fwd::run(fa, fb, link(0), line_ab, imp(0), up.offload, &stop));
+        let ba = s.spawn(|| fwd::run(fb, fa, link(1), line_ba, imp(1), up.offload, &stop));
 
         let rate = match up.rate_bps {
             Some(r) => mbit(r),
@@ -149,10 +161,13 @@ fn run_up(up: &Up) -> io::Result<()> {
         let _ = writeln!(
             out,
             "ready: {} {addr_a} <-> {} {addr_b}, rtt {} ms, rate {rate}, queue {queue}, \
+             loss {}% per direction, jitter +-{} ms per round trip, seed {seed}, \
              ring {} MiB per direction, offload {}",
             up.ns_a,
             up.ns_b,
             up.rtt_ns as f64 / 1e6,
+            up.loss_ppb as f64 / 1e7,
+            up.jitter_ns as f64 / 1e6,
             plan.ring_bytes >> 20,
             if up.offload { "on" } else { "off" },
         );
@@ -174,8 +189,14 @@ fn run_up(up: &Up) -> io::Result<()> {
             match r {
                 Ok(Ok(st)) => eprintln!(
                     "delayline: {dir}: {} packets, {} wire bytes, dropped {} (queue full) \
-                     {} (ring full), {} write errors, ring peak {} bytes of {ring}",
-                    st.pkts, st.wire_bytes, st.drop_queue, st.drop_ring, st.write_err, st.peak_ring
+                     {} (ring full) {} (random loss), {} write errors, ring peak {} bytes of {ring}",
+                    st.pkts,
+                    st.wire_bytes,
+                    st.drop_queue,
+                    st.drop_ring,
+                    st.drop_loss,
+                    st.write_err,
+                    st.peak_ring
                 ),
                 Ok(Err(e)) => failed = Some(io::Error::new(e.kind(), format!("{dir}: {e}"))),
                 Err(_) => failed = Some(io::Error::other(format!("{dir}: thread panicked"))),

@@ -32,6 +32,11 @@ impl Link {
         }
     }
 
+    /// The propagation delay.
+    pub(crate) fn delay_ns(&self) -> u64 {
+        self.delay_ns
+    }
+
     /// Serialization time of `len` bytes, rounded up so that the achieved
     /// rate can never exceed the configured one.
     pub(crate) fn ser_ns(&self, len: usize) -> u64 {

@@ -85,29 +85,28 @@ fn fnv1a(h: &mut u64, bytes: &[u8]) {
     }
 }
 
-#[test]
-fn delays_pings_and_carries_tcp() {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/net/tun").exists() {
-        println!("skipped: needs root and /dev/net/tun");
-        return;
-    }
-    let pid = std::process::id();
-    let ns = [format!("dlt{pid}a"), format!("dlt{pid}b")];
-    let net = format!("10.{}.{}", 100 + pid % 100, (pid / 100) % 250);
-    let addr_b = format!("{net}.2");
+/// Starts `delayline up ARGS` on namespaces `ns` and prefix `net`; returns
+/// the guard and the child's stderr (read to the end once it stops).
+fn start(args: &[&str], ns: &[String; 2], net: &str) -> (Guard, std::thread::JoinHandle<String>) {
     let mut child = Command::new(BIN)
-        .args(["up", "--rtt", "50ms", "--rate", "200mbit", "--net", &net])
-        .args(["--ns-a", &ns[0], "--ns-b", &ns[1]])
+        .arg("up")
+        .args(args)
+        .args(["--net", net, "--ns-a", &ns[0], "--ns-b", &ns[1]])
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("start delayline");
     let stdout = child.stdout.take().expect("stdout");
-    let mut guard = Guard {
+    let mut stderr = child.stderr.take().expect("stderr");
+    let guard = Guard {
         child: Some(child),
         ns: ns.clone(),
     };
-
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut line = String::new();
@@ -121,6 +120,96 @@ fn delays_pings_and_carries_tcp() {
         ready.starts_with("ready:"),
         "unexpected first line: {ready:?}"
     );
+    (guard, err)
+}
+
+/// `ping -c COUNT -i 0.01` from `ns`: (received, min, mdev) in ms.
+fn ping(ns: &str, addr: &str, count: u32) -> (u32, f64, f64) {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "ping", "-q", "-i", "0.01", "-c"])
+        .arg(count.to_string())
+        .arg(addr)
+        .output()
+        .expect("run ping");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let received = text
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" received"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no count in ping output: {text}"));
+    let rtt: Vec<f64> = text
+        .lines()
+        .find_map(|l| l.split(" = ").nth(1))
+        .map(|v| {
+            // "min/avg/max/mdev ms[, pipe N]"
+            v.split(' ')
+                .next()
+                .unwrap_or_default()
+                .split('/')
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    (
+        received,
+        rtt.first().copied().unwrap_or(0.0),
+        rtt.get(3).copied().unwrap_or(0.0),
+    )
+}
+
+/// `--loss` and `--jitter` end to end: the round-trip loss and ping's
+/// spread are what was asked for, and the counters report the losses.
+#[test]
+fn loses_and_jitters_as_configured() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/net/tun").exists() {
+        println!("skipped: needs root and /dev/net/tun");
+        return;
+    }
+    let pid = std::process::id();
+    let ns = [format!("dlj{pid}a"), format!("dlj{pid}b")];
+    let net = format!("10.{}.{}", 200 + pid % 50, (pid / 50) % 250);
+    let args = [
+        "--rtt", "20ms", "--rate", "100mbit", "--loss", "5%", "--jitter", "8ms", "--seed", "7",
+    ];
+    let (mut guard, err) = start(&args, &ns, &net);
+    // 5% each way: 9.75% of round trips lost, 39 of 400 (sd ~6).
+    let (received, min, mdev) = ping(&ns[0], &format!("{net}.2"), 400);
+    let lost = 400 - received;
+    assert!((15..=70).contains(&lost), "{lost} of 400 pings lost");
+    // RTT within 20 +- 8 ms, triangular: sd 8/sqrt(6) = 3.3 ms. Without
+    // jitter no ping is under 20 ms.
+    assert!((11.9..17.0).contains(&min), "min {min} ms");
+    assert!(mdev > 1.5, "mdev {mdev} ms");
+    assert!(guard.stop(), "delayline did not exit cleanly on SIGTERM");
+    let err = err.join().expect("stderr");
+    for dir in ["a->b", "b->a"] {
+        let line = err
+            .lines()
+            .find(|l| l.contains(&format!("{dir}:")))
+            .unwrap_or_else(|| panic!("no {dir} counters: {err}"));
+        let n: u64 = line
+            .split(" (random loss)")
+            .next()
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no loss count: {line}"));
+        assert!((5..=45).contains(&n), "{dir}: {n} lost: {line}");
+    }
+}
+
+#[test]
+fn delays_pings_and_carries_tcp() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/net/tun").exists() {
+        println!("skipped: needs root and /dev/net/tun");
+        return;
+    }
+    let pid = std::process::id();
+    let ns = [format!("dlt{pid}a"), format!("dlt{pid}b")];
+    let net = format!("10.{}.{}", 100 + pid % 100, (pid / 100) % 250);
+    let addr_b = format!("{net}.2");
+    let (mut guard, _) = start(&["--rtt", "50ms", "--rate", "200mbit"], &ns, &net);
 
     // RTT: ping's average within 10% of 50 ms.
     let out = Command::new("ip")

@@ -52,6 +52,11 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ("kexguess", "sluice-only keyword"),
     ("compressionalgorithms", "sluice-only keyword"),
     ("compressionlevel", "sluice's meaning (ssh ignores the SSH-1 keyword)"),
+    (
+        "enablehwcompression",
+        "AIX OpenSSH's keyword; Debian's ssh does not know it",
+    ),
+    ("hwcompressionlibrary", "sluice-only keyword"),
 ];
 
 /// Defaults that differ by design: (keyword, sluice's, ssh's).

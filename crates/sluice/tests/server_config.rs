@@ -34,6 +34,11 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
         "nonemacenabled",
         "sluiced's own keyword (HPN-SSH's NONE MAC)",
     ),
+    (
+        "enablehwcompression",
+        "AIX OpenSSH's keyword; Debian's sshd does not know it",
+    ),
+    ("hwcompressionlibrary", "sluiced's own keyword"),
 ];
 
 fn parse_dump(text: &str) -> BTreeMap<String, Vec<String>> {

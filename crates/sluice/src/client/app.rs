@@ -15,6 +15,7 @@ use crate::config::{algorithms, cipher_order};
 use crate::keys::pattern;
 use crate::log;
 use crate::net::crypto_pool::CryptoThreads;
+use crate::net::hwzlib::{self, HwSettings};
 use sluice_proto::crypto::{cipher, hostkey, kex};
 use sluice_proto::transport::compress;
 use sluice_proto::Config;
@@ -236,10 +237,22 @@ fn compression_engines(
         .collect()
 }
 
+/// EnableHwCompression and HwCompressionLibrary (`~` and tokens expanded).
+fn hw_settings(r: &Resolved) -> HwSettings {
+    HwSettings {
+        enabled: r.flag("enablehwcompression", false),
+        library: r
+            .get("hwcompressionlibrary")
+            .filter(|v| !v.eq_ignore_ascii_case("none"))
+            .map(|v| expand(v, r).display().to_string()),
+    }
+}
+
 /// `-G`: the configuration as text, algorithm lists the ones sluice offers.
 pub fn print_config(r: &Resolved, req: &SessionRequest) -> Result<String, ClientError> {
     let (none_enabled, none_switch, none_mac) = none_flags(r)?;
     let proto = proto_config(r)?;
+    let hw = hw_settings(r);
     let yn = |b: bool| if b { "yes" } else { "no" }.to_owned();
     let or = |kw: &str, d: &str| r.get(kw).unwrap_or(d).to_owned();
     let sluice = [
@@ -261,6 +274,11 @@ pub fn print_config(r: &Resolved, req: &SessionRequest) -> Result<String, Client
         ("noneswitch", yn(none_switch)),
         ("nonemacenabled", yn(none_mac)),
         ("kexguess", yn(proto.kex_guess)),
+        ("enablehwcompression", yn(hw.enabled)),
+        (
+            "hwcompressionlibrary",
+            hw.library.unwrap_or_else(|| "none".to_owned()),
+        ),
     ];
     Ok(setup::print_config(&req.identities, r, &proto, &sluice)?)
 }
@@ -274,6 +292,9 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
     let host = r.hostname().to_owned();
     let port = r.port();
     let mut proto = proto_config(r)?;
+    if proto.prefer_compression || proto.compression_auto {
+        proto.compression_engines = hwzlib::engines(proto.compression_engines, &hw_settings(r));
+    }
     let size = |kw: &str, name: &str| -> Result<u64, String> {
         r.get(kw).map_or(Ok(0), |v| {
             crate::config::parse_size(v)

@@ -43,6 +43,8 @@ const SUPPORTED: &[&str] = &[
     "compression",
     "compressionalgorithms",
     "compressionlevel",
+    "enablehwcompression",
+    "hwcompressionlibrary",
     "stricthostkeychecking",
     "userknownhostsfile",
     "globalknownhostsfile",

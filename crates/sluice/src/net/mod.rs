@@ -5,6 +5,7 @@ pub mod crypto_pool;
 pub mod crypto_workers;
 pub mod fdio;
 pub mod fwdsock;
+pub mod hwzlib;
 pub mod path;
 pub mod pump;
 pub mod sockbuf;

@@ -4,6 +4,7 @@
 
 use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
 use crate::log::{self, Level};
+use crate::net::hwzlib::{self, HwSettings};
 use crate::server::listen::{self, Listener};
 use sluice_proto::transport::compress;
 use sluice_proto::Config;
@@ -66,7 +67,16 @@ pub fn proto_config(cfg: &Sshd) -> Config {
     // authentication, so nothing is inflated for an unauthenticated peer.
     let compression_engines = match cfg.compression.as_str() {
         "no" => Vec::new(),
-        _ => compress::after_auth_only(&compress::default_engines()),
+        _ => {
+            let hw = HwSettings {
+                enabled: cfg.enable_hw_compression,
+                library: cfg
+                    .hw_compression_library
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
+            };
+            compress::after_auth_only(&hwzlib::engines(compress::default_engines(), &hw))
+        }
     };
     Config {
         kex: cfg.kex.clone(),

@@ -7,6 +7,7 @@ pub const FLAGS: &[&str] = &[
     "batchmode",
     "canonicalizefallbacklocal",
     "checkhostip",
+    "enablehwcompression",
     "enablesshkeysign",
     "clearallforwardings",
     "exitonforwardfailure",

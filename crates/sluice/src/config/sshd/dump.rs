@@ -115,6 +115,8 @@ const ORDER: &[&str] = &[
     "channelwindowmax",
     "noneenabled",
     "nonemacenabled",
+    "enablehwcompression",
+    "hwcompressionlibrary",
 ];
 
 fn yn(b: bool) -> String {
@@ -167,6 +169,10 @@ impl ServerConfig {
             "strictmodes" => one(yn(self.strict_modes)),
             "permitemptypasswords" => one(yn(self.permit_empty_passwords)),
             "compression" => one(self.compression.clone()),
+            "enablehwcompression" => one(yn(self.enable_hw_compression)),
+            "hwcompressionlibrary" => one(or_none(
+                self.hw_compression_library.as_ref().map(|p| p.display()),
+            )),
             "gatewayports" => one(self.gateway_ports.clone()),
             "allowtcpforwarding" => one(self.allow_tcp_forwarding.clone()),
             "allowagentforwarding" => one(yn(self.allow_agent_forwarding)),

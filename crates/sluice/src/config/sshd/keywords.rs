@@ -284,6 +284,8 @@ const OWN: &[&str] = &[
     "pubkeyacceptedalgorithms",
     "pubkeyacceptedkeytypes",
     "compression",
+    "enablehwcompression",
+    "hwcompressionlibrary",
     "rekeylimit",
     "cryptothreads",
     "forcecommand",
@@ -490,6 +492,10 @@ impl ServerConfig {
                     "auto" => "auto".into(),
                     _ => return Err(l.err(&format!("unsupported option \"{first}\"."))),
                 }
+            }
+            "enablehwcompression" => self.enable_hw_compression = bool_arg()?,
+            "hwcompressionlibrary" => {
+                self.hw_compression_library = (first != "none").then(|| first.into())
             }
             "rekeylimit" => {
                 self.rekey_limit =

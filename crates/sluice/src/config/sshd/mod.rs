@@ -106,6 +106,11 @@ pub struct ServerConfig {
     pub pubkey_algorithms: Vec<String>,
     /// Compression: yes, delayed or no.
     pub compression: String,
+    /// EnableHwCompression (AIX OpenSSH's keyword): zlib through a hardware
+    /// deflate library (net/hwzlib).
+    pub enable_hw_compression: bool,
+    /// Ours: HwCompressionLibrary, the library tried first.
+    pub hw_compression_library: Option<PathBuf>,
     /// RekeyLimit bytes (0 default) and seconds (0 none).
     pub rekey_limit: (u64, u64),
     /// CryptoThreads: threads that seal and open packets (sluice's own keyword).
@@ -231,6 +236,8 @@ impl Default for ServerConfig {
             host_key_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
             pubkey_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
             compression: "yes".into(),
+            enable_hw_compression: false,
+            hw_compression_library: None,
             rekey_limit: (0, 0),
             crypto_threads: CryptoThreads::Auto,
             force_command: None,
