@@ -319,20 +319,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         }
     };
     restore(saved);
-    if let (Some((raw, z)), _) = conn.compression_stats() {
-        log!(
-            Debug1,
-            "compress outgoing: raw data {raw}, compressed {z}, factor {:.2}",
-            z as f64 / raw.max(1) as f64
-        );
-    }
-    if let (_, Some((raw, z))) = conn.compression_stats() {
-        log!(
-            Debug1,
-            "compress incoming: raw data {raw}, compressed {z}, factor {:.2}",
-            z as f64 / raw.max(1) as f64
-        );
-    }
+    crate::net::compress_ctl::log_summary(&conn);
     match result {
         Ok(()) if handler.finished_cleanly() => {
             if let Some(sig) = &handler.exit_signal {

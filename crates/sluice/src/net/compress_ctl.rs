@@ -57,6 +57,21 @@ const GAIN: f64 = 1.04;
 const HOLD_MIN: u32 = 2;
 const HOLD_MAX: u32 = 32;
 
+/// Logs a connection's compression totals as ssh and sshd do at its end
+/// (debug1): `compress outgoing: raw data N, compressed M, factor F`.
+pub fn log_summary(conn: &sluice_proto::Connection) {
+    let (out, inc) = conn.compression_stats();
+    for (dir, counts) in [("outgoing", out), ("incoming", inc)] {
+        if let Some((raw, z)) = counts {
+            log!(
+                Debug1,
+                "compress {dir}: raw data {raw}, compressed {z}, factor {:.2}",
+                z as f64 / raw.max(1) as f64
+            );
+        }
+    }
+}
+
 /// Unsent bytes in the socket above which the link (or the peer's
 /// window) is taken as the limit: compression is keeping ahead of it.
 const LINK_BOUND: u64 = 256 << 10;

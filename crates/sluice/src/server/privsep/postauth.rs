@@ -311,6 +311,7 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
     pump.set_crypto_threads(&mut conn, threads);
     pump.preload_input(&rest);
     let r = pump.run(&mut conn, &mut handler);
+    crate::net::compress_ctl::log_summary(&conn);
     super::log_end(r, &format!("user {user} "), peer, handler.take_error())
 }
 
