@@ -43,6 +43,8 @@ struct Session {
     done: bool,
     /// The pty from a pty-req; the shell or command runs on it.
     pty: Option<Pty>,
+    /// `internal-sftp` runs on the channel in this process (server/sftp).
+    sftp: Option<crate::server::sftp::SftpExit>,
 }
 
 /// Server-side event handling for one connection.
@@ -481,6 +483,9 @@ impl Handler for ServerConn {
                 continue;
             }
             if s.exit.is_none() {
+                if let Some(code) = s.sftp.as_ref().and_then(|e| e.code()) {
+                    s.exit = Some(ExitResult::Status(code));
+                }
                 if let Some(child) = s.child.as_mut() {
                     if let Ok(Some(status)) = child.try_wait() {
                         s.exit = Some(session::exit_result(status));
@@ -521,7 +526,7 @@ impl Handler for ServerConn {
         let reap = self
             .sessions
             .values()
-            .any(|s| s.child.is_some() && !s.done)
+            .any(|s| (s.child.is_some() || s.sftp.is_some()) && !s.done)
             .then_some(Duration::from_millis(20));
         let auth = self.auth.tick_interval(&self.cfg, self.user.is_some());
         [reap, self.alive.wait(), auth, self.fwd.tick_interval()]

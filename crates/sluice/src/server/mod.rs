@@ -20,4 +20,5 @@ pub mod pty;
 pub mod sandbox;
 pub mod session;
 pub mod session_env;
+pub mod sftp;
 pub mod shadow;
