@@ -106,10 +106,13 @@ impl ServerConn {
 
     /// The post-auth process of privilege separation: `user` authenticated
     /// in the monitor, which vouches for it and for `key_options`; `cfg` is
-    /// the startup configuration (Match blocks are applied here for `user`).
+    /// the startup configuration, `matched` the same with `user`'s Match
+    /// blocks applied (by the caller, while `Match Group` can still read
+    /// /etc/group: before a ChrootDirectory hides it).
     /// Call [`ServerConn::authenticated_on`] with the imported engine next.
     pub fn authenticated(
         cfg: Sshd,
+        matched: Sshd,
         peer: SocketAddr,
         local: SocketAddr,
         user: UserInfo,
@@ -117,8 +120,7 @@ impl ServerConn {
         monitor: Box<dyn MonitorRequests>,
     ) -> Self {
         let mut s = Self::build(cfg, peer, local, None, None);
-        let ctx = crate::config::sshd::MatchContext::connection(&user.name, peer, local);
-        s.cfg = s.base.for_connection(&ctx);
+        s.cfg = matched;
         s.match_user = Some(user.name.clone());
         s.user = Some(user);
         s.key_options = key_options;

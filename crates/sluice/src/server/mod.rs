@@ -5,6 +5,7 @@ pub mod agent_forward;
 pub mod allow;
 pub mod auth;
 pub mod child;
+pub mod chroot;
 pub mod conn;
 pub mod daemon;
 pub mod error;

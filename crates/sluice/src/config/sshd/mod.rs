@@ -112,6 +112,8 @@ pub struct ServerConfig {
     pub crypto_threads: CryptoThreads,
     /// ForceCommand.
     pub force_command: Option<String>,
+    /// ChrootDirectory, tokens unexpanded; None for `none` (server/chroot.rs).
+    pub chroot_directory: Option<String>,
     /// Banner file.
     pub banner: Option<PathBuf>,
     /// AllowUsers patterns.
@@ -234,6 +236,7 @@ impl Default for ServerConfig {
             rekey_limit: (0, 0),
             crypto_threads: CryptoThreads::Auto,
             force_command: None,
+            chroot_directory: None,
             banner: None,
             allow_users: Vec::new(),
             deny_users: Vec::new(),
