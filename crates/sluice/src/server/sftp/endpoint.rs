@@ -147,10 +147,9 @@ impl SftpEndpoint {
 
     fn fail(&mut self, q: &mut Queues, e: FrameError) {
         crate::log!(Error, "sftp: {e}; ending the session");
+        // What was framed before the bad packet is still answered.
         self.broken = true;
         q.input_done = true;
-        q.requests.clear();
-        q.request_bytes = 0;
         q.fatal = true;
     }
 }
