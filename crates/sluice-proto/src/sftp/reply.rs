@@ -26,7 +26,7 @@ fn begin(out: &mut Vec<u8>, kind: u8, id: u32) -> usize {
 }
 
 /// Writes the length of the packet that starts at `start`.
-fn end(out: &mut Vec<u8>, start: usize) {
+fn end(out: &mut [u8], start: usize) {
     let len = (out.len() - start - 4) as u32;
     if let Some(slot) = out.get_mut(start..start + 4) {
         slot.copy_from_slice(&len.to_be_bytes());
@@ -72,7 +72,7 @@ pub fn data_begin(out: &mut Vec<u8>, id: u32) -> usize {
 }
 
 /// Finishes a DATA reply: both length fields from what was appended.
-pub fn data_end(out: &mut Vec<u8>, start: usize) {
+pub fn data_end(out: &mut [u8], start: usize) {
     let n = out.len().saturating_sub(start + 13) as u32;
     if let Some(slot) = out.get_mut(start + 9..start + 13) {
         slot.copy_from_slice(&n.to_be_bytes());

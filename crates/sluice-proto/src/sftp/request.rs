@@ -455,7 +455,7 @@ fn one(w: &mut Writer<'_>, kind: u8, id: u32, s: &[u8]) {
 
 fn ids(r: &mut Reader<'_>) -> Result<Vec<u32>, WireError> {
     let mut inner = Reader::new(r.string()?);
-    if inner.remaining().len() % 4 != 0 || inner.remaining().len() / 4 > MAX_IDS {
+    if !inner.remaining().len().is_multiple_of(4) || inner.remaining().len() / 4 > MAX_IDS {
         return Err(WireError::BadValue);
     }
     let mut v = Vec::with_capacity(inner.remaining().len() / 4);

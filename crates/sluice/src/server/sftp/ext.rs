@@ -151,17 +151,17 @@ fn statvfs_of(v: &libc::statvfs) -> Statvfs {
         flag |= 2;
     }
     Statvfs {
-        bsize: v.f_bsize as u64,
-        frsize: v.f_frsize as u64,
-        blocks: v.f_blocks as u64,
-        bfree: v.f_bfree as u64,
-        bavail: v.f_bavail as u64,
-        files: v.f_files as u64,
-        ffree: v.f_ffree as u64,
-        favail: v.f_favail as u64,
-        fsid: v.f_fsid as u64,
+        bsize: v.f_bsize,
+        frsize: v.f_frsize,
+        blocks: v.f_blocks,
+        bfree: v.f_bfree,
+        bavail: v.f_bavail,
+        files: v.f_files,
+        ffree: v.f_ffree,
+        favail: v.f_favail,
+        fsid: v.f_fsid,
         flag,
-        namemax: v.f_namemax as u64,
+        namemax: v.f_namemax,
     }
 }
 

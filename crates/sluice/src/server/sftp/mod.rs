@@ -78,8 +78,7 @@ impl Options {
             let Some(flags) = a.strip_prefix('-').filter(|f| !f.is_empty()) else {
                 return Err(format!("{INTERNAL}: unexpected argument \"{a}\""));
             };
-            let mut chars = flags.char_indices();
-            while let Some((i, f)) = chars.next() {
+            for (i, f) in flags.char_indices() {
                 let rest = flags.get(i + 1..).unwrap_or("");
                 let mut value = |name: char| -> Result<String, String> {
                     if rest.is_empty() {

@@ -216,8 +216,8 @@ impl Server {
         loop {
             let id = self.next_handle;
             self.next_handle = self.next_handle.wrapping_add(1);
-            if !self.handles.contains_key(&id) {
-                self.handles.insert(id, h);
+            if let std::collections::hash_map::Entry::Vacant(e) = self.handles.entry(id) {
+                e.insert(h);
                 return Some(id.to_be_bytes());
             }
         }
