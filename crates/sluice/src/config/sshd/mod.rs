@@ -549,6 +549,19 @@ mod tests {
     }
 
     #[test]
+    fn chroot_directory_per_match_and_in_dump() {
+        let text = "ChrootDirectory none\nMatch User bob\n  ChrootDirectory /srv/%u\n  ForceCommand internal-sftp -R\n";
+        let c = load(text, &[]).unwrap();
+        assert_eq!(c.chroot_directory, None);
+        assert!(c.dump().contains("chrootdirectory none\n"));
+        let a: std::net::SocketAddr = "127.0.0.1:22".parse().unwrap();
+        let bob = c.for_connection(&MatchContext::connection("bob", a, a));
+        assert_eq!(bob.chroot_directory.as_deref(), Some("/srv/%u"));
+        assert_eq!(bob.force_command.as_deref(), Some("internal-sftp -R"));
+        assert!(bob.dump().contains("chrootdirectory /srv/%u\n"));
+    }
+
+    #[test]
     fn defaults_overrides_and_errors() {
         let c = load("Port 2222\nPort 2223\nPermitRootLogin no\nPermitRootLogin yes\nUsePAM yes\nSubsystem sftp /usr/lib/openssh/sftp-server\n", &["PermitRootLogin=yes"]).unwrap();
         assert_eq!(c.ports, [2222, 2223]);
