@@ -64,6 +64,7 @@ pub mod event;
 pub mod handover;
 pub mod kex;
 pub mod negotiate;
+pub mod sftp;
 mod test_hooks;
 pub mod transport;
 

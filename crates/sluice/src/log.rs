@@ -104,6 +104,15 @@ fn priority(level: Level) -> libc::c_int {
     }
 }
 
+/// Connects to syslog now if it is in use, so lines still reach it after
+/// a chroot (server/chroot.rs) hides /dev/log.
+pub fn keep_syslog_open() {
+    if SYSLOG.load(Ordering::Relaxed) {
+        // SAFETY: facility 0 keeps the one set by use_syslog; the ident is static.
+        unsafe { libc::openlog(c"sluiced".as_ptr(), libc::LOG_PID | libc::LOG_NDELAY, 0) };
+    }
+}
+
 /// Sets the process-wide log level.
 pub fn set_level(level: Level) {
     LEVEL.store(level as u8, Ordering::Relaxed);

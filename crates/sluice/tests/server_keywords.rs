@@ -30,7 +30,6 @@ fn unsupported_values_refuse_to_start() {
     let d = s.dir.0.display().to_string();
     let head = format!("HostKey {d}/host_ed25519\nListenAddress 127.0.0.1\nPidFile none\n");
     let cases = [
-        ("ChrootDirectory /srv", "ChrootDirectory none"),
         ("PerSourceMaxStartups 10", "PerSourceMaxStartups none"),
         (
             "AuthenticationMethods publickey,password",
@@ -50,8 +49,8 @@ fn unsupported_values_refuse_to_start() {
             "AuthorizedKeysCommand none",
         ),
         (
-            "Match User nobody\n  ChrootDirectory /srv",
-            "Match User nobody\n  ChrootDirectory none",
+            "Match User nobody\n  RDomain vrf1",
+            "Match User nobody\n  RDomain none",
         ),
     ];
     for (bad, off) in cases {
@@ -83,10 +82,10 @@ fn unsupported_values_refuse_to_start() {
     // On the command line too.
     let cfg = s.dir.path("plain");
     std::fs::write(&cfg, &head).unwrap();
-    let out = sluiced(&["-t", "-o", "ChrootDirectory=/srv"], &cfg);
+    let out = sluiced(&["-t", "-o", "RDomain=vrf1"], &cfg);
     assert_eq!(out.status.code(), Some(255));
     assert!(
-        text(&out.stderr).contains("unsupported option ChrootDirectory at command-line:0"),
+        text(&out.stderr).contains("unsupported option RDomain at command-line:0"),
         "{}",
         text(&out.stderr)
     );

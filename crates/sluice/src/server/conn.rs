@@ -43,6 +43,8 @@ struct Session {
     done: bool,
     /// The pty from a pty-req; the shell or command runs on it.
     pty: Option<Pty>,
+    /// `internal-sftp` runs on the channel in this process (server/sftp).
+    sftp: Option<crate::server::sftp::SftpExit>,
 }
 
 /// Server-side event handling for one connection.
@@ -104,10 +106,13 @@ impl ServerConn {
 
     /// The post-auth process of privilege separation: `user` authenticated
     /// in the monitor, which vouches for it and for `key_options`; `cfg` is
-    /// the startup configuration (Match blocks are applied here for `user`).
+    /// the startup configuration, `matched` the same with `user`'s Match
+    /// blocks applied (by the caller, while `Match Group` can still read
+    /// /etc/group: before a ChrootDirectory hides it).
     /// Call [`ServerConn::authenticated_on`] with the imported engine next.
     pub fn authenticated(
         cfg: Sshd,
+        matched: Sshd,
         peer: SocketAddr,
         local: SocketAddr,
         user: UserInfo,
@@ -115,8 +120,7 @@ impl ServerConn {
         monitor: Box<dyn MonitorRequests>,
     ) -> Self {
         let mut s = Self::build(cfg, peer, local, None, None);
-        let ctx = crate::config::sshd::MatchContext::connection(&user.name, peer, local);
-        s.cfg = s.base.for_connection(&ctx);
+        s.cfg = matched;
         s.match_user = Some(user.name.clone());
         s.user = Some(user);
         s.key_options = key_options;
@@ -481,6 +485,9 @@ impl Handler for ServerConn {
                 continue;
             }
             if s.exit.is_none() {
+                if let Some(code) = s.sftp.as_ref().and_then(|e| e.code()) {
+                    s.exit = Some(ExitResult::Status(code));
+                }
                 if let Some(child) = s.child.as_mut() {
                     if let Ok(Some(status)) = child.try_wait() {
                         s.exit = Some(session::exit_result(status));
@@ -521,7 +528,7 @@ impl Handler for ServerConn {
         let reap = self
             .sessions
             .values()
-            .any(|s| s.child.is_some() && !s.done)
+            .any(|s| (s.child.is_some() || s.sftp.is_some()) && !s.done)
             .then_some(Duration::from_millis(20));
         let auth = self.auth.tick_interval(&self.cfg, self.user.is_some());
         [reap, self.alive.wait(), auth, self.fwd.tick_interval()]

@@ -184,6 +184,7 @@ impl ServerConfig {
             "macs" => one(self.macs.join(",")),
             "banner" => one(or_none(self.banner.as_ref().map(|p| p.display()))),
             "forcecommand" => one(or_none(self.force_command.as_ref())),
+            "chrootdirectory" => one(or_none(self.chroot_directory.as_ref())),
             "authorizedkeyscommand" => one(or_none(self.authorized_keys_command.as_ref())),
             "authorizedkeyscommanduser" => one(or_none(self.authorized_keys_command_user.as_ref())),
             "kexalgorithms" => one(self.kex.join(",")),

@@ -106,7 +106,6 @@ pub(super) const OTHER: &[(&str, Option<&str>)] = &[
     ("exposeauthinfo", Some("no")),
     ("modulifile", Some("/etc/ssh/moduli")),
     ("xauthlocation", Some("/usr/bin/xauth")),
-    ("chrootdirectory", Some("none")),
     ("trustedusercakeys", Some("none")),
     ("securitykeyprovider", Some("internal")),
     ("authorizedprincipalsfile", Some("none")),
@@ -133,7 +132,6 @@ pub(super) const OTHER: &[(&str, Option<&str>)] = &[
 /// is refused at startup: the server must not run without what the
 /// administrator asked for.
 const UNSUPPORTED: &[(&str, &str, &str)] = &[
-    ("chrootdirectory", "none", "sluiced does not chroot sessions"),
     (
         "persourcemaxstartups",
         "none",
@@ -289,6 +287,7 @@ const OWN: &[&str] = &[
     "rekeylimit",
     "cryptothreads",
     "forcecommand",
+    "chrootdirectory",
     "banner",
     "tcprcvbuf",
     "tcpsndbuf",
@@ -506,6 +505,10 @@ impl ServerConfig {
                     .ok_or_else(|| l.err(&format!("Bad CryptoThreads: {first}")))?
             }
             "forcecommand" => self.force_command = (first != "none").then(|| l.raw.clone()),
+            // Tokens (%h %u %U %%) are expanded per user (chroot_for).
+            "chrootdirectory" => {
+                self.chroot_directory = (!first.eq_ignore_ascii_case("none")).then(|| first.clone())
+            }
             "banner" => self.banner = (first != "none").then(|| first.into()),
             "tcprcvbuf" => self.tcp_rcvbuf = size()?,
             "tcpsndbuf" => self.tcp_sndbuf = size()?,

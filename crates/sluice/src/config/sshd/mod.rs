@@ -117,6 +117,8 @@ pub struct ServerConfig {
     pub crypto_threads: CryptoThreads,
     /// ForceCommand.
     pub force_command: Option<String>,
+    /// ChrootDirectory, tokens unexpanded; None for `none` (server/chroot.rs).
+    pub chroot_directory: Option<String>,
     /// Banner file.
     pub banner: Option<PathBuf>,
     /// AllowUsers patterns.
@@ -241,6 +243,7 @@ impl Default for ServerConfig {
             rekey_limit: (0, 0),
             crypto_threads: CryptoThreads::Auto,
             force_command: None,
+            chroot_directory: None,
             banner: None,
             allow_users: Vec::new(),
             deny_users: Vec::new(),
@@ -550,6 +553,19 @@ mod tests {
             .map(|(c, _)| c);
         let _ = std::fs::remove_file(&p);
         r
+    }
+
+    #[test]
+    fn chroot_directory_per_match_and_in_dump() {
+        let text = "ChrootDirectory none\nMatch User bob\n  ChrootDirectory /srv/%u\n  ForceCommand internal-sftp -R\n";
+        let c = load(text, &[]).unwrap();
+        assert_eq!(c.chroot_directory, None);
+        assert!(c.dump().contains("chrootdirectory none\n"));
+        let a: std::net::SocketAddr = "127.0.0.1:22".parse().unwrap();
+        let bob = c.for_connection(&MatchContext::connection("bob", a, a));
+        assert_eq!(bob.chroot_directory.as_deref(), Some("/srv/%u"));
+        assert_eq!(bob.force_command.as_deref(), Some("internal-sftp -R"));
+        assert!(bob.dump().contains("chrootdirectory /srv/%u\n"));
     }
 
     #[test]

@@ -7,8 +7,9 @@ use crate::net::pump::{ChanIo, ChannelFds};
 use crate::server::agent_forward;
 use crate::server::child::SessionChild;
 use crate::server::pty::Pty;
-use crate::server::session::{self, SessionSpawn};
+use crate::server::session::{self, SessionSpawn, UserInfo};
 use crate::server::session_env;
+use crate::server::sftp;
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::{ChannelId, Connection};
 use std::ffi::OsString;
@@ -31,7 +32,7 @@ impl ServerConn {
         let Some(s) = self.sessions.get_mut(&id) else {
             return false;
         };
-        if s.child.is_some() {
+        if s.child.is_some() || s.sftp.is_some() {
             return false;
         }
         let env = s.env.clone();
@@ -60,6 +61,9 @@ impl ServerConn {
             }
             None => command,
         };
+        if let Some(c) = command.as_deref().filter(|c| sftp::is_internal(c)) {
+            return self.start_sftp(id, fds, c, &user);
+        }
         let mut spawn = SessionSpawn {
             user,
             command,
@@ -104,6 +108,45 @@ impl ServerConn {
             }
             Err(e) => {
                 log!(Error, "session: failed to run command: {e}");
+                false
+            }
+        }
+    }
+
+    /// `internal-sftp` (a Subsystem or ForceCommand naming it): the server
+    /// runs on the channel in this process, as the user (and in the
+    /// ChrootDirectory, where one is set), instead of a program.
+    fn start_sftp(
+        &mut self,
+        id: ChannelId,
+        fds: &mut ChannelFds,
+        command: &[u8],
+        user: &UserInfo,
+    ) -> bool {
+        let Some(s) = self.sessions.get_mut(&id) else {
+            return false;
+        };
+        let text = String::from_utf8_lossy(command);
+        let who = format!(
+            "user {} from {} port {}",
+            user.name,
+            crate::server::privsep::show_ip(self.peer),
+            self.peer.port()
+        );
+        let started = sftp::Options::parse(&text)
+            .and_then(|o| sftp::Worker::new(o, &user.name, &user.home, who))
+            .and_then(|w| {
+                sftp::SftpEndpoint::start(w).map_err(|e| format!("starting internal-sftp: {e}"))
+            });
+        match started {
+            Ok((end, exit)) => {
+                log!(Debug1, "session: internal-sftp on channel {}", id.0);
+                fds.insert(id, ChanIo::in_process(Box::new(end)));
+                s.sftp = Some(exit);
+                true
+            }
+            Err(e) => {
+                log!(Error, "session: {e}");
                 false
             }
         }

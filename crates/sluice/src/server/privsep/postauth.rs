@@ -8,9 +8,11 @@
 //!
 //! The post-auth process takes nothing about the user from the pre-auth
 //! child: the name comes from the monitor, the account from the password
-//! database, the Match configuration from the config file. It sets the
-//! user's groups, gid and uid (and checks root cannot come back) before
-//! it decodes the state, then serves the connection as that user.
+//! database, the Match configuration from the config file. It reads the
+//! user's groups and applies the Match blocks, enters the ChrootDirectory
+//! if one applies (as root, server/chroot.rs), sets the groups, gid and
+//! uid (and checks root cannot come back) before it decodes the state,
+//! then serves the connection as that user.
 
 use super::mauth::Accepted;
 use super::monitor::{kill_and_reap, reap, relay_log, Handover};
@@ -245,7 +247,29 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         libc::prctl(libc::PR_SET_NAME, c"sluiced".as_ptr());
         libc::getppid()
     };
-    if let Err(e) = become_user(&info) {
+    // SAFETY: fd 0 is the peer's socket, handed over by the monitor.
+    let sock = unsafe { TcpStream::from_raw_fd(0) };
+    let Some((peer, local)) = super::addresses(&sock) else {
+        return 255;
+    };
+    // The groups are read before a chroot hides /etc/group; the chroot is
+    // made as root, then the uid changes (sshd's order).
+    let groups = match login_groups(&info) {
+        Ok(g) => g,
+        Err(e) => {
+            crate::log!(Error, "post-auth: groups of {}: {e}", info.name);
+            return 255;
+        }
+    };
+    let ctx = crate::config::sshd::MatchContext::connection(&user, peer, local);
+    let matched = cfg.for_connection(&ctx);
+    if let Some(template) = matched.chroot_directory.clone() {
+        if let Err(e) = enter_chroot(&template, &info) {
+            crate::log!(Error, "post-auth: {e}");
+            return 255;
+        }
+    }
+    if let Err(e) = become_user(&info, &groups) {
         crate::log!(Error, "post-auth: becoming {}: {e}", info.name);
         return 255;
     }
@@ -262,11 +286,6 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
             return 255;
         }
     }
-    // SAFETY: fd 0 is the peer's socket, handed over by the monitor.
-    let sock = unsafe { TcpStream::from_raw_fd(0) };
-    let Some((peer, local)) = super::addresses(&sock) else {
-        return 255;
-    };
     let state = match TransportState::decode(&state) {
         Ok(s) => s,
         Err(e) => {
@@ -304,7 +323,8 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
     };
     let threads = cfg.crypto_threads;
     let monitor = Box::new(MonitorLink(link.clone()));
-    let mut handler = ServerConn::authenticated(cfg, peer, local, info, key_options, monitor);
+    let mut handler =
+        ServerConn::authenticated(cfg, matched, peer, local, info, key_options, monitor);
     handler.set_socket(sock.as_raw_fd());
     handler.authenticated_on(&mut conn);
     let mut pump = Pump::new(sock.as_raw_fd());
@@ -351,9 +371,33 @@ fn receive(link: &Link) -> Result<Received, String> {
     Ok((user, key_options, host_keys, state, rest))
 }
 
+/// The user's groups (initgroups' list), read while /etc/group is still
+/// reachable; empty when not running as root (nothing to set).
+fn login_groups(u: &UserInfo) -> Result<Vec<libc::gid_t>, String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(Vec::new());
+    }
+    session::group_list(&u.name, u.gid).map_err(|e| e.to_string())
+}
+
+/// ChrootDirectory for the user (Match blocks applied): tokens, sshd's
+/// ownership checks, chroot(2). Only root can chroot; the error says so.
+fn enter_chroot(template: &str, u: &UserInfo) -> Result<(), String> {
+    let path = crate::server::chroot::expand(template, u)?;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(format!(
+            "ChrootDirectory {} needs sluiced to run as root",
+            path.display()
+        ));
+    }
+    crate::server::chroot::enter(&path)
+}
+
 /// initgroups, setgid, setuid as sshd's permanently_set_uid; for a user
 /// other than root, proof that neither uid 0 nor gid 0 can come back.
-fn become_user(u: &UserInfo) -> Result<(), String> {
+fn become_user(u: &UserInfo, groups: &[libc::gid_t]) -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     if euid != 0 {
@@ -364,7 +408,6 @@ fn become_user(u: &UserInfo) -> Result<(), String> {
             Err("not running as root".into())
         };
     }
-    let groups = session::group_list(&u.name, u.gid).map_err(|e| e.to_string())?;
     let last = || std::io::Error::last_os_error().to_string();
     // SAFETY: credential system calls in a process with no other thread yet.
     unsafe {

@@ -1,0 +1,246 @@
+//! OpenSSH's extended requests (PROTOCOL 4.x) and copy-data,
+//! home-directory (draft-ietf-secsh-filexfer-extensions).
+
+use super::files::{self, status_of};
+use super::serve::Server;
+use sluice_proto::sftp::reply::{self, Statvfs};
+use sluice_proto::sftp::{Extended, Status, MAX_PACKET, MAX_READ_WRITE};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+
+/// Answers `e` into `out`, or the status to send instead.
+pub(super) fn answer(
+    s: &mut Server,
+    id: u32,
+    e: Extended<'_>,
+    out: &mut Vec<u8>,
+) -> Result<(), Status> {
+    let st = |e: io::Error| status_of(&e);
+    match e {
+        Extended::PosixRename { from, to } => {
+            s.log(&format!(
+                "posix-rename old \"{}\" new \"{}\"",
+                files::show(from),
+                files::show(to)
+            ));
+            std::fs::rename(files::path(from), files::path(to)).map_err(st)?;
+            reply::status(out, id, Status::OK, "");
+        }
+        Extended::Hardlink { target, link } => {
+            s.log(&format!(
+                "hardlink old \"{}\" new \"{}\"",
+                files::show(target),
+                files::show(link)
+            ));
+            std::fs::hard_link(files::path(target), files::path(link)).map_err(st)?;
+            reply::status(out, id, Status::OK, "");
+        }
+        Extended::Statvfs { path } => {
+            let c = std::ffi::CString::new(files::path(path).as_os_str().as_encoded_bytes())
+                .map_err(|_| Status::BAD_MESSAGE)?;
+            // SAFETY: statvfs fills the zeroed struct we pass; valid C string.
+            let v = unsafe {
+                let mut v: libc::statvfs = std::mem::zeroed();
+                if libc::statvfs(c.as_ptr(), &mut v) != 0 {
+                    return Err(st(io::Error::last_os_error()));
+                }
+                v
+            };
+            reply::statvfs(out, id, &statvfs_of(&v));
+        }
+        Extended::Fstatvfs { handle } => {
+            let f = s.file(handle).ok_or(Status::FAILURE)?;
+            // SAFETY: fstatvfs fills the zeroed struct we pass, on our fd.
+            let v = unsafe {
+                let mut v: libc::statvfs = std::mem::zeroed();
+                if libc::fstatvfs(f.file.as_raw_fd(), &mut v) != 0 {
+                    return Err(st(io::Error::last_os_error()));
+                }
+                v
+            };
+            reply::statvfs(out, id, &statvfs_of(&v));
+        }
+        Extended::Fsync { handle } => {
+            let f = s.file(handle).ok_or(Status::FAILURE)?;
+            f.file.sync_all().map_err(st)?;
+            reply::status(out, id, Status::OK, "");
+        }
+        Extended::Lsetstat { path, attrs } => {
+            s.log(&format!(
+                "set \"{}\" attributes (lsetstat)",
+                files::show(path)
+            ));
+            files::set_attrs(path, &attrs, false).map_err(st)?;
+            reply::status(out, id, Status::OK, "");
+        }
+        Extended::Limits => {
+            let handles = s.max_handles() as u64;
+            reply::extended(out, id, |w| {
+                w.u64(u64::from(MAX_PACKET))
+                    .u64(u64::from(MAX_READ_WRITE))
+                    .u64(u64::from(MAX_READ_WRITE))
+                    .u64(handles);
+            });
+        }
+        Extended::ExpandPath { path } => {
+            let p = expand_tilde(s, path)?;
+            let p = files::realpath(&p).map_err(st)?;
+            files::one_name(out, id, p);
+        }
+        Extended::HomeDirectory { user } => {
+            let home = if user.is_empty() || user == s.w.user.as_bytes() {
+                s.w.home.clone()
+            } else {
+                let name = std::str::from_utf8(user).map_err(|_| Status::NO_SUCH_FILE)?;
+                crate::users::by_name(name)
+                    .ok_or(Status::NO_SUCH_FILE)?
+                    .home
+            };
+            files::one_name(out, id, home.into_bytes());
+        }
+        Extended::UsersGroupsById { uids, gids } => {
+            let users: Vec<String> = uids
+                .iter()
+                .map(|u| s.names.user(*u).unwrap_or_default())
+                .collect();
+            let groups: Vec<String> = gids
+                .iter()
+                .map(|g| s.names.group(*g).unwrap_or_default())
+                .collect();
+            reply::extended(out, id, |w| {
+                w.nested(|w| {
+                    for u in &users {
+                        w.utf8(u);
+                    }
+                });
+                w.nested(|w| {
+                    for g in &groups {
+                        w.utf8(g);
+                    }
+                });
+            });
+        }
+        Extended::CopyData {
+            read_handle,
+            read_offset,
+            read_len,
+            write_handle,
+            write_offset,
+        } => {
+            copy_data(
+                s,
+                read_handle,
+                read_offset,
+                read_len,
+                write_handle,
+                write_offset,
+            )?;
+            reply::status(out, id, Status::OK, "");
+        }
+    }
+    Ok(())
+}
+
+fn statvfs_of(v: &libc::statvfs) -> Statvfs {
+    let mut flag = 0;
+    if v.f_flag & libc::ST_RDONLY != 0 {
+        flag |= 1;
+    }
+    if v.f_flag & libc::ST_NOSUID != 0 {
+        flag |= 2;
+    }
+    Statvfs {
+        bsize: v.f_bsize,
+        frsize: v.f_frsize,
+        blocks: v.f_blocks,
+        bfree: v.f_bfree,
+        bavail: v.f_bavail,
+        files: v.f_files,
+        ffree: v.f_ffree,
+        favail: v.f_favail,
+        fsid: v.f_fsid,
+        flag,
+        namemax: v.f_namemax,
+    }
+}
+
+/// `~` and `~/x` (our home), `~user/x` (theirs), as expand-path@openssh.com.
+fn expand_tilde(s: &Server, p: &[u8]) -> Result<Vec<u8>, Status> {
+    let Some(rest) = p.strip_prefix(b"~") else {
+        return Ok(p.to_vec());
+    };
+    let (user, tail) = match rest.iter().position(|b| *b == b'/') {
+        Some(i) => (
+            rest.get(..i).unwrap_or_default(),
+            rest.get(i..).unwrap_or_default(),
+        ),
+        None => (rest, &b""[..]),
+    };
+    let home = if user.is_empty() {
+        s.w.home.clone()
+    } else {
+        let name = std::str::from_utf8(user).map_err(|_| Status::NO_SUCH_FILE)?;
+        crate::users::by_name(name)
+            .ok_or(Status::NO_SUCH_FILE)?
+            .home
+    };
+    let mut out = home.into_bytes();
+    out.extend_from_slice(tail);
+    Ok(out)
+}
+
+/// copy-data: read from one handle, write to another, in the server; a
+/// range that overlaps itself in the same file is refused.
+fn copy_data(
+    s: &mut Server,
+    rh: &[u8],
+    mut roff: u64,
+    len: u64,
+    wh: &[u8],
+    mut woff: u64,
+) -> Result<(), Status> {
+    let st = |e: io::Error| status_of(&e);
+    let src = s
+        .file(rh)
+        .ok_or(Status::FAILURE)?
+        .file
+        .try_clone()
+        .map_err(st)?;
+    let dst = s
+        .file(wh)
+        .ok_or(Status::FAILURE)?
+        .file
+        .try_clone()
+        .map_err(st)?;
+    if rh == wh {
+        let end = |o: u64| {
+            if len == 0 {
+                u64::MAX
+            } else {
+                o.saturating_add(len)
+            }
+        };
+        if roff < end(woff) && woff < end(roff) {
+            return Err(Status::FAILURE);
+        }
+    }
+    let mut left = if len == 0 { u64::MAX } else { len };
+    let mut buf = vec![0u8; 256 * 1024];
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = files::read_at(&src, buf.get_mut(..want).unwrap_or_default(), roff).map_err(st)?;
+        if n == 0 {
+            if len != 0 {
+                return Err(Status::EOF);
+            }
+            break;
+        }
+        dst.write_all_at(buf.get(..n).unwrap_or_default(), woff)
+            .map_err(st)?;
+        roff += n as u64;
+        woff += n as u64;
+        left -= n as u64;
+    }
+    Ok(())
+}

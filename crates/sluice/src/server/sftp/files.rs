@@ -1,0 +1,403 @@
+//! The file-system calls behind SFTP requests: paths as byte strings,
+//! errno to status codes (as sftp-server maps them), attributes from
+//! stat(2), `ls -l` lines, directory listings, attribute changes.
+
+use super::serve::OpenDir;
+use sluice_proto::sftp::{pflags, reply, Attrs, NameEntry, Status};
+use std::collections::HashMap;
+use std::ffi::{CString, OsStr};
+use std::fs::{File, Metadata};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+/// A wire path as a file-system path (bytes unchanged; "" is ".", as
+/// sftp-server treats it).
+pub(super) fn path(p: &[u8]) -> &Path {
+    if p.is_empty() {
+        Path::new(".")
+    } else {
+        Path::new(OsStr::from_bytes(p))
+    }
+}
+
+/// A path's bytes.
+pub(super) fn bytes_of(p: &Path) -> Vec<u8> {
+    p.as_os_str().as_bytes().to_vec()
+}
+
+/// A wire name for log lines (not UTF-8 shown with replacement characters).
+pub(super) fn show(p: &[u8]) -> String {
+    String::from_utf8_lossy(p).into_owned()
+}
+
+fn cpath(p: &[u8]) -> io::Result<CString> {
+    CString::new(path(p).as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// The status for a failed call (sftp-server's errno_to_portable).
+pub(super) fn status_of(e: &io::Error) -> Status {
+    match e.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR | libc::EBADF | libc::ELOOP) => Status::NO_SUCH_FILE,
+        Some(libc::EPERM | libc::EACCES | libc::EFAULT) => Status::PERMISSION_DENIED,
+        Some(libc::ENAMETOOLONG | libc::EINVAL) => Status::BAD_MESSAGE,
+        Some(libc::ENOSYS | libc::EOPNOTSUPP) => Status::OP_UNSUPPORTED,
+        _ if e.kind() == io::ErrorKind::UnexpectedEof => Status::EOF,
+        _ => Status::FAILURE,
+    }
+}
+
+/// ATTRS from stat(2) (times truncated to the protocol's 32 bits).
+pub(super) fn attrs_of(m: &Metadata) -> Attrs {
+    Attrs {
+        size: Some(m.size()),
+        uid_gid: Some((m.uid(), m.gid())),
+        permissions: Some(m.mode()),
+        atime_mtime: Some((m.atime() as u32, m.mtime() as u32)),
+        extended: Vec::new(),
+    }
+}
+
+/// OPEN: pflags to open(2) flags; the mode from the attributes (0666
+/// when absent), less the umask.
+pub(super) fn open(p: &[u8], fl: u32, attrs: &Attrs) -> io::Result<File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.read(fl & pflags::READ != 0)
+        .write(fl & pflags::WRITE != 0)
+        .append(fl & pflags::APPEND != 0);
+    let mut custom = 0;
+    if fl & pflags::CREAT != 0 {
+        custom |= libc::O_CREAT;
+    }
+    if fl & pflags::TRUNC != 0 {
+        custom |= libc::O_TRUNC;
+    }
+    if fl & pflags::EXCL != 0 {
+        custom |= libc::O_EXCL;
+    }
+    if fl & (pflags::READ | pflags::WRITE | pflags::APPEND) == 0 {
+        // Neither read nor write: open(2) with O_RDONLY, as sftp-server.
+        o.read(true);
+    }
+    o.custom_flags(custom)
+        .mode(attrs.permissions.map_or(0o666, |m| m & 0o7777));
+    // std refuses O_TRUNC/O_CREAT without write access; pass them raw.
+    o.open(path(p))
+}
+
+/// Tells the kernel a handle opened for reading is read front to back
+/// (a larger read-ahead window for the download).
+pub(super) fn advise_sequential(f: &File) {
+    // SAFETY: advice on our own fd.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
+}
+
+/// pread into `buf` until it is full or the file ends; returns the bytes read.
+pub(super) fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut n = 0;
+    while n < buf.len() {
+        let at = offset
+            .checked_add(n as u64)
+            .ok_or(io::ErrorKind::InvalidInput)?;
+        match f.read_at(buf.get_mut(n..).unwrap_or_default(), at) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if n > 0 => {
+                let _ = e;
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// MKDIR with the attributes' permissions (0777 when absent), less the umask.
+pub(super) fn mkdir(p: &[u8], attrs: &Attrs) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .mode(attrs.permissions.map_or(0o777, |m| m & 0o7777))
+        .create(path(p))
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// SETSTAT (`follow`) and lsetstat@openssh.com: size, permissions, times,
+/// owner, in sftp-server's order. lsetstat cannot change a size.
+pub(super) fn set_attrs(p: &[u8], a: &Attrs, follow: bool) -> io::Result<()> {
+    let c = cpath(p)?;
+    let at = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
+    if let Some(size) = a.size {
+        if !follow {
+            return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+        }
+        // SAFETY: valid C string.
+        check(unsafe { libc::truncate(c.as_ptr(), size as libc::off_t) })?;
+    }
+    if let Some(m) = a.permissions {
+        // SAFETY: valid C string.
+        check(unsafe { libc::fchmodat(libc::AT_FDCWD, c.as_ptr(), (m & 0o7777) as _, at) })?;
+    }
+    if let Some((atime, mtime)) = a.atime_mtime {
+        let ts = times(atime, mtime);
+        // SAFETY: valid C string and a two-element timespec array.
+        check(unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), ts.as_ptr(), at) })?;
+    }
+    if let Some((uid, gid)) = a.uid_gid {
+        // SAFETY: valid C string.
+        check(unsafe { libc::fchownat(libc::AT_FDCWD, c.as_ptr(), uid, gid, at) })?;
+    }
+    Ok(())
+}
+
+/// FSETSTAT.
+pub(super) fn set_file_attrs(f: &File, a: &Attrs) -> io::Result<()> {
+    let fd = f.as_raw_fd();
+    if let Some(size) = a.size {
+        f.set_len(size)?;
+    }
+    if let Some(m) = a.permissions {
+        // SAFETY: our fd.
+        check(unsafe { libc::fchmod(fd, (m & 0o7777) as _) })?;
+    }
+    if let Some((atime, mtime)) = a.atime_mtime {
+        let ts = times(atime, mtime);
+        // SAFETY: our fd and a two-element timespec array.
+        check(unsafe { libc::futimens(fd, ts.as_ptr()) })?;
+    }
+    if let Some((uid, gid)) = a.uid_gid {
+        // SAFETY: our fd.
+        check(unsafe { libc::fchown(fd, uid, gid) })?;
+    }
+    Ok(())
+}
+
+fn times(atime: u32, mtime: u32) -> [libc::timespec; 2] {
+    let t = |s: u32| libc::timespec {
+        tv_sec: libc::time_t::from(s),
+        tv_nsec: 0,
+    };
+    [t(atime), t(mtime)]
+}
+
+/// RENAME: the target must not exist (draft 6.5; renameat2's
+/// RENAME_NOREPLACE makes the check and the rename one step). File
+/// systems without it get sftp-server's check, then rename(2).
+pub(super) fn rename_noreplace(from: &[u8], to: &[u8]) -> io::Result<()> {
+    let (a, b) = (cpath(from)?, cpath(to)?);
+    // SAFETY: valid C strings.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::EINVAL) {
+        return Err(e);
+    }
+    if std::fs::symlink_metadata(path(to)).is_ok() {
+        return Err(io::Error::from_raw_os_error(libc::EEXIST));
+    }
+    std::fs::rename(path(from), path(to))
+}
+
+/// REALPATH: the canonical absolute path. A last component that does not
+/// exist yet is kept as given (clients resolve upload targets this way).
+pub(super) fn realpath(p: &[u8]) -> io::Result<Vec<u8>> {
+    let p = path(p);
+    match std::fs::canonicalize(p) {
+        Ok(c) => Ok(bytes_of(&c)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
+                return Err(e);
+            };
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            let c = std::fs::canonicalize(parent)?;
+            Ok(bytes_of(&c.join(name)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A NAME reply with one entry naming `p` (REALPATH, READLINK, expand-path).
+pub(super) fn one_name(out: &mut Vec<u8>, id: u32, p: Vec<u8>) {
+    let e = NameEntry {
+        longname: p.clone(),
+        filename: p,
+        attrs: Attrs::default(),
+    };
+    reply::name(out, id, &[e]);
+}
+
+/// User and group names by id, looked up once (numeric when unknown, as in
+/// a chroot without /etc/passwd).
+#[derive(Default)]
+pub(super) struct Names {
+    users: HashMap<u32, Option<String>>,
+    groups: HashMap<u32, Option<String>>,
+}
+
+impl Names {
+    /// The user name for `uid`, if any.
+    pub(super) fn user(&mut self, uid: u32) -> Option<String> {
+        self.users
+            .entry(uid)
+            .or_insert_with(|| crate::users::by_uid(uid).map(|u| u.name))
+            .clone()
+    }
+
+    /// The group name for `gid`, if any.
+    pub(super) fn group(&mut self, gid: u32) -> Option<String> {
+        self.groups
+            .entry(gid)
+            .or_insert_with(|| crate::users::group_name(gid))
+            .clone()
+    }
+}
+
+/// Up to `max` entries of an open directory ("." and ".." first), with
+/// their attributes (lstat) and `ls -l` lines; empty at the end.
+pub(super) fn read_dir_batch(
+    d: &mut OpenDir,
+    max: usize,
+    names: &mut Names,
+) -> io::Result<Vec<NameEntry>> {
+    let mut v = Vec::new();
+    if !d.dots_sent {
+        d.dots_sent = true;
+        let dir = path(&d.path).to_path_buf();
+        for (n, p) in [(".", dir.clone()), ("..", dir.join(".."))] {
+            if let Ok(m) = std::fs::symlink_metadata(&p) {
+                v.push(entry(n.as_bytes(), &m, names));
+            }
+        }
+    }
+    while v.len() < max {
+        let Some(e) = d.iter.next() else { break };
+        let e = e?;
+        let name = e.file_name();
+        // An entry removed since it was listed is skipped.
+        if let Ok(m) = std::fs::symlink_metadata(e.path()) {
+            v.push(entry(name.as_bytes(), &m, names));
+        }
+    }
+    Ok(v)
+}
+
+fn entry(name: &[u8], m: &Metadata, names: &mut Names) -> NameEntry {
+    NameEntry {
+        filename: name.to_vec(),
+        longname: longname(name, m, names),
+        attrs: attrs_of(m),
+    }
+}
+
+/// An `ls -l` line as sftp-server writes it: mode, links, owner, group,
+/// size, date (time within six months, else year), name.
+pub(super) fn longname(name: &[u8], m: &Metadata, names: &mut Names) -> Vec<u8> {
+    let user = names.user(m.uid()).unwrap_or_else(|| m.uid().to_string());
+    let group = names.group(m.gid()).unwrap_or_else(|| m.gid().to_string());
+    let mut s = format!(
+        "{} {:>3} {:<8} {:<8} {:>8} {} ",
+        mode_string(m.mode()),
+        m.nlink(),
+        user,
+        group,
+        m.size(),
+        date(m.mtime())
+    )
+    .into_bytes();
+    s.extend_from_slice(name);
+    s
+}
+
+/// `drwxr-xr-x` from st_mode (setuid, setgid and sticky shown as ls does).
+pub(super) fn mode_string(mode: u32) -> String {
+    let kind = match mode & libc::S_IFMT {
+        libc::S_IFDIR => 'd',
+        libc::S_IFLNK => 'l',
+        libc::S_IFCHR => 'c',
+        libc::S_IFBLK => 'b',
+        libc::S_IFIFO => 'p',
+        libc::S_IFSOCK => 's',
+        _ => '-',
+    };
+    let mut s = String::from(kind);
+    for (shift, special, lower, upper) in [
+        (6, 0o4000, 's', 'S'),
+        (3, 0o2000, 's', 'S'),
+        (0, 0o1000, 't', 'T'),
+    ] {
+        let bits = (mode >> shift) & 7;
+        s.push(if bits & 4 != 0 { 'r' } else { '-' });
+        s.push(if bits & 2 != 0 { 'w' } else { '-' });
+        s.push(match (bits & 1 != 0, mode & special != 0) {
+            (true, true) => lower,
+            (false, true) => upper,
+            (true, false) => 'x',
+            (false, false) => '-',
+        });
+    }
+    s
+}
+
+/// "Nov 24 15:30" within six months of now, else "Nov 24  2025" (local time).
+fn date(t: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let recent = (now - t).abs() < 182 * 24 * 3600;
+    // SAFETY: localtime_r fills the struct we pass; strftime writes at most
+    // the buffer's length.
+    unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        let tt = t as libc::time_t;
+        if libc::localtime_r(&tt, &mut tm).is_null() {
+            return String::new();
+        }
+        let fmt: &std::ffi::CStr = if recent { c"%b %e %H:%M" } else { c"%b %e  %Y" };
+        let mut buf = [0 as libc::c_char; 64];
+        let n = libc::strftime(buf.as_mut_ptr(), buf.len(), fmt.as_ptr(), &tm);
+        let b: Vec<u8> = buf.iter().take(n).map(|c| *c as u8).collect();
+        String::from_utf8_lossy(&b).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_and_errors() {
+        assert_eq!(mode_string(0o040755), "drwxr-xr-x");
+        assert_eq!(mode_string(0o104711), "-rws--x--x");
+        assert_eq!(mode_string(0o041777), "drwxrwxrwt");
+        assert_eq!(mode_string(0o120777), "lrwxrwxrwx");
+        let e = |n| status_of(&io::Error::from_raw_os_error(n));
+        assert_eq!(e(libc::EACCES), Status::PERMISSION_DENIED);
+        assert_eq!(e(libc::ENOENT), Status::NO_SUCH_FILE);
+        assert_eq!(e(libc::EEXIST), Status::FAILURE);
+    }
+}
