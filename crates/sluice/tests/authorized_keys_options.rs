@@ -397,3 +397,19 @@ fn unsupported_lines_are_skipped_and_logged() {
     authorize(&s, &["touch-required,no-verify-required"]);
     assert!(logs_in(&s, &server), "the defaults are fine");
 }
+
+/// The administrator's ForceCommand wins over a key's command= (sshd's
+/// order; OpenSSH's regress forcecommand.sh), for OpenSSH's sshd and sluiced.
+#[test]
+fn force_command_overrides_the_keys_command() {
+    for openssh in [false, true] {
+        if openssh && !sshd_here() {
+            continue;
+        }
+        let s = Setup::new("ak-force");
+        let server = s.start(openssh, "ForceCommand echo admin\n");
+        authorize(&s, &["command=\"echo key\""]);
+        let out = ssh(&s, &server, &[], "asked");
+        assert_eq!(text(&out.stdout), "admin\n", "openssh {openssh}");
+    }
+}

@@ -42,13 +42,14 @@ impl ServerConn {
             &user,
             self.agent.env(),
         );
-        // A forced command (authorized_keys command= or ForceCommand) replaces
-        // what the client asked for, which is kept in SSH_ORIGINAL_COMMAND.
+        // A forced command replaces what the client asked for, which is kept
+        // in SSH_ORIGINAL_COMMAND. The administrator's ForceCommand comes
+        // before the key's command= (sshd's order).
         let forced = self
-            .key_options
-            .as_ref()
-            .and_then(|o| o.command.clone())
-            .or_else(|| self.cfg.force_command.clone());
+            .cfg
+            .force_command
+            .clone()
+            .or_else(|| self.key_options.as_ref().and_then(|o| o.command.clone()));
         let command = match forced {
             Some(f) => {
                 if let Some(orig) = &command {
