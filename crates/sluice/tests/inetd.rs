@@ -66,12 +66,35 @@ fn inetd_mode_over_pipes_and_sockets() {
 
         let out = run(proxied(&s, openssh, &log, "exit 7"), b"", 30);
         assert_eq!(out.status.code(), Some(7), "{who}: exit status");
+
+        // No addresses on pipes: SSH_CONNECTION says so as sshd's does.
+        let out = run(proxied(&s, openssh, &log, "echo $SSH_CONNECTION"), b"", 30);
+        ok(&out, &format!("{who}: SSH_CONNECTION"));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "UNKNOWN 65535 UNKNOWN 65535\n",
+            "{who}"
+        );
         assert!(
             t.elapsed() < Duration::from_secs(30),
             "{who}: {:?}",
             t.elapsed()
         );
     }
+    // A BSD authentication style after the user name is dropped, as sshd does.
+    let mut c = proxied(&s, false, &log, "id -un");
+    let args: Vec<_> = c.get_args().map(|a| a.to_owned()).collect();
+    let mut c = Command::new(SLUICE);
+    for a in &args {
+        if *a == *format!("{}@proxied", user()) {
+            c.arg(format!("{}:style@proxied", user()));
+        } else {
+            c.arg(a);
+        }
+    }
+    let out = run(c, b"", 30);
+    ok(&out, "user:style@host");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), user());
     let text = std::fs::read_to_string(&log).unwrap();
     // Pipes carry no address: sshd's words for that.
     assert!(

@@ -23,6 +23,15 @@ use zeroize::Zeroizing;
 /// so the check takes as long as a real one.
 const BAD_PASSWORD: &str = "\u{8}\n\r\u{7f}INCORRECT";
 
+/// The user name of a USERAUTH_REQUEST without a BSD authentication
+/// style (`user:style`): sshd drops the style and logs in the user.
+pub fn without_style(mut user: String) -> String {
+    if let Some(at) = user.find(':') {
+        user.truncate(at);
+    }
+    user
+}
+
 /// The methods listed as able to continue, in sshd's order.
 pub fn offered_methods(cfg: &Sshd) -> Vec<String> {
     cfg.auth_methods()

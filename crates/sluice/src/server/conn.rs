@@ -314,6 +314,7 @@ impl Handler for ServerConn {
         }
         match event {
             Event::AuthRequest { user, method } => {
+                let user = crate::server::auth::without_style(user);
                 self.user_config(conn, &user);
                 match &method {
                     AuthMethodRequest::PublicKey {

@@ -79,19 +79,21 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
     for (k, v) in &s.server_env {
         cmd.env(k, v);
     }
+    // A connection on pipes (sluiced -i) has no addresses: UNKNOWN, as sshd.
+    let ip = crate::server::privsep::show_ip;
     cmd.env(
         "SSH_CONNECTION",
         format!(
             "{} {} {} {}",
-            s.client.ip(),
+            ip(s.client),
             s.client.port(),
-            s.server.ip(),
+            ip(s.server),
             s.server.port()
         ),
     )
     .env(
         "SSH_CLIENT",
-        format!("{} {} {}", s.client.ip(), s.client.port(), s.server.port()),
+        format!("{} {} {}", ip(s.client), s.client.port(), s.server.port()),
     );
     let home_ok = std::path::Path::new(&u.home).is_dir();
     cmd.current_dir(if home_ok { u.home.as_str() } else { "/" });

@@ -203,6 +203,9 @@ impl MonitorAuth {
         }
         self.awaiting = true;
         self.prompted = false;
+        // `user:style` logs in `user`; a signature covers the name as sent.
+        let sent = user;
+        let user = crate::server::auth::without_style(sent.clone());
         self.user_config(&user, out);
         self.rec.none = matches!(method, Method::None);
         let request = match method {
@@ -210,7 +213,7 @@ impl MonitorAuth {
                 algorithm,
                 key_blob,
                 signature,
-            } => return self.publickey(keys, &user, &algorithm, &key_blob, signature),
+            } => return self.publickey(keys, (&sent, &user), &algorithm, &key_blob, signature),
             Method::None => AuthMethodRequest::None,
             Method::Password(p) => AuthMethodRequest::Password {
                 password: p.to_string(),
@@ -231,7 +234,7 @@ impl MonitorAuth {
     fn publickey(
         &mut self,
         keys: &KeyHolder,
-        user: &str,
+        (sent, user): (&str, &str),
         algorithm: &str,
         key_blob: &[u8],
         signature: Option<Vec<u8>>,
@@ -247,7 +250,7 @@ impl MonitorAuth {
             let sid = keys.session_id().ok_or(Violation::NoSession)?;
             let data = sluice_proto::msg::publickey_signed_data(
                 sid,
-                user,
+                sent,
                 "ssh-connection",
                 algorithm,
                 key_blob,

@@ -258,7 +258,11 @@ fn receive_handover(
     if aws_lc_rs::constant_time::verify_slices_are_equal(decoded.session_id(), sid).is_err() {
         return Err("handover state for another session".into());
     }
-    if decoded.user() != Some(accepted.user.name.as_str()) {
+    // The engine keeps the name as sent (`user:style` included).
+    let sent = decoded
+        .user()
+        .map(|u| crate::server::auth::without_style(u.to_owned()));
+    if sent.as_deref() != Some(accepted.user.name.as_str()) {
         return Err("handover state names another user".into());
     }
     Ok(Handover { state, rest })

@@ -308,11 +308,17 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         max_auth_tries: cfg.max_auth_tries,
         banner: None,
     };
+    // The engine kept the name as sent (`user:style`, which logs in `user`).
+    let sent = state
+        .user()
+        .filter(|u| crate::server::auth::without_style((*u).to_owned()) == user)
+        .unwrap_or(&user)
+        .to_owned();
     let mut conn = match Connection::import_server(
         server_cfg,
         Box::new(SystemRng),
         state,
-        &user,
+        &sent,
         Instant::now(),
     ) {
         Ok(c) => c,

@@ -218,7 +218,8 @@ impl Handler for Preauth {
                         return Ok(());
                     }
                 };
-                self.user = Some(user.clone());
+                // The monitor gets the name as sent: a signature covers it.
+                self.user = Some(crate::server::auth::without_style(user.clone()));
                 self.send(&Msg::Auth { user, method })?;
                 self.verdict(conn)
             }
