@@ -4,7 +4,7 @@
 //! client/host_trust.rs), or `-G`'s text. The command line itself is
 //! cli/'s (cli/ssh_main.rs).
 
-use super::host_trust::host_key_check;
+use super::host_trust::{host_key_check, order_host_key_algs};
 use super::identities::{identities, identity_agent};
 use crate::client::auth::AuthPrefs;
 use crate::client::session::SessionPlan;
@@ -34,10 +34,11 @@ pub fn query(what: &str) -> i32 {
             .collect(),
         "mac" | "macs" => cipher::DEFAULT_MACS.to_vec(),
         "kex" | "kexalgorithms" => kex::DEFAULT_KEX.to_vec(),
-        "key" | "key-plain" | "hostkeyalgorithms" | "pubkeyacceptedalgorithms" => {
+        "key" | "hostkeyalgorithms" | "pubkeyacceptedalgorithms" => {
             hostkey::DEFAULT_SIG_ALGS.to_vec()
         }
-        "sig" => hostkey::DEFAULT_SIG_ALGS.to_vec(),
+        "key-plain" | "sig" | "casignaturealgorithms" => hostkey::PLAIN_SIG_ALGS.to_vec(),
+        "key-cert" => hostkey::cert::CERT_SIG_ALGS.to_vec(),
         "compression" => compression.iter().map(String::as_str).collect(),
         _ => {
             eprintln!("Unsupported query \"{what}\"");
@@ -353,6 +354,10 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
     }
     ids.retain(|id| !id.sig_algs.is_empty());
     let check = host_key_check(r, host.clone(), port);
+    let mut proto = proto;
+    if r.get("hostkeyalgorithms").is_none() {
+        proto.host_key_algs = order_host_key_algs(r, &host, port, &proto.host_key_algs);
+    }
     let forwards = crate::client::forward_args::plan(args, r)?;
     let no_session = args.no_command
         || forwards.stdio.is_some()
