@@ -331,6 +331,118 @@ pub fn source_address_matches(addr: IpAddr, list: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
+
+    /// A CA, a key and a certificate from `ssh-keygen -s` with `opts`.
+    fn make(dir: &std::path::Path, name: &str, opts: &[&str]) -> (Cert, Vec<u8>) {
+        let key = dir.join(name);
+        for k in [&dir.join("ca"), &key] {
+            if !k.exists() {
+                let st = Command::new("ssh-keygen")
+                    .args(["-q", "-N", "", "-t", "ed25519", "-f"])
+                    .arg(k)
+                    .status()
+                    .unwrap();
+                assert!(st.success());
+            }
+        }
+        let st = Command::new("ssh-keygen")
+            .args(["-q", "-s"])
+            .arg(dir.join("ca"))
+            .args(["-I", "kid", "-z", "42"])
+            .args(opts)
+            .arg(dir.join(format!("{name}.pub")))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let text = std::fs::read_to_string(dir.join(format!("{name}-cert.pub"))).unwrap();
+        Cert::parse_openssh(&text).unwrap()
+    }
+
+    #[test]
+    fn ssh_keygen_certificates_checked_as_openssh() {
+        let dir = std::env::temp_dir().join(format!("sluice-cert-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let algs: Vec<String> = hostkey::PLAIN_SIG_ALGS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let now = 1_800_000_000;
+        // Valid forever (ssh-keygen's default; ssh-key 0.6 cannot read it).
+        let (c, _) = make(&dir, "a", &["-n", "alice,bob"]);
+        assert_eq!((c.key_id(), c.serial()), ("kid", 42));
+        assert_eq!(c.validity(), (0, u64::MAX));
+        assert_eq!(c.type_name(), "ED25519-CERT");
+        c.check(false, now, Some("bob"), true, false, &algs)
+            .unwrap();
+        let e = |r: Result<(), String>| r.unwrap_err();
+        assert_eq!(
+            e(c.check(false, now, Some("carol"), true, false, &algs)),
+            "Certificate invalid: name is not a listed principal"
+        );
+        assert_eq!(
+            e(c.check(true, now, None, false, true, &algs)),
+            "Certificate invalid: not a host certificate"
+        );
+        // Without the CA's algorithm allowed, or with a flipped bit.
+        let ed_only = vec!["rsa-sha2-256".to_owned()];
+        assert!(e(c.check(false, now, Some("bob"), true, false, &ed_only)).contains("disallowed"));
+        let mut tampered = c.clone();
+        tampered.signed[40] ^= 1;
+        assert_eq!(
+            e(tampered.check(false, now, Some("bob"), true, false, &algs)),
+            "Certificate invalid: signature verification failed"
+        );
+        let o = c.user_options().unwrap();
+        assert!(o.permit_pty && o.permit_port_forwarding && o.force_command.is_none());
+        // Window, empty principals, host type, options.
+        let (c, _) = make(&dir, "b", &["-V", "20200101:20200102"]);
+        assert_eq!(
+            e(c.check(false, now, None, false, false, &algs)),
+            "Certificate invalid: expired"
+        );
+        assert_eq!(
+            e(c.check(false, 1_577_000_000, None, false, false, &algs)),
+            "Certificate invalid: not yet valid"
+        );
+        let (c, _) = make(&dir, "c", &[]);
+        assert_eq!(
+            e(c.check(false, now, Some("x"), true, false, &algs)),
+            "Certificate lacks principal list"
+        );
+        c.check(false, now, Some("x"), false, false, &algs).unwrap();
+        let (c, _) = make(&dir, "d", &["-h", "-n", "*.example.com"]);
+        c.check(true, now, Some("db.example.com"), false, true, &algs)
+            .unwrap();
+        assert!(c.check(false, now, None, false, false, &algs).is_err());
+        let (c, _) = make(
+            &dir,
+            "e",
+            &[
+                "-n",
+                "u",
+                "-O",
+                "clear",
+                "-O",
+                "force-command=true",
+                "-O",
+                "source-address=127.0.0.1/32",
+            ],
+        );
+        let o = c.user_options().unwrap();
+        assert!(!o.permit_pty && !o.permit_agent_forwarding);
+        assert_eq!(o.force_command.as_deref(), Some("true"));
+        assert_eq!(o.source_address.as_deref(), Some("127.0.0.1/32"));
+        let (c, blob) = make(&dir, "f", &["-n", "u", "-O", "critical:nope=1"]);
+        assert!(c.user_options().is_err());
+        // Strict parsing: trailing bytes, truncation.
+        assert!(Cert::parse(&[blob.as_slice(), &[0]].concat()).is_err());
+        for n in (0..blob.len()).step_by(7) {
+            assert!(Cert::parse(&blob[..n]).is_err());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn source_addresses() {
