@@ -130,8 +130,8 @@ fn global_files(r: &Resolved) -> Vec<PathBuf> {
 }
 
 /// CASignatureAlgorithms: what a CA may sign host certificates with.
-fn ca_signature_algorithms(r: &Resolved) -> Vec<String> {
-    let default = hostkey::PLAIN_SIG_ALGS;
+pub(super) fn ca_signature_algorithms(r: &Resolved) -> Vec<String> {
+    let default = crate::keys::cert::CA_SIGNATURE_ALGORITHMS;
     r.get("casignaturealgorithms")
         .and_then(|spec| {
             crate::config::algorithms::resolve(spec, default, default, "CASignatureAlgorithms")

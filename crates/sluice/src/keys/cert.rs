@@ -23,6 +23,20 @@ use sluice_proto::crypto::hostkey;
 use sluice_proto::wire::Reader;
 use std::net::IpAddr;
 
+/// CASignatureAlgorithms' default, as OpenSSH's (ssh and sshd): the FIDO
+/// (`sk-`) names are accepted, and a certificate a FIDO CA signed fails
+/// verification, since sluice verifies no FIDO signatures.
+pub const CA_SIGNATURE_ALGORITHMS: &[&str] = &[
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+    "rsa-sha2-512",
+    "rsa-sha2-256",
+];
+
 /// A parsed certificate with the blobs its checks compare.
 #[derive(Debug, Clone)]
 pub struct Cert {

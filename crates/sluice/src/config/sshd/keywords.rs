@@ -10,20 +10,6 @@ use crate::net::crypto_pool::CryptoThreads;
 use sluice_proto::crypto::{cipher, hostkey, kex};
 use std::collections::HashSet;
 
-/// CASignatureAlgorithms' default, as sshd's: the FIDO (`sk-`) names are
-/// accepted, and a certificate a FIDO CA signed fails verification, since
-/// sluiced verifies no FIDO signatures.
-pub(super) const CA_SIGNATURE_ALGORITHMS: &[&str] = &[
-    "ssh-ed25519",
-    "ecdsa-sha2-nistp256",
-    "ecdsa-sha2-nistp384",
-    "ecdsa-sha2-nistp521",
-    "sk-ssh-ed25519@openssh.com",
-    "sk-ecdsa-sha2-nistp256@openssh.com",
-    "rsa-sha2-512",
-    "rsa-sha2-256",
-];
-
 /// Keywords sshd allows inside a Match block (sshd_config(5), 9.2).
 const MATCH_ALLOWED: &[&str] = &[
     "acceptenv",
@@ -601,8 +587,8 @@ impl ServerConfig {
             "casignaturealgorithms" => {
                 self.ca_signature_algorithms = algorithms::resolve(
                     &first,
-                    CA_SIGNATURE_ALGORITHMS,
-                    CA_SIGNATURE_ALGORITHMS,
+                    crate::keys::cert::CA_SIGNATURE_ALGORITHMS,
+                    crate::keys::cert::CA_SIGNATURE_ALGORITHMS,
                     "CASignatureAlgorithms",
                 )
                 .map_err(|e| l.err(&e))?

@@ -282,7 +282,7 @@ impl Default for ServerConfig {
             revoked_keys: None,
             trusted_user_ca_keys: None,
             authorized_principals_file: None,
-            ca_signature_algorithms: own(keywords::CA_SIGNATURE_ALGORITHMS),
+            ca_signature_algorithms: own(crate::keys::cert::CA_SIGNATURE_ALGORITHMS),
             other: BTreeMap::new(),
             lines: Arc::new(Vec::new()),
         }
