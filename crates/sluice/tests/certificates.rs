@@ -6,7 +6,9 @@
 //! forced command, source-address, an unknown critical option. CAs and
 //! certificates come from `ssh-keygen -s` in the test's directory.
 
+mod agent_util;
 mod common;
+use agent_util::{agent_client, Agent};
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -579,4 +581,66 @@ fn sluiced_prints_host_certificates_and_cert_algorithms() {
         .output()
         .unwrap();
     assert!(!out.status.success());
+}
+
+/// Certificates held by ssh-agent (ssh-add loads `<key>-cert.pub` with the
+/// key), and a CertificateFile whose key only the agent holds; RSA keys
+/// sign as rsa-sha2-*-cert through the agent's flags.
+#[test]
+fn agent_certificates() {
+    if missing("/usr/sbin/sshd") || missing("ssh-agent") {
+        return;
+    }
+    let s = setup("cert-agent");
+    let ca = s.dir.path("ca");
+    let u = user();
+    let mut keys = Vec::new();
+    for ty in ["ed25519", "rsa"] {
+        let k = s.dir.path(&format!("agent_{ty}"));
+        keygen(&k, ty);
+        sign(
+            &ca,
+            &k,
+            &s.dir.path(&format!("agent_{ty}-cert.pub")),
+            &u,
+            &[],
+        );
+        keys.push(k);
+    }
+    // A key the agent holds without its certificate, which is elsewhere.
+    let bare = s.dir.path("agent_bare");
+    keygen(&bare, "ed25519");
+    let bare_cert = sign(&ca, &bare, &s.dir.path("elsewhere-cert.pub"), &u, &[]);
+    let extra = format!("TrustedUserCAKeys {}", s.dir.path("ca.pub").display());
+    for (i, key) in keys.iter().enumerate() {
+        let agent = Agent::start(&s.dir, &[key]);
+        for openssh_server in [true, false] {
+            let server = s.start(openssh_server, &extra);
+            let mut c = agent_client(&s, false, server.port, Some(&agent.sock), &[]);
+            c.arg("echo ok");
+            let out = run(c, b"", 60);
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                "ok\n",
+                "agent cert {i} to {}: {}\n{}",
+                if openssh_server { "sshd" } else { "sluiced" },
+                String::from_utf8_lossy(&out.stderr),
+                server.log_text()
+            );
+        }
+    }
+    let agent = Agent::start(&s.dir, &[&bare]);
+    let cf = format!("CertificateFile={}", bare_cert.display());
+    for openssh_server in [true, false] {
+        let server = s.start(openssh_server, &extra);
+        let mut c = agent_client(&s, false, server.port, Some(&agent.sock), &["-o", &cf]);
+        c.arg("echo ok");
+        let out = run(c, b"", 60);
+        assert!(
+            out.status.success(),
+            "CertificateFile with an agent key: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            server.log_text()
+        );
+    }
 }

@@ -21,6 +21,15 @@ use sluice_proto::Config;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The key types sluice reads, in ssh's `-Q key-plain` order.
+const KEY_TYPES: &[&str] = &[
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "ssh-rsa",
+];
+
 /// `-Q what`: prints the algorithm names the client offers; returns the
 /// exit code.
 pub fn query(what: &str) -> i32 {
@@ -34,11 +43,29 @@ pub fn query(what: &str) -> i32 {
             .collect(),
         "mac" | "macs" => cipher::DEFAULT_MACS.to_vec(),
         "kex" | "kexalgorithms" => kex::DEFAULT_KEX.to_vec(),
-        "key" | "hostkeyalgorithms" | "pubkeyacceptedalgorithms" => {
-            hostkey::DEFAULT_SIG_ALGS.to_vec()
-        }
-        "key-plain" | "sig" | "casignaturealgorithms" => hostkey::PLAIN_SIG_ALGS.to_vec(),
-        "key-cert" => hostkey::cert::CERT_SIG_ALGS.to_vec(),
+        "key" => KEY_TYPES
+            .iter()
+            .flat_map(|t| {
+                let cert = hostkey::cert::CERT_KEY_TYPES
+                    .iter()
+                    .copied()
+                    .find(|c| hostkey::cert::plain_key_type(c) == Some(t));
+                std::iter::once(*t).chain(cert)
+            })
+            .collect(),
+        "hostkeyalgorithms" | "pubkeyacceptedalgorithms" => hostkey::DEFAULT_SIG_ALGS.to_vec(),
+        "sig" | "casignaturealgorithms" => hostkey::PLAIN_SIG_ALGS.to_vec(),
+        // Key types, not signature algorithms, as ssh -Q key-plain prints.
+        "key-plain" => KEY_TYPES.to_vec(),
+        "key-cert" => KEY_TYPES
+            .iter()
+            .filter_map(|t| {
+                hostkey::cert::CERT_KEY_TYPES
+                    .iter()
+                    .copied()
+                    .find(|c| hostkey::cert::plain_key_type(c) == Some(t))
+            })
+            .collect(),
         "compression" => compression.iter().map(String::as_str).collect(),
         _ => {
             eprintln!("Unsupported query \"{what}\"");

@@ -2,7 +2,8 @@
 //! says, HashKnownHosts for new entries, the `ask` prompt on the terminal;
 //! host certificates signed by an `@cert-authority` CA (ssh(1) "VERIFYING
 //! HOST KEYS"), with ssh's fallback to the certificate's plain key when no
-//! CA vouches for it; HostKeyAlgorithms ordered by what is known.
+//! CA vouches for it; RevokedHostKeys; HostKeyAlgorithms ordered by what
+//! is known.
 
 use crate::client::session::HostKeyCheck;
 use crate::client::setup;
@@ -33,9 +34,17 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
     };
     let global = global_files(r);
     let ca_algs = ca_signature_algorithms(r);
+    let revoked_file = r
+        .get("revokedhostkeys")
+        .filter(|v| !v.eq_ignore_ascii_case("none"))
+        .map(|v| super::app::expand(v, r));
     Box::new(move |_alg: &str, blob: &[u8]| {
         let mut files = user_files.clone();
         files.extend(global.iter().cloned());
+        if let Some(f) = &revoked_file {
+            revoked_host_key(f, blob)
+                .map_err(|shown| revoked_message(&shown, &known_hosts::host_name(&host, port)))?;
+        }
         let plain;
         let blob = if is_cert(blob) {
             match host_certificate(&files, &host, port, blob, &ca_algs) {
@@ -114,6 +123,33 @@ fn revoked_message(shown: &str, name: &str) -> String {
     format!(
         "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n@       WARNING: REVOKED HOST KEY DETECTED!               @\n@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\nThe {shown} host key for {name} is marked as revoked.\nHost key verification failed."
     )
+}
+
+/// RevokedHostKeys (ssh_config(5)): the host key, or for a certificate its
+/// key or CA, listed in the file refuses the host; so does a file that
+/// cannot be read (or is a binary KRL, not read yet), as ssh fails closed.
+/// The error is the key's type name for the warning.
+fn revoked_host_key(file: &std::path::Path, blob: &[u8]) -> Result<(), String> {
+    let mut keys = vec![blob.to_vec()];
+    if let Ok(c) = Cert::parse(blob) {
+        keys = vec![c.plain, c.ca];
+    }
+    for k in keys {
+        let shown = crate::keys::revoked::sshd_key_type(&k).to_owned();
+        match crate::keys::revoked::contains(file, &k) {
+            Ok(false) => {}
+            Ok(true) => return Err(shown),
+            Err(e) => {
+                log!(
+                    Error,
+                    "Error checking host key {shown} in revoked keys file {}: {e}",
+                    file.display()
+                );
+                return Err(shown);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn is_cert(blob: &[u8]) -> bool {

@@ -24,6 +24,15 @@ pub const CERT_SIG_ALGS: &[&str] = &[
     "rsa-sha2-256-cert-v01@openssh.com",
 ];
 
+/// Certificate key types (the names in certificate blobs).
+pub const CERT_KEY_TYPES: &[&str] = &[
+    "ssh-ed25519-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+    "ssh-rsa-cert-v01@openssh.com",
+];
+
 /// The plain key type a certificate key type certifies
 /// (`ssh-ed25519-cert-v01@openssh.com` -> `ssh-ed25519`); None for other
 /// names.
