@@ -493,6 +493,23 @@ fn host_certificate_trusted_by_cert_authority() {
             !out.status.success(),
             "{label}: a revoked host key was accepted"
         );
+        // RevokedHostKeys listing the certified key or the CA: refused.
+        for listed in ["host_ed25519.pub", "ca.pub"] {
+            let rhk = format!("RevokedHostKeys={}", s.dir.path(listed).display());
+            let mut c = client(
+                &s,
+                oc,
+                server.port,
+                &kh,
+                &["-o", "StrictHostKeyChecking=yes", "-o", &rhk],
+            );
+            c.arg("echo ok");
+            let out = run(c, b"", 60);
+            assert!(
+                !out.status.success(),
+                "{label}: RevokedHostKeys {listed} ignored"
+            );
+        }
     }
     // Certificates that must not be trusted: the client falls back to the
     // plain key, which is unknown, and strict checking refuses it.
