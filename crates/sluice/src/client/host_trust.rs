@@ -132,7 +132,7 @@ fn revoked_message(shown: &str, name: &str) -> String {
 fn revoked_host_key(file: &std::path::Path, blob: &[u8]) -> Result<(), String> {
     let mut keys = vec![blob.to_vec()];
     if let Ok(c) = Cert::parse(blob) {
-        keys = vec![c.plain, c.ca];
+        keys.extend([c.plain, c.ca]);
     }
     for k in keys {
         let shown = crate::keys::revoked::sshd_key_type(&k).to_owned();
@@ -231,7 +231,13 @@ fn host_certificate(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    match c.check(true, now, Some(host), false, true, ca_algs) {
+    // ssh's check_host_cert: a host certificate carries no critical options.
+    let checked = if c.has_critical_options() {
+        Err(format!("Certificate for {host} contains critical options"))
+    } else {
+        c.check(true, now, Some(host), false, true, ca_algs)
+    };
+    match checked {
         Ok(()) => {
             log!(
                 Debug1,

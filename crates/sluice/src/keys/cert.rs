@@ -209,6 +209,12 @@ impl Cert {
         &self.principals
     }
 
+    /// Whether the certificate has critical options (a host certificate
+    /// must not).
+    pub fn has_critical_options(&self) -> bool {
+        !self.critical.is_empty()
+    }
+
     /// A host certificate (else a user certificate).
     pub fn is_host(&self) -> bool {
         self.host

@@ -97,7 +97,7 @@ pub(crate) fn decide(
     // A certificate is judged by its key and its CA's key.
     let mut checked = vec![key_blob];
     if let Some(c) = &certificate {
-        checked = vec![c.plain.as_slice(), c.ca.as_slice()];
+        checked = vec![key_blob, c.plain.as_slice(), c.ca.as_slice()];
     }
     for blob in &checked {
         if let Some(why) = crate::keys::host_keys::rsa_too_small(blob, cfg.required_rsa_size) {
