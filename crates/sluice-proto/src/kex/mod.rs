@@ -13,6 +13,7 @@ mod none;
 pub(crate) use none::NoneState;
 
 use crate::core::{Connection, Role};
+use crate::crypto::hostkey;
 use crate::crypto::kex::{self as kexalg, HashAlg, KexClient, SharedSecret};
 use crate::error::{Error, Violation};
 use crate::event::Event;
@@ -350,7 +351,16 @@ impl Connection {
         self.set_session_id();
         self.queue_with(|p| p.push(MsgNum::NEWKEYS.0));
         if algs.peer_wants_ext_info {
-            let sig_algs = self.config.pubkey_algs.join(",");
+            // Plain names only, as sshd: a certificate algorithm is listed
+            // through the algorithm it signs with.
+            let mut plain: Vec<&str> = Vec::new();
+            for a in &self.config.pubkey_algs {
+                let p = hostkey::cert::plain_sig_alg(a).unwrap_or(a);
+                if !plain.contains(&p) {
+                    plain.push(p);
+                }
+            }
+            let sig_algs = plain.join(",");
             let mut p = Vec::new();
             ExtInfo {
                 extensions: vec![("server-sig-algs".to_owned(), sig_algs.into_bytes())],

@@ -4,7 +4,7 @@
 //! client/host_trust.rs), or `-G`'s text. The command line itself is
 //! cli/'s (cli/ssh_main.rs).
 
-use super::host_trust::host_key_check;
+use super::host_trust::{host_key_check, order_host_key_algs};
 use super::identities::{identities, identity_agent};
 use crate::client::auth::AuthPrefs;
 use crate::client::session::SessionPlan;
@@ -22,6 +22,15 @@ use sluice_proto::Config;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The key types sluice reads, in ssh's `-Q key-plain` order.
+const KEY_TYPES: &[&str] = &[
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "ssh-rsa",
+];
+
 /// `-Q what`: prints the algorithm names the client offers; returns the
 /// exit code.
 pub fn query(what: &str) -> i32 {
@@ -35,10 +44,29 @@ pub fn query(what: &str) -> i32 {
             .collect(),
         "mac" | "macs" => cipher::DEFAULT_MACS.to_vec(),
         "kex" | "kexalgorithms" => kex::DEFAULT_KEX.to_vec(),
-        "key" | "key-plain" | "hostkeyalgorithms" | "pubkeyacceptedalgorithms" => {
-            hostkey::DEFAULT_SIG_ALGS.to_vec()
-        }
-        "sig" => hostkey::DEFAULT_SIG_ALGS.to_vec(),
+        "key" => KEY_TYPES
+            .iter()
+            .flat_map(|t| {
+                let cert = hostkey::cert::CERT_KEY_TYPES
+                    .iter()
+                    .copied()
+                    .find(|c| hostkey::cert::plain_key_type(c) == Some(t));
+                std::iter::once(*t).chain(cert)
+            })
+            .collect(),
+        "hostkeyalgorithms" | "pubkeyacceptedalgorithms" => hostkey::DEFAULT_SIG_ALGS.to_vec(),
+        "sig" | "casignaturealgorithms" => hostkey::PLAIN_SIG_ALGS.to_vec(),
+        // Key types, not signature algorithms, as ssh -Q key-plain prints.
+        "key-plain" => KEY_TYPES.to_vec(),
+        "key-cert" => KEY_TYPES
+            .iter()
+            .filter_map(|t| {
+                hostkey::cert::CERT_KEY_TYPES
+                    .iter()
+                    .copied()
+                    .find(|c| hostkey::cert::plain_key_type(c) == Some(t))
+            })
+            .collect(),
         "compression" => compression.iter().map(String::as_str).collect(),
         _ => {
             eprintln!("Unsupported query \"{what}\"");
@@ -438,6 +466,10 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
     }
     ids.retain(|id| !id.sig_algs.is_empty());
     let check = host_key_check(r, host.clone(), port);
+    let mut proto = proto;
+    if r.get("hostkeyalgorithms").is_none() {
+        proto.host_key_algs = order_host_key_algs(r, &host, port, &proto.host_key_algs);
+    }
     let forwards = crate::client::forward_args::plan(args, r)?;
     let no_session = args.no_command
         || forwards.stdio.is_some()

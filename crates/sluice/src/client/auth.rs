@@ -7,7 +7,7 @@
 
 use super::prompt;
 use crate::log;
-use sluice_proto::crypto::hostkey::Signer;
+use sluice_proto::crypto::hostkey::{cert, Signer};
 use sluice_proto::{Connection, Event};
 use std::sync::Arc;
 
@@ -168,7 +168,10 @@ impl ClientAuth {
                 if first.is_some_and(|m| m == PUBLICKEY) && !self.identities.is_empty() {
                     // AuthReady comes right after our NEWKEYS, maybe before
                     // the server's EXT_INFO has been read.
-                    let rsa = self.identities[0].sig_algs.contains(&"rsa-sha2-256");
+                    let rsa = self.identities[0]
+                        .sig_algs
+                        .iter()
+                        .any(|a| cert::plain_sig_alg(a).unwrap_or(a) == "rsa-sha2-256");
                     if rsa && conn.server_sig_algs().is_none() {
                         self.waiting_for_sig_algs = true;
                         return Ok(());
@@ -283,10 +286,13 @@ impl ClientAuth {
             return "";
         };
         let server = conn.server_sig_algs();
+        // server-sig-algs names plain algorithms; a certificate's goes by
+        // the algorithm it signs with.
+        let plain = |a: &'static str| cert::plain_sig_alg(a).unwrap_or(a);
         id.sig_algs
             .iter()
             .copied()
-            .find(|a| server.is_none_or(|s| s.iter().any(|x| x == a)))
+            .find(|a| server.is_none_or(|s| s.iter().any(|x| x == plain(a))))
             .or_else(|| id.sig_algs.first().copied())
             .unwrap_or("")
     }

@@ -1,9 +1,14 @@
 //! Host key trust: known_hosts (hashed or not) as StrictHostKeyChecking
-//! says, HashKnownHosts for new entries, the `ask` prompt on the terminal.
+//! says, HashKnownHosts for new entries, the `ask` prompt on the terminal;
+//! host certificates signed by an `@cert-authority` CA (ssh(1) "VERIFYING
+//! HOST KEYS"), with ssh's fallback to the certificate's plain key when no
+//! CA vouches for it; RevokedHostKeys; HostKeyAlgorithms ordered by what
+//! is known.
 
 use crate::client::session::HostKeyCheck;
 use crate::client::setup;
 use crate::config::ssh::Resolved;
+use crate::keys::cert::Cert;
 use crate::keys::identity;
 use crate::keys::known_hosts::{self, HostKeyStatus};
 use crate::log;
@@ -27,13 +32,37 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
         }
         None => (host, port),
     };
-    let global = r
-        .get("globalknownhostsfile")
-        .unwrap_or("/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2")
-        .to_owned();
+    let global = global_files(r);
+    let ca_algs = ca_signature_algorithms(r);
+    let revoked_file = r
+        .get("revokedhostkeys")
+        .filter(|v| !v.eq_ignore_ascii_case("none"))
+        .map(|v| super::app::expand(v, r));
     Box::new(move |_alg: &str, blob: &[u8]| {
         let mut files = user_files.clone();
-        files.extend(global.split_whitespace().map(PathBuf::from));
+        files.extend(global.iter().cloned());
+        if let Some(f) = &revoked_file {
+            revoked_host_key(f, blob)
+                .map_err(|shown| revoked_message(&shown, &known_hosts::host_name(&host, port)))?;
+        }
+        let plain;
+        let blob = if is_cert(blob) {
+            match host_certificate(&files, &host, port, blob, &ca_algs) {
+                CertVerdict::Trusted => return Ok(()),
+                CertVerdict::Revoked(shown) => {
+                    return Err(revoked_message(
+                        &shown,
+                        &known_hosts::host_name(&host, port),
+                    ))
+                }
+                CertVerdict::PlainKey(p) => {
+                    plain = p;
+                    plain.as_slice()
+                }
+            }
+        } else {
+            blob
+        };
         let key_type = hostkey::blob_key_type(blob).unwrap_or("unknown").to_owned();
         let shown = key_type.trim_start_matches("ssh-").to_ascii_uppercase();
         let fp = identity::fingerprint_sha256(blob);
@@ -41,16 +70,21 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
         log!(Debug1, "Server host key: {key_type} {fp}");
         match known_hosts::check(&files, &host, port, blob) {
             HostKeyStatus::Known => {
-                log!(Debug1, "Host '{name}' is known and matches the {shown} host key.");
+                log!(
+                    Debug1,
+                    "Host '{name}' is known and matches the {shown} host key."
+                );
                 Ok(())
             }
-            HostKeyStatus::Revoked => Err(format!(
-                "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n@       WARNING: REVOKED HOST KEY DETECTED!               @\n@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\nThe {shown} host key for {name} is marked as revoked.\nHost key verification failed."
-            )),
+            HostKeyStatus::Revoked => Err(revoked_message(&shown, &name)),
             HostKeyStatus::Changed { file, line } => {
                 let msg = known_hosts::changed_warning(&name, &shown, &fp, &file, line);
                 if strict == "no" || strict == "off" {
-                    log!(Error, "{}", msg.lines().take(11).collect::<Vec<_>>().join("\n"));
+                    log!(
+                        Error,
+                        "{}",
+                        msg.lines().take(11).collect::<Vec<_>>().join("\n")
+                    );
                     Ok(())
                 } else {
                     Err(msg)
@@ -83,6 +117,190 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
             }
         }
     })
+}
+
+fn revoked_message(shown: &str, name: &str) -> String {
+    format!(
+        "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n@       WARNING: REVOKED HOST KEY DETECTED!               @\n@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\nThe {shown} host key for {name} is marked as revoked.\nHost key verification failed."
+    )
+}
+
+/// RevokedHostKeys (ssh_config(5)): the host key, or for a certificate its
+/// key or CA, listed in the file refuses the host; so does a file that
+/// cannot be read (or is a binary KRL, not read yet), as ssh fails closed.
+/// The error is the key's type name for the warning.
+fn revoked_host_key(file: &std::path::Path, blob: &[u8]) -> Result<(), String> {
+    let mut keys = vec![blob.to_vec()];
+    if let Ok(c) = Cert::parse(blob) {
+        keys.extend([c.plain, c.ca]);
+    }
+    for k in keys {
+        let shown = crate::keys::revoked::sshd_key_type(&k).to_owned();
+        match crate::keys::revoked::contains(file, &k) {
+            Ok(false) => {}
+            Ok(true) => return Err(shown),
+            Err(e) => {
+                log!(
+                    Error,
+                    "Error checking host key {shown} in revoked keys file {}: {e}",
+                    file.display()
+                );
+                return Err(shown);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn is_cert(blob: &[u8]) -> bool {
+    hostkey::blob_key_type(blob).is_some_and(hostkey::cert::is_cert_type)
+}
+
+/// GlobalKnownHostsFile (default /etc/ssh/ssh_known_hosts{,2}).
+fn global_files(r: &Resolved) -> Vec<PathBuf> {
+    r.get("globalknownhostsfile")
+        .unwrap_or("/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2")
+        .split_whitespace()
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// CASignatureAlgorithms: what a CA may sign host certificates with.
+pub(super) fn ca_signature_algorithms(r: &Resolved) -> Vec<String> {
+    let default = crate::keys::cert::CA_SIGNATURE_ALGORITHMS;
+    r.get("casignaturealgorithms")
+        .and_then(|spec| {
+            crate::config::algorithms::resolve(spec, default, default, "CASignatureAlgorithms")
+                .map_err(|e| log!(Error, "{e}"))
+                .ok()
+        })
+        .unwrap_or_else(|| default.iter().map(|s| (*s).to_owned()).collect())
+}
+
+/// What a host certificate's check came to.
+enum CertVerdict {
+    /// Signed by a CA listed for the host, valid, naming the host.
+    Trusted,
+    /// The certificate's key or its CA is `@revoked` (ssh's type name).
+    Revoked(String),
+    /// No CA vouches for it: the certified key, to be checked as a plain
+    /// host key (ssh: "No matching CA found. Retry with plain key").
+    PlainKey(Vec<u8>),
+}
+
+/// A host certificate against the `@cert-authority` and `@revoked` lines
+/// for `host` (or its HostKeyAlias), as ssh's check_host_cert.
+fn host_certificate(
+    files: &[PathBuf],
+    host: &str,
+    port: u16,
+    blob: &[u8],
+    ca_algs: &[String],
+) -> CertVerdict {
+    let c = match Cert::parse(blob) {
+        Ok(c) => c,
+        Err(e) => {
+            log!(Error, "host certificate: {e}");
+            return match hostkey::cert::plain_blob(blob) {
+                Ok(p) => CertVerdict::PlainKey(p),
+                Err(_) => CertVerdict::Revoked("unknown".into()),
+            };
+        }
+    };
+    log!(
+        Debug1,
+        "Server host certificate: {} {}, serial {} ID \"{}\" CA {} {} valid {}",
+        c.type_name(),
+        c.fingerprint(),
+        c.serial(),
+        c.key_id(),
+        c.ca_type_name(),
+        c.ca_fingerprint(),
+        validity(&c)
+    );
+    for k in [&c.plain, &c.ca] {
+        if known_hosts::check(files, host, port, k) == HostKeyStatus::Revoked {
+            return CertVerdict::Revoked(c.type_name());
+        }
+    }
+    let name = known_hosts::host_name(host, port);
+    let Some((file, line)) = known_hosts::find_ca(files, host, port, &c.ca) else {
+        log!(Debug1, "No matching CA found. Retry with plain key");
+        return CertVerdict::PlainKey(c.plain);
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // ssh's check_host_cert: a host certificate carries no critical options.
+    let checked = if c.has_critical_options() {
+        Err(format!("Certificate for {host} contains critical options"))
+    } else {
+        c.check(true, now, Some(host), false, true, ca_algs)
+    };
+    match checked {
+        Ok(()) => {
+            log!(
+                Debug1,
+                "Host '{name}' is known and matches the {} host certificate.",
+                c.type_name()
+            );
+            log!(Debug1, "Found CA key in {}:{line}", file.display());
+            CertVerdict::Trusted
+        }
+        Err(e) => {
+            log!(Error, "{e}");
+            log!(Debug1, "No matching CA found. Retry with plain key");
+            CertVerdict::PlainKey(c.plain)
+        }
+    }
+}
+
+/// The validity window as ssh prints it (`from T to T`, UTC).
+fn validity(c: &Cert) -> String {
+    let (a, b) = c.validity();
+    if a == 0 && b == u64::MAX {
+        "forever".into()
+    } else {
+        format!("from {a} to {b}")
+    }
+}
+
+/// HostKeyAlgorithms when not configured, ordered as ssh's
+/// order_hostkeyalgs: first the algorithms of key types known for the
+/// host (a certificate's with its plain type's), and every certificate
+/// algorithm when a CA is named for the host; then the rest, in `default`'s
+/// order.
+pub(super) fn order_host_key_algs(
+    r: &Resolved,
+    host: &str,
+    port: u16,
+    default: &[String],
+) -> Vec<String> {
+    let (host, port) = match r.get("hostkeyalias") {
+        Some(a) => (a, 22),
+        None => (host, port),
+    };
+    let mut files = setup::user_known_hosts(r);
+    files.extend(global_files(r));
+    let (keys, cas) = known_hosts::known_types(&files, host, port);
+    let key_type = |alg: &str| {
+        let plain = hostkey::cert::plain_sig_alg(alg).unwrap_or(alg);
+        if plain.starts_with("rsa-sha2-") {
+            "ssh-rsa".to_owned()
+        } else {
+            plain.to_owned()
+        }
+    };
+    let first = |a: &String| {
+        keys.contains(&key_type(a))
+            || (!cas.is_empty() && hostkey::cert::plain_sig_alg(a).is_some())
+    };
+    let (mut front, back): (Vec<String>, Vec<String>) = default.iter().cloned().partition(first);
+    if !front.is_empty() {
+        log!(Debug1, "prefer hostkeyalgs: {}", front.join(","));
+    }
+    front.extend(back);
+    front
 }
 
 /// StrictHostKeyChecking ask: ssh's question on /dev/tty, asked again

@@ -1,6 +1,8 @@
 //! The keys `sluice` offers, in OpenSSH's order: -i and IdentityFile
 //! files, then the agent's (IdentityAgent, SSH_AUTH_SOCK), limited by
-//! IdentitiesOnly.
+//! IdentitiesOnly. Certificates (PROTOCOL.certkeys) are offered as keys of
+//! their own: the agent's, `<identity>-cert.pub` next to a key file, and
+//! CertificateFile's, each signed for by the key it certifies.
 
 use super::app::expand;
 use crate::client::session::Identity;
@@ -32,6 +34,8 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
         .collect();
     }
     let mut out = Vec::new();
+    // Where each plain key can be signed with, for certificates.
+    let mut sources: Vec<(Vec<u8>, Source)> = Vec::new();
     // Agent keys first, as ssh offers them; with IdentitiesOnly only those
     // that match an identity file.
     let only = r.flag("identitiesonly", false);
@@ -47,6 +51,7 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
             Ok(agent) => {
                 let agent = Arc::new(agent);
                 for (blob, comment) in agent.identities().unwrap_or_default() {
+                    sources.push((blob.clone(), Source::Agent(agent.clone())));
                     let sig_algs = hostkey::sig_algs_for_key_type(
                         hostkey::blob_key_type(&blob).unwrap_or_default(),
                     )
@@ -79,11 +84,132 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
         seen.push(path.clone());
         match identity::public_blob(&path) {
             Ok(blob) if out.iter().any(|i: &Identity| i.public_blob == blob) => {}
-            Ok(blob) => out.extend(file_identity(&path, blob, batch)),
+            Ok(blob) => {
+                sources.push((blob.clone(), Source::File(path.clone())));
+                out.extend(file_identity(&path, blob, batch));
+                // ssh's `<identity>-cert.pub`, offered after its key.
+                let cert = PathBuf::from(format!("{}-cert.pub", path.display()));
+                if cert.exists() {
+                    out.extend(cert_identity(&cert, &sources, batch, false));
+                }
+            }
             Err(_) => log!(Debug1, "identity file {} not accessible", path.display()),
         }
     }
+    for c in r.all("certificatefile") {
+        let cert = expand(c, r);
+        out.extend(cert_identity(&cert, &sources, batch, true));
+    }
     out
+}
+
+/// Where a plain key's signatures come from.
+enum Source {
+    File(PathBuf),
+    Agent(Arc<crate::keys::agent::Agent>),
+}
+
+/// A certificate file as an identity, signed for by the key it certifies
+/// (a key file or an agent key in `sources`); None when it cannot be read,
+/// is already offered, or no key for it is at hand (`explicit`:
+/// CertificateFile, whose problems are worth a line at the default level).
+fn cert_identity(
+    path: &Path,
+    sources: &[(Vec<u8>, Source)],
+    batch: bool,
+    explicit: bool,
+) -> Option<Identity> {
+    let level = if explicit {
+        crate::log::Level::Info
+    } else {
+        crate::log::Level::Debug1
+    };
+    let parsed = std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| crate::keys::cert::Cert::parse_openssh(&t));
+    let (cert, blob) = match parsed {
+        Ok(c) => c,
+        Err(e) => {
+            crate::log::write(level, format_args!("certificate {}: {e}", path.display()));
+            return None;
+        }
+    };
+    if cert.is_host() {
+        crate::log::write(
+            level,
+            format_args!(
+                "certificate {}: a host certificate, not offered",
+                path.display()
+            ),
+        );
+        return None;
+    }
+    let Some((_, source)) = sources.iter().find(|(b, _)| *b == cert.plain) else {
+        crate::log::write(
+            level,
+            format_args!(
+                "certificate {}: no identity or agent key for it",
+                path.display()
+            ),
+        );
+        return None;
+    };
+    let sig_algs = hostkey::sig_algs_for_key_type(hostkey::blob_key_type(&blob)?).to_vec();
+    // The label as ssh shows it: the file without `.pub`, type, fingerprint.
+    let shown = path.display().to_string();
+    let label = format!(
+        "{} {} {}",
+        shown.strip_suffix(".pub").unwrap_or(&shown),
+        cert.type_name(),
+        cert.fingerprint()
+    );
+    log!(Debug1, "certificate file {shown} type {}", cert.type_name());
+    let cert_blob = blob.clone();
+    let (load, in_memory): (
+        Box<dyn FnMut() -> Result<Arc<dyn hostkey::Signer>, String>>,
+        bool,
+    ) = match source {
+        Source::File(p) => {
+            let p = p.clone();
+            let in_memory = identity::is_unencrypted(&p);
+            let load = Box::new(move || {
+                let mut ask = |p: &Path| {
+                    if batch {
+                        None
+                    } else {
+                        identity::prompt_passphrase(p)
+                    }
+                };
+                let key: Arc<dyn hostkey::Signer> = Arc::new(identity::load(&p, &mut ask)?);
+                certified(key, &cert_blob)
+            });
+            (load, in_memory)
+        }
+        Source::Agent(agent) => {
+            let key: Arc<dyn hostkey::Signer> = Arc::new(crate::keys::agent::AgentKey {
+                agent: agent.clone(),
+                blob: cert.plain.clone(),
+            });
+            (Box::new(move || certified(key.clone(), &cert_blob)), false)
+        }
+    };
+    Some(Identity {
+        label,
+        public_blob: blob,
+        sig_algs,
+        load,
+        in_memory,
+    })
+}
+
+/// `key` presenting the certificate `cert_blob`.
+fn certified(
+    key: Arc<dyn hostkey::Signer>,
+    cert_blob: &[u8],
+) -> Result<Arc<dyn hostkey::Signer>, String> {
+    hostkey::CertSigner::new(key, cert_blob.to_vec())
+        .map(|c| Arc::new(c) as Arc<dyn hostkey::Signer>)
+        .map_err(|_| "the certificate does not match its private key".to_owned())
 }
 
 /// One key file (its public half `blob` already read) as an identity to

@@ -78,8 +78,11 @@ pub fn print_config(
         ("macs", proto.macs.join(",")),
         ("kexalgorithms", proto.kex.join(",")),
         ("hostkeyalgorithms", sig.clone()),
-        ("hostbasedacceptedalgorithms", sig.clone()),
-        ("casignaturealgorithms", sig),
+        ("hostbasedacceptedalgorithms", sig),
+        (
+            "casignaturealgorithms",
+            super::host_trust::ca_signature_algorithms(r).join(","),
+        ),
         ("pubkeyacceptedalgorithms", proto.pubkey_algs.join(",")),
     ];
     let text = dump::dump(

@@ -102,7 +102,9 @@ impl Signer for AgentKey {
     }
 
     fn sign(&self, sig_alg: &str, data: &[u8]) -> Result<Vec<u8>, CryptoError> {
-        let flags = match sig_alg {
+        // A certificate is signed for under its plain algorithm's flags.
+        let plain = sluice_proto::crypto::hostkey::cert::plain_sig_alg(sig_alg).unwrap_or(sig_alg);
+        let flags = match plain {
             "rsa-sha2-256" => RSA_SHA2_256,
             "rsa-sha2-512" => RSA_SHA2_512,
             _ => 0,

@@ -8,9 +8,13 @@
 //! missing quote, a malformed `expiry-time`, `permitopen`, `permitlisten`,
 //! `environment` or `tunnel`, a repeated `command`/`from`/`principals`) is
 //! skipped with a log line naming file and line. Lines sluiced cannot
-//! honour are skipped the same way rather than half-applied: certificate
-//! authorities (`cert-authority`, `principals=`) and FIDO policies
+//! honour are skipped the same way rather than half-applied: FIDO policies
 //! (`no-touch-required`, `verify-required`).
+//!
+//! A `cert-authority` line names a CA whose user certificates are accepted
+//! (with `principals=` limiting the names a certificate must carry); it
+//! never matches a plain key. AuthorizedPrincipalsFile lines (options, then
+//! a principal name) use the same options.
 
 use super::pattern;
 use crate::log;
@@ -49,8 +53,10 @@ struct LineOptions {
     from: Option<String>,
     /// `expiry-time=`: the earliest, in seconds since the epoch.
     expiry: Option<i64>,
-    /// `cert-authority` or `principals=`: certificates, not supported.
-    certificate: Option<&'static str>,
+    /// `cert-authority`: the key is a CA for user certificates.
+    cert_authority: bool,
+    /// `principals="name,..."`: names a certificate must carry one of.
+    principals: Option<String>,
     /// `no-touch-required` or `verify-required`: FIDO policy, not supported.
     fido: Option<&'static str>,
 }
@@ -159,7 +165,7 @@ fn parse_options(mut s: &str) -> Result<LineOptions, &'static str> {
             k.no_user_rc = true;
             s = r;
         } else if let Some((_, r)) = flag(s, "cert-authority", false) {
-            l.certificate = Some("cert-authority");
+            l.cert_authority = true;
             s = r;
         } else if let Some((on, r)) = flag(s, "port-forwarding", true) {
             k.no_port_forwarding = !on;
@@ -194,11 +200,11 @@ fn parse_options(mut s: &str) -> Result<LineOptions, &'static str> {
             k.command = Some(v);
             s = r;
         } else if let Some(r) = valued(s, "principals") {
-            if l.certificate == Some("principals") {
+            if l.principals.is_some() {
                 return Err("multiple \"principals\" clauses");
             }
-            let (_, r) = dequote(r)?;
-            l.certificate = Some("principals");
+            let (v, r) = dequote(r)?;
+            l.principals = Some(v);
             s = r;
         } else if let Some(r) = valued(s, "from") {
             if l.from.is_some() {
@@ -347,11 +353,6 @@ fn parse_line(line: &str) -> Result<Option<(LineOptions, Vec<u8>)>, Skip> {
     } else {
         parse_options(opts).map_err(|e| Skip::Options(format!("bad key options: {e}")))?
     };
-    if let Some(c) = parsed.certificate {
-        return Err(Skip::Options(format!(
-            "{c}: certificates are not supported by sluiced, line skipped"
-        )));
-    }
     if let Some(f) = parsed.fido {
         return Err(Skip::Options(format!(
             "{f}: FIDO key policies are not supported by sluiced, line skipped"
@@ -360,10 +361,65 @@ fn parse_line(line: &str) -> Result<Option<(LineOptions, Vec<u8>)>, Skip> {
     Ok(Some((parsed, blob)))
 }
 
+/// The line's own conditions: `from=` (against `addr`, or `host`) and
+/// `expiry-time=`; a refusal is logged at `loc`.
+fn line_usable(
+    l: &LineOptions,
+    addr: IpAddr,
+    host: Option<&str>,
+    now_unix: u64,
+    loc: &str,
+) -> bool {
+    if let Some(from) = &l.from {
+        if !pattern::match_host_and_ip(addr, host, from) {
+            log!(
+                Info,
+                "{loc}: Authentication tried with correct key but not from a permitted host (ip={addr}, required={from})."
+            );
+            return false;
+        }
+    }
+    if let Some(t) = l.expiry {
+        if i64::try_from(now_unix).unwrap_or(i64::MAX) > t {
+            log!(Info, "{loc}: key refused: entry expired");
+            return false;
+        }
+    }
+    true
+}
+
+/// The usable lines of the files, in order, with their location.
+fn lines(
+    files: &[(std::path::PathBuf, Vec<u8>)],
+) -> impl Iterator<Item = (String, LineOptions, Vec<u8>)> + '_ {
+    files.iter().flat_map(|(f, bytes)| {
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        let f = f.clone();
+        text.lines()
+            .enumerate()
+            .filter_map(|(n, line)| {
+                let loc = format!("{}:{}", f.display(), n + 1);
+                match parse_line(line) {
+                    Ok(Some((l, blob))) => Some((loc, l, blob)),
+                    Ok(None) => None,
+                    Err(Skip::NoKey(e)) => {
+                        log!(Debug1, "{loc}: skipping line: {e}");
+                        None
+                    }
+                    Err(Skip::Options(e)) => {
+                        log!(Info, "{loc}: {e}");
+                        None
+                    }
+                }
+            })
+            .collect::<Vec<_>>()
+    })
+}
+
 /// Looks for `key_blob` in the files' contents (name, bytes: read by
 /// `keys::user_file`); returns its options if a usable line matches. A
 /// matching line refused by its `from=` or `expiry-time=` does not end the
-/// search, as in sshd.
+/// search, as in sshd. `cert-authority` lines never match a plain key.
 pub fn find_key(
     files: &[(std::path::PathBuf, Vec<u8>)],
     key_blob: &[u8],
@@ -371,40 +427,114 @@ pub fn find_key(
     host: Option<&str>,
     now_unix: u64,
 ) -> Option<KeyOptions> {
+    for (loc, l, blob) in lines(files) {
+        if blob != key_blob {
+            continue;
+        }
+        if l.cert_authority {
+            log!(
+                Debug1,
+                "{loc}: key is a certificate authority, not a user key"
+            );
+            continue;
+        }
+        log!(Debug1, "{loc}: matching key found");
+        if line_usable(&l, addr, host, now_unix, &loc) {
+            return Some(l.opts);
+        }
+    }
+    None
+}
+
+/// A `cert-authority` line for the CA key `ca_blob` that accepts a
+/// certificate with `cert_principals` for `user`: the line's options and
+/// where it is. Without `principals=` the user name must be among the
+/// certificate's principals (or the certificate name none: sshd does not
+/// require a principal list here); with it, one of the certificate's
+/// principals must be in that list.
+pub fn find_cert_authority(
+    files: &[(std::path::PathBuf, Vec<u8>)],
+    ca_blob: &[u8],
+    cert_principals: &[String],
+    user: &str,
+    addr: IpAddr,
+    now_unix: u64,
+) -> Option<(KeyOptions, String)> {
+    for (loc, l, blob) in lines(files) {
+        if blob != ca_blob || !l.cert_authority {
+            continue;
+        }
+        log!(Debug1, "{loc}: matching CA found");
+        let ok = match &l.principals {
+            Some(list) => cert_principals
+                .iter()
+                .any(|p| list.split(',').any(|n| n == p)),
+            None => cert_principals.is_empty() || cert_principals.iter().any(|p| p == user),
+        };
+        if !ok {
+            log!(
+                Info,
+                "{loc}: Certificate does not contain an authorized principal"
+            );
+            continue;
+        }
+        if line_usable(&l, addr, None, now_unix, &loc) {
+            return Some((l.opts, loc));
+        }
+    }
+    None
+}
+
+/// AuthorizedPrincipalsFile (sshd_config(5)): the first line naming one of
+/// `cert_principals` (options may come first, as in authorized_keys) whose
+/// conditions hold; its options and where it is.
+pub fn find_principal(
+    files: &[(std::path::PathBuf, Vec<u8>)],
+    cert_principals: &[String],
+    addr: IpAddr,
+    now_unix: u64,
+) -> Option<(KeyOptions, String)> {
     for (f, bytes) in files {
         let text = String::from_utf8_lossy(bytes);
         for (n, line) in text.lines().enumerate() {
-            let loc = || format!("{}:{}", f.display(), n + 1);
-            let l = match parse_line(line) {
-                Ok(Some((l, blob))) if blob == key_blob => l,
-                Ok(_) => continue,
-                Err(Skip::NoKey(e)) => {
-                    log!(Debug1, "{}: skipping line: {e}", loc());
-                    continue;
-                }
-                Err(Skip::Options(e)) => {
-                    log!(Info, "{}: {e}", loc());
-                    continue;
-                }
-            };
-            log!(Debug1, "{}: matching key found", loc());
-            if let Some(from) = &l.from {
-                if !pattern::match_host_and_ip(addr, host, from) {
+            let loc = format!("{}:{}", f.display(), n + 1);
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            // One word is a name; more, and the first is options.
+            let (opts, name) = match split_options(line) {
+                Some((o, rest)) if !rest.is_empty() => (Some(o), rest),
+                Some((name, _)) => (None, name),
+                None => {
                     log!(
                         Info,
-                        "{}: Authentication tried with correct key but not from a permitted host (ip={addr}, required={from}).",
-                        loc()
+                        "{loc}: bad principals line: invalid key option string"
                     );
                     continue;
                 }
+            };
+            if !cert_principals.iter().any(|p| p == name) {
+                continue;
             }
-            if let Some(t) = l.expiry {
-                if i64::try_from(now_unix).unwrap_or(i64::MAX) > t {
-                    log!(Info, "{}: key refused: entry expired", loc());
+            let l = match opts.map(parse_options).transpose() {
+                Ok(l) => l.unwrap_or_default(),
+                Err(e) => {
+                    log!(Info, "{loc}: bad principals line options: {e}");
                     continue;
                 }
+            };
+            if l.cert_authority || l.principals.is_some() || l.fido.is_some() {
+                log!(
+                    Info,
+                    "{loc}: option not allowed in a principals file, line skipped"
+                );
+                continue;
             }
-            return Some(l.opts);
+            log!(Debug1, "{loc}: matched principal \"{name}\"");
+            if line_usable(&l, addr, None, now_unix, &loc) {
+                return Some((l.opts, loc));
+            }
         }
     }
     None
@@ -468,10 +598,14 @@ mod tests {
         assert_eq!(k.environment, [("A".to_owned(), "1".to_owned())]);
         let l = parse_options(r#"expiry-time="20990101Z",expiry-time="19990101Z""#).unwrap();
         assert_eq!(l.expiry, Some(915_148_800));
-        assert!(parse_options("cert-authority")
-            .unwrap()
-            .certificate
-            .is_some());
+        assert!(parse_options("cert-authority").unwrap().cert_authority);
+        assert_eq!(
+            parse_options(r#"principals="a,b""#)
+                .unwrap()
+                .principals
+                .as_deref(),
+            Some("a,b")
+        );
         assert!(parse_options("no-touch-required").unwrap().fido.is_some());
         assert!(parse_options("verify-required").unwrap().fido.is_some());
         assert!(parse_options("touch-required").unwrap().fido.is_none());
@@ -517,7 +651,7 @@ mod tests {
             find(format!("from=\"10.0.0.0/8\" {b64}\nno-pty {b64}\n"), 0).is_some_and(|k| k.no_pty)
         );
         assert!(find(format!("cert-authority {b64}\n"), 0).is_none());
-        assert!(find(format!("principals=\"a\" {b64}\n"), 0).is_none());
+        assert!(find(format!("principals=\"a\" {b64}\n"), 0).is_some());
         assert!(find(format!("verify-required {b64}\n"), 0).is_none());
     }
 }

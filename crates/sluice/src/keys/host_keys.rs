@@ -2,7 +2,7 @@
 
 use super::identity;
 use crate::log;
-use sluice_proto::crypto::hostkey::{KeyPair, Signer};
+use sluice_proto::crypto::hostkey::{CertSigner, KeyPair, Signer};
 use ssh_key::private::{Ed25519Keypair, KeypairData};
 use ssh_key::{LineEnding, PrivateKey};
 use std::os::unix::fs::PermissionsExt;
@@ -17,6 +17,8 @@ pub struct HostKeyFiles {
     pub paths: Vec<PathBuf>,
     /// RequiredRSASize in bits.
     pub min_rsa_bits: u32,
+    /// HostCertificate files: certificates for some of the keys.
+    pub certificates: Vec<PathBuf>,
 }
 
 impl Default for HostKeyFiles {
@@ -24,6 +26,7 @@ impl Default for HostKeyFiles {
         HostKeyFiles {
             paths: Vec::new(),
             min_rsa_bits: DEFAULT_MIN_RSA_BITS,
+            certificates: Vec::new(),
         }
     }
 }
@@ -87,7 +90,51 @@ pub fn load(files: &HostKeyFiles) -> Result<Vec<Arc<dyn Signer>>, String> {
     if keys.is_empty() {
         return Err("sluiced: no hostkeys available -- exiting.".to_owned());
     }
+    // Each certificate goes with the key it certifies, as one more host
+    // key whose algorithms are the certificate's (sshd's HostCertificate).
+    let mut certified: Vec<Arc<dyn Signer>> = Vec::new();
+    for p in &files.certificates {
+        match host_certificate(p, &keys) {
+            Ok(k) => certified.push(k),
+            Err(e) => log!(Error, "{e}"),
+        }
+    }
+    keys.extend(certified);
     Ok(keys)
+}
+
+/// A HostCertificate file paired with the loaded host key it certifies.
+fn host_certificate(path: &Path, keys: &[Arc<dyn Signer>]) -> Result<Arc<dyn Signer>, String> {
+    let cant = |e: String| {
+        format!(
+            "Could not load host certificate \"{}\": {e}",
+            path.display()
+        )
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| cant(e.to_string()))?;
+    let (cert, blob) = super::cert::Cert::parse_openssh(&text).map_err(cant)?;
+    if !cert.is_host() {
+        return Err(cant("not a host certificate".into()));
+    }
+    let key = keys
+        .iter()
+        .find(|k| k.public_blob() == cert.plain)
+        .ok_or_else(|| {
+            format!(
+                "No matching private key found for certificate {}",
+                path.display()
+            )
+        })?;
+    let signer = CertSigner::new(key.clone(), blob).map_err(|_| cant("unusable".into()))?;
+    log!(
+        Debug1,
+        "host certificate: {} type {} ID \"{}\" serial {}",
+        path.display(),
+        cert.type_name(),
+        cert.key_id(),
+        cert.serial()
+    );
+    Ok(Arc::new(signer))
 }
 
 /// Writes a fresh Ed25519 key in OpenSSH format (0600) and its `.pub` (0644).

@@ -1,5 +1,7 @@
 //! known_hosts (sshd(8) SSH_KNOWN_HOSTS FILE FORMAT): host patterns,
-//! `[host]:port`, hashed names (`|1|salt|hmac-sha1`), `@revoked`.
+//! `[host]:port`, hashed names (`|1|salt|hmac-sha1`), `@revoked`, and
+//! `@cert-authority` (a CA whose host certificates are trusted for the
+//! hosts the line names).
 
 use super::pattern;
 use aws_lc_rs::hmac;
@@ -52,6 +54,11 @@ fn b64(data: &[u8]) -> String {
     s
 }
 
+/// Standard base64 (padding optional), as key files and known_hosts hold it.
+pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    unb64(s)
+}
+
 fn unb64(s: &str) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     let mut acc = 0u32;
@@ -92,13 +99,20 @@ fn host_matches(field: &str, name: &str) -> bool {
     pattern::match_pattern_list(name, field) == Some(true)
 }
 
-/// Checks `key_blob` for `host`:`port` against the files.
-pub fn check(files: &[PathBuf], host: &str, port: u16, key_blob: &[u8]) -> HostKeyStatus {
+/// One line that names the host: its marker (`@revoked`, `@cert-authority`),
+/// key type and key blob, file and line number.
+struct Entry {
+    marker: Option<String>,
+    key_type: String,
+    blob: Vec<u8>,
+    file: PathBuf,
+    line: usize,
+}
+
+/// The lines of the files whose host patterns match `host`:`port`.
+fn entries(files: &[PathBuf], host: &str, port: u16) -> Vec<Entry> {
     let name = host_name(host, port);
-    let key_type = sluice_proto::crypto::hostkey::blob_key_type(key_blob)
-        .unwrap_or_default()
-        .to_owned();
-    let mut result = HostKeyStatus::Unknown;
+    let mut out = Vec::new();
     for f in files {
         let Ok(text) = std::fs::read_to_string(f) else {
             continue;
@@ -121,18 +135,64 @@ pub fn check(files: &[PathBuf], host: &str, port: u16, key_blob: &[u8]) -> HostK
                 continue;
             }
             let Some(blob) = unb64(data) else { continue };
-            match marker.as_deref() {
-                Some("@revoked") if blob == key_blob => return HostKeyStatus::Revoked,
-                Some(_) => continue,
-                None if blob == key_blob => result = HostKeyStatus::Known,
-                None if ty == key_type && result == HostKeyStatus::Unknown => {
-                    result = HostKeyStatus::Changed {
-                        file: f.clone(),
-                        line: n + 1,
-                    };
-                }
-                None => {}
+            out.push(Entry {
+                marker,
+                key_type: ty.to_owned(),
+                blob,
+                file: f.clone(),
+                line: n + 1,
+            });
+        }
+    }
+    out
+}
+
+/// Where an `@cert-authority` line for `host`:`port` lists `ca_blob`.
+pub fn find_ca(
+    files: &[PathBuf],
+    host: &str,
+    port: u16,
+    ca_blob: &[u8],
+) -> Option<(PathBuf, usize)> {
+    entries(files, host, port)
+        .into_iter()
+        .find(|e| e.marker.as_deref() == Some("@cert-authority") && e.blob == ca_blob)
+        .map(|e| (e.file, e.line))
+}
+
+/// The key types known for the host (plain lines), and those of the CAs
+/// named for it: what ssh puts first in its HostKeyAlgorithms.
+pub fn known_types(files: &[PathBuf], host: &str, port: u16) -> (Vec<String>, Vec<String>) {
+    let (mut keys, mut cas) = (Vec::new(), Vec::new());
+    for e in entries(files, host, port) {
+        let list = match e.marker.as_deref() {
+            None => &mut keys,
+            Some("@cert-authority") => &mut cas,
+            Some(_) => continue,
+        };
+        if !list.contains(&e.key_type) {
+            list.push(e.key_type);
+        }
+    }
+    (keys, cas)
+}
+
+/// Checks `key_blob` for `host`:`port` against the files.
+pub fn check(files: &[PathBuf], host: &str, port: u16, key_blob: &[u8]) -> HostKeyStatus {
+    let key_type = sluice_proto::crypto::hostkey::blob_key_type(key_blob).unwrap_or_default();
+    let mut result = HostKeyStatus::Unknown;
+    for e in entries(files, host, port) {
+        match e.marker.as_deref() {
+            Some("@revoked") if e.blob == key_blob => return HostKeyStatus::Revoked,
+            Some(_) => continue,
+            None if e.blob == key_blob => result = HostKeyStatus::Known,
+            None if e.key_type == key_type && result == HostKeyStatus::Unknown => {
+                result = HostKeyStatus::Changed {
+                    file: e.file,
+                    line: e.line,
+                };
             }
+            None => {}
         }
     }
     result

@@ -1,10 +1,11 @@
 //! Key material: identity and host key files (OpenSSH format, through
 //! ssh-key), authorized_keys with options, known_hosts, and the pattern
 //! matching both share; reading a user's file as that user (user_file);
-//! RevokedKeys files (revoked).
+//! RevokedKeys files (revoked); OpenSSH certificates (cert).
 
 pub mod agent;
 pub mod authorized_keys;
+pub mod cert;
 pub mod host_keys;
 pub mod identity;
 pub mod known_hosts;

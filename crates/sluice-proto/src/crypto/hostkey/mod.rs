@@ -1,16 +1,19 @@
 //! Public-key signatures for host keys and user keys: key and signature
 //! blobs (RFC 4253 section 6.6), `ssh-ed25519` (RFC 8709),
 //! `ecdsa-sha2-nistp256/384/521` (RFC 5656 section 3) and `rsa-sha2-256`,
-//! `rsa-sha2-512` over `ssh-rsa` keys (RFC 8332).
+//! `rsa-sha2-512` over `ssh-rsa` keys (RFC 8332), and OpenSSH certificates
+//! of those keys (PROTOCOL.certkeys; see [`cert`]).
 //!
 //! Verification parses peer blobs strictly (no trailing bytes). Private keys
 //! live in [`KeyPair`]; reading key files is the runtime's job.
 
 mod bignum;
+pub mod cert;
 mod keypair;
 #[cfg(test)]
 mod tests;
 
+pub use cert::CertSigner;
 pub use keypair::KeyPair;
 
 use super::CryptoError;
@@ -18,8 +21,25 @@ use crate::wire::Reader;
 use aws_lc_rs::signature::{self, RsaParameters, RsaPublicKeyComponents, UnparsedPublicKey};
 
 /// Signature algorithms we accept and offer, in OpenSSH 10's default order
-/// restricted to those we implement.
+/// restricted to those we implement: certificates first.
 pub const DEFAULT_SIG_ALGS: &[&str] = &[
+    "ssh-ed25519-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+    "rsa-sha2-512-cert-v01@openssh.com",
+    "rsa-sha2-256-cert-v01@openssh.com",
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "rsa-sha2-512",
+    "rsa-sha2-256",
+];
+
+/// The plain (not certificate) algorithms of [`DEFAULT_SIG_ALGS`]: what
+/// `server-sig-algs` lists and a CA may sign certificates with.
+pub const PLAIN_SIG_ALGS: &[&str] = &[
     "ssh-ed25519",
     "ecdsa-sha2-nistp256",
     "ecdsa-sha2-nistp384",
@@ -35,7 +55,8 @@ pub fn blob_key_type(blob: &[u8]) -> Option<&str> {
 }
 
 /// Signature algorithms a key type can produce (`ssh-rsa` gives
-/// `rsa-sha2-512` and `rsa-sha2-256`; others give their own name).
+/// `rsa-sha2-512` and `rsa-sha2-256`; others give their own name;
+/// certificate types give the certificate algorithms).
 pub fn sig_algs_for_key_type(key_type: &str) -> &'static [&'static str] {
     match key_type {
         "ssh-ed25519" => &["ssh-ed25519"],
@@ -43,7 +64,7 @@ pub fn sig_algs_for_key_type(key_type: &str) -> &'static [&'static str] {
         "ecdsa-sha2-nistp384" => &["ecdsa-sha2-nistp384"],
         "ecdsa-sha2-nistp521" => &["ecdsa-sha2-nistp521"],
         "ssh-rsa" => &["rsa-sha2-512", "rsa-sha2-256"],
-        _ => &[],
+        other => cert::sig_algs_for_cert_type(other),
     }
 }
 
@@ -155,13 +176,22 @@ fn strip_zeros(b: &[u8]) -> &[u8] {
 
 /// Verifies `signature` (the blob `string alg || string sig`) over `data`
 /// with the public key `key_blob`, requiring the blob's algorithm to be
-/// `sig_alg` and compatible with the key's type.
+/// `sig_alg` and compatible with the key's type. For a certificate the
+/// signature is the certified key's, under the plain algorithm.
 pub fn verify(
     sig_alg: &str,
     key_blob: &[u8],
     signature: &[u8],
     data: &[u8],
 ) -> Result<(), CryptoError> {
+    let key_type = blob_key_type(key_blob).ok_or(CryptoError)?;
+    if cert::is_cert_type(key_type) {
+        if !cert::sig_algs_for_cert_type(key_type).contains(&sig_alg) {
+            return Err(CryptoError);
+        }
+        let plain_alg = cert::plain_sig_alg(sig_alg).ok_or(CryptoError)?;
+        return verify(plain_alg, &cert::plain_blob(key_blob)?, signature, data);
+    }
     let mut sig_r = Reader::new(signature);
     let blob_alg = sig_r.string().map_err(|_| CryptoError)?;
     let sig = sig_r.string().map_err(|_| CryptoError)?;

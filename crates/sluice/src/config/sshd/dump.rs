@@ -232,6 +232,17 @@ impl ServerConfig {
             "streamlocalbindmask" => one(format!("{:04o}", self.stream_local_bind_mask)),
             "tcpkeepalive" => one(yn(self.tcp_keep_alive)),
             "revokedkeys" => one(or_none(self.revoked_keys.as_ref().map(|p| p.display()))),
+            "trustedusercakeys" => one(or_none(
+                self.trusted_user_ca_keys.as_ref().map(|p| p.display()),
+            )),
+            "authorizedprincipalsfile" => one(or_none(self.authorized_principals_file.as_ref())),
+            "casignaturealgorithms" => one(self.ca_signature_algorithms.join(",")),
+            "hostcertificate" => self
+                .host_keys
+                .certificates
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
             "authenticationmethods" => one(if self.authentication_methods.is_empty() {
                 "any".to_owned()
             } else {

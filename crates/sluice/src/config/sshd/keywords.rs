@@ -106,16 +106,12 @@ pub(super) const OTHER: &[(&str, Option<&str>)] = &[
     ("exposeauthinfo", Some("no")),
     ("modulifile", Some("/etc/ssh/moduli")),
     ("xauthlocation", Some("/usr/bin/xauth")),
-    ("trustedusercakeys", Some("none")),
     ("securitykeyprovider", Some("internal")),
-    ("authorizedprincipalsfile", Some("none")),
     ("versionaddendum", Some("none")),
     ("authorizedprincipalscommand", Some("none")),
     ("authorizedprincipalscommanduser", Some("none")),
     ("hostkeyagent", Some("none")),
-    ("casignaturealgorithms", Some("ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256")),
     ("hostbasedacceptedalgorithms", Some("ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256")),
-    ("hostcertificate", None),
     ("persourcemaxstartups", Some("none")),
     ("persourcenetblocksize", Some("32:128")),
     ("permittunnel", Some("no")),
@@ -158,6 +154,11 @@ const UNSUPPORTED: &[(&str, &str, &str)] = &[
         "authorizedkeyscommand",
         "none",
         "sluiced reads keys from AuthorizedKeysFile only",
+    ),
+    (
+        "authorizedprincipalscommand",
+        "none",
+        "sluiced reads certificate principals from AuthorizedPrincipalsFile only",
     ),
 ];
 
@@ -330,6 +331,10 @@ const OWN: &[&str] = &[
     "tcpkeepalive",
     "authenticationmethods",
     "revokedkeys",
+    "trustedusercakeys",
+    "authorizedprincipalsfile",
+    "hostcertificate",
+    "casignaturealgorithms",
 ];
 
 /// A keyword sshd_config knows.
@@ -585,6 +590,22 @@ impl ServerConfig {
             }
             "tcpkeepalive" => self.tcp_keep_alive = bool_arg()?,
             "revokedkeys" => self.revoked_keys = (first != "none").then(|| first.into()),
+            "trustedusercakeys" => {
+                self.trusted_user_ca_keys = (first != "none").then(|| first.into())
+            }
+            "authorizedprincipalsfile" => {
+                self.authorized_principals_file = (first != "none").then_some(first)
+            }
+            "hostcertificate" => self.host_keys.certificates.push(first.into()),
+            "casignaturealgorithms" => {
+                self.ca_signature_algorithms = algorithms::resolve(
+                    &first,
+                    crate::keys::cert::CA_SIGNATURE_ALGORITHMS,
+                    crate::keys::cert::CA_SIGNATURE_ALGORITHMS,
+                    "CASignatureAlgorithms",
+                )
+                .map_err(|e| l.err(&e))?
+            }
             "authenticationmethods" => self.authentication_methods = authentication_methods(l)?,
             "authorizedkeyscommanduser" => {
                 self.authorized_keys_command_user = (first != "none").then_some(first)

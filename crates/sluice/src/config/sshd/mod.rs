@@ -200,6 +200,12 @@ pub struct ServerConfig {
     pub tcp_keep_alive: bool,
     /// RevokedKeys: a file of public keys refused for user authentication.
     pub revoked_keys: Option<PathBuf>,
+    /// TrustedUserCAKeys: CA keys trusted to sign user certificates.
+    pub trusted_user_ca_keys: Option<PathBuf>,
+    /// AuthorizedPrincipalsFile template (%h %u %U %% tokens).
+    pub authorized_principals_file: Option<String>,
+    /// CASignatureAlgorithms: what a CA may sign certificates with.
+    pub ca_signature_algorithms: Vec<String>,
     /// AuthenticationMethods lists (empty: any). Only lists of one method
     /// each are accepted (keywords.rs): any of them is enough.
     pub authentication_methods: Vec<String>,
@@ -284,6 +290,9 @@ impl Default for ServerConfig {
             tcp_keep_alive: true,
             authentication_methods: Vec::new(),
             revoked_keys: None,
+            trusted_user_ca_keys: None,
+            authorized_principals_file: None,
+            ca_signature_algorithms: own(crate::keys::cert::CA_SIGNATURE_ALGORITHMS),
             other: BTreeMap::new(),
             lines: Arc::new(Vec::new()),
         }
@@ -455,20 +464,14 @@ impl ServerConfig {
         self.authorized_keys_file
             .iter()
             .filter(|t| t.as_str() != "none")
-            .map(|t| {
-                let s = t
-                    .replace("%%", "\0")
-                    .replace("%h", home)
-                    .replace("%u", user)
-                    .replace("%U", &uid.to_string())
-                    .replace('\0', "%");
-                if s.starts_with('/') {
-                    PathBuf::from(s)
-                } else {
-                    Path::new(home).join(s)
-                }
-            })
+            .map(|t| user_path(t, user, home, uid))
             .collect()
+    }
+
+    /// AuthorizedPrincipalsFile with tokens expanded, relative to home.
+    pub fn authorized_principals_path(&self, user: &str, home: &str, uid: u32) -> Option<PathBuf> {
+        let t = self.authorized_principals_file.as_ref()?;
+        Some(user_path(t, user, home, uid))
     }
 
     /// AcceptEnv allows this variable.
@@ -535,6 +538,22 @@ fn split_host_port(s: &str) -> (String, Option<u16>) {
     match s.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') => (h.to_owned(), p.parse().ok()),
         _ => (s.to_owned(), None),
+    }
+}
+
+/// A per-user file name (AuthorizedKeysFile, AuthorizedPrincipalsFile):
+/// %% %h %u %U expanded, relative names under the home directory.
+fn user_path(template: &str, user: &str, home: &str, uid: u32) -> PathBuf {
+    let s = template
+        .replace("%%", "\0")
+        .replace("%h", home)
+        .replace("%u", user)
+        .replace("%U", &uid.to_string())
+        .replace('\0', "%");
+    if s.starts_with('/') {
+        PathBuf::from(s)
+    } else {
+        Path::new(home).join(s)
     }
 }
 

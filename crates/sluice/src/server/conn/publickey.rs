@@ -6,6 +6,7 @@
 
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::{self, KeyOptions};
+use crate::keys::cert::Cert;
 use crate::keys::identity::fingerprint_sha256;
 use crate::keys::revoked;
 use crate::keys::user_file::{self, Reader};
@@ -15,6 +16,8 @@ use sluice_proto::crypto::hostkey;
 use std::net::SocketAddr;
 
 use super::ServerConn;
+
+mod cert;
 
 impl ServerConn {
     pub(super) fn check_publickey(
@@ -38,8 +41,8 @@ impl ServerConn {
 }
 
 /// Whether `key_blob` may log in as `user` (publickey offered under
-/// AuthenticationMethods, RequiredRSASize, RevokedKeys, authorized_keys,
-/// PermitRootLogin);
+/// AuthenticationMethods, RequiredRSASize, RevokedKeys, authorized_keys or
+/// for a certificate TrustedUserCAKeys (see [`cert`]), PermitRootLogin);
 /// the account and the key's options when it may. `signed` only changes
 /// the log line ("Accepted publickey" is logged for a signed request).
 pub(crate) fn decide(
@@ -54,42 +57,55 @@ pub(crate) fn decide(
     let key_type = hostkey::blob_key_type(key_blob)
         .unwrap_or("unknown")
         .to_owned();
-    let fp = fingerprint_sha256(key_blob);
+    let certificate = if hostkey::cert::is_cert_type(&key_type) {
+        match Cert::parse(key_blob) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                log!(
+                    Info,
+                    "Failed publickey for {user} from {ip} port {port} ssh2: {key_type}: {e}"
+                );
+                return None;
+            }
+        }
+    } else {
+        None
+    };
+    // sshd's words: `ED25519-CERT SHA256:.. ID id (serial N) CA ED25519 SHA256:..`.
+    let described = match &certificate {
+        Some(c) => format!(
+            "{} {} ID {} (serial {}) CA {} {}",
+            c.type_name(),
+            c.fingerprint(),
+            c.key_id(),
+            c.serial(),
+            c.ca_type_name(),
+            c.ca_fingerprint()
+        ),
+        None => format!("{key_type} {}", fingerprint_sha256(key_blob)),
+    };
     let fail = |why: &str| {
         log!(
             Info,
-            "Failed publickey for {user} from {ip} port {port} ssh2: {key_type} {fp}{why}"
+            "Failed publickey for {user} from {ip} port {port} ssh2: {described}{why}"
         );
         None
     };
     if !cfg.auth_methods().iter().any(|m| m == "publickey") {
         return fail("");
     }
-    if let Some(why) = crate::keys::host_keys::rsa_too_small(key_blob, cfg.required_rsa_size) {
-        log!(Info, "refusing RSA key: {why}");
-        return fail("");
+    // A certificate is judged by its key and its CA's key.
+    let mut checked = vec![key_blob];
+    if let Some(c) = &certificate {
+        checked = vec![key_blob, c.plain.as_slice(), c.ca.as_slice()];
     }
-    if let Some(f) = &cfg.revoked_keys {
-        // sshd's auth_key_is_revoked: listed, or the file unusable, refuses.
-        let ty = revoked::sshd_key_type(key_blob);
-        match revoked::contains(f, key_blob) {
-            Ok(false) => {}
-            Ok(true) => {
-                log!(
-                    Error,
-                    "Authentication key {ty} {fp} revoked by file {}",
-                    f.display()
-                );
-                return fail("");
-            }
-            Err(e) => {
-                log!(
-                    Error,
-                    "Error checking authentication key {ty} {fp} in revoked keys file {}: {e}",
-                    f.display()
-                );
-                return fail("");
-            }
+    for blob in &checked {
+        if let Some(why) = crate::keys::host_keys::rsa_too_small(blob, cfg.required_rsa_size) {
+            log!(Info, "refusing RSA key: {why}");
+            return fail("");
+        }
+        if is_revoked(cfg, blob) {
+            return fail("");
         }
     }
     let Some(info) = session::lookup_user(user) else {
@@ -104,7 +120,11 @@ pub(crate) fn decide(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let Some(opts) = authorized_keys::find_key(&files, key_blob, ip, None, now) else {
+    let found = match &certificate {
+        Some(c) => cert::allowed(cfg, peer, &info, c, &files, now),
+        None => authorized_keys::find_key(&files, key_blob, ip, None, now),
+    };
+    let Some(opts) = found else {
         return fail("");
     };
     if info.uid == 0 && cfg.permit_root_login.forced_commands_only() && opts.command.is_none() {
@@ -117,16 +137,57 @@ pub(crate) fn decide(
     if signed {
         log!(
             Info,
-            "Accepted publickey for {user} from {ip} port {port} ssh2: {key_type} {fp}"
+            "Accepted publickey for {user} from {ip} port {port} ssh2: {described}"
         );
     }
     Some((info, opts))
+}
+
+/// sshd's auth_key_is_revoked: listed in RevokedKeys, or the file
+/// unusable, refuses (logged).
+fn is_revoked(cfg: &Sshd, key_blob: &[u8]) -> bool {
+    let Some(f) = &cfg.revoked_keys else {
+        return false;
+    };
+    let ty = revoked::sshd_key_type(key_blob);
+    let fp = fingerprint_sha256(key_blob);
+    match revoked::contains(f, key_blob) {
+        Ok(false) => false,
+        Ok(true) => {
+            log!(
+                Error,
+                "Authentication key {ty} {fp} revoked by file {}",
+                f.display()
+            );
+            true
+        }
+        Err(e) => {
+            log!(
+                Error,
+                "Error checking authentication key {ty} {fp} in revoked keys file {}: {e}",
+                f.display()
+            );
+            true
+        }
+    }
 }
 
 /// The AuthorizedKeysFile files that could be read as the user, each
 /// refusal logged in sshd's words. A user whose groups cannot be listed
 /// gets no files read (their groups could have kept a file from them).
 fn read_authorized_keys(cfg: &Sshd, info: &UserInfo) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let files = cfg.authorized_keys_files(&info.name, &info.home, info.uid);
+    read_user_files(cfg, info, &files, "authorized keys")
+}
+
+/// Files read as the user (StrictModes applied), each refusal logged in
+/// sshd's words (`kind`: "authorized keys", "authorized principals").
+fn read_user_files(
+    cfg: &Sshd,
+    info: &UserInfo,
+    paths: &[std::path::PathBuf],
+    kind: &str,
+) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let groups = match session::group_list(&info.name, info.gid) {
         Ok(g) => g,
         Err(e) => {
@@ -146,13 +207,11 @@ fn read_authorized_keys(cfg: &Sshd, info: &UserInfo) -> Vec<(std::path::PathBuf,
         home: info.home.clone().into(),
     };
     let mut out = Vec::new();
-    for f in cfg.authorized_keys_files(&info.name, &info.home, info.uid) {
-        match user_file::read_as_user(&f, &who, cfg.strict_modes) {
-            Ok(bytes) => out.push((f, bytes)),
-            Err(r) if r.is_notable() => {
-                log!(Info, "{}", r.message(&info.name, "authorized keys"))
-            }
-            Err(r) => log!(Debug1, "{}", r.message(&info.name, "authorized keys")),
+    for f in paths {
+        match user_file::read_as_user(f, &who, cfg.strict_modes) {
+            Ok(bytes) => out.push((f.clone(), bytes)),
+            Err(r) if r.is_notable() => log!(Info, "{}", r.message(&info.name, kind)),
+            Err(r) => log!(Debug1, "{}", r.message(&info.name, kind)),
         }
     }
     out

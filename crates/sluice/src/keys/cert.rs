@@ -1,0 +1,479 @@
+//! OpenSSH certificates (PROTOCOL.certkeys) as the runtime judges them,
+//! for user certificates in sluiced and host certificates in sluice:
+//! strict parsing, the checks of OpenSSH's sshkey_cert_check_authority
+//! (type, validity window, principals) in its words, the CA's signature and
+//! its algorithm (CASignatureAlgorithms), and the options a user
+//! certificate carries (critical options that must be enforced, extensions
+//! that grant).
+//!
+//! The certificate is parsed here, not by ssh-key 0.6's `Certificate`: that
+//! refuses `valid before` = 2^64-1, which is how `ssh-keygen -s` writes
+//! "forever" (its default), so most real certificates would not load. The
+//! CA's signature is checked with the engine's verifier over the signed
+//! bytes, the same code that checks every other signature.
+//!
+//! Which CAs are trusted (TrustedUserCAKeys, `cert-authority`,
+//! `@cert-authority`) is the caller's question; the engine only sees a
+//! certificate as a wrapper around the key that signs
+//! (sluice_proto::crypto::hostkey::cert).
+
+use super::identity::fingerprint_sha256;
+use super::revoked::sshd_key_type;
+use sluice_proto::crypto::hostkey;
+use sluice_proto::wire::Reader;
+use std::net::IpAddr;
+
+/// CASignatureAlgorithms' default, as OpenSSH's (ssh and sshd): the FIDO
+/// (`sk-`) names are accepted, and a certificate a FIDO CA signed fails
+/// verification, since sluice verifies no FIDO signatures.
+pub const CA_SIGNATURE_ALGORITHMS: &[&str] = &[
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+    "rsa-sha2-512",
+    "rsa-sha2-256",
+];
+
+/// A parsed certificate with the blobs its checks compare.
+#[derive(Debug, Clone)]
+pub struct Cert {
+    /// The certified key as a plain key blob.
+    pub plain: Vec<u8>,
+    /// The CA's public key blob.
+    pub ca: Vec<u8>,
+    serial: u64,
+    host: bool,
+    key_id: String,
+    principals: Vec<String>,
+    valid_after: u64,
+    valid_before: u64,
+    critical: Vec<(String, String)>,
+    extensions: Vec<(String, String)>,
+    /// The signature blob (`string alg || string sig`) and the bytes it signs.
+    signature: Vec<u8>,
+    signed: Vec<u8>,
+}
+
+/// The restrictions and grants of a user certificate (sshd's
+/// sshauthopt_from_cert).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CertOptions {
+    /// `force-command` critical option.
+    pub force_command: Option<String>,
+    /// `source-address` critical option: a CIDR list the client must match.
+    pub source_address: Option<String>,
+    /// `permit-pty` extension.
+    pub permit_pty: bool,
+    /// `permit-port-forwarding` extension.
+    pub permit_port_forwarding: bool,
+    /// `permit-agent-forwarding` extension.
+    pub permit_agent_forwarding: bool,
+    /// `permit-X11-forwarding` extension.
+    pub permit_x11_forwarding: bool,
+    /// `permit-user-rc` extension.
+    pub permit_user_rc: bool,
+}
+
+/// Critical options or extensions: `string name, string data` pairs, in
+/// strictly increasing name order (PROTOCOL.certkeys: sorted, no repeats);
+/// a non-empty data field holds one string.
+fn options(field: &[u8]) -> Result<Vec<(String, String)>, &'static str> {
+    let mut r = Reader::new(field);
+    let mut out: Vec<(String, String)> = Vec::new();
+    while !r.is_empty() {
+        let name = r.utf8().map_err(|_| "malformed option name")?.to_owned();
+        let data = r.string().map_err(|_| "malformed option data")?;
+        let value = if data.is_empty() {
+            String::new()
+        } else {
+            let mut d = Reader::new(data);
+            let v = d.utf8().map_err(|_| "malformed option value")?.to_owned();
+            d.finish().map_err(|_| "malformed option value")?;
+            v
+        };
+        if out.last().is_some_and(|(prev, _)| *prev >= name) {
+            return Err("options not sorted or repeated");
+        }
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// The fields of a certificate blob after the public key (PROTOCOL.certkeys).
+fn parse_fields(blob: &[u8]) -> Result<Cert, &'static str> {
+    let plain = hostkey::cert::plain_blob(blob).map_err(|_| "unsupported certificate type")?;
+    let mut r = Reader::new(blob);
+    let bad = |_| "truncated certificate";
+    let cert_type = r.utf8().map_err(bad)?;
+    let fields = if cert_type.starts_with("ssh-ed25519") {
+        1
+    } else {
+        2
+    };
+    r.string().map_err(bad)?; // nonce
+    for _ in 0..fields {
+        r.string().map_err(bad)?;
+    }
+    let serial = r.u64().map_err(bad)?;
+    let host = match r.u32().map_err(bad)? {
+        1 => false,
+        2 => true,
+        _ => return Err("unknown certificate type"),
+    };
+    let key_id = r.utf8().map_err(bad)?.to_owned();
+    let mut p = Reader::new(r.string().map_err(bad)?);
+    let mut principals = Vec::new();
+    while !p.is_empty() {
+        principals.push(p.utf8().map_err(|_| "malformed principals")?.to_owned());
+    }
+    let valid_after = r.u64().map_err(bad)?;
+    let valid_before = r.u64().map_err(bad)?;
+    let critical = options(r.string().map_err(bad)?)?;
+    let extensions = options(r.string().map_err(bad)?)?;
+    r.string().map_err(bad)?; // reserved
+    let ca = r.string().map_err(bad)?.to_vec();
+    let signed_len = blob.len() - r.remaining().len();
+    let signature = r.string().map_err(bad)?.to_vec();
+    r.finish()
+        .map_err(|_| "trailing bytes after the certificate")?;
+    Ok(Cert {
+        plain,
+        ca,
+        serial,
+        host,
+        key_id,
+        principals,
+        valid_after,
+        valid_before,
+        critical,
+        extensions,
+        signature,
+        signed: blob.get(..signed_len).unwrap_or_default().to_vec(),
+    })
+}
+
+impl Cert {
+    /// Parses a certificate blob (RFC 4253 6.6 form, as on the wire).
+    pub fn parse(blob: &[u8]) -> Result<Cert, String> {
+        parse_fields(blob).map_err(|e| format!("invalid certificate: {e}"))
+    }
+
+    /// Parses the text of a `*-cert.pub` file (`type base64 [comment]`):
+    /// the certificate and its blob.
+    pub fn parse_openssh(text: &str) -> Result<(Cert, Vec<u8>), String> {
+        let mut f = text.split_whitespace();
+        let (ty, b64) = (f.next().unwrap_or_default(), f.next().unwrap_or_default());
+        let blob =
+            super::known_hosts::base64_decode(b64).ok_or("invalid certificate: bad base64")?;
+        if hostkey::blob_key_type(&blob) != Some(ty) {
+            return Err("invalid certificate: type does not match its data".into());
+        }
+        Ok((Cert::parse(&blob)?, blob))
+    }
+
+    /// OpenSSH's type name of the certificate (`ED25519-CERT`).
+    pub fn type_name(&self) -> String {
+        format!("{}-CERT", sshd_key_type(&self.plain))
+    }
+
+    /// OpenSSH's type name of the CA key (`ED25519`).
+    pub fn ca_type_name(&self) -> &'static str {
+        sshd_key_type(&self.ca)
+    }
+
+    /// Fingerprint of the certified key.
+    pub fn fingerprint(&self) -> String {
+        fingerprint_sha256(&self.plain)
+    }
+
+    /// Fingerprint of the CA key.
+    pub fn ca_fingerprint(&self) -> String {
+        fingerprint_sha256(&self.ca)
+    }
+
+    /// The certificate's key ID.
+    pub fn key_id(&self) -> &str {
+        &self.key_id
+    }
+
+    /// Its serial number.
+    pub fn serial(&self) -> u64 {
+        self.serial
+    }
+
+    /// Its principals.
+    pub fn principals(&self) -> &[String] {
+        &self.principals
+    }
+
+    /// Whether the certificate has critical options (a host certificate
+    /// must not).
+    pub fn has_critical_options(&self) -> bool {
+        !self.critical.is_empty()
+    }
+
+    /// A host certificate (else a user certificate).
+    pub fn is_host(&self) -> bool {
+        self.host
+    }
+
+    /// The validity window: valid after, valid before (seconds).
+    pub fn validity(&self) -> (u64, u64) {
+        (self.valid_after, self.valid_before)
+    }
+
+    /// The checks of sshkey_cert_check_authority, in its order and words:
+    /// the certificate type (`host` or user), the validity window at
+    /// `now`, and the principal `name` when there is one to check
+    /// (`require_principal`: an empty list fails; `wildcard`: principals
+    /// are patterns, as for host certificates). Then the CA's signature,
+    /// made with an algorithm of `ca_algs`.
+    pub fn check(
+        &self,
+        host: bool,
+        now: u64,
+        name: Option<&str>,
+        require_principal: bool,
+        wildcard: bool,
+        ca_algs: &[String],
+    ) -> Result<(), String> {
+        if host != self.host {
+            return Err(format!(
+                "Certificate invalid: not a {} certificate",
+                if host { "host" } else { "user" }
+            ));
+        }
+        if now < self.valid_after {
+            return Err("Certificate invalid: not yet valid".into());
+        }
+        if now >= self.valid_before {
+            return Err("Certificate invalid: expired".into());
+        }
+        let principals = &self.principals;
+        if principals.is_empty() {
+            if require_principal {
+                return Err("Certificate lacks principal list".into());
+            }
+        } else if let Some(name) = name {
+            let hit = principals.iter().any(|p| {
+                if wildcard {
+                    super::pattern::match_pattern(name, p)
+                } else {
+                    p == name
+                }
+            });
+            if !hit {
+                return Err("Certificate invalid: name is not a listed principal".into());
+            }
+        }
+        self.check_signature(ca_algs)
+    }
+
+    /// The CA's signature over the certificate, with an allowed algorithm;
+    /// the CA key must be a plain key.
+    fn check_signature(&self, ca_algs: &[String]) -> Result<(), String> {
+        let ca_type = hostkey::blob_key_type(&self.ca).unwrap_or_default();
+        if hostkey::cert::is_cert_type(ca_type) {
+            return Err("Certificate invalid: CA key is itself a certificate".into());
+        }
+        let alg = Reader::new(&self.signature)
+            .utf8()
+            .map_err(|_| "Certificate invalid: malformed signature".to_owned())?;
+        if !ca_algs.iter().any(|a| a == alg) {
+            return Err(format!(
+                "Certificate signed with disallowed algorithm {alg} (CASignatureAlgorithms)"
+            ));
+        }
+        hostkey::verify(alg, &self.ca, &self.signature, &self.signed)
+            .map_err(|_| "Certificate invalid: signature verification failed".to_owned())
+    }
+
+    /// The critical options and extensions of a user certificate; an
+    /// unknown critical option or a malformed one refuses the certificate.
+    pub fn user_options(&self) -> Result<CertOptions, String> {
+        let mut o = CertOptions::default();
+        for (name, value) in &self.critical {
+            match name.as_str() {
+                "force-command" => o.force_command = Some(value.clone()),
+                "source-address" => {
+                    if !cidr_list_ok(value) {
+                        return Err("Certificate source-address contents invalid".into());
+                    }
+                    o.source_address = Some(value.clone());
+                }
+                other => {
+                    return Err(format!(
+                        "Certificate critical option \"{other}\" is not supported"
+                    ))
+                }
+            }
+        }
+        for (name, _) in &self.extensions {
+            match name.as_str() {
+                "permit-pty" => o.permit_pty = true,
+                "permit-port-forwarding" => o.permit_port_forwarding = true,
+                "permit-agent-forwarding" => o.permit_agent_forwarding = true,
+                "permit-X11-forwarding" => o.permit_x11_forwarding = true,
+                "permit-user-rc" => o.permit_user_rc = true,
+                // Unknown extensions grant nothing (PROTOCOL.certkeys).
+                _ => {}
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// A `source-address` value: addresses or CIDR blocks, comma-separated
+/// (sshd's addr_match_cidr_list syntax: no wildcards, no negation).
+fn cidr_list_ok(list: &str) -> bool {
+    !list.is_empty()
+        && list.split(',').all(|e| {
+            let (addr, len) = match e.split_once('/') {
+                Some((a, l)) => (a, Some(l)),
+                None => (e, None),
+            };
+            let Ok(ip) = addr.parse::<IpAddr>() else {
+                return false;
+            };
+            let max = if ip.is_ipv4() { 32 } else { 128 };
+            len.is_none_or(|l| l.parse::<u8>().is_ok_and(|n| n <= max))
+        })
+}
+
+/// Whether `addr` matches a `source-address` list.
+pub fn source_address_matches(addr: IpAddr, list: &str) -> bool {
+    cidr_list_ok(list) && super::pattern::match_host_and_ip(addr, None, list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// A CA, a key and a certificate from `ssh-keygen -s` with `opts`.
+    fn make(dir: &std::path::Path, name: &str, opts: &[&str]) -> (Cert, Vec<u8>) {
+        let key = dir.join(name);
+        for k in [&dir.join("ca"), &key] {
+            if !k.exists() {
+                let st = Command::new("ssh-keygen")
+                    .args(["-q", "-N", "", "-t", "ed25519", "-f"])
+                    .arg(k)
+                    .status()
+                    .unwrap();
+                assert!(st.success());
+            }
+        }
+        let st = Command::new("ssh-keygen")
+            .args(["-q", "-s"])
+            .arg(dir.join("ca"))
+            .args(["-I", "kid", "-z", "42"])
+            .args(opts)
+            .arg(dir.join(format!("{name}.pub")))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let text = std::fs::read_to_string(dir.join(format!("{name}-cert.pub"))).unwrap();
+        Cert::parse_openssh(&text).unwrap()
+    }
+
+    #[test]
+    fn ssh_keygen_certificates_checked_as_openssh() {
+        let dir = std::env::temp_dir().join(format!("sluice-cert-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let algs: Vec<String> = hostkey::PLAIN_SIG_ALGS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let now = 1_800_000_000;
+        // Valid forever (ssh-keygen's default; ssh-key 0.6 cannot read it).
+        let (c, _) = make(&dir, "a", &["-n", "alice,bob"]);
+        assert_eq!((c.key_id(), c.serial()), ("kid", 42));
+        assert_eq!(c.validity(), (0, u64::MAX));
+        assert_eq!(c.type_name(), "ED25519-CERT");
+        c.check(false, now, Some("bob"), true, false, &algs)
+            .unwrap();
+        let e = |r: Result<(), String>| r.unwrap_err();
+        assert_eq!(
+            e(c.check(false, now, Some("carol"), true, false, &algs)),
+            "Certificate invalid: name is not a listed principal"
+        );
+        assert_eq!(
+            e(c.check(true, now, None, false, true, &algs)),
+            "Certificate invalid: not a host certificate"
+        );
+        // Without the CA's algorithm allowed, or with a flipped bit.
+        let ed_only = vec!["rsa-sha2-256".to_owned()];
+        assert!(e(c.check(false, now, Some("bob"), true, false, &ed_only)).contains("disallowed"));
+        let mut tampered = c.clone();
+        tampered.signed[40] ^= 1;
+        assert_eq!(
+            e(tampered.check(false, now, Some("bob"), true, false, &algs)),
+            "Certificate invalid: signature verification failed"
+        );
+        let o = c.user_options().unwrap();
+        assert!(o.permit_pty && o.permit_port_forwarding && o.force_command.is_none());
+        // Window, empty principals, host type, options.
+        let (c, _) = make(&dir, "b", &["-V", "20200101:20200102"]);
+        assert_eq!(
+            e(c.check(false, now, None, false, false, &algs)),
+            "Certificate invalid: expired"
+        );
+        assert_eq!(
+            e(c.check(false, 1_577_000_000, None, false, false, &algs)),
+            "Certificate invalid: not yet valid"
+        );
+        let (c, _) = make(&dir, "c", &[]);
+        assert_eq!(
+            e(c.check(false, now, Some("x"), true, false, &algs)),
+            "Certificate lacks principal list"
+        );
+        c.check(false, now, Some("x"), false, false, &algs).unwrap();
+        let (c, _) = make(&dir, "d", &["-h", "-n", "*.example.com"]);
+        c.check(true, now, Some("db.example.com"), false, true, &algs)
+            .unwrap();
+        assert!(c.check(false, now, None, false, false, &algs).is_err());
+        let (c, _) = make(
+            &dir,
+            "e",
+            &[
+                "-n",
+                "u",
+                "-O",
+                "clear",
+                "-O",
+                "force-command=true",
+                "-O",
+                "source-address=127.0.0.1/32",
+            ],
+        );
+        let o = c.user_options().unwrap();
+        assert!(!o.permit_pty && !o.permit_agent_forwarding);
+        assert_eq!(o.force_command.as_deref(), Some("true"));
+        assert_eq!(o.source_address.as_deref(), Some("127.0.0.1/32"));
+        let (c, blob) = make(&dir, "f", &["-n", "u", "-O", "critical:nope=1"]);
+        assert!(c.user_options().is_err());
+        // Strict parsing: trailing bytes, truncation.
+        assert!(Cert::parse(&[blob.as_slice(), &[0]].concat()).is_err());
+        for n in (0..blob.len()).step_by(7) {
+            assert!(Cert::parse(&blob[..n]).is_err());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn source_addresses() {
+        let a: IpAddr = "192.168.1.7".parse().unwrap();
+        assert!(source_address_matches(a, "192.168.1.0/24"));
+        assert!(source_address_matches(a, "10.0.0.1,192.168.1.7"));
+        assert!(!source_address_matches(a, "10.0.0.0/8"));
+        assert!(!cidr_list_ok("*.example.com"));
+        assert!(!cidr_list_ok("10.0.0.0/33"));
+        assert!(!cidr_list_ok("!10.0.0.1"));
+        assert!(!cidr_list_ok(""));
+        assert!(cidr_list_ok("::1/128,127.0.0.1"));
+    }
+}
