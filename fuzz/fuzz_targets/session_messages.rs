@@ -7,7 +7,8 @@
 //! channel data and, with compression on, the inflater. Nothing may panic;
 //! errors are fine.
 //!
-//! Input: one flag byte (bit 0: zlib@openssh.com negotiated; bit 1:
+//! Input: one flag byte (bit 0: compression negotiated, zlib@openssh.com,
+//! or zstd@sluice.dev with bit 4; bit 1:
 //! payloads go through the client's deflater, else raw to the server's
 //! inflater; bit 2: the server opens in batches; bit 3: the input reaches
 //! the server 7 bytes at a time), then payloads, each a 2-byte big-endian
@@ -16,6 +17,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use sluice_proto::crypto::insecure::{self, InsecureKey, SeededRng};
+use sluice_proto::transport::compress;
 use sluice_proto::transport::CryptoJob;
 use sluice_proto::{ChannelId, ClientConfig, Connection, Event, ServerConfig};
 use std::sync::Arc;
@@ -76,10 +78,17 @@ fn answer_server(server: &mut Connection, channel: &mut Option<ChannelId>) {
 
 /// Kex, auth and a channel open in memory; None if the scenario broke
 /// (it never does with a correct engine).
-fn establish(compress: bool, now: Instant) -> Option<(Connection, Connection, ChannelId)> {
-    let comp = if compress { "zlib@openssh.com" } else { "none" };
+fn establish(
+    compress: Option<&str>,
+    now: Instant,
+) -> Option<(Connection, Connection, ChannelId)> {
     let mut common = insecure::config();
-    common.compression = vec![comp.to_owned()];
+    // One engine (zlib's or zstd's inflater gets the input), or none.
+    common.compression_engines = compress
+        .and_then(|name| compress::find(&compress::default_engines(), name))
+        .into_iter()
+        .collect();
+    common.prefer_compression = compress.is_some();
     let mut client = Connection::client(
         ClientConfig {
             common: common.clone(),
@@ -133,7 +142,14 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let now = Instant::now();
-    let Some((mut client, mut server, channel)) = establish(flags & 1 != 0, now) else {
+    let Some((mut client, mut server, channel)) = establish(
+        match (flags & 1 != 0, flags & 16 != 0) {
+            (false, _) => None,
+            (true, false) => Some("zlib@openssh.com"),
+            (true, true) => Some("zstd@sluice.dev"),
+        },
+        now,
+    ) else {
         panic!("the in-memory session did not establish");
     };
     server.set_batch_crypto(flags & 4 != 0);
