@@ -435,6 +435,12 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         Some(v) => crate::client::escape::parse_escape_char(v)?,
         None => Some(b'~'),
     };
+    if none_switch.is_some() && proto.compression_auto {
+        // The NONE switch is for fast trusted links, where compression
+        // (even level 0's copy) costs more than it saves.
+        log!(Debug1, "Compression auto: off with the NONE cipher switch");
+        proto.compression_auto = false;
+    }
     if want_tty && proto.compression_auto {
         // Compressed keystrokes leak through their lengths; auto never
         // compresses a terminal session (-C still does, as ssh's).
