@@ -82,7 +82,7 @@ fn inetd_mode_over_pipes_and_sockets() {
         );
     }
     // A BSD authentication style after the user name is dropped, as sshd does.
-    let mut c = proxied(&s, false, &log, "id -un");
+    let c = proxied(&s, false, &log, "id -un");
     let args: Vec<_> = c.get_args().map(|a| a.to_owned()).collect();
     let mut c = Command::new(SLUICE);
     for a in &args {
