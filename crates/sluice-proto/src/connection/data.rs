@@ -31,6 +31,8 @@ pub struct DataSlot {
     /// Most bytes the slot takes (window and packet size permitting).
     pub max: usize,
     channel: ChannelId,
+    /// Room left for a stored packet's prefix (see `SendState::reserve`).
+    reserve: usize,
 }
 
 impl Connection {
@@ -88,10 +90,12 @@ impl Connection {
                     && !ch.eof_sent
                     && !ch.close_sent =>
             {
-                let limit = if self.send.compression.active() {
-                    MAX_DATA_COMPRESSED
-                } else {
-                    MAX_DATA
+                // An engine's stored form takes whole packets up to its
+                // limit (zstd: one block): the header is 13 bytes at most.
+                let limit = match self.send.stored_max() {
+                    Some(max) => MAX_DATA_COMPRESSED.min(max.saturating_sub(13)),
+                    None if self.send.compression.active() => MAX_DATA_COMPRESSED,
+                    None => MAX_DATA,
                 };
                 (ch.send_window as usize)
                     .min(ch.send_max_packet as usize)
@@ -121,6 +125,8 @@ impl Connection {
         let remote = self.channels.get(id)?.remote;
         self.noise_before_packet(out);
         let start = SendState::begin(out);
+        let reserve = self.send.reserve();
+        out.resize(out.len() + reserve, 0);
         match ext {
             None => out.push(MsgNum::CHANNEL_DATA.0),
             Some(_) => out.push(MsgNum::CHANNEL_EXTENDED_DATA.0),
@@ -137,6 +143,7 @@ impl Connection {
             data_at,
             max,
             channel: id,
+            reserve,
         })
     }
 
@@ -156,7 +163,8 @@ impl Connection {
         if let Some(ch) = self.channels.get_mut(slot.channel) {
             ch.send_window = ch.send_window.saturating_sub(n as u32);
         }
-        self.send.finish(out, slot.start, self.rng.as_mut());
+        self.send
+            .finish_reserved(out, slot.start, slot.reserve, self.rng.as_mut());
         self.rekey_if_bytes_due();
     }
 

@@ -94,6 +94,19 @@ pub trait Decompressor: Send {
         out: &mut Vec<u8>,
         limit: usize,
     ) -> Result<(), Violation>;
+
+    /// A packet whose payload lies unchanged inside `compressed` (an engine's
+    /// stored form, see [`super::compress_batch::BatchCompressor::stored`]):
+    /// takes it as the next packet of the stream and returns where the
+    /// payload is, at most `limit` bytes, with no copy. None (the default):
+    /// the packet goes to [`Decompressor::decompress`], untouched by this call.
+    fn in_place(
+        &mut self,
+        _compressed: &[u8],
+        _limit: usize,
+    ) -> Result<Option<std::ops::Range<usize>>, Violation> {
+        Ok(None)
+    }
 }
 
 /// An outgoing stream's level (0-9), shared between a connection's

@@ -39,7 +39,26 @@ pub trait BatchCompressor: Send {
     fn job_len(&self) -> usize;
     /// At least `n` independent workers, one per job of a batch.
     fn workers(&mut self, n: usize) -> &mut [Box<dyn CompressWorker>];
+    /// The largest payload [`BatchCompressor::stored`] can take: data slots
+    /// are cut to it, so packets stay eligible. None (the default): the
+    /// engine has no stored form.
+    fn stored_max(&self) -> Option<usize> {
+        None
+    }
+    /// Zero-copy framing while the engine would not compress anyway (its
+    /// level is 0): the next packet of the stream, `len` raw bytes after
+    /// `at` raw bytes of it, goes on the wire as [`STORED_PREFIX`] bytes the
+    /// engine writes to `prefix`, then the payload unchanged. Called only
+    /// with nothing queued, so the packet is the stream's next. False: the
+    /// packet is queued and compressed as usual.
+    fn stored(&mut self, _at: u64, _len: usize, _prefix: &mut [u8; STORED_PREFIX]) -> bool {
+        false
+    }
 }
+
+/// Bytes in front of a stored packet's payload (see
+/// [`BatchCompressor::stored`]); a data slot leaves room for them.
+pub const STORED_PREFIX: usize = 12;
 
 /// Compresses the packets of one job; runs on any thread.
 pub trait CompressWorker: Send {
@@ -145,6 +164,21 @@ impl BatchQueue {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.lens.is_empty()
+    }
+
+    /// Raw bytes of this stream before the next packet, with nothing queued.
+    pub(crate) fn at(&self) -> Option<u64> {
+        self.is_empty().then_some(self.at)
+    }
+
+    /// A packet of `len` raw bytes went out stored, outside the queue.
+    pub(crate) fn advance(&mut self, len: usize) {
+        self.at += len as u64;
+        // A stored packet is raw history too; engines that keep history
+        // (deflate's window) have no stored form, so none is kept.
+        let keep = self.history;
+        self.raw.drain(..keep);
+        self.history = 0;
     }
 
     /// Raw bytes queued.

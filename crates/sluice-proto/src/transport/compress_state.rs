@@ -11,7 +11,7 @@ use crate::error::{Error, Violation};
 use crate::transport::compress::{
     self, Activation, CompressionEngine, Compressor, Decompressor, Level,
 };
-use crate::transport::compress_batch::{BatchQueue, CompressJob, MAX_QUEUED};
+use crate::transport::compress_batch::{BatchQueue, CompressJob, MAX_QUEUED, STORED_PREFIX};
 use std::sync::Arc;
 
 /// The engine of one direction across key epochs.
@@ -82,6 +82,8 @@ pub(crate) enum Staged {
     Compressed,
     /// Queued for a batch.
     Queued,
+    /// Framed as it is behind this prefix (a batch engine's stored form).
+    Stored([u8; STORED_PREFIX]),
 }
 
 /// The outgoing direction.
@@ -145,8 +147,10 @@ impl OutCompression {
         self.stream.is_none() && self.schedule.delayed()
     }
 
-    /// Compresses or queues `payload` as the stream's shape asks.
-    pub(crate) fn stage(&mut self, payload: &[u8]) -> Staged {
+    /// Compresses or queues `payload` as the stream's shape asks; with
+    /// `can_store` (room for a prefix in front of it) a batch engine may
+    /// take it in its stored form instead.
+    pub(crate) fn stage(&mut self, payload: &[u8], can_store: bool) -> Staged {
         match self.stream.as_mut() {
             None => Staged::Plain,
             Some(Compressor::Sequential(c)) => {
@@ -160,10 +164,32 @@ impl OutCompression {
                 }
                 Staged::Compressed
             }
-            Some(Compressor::Batch(_)) => {
+            Some(Compressor::Batch(engine)) => {
+                let mut prefix = [0u8; STORED_PREFIX];
+                let stored = match self.queue.at() {
+                    Some(at) if can_store => engine.stored(at, payload.len(), &mut prefix),
+                    _ => false,
+                };
+                if stored {
+                    self.queue.advance(payload.len());
+                    if let Some(n) = self.counts.as_mut() {
+                        n.raw += payload.len() as u64;
+                        n.compressed += (payload.len() + STORED_PREFIX) as u64;
+                    }
+                    return Staged::Stored(prefix);
+                }
                 self.queue.push(payload);
                 Staged::Queued
             }
+        }
+    }
+
+    /// The largest payload the running engine's stored form takes, if it
+    /// has one.
+    pub(crate) fn stored_max(&self) -> Option<usize> {
+        match self.stream.as_ref() {
+            Some(Compressor::Batch(engine)) => engine.stored_max(),
+            _ => None,
         }
     }
 
@@ -241,6 +267,16 @@ impl OutCompression {
     }
 }
 
+/// Where an incoming packet's payload is after [`InCompression::decompress`].
+pub(crate) enum Inflated {
+    /// No stream runs: the packet's payload as it came.
+    Plain,
+    /// In the `out` buffer given.
+    Scratch,
+    /// This range of the compressed bytes (a stored packet).
+    Within(std::ops::Range<usize>),
+}
+
 /// The incoming direction.
 #[derive(Default)]
 pub(crate) struct InCompression {
@@ -282,27 +318,37 @@ impl InCompression {
         }
     }
 
-    /// Inflates `compressed` into `out` when a stream runs; returns false
-    /// (leaving `out` alone) when it does not. At most `limit` bytes come
-    /// out: the engine promises it and this checks it.
+    /// Inflates `compressed` when a stream runs, into `out` or, for a
+    /// stored packet, nowhere (the payload is a range of `compressed`). At
+    /// most `limit` bytes come out: the engine promises it and this checks it.
     pub(crate) fn decompress(
         &mut self,
         compressed: &[u8],
         out: &mut Vec<u8>,
         limit: usize,
-    ) -> Result<bool, Violation> {
+    ) -> Result<Inflated, Violation> {
         let Some(d) = self.stream.as_mut() else {
-            return Ok(false);
+            return Ok(Inflated::Plain);
         };
-        d.decompress(compressed, out, limit)?;
-        if out.len() > limit {
+        let (inflated, len) = match d.in_place(compressed, limit)? {
+            Some(r) if r.end <= compressed.len() && r.start <= r.end => {
+                let len = r.len();
+                (Inflated::Within(r), len)
+            }
+            Some(_) => return Err(Violation::BadCompression),
+            None => {
+                d.decompress(compressed, out, limit)?;
+                (Inflated::Scratch, out.len())
+            }
+        };
+        if len > limit {
             return Err(Violation::BadCompression);
         }
         if let Some(n) = self.counts.as_mut() {
-            n.raw += out.len() as u64;
+            n.raw += len as u64;
             n.compressed += compressed.len() as u64;
         }
-        Ok(true)
+        Ok(inflated)
     }
 
     /// `(raw, compressed)` once a stream has run.

@@ -12,6 +12,7 @@ pub(crate) mod send;
 pub(crate) mod version;
 pub mod zlib;
 pub mod zstd;
+pub(crate) mod zstd_in;
 
 pub use batch::CryptoJob;
 pub use compress_batch::CompressJob;

@@ -6,7 +6,7 @@ use crate::crypto::cipher;
 use crate::crypto::{Opener, PacketPos};
 use crate::error::Violation;
 use crate::transport::batch::{self, AheadPacket, CryptoJob};
-use crate::transport::compress_state::InCompression;
+use crate::transport::compress_state::{InCompression, Inflated};
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Arc;
@@ -257,14 +257,15 @@ impl RecvState {
         self.offset += self.encrypted_len(len) as u64;
         self.bytes += total as u64;
         let compressed = packet.get(range.clone()).unwrap_or_default();
-        let payload = if self
-            .compression
-            .decompress(compressed, &mut self.scratch, MAX_PAYLOAD)?
-        {
-            Payload::Scratch
-        } else {
-            Payload::Input(range)
-        };
+        let payload =
+            match self
+                .compression
+                .decompress(compressed, &mut self.scratch, MAX_PAYLOAD)?
+            {
+                Inflated::Scratch => Payload::Scratch,
+                Inflated::Plain => Payload::Input(range),
+                Inflated::Within(r) => Payload::Input(range.start + r.start..range.start + r.end),
+            };
         Ok(Opened::Packet {
             consumed: total,
             payload,

@@ -19,7 +19,7 @@
 use crate::crypto::cipher;
 use crate::crypto::{PacketPos, Rng, Sealer};
 use crate::transport::batch::{self, CryptoJob, PendingSeal};
-use crate::transport::compress_batch::CompressJob;
+use crate::transport::compress_batch::{CompressJob, STORED_PREFIX};
 use crate::transport::compress_state::{OutCompression, Staged};
 use std::sync::Arc;
 
@@ -113,14 +113,52 @@ impl SendState {
     /// A batch engine's payload is queued instead and leaves `out` as it
     /// was before `begin`.
     pub(crate) fn finish(&mut self, out: &mut Vec<u8>, start: usize, rng: &mut dyn Rng) {
-        let payload_at = start + HEADER;
-        match self
-            .compression
-            .stage(out.get(payload_at..).unwrap_or_default())
-        {
-            Staged::Plain => {}
+        self.finish_reserved(out, start, 0, rng);
+    }
+
+    /// Room a data slot leaves between header and payload: a stored
+    /// packet's prefix goes there (see [`SendState::finish_reserved`]).
+    pub(crate) fn reserve(&self) -> usize {
+        match self.compression.stored_max() {
+            Some(_) => STORED_PREFIX,
+            None => 0,
+        }
+    }
+
+    /// The largest payload of a data packet the compression takes in its
+    /// stored form, if it has one.
+    pub(crate) fn stored_max(&self) -> Option<usize> {
+        self.compression.stored_max()
+    }
+
+    /// [`SendState::finish`] for a packet whose payload starts `reserve`
+    /// bytes after the header (0 or [`STORED_PREFIX`]): the engine's stored
+    /// prefix fills the room, else it is closed up.
+    pub(crate) fn finish_reserved(
+        &mut self,
+        out: &mut Vec<u8>,
+        start: usize,
+        reserve: usize,
+        rng: &mut dyn Rng,
+    ) {
+        let payload_at = start + HEADER + reserve;
+        let staged = self.compression.stage(
+            out.get(payload_at..).unwrap_or_default(),
+            reserve == STORED_PREFIX,
+        );
+        match staged {
+            Staged::Plain => {
+                if reserve > 0 {
+                    out.drain(start + HEADER..payload_at);
+                }
+            }
+            Staged::Stored(prefix) => {
+                if let Some(room) = out.get_mut(start + HEADER..payload_at) {
+                    room.copy_from_slice(&prefix);
+                }
+            }
             Staged::Compressed => {
-                out.truncate(payload_at);
+                out.truncate(start + HEADER);
                 out.extend_from_slice(self.compression.scratch());
             }
             Staged::Queued => {

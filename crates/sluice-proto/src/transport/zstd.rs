@@ -21,13 +21,13 @@
 //! Offered only beside the zlib names: a stock peer does not know it, and
 //! negotiation falls back to what both know.
 
-use crate::error::Violation;
 use crate::transport::compress::{
     Activation, CompressError, CompressionEngine, Compressor, Decompressor, Level,
 };
-use crate::transport::compress_batch::{BatchCompressor, CompressWorker};
+use crate::transport::compress_batch::{BatchCompressor, CompressWorker, STORED_PREFIX};
+use crate::transport::zstd_in::ZstdIn;
 use std::sync::Arc;
-use zstd::stream::raw::{CParameter, DParameter, Decoder, Encoder, InBuffer, Operation, OutBuffer};
+use zstd::stream::raw::{CParameter, Encoder, InBuffer, Operation, OutBuffer};
 
 /// The wire name.
 pub const NAME: &str = "zstd@sluice.dev";
@@ -37,12 +37,17 @@ pub const WINDOW_LOG: u32 = 22;
 /// so a job is a millisecond or two of one core's work.
 const JOB_LEN: usize = 1 << 20;
 /// zstd's largest block (RFC 8878 3.1.1.2.4): raw blocks are cut to it.
-const MAX_BLOCK: usize = 128 * 1024;
+pub(crate) const MAX_BLOCK: usize = 128 * 1024;
 /// A frame header (RFC 8878 3.1.1.1): magic, a descriptor with no content
 /// size, checksum or dictionary, and a window descriptor of 2^22 bytes.
 const FRAME_HEADER: [u8; 6] = [0x28, 0xb5, 0x2f, 0xfd, 0x00, ((WINDOW_LOG - 10) << 3) as u8];
 /// An empty raw block marked last: ends the open frame.
-const END_FRAME: [u8; 3] = [0x01, 0x00, 0x00];
+pub(crate) const END_FRAME: [u8; 3] = [0x01, 0x00, 0x00];
+/// The header of a stored packets' frame: raw blocks only, so its window
+/// descriptor says 128 KiB (the least that allows full blocks), which no
+/// frame libzstd writes for us has; the receiver reads these itself
+/// (`zstd_in.rs`).
+pub(crate) const RAW_FRAME_HEADER: [u8; 6] = [0x28, 0xb5, 0x2f, 0xfd, 0x00, (17 - 10) << 3];
 
 /// The zstd engine, steered by a connection's level handle.
 #[derive(Debug, Clone)]
@@ -87,11 +92,12 @@ impl CompressionEngine for ZstdEngine {
         Compressor::Batch(Box::new(Batch {
             level: self.level.clone(),
             workers: Vec::new(),
+            stored_end: None,
         }))
     }
 
     fn decompressor(&self) -> Box<dyn Decompressor> {
-        Box::new(ZstdIn { z: None })
+        Box::new(ZstdIn::default())
     }
 
     fn level(&self) -> Option<Arc<Level>> {
@@ -103,6 +109,9 @@ impl CompressionEngine for ZstdEngine {
 struct Batch {
     level: Arc<Level>,
     workers: Vec<Box<dyn CompressWorker>>,
+    /// Where the last stored packet ended in the raw stream: its frame is
+    /// open while nothing else came after it.
+    stored_end: Option<u64>,
 }
 
 impl BatchCompressor for Batch {
@@ -123,6 +132,34 @@ impl BatchCompressor for Batch {
             }));
         }
         &mut self.workers
+    }
+
+    fn stored_max(&self) -> Option<usize> {
+        Some(MAX_BLOCK)
+    }
+
+    /// At level 0, a packet is one raw block of a raw-only frame: inside
+    /// the frame three empty blocks pad the prefix to its fixed length;
+    /// after a compressed frame the prefix ends that frame first; at the
+    /// stream's start an empty block follows the frame header.
+    fn stored(&mut self, at: u64, len: usize, prefix: &mut [u8; STORED_PREFIX]) -> bool {
+        if self.level.get() != 0 || len == 0 || len > MAX_BLOCK {
+            return false;
+        }
+        let h = ((len as u32) << 3).to_le_bytes();
+        let (lead, block) = prefix.split_at_mut(STORED_PREFIX - 3);
+        block.copy_from_slice(&h[..3]);
+        if self.stored_end == Some(at) {
+            lead.fill(0);
+        } else if at == 0 {
+            lead[..6].copy_from_slice(&RAW_FRAME_HEADER);
+            lead[6..].fill(0);
+        } else {
+            lead[..3].copy_from_slice(&END_FRAME);
+            lead[3..].copy_from_slice(&RAW_FRAME_HEADER);
+        }
+        self.stored_end = Some(at + len as u64);
+        true
     }
 }
 
@@ -223,66 +260,11 @@ fn compress_packet(
     }
 }
 
-/// The incoming stream.
-struct ZstdIn {
-    z: Option<Decoder<'static>>,
-}
-
-impl Decompressor for ZstdIn {
-    /// Decodes into `out`, never past `limit + 1` bytes: a packet that
-    /// would inflate further (a bomb) is refused after one packet's worth.
-    fn decompress(
-        &mut self,
-        compressed: &[u8],
-        out: &mut Vec<u8>,
-        limit: usize,
-    ) -> Result<(), Violation> {
-        out.clear();
-        if self.z.is_none() {
-            let mut d = Decoder::new().map_err(|_| Violation::BadCompression)?;
-            d.set_parameter(DParameter::WindowLogMax(WINDOW_LOG))
-                .map_err(|_| Violation::BadCompression)?;
-            self.z = Some(d);
-        }
-        let Some(d) = self.z.as_mut() else {
-            return Err(Violation::BadCompression);
-        };
-        let cap = limit.saturating_add(1);
-        let mut input = InBuffer::around(compressed);
-        let mut size = compressed.len().saturating_mul(4).max(1024).min(cap);
-        let mut filled = 0usize;
-        loop {
-            out.resize(size, 0);
-            let before = (input.pos(), filled);
-            // The output is a slice of `size` bytes: the decoder cannot
-            // write past it, whatever the frame claims.
-            let mut o = OutBuffer::around_pos(out.as_mut_slice(), filled);
-            let r = d.run(&mut input, &mut o);
-            filled = o.pos();
-            drop(o);
-            out.truncate(filled);
-            r.map_err(|_| Violation::BadCompression)?;
-            if filled > limit {
-                return Err(Violation::BadCompression);
-            }
-            if input.pos() >= compressed.len() && filled < size {
-                return Ok(());
-            }
-            if filled == size {
-                if size >= cap {
-                    return Err(Violation::BadCompression);
-                }
-                size = size.saturating_mul(2).min(cap);
-            } else if (input.pos(), filled) == before {
-                return Err(Violation::BadCompression);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Violation;
+    use crate::transport::compress::Decompressor;
     use crate::transport::compress_batch::BatchQueue;
 
     /// Compresses `rounds` of packets as batches (jobs run in reverse
@@ -374,6 +356,106 @@ mod tests {
             d.decompress(z, &mut back, 1 << 20).unwrap();
             assert!(back == *p);
         }
+    }
+
+    /// Stored packets (level 0, nothing queued) between batches at other
+    /// levels: the receiver takes their payloads in place, reads the rest
+    /// as usual, and plain libzstd reads the same bytes as one valid stream.
+    #[test]
+    fn stored_packets_read_in_place_and_by_libzstd() {
+        let level = Level::new(0);
+        let Compressor::Batch(mut batch) = ZstdEngine::new(level.clone()).compressor() else {
+            unreachable!("zstd runs in batches")
+        };
+        let mut q = BatchQueue::default();
+        let (mut wire, mut sent) = (Vec::new(), Vec::new());
+        let script = [
+            (0, true),
+            (0, true),
+            (3, false),
+            (0, true),
+            (0, false),
+            (0, true),
+        ];
+        let script = script
+            .iter()
+            .chain(&[(5, false), (5, false), (0, true), (1, false)]);
+        for (r, &(l, store)) in script.enumerate() {
+            level.set(l);
+            let packets: Vec<Vec<u8>> = (0..3)
+                .map(|i| text(1 + (i * 7919 + r * 33_331) % MAX_BLOCK, r * 10 + i))
+                .collect();
+            if store {
+                for p in packets {
+                    let mut prefix = [0u8; STORED_PREFIX];
+                    assert!(batch.stored(q.at().unwrap(), p.len(), &mut prefix));
+                    q.advance(p.len());
+                    wire.push(([&prefix[..], &p].concat(), true));
+                    sent.push(p);
+                }
+            } else {
+                packets.iter().for_each(|p| q.push(p));
+                q.compress(batch.as_mut(), &mut |jobs| {
+                    jobs.iter_mut().rev().for_each(|j| j.run())
+                })
+                .unwrap();
+                wire.extend(q.packets().map(|(_, b)| (b.to_vec(), false)));
+                q.finish(batch.history_len());
+                sent.extend(packets);
+            }
+        }
+        level.set(2);
+        let mut prefix = [0u8; STORED_PREFIX];
+        assert!(
+            !batch.stored(q.at().unwrap(), 10, &mut prefix),
+            "level 2 compresses"
+        );
+        let mut d = ZstdIn::default();
+        let mut back = Vec::new();
+        for (i, ((z, stored), p)) in wire.iter().zip(&sent).enumerate() {
+            match d.in_place(z, 256 << 10).unwrap() {
+                Some(r) => assert!(*stored && z[r] == p[..], "packet {i}"),
+                None => {
+                    assert!(!stored, "packet {i} should be in place");
+                    d.decompress(z, &mut back, 256 << 10).unwrap();
+                    assert!(back == *p, "packet {i}");
+                }
+            }
+        }
+        // Without the in-place path, packet by packet.
+        let mut d = ZstdIn::default();
+        for (i, ((z, _), p)) in wire.iter().zip(&sent).enumerate() {
+            d.decompress(z, &mut back, 256 << 10).unwrap();
+            assert!(back == *p, "packet {i}");
+        }
+        // libzstd on the whole stream, the last frame closed.
+        let mut stream: Vec<u8> = wire.iter().flat_map(|(z, _)| z.clone()).collect();
+        stream.extend_from_slice(&END_FRAME);
+        assert!(zstd::stream::decode_all(&stream[..]).unwrap() == sent.concat());
+    }
+
+    /// A stored prefix that does not fit the receiver's state is refused.
+    #[test]
+    fn stray_stored_prefix_refused() {
+        let mut d = ZstdIn::default();
+        let mut z = vec![0u8; 9];
+        z.extend_from_slice(&((5u32 << 3).to_le_bytes()[..3]));
+        z.extend_from_slice(b"hello");
+        // Empty blocks with no frame open: not in place, and not zstd.
+        assert_eq!(d.in_place(&z, 1000), Ok(None));
+        assert!(d.decompress(&z, &mut Vec::new(), 1000).is_err());
+        let mut d = ZstdIn::default();
+        let mut z = [&END_FRAME[..], &RAW_FRAME_HEADER].concat();
+        z.extend_from_slice(&((5u32 << 3).to_le_bytes()[..3]));
+        z.extend_from_slice(b"hello");
+        // Ends a frame that never began.
+        assert!(d.in_place(&z, 1000).is_err());
+        // A compressed block inside a raw-only frame.
+        let mut d = ZstdIn::default();
+        let mut z = RAW_FRAME_HEADER.to_vec();
+        z.extend_from_slice(&(((5u32 << 3) | 4).to_le_bytes()[..3]));
+        z.extend_from_slice(b"hello");
+        assert!(d.decompress(&z, &mut Vec::new(), 1000).is_err());
     }
 
     /// One packet at a time goes on with the worker's frame: it compresses
