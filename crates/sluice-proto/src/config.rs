@@ -42,6 +42,11 @@ pub struct Config {
     /// Largest size a bulk channel's receive window grows to (the most one
     /// channel buffers when its consumer stalls).
     pub window_max: u32,
+    /// Budget the receive windows of all of a connection's channels share:
+    /// a window grows only while the total stays under it, and a new
+    /// channel starts within what is left (at least 256 KiB). Bounds what a
+    /// peer can make us buffer with many channels.
+    pub windows_max: u64,
     /// Cap on windows advertised to stock OpenSSH peers (HPN-SSH uses 15 MiB;
     /// default: none, see `connection::STOCK_OPENSSH_WINDOW_MAX`).
     pub stock_openssh_window_max: u32,
@@ -56,6 +61,13 @@ pub struct Config {
     /// Where every algorithm comes from; the lists above must name
     /// algorithms it implements (default: [`crate::crypto::aws_lc_provider`]).
     pub provider: CryptoProvider,
+}
+
+/// The default window budget of a connection (`Config::windows_max`) for
+/// channel windows that grow to `window_max`: two such channels at full
+/// size, and never under 256 MiB.
+pub fn windows_budget(window_max: u32) -> u64 {
+    (2 * u64::from(window_max)).max(256 << 20)
 }
 
 fn owned(v: &[&str]) -> Vec<String> {
@@ -78,6 +90,7 @@ impl Default for Config {
             rekey_time: None,
             window: 16 * 1024 * 1024,
             window_max: 128 * 1024 * 1024,
+            windows_max: windows_budget(128 * 1024 * 1024),
             stock_openssh_window_max: crate::connection::STOCK_OPENSSH_WINDOW_MAX,
             max_packet: 256 * 1024 - 1024,
             pubkey_algs: owned(hostkey::DEFAULT_SIG_ALGS),

@@ -182,3 +182,50 @@ fn pty_channels_do_not_follow_the_receive_buffer() {
     assert!(p.server_data == up);
     assert_eq!(server_window(&p), 2 * MIB);
 }
+
+/// Many channels share the connection's window budget: new ones start
+/// within what is left (one packet's worth when it is spent) and none grows
+/// past it, so a peer cannot make us buffer a window per channel.
+#[test]
+fn channels_share_the_connection_budget() {
+    let mut p = Pair::tweaked(
+        "curve25519-sha256",
+        "ssh-ed25519",
+        "aes128-gcm@openssh.com",
+        "hmac-sha2-256",
+        |c, _| {
+            c.window = 16 * MIB;
+            c.window_max = 32 * MIB;
+            c.windows_max = 40 << 20;
+        },
+    );
+    p.establish();
+    let first = p.server_channel.unwrap();
+    for _ in 0..4 {
+        p.client.open_session().unwrap();
+    }
+    p.drive().unwrap();
+    let windows: Vec<u32> = (0..5)
+        .map(|i| {
+            p.server
+                .channel_info(sluice_proto::ChannelId(i))
+                .unwrap()
+                .recv_window
+        })
+        .collect();
+    assert_eq!(
+        windows,
+        [16 * MIB, 16 * MIB, 8 * MIB, MIB / 4, MIB / 4],
+        "windows of five channels under a 40 MiB budget"
+    );
+    // The first channel's bulk upload would grow it to 32 MiB; the budget
+    // is spent, so it keeps its 16 MiB and the data arrives intact.
+    p.server_channel = Some(first);
+    p.client.set_path_rtt(Duration::from_millis(50));
+    p.server.set_path_rtt(Duration::from_millis(50));
+    p.server.set_path_recv_buffer(64 << 20);
+    let up = pattern(48 << 20, 12);
+    p.upload(&up);
+    assert!(p.server_data == up);
+    assert_eq!(server_window(&p), 16 * MIB);
+}

@@ -328,3 +328,84 @@ fn remote_forward_refused_by_permit_listen() {
         "{log}"
     );
 }
+
+/// MaxForwardChannels bounds the forwarding channels of one connection:
+/// past it a new one is refused (resource shortage) and the connection and
+/// the channels already open go on; once one closes, the next opens.
+#[test]
+fn forwarding_channels_capped_by_max_forward_channels() {
+    let s = Setup::new("fwd-max");
+    let ep = tcp_echo();
+    let server = s.start(false, "MaxForwardChannels 2");
+    let lp = free_port();
+    let spec = format!("{lp}:127.0.0.1:{ep}");
+    let mut c = client(&s, true, &server, "INFO", &["-L", &spec]);
+    c.arg("read x; echo alive $x");
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = Bg(c.spawn().unwrap(), s.dir.path("unused"));
+    let echoed = |sock: &mut TcpStream, what: &[u8]| {
+        sock.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        sock.write_all(what).unwrap();
+        let mut got = vec![0u8; what.len()];
+        sock.read_exact(&mut got).map(|()| got)
+    };
+    let mut a = connect_retry(lp);
+    assert_eq!(echoed(&mut a, b"one").unwrap(), b"one");
+    let mut b = TcpStream::connect(("127.0.0.1", lp)).unwrap();
+    assert_eq!(echoed(&mut b, b"two").unwrap(), b"two");
+    let mut third = TcpStream::connect(("127.0.0.1", lp)).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = third.read_to_end(&mut buf); // closed once the open fails
+    assert!(buf.is_empty());
+    // The first two still work; after one closes, a new one opens.
+    assert_eq!(echoed(&mut b, b"again").unwrap(), b"again");
+    a.shutdown(Shutdown::Both).unwrap();
+    drop(a);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut d = TcpStream::connect(("127.0.0.1", lp)).unwrap();
+        if let Ok(got) = echoed(&mut d, b"four") {
+            assert_eq!(got, b"four");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no channel after one closed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // ssh waits for its forwarded connections before it exits.
+    drop((b, third));
+    child.0.stdin.take().unwrap().write_all(b"still\n").unwrap();
+    let mut out = String::new();
+    let mut err = String::new();
+    child
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(out, "alive still\n", "{err}");
+    assert!(
+        err.contains("open failed: resource shortage: too many forwarding channels"),
+        "{err}"
+    );
+    let log = server.log_text();
+    assert!(
+        log.contains(
+            "refused direct-tcpip channel: 2 forwarding channels open (MaxForwardChannels)"
+        ),
+        "{log}"
+    );
+}

@@ -128,6 +128,16 @@ impl Channels {
         self.slots.get_mut(id.0 as usize).and_then(Option::as_mut)
     }
 
+    /// The receive windows of all channels together: what the peer may
+    /// have us buffer at once.
+    pub(crate) fn windows_total(&self) -> u64 {
+        self.slots
+            .iter()
+            .flatten()
+            .map(|c| u64::from(c.recv.max))
+            .sum()
+    }
+
     pub(crate) fn free(&mut self, id: ChannelId) {
         if let Some(slot) = self.slots.get_mut(id.0 as usize) {
             *slot = None;

@@ -31,6 +31,10 @@ const INTERACTIVE_WINDOW: u32 = 2 * 1024 * 1024;
 /// a setting (`Config::stock_openssh_window_max`) and is off.
 pub(crate) const STOCK_OPENSSH_WINDOW_MAX: u32 = u32::MAX;
 
+/// The least receive window a new channel gets when the connection's
+/// budget is spent: one full packet, so it still moves.
+pub(crate) const MIN_CHANNEL_WINDOW: u32 = 256 * 1024;
+
 /// Window a bulk channel starts with toward stock OpenSSH: its own 2 MiB,
 /// grown from there only as the path needs (see `window`). OpenSSH queues
 /// up to a whole window of packets in its own output buffer when the
@@ -178,11 +182,23 @@ impl Connection {
         Ok(())
     }
 
-    /// A new channel's receive window: the configured start and cap; toward
-    /// stock OpenSSH it starts at OpenSSH's 2 MiB and stays under
-    /// `stock_openssh_window_max`.
+    /// What the connection's window budget (`Config::windows_max`) has
+    /// left for windows to grow by.
+    fn window_room(&self) -> u32 {
+        let left = self
+            .config
+            .windows_max
+            .saturating_sub(self.channels.windows_total());
+        u32::try_from(left).unwrap_or(u32::MAX)
+    }
+
+    /// A new channel's receive window: the configured start and cap, the
+    /// start within what the budget has left (never under
+    /// [`MIN_CHANNEL_WINDOW`]); toward stock OpenSSH it starts at OpenSSH's
+    /// 2 MiB and stays under `stock_openssh_window_max`.
     fn recv_window(&self) -> RecvWindow {
         let (mut start, mut cap) = (self.config.window, self.config.window_max);
+        start = start.min(self.window_room().max(MIN_CHANNEL_WINDOW));
         let stock_openssh = self.peer_version.as_deref().is_some_and(|v| {
             v.starts_with("SSH-2.0-OpenSSH_") && !v.to_ascii_lowercase().contains("hpn")
         });
@@ -383,13 +399,14 @@ impl Connection {
     /// The runtime wrote out `n` bytes received on the channel; the window
     /// is re-granted to the peer when due.
     pub fn consumed(&mut self, id: ChannelId, n: usize) {
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        let room = self.window_room();
         let Some(ch) = self.channels.get_mut(id) else {
             return;
         };
-        let n = u32::try_from(n).unwrap_or(u32::MAX);
-        if let Some(add) = ch
-            .recv
-            .consume(n, self.clock, self.path_rtt, self.path_recv_buffer)
+        if let Some(add) =
+            ch.recv
+                .consume_within(n, self.clock, self.path_rtt, self.path_recv_buffer, room)
         {
             if !ch.close_sent && !ch.close_received {
                 let remote = ch.remote;

@@ -107,6 +107,20 @@ impl RecvWindow {
         rtt: Option<Duration>,
         recv_buffer: u32,
     ) -> Option<u32> {
+        self.consume_within(n, now, rtt, recv_buffer, u32::MAX)
+    }
+
+    /// [`RecvWindow::consume`] for a window that may grow by at most `room`
+    /// bytes (what the connection's budget has left, see
+    /// `Config::windows_max`).
+    pub fn consume_within(
+        &mut self,
+        n: u32,
+        now: Option<Instant>,
+        rtt: Option<Duration>,
+        recv_buffer: u32,
+        room: u32,
+    ) -> Option<u32> {
         let n = n.min(self.delivered);
         self.delivered -= n;
         self.consumed += n;
@@ -120,10 +134,13 @@ impl RecvWindow {
             return None;
         }
         let mut add = self.consumed;
+        let mut room = room;
         if let (Some(now), Some(rtt)) = (now, rtt) {
-            add += self.grow(add, now, rtt);
+            let grown = self.grow(add, now, rtt, room);
+            add += grown;
+            room -= grown;
         }
-        add += self.follow(recv_buffer);
+        add += self.follow(recv_buffer, room);
         self.available = self.available.saturating_add(add);
         self.consumed = 0;
         Some(add)
@@ -131,8 +148,8 @@ impl RecvWindow {
 
     /// Grows a bulk window to the kernel's receive buffer (up to `cap`)
     /// while the consumer keeps up. Returns the bytes it grew by.
-    fn follow(&mut self, recv_buffer: u32) -> u32 {
-        let target = recv_buffer.min(self.cap);
+    fn follow(&mut self, recv_buffer: u32, room: u32) -> u32 {
+        let target = recv_buffer.min(self.cap).min(self.max.saturating_add(room));
         if target <= self.max || self.delivered > self.max / 4 {
             return 0;
         }
@@ -144,7 +161,7 @@ impl RecvWindow {
     /// Counts `granted` bytes into the measuring period; once a whole
     /// window went by, doubles the window if that took under two round
     /// trips. Returns the bytes the window grew by.
-    fn grow(&mut self, granted: u32, now: Instant, rtt: Duration) -> u32 {
+    fn grow(&mut self, granted: u32, now: Instant, rtt: Duration, room: u32) -> u32 {
         let Some(epoch) = self.epoch else {
             self.epoch = Some(now);
             self.epoch_bytes = 0;
@@ -161,7 +178,11 @@ impl RecvWindow {
         if !(fast && keeping_up && self.max < self.cap) {
             return 0;
         }
-        let grown = self.max.saturating_mul(2).min(self.cap);
+        let grown = self
+            .max
+            .saturating_mul(2)
+            .min(self.cap)
+            .min(self.max.saturating_add(room));
         let extra = grown - self.max;
         self.max = grown;
         extra
@@ -271,6 +292,29 @@ mod tests {
         assert!(w.receive(4 << 20));
         assert_eq!(w.consume(4 << 20, None, None, 64 << 20), Some(8 << 20));
         assert_eq!(w.max, 8 << 20);
+        invariant(&w);
+    }
+
+    #[test]
+    fn growth_stays_within_the_room_given() {
+        let mut w = RecvWindow::growing(1 << 20, 64 << 20);
+        assert!(w.receive(1 << 20));
+        assert_eq!(
+            w.consume_within(1 << 20, None, None, 32 << 20, 3 << 20),
+            Some(4 << 20)
+        );
+        assert_eq!(w.max, 4 << 20);
+        invariant(&w);
+        // No room: grants only what was written out.
+        let mut w = RecvWindow::growing(1 << 20, 64 << 20);
+        let now = Instant::now();
+        for i in 0..64 {
+            assert!(w.receive(256 << 10));
+            let t = now + Duration::from_micros(i);
+            let add = w.consume_within(256 << 10, Some(t), Some(Duration::from_millis(50)), 0, 0);
+            assert!(add.is_none_or(|a| a <= 256 << 10));
+        }
+        assert_eq!(w.max, 1 << 20);
         invariant(&w);
     }
 

@@ -123,6 +123,11 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
         || "auto".to_owned(),
         |v| crate::config::ssh::values::show("compression", v),
     );
+    let window_max = crate::config::window_size(
+        r.get("channelwindowmax"),
+        "ChannelWindowMax",
+        Config::default().window_max,
+    )?;
     Ok(Config {
         kex: alg("kexalgorithms", kex::DEFAULT_KEX, "KexAlgorithms")?,
         host_key_algs: alg(
@@ -153,11 +158,8 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             "ChannelWindow",
             Config::default().window,
         )?,
-        window_max: crate::config::window_size(
-            r.get("channelwindowmax"),
-            "ChannelWindowMax",
-            Config::default().window_max,
-        )?,
+        window_max,
+        windows_max: sluice_proto::config::windows_budget(window_max),
         stock_openssh_window_max: crate::config::stock_openssh_window_max(),
         pubkey_algs: pubkey,
         kex_guess: r.flag("kexguess", true),

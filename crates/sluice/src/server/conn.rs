@@ -480,7 +480,8 @@ impl Handler for ServerConn {
             self.user = Some(info);
         }
         self.agent.tick(conn, fds);
-        self.fwd.tick(conn, fds)?;
+        self.fwd
+            .tick(conn, fds, self.cfg.max_forward_channels as usize)?;
         for (id, s) in self.sessions.iter_mut() {
             if s.done {
                 continue;

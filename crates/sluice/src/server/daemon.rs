@@ -94,6 +94,7 @@ pub fn proto_config(cfg: &Sshd) -> Config {
         pubkey_algs: cfg.pubkey_algorithms.clone(),
         window: cfg.channel_window,
         window_max: cfg.channel_window_max,
+        windows_max: sluice_proto::config::windows_budget(cfg.channel_window_max),
         stock_openssh_window_max: crate::config::stock_openssh_window_max(),
         ..Config::default()
     }

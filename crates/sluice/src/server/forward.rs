@@ -24,6 +24,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixListener;
 
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
+/// SSH_OPEN_RESOURCE_SHORTAGE (RFC 4254 5.1).
+const RESOURCE_SHORTAGE: u32 = 4;
 use fwdsock::CONNECT_FAILED;
 /// Connections accepted per listener per loop turn.
 const ACCEPT_BATCH: usize = 16;
@@ -97,6 +99,19 @@ impl ServerForward {
             conn.reject_channel(id, reason, desc)
                 .map_err(|e| e.to_string())
         };
+        let forwarding = matches!(
+            channel_type,
+            "direct-tcpip" | "direct-streamlocal@openssh.com"
+        );
+        if forwarding && self.open_count() >= ctx.cfg.max_forward_channels as usize {
+            log!(
+                Info,
+                "refused {channel_type} channel: {} forwarding channels open (MaxForwardChannels)",
+                self.open_count()
+            );
+            reject(conn, RESOURCE_SHORTAGE, "too many forwarding channels")?;
+            return Ok(true);
+        }
         match channel_type {
             "direct-tcpip" => {
                 let Some((host, port, oh, op)) = parse_direct_tcpip(data) else {
@@ -287,10 +302,32 @@ impl ServerForward {
         Ok((port == 0).then_some(bound))
     }
 
+    /// Forwarding channels open or being opened, either way.
+    fn open_count(&self) -> usize {
+        self.connecting.len() + self.opening.len() + self.channels.len()
+    }
+
     /// Accepts on listeners, finishes connects, closes finished channels.
-    pub fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+    /// Past `max_channels` forwarding channels, connections to the
+    /// listeners are accepted and closed at once.
+    pub fn tick(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        max_channels: usize,
+    ) -> Result<(), String> {
         for l in &self.listeners {
             for (sock, peer) in fwdsock::accept_all(l.fd.as_raw_fd(), ACCEPT_BATCH) {
+                let open = self.connecting.len() + self.opening.len() + self.channels.len();
+                if open >= max_channels {
+                    log!(
+                        Info,
+                        "refused a connection to forwarded port {}: {open} forwarding channels open (MaxForwardChannels)",
+                        l.port
+                    );
+                    drop(sock);
+                    continue;
+                }
                 let mut d = Vec::new();
                 let ty = if l.unix {
                     Writer::new(&mut d).utf8(&l.host).utf8("");

@@ -295,6 +295,7 @@ const OWN: &[&str] = &[
     "channelwindow",
     "channelwindowmax",
     "remotebufmax",
+    "maxforwardchannels",
     "noneenabled",
     "nonemacenabled",
     "usepam",
@@ -518,6 +519,7 @@ impl ServerConfig {
             "tcprcvbuf" => self.tcp_rcvbuf = size()?,
             "tcpsndbuf" => self.tcp_sndbuf = size()?,
             "remotebufmax" => self.remote_buf_max = size()?,
+            "maxforwardchannels" => self.max_forward_channels = num()?,
             "channelwindow" | "channelwindowmax" => {
                 let (name, slot) = if kw == "channelwindow" {
                     ("ChannelWindow", &mut self.channel_window)

@@ -137,6 +137,9 @@ pub struct ServerConfig {
     pub channel_window: u32,
     /// Ours: ChannelWindowMax, the most a bulk channel's window grows to.
     pub channel_window_max: u32,
+    /// Ours: MaxForwardChannels, forwarding channels open at once on one
+    /// connection (MaxSessions' counterpart for port forwarding).
+    pub max_forward_channels: u32,
     /// NoneEnabled.
     pub none_enabled: bool,
     /// NoneMacEnabled.
@@ -258,6 +261,7 @@ impl Default for ServerConfig {
             remote_buf_max: 64 << 20,
             channel_window: sluice_proto::Config::default().window,
             channel_window_max: sluice_proto::Config::default().window_max,
+            max_forward_channels: 256,
             none_enabled: false,
             none_mac_enabled: false,
             use_pam: false,
