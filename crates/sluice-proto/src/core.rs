@@ -84,6 +84,9 @@ pub struct Connection {
     pub(crate) path_rtt: Option<std::time::Duration>,
     /// The socket's receive buffer (0: unknown), see `set_path_recv_buffer`.
     pub(crate) path_recv_buffer: u32,
+    /// Bytes held outside channel windows, counted in their budget (see
+    /// `set_buffered_elsewhere`).
+    pub(crate) buffered_elsewhere: u64,
     /// Global requests and the replies owed, in order.
     pub(crate) globals: crate::connection::global::Globals,
     /// Test hook: IGNORE/DEBUG before packets (see `test_hooks`).
@@ -125,6 +128,7 @@ impl Connection {
             clock: None,
             path_rtt: None,
             path_recv_buffer: 0,
+            buffered_elsewhere: 0,
             globals: Default::default(),
             #[cfg(any(feature = "test-hooks", fuzzing))]
             noise: false,

@@ -229,3 +229,27 @@ fn channels_share_the_connection_budget() {
     assert!(p.server_data == up);
     assert_eq!(server_window(&p), 16 * MIB);
 }
+
+/// Memory the runtime holds elsewhere (sluiced: socket buffers granted to
+/// RemoteRcvBuf) comes out of the same budget.
+#[test]
+fn buffers_held_elsewhere_count_in_the_budget() {
+    let mut p = Pair::tweaked(
+        "curve25519-sha256",
+        "ssh-ed25519",
+        "aes128-gcm@openssh.com",
+        "hmac-sha2-256",
+        |c, _| {
+            c.window = MIB;
+            c.window_max = 32 * MIB;
+            c.windows_max = 40 << 20;
+        },
+    );
+    p.establish();
+    p.server.set_buffered_elsewhere(32 << 20);
+    p.server.set_path_recv_buffer(64 << 20);
+    let up = pattern(24 << 20, 13);
+    p.upload(&up);
+    assert!(p.server_data == up);
+    assert_eq!(server_window(&p), 8 * MIB);
+}

@@ -26,6 +26,7 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ("remotebufmax", "sluiced's own keyword"),
     ("channelwindow", "sluiced's own keyword"),
     ("channelwindowmax", "sluiced's own keyword"),
+    ("maxforwardchannels", "sluiced's own keyword"),
     (
         "noneenabled",
         "sluiced's own keyword (HPN-SSH's NONE cipher)",

@@ -188,6 +188,7 @@ impl Connection {
         let left = self
             .config
             .windows_max
+            .saturating_sub(self.buffered_elsewhere)
             .saturating_sub(self.channels.windows_total());
         u32::try_from(left).unwrap_or(u32::MAX)
     }
@@ -431,6 +432,14 @@ impl Connection {
     /// (SO_RCVBUF, autotuned): bulk channel windows never stay below it.
     pub fn set_path_recv_buffer(&mut self, bytes: u64) {
         self.path_recv_buffer = u32::try_from(bytes).unwrap_or(u32::MAX);
+    }
+
+    /// Memory the runtime holds for this connection outside the channel
+    /// windows (sluiced: the socket buffers a client's RemoteRcvBuf and
+    /// RemoteSndBuf were granted): counted in the window budget
+    /// (`Config::windows_max`), so windows grow only within what is left.
+    pub fn set_buffered_elsewhere(&mut self, bytes: u64) {
+        self.buffered_elsewhere = bytes;
     }
 
     /// The round-trip time last given to [`Connection::set_path_rtt`].

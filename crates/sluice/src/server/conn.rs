@@ -442,6 +442,11 @@ impl Handler for ServerConn {
             Event::GlobalReply { .. } => self.alive.on_reply(),
             Event::SockBufRequest { rcvbuf, sndbuf } => {
                 let granted = self.remote_sockbuf(rcvbuf, sndbuf);
+                if let Some((r, w)) = granted {
+                    // What the client had the kernel hold for it is part
+                    // of what this connection may make us buffer.
+                    conn.set_buffered_elsewhere(r.saturating_add(w));
+                }
                 conn.answer_sockbuf(granted);
             }
             Event::KexDone {
