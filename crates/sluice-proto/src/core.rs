@@ -23,6 +23,16 @@ use crate::wire::{MsgNum, WireError, Writer};
 use std::collections::VecDeque;
 use std::time::Instant;
 
+/// Control payloads (replies, adjusts) queued but not yet framed, in bytes:
+/// an honest peer never gets near it; a peer that floods requests while not
+/// reading, or during a key exchange, is disconnected past it.
+pub(crate) const MAX_QUEUED_CONTROL: usize = 4 << 20;
+/// What a queued payload costs beyond its bytes (allocation, deque slot).
+const PER_PAYLOAD: usize = 64;
+/// UNIMPLEMENTED answers before authentication (unknown numbers and
+/// connection messages together).
+pub(crate) const MAX_UNIMPLEMENTED_BEFORE_AUTH: u32 = 32;
+
 /// Which end of the connection we are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -87,6 +97,9 @@ pub struct Connection {
     /// Bytes held outside channel windows, counted in their budget (see
     /// `set_buffered_elsewhere`).
     pub(crate) buffered_elsewhere: u64,
+    /// Bytes of control payloads in `outbox` and `held` (with a per-payload
+    /// overhead), capped at [`MAX_QUEUED_CONTROL`].
+    pub(crate) queued_bytes: usize,
     /// Global requests and the replies owed, in order.
     pub(crate) globals: crate::connection::global::Globals,
     /// Test hook: IGNORE/DEBUG before packets (see `test_hooks`).
@@ -129,6 +142,7 @@ impl Connection {
             path_rtt: None,
             path_recv_buffer: 0,
             buffered_elsewhere: 0,
+            queued_bytes: 0,
             globals: Default::default(),
             #[cfg(any(feature = "test-hooks", fuzzing))]
             noise: false,
@@ -318,7 +332,7 @@ impl Connection {
         if self.kex.first_kexinit_pending() && num != MsgNum::KEXINIT && self.kex.strict_offered {
             // A strict-KEX peer's first packet must be KEXINIT; we cannot yet know
             // if the peer is strict, so only transport-generic noise is tolerated.
-            if !num.is_transport_generic() {
+            if !(1..=4).contains(&num.0) {
                 return Err(Violation::UnexpectedMessage(num, "before KEXINIT").into());
             }
         }
@@ -369,6 +383,16 @@ impl Connection {
                 Ok(None)
             }
             _ => {
+                // Unknown numbers: a stranger gets a few answers, then the
+                // door (sshd answers each; the queue caps bound it there).
+                if !self.auth.authenticated {
+                    self.auth.early_unimplemented += 1;
+                    if self.auth.early_unimplemented > MAX_UNIMPLEMENTED_BEFORE_AUTH {
+                        return Err(
+                            Violation::Flood("unknown messages before authentication").into()
+                        );
+                    }
+                }
                 let mut p = Vec::new();
                 Writer::new(&mut p).u8(MsgNum::UNIMPLEMENTED.0).u32(seq);
                 self.queue(p);
@@ -389,10 +413,24 @@ impl Connection {
     /// exchange is in progress (RFC 4253 7.1).
     pub(crate) fn queue(&mut self, payload: Vec<u8>) {
         let kex_msg = msg::msg_num(&payload).is_some_and(|n| n.is_kex() || n == MsgNum::DISCONNECT);
-        if self.kex.sending_blocked() && !kex_msg {
-            self.held.push_back(payload);
+        let held = self.kex.sending_blocked() && !kex_msg;
+        let queue = if held {
+            &mut self.held
         } else {
-            self.outbox.push_back(payload);
+            &mut self.outbox
+        };
+        queue.push_back(payload);
+        // Replies pile up only when the peer asks faster than they go out
+        // (during a key exchange, or while the runtime cannot write): past
+        // the cap the connection ends, as sshd's buffers end it.
+        self.queued_bytes += queue.back().map_or(0, Vec::len) + PER_PAYLOAD;
+        if self.queued_bytes > MAX_QUEUED_CONTROL && !self.closed {
+            let what = if held {
+                "replies held during key exchange"
+            } else {
+                "replies queued for sending"
+            };
+            let _ = self.fail(Violation::Flood(what).into());
         }
     }
 
@@ -418,6 +456,7 @@ impl Connection {
         }
         self.maybe_rekey(now);
         while let Some(p) = self.outbox.pop_front() {
+            self.queued_bytes = self.queued_bytes.saturating_sub(p.len() + PER_PAYLOAD);
             // EXT_INFO must follow NEWKEYS directly (RFC 8308 2.4).
             if msg::msg_num(&p) != Some(MsgNum::EXT_INFO) {
                 self.noise_before_packet(out);

@@ -81,6 +81,8 @@ pub enum Violation {
     /// (paramiko), so this connection cannot go on; a new one without the
     /// guess works (the client reconnects once by itself).
     KexGuessNotIgnored,
+    /// The peer made us queue more than a cap allows (what was queued).
+    Flood(&'static str),
 }
 
 impl Violation {
@@ -141,6 +143,7 @@ impl fmt::Display for Violation {
             Violation::KexGuessNotIgnored => f.write_str(
                 "the server does not ignore a wrong KEX guess (connect with -o KexGuess=no)",
             ),
+            Violation::Flood(what) => write!(f, "too many {what}: peer flooding, disconnecting"),
         }
     }
 }

@@ -141,7 +141,7 @@ impl Connection {
             return Ok(false);
         }
         self.auth.early_unimplemented += 1;
-        if self.auth.early_unimplemented > 32 {
+        if self.auth.early_unimplemented > crate::core::MAX_UNIMPLEMENTED_BEFORE_AUTH {
             return Err(Violation::UnexpectedMessage(
                 MsgNum(80),
                 "before authentication, too many times",

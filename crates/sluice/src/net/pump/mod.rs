@@ -48,6 +48,10 @@ const IN_BUF: usize = 1 << 20;
 const OUT_HIGH_WATER: usize = 1 << 20;
 /// Socket read size.
 const SOCK_READ: usize = 512 * 1024;
+/// Unsent output past which the peer is taken for one that asks and never
+/// reads (data stops at [`OUT_HIGH_WATER`]; only replies can pile up here):
+/// the connection ends, as sshd's output buffer limit ends it.
+const OUT_HARD_CAP: usize = 64 << 20;
 
 /// The loop's buffers around one connection.
 pub struct Pump {
@@ -394,6 +398,14 @@ impl Pump {
         if self.out_pos >= self.out.len() {
             self.out.clear();
             self.out_pos = 0;
+        }
+        let unsent = self.out.len() - self.out_pos;
+        if unsent > OUT_HARD_CAP {
+            return Err(PumpError::Io(format!(
+                "{} MiB of output the peer does not read (limit {} MiB): closing",
+                unsent >> 20,
+                OUT_HARD_CAP >> 20
+            )));
         }
         Ok(())
     }
