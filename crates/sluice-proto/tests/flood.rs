@@ -116,3 +116,29 @@ fn unknown_messages_before_auth_are_bounded() {
     );
     assert!(p.server.is_closed());
 }
+
+/// Key exchange messages outside an exchange are protocol errors: a
+/// KEX_ECDH_INIT after the exchange finished must not make the server
+/// agree on a new secret or sign anything.
+#[test]
+fn kex_messages_outside_a_key_exchange_are_refused() {
+    for num in [30u8, 31, 21] {
+        let mut p = Pair::default_algs();
+        p.establish();
+        let mut payload = vec![num];
+        if num != 21 {
+            payload.extend_from_slice(&32u32.to_be_bytes());
+            payload.extend_from_slice(&[9u8; 32]);
+        }
+        let mut wire = Vec::new();
+        p.client.seal_raw(&payload, true, &mut wire);
+        let mut data = Vec::new();
+        let r = Pair::feed(&mut p.server, &mut wire, usize::MAX, p.now, &mut data, true);
+        let msg = format!("{r:?}");
+        assert!(
+            msg.contains("outside a key exchange") || msg.contains("before the exchange completed"),
+            "message {num}: {msg}"
+        );
+        assert!(p.server.is_closed());
+    }
+}

@@ -200,6 +200,12 @@ impl Connection {
         match num {
             MsgNum::KEXINIT => self.on_kexinit(payload, seq),
             MsgNum::NEWKEYS => self.on_newkeys(now),
+            // Method messages (30-49) belong to an exchange the peer's
+            // KEXINIT opened: one arriving after NEWKEYS (or before any
+            // KEXINIT) must not start key agreement or a signature.
+            _ if self.kex.peer_kexinit.is_none() => {
+                Err(Violation::UnexpectedMessage(num, "outside a key exchange").into())
+            }
             _ if self.kex.ignore_guess => {
                 self.kex.ignore_guess = false;
                 Ok(())
