@@ -190,18 +190,56 @@ fn line_end() -> &'static str {
 /// Writes one log line if `level` is enabled: to the sink, syslog, the
 /// `-E` file or stderr.
 pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
-    if let (true, Some(sink)) = (enabled(level), SINK.get()) {
-        sink(level, &args.to_string());
-    } else if enabled(level) && SYSLOG.load(Ordering::Relaxed) {
-        let line = format!("{}{args}", level.prefix()).replace('\0', "");
+    if !enabled(level) {
+        return;
+    }
+    let msg = args.to_string();
+    let msg = if ESCAPE.load(Ordering::Relaxed) {
+        escape_controls(&msg)
+    } else {
+        msg
+    };
+    if let Some(sink) = SINK.get() {
+        sink(level, &msg);
+    } else if SYSLOG.load(Ordering::Relaxed) {
+        let line = format!("{}{msg}", level.prefix()).replace('\0', "");
         if let Ok(c) = std::ffi::CString::new(line) {
             // SAFETY: "%s" with one valid NUL-terminated string.
             unsafe { libc::syslog(priority(level), c"%s".as_ptr(), c.as_ptr()) };
         }
-    } else if enabled(level) {
+    } else {
         let prefix = PREFIX.get().map(String::as_str).unwrap_or("");
-        emit(&format!("{prefix}{}{args}{}", level.prefix(), line_end()));
+        emit(&format!("{prefix}{}{msg}{}", level.prefix(), line_end()));
     }
+}
+
+static ESCAPE: AtomicBool = AtomicBool::new(false);
+
+/// From now on every message has its control characters escaped (sluiced:
+/// user names, commands and versions come from the wire, and a newline in
+/// one must not forge a log line), as sshd's log does for syslog.
+pub fn escape_messages() {
+    ESCAPE.store(true, Ordering::Relaxed);
+}
+
+/// `\n`, `\r` and `\t` in C style, other control characters (and DEL) as
+/// three octal digits; everything else as it is, so escaping twice changes
+/// nothing more.
+pub fn escape_controls(s: &str) -> String {
+    if !s.chars().any(|c| c.is_ascii_control()) {
+        return s.to_owned();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_ascii_control() => out.push_str(&format!("\\{:03o}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl Level {
@@ -228,4 +266,19 @@ macro_rules! log {
     ($lvl:ident, $($arg:tt)*) => {
         $crate::log::write($crate::log::Level::$lvl, format_args!($($arg)*))
     };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_are_escaped_once() {
+        let forged = "bob\nsluiced[1]: Accepted password for root\x1b[2J\x7f";
+        let e = super::escape_controls(forged);
+        assert_eq!(
+            e,
+            "bob\\nsluiced[1]: Accepted password for root\\033[2J\\177"
+        );
+        assert_eq!(super::escape_controls(&e), e);
+        assert_eq!(super::escape_controls("ünïcode ok"), "ünïcode ok");
+    }
 }

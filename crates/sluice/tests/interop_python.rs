@@ -181,3 +181,39 @@ fn sluice_to_paramiko_server_despite_its_kex_guess_handling() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A user name from the wire cannot forge a log line: its newline and
+/// escape sequences are escaped in sluiced's log, as sshd's syslog does.
+#[test]
+fn user_names_are_escaped_in_the_log() {
+    let Some(_) = peers() else { return };
+    let s = Setup::new("logforge");
+    let server = s.start(false, "");
+    let script = format!(
+        "import paramiko, socket\n\
+         s = socket.create_connection(('127.0.0.1', {}))\n\
+         t = paramiko.Transport(s)\n\
+         t.start_client(timeout=20)\n\
+         try:\n    t.auth_password('nobody\\nsluiced[1] Accepted password for root\\x1b[2J', 'x')\n\
+         except Exception as e:\n    print('refused', type(e).__name__)\n\
+         t.close()\n",
+        server.port
+    );
+    let mut c = Command::new("python3");
+    c.args(["-c", &script]);
+    let out = run(c, b"", 60);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("refused"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = server.log_text();
+    assert!(
+        log.contains("Invalid user nobody\\nsluiced[1] Accepted password for root\\033[2J from"),
+        "{log}"
+    );
+    assert!(
+        !log.lines().any(|l| l.starts_with("sluiced[1] Accepted")),
+        "{log}"
+    );
+}

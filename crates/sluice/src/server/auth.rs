@@ -333,8 +333,15 @@ impl ServerAuth {
         None
     }
 
-    /// Rejects the pending request now (publickey's path), logging when
-    /// MaxAuthTries ended the connection.
+    /// Rejects a publickey request after sshd's per-user delay, so that an
+    /// unknown user, a known one and a key not listed all take as long.
+    pub fn reject_publickey(&mut self) {
+        let name = self.user.as_ref().map_or("", |(n, _)| n.as_str());
+        self.reject_at = Some(Instant::now() + user_delay(name));
+    }
+
+    /// Rejects the pending request now, logging when MaxAuthTries ended
+    /// the connection.
     pub fn reject(&mut self, conn: &mut dyn Answers) {
         conn.auth_reject();
         if conn.is_closed() {

@@ -328,7 +328,7 @@ impl Handler for ServerConn {
                         if ok {
                             conn.auth_accept();
                         } else {
-                            self.auth.reject(conn);
+                            self.auth.reject_publickey();
                         }
                     }
                     _ => {

@@ -126,6 +126,7 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         2 => Level::Debug2,
         _ => Level::Debug3,
     });
+    log::escape_messages();
     // As sshd: syslog unless -e or -d (stderr), or -T/-t (a person reads them).
     if !(args.log_stderr || args.print_config || args.test_config) {
         log::use_syslog(&cfg.syslog_facility);

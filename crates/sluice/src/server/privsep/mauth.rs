@@ -273,7 +273,7 @@ impl MonitorAuth {
                     self.accept(info, Some(opts));
                 }
             }
-            None => self.auth.reject(&mut self.rec),
+            None => self.auth.reject_publickey(),
         }
         Ok(())
     }
