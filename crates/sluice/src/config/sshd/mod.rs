@@ -14,6 +14,7 @@ mod dump;
 mod keywords;
 mod lines;
 mod matching;
+pub mod per_source;
 
 pub use matching::MatchContext;
 
@@ -209,6 +210,14 @@ pub struct ServerConfig {
     /// AuthenticationMethods lists (empty: any). Only lists of one method
     /// each are accepted (keywords.rs): any of them is enough.
     pub authentication_methods: Vec<String>,
+    /// PerSourceMaxStartups (None: `none`, no limit).
+    pub per_source_max_startups: Option<u32>,
+    /// PerSourceNetBlockSize: prefix lengths grouping IPv4 and IPv6 sources.
+    pub per_source_net_block_size: (u8, u8),
+    /// PerSourcePenalties as written (`resolve` fills in the defaults).
+    pub per_source_penalties: per_source::PenaltySpec,
+    /// PerSourcePenaltyExemptList (None: none).
+    pub per_source_penalty_exempt: Option<String>,
     /// Keywords accepted but not acted on, as written (shown by -T).
     pub other: BTreeMap<String, String>,
     /// Every line with its Match conditions, for `for_connection`.
@@ -293,6 +302,10 @@ impl Default for ServerConfig {
             trusted_user_ca_keys: None,
             authorized_principals_file: None,
             ca_signature_algorithms: own(crate::keys::cert::CA_SIGNATURE_ALGORITHMS),
+            per_source_max_startups: None,
+            per_source_net_block_size: (32, 128),
+            per_source_penalties: per_source::PenaltySpec::default(),
+            per_source_penalty_exempt: None,
             other: BTreeMap::new(),
             lines: Arc::new(Vec::new()),
         }
