@@ -26,7 +26,7 @@ mod stream;
 #[cfg(test)]
 mod tests;
 
-pub use channel::ChanIo;
+pub use channel::{data_lost, ChanIo};
 pub use channels::ChannelFds;
 pub use endpoint::{ChannelEndpoint, Produced};
 pub use handler::{Handler, PumpError};
