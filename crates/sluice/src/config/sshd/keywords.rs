@@ -477,7 +477,15 @@ impl ServerConfig {
             "clientalivecountmax" => self.client_alive_count_max = num()?,
             "ciphers" => self.ciphers = algs(cipher_order::default_ciphers(), "cipher")?,
             "macs" => self.macs = algs(cipher::DEFAULT_MACS, "Mac")?,
-            "kexalgorithms" => self.kex = algs(kex::DEFAULT_KEX, "KexAlgorithms")?,
+            "kexalgorithms" => {
+                self.kex = algorithms::resolve(
+                    &first,
+                    super::SERVER_DEFAULT_KEX,
+                    kex::DEFAULT_KEX,
+                    "KexAlgorithms",
+                )
+                .map_err(|e| l.err(&e))?
+            }
             "hostkeyalgorithms" => {
                 self.host_key_algorithms = algs(hostkey::DEFAULT_SIG_ALGS, "HostKeyAlgorithms")?
             }

@@ -22,10 +22,21 @@ use crate::keys::host_keys::HostKeyFiles;
 use crate::log::Level;
 use crate::net::crypto_pool::CryptoThreads;
 use lines::Line;
-use sluice_proto::crypto::{cipher, hostkey, kex};
+use sluice_proto::crypto::{cipher, hostkey};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// sluiced's default KexAlgorithms: every method sluice-proto implements
+/// (`kex::DEFAULT_KEX`, which `+` can still add from) except the NIST-curve
+/// ECDH ones, which ssh-audit fails ("curves suspected as backdoored") and
+/// which no client needs: every OpenSSH since 6.5, paramiko and asyncssh
+/// speak curve25519 (SECURITY.md, "ssh-audit").
+pub const SERVER_DEFAULT_KEX: &[&str] = &[
+    "mlkem768x25519-sha256",
+    "curve25519-sha256",
+    "curve25519-sha256@libssh.org",
+];
 
 /// PermitRootLogin values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,7 +260,7 @@ impl Default for ServerConfig {
             login_grace_time: 120,
             ciphers: own(crate::config::cipher_order::default_ciphers()),
             macs: own(cipher::DEFAULT_MACS),
-            kex: own(kex::DEFAULT_KEX),
+            kex: own(SERVER_DEFAULT_KEX),
             host_key_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
             pubkey_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
             compression: "yes".into(),
