@@ -293,3 +293,66 @@ fn dump_shows_the_per_source_keywords_as_sshd() {
         assert!(err.contains(msg), "{bad}: {err}");
     }
 }
+
+/// A TCP connection to 127.0.0.1:`port` from the source address `from`.
+fn connect_from(from: [u8; 4], port: u16) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a new socket, bound and connected with valid sockaddr_in
+    // values; its fd is owned by the TcpStream returned.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0);
+        let mut a: libc::sockaddr_in = std::mem::zeroed();
+        a.sin_family = libc::AF_INET as libc::sa_family_t;
+        a.sin_addr.s_addr = u32::from_ne_bytes(from);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(
+            libc::bind(fd, (&a as *const libc::sockaddr_in).cast(), len),
+            0
+        );
+        a.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        a.sin_port = port.to_be();
+        assert_eq!(
+            libc::connect(fd, (&a as *const libc::sockaddr_in).cast(), len),
+            0
+        );
+        TcpStream::from_raw_fd(fd)
+    }
+}
+
+fn first_line(mut t: TcpStream) -> String {
+    t.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut b = [0u8; 64];
+    let n = t.read(&mut b).unwrap_or(0);
+    String::from_utf8_lossy(&b[..n]).into_owned()
+}
+
+#[test]
+fn net_block_size_groups_sources() {
+    for (block, refused) in [("32", false), ("8", true)] {
+        let s = Setup::new("persource-block");
+        let server = s.start(
+            false,
+            &format!("PerSourceMaxStartups 1\nPerSourceNetBlockSize {block}"),
+        );
+        assert!(wait_for_log(&server, "Connection closed by 127.0.0.1", 10));
+        let t0 = Instant::now();
+        while !children_of(server.child.id()).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut held = connect_from([127, 0, 0, 1], server.port);
+        held.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut b = [0u8; 64];
+        assert!(held.read(&mut b).unwrap() > 0);
+        // 127.0.0.2 is another /32 but the same /8.
+        let other = first_line(connect_from([127, 0, 0, 2], server.port));
+        if refused {
+            assert_eq!(other, "Not allowed at this time\r\n", "block {block}");
+            assert!(server
+                .log_text()
+                .contains("from 127.0.0.0/8: at PerSourceMaxStartups 1"));
+        } else {
+            assert!(other.starts_with("SSH-2.0-"), "block {block}: {other:?}");
+        }
+    }
+}
