@@ -30,7 +30,6 @@ fn unsupported_values_refuse_to_start() {
     let d = s.dir.0.display().to_string();
     let head = format!("HostKey {d}/host_ed25519\nListenAddress 127.0.0.1\nPidFile none\n");
     let cases = [
-        ("PerSourceMaxStartups 10", "PerSourceMaxStartups none"),
         (
             "AuthenticationMethods publickey,password",
             "AuthenticationMethods any",

@@ -47,6 +47,9 @@ impl std::fmt::Display for ClientError {
             ClientError::Connection(PumpError::PeerClosed) => {
                 f.write_str("Connection closed by remote host")
             }
+            ClientError::Connection(PumpError::PeerReset) => {
+                f.write_str("Connection reset by remote host")
+            }
             ClientError::Connection(e) => write!(f, "sluice: {e}"),
         }
     }

@@ -320,10 +320,16 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
     };
     restore(saved);
     crate::net::compress_ctl::log_summary(&conn);
+    if crate::net::pump::data_lost() {
+        // What the remote command sent did not all arrive (logged where
+        // the write failed): never a success, whatever its status.
+        return Ok(255);
+    }
     match result {
         Ok(()) if handler.finished_cleanly() => {
             if let Some(sig) = &handler.exit_signal {
-                log!(Debug1, "Remote command killed by signal {sig}");
+                // ssh says nothing; the output may be cut short, so say why.
+                log!(Error, "Remote command killed by signal {sig}");
                 return Ok(255);
             }
             Ok(handler.exit_status.map_or(255, |s| (s & 0xff) as i32))

@@ -244,7 +244,19 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
     let exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("sluiced"));
     let mut child_args: Vec<String> = argv.iter().filter(|a| *a != "-D").cloned().collect();
     child_args.push("-R".into());
-    listener.serve(&exe, &child_args, cfg.max_startups, &STOP);
+    let limits = listen::SourceLimits {
+        max_startups: cfg.max_startups,
+        per_source_max: cfg.per_source_max_startups,
+        bits: cfg.per_source_net_block_size,
+        penalties: cfg.per_source_penalties.resolve().map(|p| {
+            crate::server::penalty::PenaltyBox::new(
+                p,
+                cfg.per_source_net_block_size,
+                cfg.per_source_penalty_exempt.clone(),
+            )
+        }),
+    };
+    listener.serve(&exe, &child_args, limits, &STOP);
     crate::log!(Info, "Received signal 15; terminating.");
     if let Some(p) = &cfg.pid_file {
         let _ = std::fs::remove_file(p);

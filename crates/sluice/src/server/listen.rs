@@ -1,15 +1,20 @@
 //! The listener: binds the configured addresses and hands every accepted
 //! connection to a freshly executed `sluiced -R` process with the socket as
 //! its stdin and stdout (the `sshd -i` convention), so a failure in one
-//! connection never touches another or the listener. MaxStartups drops new
-//! connections early when too many are still unauthenticated (each child
-//! tells the listener by closing its startup pipe once authenticated).
+//! connection never touches another or the listener. MaxStartups and
+//! PerSourceMaxStartups drop new connections early when too many are still
+//! unauthenticated (each child tells the listener through its startup pipe
+//! once authenticated); PerSourcePenalties refuses sources whose earlier
+//! connections ended badly before authenticating (server/penalty.rs).
 
 use crate::log;
+use crate::server::penalty::{self, Penalty, PenaltyBox};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 /// Listening sockets.
 pub struct Listener {
@@ -112,20 +117,22 @@ impl Listener {
     }
 
     /// Accepts until `stop` is set, starting one `exe args...` per
-    /// connection. Each child holds the write end of a pipe and closes it
-    /// once its user is authenticated (sshd's startup pipe): until then it
-    /// counts against MaxStartups.
+    /// connection. Each child holds the write end of a pipe, writes
+    /// [`AUTHENTICATED`] to it once its user is authenticated and closes
+    /// it (sshd's startup pipe): until then it counts against MaxStartups
+    /// and PerSourceMaxStartups, and if it ends first its exit status
+    /// decides the penalty its source is charged (server/penalty.rs).
     pub fn serve(
         &mut self,
         exe: &std::path::Path,
         args: &[String],
-        max_startups: (u32, u32, u32),
+        mut limits: SourceLimits,
         stop: &AtomicBool,
     ) {
         let mut children: Vec<Started> = Vec::new();
         let mut rng_state = std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15;
         while !stop.load(Ordering::Relaxed) {
-            children.retain_mut(|c| !matches!(c.child.try_wait(), Ok(Some(_))));
+            children.retain_mut(|c| !c.reap(limits.penalties.as_mut()));
             let mut fds = self.pollfds();
             let n = fds.len();
             fds.extend(
@@ -141,11 +148,11 @@ impl Listener {
             if crate::net::fdio::poll(&mut fds, 500).is_err() {
                 continue;
             }
-            // A readable (closed) startup pipe: that child authenticated.
+            // A readable startup pipe: that child authenticated or ended.
             for p in fds.iter().skip(n).filter(|p| p.revents != 0) {
                 for c in children.iter_mut() {
                     if c.startup.as_ref().is_some_and(|f| f.as_raw_fd() == p.fd) {
-                        c.startup = None;
+                        c.read_startup();
                     }
                 }
             }
@@ -157,34 +164,151 @@ impl Listener {
                 rng_state ^= rng_state << 13;
                 rng_state ^= rng_state >> 7;
                 rng_state ^= rng_state << 17;
-                if drop_connection(pending, max_startups, (rng_state % 100) as u32) {
-                    let local = stream.local_addr().map_or_else(
-                        |_| "[?]:0".to_owned(),
-                        |a| format!("[{}]:{}", a.ip(), a.port()),
-                    );
-                    log!(
-                        Info,
-                        "drop connection #{pending} from [{}]:{} on {local} past MaxStartups",
-                        peer.ip(),
-                        peer.port()
-                    );
+                let roll = (rng_state % 100) as u32;
+                if let Some(reason) = limits.refusal(&children, peer, pending, roll) {
+                    refuse(stream, peer, pending, &reason);
                     continue;
                 }
-                match spawn_child(exe, args, stream) {
+                match spawn_child(exe, args, stream, peer) {
                     Ok(c) => children.push(c),
                     Err(e) => log!(Error, "could not start a process for {peer}: {e}"),
                 }
             }
         }
         // Reap what has already exited; live connections keep running, as sshd's do.
-        children.retain_mut(|c| !matches!(c.child.try_wait(), Ok(Some(_))));
+        children.retain_mut(|c| !c.reap(limits.penalties.as_mut()));
     }
 }
 
-/// A connection process and, until it authenticates, its startup pipe.
+/// The byte a connection process writes to its startup pipe once its user
+/// is authenticated (then it closes the pipe); a pipe closed without it
+/// means the process ended before authentication.
+pub const AUTHENTICATED: u8 = 1;
+
+/// What may refuse a connection at accept: MaxStartups,
+/// PerSourceMaxStartups (per PerSourceNetBlockSize block) and
+/// PerSourcePenalties.
+pub struct SourceLimits {
+    /// MaxStartups start:rate:full.
+    pub max_startups: (u32, u32, u32),
+    /// PerSourceMaxStartups (None: no limit).
+    pub per_source_max: Option<u32>,
+    /// PerSourceNetBlockSize (v4, v6).
+    pub bits: (u8, u8),
+    /// PerSourcePenalties (None: `no`).
+    pub penalties: Option<PenaltyBox>,
+}
+
+impl SourceLimits {
+    /// Why a connection from `peer` is refused now, in sshd's words (None: accepted).
+    fn refusal(
+        &mut self,
+        children: &[Started],
+        peer: SocketAddr,
+        pending: u32,
+        roll: u32,
+    ) -> Option<String> {
+        if let Some(pb) = self.penalties.as_mut() {
+            if let Err(r) = pb.check(peer.ip(), Instant::now()) {
+                return Some(r.to_owned());
+            }
+        }
+        if drop_connection(pending, self.max_startups, roll) {
+            return Some("past MaxStartups".into());
+        }
+        let limit = self.per_source_max?;
+        let block = penalty::mask(peer.ip(), self.bits);
+        let same = children
+            .iter()
+            .filter(|c| c.startup.is_some() && penalty::mask(c.peer.ip(), self.bits) == block)
+            .count();
+        if same < limit as usize {
+            return None;
+        }
+        let bits = if peer.is_ipv4() {
+            self.bits.0
+        } else {
+            self.bits.1
+        };
+        log!(
+            Verbose,
+            "{same} unauthenticated connections from {block}/{bits}: at PerSourceMaxStartups {limit}"
+        );
+        // sshd says "past MaxStartups" for both limits.
+        Some("past MaxStartups".into())
+    }
+}
+
+/// Closes a refused connection with sshd's log line and its notice to the client.
+fn refuse(stream: TcpStream, peer: SocketAddr, pending: u32, reason: &str) {
+    let local = stream.local_addr().map_or_else(
+        |_| "[?]:0".to_owned(),
+        |a| format!("[{}]:{}", a.ip(), a.port()),
+    );
+    log!(
+        Info,
+        "drop connection #{pending} from [{}]:{} on {local} {reason}",
+        peer.ip(),
+        peer.port()
+    );
+    // Best effort, never blocking the listener.
+    let _ = stream.set_nonblocking(true);
+    let _ = (&stream).write(b"Not allowed at this time\r\n");
+}
+
+/// A connection process and, until it authenticates or ends, its startup pipe.
 struct Started {
     child: Child,
     startup: Option<OwnedFd>,
+    peer: SocketAddr,
+    authenticated: bool,
+}
+
+impl Started {
+    /// Reads what the startup pipe holds: the authentication byte, or its end.
+    fn read_startup(&mut self) {
+        let Some(fd) = self.startup.as_ref() else {
+            return;
+        };
+        let mut b = [0u8; 1];
+        // SAFETY: reading one byte from our own (non-blocking) pipe end.
+        let r = unsafe { libc::read(fd.as_raw_fd(), b.as_mut_ptr().cast(), 1) };
+        if r == 1 && b[0] == AUTHENTICATED {
+            self.authenticated = true;
+            self.startup = None;
+        } else if r == 0 || r == 1 {
+            self.startup = None;
+        } else if std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN) {
+            self.startup = None;
+        }
+    }
+
+    /// True once the process has ended (and is reaped); a process that
+    /// ended before authenticating gets its source penalised.
+    fn reap(&mut self, penalties: Option<&mut PenaltyBox>) -> bool {
+        let Ok(Some(status)) = self.child.try_wait() else {
+            return false;
+        };
+        // A byte written just before the exit still counts.
+        self.read_startup();
+        self.startup = None;
+        if self.authenticated {
+            return true;
+        }
+        let kind = Penalty::for_exit(status);
+        log!(
+            Debug1,
+            "connection process {} for {} ended before authentication ({status}){}",
+            self.child.id(),
+            self.peer,
+            kind.map(|k| format!(": {}", k.reason()))
+                .unwrap_or_default()
+        );
+        if let (Some(pb), Some(k)) = (penalties, kind) {
+            pb.penalise(self.peer.ip(), k, Instant::now());
+        }
+        true
+    }
 }
 
 /// The environment variable naming the startup pipe's fd in the child.
@@ -194,6 +318,7 @@ fn spawn_child(
     exe: &std::path::Path,
     args: &[String],
     stream: TcpStream,
+    peer: SocketAddr,
 ) -> std::io::Result<Started> {
     let _ = stream.set_nonblocking(false);
     let out = stream.try_clone()?;
@@ -202,6 +327,9 @@ fn spawn_child(
     if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // The listener's end never blocks it.
+    // SAFETY: setting O_NONBLOCK on the read end just created.
+    unsafe { libc::fcntl(p[0], libc::F_SETFL, libc::O_NONBLOCK) };
     // SAFETY: both fds were just created and are owned here.
     let (r, w) = unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) };
     // The child inherits the write end (not close-on-exec); the listener
@@ -218,6 +346,8 @@ fn spawn_child(
     Ok(Started {
         child,
         startup: Some(r),
+        peer,
+        authenticated: false,
     })
 }
 

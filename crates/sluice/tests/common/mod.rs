@@ -107,6 +107,12 @@ impl Setup {
         if openssh {
             extra.push_str("\nUsePAM no\n");
             let _ = std::fs::create_dir_all("/run/sshd");
+        } else {
+            // Tests fail logins from 127.0.0.1 on purpose; PerSourcePenalties
+            // would refuse the rest of the test. First (`extra` may end in a
+            // Match block); a test's own PerSourcePenalties fields still
+            // turn them on, as in sshd (tests/per_source.rs).
+            extra.insert_str(0, "PerSourcePenalties no\n");
         }
         let cfg = self.config(port, &extra);
         let log = std::fs::File::create(self.dir.path(&format!("server_{port}.log"))).unwrap();

@@ -80,6 +80,7 @@ const ORDER: &[&str] = &[
     "hostbasedacceptedalgorithms",
     "hostkeyalgorithms",
     "pubkeyacceptedalgorithms",
+    "persourcepenaltyexemptlist",
     "loglevel",
     "syslogfacility",
     "authorizedkeysfile",
@@ -104,6 +105,7 @@ const ORDER: &[&str] = &[
     "permitlisten",
     "permituserenvironment",
     "pubkeyauthoptions",
+    "persourcepenalties",
     "channeltimeout",
     "rdomain",
     // sluiced's own keywords.
@@ -218,6 +220,13 @@ impl ServerConfig {
                 one(format!("{s}:{r}:{f}"))
             }
             "rekeylimit" => one(format!("{} {}", self.rekey_limit.0, self.rekey_limit.1)),
+            "persourcemaxstartups" => one(or_none(self.per_source_max_startups)),
+            "persourcenetblocksize" => {
+                let (v4, v6) = self.per_source_net_block_size;
+                one(format!("{v4}:{v6}"))
+            }
+            "persourcepenalties" => one(self.per_source_penalties.dump()),
+            "persourcepenaltyexemptlist" => one(or_none(self.per_source_penalty_exempt.as_ref())),
             "permitopen" => one(list(&self.permit_open)),
             "permitlisten" => one(list(&self.permit_listen)),
             "permituserenvironment" => one(yn(self.permit_user_environment)),

@@ -3,6 +3,7 @@
 //! value wins, except for the keywords that accumulate). Errors in sshd's words.
 
 use super::lines::Line;
+use super::per_source;
 use super::{PermitRootLogin, ServerConfig};
 use crate::config::{algorithms, cipher_order, parse_rekey_limit, parse_size, parse_time, yes_no};
 use crate::log::Level;
@@ -112,8 +113,6 @@ pub(super) const OTHER: &[(&str, Option<&str>)] = &[
     ("authorizedprincipalscommanduser", Some("none")),
     ("hostkeyagent", Some("none")),
     ("hostbasedacceptedalgorithms", Some("ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256")),
-    ("persourcemaxstartups", Some("none")),
-    ("persourcenetblocksize", Some("32:128")),
     ("permittunnel", Some("no")),
     ("ipqos", Some("lowdelay throughput")),
     ("pubkeyauthoptions", Some("none")),
@@ -128,11 +127,6 @@ pub(super) const OTHER: &[(&str, Option<&str>)] = &[
 /// is refused at startup: the server must not run without what the
 /// administrator asked for.
 const UNSUPPORTED: &[(&str, &str, &str)] = &[
-    (
-        "persourcemaxstartups",
-        "none",
-        "sluiced has no per-source connection limits",
-    ),
     (
         "unusedconnectiontimeout",
         "none",
@@ -244,6 +238,7 @@ const DEPRECATED: &[&str] = &[
 
 /// Keywords that accumulate over lines instead of first-wins.
 const REPEATABLE: &[&str] = &[
+    "persourcepenalties", // first value wins per field (per_source.rs)
     "port",
     "listenaddress",
     "hostkey",
@@ -336,6 +331,10 @@ const OWN: &[&str] = &[
     "authorizedprincipalsfile",
     "hostcertificate",
     "casignaturealgorithms",
+    "persourcemaxstartups",
+    "persourcenetblocksize",
+    "persourcepenalties",
+    "persourcepenaltyexemptlist",
 ];
 
 /// A keyword sshd_config knows.
@@ -479,7 +478,15 @@ impl ServerConfig {
             "clientalivecountmax" => self.client_alive_count_max = num()?,
             "ciphers" => self.ciphers = algs(cipher_order::default_ciphers(), "cipher")?,
             "macs" => self.macs = algs(cipher::DEFAULT_MACS, "Mac")?,
-            "kexalgorithms" => self.kex = algs(kex::DEFAULT_KEX, "KexAlgorithms")?,
+            "kexalgorithms" => {
+                self.kex = algorithms::resolve(
+                    &first,
+                    super::SERVER_DEFAULT_KEX,
+                    kex::DEFAULT_KEX,
+                    "KexAlgorithms",
+                )
+                .map_err(|e| l.err(&e))?
+            }
             "hostkeyalgorithms" => {
                 self.host_key_algorithms = algs(hostkey::DEFAULT_SIG_ALGS, "HostKeyAlgorithms")?
             }
@@ -611,6 +618,17 @@ impl ServerConfig {
             "authenticationmethods" => self.authentication_methods = authentication_methods(l)?,
             "authorizedkeyscommanduser" => {
                 self.authorized_keys_command_user = (first != "none").then_some(first)
+            }
+            "persourcemaxstartups" => {
+                self.per_source_max_startups = per_source::max_startups(l, &first)?
+            }
+            "persourcenetblocksize" => {
+                self.per_source_net_block_size =
+                    per_source::net_block_size(l, &first, self.per_source_net_block_size.1)?
+            }
+            "persourcepenalties" => self.per_source_penalties.apply(l)?,
+            "persourcepenaltyexemptlist" => {
+                self.per_source_penalty_exempt = Some(per_source::exempt_list(l, &first)?)
             }
             other => {
                 unsupported(l, other, &first)?;

@@ -14,6 +14,7 @@ mod dump;
 mod keywords;
 mod lines;
 mod matching;
+pub mod per_source;
 
 pub use matching::MatchContext;
 
@@ -21,10 +22,21 @@ use crate::keys::host_keys::HostKeyFiles;
 use crate::log::Level;
 use crate::net::crypto_pool::CryptoThreads;
 use lines::Line;
-use sluice_proto::crypto::{cipher, hostkey, kex};
+use sluice_proto::crypto::{cipher, hostkey};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// sluiced's default KexAlgorithms: every method sluice-proto implements
+/// (`kex::DEFAULT_KEX`, which `+` can still add from) except the NIST-curve
+/// ECDH ones, which ssh-audit fails ("curves suspected as backdoored") and
+/// which no client needs: every OpenSSH since 6.5, paramiko and asyncssh
+/// speak curve25519 (SECURITY.md, "ssh-audit").
+pub const SERVER_DEFAULT_KEX: &[&str] = &[
+    "mlkem768x25519-sha256",
+    "curve25519-sha256",
+    "curve25519-sha256@libssh.org",
+];
 
 /// PermitRootLogin values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,6 +224,14 @@ pub struct ServerConfig {
     /// AuthenticationMethods lists (empty: any). Only lists of one method
     /// each are accepted (keywords.rs): any of them is enough.
     pub authentication_methods: Vec<String>,
+    /// PerSourceMaxStartups (None: `none`, no limit).
+    pub per_source_max_startups: Option<u32>,
+    /// PerSourceNetBlockSize: prefix lengths grouping IPv4 and IPv6 sources.
+    pub per_source_net_block_size: (u8, u8),
+    /// PerSourcePenalties as written (`resolve` fills in the defaults).
+    pub per_source_penalties: per_source::PenaltySpec,
+    /// PerSourcePenaltyExemptList (None: none).
+    pub per_source_penalty_exempt: Option<String>,
     /// Keywords accepted but not acted on, as written (shown by -T).
     pub other: BTreeMap<String, String>,
     /// Every line with its Match conditions, for `for_connection`.
@@ -243,7 +263,7 @@ impl Default for ServerConfig {
             login_grace_time: 120,
             ciphers: own(crate::config::cipher_order::default_ciphers()),
             macs: own(cipher::DEFAULT_MACS),
-            kex: own(kex::DEFAULT_KEX),
+            kex: own(SERVER_DEFAULT_KEX),
             host_key_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
             pubkey_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
             compression: "yes".into(),
@@ -297,6 +317,10 @@ impl Default for ServerConfig {
             trusted_user_ca_keys: None,
             authorized_principals_file: None,
             ca_signature_algorithms: own(crate::keys::cert::CA_SIGNATURE_ALGORITHMS),
+            per_source_max_startups: None,
+            per_source_net_block_size: (32, 128),
+            per_source_penalties: per_source::PenaltySpec::default(),
+            per_source_penalty_exempt: None,
             other: BTreeMap::new(),
             lines: Arc::new(Vec::new()),
         }

@@ -64,6 +64,15 @@ impl std::fmt::Debug for ChanIo {
     }
 }
 
+/// Set when a channel's data sink failed with an error other than EPIPE.
+static DATA_LOST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether received data was lost because its sink failed (not merely
+/// closed by its reader): a client must not exit 0 after that.
+pub fn data_lost() -> bool {
+    DATA_LOST.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Where CHANNEL_DATA's stream sits in a pair ([`Ext::Data`]).
 const DATA: usize = Ext::Data as usize;
 
@@ -222,9 +231,9 @@ impl ChanIo {
                 s.pending.extend(data.get(n..).unwrap_or_default());
                 n
             }
-            Wrote::Failed => {
+            Wrote::Failed(e) => {
                 if ext == Ext::Data {
-                    self.fail_sink();
+                    self.fail_sink(&e);
                 }
                 data.len()
             }
@@ -236,7 +245,7 @@ impl ChanIo {
     /// in-process end. Returns the bytes taken off pending buffers.
     pub(crate) fn drain(&mut self) -> usize {
         let mut written = 0;
-        let mut failed = false;
+        let mut failed = None;
         for ext in Ext::BOTH {
             let Some(s) = self.incoming.get_mut(ext.idx()).and_then(Option::as_mut) else {
                 continue;
@@ -245,14 +254,16 @@ impl ChanIo {
                 (Some(fd), _) => {
                     let (n, f) = s.drain_fd(fd);
                     written += n;
-                    failed |= f && ext == Ext::Data;
+                    if ext == Ext::Data {
+                        failed = failed.or(f);
+                    }
                 }
                 (None, Some(ep)) => written += endpoint::drain(ep, s, ext),
                 (None, None) => {}
             }
         }
-        if failed {
-            self.fail_sink();
+        if let Some(e) = failed {
+            self.fail_sink(&e);
         }
         if self.peer_eof {
             self.after_peer_eof();
@@ -280,10 +291,21 @@ impl ChanIo {
         }
     }
 
-    /// The data sink's reader is gone: stop writing, drop what waits for it.
-    fn fail_sink(&mut self) {
+    /// The data sink's reader is gone (or the sink failed): stop writing,
+    /// drop what waits for it. A failure other than EPIPE (a full disk, an
+    /// I/O error) loses data the reader wanted: said at ERROR and recorded
+    /// for the exit status ([`data_lost`]).
+    fn fail_sink(&mut self, e: &std::io::Error) {
         self.sink_failed = true;
         self.incoming[DATA] = None;
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            DATA_LOST.store(true, std::sync::atomic::Ordering::Relaxed);
+            crate::log!(
+                Error,
+                "write of received data failed: {}; the rest is discarded",
+                crate::net::describe_io_error(e)
+            );
+        }
     }
 
     /// After the sources were read: sends our EOF once they are all done,

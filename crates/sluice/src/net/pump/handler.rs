@@ -49,6 +49,8 @@ pub enum PumpError {
     Handler(String),
     /// The peer closed the TCP connection.
     PeerClosed,
+    /// The TCP connection was reset (RST): the peer or the path went away.
+    PeerReset,
 }
 
 impl std::fmt::Display for PumpError {
@@ -57,6 +59,7 @@ impl std::fmt::Display for PumpError {
             PumpError::Protocol(e) => write!(f, "{e}"),
             PumpError::Io(e) | PumpError::Handler(e) => f.write_str(e),
             PumpError::PeerClosed => f.write_str("Connection closed by remote host"),
+            PumpError::PeerReset => f.write_str("Connection reset by remote host"),
         }
     }
 }

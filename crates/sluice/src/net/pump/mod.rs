@@ -26,7 +26,7 @@ mod stream;
 #[cfg(test)]
 mod tests;
 
-pub use channel::ChanIo;
+pub use channel::{data_lost, ChanIo};
 pub use channels::ChannelFds;
 pub use endpoint::{ChannelEndpoint, Produced};
 pub use handler::{Handler, PumpError};
@@ -63,6 +63,8 @@ pub struct Pump {
     /// The other ends of the channels.
     pub fds: ChannelFds,
     sock_eof: bool,
+    /// The end of input was a reset, not a FIN (said so when it ends the pump).
+    sock_reset: bool,
     crypto: CryptoPool,
     path: PathFeed,
     /// An in-process end moved bytes this turn: run the next one at once.
@@ -85,6 +87,7 @@ impl Pump {
             out_pos: 0,
             fds: ChannelFds::default(),
             sock_eof: false,
+            sock_reset: false,
             crypto: CryptoPool::new(CryptoThreads::Fixed(1)),
             path: PathFeed::default(),
             again: false,
@@ -160,7 +163,11 @@ impl Pump {
                 return Ok(());
             }
             if self.sock_eof {
-                return Err(PumpError::PeerClosed);
+                return Err(if self.sock_reset {
+                    PumpError::PeerReset
+                } else {
+                    PumpError::PeerClosed
+                });
             }
             let sock = pollset::SockInterest {
                 fd: self.sock,
@@ -252,6 +259,7 @@ impl Pump {
                 Err(e) if fdio::would_block(&e) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
                     self.sock_eof = true;
+                    self.sock_reset = true;
                     return Ok(());
                 }
                 Err(e) => return Err(PumpError::Io(format!("read from socket: {e}"))),
@@ -389,8 +397,16 @@ impl Pump {
             match fdio::write_some(self.sock, pending) {
                 Ok(n) => self.out_pos += n,
                 Err(e) if fdio::would_block(&e) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return Err(PumpError::PeerReset)
+                }
+                // EPIPE after a reset was read is the reset's echo.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                    return Err(PumpError::PeerClosed)
+                    return Err(if self.sock_reset {
+                        PumpError::PeerReset
+                    } else {
+                        PumpError::PeerClosed
+                    })
                 }
                 Err(e) => return Err(PumpError::Io(format!("write to socket: {e}"))),
             }

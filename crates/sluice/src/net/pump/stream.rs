@@ -76,8 +76,8 @@ impl ChanFd {
 pub(crate) enum Wrote {
     /// Took this many bytes (0 when it would block).
     Took(usize),
-    /// The reader went away (EPIPE or another error).
-    Failed,
+    /// The reader went away (EPIPE) or the write failed (ENOSPC, EIO...).
+    Failed(std::io::Error),
 }
 
 /// What reading a source into a packet slot did.
@@ -149,14 +149,14 @@ impl Stream {
         match fdio::write_some(fd, data) {
             Ok(n) => Wrote::Took(n),
             Err(e) if fdio::would_block(&e) => Wrote::Took(0),
-            Err(_) => Wrote::Failed,
+            Err(e) => Wrote::Failed(e),
         }
     }
 
     /// Writes pending bytes to the fd until it would block. Returns the
     /// bytes taken off the pending buffer (written, or dropped on a
-    /// failure) and whether the write failed.
-    pub(crate) fn drain_fd(&mut self, fd: RawFd) -> (usize, bool) {
+    /// failure) and the write's error, if it failed.
+    pub(crate) fn drain_fd(&mut self, fd: RawFd) -> (usize, Option<std::io::Error>) {
         let mut taken = 0;
         while !self.pending.is_empty() {
             match fdio::write_some(fd, self.pending.bytes()) {
@@ -165,14 +165,15 @@ impl Stream {
                     taken += n;
                 }
                 Err(e) if fdio::would_block(&e) => break,
-                Err(_) => {
-                    // The reader went away (EPIPE): drop what it will never read.
+                Err(e) => {
+                    // The reader went away (EPIPE), or the sink cannot
+                    // take more (ENOSPC): drop what it will never get.
                     taken += self.pending.clear();
-                    return (taken, true);
+                    return (taken, Some(e));
                 }
             }
         }
-        (taken, false)
+        (taken, None)
     }
 
     /// Writes every pending byte, waiting for a slow sink (a terminal, a

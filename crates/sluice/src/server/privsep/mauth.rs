@@ -120,6 +120,8 @@ pub struct MonitorAuth {
     awaiting: bool,
     /// The last verdict was keyboard-interactive prompts.
     prompted: bool,
+    /// A method other than `none` was tried (PerSourcePenalties' authfail).
+    attempted: bool,
     accepted: Option<Accepted>,
 }
 
@@ -140,6 +142,7 @@ impl MonitorAuth {
             rec,
             awaiting: false,
             prompted: false,
+            attempted: false,
             accepted: None,
         }
     }
@@ -167,6 +170,11 @@ impl MonitorAuth {
     /// LoginGraceTime ran out: the child is to be killed.
     pub fn timed_out(&self) -> bool {
         self.rec.timed_out
+    }
+
+    /// Whether the client tried a real method (not `none`).
+    pub fn attempted(&self) -> bool {
+        self.attempted
     }
 
     /// The Match blocks for `user`; the child's engine gets the policy.
@@ -208,6 +216,7 @@ impl MonitorAuth {
         let user = crate::server::auth::without_style(sent.clone());
         self.user_config(&user, out);
         self.rec.none = matches!(method, Method::None);
+        self.attempted |= !self.rec.none;
         let request = match method {
             Method::PublicKey {
                 algorithm,

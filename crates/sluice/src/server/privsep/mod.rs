@@ -109,6 +109,10 @@ pub fn log_end(
             log!(Info, "Connection closed by {who}{ip} port {port}");
             0
         }
+        Err(PumpError::PeerReset) => {
+            log!(Info, "Connection reset by {who}{ip} port {port}");
+            255
+        }
         Err(PumpError::Protocol(sluice_proto::Error::PeerDisconnected {
             reason,
             description,

@@ -9,10 +9,12 @@ use super::signer::{KeyHolder, Link};
 use super::wire::{self, Msg, WireError};
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::log::{self, Level};
+use crate::server::penalty::{EXIT_AUTH_ATTEMPTED, EXIT_CHILD_CRASH, EXIT_LOGIN_GRACE};
 use crate::server::sandbox::{Sandbox, CHROOT_DIR};
 use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::handover::TransportState;
 use sluice_proto::ServerConfig;
+use std::io::Write;
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
@@ -48,6 +50,7 @@ pub fn serve(
     // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let (ip, port) = (peer.ip(), peer.port());
+    let started = Instant::now();
     crate::log!(
         Info,
         "Connection from {} port {port} on {} port {}",
@@ -137,7 +140,7 @@ pub fn serve(
                     // SAFETY: our unreaped child; then ending the process.
                     unsafe {
                         libc::kill(pid, libc::SIGKILL);
-                        libc::_exit(1);
+                        libc::_exit(EXIT_LOGIN_GRACE);
                     }
                 },
             )
@@ -147,14 +150,20 @@ pub fn serve(
     let mut holder = holder;
     let handover = match preauth_phase(pid, &m_end, &mut holder, &mut auth) {
         Ok(Some(h)) => h,
-        Ok(None) => return reap(pid, "pre-auth child"),
+        Ok(None) => {
+            let status = wait_status(pid);
+            let grace = Duration::from_secs(cfg.login_grace_time);
+            let grace_out = auth.timed_out() || (!grace.is_zero() && started.elapsed() >= grace);
+            return unauthenticated_exit(status, grace_out, auth.attempted());
+        }
         Err(why) => {
             crate::log!(
                 Error,
                 "monitor: pre-auth child for {ip} port {port}: {why}; ending the connection"
             );
             kill_and_reap(pid);
-            return 255;
+            // A child that breaks the monitor's rules is treated as a crash.
+            return EXIT_CHILD_CRASH;
         }
     };
     // The child must be gone before its successor runs.
@@ -166,7 +175,11 @@ pub fn serve(
         return 255;
     }
     drop(grace);
-    drop(startup);
+    if let Some(fd) = startup {
+        // The listener stops counting us against (PerSource)MaxStartups
+        // and will charge no penalty when we end.
+        let _ = std::fs::File::from(fd).write_all(&[crate::server::listen::AUTHENTICATED]);
+    }
     let Some(accepted) = auth.accepted().cloned() else {
         return 255;
     };
@@ -282,6 +295,40 @@ pub(super) fn relay_log(level: u8, line: &str) -> Result<(), String> {
 
 fn send(fd: &OwnedFd, m: &Msg) -> Result<(), String> {
     wire::send(fd, m).map_err(|e| e.to_string())
+}
+
+/// How a connection that never authenticated ends, as the listener reads
+/// its exit status for PerSourcePenalties (server/penalty.rs): the pre-auth
+/// child's wait `status` (None: already reaped), whether LoginGraceTime ran
+/// out and whether a method other than `none` was tried.
+fn unauthenticated_exit(status: Option<libc::c_int>, grace_out: bool, attempted: bool) -> i32 {
+    if grace_out {
+        return EXIT_LOGIN_GRACE;
+    }
+    if let Some(s) = status.filter(|s| libc::WIFSIGNALED(*s)) {
+        let sig = libc::WTERMSIG(s);
+        crate::log!(Error, "monitor: pre-auth child killed by signal {sig}");
+        if crate::server::penalty::is_crash(sig) {
+            return EXIT_CHILD_CRASH;
+        }
+    }
+    if attempted {
+        EXIT_AUTH_ATTEMPTED
+    } else {
+        255
+    }
+}
+
+/// Waits for `pid`; its raw wait status (None if it was already reaped).
+fn wait_status(pid: libc::pid_t) -> Option<libc::c_int> {
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return None;
+        }
+    }
+    Some(status)
 }
 
 /// Waits for `pid`; its exit code (signals logged, 255).
