@@ -217,3 +217,44 @@ fn user_names_are_escaped_in_the_log() {
         "{log}"
     );
 }
+
+/// A refused key takes sshd's per-user minimum (5-9 ms) whether the user
+/// exists or not, so the answer's timing does not tell which.
+#[test]
+fn refusals_take_as_long_for_unknown_users() {
+    let Some(_) = peers() else { return };
+    let s = Setup::new("authtime");
+    let server = s.start(false, "");
+    let script = format!(
+        "import paramiko, socket, time, sys\n\
+         key = paramiko.Ed25519Key.from_private_key_file('{key}')\n\
+         other = paramiko.RSAKey.generate(2048)\n\
+         for user, k in (('{me}', other), ('no-such-user-x', key), ('no-such-user-y', other)):\n    \
+             s = socket.create_connection(('127.0.0.1', {port}))\n    \
+             t = paramiko.Transport(s)\n    \
+             t.start_client(timeout=20)\n    \
+             t0 = time.monotonic()\n    \
+             try:\n        t.auth_publickey(user, k)\n    \
+             except paramiko.AuthenticationException:\n        pass\n    \
+             print(user, round((time.monotonic() - t0) * 1000, 1))\n    \
+             t.close()\n",
+        key = s.user_key.display(),
+        me = user(),
+        port = server.port
+    );
+    let mut c = Command::new("python3");
+    c.args(["-c", &script]);
+    let out = run(c, b"", 120);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ms: Vec<f64> = text
+        .lines()
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(
+        ms.len(),
+        3,
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(ms.iter().all(|&m| m >= 5.0), "refusal times (ms): {ms:?}");
+}
