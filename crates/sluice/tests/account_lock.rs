@@ -75,3 +75,44 @@ fn locked_and_expired_accounts_are_refused_without_pam() {
         }
     }
 }
+
+/// UsePAM yes: PAM's account modules decide for keys too (an expired
+/// account is refused though its key is right, with sshd's log line), and
+/// the session is opened around the user's process as sshd opens it: the
+/// command sees the same login uid under sluiced as under sshd.
+#[test]
+fn pam_account_and_session_apply_to_keys() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0
+        || missing("useradd")
+        || missing("/usr/sbin/sshd")
+        || !std::path::Path::new("/etc/pam.d/sshd").exists()
+    {
+        return;
+    }
+    let s = Setup::new("pamacct");
+    let open = TempUser::create(&s, "po", "*", None);
+    let expired = TempUser::create(&s, "pe", "*", Some("2001-01-01"));
+    let mut loginuid = Vec::new();
+    for openssh in [false, true] {
+        let label = if openssh { "sshd" } else { "sluiced" };
+        let server = s.start(openssh, "UsePAM yes");
+        assert!(logs_in(&s, &server, &open.0), "{label}: open account");
+        assert!(
+            !logs_in(&s, &server, &expired.0),
+            "{label}: expired account"
+        );
+        let mut c = s.client(true, &server, &["-l", &open.0]);
+        c.arg("cat /proc/self/loginuid");
+        loginuid.push(String::from_utf8_lossy(&run(c, b"", 30).stdout).into_owned());
+        if !openssh {
+            let log = server.log_text();
+            let want = format!(
+                "Access denied for user {} by PAM account configuration",
+                expired.0
+            );
+            assert!(log.contains(&want), "{want}\n{log}");
+        }
+    }
+    assert_eq!(loginuid[0], loginuid[1], "login uid: sluiced, sshd");
+}

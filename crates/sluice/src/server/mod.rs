@@ -16,6 +16,7 @@ pub mod inetd;
 pub mod keepalive;
 pub mod listen;
 pub mod pam;
+pub mod pam_session;
 pub mod penalty;
 pub mod privsep;
 pub mod pty;

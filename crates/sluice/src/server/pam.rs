@@ -13,62 +13,65 @@ use std::sync::OnceLock;
 use std::time::Duration;
 use zeroize::Zeroizing;
 
-const PAM_SUCCESS: c_int = 0;
-const PAM_BUF_ERR: c_int = 5;
-const PAM_NEW_AUTHTOK_REQD: c_int = 12;
-const PAM_CONV_ERR: c_int = 19;
-const PAM_TTY: c_int = 3;
-const PAM_RHOST: c_int = 4;
+pub(crate) const PAM_SUCCESS: c_int = 0;
+pub(crate) const PAM_BUF_ERR: c_int = 5;
+pub(crate) const PAM_NEW_AUTHTOK_REQD: c_int = 12;
+pub(crate) const PAM_CONV_ERR: c_int = 19;
+pub(crate) const PAM_TTY: c_int = 3;
+pub(crate) const PAM_RHOST: c_int = 4;
 const PAM_FAIL_DELAY: c_int = 10;
 const PAM_DISALLOW_NULL_AUTHTOK: c_int = 0x1;
 const PAM_PROMPT_ECHO_OFF: c_int = 1;
 const PAM_PROMPT_ECHO_ON: c_int = 2;
-const PAM_ERROR_MSG: c_int = 3;
-const PAM_TEXT_INFO: c_int = 4;
+pub(crate) const PAM_ERROR_MSG: c_int = 3;
+pub(crate) const PAM_TEXT_INFO: c_int = 4;
 /// Linux-PAM's PAM_MAX_NUM_MSG.
-const MAX_NUM_MSG: c_int = 32;
+pub(crate) const MAX_NUM_MSG: c_int = 32;
 
 #[repr(C)]
-struct PamMessage {
-    msg_style: c_int,
-    msg: *const c_char,
+pub(crate) struct PamMessage {
+    pub(crate) msg_style: c_int,
+    pub(crate) msg: *const c_char,
 }
 
 #[repr(C)]
-struct PamResponse {
-    resp: *mut c_char,
-    resp_retcode: c_int,
+pub(crate) struct PamResponse {
+    pub(crate) resp: *mut c_char,
+    pub(crate) resp_retcode: c_int,
 }
 
-type ConvFn =
+pub(crate) type ConvFn =
     extern "C" fn(c_int, *mut *const PamMessage, *mut *mut PamResponse, *mut c_void) -> c_int;
 
 #[repr(C)]
-struct PamConv {
-    conv: ConvFn,
-    appdata_ptr: *mut c_void,
+pub(crate) struct PamConv {
+    pub(crate) conv: ConvFn,
+    pub(crate) appdata_ptr: *mut c_void,
 }
 
-type Handle = *mut c_void;
+pub(crate) type Handle = *mut c_void;
 
-type StartFn =
+pub(crate) type StartFn =
     unsafe extern "C" fn(*const c_char, *const c_char, *const PamConv, *mut Handle) -> c_int;
-type EndFn = unsafe extern "C" fn(Handle, c_int) -> c_int;
-type SetItemFn = unsafe extern "C" fn(Handle, c_int, *const c_void) -> c_int;
-type FlagsFn = unsafe extern "C" fn(Handle, c_int) -> c_int;
-type StrerrorFn = unsafe extern "C" fn(Handle, c_int) -> *const c_char;
+pub(crate) type EndFn = unsafe extern "C" fn(Handle, c_int) -> c_int;
+pub(crate) type SetItemFn = unsafe extern "C" fn(Handle, c_int, *const c_void) -> c_int;
+pub(crate) type FlagsFn = unsafe extern "C" fn(Handle, c_int) -> c_int;
+pub(crate) type StrerrorFn = unsafe extern "C" fn(Handle, c_int) -> *const c_char;
 
 /// The libpam functions used.
-struct Lib {
-    start: StartFn,
-    end: EndFn,
-    set_item: SetItemFn,
+pub(crate) struct Lib {
+    pub(crate) start: StartFn,
+    pub(crate) end: EndFn,
+    pub(crate) set_item: SetItemFn,
     authenticate: FlagsFn,
-    acct_mgmt: FlagsFn,
-    strerror: StrerrorFn,
+    pub(crate) acct_mgmt: FlagsFn,
+    pub(crate) setcred: FlagsFn,
+    pub(crate) open_session: FlagsFn,
+    pub(crate) close_session: FlagsFn,
+    pub(crate) strerror: StrerrorFn,
 }
 
-fn lib() -> Result<&'static Lib, String> {
+pub(crate) fn lib() -> Result<&'static Lib, String> {
     static LIB: OnceLock<Option<Lib>> = OnceLock::new();
     LIB.get_or_init(|| {
         // SAFETY: dlopen/dlsym with NUL-terminated names; the library stays
@@ -90,6 +93,13 @@ fn lib() -> Result<&'static Lib, String> {
                     c"pam_authenticate",
                 )?),
                 acct_mgmt: std::mem::transmute::<*mut c_void, FlagsFn>(sym(c"pam_acct_mgmt")?),
+                setcred: std::mem::transmute::<*mut c_void, FlagsFn>(sym(c"pam_setcred")?),
+                open_session: std::mem::transmute::<*mut c_void, FlagsFn>(sym(
+                    c"pam_open_session",
+                )?),
+                close_session: std::mem::transmute::<*mut c_void, FlagsFn>(sym(
+                    c"pam_close_session",
+                )?),
                 strerror: std::mem::transmute::<*mut c_void, StrerrorFn>(sym(c"pam_strerror")?),
             })
         }

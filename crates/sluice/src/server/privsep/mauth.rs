@@ -275,6 +275,24 @@ impl MonitorAuth {
             }
             None => None,
         };
+        // UsePAM: the account modules have the last word on a right key,
+        // as in sshd (an expired account, pam_access, pam_nologin).
+        let decided = decided.filter(|(info, _)| {
+            if !(signed && self.cfg.use_pam) {
+                return true;
+            }
+            match crate::server::pam_session::account(&info.name, &self.peer.ip().to_string()) {
+                Ok(()) => true,
+                Err(e) => {
+                    crate::log!(
+                        Info,
+                        "Access denied for user {} by PAM account configuration ({e})",
+                        info.name
+                    );
+                    false
+                }
+            }
+        });
         match decided {
             Some((info, opts)) => {
                 self.rec.auth_accept();

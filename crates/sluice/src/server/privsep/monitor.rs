@@ -184,7 +184,21 @@ pub fn serve(
         return 255;
     };
     let user_cfg = auth.config().clone();
-    super::postauth::start(super::postauth::Start {
+    // UsePAM: the session opens before the user's process starts (which
+    // inherits what it set up: limits, login uid) and closes after it ends.
+    let session = if user_cfg.use_pam {
+        match crate::server::pam_session::Session::open(&accepted.user.name, &peer.ip().to_string())
+        {
+            Ok(s) => Some(s),
+            Err(e) => {
+                crate::log!(Error, "{e}: refusing the session of {}", accepted.user.name);
+                return 255;
+            }
+        }
+    } else {
+        None
+    };
+    let code = super::postauth::start(super::postauth::Start {
         argv,
         sock: &sock,
         peer,
@@ -192,7 +206,11 @@ pub fn serve(
         accepted,
         cfg: user_cfg,
         handover,
-    })
+    });
+    if let Some(s) = session {
+        s.close();
+    }
+    code
 }
 
 /// Answers the child until it hands over (`Some`), ends by itself (`None`:

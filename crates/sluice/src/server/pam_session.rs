@@ -1,0 +1,158 @@
+//! The PAM steps around a login that are not authentication, as sshd runs
+//! them with UsePAM yes: the account check (pam_acct_mgmt) for methods PAM
+//! did not authenticate (publickey), and the session (pam_setcred and
+//! pam_open_session before the user's process starts, pam_close_session
+//! and pam_setcred(DELETE) after it ends), so pam_limits, pam_loginuid,
+//! pam_systemd and pam_env apply to sluiced's logins as to sshd's. Both run
+//! in the monitor (root), on the service "sshd". Messages modules send
+//! (pam_motd, pam_mail) are logged at DEBUG1; prompts cannot be answered
+//! here and fail the step.
+
+use crate::server::pam::{
+    lib, Handle, Lib, PamConv, PamMessage, PamResponse, MAX_NUM_MSG, PAM_BUF_ERR, PAM_CONV_ERR,
+    PAM_ERROR_MSG, PAM_RHOST, PAM_SUCCESS, PAM_TEXT_INFO, PAM_TTY,
+};
+use std::ffi::{c_int, c_void, CStr, CString};
+
+const PAM_ESTABLISH_CRED: c_int = 0x2;
+const PAM_DELETE_CRED: c_int = 0x4;
+
+/// A PAM handle for one user; ended on drop.
+struct Pam {
+    lib: &'static Lib,
+    h: Handle,
+    /// The conversation PAM points at; kept alive as long as the handle.
+    _conv: Box<PamConv>,
+}
+
+impl Pam {
+    fn start(user: &str, rhost: &str) -> Result<Pam, String> {
+        let lib = lib()?;
+        let user = CString::new(user).map_err(|_| "PAM: bad user name".to_owned())?;
+        let rhost = CString::new(rhost).map_err(|_| "PAM: bad address".to_owned())?;
+        let conv = Box::new(PamConv {
+            conv: quiet,
+            appdata_ptr: std::ptr::null_mut(),
+        });
+        let mut h: Handle = std::ptr::null_mut();
+        // SAFETY: valid NUL-terminated strings; `conv` lives in the returned
+        // Pam, which ends the handle before dropping it.
+        let rc = unsafe { (lib.start)(c"sshd".as_ptr(), user.as_ptr(), &*conv, &mut h) };
+        if rc != PAM_SUCCESS || h.is_null() {
+            return Err(format!("PAM: pam_start failed ({rc})"));
+        }
+        // SAFETY: h is live; PAM copies items.
+        unsafe {
+            (lib.set_item)(h, PAM_RHOST, rhost.as_ptr().cast());
+            (lib.set_item)(h, PAM_TTY, c"ssh".as_ptr().cast());
+        }
+        Ok(Pam {
+            lib,
+            h,
+            _conv: conv,
+        })
+    }
+
+    /// Runs one step; its error in PAM's words.
+    fn step(
+        &self,
+        f: unsafe extern "C" fn(Handle, c_int) -> c_int,
+        flags: c_int,
+        what: &str,
+    ) -> Result<(), String> {
+        // SAFETY: h is live.
+        let rc = unsafe { f(self.h, flags) };
+        if rc == PAM_SUCCESS {
+            return Ok(());
+        }
+        // SAFETY: pam_strerror returns a static NUL-terminated string or null.
+        let p = unsafe { (self.lib.strerror)(self.h, rc) };
+        let text = if p.is_null() {
+            format!("error {rc}")
+        } else {
+            // SAFETY: see above.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        };
+        Err(format!("PAM: {what}(): {text}"))
+    }
+}
+
+impl Drop for Pam {
+    fn drop(&mut self) {
+        // SAFETY: h is live and not used after.
+        unsafe { (self.lib.end)(self.h, PAM_SUCCESS) };
+    }
+}
+
+/// pam_acct_mgmt for `user` from `rhost`: an expired or locked account, or
+/// an account module's refusal (pam_access, pam_nologin) ends the login
+/// even when the key was right, as sshd's "Access denied for user X by PAM
+/// account configuration".
+pub fn account(user: &str, rhost: &str) -> Result<(), String> {
+    let pam = Pam::start(user, rhost)?;
+    pam.step(pam.lib.acct_mgmt, 0, "pam_acct_mgmt")
+}
+
+/// An open PAM session; [`Session::close`] ends it (drop ends the handle
+/// without closing the session, for paths that never opened one).
+pub struct Session {
+    pam: Pam,
+}
+
+impl Session {
+    /// pam_setcred(ESTABLISH) and pam_open_session for `user`.
+    pub fn open(user: &str, rhost: &str) -> Result<Session, String> {
+        let pam = Pam::start(user, rhost)?;
+        pam.step(pam.lib.setcred, PAM_ESTABLISH_CRED, "pam_setcred")?;
+        pam.step(pam.lib.open_session, 0, "pam_open_session")?;
+        Ok(Session { pam })
+    }
+
+    /// pam_close_session and pam_setcred(DELETE); failures are logged.
+    pub fn close(self) {
+        for (f, flags, what) in [
+            (self.pam.lib.close_session, 0, "pam_close_session"),
+            (self.pam.lib.setcred, PAM_DELETE_CRED, "pam_setcred"),
+        ] {
+            if let Err(e) = self.pam.step(f, flags, what) {
+                crate::log!(Verbose, "{e}");
+            }
+        }
+    }
+}
+
+/// The conversation of these steps: module messages are logged, prompts
+/// refused.
+extern "C" fn quiet(
+    n: c_int,
+    msg: *mut *const PamMessage,
+    resp: *mut *mut PamResponse,
+    _appdata: *mut c_void,
+) -> c_int {
+    if n <= 0 || n > MAX_NUM_MSG || msg.is_null() || resp.is_null() {
+        return PAM_CONV_ERR;
+    }
+    let count = n as usize;
+    for i in 0..count {
+        // SAFETY: msg holds n pointers (Linux-PAM's layout), each to a
+        // message whose text is NUL-terminated or null.
+        let m = unsafe { &**msg.add(i) };
+        if m.msg_style != PAM_TEXT_INFO && m.msg_style != PAM_ERROR_MSG {
+            return PAM_CONV_ERR;
+        }
+        if !m.msg.is_null() {
+            // SAFETY: see above.
+            let text = unsafe { CStr::from_ptr(m.msg) }.to_string_lossy();
+            crate::log!(Debug1, "PAM: {}", text.trim_end());
+        }
+    }
+    // PAM frees the responses with free(): calloc them, all empty.
+    // SAFETY: calloc of n zeroed responses (resp null, retcode 0).
+    let r = unsafe { libc::calloc(count, std::mem::size_of::<PamResponse>()) };
+    if r.is_null() {
+        return PAM_BUF_ERR;
+    }
+    // SAFETY: resp is PAM's out pointer.
+    unsafe { *resp = r.cast() };
+    PAM_SUCCESS
+}
