@@ -178,6 +178,8 @@ pub struct ServerConfig {
     pub print_last_log: bool,
     /// PermitUserEnvironment.
     pub permit_user_environment: bool,
+    /// ExposeAuthInfo: SSH_USER_AUTH names a file of the methods and keys used.
+    pub expose_auth_info: bool,
     /// SetEnv entries (NAME=value).
     pub set_env: Vec<String>,
     /// ClientAliveInterval in seconds (0: off).
@@ -278,6 +280,7 @@ impl Default for ServerConfig {
             print_motd: true,
             print_last_log: true,
             permit_user_environment: false,
+            expose_auth_info: false,
             set_env: Vec::new(),
             client_alive_interval: 0,
             client_alive_count_max: 3,

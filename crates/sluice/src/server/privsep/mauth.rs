@@ -13,6 +13,7 @@ use super::wire::{Method, Msg};
 use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
 use crate::keys::authorized_keys::KeyOptions;
 use crate::server::auth::{Answers, ServerAuth};
+use crate::server::auth_info;
 use crate::server::session::UserInfo;
 use sluice_proto::crypto::hostkey;
 use sluice_proto::msg::{DisconnectReason, Prompt};
@@ -105,6 +106,9 @@ pub struct Accepted {
     pub user: UserInfo,
     /// authorized_keys options of the key used, if publickey.
     pub key_options: Option<KeyOptions>,
+    /// The method that succeeded, as ExposeAuthInfo shows it
+    /// (server/auth_info.rs).
+    pub auth_info: String,
 }
 
 /// The monitor's authentication state for one connection.
@@ -121,6 +125,8 @@ pub struct MonitorAuth {
     /// The last verdict was keyboard-interactive prompts.
     prompted: bool,
     accepted: Option<Accepted>,
+    /// ExposeAuthInfo's line for a request whose verdict comes later.
+    pending_info: String,
 }
 
 impl MonitorAuth {
@@ -141,6 +147,7 @@ impl MonitorAuth {
             awaiting: false,
             prompted: false,
             accepted: None,
+            pending_info: String::new(),
         }
     }
 
@@ -182,7 +189,7 @@ impl MonitorAuth {
             .cfg
             .banner
             .as_ref()
-            .and_then(|p| std::fs::read_to_string(p).ok());
+            .and_then(|p| crate::server::auth::read_banner(p));
         out.push(Msg::Policy {
             methods: self.cfg.auth_methods(),
             max_tries: self.cfg.max_auth_tries,
@@ -208,6 +215,12 @@ impl MonitorAuth {
         let user = crate::server::auth::without_style(sent.clone());
         self.user_config(&user, out);
         self.rec.none = matches!(method, Method::None);
+        let line = match &method {
+            Method::None => auth_info::method_line("none", None),
+            Method::Password(_) => auth_info::method_line("password", None),
+            Method::KeyboardInteractive => self.kbdint_info(),
+            Method::PublicKey { .. } => String::new(),
+        };
         let request = match method {
             Method::PublicKey {
                 algorithm,
@@ -226,7 +239,9 @@ impl MonitorAuth {
             .auth
             .on_request(&mut self.rec, &self.cfg, &user, request)
         {
-            self.accept(info, None);
+            self.accept(info, None, line);
+        } else {
+            self.pending_info = line; // PAM may accept it later (tick)
         }
         Ok(())
     }
@@ -270,7 +285,8 @@ impl MonitorAuth {
             Some((info, opts)) => {
                 self.rec.auth_accept();
                 if signed {
-                    self.accept(info, Some(opts));
+                    let line = auth_info::method_line("publickey", Some(key_blob));
+                    self.accept(info, Some(opts), line);
                 }
             }
             None => self.auth.reject(&mut self.rec),
@@ -278,8 +294,22 @@ impl MonitorAuth {
         Ok(())
     }
 
-    fn accept(&mut self, user: UserInfo, key_options: Option<KeyOptions>) {
-        self.accepted = Some(Accepted { user, key_options });
+    fn accept(&mut self, user: UserInfo, key_options: Option<KeyOptions>, auth_info: String) {
+        self.accepted = Some(Accepted {
+            user,
+            key_options,
+            auth_info,
+        });
+    }
+
+    /// keyboard-interactive's line: with PAM, sshd names the device.
+    fn kbdint_info(&self) -> String {
+        let method = if self.cfg.use_pam {
+            "keyboard-interactive/pam"
+        } else {
+            "keyboard-interactive"
+        };
+        auth_info::method_line(method, None)
     }
 
     /// Keyboard-interactive answers relayed by the child.
@@ -294,7 +324,10 @@ impl MonitorAuth {
             .auth
             .on_info_response(&mut self.rec, &self.cfg, answers)
         {
-            self.accept(info, None);
+            let line = self.kbdint_info();
+            self.accept(info, None, line);
+        } else {
+            self.pending_info = self.kbdint_info();
         }
         Ok(())
     }
@@ -302,7 +335,8 @@ impl MonitorAuth {
     /// Delayed failures, PAM's progress, LoginGraceTime.
     pub fn tick(&mut self) {
         if let Some(info) = self.auth.tick(&mut self.rec, &self.cfg, false) {
-            self.accept(info, None);
+            let line = std::mem::take(&mut self.pending_info);
+            self.accept(info, None, line);
         }
     }
 

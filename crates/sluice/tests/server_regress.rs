@@ -1,0 +1,110 @@
+//! sluiced behaviours OpenSSH's regression suite checks (envpass, banner,
+//! authinfo), tested here with Debian's ssh as the client: sshd_config's
+//! SetEnv keeps the first value of a name and wins over the client's; a
+//! large Banner arrives whole; ExposeAuthInfo's SSH_USER_AUTH file.
+
+mod common;
+use common::*;
+use std::time::{Duration, Instant};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn server_set_env_first_value_wins_over_the_clients() {
+    let s = Setup::new("srv-setenv");
+    let extra = "AcceptEnv _T_*\nSetEnv _T_A=23 _T_A=42";
+    for openssh in [false, true] {
+        let server = s.start(openssh, extra);
+        let mut c = s.client(true, &server, &["-o", "SetEnv=_T_A=1 _T_B=2"]);
+        c.arg("echo $_T_A $_T_B");
+        let out = run(c, b"", 30);
+        ok(&out, &server.log_text());
+        assert_eq!(text(&out.stdout), "23 2\n", "openssh server: {openssh}");
+    }
+}
+
+#[test]
+fn a_large_banner_arrives_whole_and_a_too_large_one_is_refused() {
+    let s = Setup::new("srv-banner");
+    let banner = s.dir.path("banner");
+    let body = "abcdefghi\n".repeat(10_000); // the suite's largest, 100000 bytes
+    std::fs::write(&banner, &body).unwrap();
+    let server = s.start(false, &format!("Banner {}", banner.display()));
+    let mut c = s.client_at(true, &server, "INFO", &[]);
+    c.arg("true");
+    let out = run(c, b"", 30);
+    ok(&out, &server.log_text());
+    // The banner, whole, and nothing else but ssh's known_hosts notice.
+    let shown = text(&out.stderr);
+    assert!(shown.contains(&body), "banner of {} bytes", shown.len());
+    assert!(
+        shown
+            .replace(&body, "")
+            .lines()
+            .all(|l| l.contains("known hosts")),
+        "{}",
+        shown.replace(&body, "")
+    );
+    // -q hides it.
+    let mut c = s.client_at(true, &server, "INFO", &["-q"]);
+    c.arg("true");
+    assert!(run(c, b"", 30).stderr.is_empty());
+    // Over sluiced's limit: no banner, a log line saying why; login works.
+    std::fs::write(&banner, "x".repeat(200 * 1024)).unwrap();
+    let mut c = s.client_at(true, &server, "INFO", &[]);
+    c.arg("true");
+    let out = run(c, b"", 30);
+    ok(&out, &server.log_text());
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    assert!(
+        server.log_text().contains("no banner sent"),
+        "{}",
+        server.log_text()
+    );
+}
+
+#[test]
+fn expose_auth_info_names_the_key_and_the_file_goes_afterwards() {
+    let s = Setup::new("srv-authinfo");
+    let public = std::fs::read_to_string(s.dir.path("id_ed25519.pub")).unwrap();
+    let key: Vec<&str> = public.split_whitespace().take(2).collect();
+    // Off (the default): no SSH_USER_AUTH of ours; one the client sends
+    // (AcceptEnv) is treated as Debian's sshd treats it.
+    let mut seen = Vec::new();
+    for openssh in [false, true] {
+        let server = s.start(openssh, "AcceptEnv SSH_USER_AUTH");
+        let mut c = s.client(true, &server, &["-o", "SetEnv=SSH_USER_AUTH=blah"]);
+        c.arg("echo \"[$SSH_USER_AUTH]\"");
+        let out = run(c, b"", 30);
+        ok(&out, &server.log_text());
+        seen.push(text(&out.stdout));
+    }
+    assert_eq!(seen[0], seen[1], "sluiced, then sshd");
+    let server = s.start(false, "ExposeAuthInfo yes");
+    let mut c = s.client(true, &server, &[]);
+    c.arg("echo $SSH_USER_AUTH; stat -c %a \"$SSH_USER_AUTH\"; cat \"$SSH_USER_AUTH\"");
+    let out = run(c, b"", 30);
+    ok(&out, &server.log_text());
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert!(lines[0].starts_with("/tmp/sshauth."), "{stdout}");
+    assert_eq!(lines[1], "600");
+    assert_eq!(lines[2], format!("publickey {} {}", key[0], key[1]));
+    // Removed when the connection ends.
+    let path = std::path::PathBuf::from(lines[0]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while path.exists() {
+        assert!(Instant::now() < deadline, "{} left behind", path.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let dump = std::process::Command::new(SLUICED)
+        .arg("-T")
+        .arg("-f")
+        .arg(s.config(server.port, "ExposeAuthInfo yes"))
+        .output()
+        .unwrap();
+    assert!(text(&dump.stdout).contains("exposeauthinfo yes"));
+}
