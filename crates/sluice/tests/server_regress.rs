@@ -108,3 +108,48 @@ fn expose_auth_info_names_the_key_and_the_file_goes_afterwards() {
         .unwrap();
     assert!(text(&dump.stdout).contains("exposeauthinfo yes"));
 }
+
+/// Starts `bin` as a daemon on `cfg`'s port (Setup::start for a copy of sluiced).
+fn start_binary(bin: &std::path::Path, s: &Setup, port: u16, cfg: &std::path::Path) -> Server {
+    let log = s.dir.path(&format!("server_{port}.log"));
+    let child = std::process::Command::new(bin)
+        .args(["-D", "-e", "-f"])
+        .arg(cfg)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{} did not start", bin.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Server { child, port, log }
+}
+
+#[test]
+fn connections_use_the_configuration_and_binary_the_listener_started_with() {
+    let s = Setup::new("srv-reexec");
+    let port = free_port();
+    let include = s.dir.path("included.conf");
+    std::fs::write(&include, "SetEnv _T_INC=1\n").unwrap();
+    let cfg = s.config(port, &format!("Include {}", include.display()));
+    // A copy of the binary, removed once the listener runs (sshd's "reexec
+    // fallback" test).
+    let bin = s.dir.path("sluiced-copy");
+    std::fs::copy(SLUICED, &bin).unwrap();
+    let server = start_binary(&bin, &s, port, &cfg);
+    std::fs::remove_file(&bin).unwrap();
+    // Edits after startup (a bad keyword, an Include changed) are not seen:
+    // sshd's "config passing".
+    let mut f = std::fs::OpenOptions::new().append(true).open(&cfg).unwrap();
+    std::io::Write::write_all(&mut f, b"InvalidXXX=no\n").unwrap();
+    std::fs::write(&include, "SetEnv _T_INC=2\n").unwrap();
+    for _ in 0..2 {
+        let mut c = s.client(true, &server, &[]);
+        c.arg("echo $_T_INC");
+        let out = run(c, b"", 30);
+        ok(&out, &server.log_text());
+        assert_eq!(text(&out.stdout), "1\n");
+    }
+}

@@ -2,7 +2,7 @@
 //! per-connection process (`-R` from the listener, or `-i` by hand). The
 //! command line is parsed in cli/ (cli/sshd_main.rs).
 
-use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
+use crate::config::sshd::{snapshot, MatchContext, ServerConfig as Sshd};
 use crate::log::{self, Level};
 use crate::net::hwzlib::{self, HwSettings};
 use crate::server::listen::{self, Listener};
@@ -107,7 +107,16 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         .config_file
         .as_deref()
         .unwrap_or("/etc/ssh/sshd_config");
-    if let Err(e) = std::fs::metadata(path) {
+    // A connection's processes parse the files as the listener read them.
+    if let Err(e) = snapshot::load_from_env() {
+        eprintln!("{e}");
+        return 255;
+    }
+    if snapshot::replaying() {
+        // Started through /proc/self/exe: "exe" in ps otherwise.
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string.
+        unsafe { libc::prctl(libc::PR_SET_NAME, c"sluiced".as_ptr()) };
+    } else if let Err(e) = std::fs::metadata(path) {
         eprintln!("{path}: {}", crate::net::describe_io_error(&e));
         return 1;
     }
@@ -239,7 +248,16 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         libc::signal(libc::SIGINT, on_term as *const () as libc::sighandler_t);
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
-    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("sluiced"));
+    // Connections run this very image, even if the file was replaced or
+    // removed since (sshd's re-exec fallback), with the configuration as
+    // read now (snapshot.rs), which the children inherit.
+    let exe = PathBuf::from("/proc/self/exe");
+    if let Some(fd) = snapshot::fd_for_children() {
+        // SAFETY: the listener is single-threaded; its children are the
+        // connection processes, which take the fd and make it close-on-exec.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        std::env::set_var(snapshot::CONFIG_ENV, fd.to_string());
+    }
     let mut child_args: Vec<String> = argv.iter().filter(|a| *a != "-D").cloned().collect();
     child_args.push("-R".into());
     listener.serve(&exe, &child_args, cfg.max_startups, &STOP);

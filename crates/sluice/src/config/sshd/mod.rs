@@ -14,6 +14,7 @@ mod dump;
 mod keywords;
 mod lines;
 mod matching;
+pub mod snapshot;
 
 pub use matching::MatchContext;
 

@@ -68,14 +68,22 @@ pub fn start(s: Start<'_>) -> i32 {
             .env(super::POSTAUTH_ENV, CHILD_FD.to_string())
             .stdin(Stdio::from(OwnedFd::from(sock)))
             .stdout(Stdio::null());
+        // The configuration as this monitor parsed it (fd 10 or above).
+        let config = crate::config::sshd::snapshot::fd_for_children();
+        if let Some(fd) = config {
+            cmd.env(crate::config::sshd::snapshot::CONFIG_ENV, fd.to_string());
+        }
         // SAFETY: dup2/fcntl only, async-signal-safe, between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                let ok = if raw == CHILD_FD {
+                let mut ok = if raw == CHILD_FD {
                     libc::fcntl(raw, libc::F_SETFD, 0) == 0
                 } else {
                     libc::dup2(raw, CHILD_FD) == CHILD_FD
                 };
+                if let Some(fd) = config {
+                    ok &= libc::fcntl(fd, libc::F_SETFD, 0) == 0;
+                }
                 if ok {
                     Ok(())
                 } else {
