@@ -336,18 +336,18 @@ impl ServerConfig {
         let (lines, warnings) = read_lines(path, overrides, ports)?;
         let lines = Arc::new(lines);
         let cfg = Self::evaluate(&lines, None)?;
-        // A binary KRL cannot be read yet: refuse it now rather than deny
-        // every key later (Match blocks included).
+        // A binary KRL that does not parse is refused now rather than
+        // denying every key later (Match blocks included).
         for l in lines
             .iter()
             .filter(|l| keywords::canonical(&l.kw) == "revokedkeys")
         {
             let f = l.args.first().map(String::as_str).unwrap_or("none");
-            if f != "none" && crate::keys::revoked::is_krl(Path::new(f)) {
-                return Err(keywords::refusal(
-                    l,
-                    &format!("{f} is a binary KRL, which sluiced cannot read yet; list the revoked public keys one per line instead"),
-                ));
+            if f == "none" {
+                continue;
+            }
+            if let Err(e) = crate::keys::revoked::check_krl(Path::new(f)) {
+                return Err(l.err(&format!("RevokedKeys {f}: {e}")));
             }
         }
         if !cfg.authentication_methods.is_empty() && cfg.auth_methods().is_empty() {
