@@ -153,3 +153,37 @@ fn connections_use_the_configuration_and_binary_the_listener_started_with() {
         assert_eq!(text(&out.stdout), "1\n");
     }
 }
+
+#[test]
+fn match_blocks_may_allow_signature_algorithms_the_global_list_does_not() {
+    // sshd 9.2 lists every algorithm it implements in server-sig-algs and
+    // applies the user's PubkeyAcceptedAlgorithms (Match included) to each
+    // request, a disallowed one being an ordinary failure (limit-keytype).
+    let s = Setup::new("srv-pkalgs");
+    let rsa = s.dir.path("id_rsa");
+    keygen(&rsa, "rsa");
+    let mut ak = std::fs::read_to_string(s.dir.path("authorized_keys")).unwrap();
+    ak.push_str(&std::fs::read_to_string(s.dir.path("id_rsa.pub")).unwrap());
+    std::fs::write(s.dir.path("authorized_keys"), ak).unwrap();
+    let extra = format!(
+        "PubkeyAcceptedAlgorithms ssh-ed25519\nMatch User {}\n  PubkeyAcceptedAlgorithms rsa-sha2-512,rsa-sha2-256\nMatch all",
+        user()
+    );
+    for openssh in [false, true] {
+        let server = s.start(openssh, &extra);
+        // The Ed25519 key (-i from Setup) is refused, then the RSA key logs in.
+        let rsa_arg = rsa.display().to_string();
+        let mut c = s.client(true, &server, &["-o", "IdentitiesOnly=yes", "-i", &rsa_arg]);
+        c.arg("echo in");
+        let out = run(c, b"", 30);
+        ok(&out, &server.log_text());
+        assert_eq!(text(&out.stdout), "in\n", "openssh server: {openssh}");
+        if !openssh {
+            let log = server.log_text();
+            assert!(
+                log.contains("signature algorithm ssh-ed25519 not in PubkeyAcceptedAlgorithms"),
+                "{log}"
+            );
+        }
+    }
+}

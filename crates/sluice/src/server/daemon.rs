@@ -91,7 +91,14 @@ pub fn proto_config(cfg: &Sshd) -> Config {
             cfg.rekey_limit.0
         },
         rekey_time: (cfg.rekey_limit.1 > 0).then(|| Duration::from_secs(cfg.rekey_limit.1)),
-        pubkey_algs: cfg.pubkey_algorithms.clone(),
+        // All that sluiced implements, as sshd 9.2 lists in server-sig-algs:
+        // Match blocks may allow more than the startup list for a user. The
+        // monitor applies the user's PubkeyAcceptedAlgorithms
+        // (privsep/mauth.rs).
+        pubkey_algs: sluice_proto::crypto::hostkey::DEFAULT_SIG_ALGS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         window: cfg.channel_window,
         window_max: cfg.channel_window_max,
         stock_openssh_window_max: crate::config::stock_openssh_window_max(),

@@ -254,12 +254,21 @@ impl MonitorAuth {
         key_blob: &[u8],
         signature: Option<Vec<u8>>,
     ) -> Result<(), Violation> {
-        // The engine's own checks, made again: the child could skip them.
+        // The engine's own check, made again: the child could skip it.
         let key_type = hostkey::blob_key_type(key_blob).unwrap_or_default();
-        if !self.cfg.pubkey_algorithms.iter().any(|a| a == algorithm)
-            || !hostkey::sig_algs_for_key_type(key_type).contains(&algorithm)
-        {
+        if !hostkey::sig_algs_for_key_type(key_type).contains(&algorithm) {
             return Err(Violation::BadAlgorithm);
+        }
+        // The engine lets every algorithm sluiced implements through; the
+        // user's list (Match blocks applied) is decided here, as sshd's
+        // userauth_pubkey does, with an ordinary failure.
+        if !self.cfg.pubkey_algorithms.iter().any(|a| a == algorithm) {
+            crate::log!(
+                Info,
+                "userauth_pubkey: signature algorithm {algorithm} not in PubkeyAcceptedAlgorithms [preauth]"
+            );
+            self.auth.reject(&mut self.rec);
+            return Ok(());
         }
         if let Some(sig) = &signature {
             let sid = keys.session_id().ok_or(Violation::NoSession)?;
