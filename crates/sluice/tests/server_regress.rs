@@ -187,3 +187,44 @@ fn match_blocks_may_allow_signature_algorithms_the_global_list_does_not() {
         }
     }
 }
+
+#[test]
+fn openssh_algorithm_names_sluiced_lacks_are_left_out() {
+    // An sshd_config written for OpenSSH (kextype writes every name
+    // `ssh -Q kex` lists) keeps working with what sluiced implements.
+    let s = Setup::new("srv-algs");
+    let server = s.start(
+        false,
+        "KexAlgorithms diffie-hellman-group16-sha512,curve25519-sha256,sntrup761x25519-sha512@openssh.com\nMACs hmac-sha1,umac-64-etm@openssh.com,hmac-sha2-256\nCiphers aes128-cbc,aes128-ctr",
+    );
+    let mut c = s.client(
+        true,
+        &server,
+        &["-o", "MACs=hmac-sha2-256", "-o", "Ciphers=aes128-ctr"],
+    );
+    c.arg("echo in");
+    let out = run(c, b"", 30);
+    ok(&out, &server.log_text());
+    assert_eq!(text(&out.stdout), "in\n");
+    // Nothing left to negotiate, or a name OpenSSH does not know: refused.
+    let cfg = s.dir.path("only-dh");
+    let d = s.dir.0.display().to_string();
+    for (line, want) in [
+        (
+            "KexAlgorithms diffie-hellman-group14-sha256",
+            "sluice does not implement diffie-hellman-group14-sha256",
+        ),
+        ("MACs hmac-sha3-256", "Bad SSH2"),
+    ] {
+        std::fs::write(&cfg, format!("HostKey {d}/host_ed25519\n{line}\n")).unwrap();
+        let out = std::process::Command::new(SLUICED)
+            .arg("-t")
+            .arg("-f")
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(255), "{line}: {err}");
+        assert!(err.contains(want), "{line}: {err}");
+    }
+}
