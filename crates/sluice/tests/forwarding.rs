@@ -1,5 +1,5 @@
 //! Port forwarding carrying data, against real peers: -L, -R (and port 0),
-//! -D (SOCKS5 and SOCKS4), -W and Unix sockets for sluice->sluiced,
+//! -D (SOCKS5 and SOCKS4), -R as a SOCKS proxy, -W and Unix sockets for sluice->sluiced,
 //! sluice->sshd and ssh->sluiced, and forwards from ssh_config. Data goes
 //! through an echo server written here and is checked by SHA-256 both ways.
 
@@ -95,6 +95,55 @@ fn dynamic_forward_socks5_and_socks4() {
         round_trip(socks5(dp, ep), 5, |s| s.shutdown(Shutdown::Write).unwrap());
         round_trip(socks4(dp, ep), 6, |s| s.shutdown(Shutdown::Write).unwrap());
         eprintln!("{label}: -D ok");
+    }
+}
+
+#[test]
+fn remote_dynamic_forward_is_a_socks_proxy_within_permit_remote_open() {
+    // `-R port` alone: the server's listener is a SOCKS proxy served by the
+    // client (OpenSSH's dynamic-forward regress test, -R half).
+    let s = Setup::new("fwd-rd");
+    let ep = tcp_echo();
+    for server_ssh in [false, true] {
+        let server = s.start(server_ssh, "");
+        let rp = free_port();
+        let c = background(
+            &s,
+            client(&s, false, &server, "ERROR", &["-N", "-R", &rp.to_string()]),
+        );
+        round_trip(socks5(rp, ep), 7, |s| s.shutdown(Shutdown::Write).unwrap());
+        round_trip(socks4(rp, ep), 8, |s| s.shutdown(Shutdown::Write).unwrap());
+        drop(c);
+        // PermitRemoteOpen names where it may connect: not the echo server.
+        let rp = free_port();
+        let _c = background(
+            &s,
+            client(
+                &s,
+                false,
+                &server,
+                "ERROR",
+                &[
+                    "-N",
+                    "-R",
+                    &rp.to_string(),
+                    "-o",
+                    "PermitRemoteOpen=127.0.0.1:1 localhost:1",
+                ],
+            ),
+        );
+        let mut sock = connect_retry(rp);
+        let mut req = vec![4, 1];
+        req.extend_from_slice(&ep.to_be_bytes());
+        req.extend_from_slice(&[127, 0, 0, 1, b'u', 0]);
+        sock.write_all(&req).unwrap();
+        let mut r = [0u8; 8];
+        sock.read_exact(&mut r).unwrap();
+        assert_eq!(
+            r[..2],
+            [0, 0x5b],
+            "refused by PermitRemoteOpen (server sshd: {server_ssh})"
+        );
     }
 }
 

@@ -1,7 +1,7 @@
 //! RevokedKeys as sshd applies it, compared with Debian's sshd: a key in
 //! the file (public keys, one per line) cannot log in while another can;
-//! a missing file refuses every key; a binary KRL (not read yet) stops
-//! `sluiced -t` and startup with a clear message.
+//! a missing file refuses every key; binary KRLs revoke keys and
+//! certificates (by serial) in sluiced and, as RevokedHostKeys, in sluice.
 
 mod common;
 
@@ -96,45 +96,128 @@ fn revoked_key_is_refused_another_is_not() {
     }
 }
 
-#[test]
-fn binary_krl_is_refused_at_startup() {
-    let s = Setup::new("krl");
-    let krl = s.dir.path("revoked.krl");
+fn keygen_ok(args: &[&str], files: &[&std::path::Path]) {
     let st = Command::new("ssh-keygen")
-        .arg("-q")
-        .arg("-k")
-        .arg("-f")
-        .arg(&krl)
-        .arg(s.dir.path("id_ed25519.pub"))
+        .args(args)
+        .args(files)
+        .stdin(std::process::Stdio::null())
         .status()
         .unwrap();
-    assert!(st.success());
+    assert!(st.success(), "ssh-keygen {args:?}");
+}
+
+#[test]
+fn binary_krls_revoke_keys_and_certificates_as_in_sshd() {
+    let s = Setup::new("krl");
     let d = s.dir.0.display().to_string();
-    let cfg = s.dir.path("cfg");
-    for text in [
-        format!("HostKey {d}/host_ed25519\nRevokedKeys {}\n", krl.display()),
-        format!(
-            "HostKey {d}/host_ed25519\nMatch User nobody\n  RevokedKeys {}\n",
-            krl.display()
-        ),
-    ] {
-        std::fs::write(&cfg, &text).unwrap();
-        let line = text.lines().count();
-        for args in [&["-t"][..], &["-T"]] {
-            let mut c = Command::new(SLUICED);
-            c.args(args).arg("-f").arg(&cfg);
-            let out = run(c, b"", 20);
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(255), "{err}");
+    // A CA; `other` certified with serial 5, `third` with serial 6.
+    let ca = s.dir.path("ca");
+    keygen(&ca, "ed25519");
+    let (other, third) = (s.dir.path("id_other"), s.dir.path("id_third"));
+    for (k, serial) in [(&other, "5"), (&third, "6")] {
+        keygen(k, "ed25519");
+        let pubkey = s
+            .dir
+            .path(&format!("{}.pub", k.file_name().unwrap().to_string_lossy()));
+        keygen_ok(
+            &[
+                "-q",
+                "-s",
+                &format!("{d}/ca"),
+                "-I",
+                "id",
+                "-n",
+                &user(),
+                "-z",
+                serial,
+            ],
+            &[&pubkey],
+        );
+    }
+    let empty = s.dir.path("empty.krl");
+    keygen_ok(&["-q", "-k", "-f", &format!("{d}/empty.krl")], &[]);
+    // The user's plain key, and certificate serial 5 of this CA.
+    let spec = s.dir.path("spec");
+    std::fs::write(&spec, "serial: 5\n").unwrap();
+    let krl = s.dir.path("revoked.krl");
+    keygen_ok(
+        &["-q", "-k", "-f", &format!("{d}/revoked.krl")],
+        &[&s.dir.path("id_ed25519.pub")],
+    );
+    keygen_ok(
+        &[
+            "-q",
+            "-k",
+            "-u",
+            "-s",
+            &format!("{d}/ca.pub"),
+            "-f",
+            &format!("{d}/revoked.krl"),
+        ],
+        &[&spec],
+    );
+    let extra =
+        |f: &std::path::Path| format!("TrustedUserCAKeys {d}/ca.pub\nRevokedKeys {}", f.display());
+    let sshd = !missing("/usr/sbin/sshd");
+    for openssh in [false, true] {
+        if openssh && !sshd {
+            continue;
+        }
+        let label = if openssh { "sshd" } else { "sluiced" };
+        let server = s.start(openssh, &extra(&empty));
+        for k in [&s.user_key, &other, &third] {
             assert!(
-                err.contains(&format!(
-                    "unsupported option RevokedKeys at {}:{line}: {} is a binary KRL",
-                    cfg.display(),
-                    krl.display()
-                )),
-                "{err}"
+                logs_in(&s, &server, k),
+                "{label}, empty KRL: {}",
+                k.display()
             );
         }
+        let server = s.start(openssh, &extra(&krl));
+        assert!(!logs_in(&s, &server, &s.user_key), "{label}: revoked key");
+        assert!(!logs_in(&s, &server, &other), "{label}: revoked serial");
+        assert!(logs_in(&s, &server, &third), "{label}: serial 6");
+    }
+    // A KRL that does not parse stops -t and startup.
+    let bad = s.dir.path("bad.krl");
+    std::fs::write(&bad, b"SSHKRL\n\0\0\0\0\x09").unwrap();
+    let cfg = s.dir.path("cfg");
+    std::fs::write(
+        &cfg,
+        format!("HostKey {d}/host_ed25519\nRevokedKeys {}\n", bad.display()),
+    )
+    .unwrap();
+    let mut c = Command::new(SLUICED);
+    c.arg("-t").arg("-f").arg(&cfg);
+    let out = run(c, b"", 20);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{err}");
+    assert!(err.contains("unsupported KRL format version 9"), "{err}");
+    // The client's RevokedHostKeys reads KRLs too.
+    let server = s.start(false, "");
+    let host_krl = s.dir.path("host.krl");
+    keygen_ok(
+        &["-q", "-k", "-f", &format!("{d}/host.krl")],
+        &[&s.dir.path("host_ed25519.pub")],
+    );
+    for (f, ok_expected) in [(&empty, true), (&host_krl, false)] {
+        let mut c = s.client(
+            false,
+            &server,
+            &[
+                "-o",
+                "HostKeyAlgorithms=ssh-ed25519",
+                "-o",
+                &format!("RevokedHostKeys={}", f.display()),
+            ],
+        );
+        c.arg("true");
+        let out = run(c, b"", 30);
+        assert_eq!(
+            out.status.success(),
+            ok_expected,
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     // -T shows the file as sshd does.
     std::fs::write(

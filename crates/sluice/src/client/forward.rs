@@ -15,6 +15,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixListener;
 
 mod remote;
+pub mod remote_socks;
 
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
 use fwdsock::CONNECT_FAILED;
@@ -37,6 +38,8 @@ pub struct ForwardPlan {
     pub exit_on_failure: bool,
     /// GatewayPorts: local listeners without an address bind every address.
     pub gateway_ports: bool,
+    /// PermitRemoteOpen: where a remote SOCKS forward (`-R port`) may connect.
+    pub permit_remote_open: remote_socks::PermitRemoteOpen,
 }
 
 struct Listener {

@@ -34,6 +34,9 @@ pub fn plan(args: &SessionRequest, r: &Resolved) -> Result<ForwardPlan, String> 
     };
     p.exit_on_failure = yes_no("exitonforwardfailure", stdio)?;
     p.gateway_ports = yes_no("gatewayports", false)?;
+    if let Some(v) = r.get("permitremoteopen") {
+        p.permit_remote_open = super::forward::remote_socks::PermitRemoteOpen::parse(v)?;
+    }
     if yes_no("clearallforwardings", stdio)? {
         return Ok(p);
     }

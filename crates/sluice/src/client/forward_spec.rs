@@ -168,7 +168,16 @@ pub fn parse(spec: &str, kind: Kind) -> Result<Forward, String> {
             listen: tcp(Some(b), p)?,
             connect: Some(tcp(Some(h), hp)?),
         },
-        // `-R [bind:]port` alone is a remote SOCKS proxy: not supported.
+        // `-R [bind:]port` alone: the server's listener is a SOCKS proxy
+        // served by us (client/forward/remote_socks.rs).
+        (Kind::Remote, [p]) if !p.is_path => Forward {
+            listen: tcp(None, p)?,
+            connect: None,
+        },
+        (Kind::Remote, [h, p]) if !h.is_path && !p.is_path => Forward {
+            listen: tcp(Some(h), p)?,
+            connect: None,
+        },
         _ => return Err(bad()),
     };
     if let Some(Endpoint::Tcp { port: 0, .. }) = &fwd.connect {
@@ -192,7 +201,7 @@ pub fn parse(spec: &str, kind: Kind) -> Result<Forward, String> {
 pub fn from_config(value: &str, kind: Kind) -> Result<Forward, String> {
     let words: Vec<&str> = value.split_whitespace().collect();
     match (kind, words.as_slice()) {
-        (Kind::Dynamic, [one]) => parse(one, kind),
+        (Kind::Dynamic | Kind::Remote, [one]) => parse(one, kind),
         (Kind::Local | Kind::Remote, [a, b]) => parse(&format!("{a}:{b}"), kind),
         _ => Err(format!(
             "Bad {} forwarding specification '{value}'",
@@ -261,7 +270,8 @@ mod tests {
             let e = parse(s, Kind::Local).unwrap_err();
             assert_eq!(e, format!("Bad local forwarding specification '{s}'"));
         }
-        assert!(parse("8080", Kind::Remote).is_err());
+        assert!(parse("8080", Kind::Local).is_err());
+        assert!(parse("/x", Kind::Remote).is_err());
         assert!(parse("/x", Kind::Dynamic).is_err());
         assert!(parse("1:2:3", Kind::Dynamic).is_err());
     }
@@ -274,6 +284,11 @@ mod tests {
         assert_eq!(f.listen, Endpoint::Unix("/tmp/r.sock".into()));
         let f = parse("1080", Kind::Dynamic).unwrap();
         assert_eq!((f.listen, f.connect), (tcp(None, 1080), None));
+        // `-R [bind:]port`: a remote SOCKS proxy.
+        let f = parse("8080", Kind::Remote).unwrap();
+        assert_eq!((f.listen, f.connect), (tcp(None, 8080), None));
+        let f = parse("127.0.0.1:8080", Kind::Remote).unwrap();
+        assert_eq!(f.connect, None);
         let f = parse("[::1]:1080", Kind::Dynamic).unwrap();
         assert_eq!(f.listen, tcp(Some("::1"), 1080));
         let f = from_config("8080 host:80", Kind::Local).unwrap();

@@ -126,17 +126,20 @@ fn revoked_message(shown: &str, name: &str) -> String {
 }
 
 /// RevokedHostKeys (ssh_config(5)): the host key, or for a certificate its
-/// key or CA, listed in the file refuses the host; so does a file that
-/// cannot be read (or is a binary KRL, not read yet), as ssh fails closed.
+/// key or CA, listed in the file (or a KRL revoking the certificate)
+/// refuses the host; so does a file that cannot be read or parsed, as ssh
+/// fails closed.
 /// The error is the key's type name for the warning.
 fn revoked_host_key(file: &std::path::Path, blob: &[u8]) -> Result<(), String> {
-    let mut keys = vec![blob.to_vec()];
-    if let Ok(c) = Cert::parse(blob) {
-        keys.extend([c.plain, c.ca]);
+    let cert = Cert::parse(blob).ok();
+    // The certificate itself (KRL serial / key ID), then its key and CA.
+    let mut keys = vec![(blob.to_vec(), cert.as_ref())];
+    if let Some(c) = &cert {
+        keys.extend([(c.plain.clone(), None), (c.ca.clone(), None)]);
     }
-    for k in keys {
+    for (k, c) in keys {
         let shown = crate::keys::revoked::sshd_key_type(&k).to_owned();
-        match crate::keys::revoked::contains(file, &k) {
+        match crate::keys::revoked::is_revoked(file, &k, c) {
             Ok(false) => {}
             Ok(true) => return Err(shown),
             Err(e) => {

@@ -18,6 +18,40 @@ const UNIMPLEMENTED_KEY_ALGS: &[&str] = &[
     "webauthn-sk-ecdsa-sha2-nistp256@openssh.com",
 ];
 
+/// Key exchanges, MACs and ciphers OpenSSH 9.2 knows and sluice does not
+/// implement (finite-field Diffie-Hellman, sntrup761, SHA-1, MD5 and UMAC
+/// MACs, CBC modes): named in a list, they are left out too, so an
+/// sshd_config written for OpenSSH (hardening guides list
+/// diffie-hellman-group16-sha512) keeps working with what sluice has.
+const UNIMPLEMENTED_TRANSPORT_ALGS: &[&str] = &[
+    "diffie-hellman-group1-sha1",
+    "diffie-hellman-group14-sha1",
+    "diffie-hellman-group14-sha256",
+    "diffie-hellman-group16-sha512",
+    "diffie-hellman-group18-sha512",
+    "diffie-hellman-group-exchange-sha1",
+    "diffie-hellman-group-exchange-sha256",
+    "sntrup761x25519-sha512",
+    "sntrup761x25519-sha512@openssh.com",
+    "hmac-sha1",
+    "hmac-sha1-96",
+    "hmac-md5",
+    "hmac-md5-96",
+    "umac-64@openssh.com",
+    "umac-128@openssh.com",
+    "hmac-sha1-etm@openssh.com",
+    "hmac-sha1-96-etm@openssh.com",
+    "hmac-md5-etm@openssh.com",
+    "hmac-md5-96-etm@openssh.com",
+    "umac-64-etm@openssh.com",
+    "umac-128-etm@openssh.com",
+    "3des-cbc",
+    "aes128-cbc",
+    "aes192-cbc",
+    "aes256-cbc",
+    "rijndael-cbc@lysator.liu.se",
+];
+
 /// Resolves `spec` against `default`, allowing only names in `supported`.
 /// `what` names the keyword for errors (`cipher`, `MAC`, `KexAlgorithms`).
 pub fn resolve(
@@ -38,6 +72,7 @@ pub fn resolve(
         _ => (' ', spec),
     };
     let mut named = Vec::new();
+    let mut left_out = Vec::new();
     for n in rest.split(',').filter(|n| !n.is_empty()) {
         let hits: Vec<&str> = supported
             .iter()
@@ -45,17 +80,30 @@ pub fn resolve(
             .filter(|s| match_pattern_list(s, n) == Some(true))
             .collect();
         // A wildcard that matches nothing we implement adds nothing (as
-        // `ssh-rsa*` in OpenSSH's regress configs), and so does a key
+        // `ssh-rsa*` in OpenSSH's regress configs), and so does an
         // algorithm OpenSSH knows that sluice does not implement: leaving
         // one out can only offer less. An unknown name is an error.
-        if hits.is_empty() && !n.contains(['*', '?']) && !UNIMPLEMENTED_KEY_ALGS.contains(&n) {
+        let openssh_only =
+            UNIMPLEMENTED_KEY_ALGS.contains(&n) || UNIMPLEMENTED_TRANSPORT_ALGS.contains(&n);
+        if hits.is_empty() && !n.contains(['*', '?']) && !openssh_only {
             return Err(format!("Bad SSH2 {what} spec '{spec}'."));
+        }
+        if hits.is_empty() && UNIMPLEMENTED_TRANSPORT_ALGS.contains(&n) {
+            left_out.push(n);
         }
         for h in hits {
             if !named.iter().any(|x: &String| x == h) {
                 named.push(h.to_owned());
             }
         }
+    }
+    // A list of only such names would leave nothing to negotiate: say so
+    // now rather than fail every key exchange.
+    if mode == ' ' && named.is_empty() && !left_out.is_empty() {
+        return Err(format!(
+            "{what} '{spec}': sluice does not implement {}",
+            left_out.join(", ")
+        ));
     }
     Ok(match mode {
         '+' => {
@@ -92,5 +140,21 @@ mod tests {
         );
         assert_eq!(resolve("a,zz*", &d, &s, "cipher").unwrap(), ["a"]);
         assert_eq!(resolve("ssh-rsa,b", &d, &s, "key").unwrap(), ["b"]);
+        // OpenSSH's names sluice does not implement are left out; unknown
+        // ones are still errors.
+        assert_eq!(
+            resolve(
+                "diffie-hellman-group16-sha512,a,hmac-sha1",
+                &d,
+                &s,
+                "KexAlgorithms"
+            )
+            .unwrap(),
+            ["a"]
+        );
+        assert!(resolve("diffie-hellman-group99-sha1,a", &d, &s, "KexAlgorithms").is_err());
+        assert!(resolve("hmac-md5", &d, &s, "MAC")
+            .unwrap_err()
+            .contains("sluice does not implement hmac-md5"));
     }
 }

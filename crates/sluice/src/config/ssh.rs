@@ -24,6 +24,7 @@ use tokens::Tokens;
 
 /// Keywords sluice acts on.
 const SUPPORTED: &[&str] = &[
+    "permitremoteopen",
     "host",
     "match",
     "include",
@@ -147,7 +148,6 @@ const ACCEPTED: &[&str] = &[
     "canonicalizefallbacklocal",
     "canonicalizemaxdots",
     "canonicalizepermittedcnames",
-    "permitremoteopen",
     "streamlocalbindmask",
     "syslogfacility",
     "xauthlocation",
@@ -172,6 +172,7 @@ const REPEATABLE: &[&str] = &[
 
 /// Keywords whose value is the rest of the line, unsplit.
 const RAW: &[&str] = &[
+    "permitremoteopen",
     "proxycommand",
     "localcommand",
     "remotecommand",

@@ -54,6 +54,11 @@ fn b64(data: &[u8]) -> String {
     s
 }
 
+/// Standard base64 with padding, as key files and known_hosts hold it.
+pub fn base64_encode(data: &[u8]) -> String {
+    b64(data)
+}
+
 /// Standard base64 (padding optional), as key files and known_hosts hold it.
 pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
     unb64(s)

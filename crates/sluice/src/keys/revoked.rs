@@ -1,14 +1,16 @@
-//! RevokedKeys (sshd_config(5)): a file of public keys, one per line, as
-//! OpenSSH's sshkey_in_file reads it (blank lines, comments and lines that
-//! are no key are skipped). A binary KRL (`ssh-keygen -k`) is recognised by
-//! its magic and not parsed yet: `sluiced` refuses to start with one, and
-//! a file that became a KRL since is an error, which denies every key as
-//! any other error does in sshd.
+//! RevokedKeys (sshd_config(5)) and RevokedHostKeys (ssh_config(5)): a
+//! file of public keys, one per line, as OpenSSH's sshkey_in_file reads it
+//! (blank lines, comments and lines that are no key are skipped), or a
+//! binary KRL (`ssh-keygen -k`, keys/krl.rs), told apart by its magic. A
+//! file that cannot be read or parsed is an error, which denies every key
+//! as in sshd and ssh. Also the plain key lists of TrustedUserCAKeys.
 
+use super::cert::Cert;
+use super::krl::Krl;
 use std::path::Path;
 
 /// The first bytes of a binary key revocation list.
-pub const KRL_MAGIC: &[u8] = b"SSHKRL\n\0";
+pub const KRL_MAGIC: &[u8] = super::krl::MAGIC;
 
 /// Whether the file at `path` is a binary KRL (false when it cannot be read).
 pub fn is_krl(path: &Path) -> bool {
@@ -19,15 +21,37 @@ pub fn is_krl(path: &Path) -> bool {
         .is_ok_and(|()| head == KRL_MAGIC)
 }
 
-/// Whether `key_blob` is listed in the file; Err (the key must be refused,
-/// as sshd's "Error checking authentication key ...") when the file cannot
-/// be read or is a KRL.
+/// Whether `key_blob` is listed in a file of keys (TrustedUserCAKeys); Err
+/// when the file cannot be read or is a KRL (which lists no trust).
 pub fn contains(path: &Path, key_blob: &[u8]) -> Result<bool, String> {
     let bytes = std::fs::read(path).map_err(|e| crate::net::describe_io_error(&e))?;
     if bytes.starts_with(KRL_MAGIC) {
-        return Err("binary KRL files are not supported by sluiced yet".into());
+        return Err("a binary KRL lists revocations, not keys to trust".into());
     }
     Ok(listed(&String::from_utf8_lossy(&bytes), key_blob))
+}
+
+/// Whether a revocation file (key list or KRL) revokes the key `blob`, or
+/// for a certificate `cert` (its blob's parse) the certificate itself (KRL
+/// serial or key ID under its CA). The caller checks a certificate's plain
+/// key and CA key as keys too. Err: the file is unusable; refuse the key.
+pub fn is_revoked(path: &Path, blob: &[u8], cert: Option<&Cert>) -> Result<bool, String> {
+    let bytes = std::fs::read(path).map_err(|e| crate::net::describe_io_error(&e))?;
+    if !bytes.starts_with(KRL_MAGIC) {
+        return Ok(listed(&String::from_utf8_lossy(&bytes), blob));
+    }
+    let krl = Krl::parse(&bytes)?;
+    Ok(krl.key_revoked(blob)
+        || cert.is_some_and(|c| krl.cert_revoked(&c.ca, c.serial(), c.key_id())))
+}
+
+/// A RevokedKeys file that is a KRL must parse (checked at startup, so a
+/// broken one is found then, not as every key refused).
+pub fn check_krl(path: &Path) -> Result<(), String> {
+    match std::fs::read(path) {
+        Ok(b) if b.starts_with(KRL_MAGIC) => Krl::parse(&b).map(|_| ()),
+        _ => Ok(()),
+    }
 }
 
 /// `key_blob` is one of the keys in `text`.
@@ -81,6 +105,7 @@ mod tests {
         std::fs::write(&dir, [KRL_MAGIC, b"rest"].concat()).unwrap();
         assert!(is_krl(&dir));
         assert!(contains(&dir, &blob).is_err());
+        assert!(is_revoked(&dir, &blob, None).is_err());
         std::fs::write(&dir, &text).unwrap();
         assert!(!is_krl(&dir));
         assert_eq!(contains(&dir, &blob), Ok(true));

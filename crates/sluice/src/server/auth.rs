@@ -37,6 +37,33 @@ pub fn offered_methods(cfg: &Sshd) -> Vec<String> {
     cfg.auth_methods()
 }
 
+/// The largest Banner file sent. It must fit, with the rest of the policy,
+/// in one monitor message (privsep/wire.rs); sshd's own limit is 1 MiB.
+pub const MAX_BANNER: usize = 112 * 1024;
+
+/// The Banner file's text, or None (no banner) when it is missing,
+/// unreadable, empty or too large; the last two are logged, as a person
+/// would otherwise not know why the banner is not shown.
+pub fn read_banner(path: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    let f = std::fs::File::open(path).ok()?;
+    let read = f.take(MAX_BANNER as u64 + 1).read_to_string(&mut text);
+    if let Err(e) = read {
+        crate::log!(Error, "Banner {}: {e}; no banner sent", path.display());
+        return None;
+    }
+    if text.len() > MAX_BANNER {
+        crate::log!(
+            Error,
+            "Banner {} is larger than {MAX_BANNER} bytes; no banner sent (make it smaller)",
+            path.display()
+        );
+        return None;
+    }
+    (!text.is_empty()).then_some(text)
+}
+
 /// Where verdicts go: the engine itself (one process), or the
 /// privilege-separation monitor's record of what to tell its child
 /// (server/privsep/), which answers the engine in the child.

@@ -81,6 +81,10 @@ pub struct ServerConn {
     /// Under privilege separation, what the user's process cannot do
     /// itself goes to the monitor (RemoteRcvBuf past the sysctl cap, ptys).
     monitor: Option<Box<dyn MonitorRequests>>,
+    /// ExposeAuthInfo's text from the monitor, and its file once a session
+    /// needed it (server/auth_info.rs).
+    auth_info: String,
+    auth_info_file: Option<crate::server::auth_info::AuthInfoFile>,
 }
 
 /// What the user's process asks the privsep monitor for (privsep/postauth.rs).
@@ -128,6 +132,29 @@ impl ServerConn {
         s
     }
 
+    /// ExposeAuthInfo's text, as the monitor recorded it (empty: none).
+    pub fn set_auth_info(&mut self, text: String) {
+        self.auth_info = text;
+    }
+
+    /// SSH_USER_AUTH's file, made at the first session that needs it.
+    fn auth_info_path(&mut self) -> Option<std::path::PathBuf> {
+        if !self.cfg.expose_auth_info || self.auth_info.is_empty() {
+            return None;
+        }
+        if self.auth_info_file.is_none() {
+            match crate::server::auth_info::AuthInfoFile::create(&self.auth_info) {
+                Ok(f) => self.auth_info_file = Some(f),
+                Err(e) => {
+                    log!(Error, "ExposeAuthInfo: creating its file in /tmp: {e}");
+                    self.auth_info.clear(); // said once
+                    return None;
+                }
+            }
+        }
+        self.auth_info_file.as_ref().map(|f| f.path().to_path_buf())
+    }
+
     /// What authentication success starts, for an engine imported already
     /// authenticated (no `Authenticated` event comes from it).
     pub fn authenticated_on(&mut self, conn: &mut Connection) {
@@ -143,6 +170,8 @@ impl ServerConn {
     ) -> Self {
         ServerConn {
             monitor: None,
+            auth_info: String::new(),
+            auth_info_file: None,
             grace,
             base: cfg.clone(),
             match_user: None,
@@ -178,7 +207,7 @@ impl ServerConn {
             .cfg
             .banner
             .as_ref()
-            .and_then(|p| std::fs::read_to_string(p).ok());
+            .and_then(|p| crate::server::auth::read_banner(p));
         conn.set_auth_policy(self.cfg.auth_methods(), self.cfg.max_auth_tries, banner);
     }
 

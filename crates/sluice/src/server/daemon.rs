@@ -2,7 +2,7 @@
 //! per-connection process (`-R` from the listener, or `-i` by hand). The
 //! command line is parsed in cli/ (cli/sshd_main.rs).
 
-use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
+use crate::config::sshd::{snapshot, MatchContext, ServerConfig as Sshd};
 use crate::log::{self, Level};
 use crate::net::hwzlib::{self, HwSettings};
 use crate::server::listen::{self, Listener};
@@ -91,7 +91,14 @@ pub fn proto_config(cfg: &Sshd) -> Config {
             cfg.rekey_limit.0
         },
         rekey_time: (cfg.rekey_limit.1 > 0).then(|| Duration::from_secs(cfg.rekey_limit.1)),
-        pubkey_algs: cfg.pubkey_algorithms.clone(),
+        // All that sluiced implements, as sshd 9.2 lists in server-sig-algs:
+        // Match blocks may allow more than the startup list for a user. The
+        // monitor applies the user's PubkeyAcceptedAlgorithms
+        // (privsep/mauth.rs).
+        pubkey_algs: sluice_proto::crypto::hostkey::DEFAULT_SIG_ALGS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         window: cfg.channel_window,
         window_max: cfg.channel_window_max,
         windows_max: sluice_proto::config::windows_budget(cfg.channel_window_max),
@@ -108,7 +115,16 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         .config_file
         .as_deref()
         .unwrap_or("/etc/ssh/sshd_config");
-    if let Err(e) = std::fs::metadata(path) {
+    // A connection's processes parse the files as the listener read them.
+    if let Err(e) = snapshot::load_from_env() {
+        eprintln!("{e}");
+        return 255;
+    }
+    if snapshot::replaying() {
+        // Started through /proc/self/exe: "exe" in ps otherwise.
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string.
+        unsafe { libc::prctl(libc::PR_SET_NAME, c"sluiced".as_ptr()) };
+    } else if let Err(e) = std::fs::metadata(path) {
         eprintln!("{path}: {}", crate::net::describe_io_error(&e));
         return 1;
     }
@@ -241,7 +257,16 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         libc::signal(libc::SIGINT, on_term as *const () as libc::sighandler_t);
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
-    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_else(|_| PathBuf::from("sluiced"));
+    // Connections run this very image, even if the file was replaced or
+    // removed since (sshd's re-exec fallback), with the configuration as
+    // read now (snapshot.rs), which the children inherit.
+    let exe = PathBuf::from("/proc/self/exe");
+    if let Some(fd) = snapshot::fd_for_children() {
+        // SAFETY: the listener is single-threaded; its children are the
+        // connection processes, which take the fd and make it close-on-exec.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        std::env::set_var(snapshot::CONFIG_ENV, fd.to_string());
+    }
     let mut child_args: Vec<String> = argv.iter().filter(|a| *a != "-D").cloned().collect();
     child_args.push("-R".into());
     let limits = listen::SourceLimits {

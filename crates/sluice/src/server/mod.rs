@@ -4,6 +4,7 @@
 pub mod agent_forward;
 pub mod allow;
 pub mod auth;
+pub mod auth_info;
 pub mod child;
 pub mod chroot;
 pub mod conn;

@@ -50,6 +50,13 @@ impl ClientForward {
             );
             return self.refuse(conn, id, "open failed");
         };
+        let Some(target) = target else {
+            // A remote SOCKS forward: the request comes over the channel.
+            if channel_type != "forwarded-tcpip" {
+                return self.refuse(conn, id, "not a TCP channel");
+            }
+            return self.socks_channel(conn, fds, id);
+        };
         match target {
             Endpoint::Tcp { host, port } => {
                 let host = host.unwrap_or_else(|| "localhost".into());
@@ -69,14 +76,41 @@ impl ClientForward {
         Ok(())
     }
 
-    fn remote_target(&self, pick: impl Fn(usize, &Forward) -> bool) -> Option<Endpoint> {
+    /// The listener's destination: None for an unknown listener,
+    /// Some(None) for a remote SOCKS forward.
+    fn remote_target(&self, pick: impl Fn(usize, &Forward) -> bool) -> Option<Option<Endpoint>> {
         let (_, f) = self
             .plan
             .remote
             .iter()
             .enumerate()
             .find(|(i, f)| pick(*i, f))?;
-        f.connect.clone()
+        Some(f.connect.clone())
+    }
+
+    /// A forwarded-tcpip channel of a remote SOCKS forward: bound to a
+    /// socketpair whose other end a thread serves (remote_socks.rs).
+    fn socks_channel(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        id: ChannelId,
+    ) -> Result<(), String> {
+        let (ours, theirs) = match std::os::unix::net::UnixStream::pair() {
+            Ok(p) => p,
+            Err(e) => {
+                log!(Error, "remote SOCKS forward: socketpair: {e}");
+                return conn
+                    .reject_channel(id, CONNECT_FAILED, "socketpair failed")
+                    .map_err(|e| e.to_string());
+            }
+        };
+        if let Err(e) = ours.set_nonblocking(true) {
+            log!(Error, "remote SOCKS forward: {e}");
+            return self.refuse(conn, id, "socketpair failed");
+        }
+        super::remote_socks::serve(theirs, self.plan.permit_remote_open.clone());
+        self.accept(conn, fds, id, OwnedFd::from(ours))
     }
 
     fn refuse(&mut self, conn: &mut Connection, id: ChannelId, why: &str) -> Result<(), String> {

@@ -230,6 +230,7 @@ impl ServerConfig {
             "permitopen" => one(list(&self.permit_open)),
             "permitlisten" => one(list(&self.permit_listen)),
             "permituserenvironment" => one(yn(self.permit_user_environment)),
+            "exposeauthinfo" => one(yn(self.expose_auth_info)),
             "cryptothreads" => one(self.crypto_threads.to_string()),
             "tcprcvbuf" => one(self.tcp_rcvbuf.to_string()),
             "tcpsndbuf" => one(self.tcp_sndbuf.to_string()),

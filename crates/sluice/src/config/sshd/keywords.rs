@@ -104,7 +104,6 @@ pub(super) const OTHER: &[(&str, Option<&str>)] = &[
     ("permituserrc", Some("yes")),
     ("usedns", Some("no")),
     ("fingerprinthash", Some("SHA256")),
-    ("exposeauthinfo", Some("no")),
     ("modulifile", Some("/etc/ssh/moduli")),
     ("xauthlocation", Some("/usr/bin/xauth")),
     ("securitykeyprovider", Some("internal")),
@@ -312,6 +311,7 @@ const OWN: &[&str] = &[
     "printmotd",
     "printlastlog",
     "permituserenvironment",
+    "exposeauthinfo",
     "setenv",
     "clientaliveinterval",
     "clientalivecountmax",
@@ -573,12 +573,20 @@ impl ServerConfig {
             "printmotd" => self.print_motd = bool_arg()?,
             "printlastlog" => self.print_last_log = bool_arg()?,
             "permituserenvironment" => self.permit_user_environment = bool_arg()?,
+            "exposeauthinfo" => self.expose_auth_info = bool_arg()?,
             "setenv" => {
-                if let Some(bad) = args.iter().find(|a| !a.contains('=')) {
-                    let _ = bad;
+                if args.iter().any(|a| !a.contains('=')) {
                     return Err(l.err("Invalid environment."));
                 }
-                self.set_env = args;
+                // A name given twice keeps its first value, as in sshd.
+                let mut env: Vec<String> = Vec::new();
+                for a in args {
+                    let name = a.split('=').next().unwrap_or_default();
+                    if !env.iter().any(|e| e.split('=').next() == Some(name)) {
+                        env.push(a);
+                    }
+                }
+                self.set_env = env;
             }
             "authorizedkeyscommand" => {
                 unsupported(l, kw, &first)?;

@@ -65,8 +65,7 @@ pub(super) fn read(path: &Path, overrides: &[String], ports: &[String]) -> Resul
         add(&mut r, &cmdline, 0, &format!("Port {p}"), &[], 0)?;
     }
     r.ports_from_cmdline = !ports.is_empty();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: {}", path.display(), crate::net::describe_io_error(&e)))?;
+    let text = super::snapshot::read_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
     read_text(&mut r, &path.display().to_string(), &text, &[], 0)?;
     if !r.bad.is_empty() {
         let mut msg = r.bad.join("\n");
@@ -175,14 +174,9 @@ fn add(
             } else {
                 Path::new("/etc/ssh").join(a)
             };
-            for f in glob(&p) {
-                let text = std::fs::read_to_string(&f).map_err(|e| {
-                    line.err(&format!(
-                        "{}: {}",
-                        f.display(),
-                        crate::net::describe_io_error(&e)
-                    ))
-                })?;
+            for f in super::snapshot::glob(&p, glob) {
+                let text = super::snapshot::read_file(&f)
+                    .map_err(|e| line.err(&format!("{}: {e}", f.display())))?;
                 read_text(r, &f.display().to_string(), &text, conds, depth + 1)?;
             }
         }

@@ -15,6 +15,7 @@ mod keywords;
 mod lines;
 mod matching;
 pub mod per_source;
+pub mod snapshot;
 
 pub use matching::MatchContext;
 
@@ -193,6 +194,8 @@ pub struct ServerConfig {
     pub print_last_log: bool,
     /// PermitUserEnvironment.
     pub permit_user_environment: bool,
+    /// ExposeAuthInfo: SSH_USER_AUTH names a file of the methods and keys used.
+    pub expose_auth_info: bool,
     /// SetEnv entries (NAME=value).
     pub set_env: Vec<String>,
     /// ClientAliveInterval in seconds (0: off).
@@ -302,6 +305,7 @@ impl Default for ServerConfig {
             print_motd: true,
             print_last_log: true,
             permit_user_environment: false,
+            expose_auth_info: false,
             set_env: Vec::new(),
             client_alive_interval: 0,
             client_alive_count_max: 3,
@@ -360,18 +364,18 @@ impl ServerConfig {
         let (lines, warnings) = read_lines(path, overrides, ports)?;
         let lines = Arc::new(lines);
         let cfg = Self::evaluate(&lines, None)?;
-        // A binary KRL cannot be read yet: refuse it now rather than deny
-        // every key later (Match blocks included).
+        // A binary KRL that does not parse is refused now rather than
+        // denying every key later (Match blocks included).
         for l in lines
             .iter()
             .filter(|l| keywords::canonical(&l.kw) == "revokedkeys")
         {
             let f = l.args.first().map(String::as_str).unwrap_or("none");
-            if f != "none" && crate::keys::revoked::is_krl(Path::new(f)) {
-                return Err(keywords::refusal(
-                    l,
-                    &format!("{f} is a binary KRL, which sluiced cannot read yet; list the revoked public keys one per line instead"),
-                ));
+            if f == "none" {
+                continue;
+            }
+            if let Err(e) = crate::keys::revoked::check_krl(Path::new(f)) {
+                return Err(l.err(&format!("RevokedKeys {f}: {e}")));
             }
         }
         if !cfg.authentication_methods.is_empty() && cfg.auth_methods().is_empty() {

@@ -104,9 +104,15 @@ pub(crate) fn decide(
             log!(Info, "refusing RSA key: {why}");
             return fail("");
         }
-        if is_revoked(cfg, blob) {
+        if is_revoked(cfg, blob, None) {
             return fail("");
         }
+    }
+    if certificate
+        .as_ref()
+        .is_some_and(|c| is_revoked(cfg, key_blob, Some(c)))
+    {
+        return fail("");
     }
     let Some(info) = session::lookup_user(user) else {
         log!(Info, "Invalid user {user} from {ip} port {port}");
@@ -145,13 +151,13 @@ pub(crate) fn decide(
 
 /// sshd's auth_key_is_revoked: listed in RevokedKeys, or the file
 /// unusable, refuses (logged).
-fn is_revoked(cfg: &Sshd, key_blob: &[u8]) -> bool {
+fn is_revoked(cfg: &Sshd, key_blob: &[u8], cert: Option<&Cert>) -> bool {
     let Some(f) = &cfg.revoked_keys else {
         return false;
     };
     let ty = revoked::sshd_key_type(key_blob);
     let fp = fingerprint_sha256(key_blob);
-    match revoked::contains(f, key_blob) {
+    match revoked::is_revoked(f, key_blob, cert) {
         Ok(false) => false,
         Ok(true) => {
             log!(

@@ -29,6 +29,7 @@ impl ServerConn {
         let Some(user) = self.user.clone() else {
             return false;
         };
+        let auth_info = self.auth_info_path();
         let Some(s) = self.sessions.get_mut(&id) else {
             return false;
         };
@@ -42,6 +43,9 @@ impl ServerConn {
             &user,
             self.agent.env(),
         );
+        if let Some(path) = auth_info {
+            server_env.push(("SSH_USER_AUTH".into(), path.into_os_string()));
+        }
         // A forced command replaces what the client asked for, which is kept
         // in SSH_ORIGINAL_COMMAND. The administrator's ForceCommand comes
         // before the key's command= (sshd's order).

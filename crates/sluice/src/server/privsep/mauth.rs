@@ -13,6 +13,7 @@ use super::wire::{Method, Msg};
 use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
 use crate::keys::authorized_keys::KeyOptions;
 use crate::server::auth::{Answers, ServerAuth};
+use crate::server::auth_info;
 use crate::server::session::UserInfo;
 use sluice_proto::crypto::hostkey;
 use sluice_proto::msg::{DisconnectReason, Prompt};
@@ -105,6 +106,9 @@ pub struct Accepted {
     pub user: UserInfo,
     /// authorized_keys options of the key used, if publickey.
     pub key_options: Option<KeyOptions>,
+    /// The method that succeeded, as ExposeAuthInfo shows it
+    /// (server/auth_info.rs).
+    pub auth_info: String,
 }
 
 /// The monitor's authentication state for one connection.
@@ -123,6 +127,8 @@ pub struct MonitorAuth {
     /// A method other than `none` was tried (PerSourcePenalties' authfail).
     attempted: bool,
     accepted: Option<Accepted>,
+    /// ExposeAuthInfo's line for a request whose verdict comes later.
+    pending_info: String,
 }
 
 impl MonitorAuth {
@@ -144,6 +150,7 @@ impl MonitorAuth {
             prompted: false,
             attempted: false,
             accepted: None,
+            pending_info: String::new(),
         }
     }
 
@@ -190,7 +197,7 @@ impl MonitorAuth {
             .cfg
             .banner
             .as_ref()
-            .and_then(|p| std::fs::read_to_string(p).ok());
+            .and_then(|p| crate::server::auth::read_banner(p));
         out.push(Msg::Policy {
             methods: self.cfg.auth_methods(),
             max_tries: self.cfg.max_auth_tries,
@@ -217,6 +224,12 @@ impl MonitorAuth {
         self.user_config(&user, out);
         self.rec.none = matches!(method, Method::None);
         self.attempted |= !self.rec.none;
+        let line = match &method {
+            Method::None => auth_info::method_line("none", None),
+            Method::Password(_) => auth_info::method_line("password", None),
+            Method::KeyboardInteractive => self.kbdint_info(),
+            Method::PublicKey { .. } => String::new(),
+        };
         let request = match method {
             Method::PublicKey {
                 algorithm,
@@ -235,7 +248,9 @@ impl MonitorAuth {
             .auth
             .on_request(&mut self.rec, &self.cfg, &user, request)
         {
-            self.accept(info, None);
+            self.accept(info, None, line);
+        } else {
+            self.pending_info = line; // PAM may accept it later (tick)
         }
         Ok(())
     }
@@ -248,12 +263,21 @@ impl MonitorAuth {
         key_blob: &[u8],
         signature: Option<Vec<u8>>,
     ) -> Result<(), Violation> {
-        // The engine's own checks, made again: the child could skip them.
+        // The engine's own check, made again: the child could skip it.
         let key_type = hostkey::blob_key_type(key_blob).unwrap_or_default();
-        if !self.cfg.pubkey_algorithms.iter().any(|a| a == algorithm)
-            || !hostkey::sig_algs_for_key_type(key_type).contains(&algorithm)
-        {
+        if !hostkey::sig_algs_for_key_type(key_type).contains(&algorithm) {
             return Err(Violation::BadAlgorithm);
+        }
+        // The engine lets every algorithm sluiced implements through; the
+        // user's list (Match blocks applied) is decided here, as sshd's
+        // userauth_pubkey does, with an ordinary failure.
+        if !self.cfg.pubkey_algorithms.iter().any(|a| a == algorithm) {
+            crate::log!(
+                Info,
+                "userauth_pubkey: signature algorithm {algorithm} not in PubkeyAcceptedAlgorithms [preauth]"
+            );
+            self.auth.reject(&mut self.rec);
+            return Ok(());
         }
         if let Some(sig) = &signature {
             let sid = keys.session_id().ok_or(Violation::NoSession)?;
@@ -297,7 +321,8 @@ impl MonitorAuth {
             Some((info, opts)) => {
                 self.rec.auth_accept();
                 if signed {
-                    self.accept(info, Some(opts));
+                    let line = auth_info::method_line("publickey", Some(key_blob));
+                    self.accept(info, Some(opts), line);
                 }
             }
             None => self.auth.reject_publickey(),
@@ -305,8 +330,22 @@ impl MonitorAuth {
         Ok(())
     }
 
-    fn accept(&mut self, user: UserInfo, key_options: Option<KeyOptions>) {
-        self.accepted = Some(Accepted { user, key_options });
+    fn accept(&mut self, user: UserInfo, key_options: Option<KeyOptions>, auth_info: String) {
+        self.accepted = Some(Accepted {
+            user,
+            key_options,
+            auth_info,
+        });
+    }
+
+    /// keyboard-interactive's line: with PAM, sshd names the device.
+    fn kbdint_info(&self) -> String {
+        let method = if self.cfg.use_pam {
+            "keyboard-interactive/pam"
+        } else {
+            "keyboard-interactive"
+        };
+        auth_info::method_line(method, None)
     }
 
     /// Keyboard-interactive answers relayed by the child.
@@ -321,7 +360,10 @@ impl MonitorAuth {
             .auth
             .on_info_response(&mut self.rec, &self.cfg, answers)
         {
-            self.accept(info, None);
+            let line = self.kbdint_info();
+            self.accept(info, None, line);
+        } else {
+            self.pending_info = self.kbdint_info();
         }
         Ok(())
     }
@@ -329,7 +371,8 @@ impl MonitorAuth {
     /// Delayed failures, PAM's progress, LoginGraceTime.
     pub fn tick(&mut self) {
         if let Some(info) = self.auth.tick(&mut self.rec, &self.cfg, false) {
-            self.accept(info, None);
+            let line = std::mem::take(&mut self.pending_info);
+            self.accept(info, None, line);
         }
     }
 

@@ -95,7 +95,7 @@ pub fn serve(
     let banner = cfg
         .banner
         .as_ref()
-        .and_then(|p| std::fs::read_to_string(p).ok());
+        .and_then(|p| crate::server::auth::read_banner(p));
     let setup = ChildSetup {
         server_cfg: ServerConfig {
             common: crate::server::daemon::proto_config(&cfg),

@@ -68,14 +68,22 @@ pub fn start(s: Start<'_>) -> i32 {
             .env(super::POSTAUTH_ENV, CHILD_FD.to_string())
             .stdin(Stdio::from(OwnedFd::from(sock)))
             .stdout(Stdio::null());
+        // The configuration as this monitor parsed it (fd 10 or above).
+        let config = crate::config::sshd::snapshot::fd_for_children();
+        if let Some(fd) = config {
+            cmd.env(crate::config::sshd::snapshot::CONFIG_ENV, fd.to_string());
+        }
         // SAFETY: dup2/fcntl only, async-signal-safe, between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                let ok = if raw == CHILD_FD {
+                let mut ok = if raw == CHILD_FD {
                     libc::fcntl(raw, libc::F_SETFD, 0) == 0
                 } else {
                     libc::dup2(raw, CHILD_FD) == CHILD_FD
                 };
+                if let Some(fd) = config {
+                    ok &= libc::fcntl(fd, libc::F_SETFD, 0) == 0;
+                }
                 if ok {
                     Ok(())
                 } else {
@@ -133,6 +141,11 @@ fn serve_postauth(
         user: accepted.user.name.clone(),
         key_options: accepted.key_options.as_ref().map(encode_key_options),
         host_keys: keys.public_blobs(),
+        auth_info: if cfg.expose_auth_info {
+            accepted.auth_info.clone()
+        } else {
+            String::new()
+        },
     })?;
     send(&Msg::State(handover.state))?;
     for chunk in handover.rest.chunks(INPUT_CHUNK) {
@@ -229,7 +242,7 @@ impl MonitorRequests for MonitorLink {
 pub fn run(cfg: Sshd, fd: i32) -> i32 {
     // SAFETY: the monitor put its socket at this fd for us.
     let link = Link::new(unsafe { OwnedFd::from_raw_fd(fd) });
-    let (user, key_options, blobs, state, rest) = match receive(&link) {
+    let (user, key_options, blobs, state, rest, auth_info) = match receive(&link) {
         Ok(x) => x,
         Err(e) => {
             crate::log!(Error, "post-auth: {e}");
@@ -332,6 +345,7 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
     let mut handler =
         ServerConn::authenticated(cfg, matched, peer, local, info, key_options, monitor);
     handler.set_socket(sock.as_raw_fd());
+    handler.set_auth_info(auth_info);
     handler.authenticated_on(&mut conn);
     let mut pump = Pump::new(sock.as_raw_fd());
     pump.set_crypto_threads(&mut conn, threads);
@@ -347,6 +361,7 @@ type Received = (
     Vec<Vec<u8>>,
     zeroize::Zeroizing<Vec<u8>>,
     Vec<u8>,
+    String,
 );
 
 fn receive(link: &Link) -> Result<Received, String> {
@@ -355,6 +370,7 @@ fn receive(link: &Link) -> Result<Received, String> {
         user,
         key_options,
         host_keys,
+        auth_info,
     } = link.next().map_err(err)?
     else {
         return Err("expected the start message".into());
@@ -374,7 +390,7 @@ fn receive(link: &Link) -> Result<Received, String> {
             _ => return Err("unexpected message in the handover".into()),
         }
     }
-    Ok((user, key_options, host_keys, state, rest))
+    Ok((user, key_options, host_keys, state, rest, auth_info))
 }
 
 /// The user's groups (initgroups' list), read while /etc/group is still

@@ -130,6 +130,8 @@ pub enum Msg {
         key_options: Option<Vec<u8>>,
         /// Host key public blobs, in the monitor's order.
         host_keys: Vec<Vec<u8>>,
+        /// ExposeAuthInfo's text (server/auth_info.rs), empty if none.
+        auth_info: String,
     },
     /// Post-auth process -> M: RemoteRcvBuf / RemoteSndBuf.
     SockBuf {
@@ -332,6 +334,7 @@ impl Msg {
                 user,
                 key_options,
                 host_keys,
+                auth_info,
             } => {
                 w.u8(code::START).bytes(user.as_bytes());
                 match key_options {
@@ -342,6 +345,7 @@ impl Msg {
                 for k in host_keys {
                     w.bytes(k);
                 }
+                w.bytes(auth_info.as_bytes());
             }
             Msg::SockBuf { rcvbuf, sndbuf } => {
                 w.u8(code::SOCKBUF).u64(*rcvbuf).u64(*sndbuf);
@@ -412,7 +416,7 @@ impl Msg {
                 }
                 let max_tries = r.u32()?;
                 let banner = if r.bool()? {
-                    Some(r.string(MAX_MSG / 2)?)
+                    Some(r.string(crate::server::auth::MAX_BANNER)?)
                 } else {
                     None
                 };
@@ -451,10 +455,12 @@ impl Msg {
                 for _ in 0..n {
                     host_keys.push(r.bytes(MAX_NAME)?.to_vec());
                 }
+                let auth_info = r.string(crate::server::auth_info::MAX_AUTH_INFO)?;
                 Msg::Start {
                     user,
                     key_options,
                     host_keys,
+                    auth_info,
                 }
             }
             code::SOCKBUF => Msg::SockBuf {

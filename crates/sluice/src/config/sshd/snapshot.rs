@@ -1,0 +1,307 @@
+//! The sshd_config files as read at startup, handed to each connection's
+//! processes so they parse the same text: sshd passes its configuration to
+//! the sshd it re-executes per connection, so an edit takes effect at the
+//! next start (or `sluiced -t` first), never half-way for new connections,
+//! and a broken edit cannot stop them.
+//!
+//! Reading records every file and Include glob (recording, the default).
+//! The listener and an inetd-mode monitor put the record in a sealed memfd
+//! whose number goes in SLUICED_CONFIG_FD to their children; a process
+//! started with it replays the record instead of reading the disk.
+
+use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+/// The environment variable naming the snapshot's fd in a child.
+pub const CONFIG_ENV: &str = "SLUICED_CONFIG_FD";
+/// Largest snapshot read back (a configuration, not data).
+const MAX_SNAPSHOT: u64 = 16 * 1024 * 1024;
+
+#[derive(Default)]
+struct State {
+    /// Replaying a snapshot (no disk reads).
+    replay: bool,
+    /// Path -> contents; None: it could not be read (the error, replayed).
+    files: BTreeMap<String, Result<String, String>>,
+    /// Include pattern -> the files it matched.
+    globs: BTreeMap<String, Vec<String>>,
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+/// The snapshot's memfd, once made or inherited (kept for children).
+static FD: OnceLock<OwnedFd> = OnceLock::new();
+
+fn with<T>(f: impl FnOnce(&mut State) -> T) -> T {
+    let mut g = STATE.lock().unwrap_or_else(|p| p.into_inner());
+    f(g.get_or_insert_with(State::default))
+}
+
+/// A configuration file's text (the error as the message to show).
+pub(super) fn read_file(path: &Path) -> Result<String, String> {
+    let key = path.display().to_string();
+    with(|s| {
+        if s.replay {
+            return s.files.get(&key).cloned().unwrap_or_else(|| {
+                Err(format!("{key}: not in the configuration the listener read"))
+            });
+        }
+        let r = std::fs::read_to_string(path)
+            .map_err(|e| crate::net::describe_io_error(&e).to_string());
+        s.files.insert(key, r.clone());
+        r
+    })
+}
+
+/// What an Include pattern matches (`expand` reads the directory).
+pub(super) fn glob(pattern: &Path, expand: impl FnOnce(&Path) -> Vec<PathBuf>) -> Vec<PathBuf> {
+    let key = pattern.display().to_string();
+    with(|s| {
+        if s.replay {
+            return s
+                .globs
+                .get(&key)
+                .map(|v| v.iter().map(PathBuf::from).collect())
+                .unwrap_or_default();
+        }
+        let v = expand(pattern);
+        s.globs
+            .insert(key, v.iter().map(|p| p.display().to_string()).collect());
+        v
+    })
+}
+
+/// In a child: replays the snapshot SLUICED_CONFIG_FD names, if any. The
+/// fd is kept (close-on-exec) for this process's own children.
+pub fn load_from_env() -> Result<(), String> {
+    let Ok(v) = std::env::var(CONFIG_ENV) else {
+        return Ok(());
+    };
+    std::env::remove_var(CONFIG_ENV);
+    let fd: RawFd = v
+        .parse()
+        .ok()
+        .filter(|fd| *fd > 2)
+        .ok_or_else(|| format!("{CONFIG_ENV}={v}: not a descriptor"))?;
+    // SAFETY: fcntl on a number; fails harmlessly if it is not open.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+        return Err(format!("{CONFIG_ENV}={v}: not open"));
+    }
+    // SAFETY: our parent passed this fd to us and nothing else owns it.
+    let owned =
+        high(unsafe { OwnedFd::from_raw_fd(fd) }).map_err(|e| format!("{CONFIG_ENV}: {e}"))?;
+    let bytes = read_all(&owned)?;
+    let state = decode(&bytes).ok_or("the configuration snapshot is malformed")?;
+    with(|s| *s = state);
+    let _ = FD.set(owned);
+    Ok(())
+}
+
+/// The snapshot's fd for a child (made on first use from what was read),
+/// close-on-exec: the caller clears that in the child it starts and sets
+/// [`CONFIG_ENV`].
+pub fn fd_for_children() -> Option<RawFd> {
+    if let Some(fd) = FD.get() {
+        return Some(fd.as_raw_fd());
+    }
+    let bytes = with(|s| encode(s));
+    let fd = match make_memfd(&bytes) {
+        Ok(fd) => fd,
+        Err(e) => {
+            crate::log!(Error, "configuration snapshot for children: {e}");
+            return None;
+        }
+    };
+    let _ = FD.set(fd);
+    FD.get().map(|f| f.as_raw_fd())
+}
+
+fn make_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
+    // SAFETY: a NUL-terminated name; the new fd is owned here.
+    let raw = unsafe {
+        libc::memfd_create(
+            c"sluiced-config".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: just created.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let mut f = std::fs::File::from(fd);
+    std::io::Write::write_all(&mut f, bytes)?;
+    let fd = OwnedFd::from(f);
+    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+    // SAFETY: fcntl on our fd.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    high(fd)
+}
+
+/// The fd moved to 10 or above (close-on-exec), clear of the low numbers a
+/// child's descriptors are placed at (privsep's post-auth socket is 3).
+fn high(fd: OwnedFd) -> std::io::Result<OwnedFd> {
+    if fd.as_raw_fd() >= 10 {
+        return Ok(fd);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC makes a new fd we own; the old one closes on drop.
+    let raw = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: just created.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// Whether this process replays a snapshot (its parent read the files).
+pub fn replaying() -> bool {
+    with(|s| s.replay)
+}
+
+/// The whole file with pread (children share the file offset).
+fn read_all(fd: &OwnedFd) -> Result<Vec<u8>, String> {
+    // SAFETY: fstat into a zeroed struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(format!(
+            "configuration snapshot: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let len = u64::try_from(st.st_size).unwrap_or(0);
+    if len > MAX_SNAPSHOT {
+        return Err("configuration snapshot too large".into());
+    }
+    let mut buf = vec![0u8; len as usize];
+    let mut done = 0;
+    while done < buf.len() {
+        let rest = &mut buf[done..];
+        // SAFETY: reads into the rest of our buffer.
+        let n = unsafe {
+            libc::pread(
+                fd.as_raw_fd(),
+                rest.as_mut_ptr().cast(),
+                rest.len(),
+                done as libc::off_t,
+            )
+        };
+        if n <= 0 {
+            return Err("configuration snapshot: short read".into());
+        }
+        done += n as usize;
+    }
+    Ok(buf)
+}
+
+// Encoding: entries of a tag byte and length-prefixed (u32 big-endian)
+// strings: b'F' path, b'+' text | b'-' error; b'G' pattern, count, paths.
+
+fn put(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_be_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn encode(s: &State) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (path, r) in &s.files {
+        out.push(b'F');
+        put(&mut out, path);
+        match r {
+            Ok(t) => {
+                out.push(b'+');
+                put(&mut out, t);
+            }
+            Err(e) => {
+                out.push(b'-');
+                put(&mut out, e);
+            }
+        }
+    }
+    for (pattern, v) in &s.globs {
+        out.push(b'G');
+        put(&mut out, pattern);
+        out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+        for p in v {
+            put(&mut out, p);
+        }
+    }
+    out
+}
+
+fn decode(mut b: &[u8]) -> Option<State> {
+    fn u32_(b: &mut &[u8]) -> Option<usize> {
+        let (h, t) = b.split_at_checked(4)?;
+        *b = t;
+        Some(u32::from_be_bytes(h.try_into().ok()?) as usize)
+    }
+    fn string(b: &mut &[u8]) -> Option<String> {
+        let n = u32_(b)?;
+        let (h, t) = b.split_at_checked(n)?;
+        *b = t;
+        String::from_utf8(h.to_vec()).ok()
+    }
+    fn byte(b: &mut &[u8]) -> Option<u8> {
+        let (&h, t) = b.split_first()?;
+        *b = t;
+        Some(h)
+    }
+    let mut s = State {
+        replay: true,
+        ..State::default()
+    };
+    while !b.is_empty() {
+        match byte(&mut b)? {
+            b'F' => {
+                let path = string(&mut b)?;
+                let r = match byte(&mut b)? {
+                    b'+' => Ok(string(&mut b)?),
+                    b'-' => Err(string(&mut b)?),
+                    _ => return None,
+                };
+                s.files.insert(path, r);
+            }
+            b'G' => {
+                let pattern = string(&mut b)?;
+                let n = u32_(&mut b)?;
+                let mut v = Vec::new();
+                for _ in 0..n {
+                    v.push(string(&mut b)?);
+                }
+                s.globs.insert(pattern, v);
+            }
+            _ => return None,
+        }
+    }
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_round_trip_and_strict_decoding() {
+        let mut s = State::default();
+        s.files
+            .insert("/etc/ssh/sshd_config".into(), Ok("Port 22\n".into()));
+        s.files
+            .insert("/etc/ssh/gone".into(), Err("No such file".into()));
+        s.globs.insert(
+            "/etc/ssh/sshd_config.d/*.conf".into(),
+            vec!["/etc/ssh/sshd_config.d/a.conf".into()],
+        );
+        let b = encode(&s);
+        let d = decode(&b).unwrap();
+        assert!(d.replay);
+        assert_eq!(d.files, s.files);
+        assert_eq!(d.globs, s.globs);
+        for cut in 0..b.len() {
+            // Every truncation is refused or a shorter valid prefix; no panic.
+            let _ = decode(&b[..cut]);
+        }
+        assert!(decode(b"X").is_none());
+    }
+}
