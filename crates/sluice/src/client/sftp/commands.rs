@@ -255,7 +255,7 @@ impl Shell {
             },
             b"mkdir" => self.one_path(&args, "mkdir", |sh, p| {
                 sh.s.mkdir(p, Some(0o777))
-                    .map_err(|e| remote_err("Couldn't create directory", e))
+                    .map_err(|e| remote_err(&format!("remote mkdir \"{}\"", lossy(p)), e))
             }),
             b"lmkdir" => {
                 let p = arg(&args, 1, "lmkdir")?;
@@ -270,7 +270,7 @@ impl Shell {
             }
             b"rmdir" => self.one_path(&args, "rmdir", |sh, p| {
                 sh.s.rmdir(p)
-                    .map_err(|e| remote_err("Couldn't remove directory", e))
+                    .map_err(|e| remote_err(&format!("remote rmdir \"{}\"", lossy(p)), e))
             }),
             b"rm" => self.rm(&args),
             b"rename" => {
@@ -278,11 +278,7 @@ impl Shell {
                 let (f, t) = (absolute(&self.cwd, from), absolute(&self.cwd, to));
                 self.s.rename(&f, &t, true).map_err(|e| {
                     remote_err(
-                        &format!(
-                            "Couldn't rename file \"{}\" to \"{}\"",
-                            lossy(&f),
-                            lossy(&t)
-                        ),
+                        &format!("remote rename \"{}\" to \"{}\"", lossy(&f), lossy(&t)),
                         e,
                     )
                 })?;
@@ -387,7 +383,7 @@ impl Shell {
                 if let SftpError::Fatal(f) = e {
                     return Err(Fail::Fatal(f));
                 }
-                eprintln!("Couldn't delete file: {e}");
+                eprintln!("remote delete {}: {e}", lossy(&m));
                 failed = true;
             }
         }
@@ -421,7 +417,7 @@ impl Shell {
             }
             self.s
                 .setstat(&m, a)
-                .map_err(|e| remote_err(&format!("Couldn't setstat on \"{}\"", lossy(&m)), e))?;
+                .map_err(|e| remote_err(&format!("remote setstat \"{}\"", lossy(&m)), e))?;
         }
         Ok(true)
     }
@@ -430,15 +426,10 @@ impl Shell {
         let p = arg(args, 2, which)?;
         let matches = remote::glob(&mut self.s, &self.cwd, p).map_err(|e| remote_err(which, e))?;
         for (m, _) in matches {
-            let a = self.s.stat(&m, true).map_err(|e| {
-                remote_err(
-                    &format!(
-                        "Can't get current ownership of remote file \"{}\"",
-                        lossy(&m)
-                    ),
-                    e,
-                )
-            })?;
+            let a = self
+                .s
+                .stat(&m, true)
+                .map_err(|e| remote_err("stat remote", e))?;
             let Some((uid, gid)) = a.uid_gid else {
                 return Err(err(&format!(
                     "Can't get current ownership of remote file \"{}\"",
@@ -456,7 +447,7 @@ impl Shell {
             };
             self.s
                 .setstat(&m, a)
-                .map_err(|e| remote_err(&format!("Couldn't setstat on \"{}\"", lossy(&m)), e))?;
+                .map_err(|e| remote_err(&format!("remote setstat \"{}\"", lossy(&m)), e))?;
         }
         Ok(true)
     }
@@ -474,7 +465,7 @@ impl Shell {
             self.s.symlink(old, &new).map_err(|e| {
                 remote_err(
                     &format!(
-                        "Couldn't symlink file \"{}\" to \"{}\"",
+                        "remote symlink file \"{}\" to \"{}\"",
                         lossy(old),
                         lossy(&new)
                     ),
@@ -490,11 +481,7 @@ impl Shell {
             }
             self.s.hardlink(&old, &new).map_err(|e| {
                 remote_err(
-                    &format!(
-                        "Couldn't link file \"{}\" to \"{}\"",
-                        lossy(&old),
-                        lossy(&new)
-                    ),
+                    &format!("remote link \"{}\" to \"{}\"", lossy(&old), lossy(&new)),
                     e,
                 )
             })?;
@@ -544,11 +531,11 @@ impl Shell {
         } else {
             self.s.realpath(&absolute(&self.cwd, p))
         };
-        let target = target.map_err(|e| remote_err("Couldn't canonicalize", e))?;
+        let target = target.map_err(|e| remote_err("stat remote", e))?;
         let a = self
             .s
             .stat(&target, true)
-            .map_err(|e| remote_err("Can't change directory", e))?;
+            .map_err(|e| remote_err("stat remote", e))?;
         if !a.permissions.is_some_and(|m| m & 0o170000 == 0o040000) {
             return Err(err(&format!(
                 "Can't change directory: \"{}\" is not a directory",

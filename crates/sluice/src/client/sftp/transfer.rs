@@ -466,9 +466,9 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
     } else {
         pflags::WRITE | pflags::CREAT | pflags::TRUNC
     };
-    let handle = s.open(&target, flags, attrs).map_err(|e| {
-        TransferError::remote(format!("Couldn't open remote file \"{}\"", show(remote)), e)
-    })?;
+    let handle = s
+        .open(&target, flags, attrs)
+        .map_err(|e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e))?;
     let mut r = send_file(s, &handle, &file, start, size, local, remote, o);
     if r.is_ok() && o.fsync {
         r = s.fsync(&handle).map_err(|e| {
