@@ -25,6 +25,9 @@ pub mod scp;
 pub mod session;
 pub mod transfer;
 
+#[cfg(test)]
+mod tests;
+
 pub use channel::Link;
 
 use crate::client::ClientOptions;
