@@ -89,7 +89,7 @@ pub fn main(argv: &[String]) -> i32 {
         return 1;
     }
     set.quiet = quiet || set.batch.is_some();
-    set.transfer.progress = !set.quiet && crate::client::tty::stdin_is_tty() && stdout_is_tty();
+    set.transfer.progress = !set.quiet && stdout_is_tty();
     set.start_path = path;
     let copts = match ssh.client_options(user.as_deref(), &host, &subsystem) {
         Ok(o) => o,

@@ -449,26 +449,48 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
             Err(_) => {}
         }
     }
-    let atomic = !in_place && s.has("posix-rename@openssh.com", "1");
-    let target = if atomic {
-        temp_beside(remote, salt())
-    } else {
-        remote.to_vec()
-    };
     let attrs = Attrs {
         permissions: Some(mode),
         ..Attrs::default()
     };
-    let flags = if in_place {
-        pflags::WRITE
-    } else if atomic {
-        pflags::WRITE | pflags::CREAT | pflags::EXCL
-    } else {
-        pflags::WRITE | pflags::CREAT | pflags::TRUNC
+    let dest_open = |e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e);
+    let mut atomic = !in_place && s.has("posix-rename@openssh.com", "1");
+    let mut target = remote.to_vec();
+    let mut opened = None;
+    if atomic {
+        // A directory we may not create in (a writable file in /etc):
+        // in place after all, as sftp writes.
+        let t = temp_beside(remote, salt());
+        match s.open(
+            &t,
+            pflags::WRITE | pflags::CREAT | pflags::EXCL,
+            attrs.clone(),
+        ) {
+            Ok(h) => {
+                target = t;
+                opened = Some(h);
+            }
+            Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+            Err(e) => {
+                crate::log!(
+                    Debug1,
+                    "temporary upload name refused ({e}): writing in place"
+                );
+                atomic = false;
+            }
+        }
+    }
+    let handle = match opened {
+        Some(h) => h,
+        None => {
+            let flags = if in_place {
+                pflags::WRITE
+            } else {
+                pflags::WRITE | pflags::CREAT | pflags::TRUNC
+            };
+            s.open(&target, flags, attrs).map_err(dest_open)?
+        }
     };
-    let handle = s
-        .open(&target, flags, attrs)
-        .map_err(|e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e))?;
     let mut r = send_file(s, &handle, &file, start, size, local, remote, o);
     if r.is_ok() && o.fsync {
         r = s.fsync(&handle).map_err(|e| {
