@@ -151,7 +151,8 @@ fn local_hash(f: &File, off: u64, len: u64) -> io::Result<(u64, [u8; 32])> {
 
 /// Whether the first `len` bytes of `local` and `remote` are the same, by
 /// sha256-range@sluice.dev; None when the server cannot tell (not sluiced:
-/// OpenSSH's rule, trust the size, applies).
+/// OpenSSH's rule, trust the size, applies). Pieces of `MAX_HASH_RANGE`,
+/// two in flight, so the server hashes one while we hash ours.
 fn same_prefix(
     s: &mut Sftp,
     remote: &[u8],
@@ -161,20 +162,65 @@ fn same_prefix(
     if !s.has("sha256-range@sluice.dev", "1") {
         return Ok(None);
     }
-    let mut off = 0;
-    while off < len {
-        let n = (len - off).min(MAX_HASH_RANGE);
-        let theirs = s.sha256_range(remote, off, n).map_err(|e| {
-            TransferError::remote(format!("Couldn't check \"{}\"", show(remote)), e)
-        })?;
-        let ours = local_hash(local, off, n)
-            .map_err(|e| TransferError::local("read local file".into(), e))?;
-        if theirs != ours {
-            return Ok(Some(false));
+    let what = || format!("Couldn't check \"{}\"", show(remote));
+    let mut sent = 0;
+    let mut pending: std::collections::VecDeque<(u32, u64, u64)> = Default::default();
+    let mut answers: HashMap<u32, Vec<u8>> = HashMap::new();
+    let mut same = true;
+    loop {
+        while same && pending.len() < 2 && sent < len {
+            let n = (len - sent).min(MAX_HASH_RANGE);
+            let req = Request::Extended(sluice_proto::sftp::Extended::Sha256Range {
+                path: remote,
+                offset: sent,
+                len: n,
+            });
+            let id = s.send(&req).map_err(|e| TransferError::remote(what(), e))?;
+            pending.push_back((id, sent, n));
+            sent += n;
         }
-        off += n;
+        let Some((id, off, n)) = pending.pop_front() else {
+            break;
+        };
+        let ours = if same {
+            Some(
+                local_hash(local, off, n)
+                    .map_err(|e| TransferError::local("read local file".into(), e))?,
+            )
+        } else {
+            None
+        };
+        while !answers.contains_key(&id) {
+            let body = s.recv().map_err(|e| TransferError::remote(what(), e))?;
+            let rid = Reply::decode(&body).ok().and_then(|r| r.id()).unwrap_or(0);
+            if !pending.iter().any(|p| p.0 == rid) && rid != id {
+                return Err(TransferError::Fatal(format!(
+                    "Unexpected reply id {rid} from the server"
+                )));
+            }
+            answers.insert(rid, body);
+        }
+        let body = answers.remove(&id).unwrap_or_default();
+        let theirs = match Reply::decode(&body) {
+            Ok(Reply::ExtendedReply { data, .. }) => {
+                sluice_proto::sftp::response::sha256_range(data).map_err(|_| {
+                    TransferError::Fatal("Server sent a malformed sha256-range reply".into())
+                })?
+            }
+            Ok(Reply::Status { code, .. }) => {
+                return Err(TransferError::remote(what(), SftpError::Remote(code)))
+            }
+            _ => {
+                return Err(TransferError::Fatal(
+                    "Server sent an unexpected reply".into(),
+                ))
+            }
+        };
+        if ours.is_some_and(|o| o != theirs) {
+            same = false;
+        }
     }
-    Ok(Some(true))
+    Ok(Some(same))
 }
 
 /// Downloads `remote` to `local`.
