@@ -13,7 +13,9 @@
 //! - `session.rs`: requests and replies, the version exchange, limits.
 //! - `transfer.rs`: pipelined downloads and uploads, resume, temp names.
 //! - `progress.rs`: the progress meter.
-//! - `commands.rs`: sftp's commands (batch files and the prompt).
+//! - `commands/`: sftp's commands (batch files and the prompt): `mod.rs` the
+//!   loop and dispatch, `xfer.rs` get and put, `ops.rs` the others,
+//!   `words.rs` command lines.
 //! - `scp.rs`: scp's copies.
 //! - `remote.rs`: remote paths: joining, globbing.
 
