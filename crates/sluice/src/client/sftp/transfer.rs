@@ -265,27 +265,53 @@ pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> Trans
             }
         }
     }
-    let handle = s
-        .open_read(remote)
-        .map_err(|e| TransferError::remote(format!("open remote \"{}\"", show(remote)), e))?;
+    let open_local = |e| TransferError::local(format!("open local \"{}\"", local.display()), e);
     let (file, tmp) = if in_place {
-        let f = OpenOptions::new()
-            .write(true)
-            .open(local)
-            .map_err(|e| TransferError::local(format!("open local \"{}\"", local.display()), e))?;
-        (f, None)
+        (
+            OpenOptions::new()
+                .write(true)
+                .open(local)
+                .map_err(open_local)?,
+            None,
+        )
     } else {
         let t = PathBuf::from(std::ffi::OsStr::from_bytes(&temp_beside(
             local.as_os_str().as_bytes(),
             salt(),
         )));
-        let f = OpenOptions::new()
+        match OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(mode | 0o200)
             .open(&t)
-            .map_err(|e| TransferError::local(format!("open local \"{}\"", local.display()), e))?;
-        (f, Some(t))
+        {
+            Ok(f) => (f, Some(t)),
+            // A directory we may not create in, a file we may write: in
+            // place, as sftp writes.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && local.is_file() => {
+                crate::log!(Debug1, "temporary name refused ({e}): writing in place");
+                (
+                    OpenOptions::new()
+                        .write(true)
+                        .open(local)
+                        .map_err(open_local)?,
+                    None,
+                )
+            }
+            Err(e) => return Err(open_local(e)),
+        }
+    };
+    let handle = match s.open_read(remote) {
+        Ok(h) => h,
+        Err(e) => {
+            if let Some(t) = &tmp {
+                let _ = std::fs::remove_file(t);
+            }
+            return Err(TransferError::remote(
+                format!("open remote \"{}\"", show(remote)),
+                e,
+            ));
+        }
     };
     let r = fetch(s, &handle, remote, &file, start, size, local, o);
     let closed = s.close(&handle);
