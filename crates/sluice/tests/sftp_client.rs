@@ -388,3 +388,33 @@ fn offsets_past_4_gib_with_sshd() {
     got.read_exact_at(&mut back, 4 << 30).unwrap();
     assert!(back == tail, "the tail past 4 GiB");
 }
+
+#[test]
+fn proxy_jump_hops_through_sluice() {
+    // -J runs `sluice -W` beside sluice-sftp for the hop, with the same -F.
+    let s = Setup::new("sftpc-jump");
+    let server = start_sftp(&s, "internal-sftp", "");
+    let cfg = s.dir.path("client_config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile {}\n  LogLevel ERROR\n  BatchMode yes\n  IdentityFile {}\n",
+            s.dir.path("known_hosts").display(),
+            s.user_key.display()
+        ),
+    )
+    .unwrap();
+    let b = s.dir.path("jump_batch");
+    std::fs::write(&b, "pwd\n").unwrap();
+    let mut c = Command::new(SFTP);
+    c.arg("-F")
+        .arg(&cfg)
+        .arg("-J")
+        .arg(format!("127.0.0.1:{}", server.port))
+        .args(["-P", &server.port.to_string(), "-b"])
+        .arg(&b)
+        .arg("127.0.0.1");
+    let out = run(c, b"", 60);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("Remote working directory: "));
+}
