@@ -88,7 +88,9 @@ pub fn glob(s: &mut Sftp, cwd: &[u8], p: &[u8]) -> SftpResult<Vec<(Vec<u8>, Opti
     };
     let mut out: Vec<(Vec<u8>, Option<Attrs>)> = entries
         .into_iter()
-        .filter(|e| e.filename != b"." && e.filename != b"..")
+        // A server's name with a '/' (or a dot name) never names a file in
+        // this directory: dropped, so it cannot steer where a copy lands.
+        .filter(|e| e.filename != b"." && e.filename != b".." && !e.filename.contains(&b'/'))
         .filter(|e| fnmatch(&pat, &e.filename))
         .map(|e| (join(&dir, &e.filename), Some(e.attrs)))
         .collect();
