@@ -259,7 +259,7 @@ impl Shell {
         let mut out = std::io::stdout().lock();
         if long || fl.contains(&'1') {
             for (n, l) in &names {
-                let _ = out.write_all(if long && !l.is_empty() { l } else { n });
+                let _ = out.write_all(&printable(if long && !l.is_empty() { l } else { n }));
                 let _ = out.write_all(b"\n");
             }
             return Ok(true);
@@ -271,7 +271,7 @@ impl Shell {
         let columns = (width / colspace.max(1)).max(1);
         let mut c = 1;
         for (n, _) in &names {
-            let _ = out.write_all(n);
+            let _ = out.write_all(&printable(n));
             if c >= columns {
                 let _ = out.write_all(b"\n");
                 c = 1;
@@ -320,4 +320,13 @@ pub(super) fn lcd(args: &[Vec<u8>]) -> Done {
         ))
     })?;
     Ok(true)
+}
+
+/// A server's name for the terminal: control bytes shown as `?`, so a
+/// name cannot move the cursor or send escape sequences (other bytes,
+/// UTF-8 or not, go through).
+pub(super) fn printable(b: &[u8]) -> Vec<u8> {
+    b.iter()
+        .map(|&c| if c < 0x20 || c == 0x7f { b'?' } else { c })
+        .collect()
 }
