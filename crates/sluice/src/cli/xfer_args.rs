@@ -10,13 +10,12 @@ use crate::config::ssh::ClientConfig;
 use crate::log::{self, Level};
 use std::path::Path;
 
+/// Options in order (letter, value or empty) and the operands.
+pub type Parsed = (Vec<(char, String)>, Vec<String>);
+
 /// Parses `argv` against `spec` (getopt's: a letter, `:` after it when it
 /// takes a value). Returns the options in order and the operands.
-pub fn getopt(
-    argv: &[String],
-    spec: &str,
-    stop_at_operand: bool,
-) -> Result<(Vec<(char, String)>, Vec<String>), String> {
+pub fn getopt(argv: &[String], spec: &str, stop_at_operand: bool) -> Result<Parsed, String> {
     let mut opts = Vec::new();
     let mut operands = Vec::new();
     let mut i = 0;

@@ -71,8 +71,5 @@ where
     link.close("Connection closed");
     // The program ends once its replies stop; one still reading a prompt
     // from the terminal is not waited for.
-    match rx.recv_timeout(Duration::from_secs(5)) {
-        Ok(code) => code,
-        Err(_) => 255,
-    }
+    rx.recv_timeout(Duration::from_secs(5)).unwrap_or(255)
 }

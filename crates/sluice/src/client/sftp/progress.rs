@@ -60,11 +60,9 @@ impl Meter {
         let elapsed = self.started.elapsed().as_secs_f64().max(0.001);
         let moved = self.done.saturating_sub(self.start_at);
         let rate = moved as f64 / elapsed;
-        let pct = if self.total == 0 {
-            100
-        } else {
-            (self.done.min(self.total) * 100 / self.total) as u32
-        };
+        let pct = (self.done.min(self.total).saturating_mul(100))
+            .checked_div(self.total)
+            .unwrap_or(100) as u32;
         let secs = if finished {
             elapsed as u64
         } else if rate > 0.0 {

@@ -502,9 +502,9 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
             Ok(a) => {
                 let have = a.size.unwrap_or(0);
                 if have > size {
-                    return Err(TransferError::Failed(format!(
-                        "destination file bigger or same size as source file"
-                    )));
+                    return Err(TransferError::Failed(
+                        "destination file bigger or same size as source file".into(),
+                    ));
                 }
                 match same_prefix(s, remote, &file, have)? {
                     Some(false) => eprintln!(

@@ -158,11 +158,7 @@ impl Shell {
             .map_err(|e| remote_err("Couldn't statvfs", e))?;
         let kib = |blocks: u64| v.frsize.saturating_mul(blocks) / 1024;
         let used = v.blocks.saturating_sub(v.bfree);
-        let cap = if v.blocks == 0 {
-            0
-        } else {
-            100 * used / v.blocks
-        };
+        let cap = used.saturating_mul(100).checked_div(v.blocks).unwrap_or(0);
         println!(
             "{:>12} {:>12} {:>12} {:>12} %Capacity",
             "Size", "Used", "Avail", "(root)"
@@ -191,7 +187,7 @@ impl Shell {
             .s
             .stat(&target, true)
             .map_err(|e| remote_err("stat remote", e))?;
-        if !a.permissions.is_some_and(|m| m & 0o170000 == 0o040000) {
+        if a.permissions.is_none_or(|m| m & 0o170000 != 0o040000) {
             return Err(err(&format!(
                 "Can't change directory: \"{}\" is not a directory",
                 lossy(&target)
