@@ -1,14 +1,20 @@
 //! Fuzz target: arbitrary bytes as a stream of SFTP packets into the
 //! framing and request decoder of `sluice_proto::sftp` (what sluiced's
-//! internal-sftp reads from a client). Framing and decoding must never
-//! panic; whatever decodes must survive `decode(encode(r)) == r`.
+//! internal-sftp reads from a client), and into the reply decoder (what
+//! sluice-sftp reads from a server). Framing and decoding must never
+//! panic; whatever request decodes must survive `decode(encode(r)) == r`.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_proto::sftp::{frame, Request};
+use sluice_proto::sftp::{frame, response, Reply, Request};
 
 fn check(body: &[u8]) {
+    if let Ok(Reply::ExtendedReply { data, .. }) = Reply::decode(body) {
+        let _ = response::Limits::decode(data);
+        let _ = response::statvfs(data);
+        let _ = response::sha256_range(data);
+    }
     if let Ok((id, req)) = Request::decode(body) {
         let mut out = Vec::new();
         req.encode(id, &mut out);

@@ -300,6 +300,7 @@ fn interactive_sessions_never_use_none() {
         forwards: Default::default(),
         no_session: false,
         fork_after_auth: false,
+        channel_end: None,
     };
     let session = ClientSession::new(user(), "127.0.0.1", vec![id], Box::new(|_, _| Ok(())), plan);
     let mut handler = PtyAfterNone(session);

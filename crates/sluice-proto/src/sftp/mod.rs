@@ -2,7 +2,7 @@
 //! OpenSSH's extensions (OpenSSH's PROTOCOL, section 4), as a sans-IO codec:
 //! packet framing, requests decoded from and encoded into bytes, replies
 //! encoded. No files are touched here; the server (sluice's
-//! `server/sftp/`) and a future client share it.
+//! `server/sftp/`) and the client (`client/sftp/`) share it.
 //!
 //! Paths and names are byte strings, as on the wire: a name that is not
 //! UTF-8 goes through unchanged.
@@ -10,14 +10,17 @@
 //! - `attrs.rs`: ATTRS (draft 5).
 //! - `request.rs`: every request the client sends, strict decoding.
 //! - `reply.rs`: the server's replies, written into the caller's buffer.
+//! - `response.rs`: the same replies decoded, for the client.
 
 mod attrs;
 pub mod reply;
 mod request;
+pub mod response;
 
 pub use attrs::Attrs;
 pub use reply::NameEntry;
-pub use request::{Extended, Request, EXTENSIONS};
+pub use request::{Extended, Request, EXTENSIONS, MAX_HASH_RANGE};
+pub use response::Reply;
 
 use crate::wire::WireError;
 
@@ -141,11 +144,17 @@ impl std::fmt::Display for FrameError {
 /// `Ok(Some(total))` where `total` counts the length field, `Ok(None)`
 /// while more bytes are needed. The body is `buf[4..total]`.
 pub fn frame(buf: &[u8]) -> Result<Option<usize>, FrameError> {
+    frame_within(buf, MAX_PACKET)
+}
+
+/// [`frame`] with another bound on the length field: a client takes the
+/// packet size the server announced in limits@openssh.com.
+pub fn frame_within(buf: &[u8], max: u32) -> Result<Option<usize>, FrameError> {
     let Some(len) = buf.first_chunk::<4>() else {
         return Ok(None);
     };
     let n = u32::from_be_bytes(*len);
-    if n > MAX_PACKET {
+    if n > max {
         return Err(FrameError::TooLong(n));
     }
     if n < 5 {

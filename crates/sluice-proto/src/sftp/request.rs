@@ -214,7 +214,22 @@ pub enum Extended<'a> {
         /// Group ids.
         gids: Vec<u32>,
     },
+    /// sha256-range@sluice.dev (sluice's, PROTOCOL.md): the SHA-256 of a
+    /// file's bytes in `[offset, offset + len)`, at most [`MAX_HASH_RANGE`]
+    /// of them, so a resumed transfer can check the prefix it builds on.
+    Sha256Range {
+        /// The file.
+        path: &'a [u8],
+        /// Where the range starts.
+        offset: u64,
+        /// Its length.
+        len: u64,
+    },
 }
+
+/// The longest range one sha256-range@sluice.dev request may ask for: the
+/// server's work per request stays bounded (a few tens of milliseconds).
+pub const MAX_HASH_RANGE: u64 = 64 << 20;
 
 /// The extended requests we answer, with the version we advertise
 /// (PROTOCOL 4.x), in the order of the VERSION packet.
@@ -230,6 +245,7 @@ pub const EXTENSIONS: &[(&str, &str)] = &[
     ("copy-data", "1"),
     ("home-directory", "1"),
     ("users-groups-by-id@openssh.com", "1"),
+    ("sha256-range@sluice.dev", "1"),
 ];
 
 /// At most this many ids in one users-groups-by-id request.
@@ -488,6 +504,7 @@ impl<'a> Extended<'a> {
             Extended::CopyData { .. } => "copy-data",
             Extended::HomeDirectory { .. } => "home-directory",
             Extended::UsersGroupsById { .. } => "users-groups-by-id@openssh.com",
+            Extended::Sha256Range { .. } => "sha256-range@sluice.dev",
         }
     }
 
@@ -526,6 +543,11 @@ impl<'a> Extended<'a> {
             b"users-groups-by-id@openssh.com" => Extended::UsersGroupsById {
                 uids: ids(r)?,
                 gids: ids(r)?,
+            },
+            b"sha256-range@sluice.dev" => Extended::Sha256Range {
+                path: r.string()?,
+                offset: r.u64()?,
+                len: r.u64()?,
             },
             _ => return Ok(None),
         }))
@@ -570,6 +592,9 @@ impl<'a> Extended<'a> {
             Extended::UsersGroupsById { uids, gids } => {
                 put_ids(w, uids);
                 put_ids(w, gids);
+            }
+            Extended::Sha256Range { path, offset, len } => {
+                w.string(path).u64(*offset).u64(*len);
             }
         }
     }
@@ -682,6 +707,11 @@ mod tests {
             Request::Extended(Extended::UsersGroupsById {
                 uids: vec![0, 1000],
                 gids: vec![],
+            }),
+            Request::Extended(Extended::Sha256Range {
+                path,
+                offset: 1 << 33,
+                len: 4096,
             }),
             Request::UnknownExtended { name: b"x@y" },
             Request::Unknown { kind: 99 },

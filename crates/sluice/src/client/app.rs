@@ -501,6 +501,7 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         no_session,
         fork_after_auth,
         forwards,
+        channel_end: None,
     };
     let auth = auth_prefs(r)?;
     let opts = ClientOptions {

@@ -19,6 +19,7 @@ pub mod prompt;
 pub mod proxy;
 pub mod session;
 pub mod setup;
+pub mod sftp;
 pub mod socks;
 pub mod tty;
 
@@ -127,6 +128,7 @@ impl SessionPlan {
             forwards: Default::default(),
             no_session: false,
             fork_after_auth: false,
+            channel_end: None,
         }
     }
 }

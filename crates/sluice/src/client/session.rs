@@ -44,6 +44,9 @@ pub struct SessionPlan {
     /// -f: go to the background after authentication (after the remote
     /// forwards are confirmed with ExitOnForwardFailure).
     pub fork_after_auth: bool,
+    /// The session channel's in-process end (the sftp and scp clients)
+    /// instead of fds 0-2; `stdio` is false with it.
+    pub channel_end: Option<Box<dyn crate::net::pump::ChannelEndpoint>>,
 }
 
 /// Client-side event handling for one connection.
@@ -168,7 +171,9 @@ impl ClientSession {
         };
         conn.channel_request(id, req, true)
             .map_err(|e| e.to_string())?;
-        if self.plan.stdio {
+        if let Some(end) = self.plan.channel_end.take() {
+            fds.insert(id, ChanIo::in_process(end));
+        } else if self.plan.stdio {
             let mut io = ChanIo::borrowed(Some(source), None, Some(1), Some(2));
             io.close_when_sink_fails = true;
             fds.insert(id, io);
@@ -312,7 +317,9 @@ impl Handler for ClientSession {
                 return Err(format!("channel 0: open failed: {description}"));
             }
             Event::ChannelReply { success: false, .. } => {
-                let what = if self.plan.command.is_some() {
+                let what = if self.plan.subsystem {
+                    "subsystem"
+                } else if self.plan.command.is_some() {
                     "exec"
                 } else {
                     "shell"

@@ -18,8 +18,15 @@ pub fn proxy_command(
         match jump::parse(j)? {
             None => return Ok(None),
             Some(j) => {
-                let me = std::env::current_exe()
+                let mut me = std::env::current_exe()
                     .map_err(|e| format!("ProxyJump: cannot find this program: {e}"))?;
+                // sluice-sftp and sluice-scp hop through `sluice` beside them.
+                if me
+                    .file_name()
+                    .is_some_and(|n| n.as_encoded_bytes().starts_with(b"sluice-"))
+                {
+                    me.set_file_name("sluice");
+                }
                 j.proxy_command(&me.display().to_string(), config_file, verbose)
             }
         }

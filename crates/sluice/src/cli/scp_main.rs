@@ -1,0 +1,171 @@
+//! `sluice-scp`'s main: scp(1)'s command line (cli/xfer_args.rs for the
+//! parts shared with sftp), then client/sftp/scp.rs copies over SFTP.
+
+use crate::cli::sftp_main::stdout_is_tty;
+use crate::cli::xfer_args::{getopt, split_remote, SshSide};
+use crate::client::sftp::run;
+use crate::client::sftp::scp::{self, Place};
+use std::path::PathBuf;
+
+const USAGE: &str =
+    "usage: sluice-scp [-346ABCpqrTv] [-c cipher] [-F ssh_config] [-i identity_file]
+           [-J destination] [-l limit] [-o ssh_option] [-P port]
+           [-X sftp_option] source ... target";
+
+/// Where an operand points: remote when a ':' comes before any '/'
+/// (scp's rule; `[v6]:path` too).
+fn place(arg: &str) -> Option<(Option<String>, String, String)> {
+    let first_colon = if arg.starts_with('[') || arg.contains("@[") {
+        arg.find("]:").map(|i| i + 1)
+    } else {
+        arg.find(':')
+    }?;
+    if arg[..first_colon].contains('/') || first_colon == 0 {
+        return None;
+    }
+    let (user, host, path) = split_remote(arg);
+    Some((user, host, path.unwrap_or_default()))
+}
+
+/// Runs `sluice-scp`; returns the exit code.
+pub fn main(argv: &[String]) -> i32 {
+    let (opts, operands) = match getopt(argv, "346ABCOpqRrsTvc:D:F:i:J:l:o:P:S:X:", false) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("sluice-scp: {e}\n{USAGE}");
+            return 1;
+        }
+    };
+    let mut ssh = SshSide::default();
+    let mut set = scp::Settings::default();
+    for (c, v) in &opts {
+        match ssh.take(*c, v) {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(e) => {
+                eprintln!("{e}");
+                return 1;
+            }
+        }
+        let r: Result<(), String> = match c {
+            'p' => {
+                set.transfer.preserve = true;
+                Ok(())
+            }
+            'r' => {
+                set.recursive = true;
+                Ok(())
+            }
+            'B' => {
+                ssh.options.push("BatchMode=yes".into());
+                Ok(())
+            }
+            's' | 'T' => Ok(()),
+            'X' => match v.split_once('=') {
+                Some(("buffer", b)) => b
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|b| (1..=16 << 20).contains(b))
+                    .map(|b| set.transfer.buffer = b)
+                    .ok_or_else(|| format!("Invalid buffer size \"{b}\"")),
+                Some(("nrequests", n)) => n
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=4096).contains(n))
+                    .map(|n| set.transfer.requests = n)
+                    .ok_or_else(|| format!("Invalid number of requests \"{n}\"")),
+                _ => Err(format!("Invalid -X option \"{v}\"")),
+            },
+            '3' | 'R' => Err(format!(
+                "sluice-scp: -{c} (copies between two remote hosts) is not supported"
+            )),
+            'O' => Err(
+                "sluice-scp: -O (the legacy SCP protocol) is not supported; sluice-scp speaks SFTP"
+                    .into(),
+            ),
+            'S' | 'D' => Err(format!(
+                "sluice-scp: -{c} is not supported: the connection is sluice's own, in this process"
+            )),
+            _ => Err(USAGE.to_owned()),
+        };
+        if let Err(e) = r {
+            eprintln!("{e}");
+            return 1;
+        }
+    }
+    if operands.len() < 2 {
+        eprintln!("{USAGE}");
+        return 1;
+    }
+    set.transfer.progress = !ssh.quiet && stdout_is_tty();
+    let (srcs, target) = operands.split_at(operands.len() - 1);
+    let mut host: Option<(Option<String>, String)> = None;
+    let mut to_place = |a: &str| -> Result<Place, String> {
+        match place(a) {
+            None => Ok(Place::Local(PathBuf::from(a))),
+            Some((u, h, p)) => {
+                match &host {
+                    Some(prev) if prev != &(u.clone(), h.clone()) => {
+                        return Err(
+                            "sluice-scp: one remote host per run (remote to remote copies are not supported)"
+                                .into(),
+                        )
+                    }
+                    _ => host = Some((u, h)),
+                }
+                Ok(Place::Remote(p.into_bytes()))
+            }
+        }
+    };
+    let parsed: Result<(Vec<Place>, Place), String> = (|| {
+        let s = srcs
+            .iter()
+            .map(|a| to_place(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let t = to_place(&target[0])?;
+        Ok((s, t))
+    })();
+    let (sources, target) = match parsed {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let remote_target = matches!(target, Place::Remote(_));
+    let mixed = sources
+        .iter()
+        .any(|s| matches!(s, Place::Remote(_)) == remote_target);
+    let Some((user, host)) = host else {
+        return local_copy(&sources, &target, set.recursive);
+    };
+    if mixed {
+        eprintln!("sluice-scp: remote to remote copies are not supported");
+        return 1;
+    }
+    let copts = match ssh.client_options(user.as_deref(), &host, "sftp") {
+        Ok(o) => o,
+        Err(e) => {
+            crate::log::print(&e.to_string());
+            return 255;
+        }
+    };
+    run(copts, move |link| scp::main(link, set, sources, target))
+}
+
+/// Both sides local: cp, as scp runs it.
+fn local_copy(sources: &[Place], target: &Place, recursive: bool) -> i32 {
+    let mut cmd = std::process::Command::new("cp");
+    if recursive {
+        cmd.arg("-r");
+    }
+    for p in sources.iter().chain(std::iter::once(target)) {
+        if let Place::Local(p) = p {
+            cmd.arg(p);
+        }
+    }
+    match cmd.status() {
+        Ok(s) if s.success() => 0,
+        _ => 1,
+    }
+}

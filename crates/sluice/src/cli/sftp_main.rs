@@ -1,0 +1,122 @@
+//! `sluice-sftp`'s main: sftp(1)'s command line (cli/xfer_args.rs for
+//! the parts shared with scp), then client/sftp/ does the session.
+
+use crate::cli::xfer_args::{getopt, split_remote, SshSide};
+use crate::client::sftp::{commands, run};
+
+const USAGE: &str = "usage: sluice-sftp [-46AaCfNpqrv] [-B buffer_size] [-b batchfile] [-c cipher]
+          [-F ssh_config] [-i identity_file] [-J destination] [-l limit]
+          [-o ssh_option] [-P port] [-R num_requests] [-s subsystem]
+          [-X sftp_option] destination";
+
+/// Runs `sluice-sftp`; returns the exit code.
+pub fn main(argv: &[String]) -> i32 {
+    let (opts, operands) = match getopt(argv, "46AaCfNpqrvB:b:c:D:F:i:J:l:o:P:R:S:s:X:", true) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("sluice-sftp: {e}\n{USAGE}");
+            return 1;
+        }
+    };
+    let mut ssh = SshSide::default();
+    let mut set = commands::Settings::default();
+    let mut subsystem = "sftp".to_owned();
+    let mut quiet = false;
+    for (c, v) in &opts {
+        match ssh.take(*c, v) {
+            Ok(true) => {
+                if *c == 'q' {
+                    quiet = true;
+                }
+                continue;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                eprintln!("{e}");
+                return 1;
+            }
+        }
+        let r: Result<(), String> = match c {
+            'a' => {
+                set.transfer.resume = true;
+                Ok(())
+            }
+            'f' => {
+                set.transfer.fsync = true;
+                Ok(())
+            }
+            'p' => {
+                set.transfer.preserve = true;
+                Ok(())
+            }
+            'r' => {
+                set.recursive = true;
+                Ok(())
+            }
+            'N' => Ok(()),
+            'b' => {
+                set.batch = Some(v.clone());
+                Ok(())
+            }
+            's' => {
+                subsystem = v.clone();
+                Ok(())
+            }
+            'B' => buffer(v).map(|b| set.transfer.buffer = b),
+            'R' => requests(v).map(|n| set.transfer.requests = n),
+            'X' => match v.split_once('=') {
+                Some(("buffer", b)) => buffer(b).map(|b| set.transfer.buffer = b),
+                Some(("nrequests", n)) => requests(n).map(|n| set.transfer.requests = n),
+                _ => Err(format!("Invalid -X option \"{v}\"")),
+            },
+            'S' | 'D' => Err(format!(
+                "sluice-sftp: -{c} is not supported: the connection is sluice's own, in this process"
+            )),
+            _ => Err(USAGE.to_owned()),
+        };
+        if let Err(e) = r {
+            eprintln!("{e}");
+            return 1;
+        }
+    }
+    let [dest] = operands.as_slice() else {
+        eprintln!("{USAGE}");
+        return 1;
+    };
+    let (user, host, path) = split_remote(dest);
+    if host.is_empty() {
+        eprintln!("{USAGE}");
+        return 1;
+    }
+    set.quiet = quiet || set.batch.is_some();
+    set.transfer.progress = !set.quiet && stdout_is_tty();
+    set.start_path = path;
+    let copts = match ssh.client_options(user.as_deref(), &host, &subsystem) {
+        Ok(o) => o,
+        Err(e) => {
+            crate::log::print(&e.to_string());
+            return 255;
+        }
+    };
+    run(copts, move |link| commands::main(link, set))
+}
+
+fn buffer(v: &str) -> Result<u32, String> {
+    v.parse::<u32>()
+        .ok()
+        .filter(|b| (1..=16 << 20).contains(b))
+        .ok_or_else(|| format!("Invalid buffer size \"{v}\""))
+}
+
+fn requests(v: &str) -> Result<usize, String> {
+    v.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=4096).contains(n))
+        .ok_or_else(|| format!("Invalid number of requests \"{v}\""))
+}
+
+/// Whether fd 1 is a terminal (the progress meter's condition).
+pub fn stdout_is_tty() -> bool {
+    // SAFETY: isatty only inspects the fd.
+    unsafe { libc::isatty(1) == 1 }
+}

@@ -1,0 +1,231 @@
+//! What `sluice-sftp` and `sluice-scp` share on their command lines: a
+//! getopt in OpenSSH's manner (flags bundle, a value attached or in the
+//! next word, `--` ends options, the first operand ends them for sftp),
+//! and the ssh options both pass to the connection, turned into
+//! `ClientOptions` through ssh_config as `sluice` does.
+
+use crate::client::app::{self, SessionRequest};
+use crate::client::{ClientError, ClientOptions};
+use crate::config::ssh::ClientConfig;
+use crate::log::{self, Level};
+use std::path::Path;
+
+/// Options in order (letter, value or empty) and the operands.
+pub type Parsed = (Vec<(char, String)>, Vec<String>);
+
+/// Parses `argv` against `spec` (getopt's: a letter, `:` after it when it
+/// takes a value). Returns the options in order and the operands.
+pub fn getopt(argv: &[String], spec: &str, stop_at_operand: bool) -> Result<Parsed, String> {
+    let mut opts = Vec::new();
+    let mut operands = Vec::new();
+    let mut i = 0;
+    let mut options_done = false;
+    while i < argv.len() {
+        let a = &argv[i];
+        i += 1;
+        if options_done || !a.starts_with('-') || a == "-" {
+            operands.push(a.clone());
+            if stop_at_operand {
+                options_done = true;
+            }
+            continue;
+        }
+        if a == "--" {
+            options_done = true;
+            continue;
+        }
+        let flags: Vec<char> = a.chars().skip(1).collect();
+        let mut j = 0;
+        while j < flags.len() {
+            let c = flags[j];
+            j += 1;
+            let Some(pos) = spec.find(c).filter(|_| c != ':') else {
+                return Err(format!("unknown option -- {c}"));
+            };
+            if spec[pos + c.len_utf8()..].starts_with(':') {
+                let rest: String = flags[j..].iter().collect();
+                let value = if !rest.is_empty() {
+                    rest
+                } else if i < argv.len() {
+                    i += 1;
+                    argv[i - 1].clone()
+                } else {
+                    return Err(format!("option requires an argument -- {c}"));
+                };
+                opts.push((c, value));
+                break;
+            }
+            opts.push((c, String::new()));
+        }
+    }
+    Ok((opts, operands))
+}
+
+/// The ssh side of both programs' command lines.
+#[derive(Debug, Clone, Default)]
+pub struct SshSide {
+    /// `-o` options and those the flags stand for, in order.
+    pub options: Vec<String>,
+    /// `-F`.
+    pub config_file: Option<String>,
+    /// `-i`.
+    pub identities: Vec<String>,
+    /// `-4` / `-6`.
+    pub family: Option<u8>,
+    /// `-v` count.
+    pub verbose: u8,
+    /// `-q`.
+    pub quiet: bool,
+}
+
+impl SshSide {
+    /// Takes the options both programs share; false for any other.
+    pub fn take(&mut self, c: char, v: &str) -> Result<bool, String> {
+        match c {
+            '4' => self.family = Some(4),
+            '6' => self.family = Some(6),
+            'A' => self.options.push("ForwardAgent=yes".into()),
+            'C' => self.options.push("Compression=yes".into()),
+            'c' => self.options.push(format!("Ciphers={v}")),
+            'F' => self.config_file = Some(v.to_owned()),
+            'i' => self.identities.push(v.to_owned()),
+            'J' => self.options.push(format!("ProxyJump={v}")),
+            'o' => self.options.push(v.to_owned()),
+            'P' => {
+                v.parse::<u16>()
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| format!("Bad port \"{v}\""))?;
+                self.options.push(format!("Port={v}"));
+            }
+            'q' => self.quiet = true,
+            'v' => self.verbose = self.verbose.saturating_add(1),
+            // -l limit (Kbit/s): accepted, not enforced (see README).
+            'l' => {
+                v.parse::<u64>()
+                    .map_err(|_| format!("Invalid limit \"{v}\""))?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The connection's options for `user@host`, running `subsystem` (a
+    /// command when it names a path, as sftp's `-s`).
+    pub fn client_options(
+        &self,
+        user: Option<&str>,
+        host: &str,
+        subsystem: &str,
+    ) -> Result<ClientOptions, ClientError> {
+        // What sftp and scp always pass to ssh, first so they win.
+        let mut opts: Vec<String> = [
+            "ForwardX11=no",
+            "PermitLocalCommand=no",
+            "ClearAllForwardings=yes",
+            "RemoteCommand=none",
+            "RequestTTY=no",
+            "ControlMaster=no",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        if !self.options.iter().any(|o| o == "ForwardAgent=yes") {
+            opts.push("ForwardAgent=no".into());
+        }
+        opts.extend(self.options.iter().cloned());
+        if let Some(u) = user {
+            opts.push(format!("User={u}"));
+        }
+        let cfg = ClientConfig::load(&opts, self.config_file.as_deref().map(Path::new))?;
+        let r = cfg.resolve(host)?;
+        let level = match self.verbose {
+            0 if self.quiet => Level::Quiet,
+            0 => r
+                .get("loglevel")
+                .and_then(Level::parse)
+                .unwrap_or(Level::Info),
+            1 => Level::Debug1,
+            2 => Level::Debug2,
+            _ => Level::Debug3,
+        };
+        log::set_level(level);
+        for w in &cfg.warnings {
+            crate::log!(Debug1, "{w}");
+        }
+        let req = SessionRequest {
+            command: vec![subsystem.to_owned()],
+            subsystem: !subsystem.contains('/'),
+            tty: -1,
+            family: self.family,
+            identities: self.identities.clone(),
+            config_file: self.config_file.clone(),
+            verbose: self.verbose,
+            ..SessionRequest::default()
+        };
+        app::resolve(&r, &req)
+    }
+}
+
+/// `[user@]host[:path]` (host in brackets for IPv6): user, host and path.
+pub fn split_remote(s: &str) -> (Option<String>, String, Option<String>) {
+    let (user, rest) = match s.rsplit_once('@') {
+        Some((u, r)) if !u.is_empty() && !u.contains('/') && !u.contains(':') => {
+            (Some(u.to_owned()), r)
+        }
+        _ => (None, s),
+    };
+    if let Some(inner) = rest.strip_prefix('[') {
+        if let Some((h, after)) = inner.split_once(']') {
+            let path = after.strip_prefix(':').map(str::to_owned);
+            return (user, h.to_owned(), path);
+        }
+    }
+    match rest.split_once(':') {
+        Some((h, p)) => (user, h.to_owned(), Some(p.to_owned())),
+        None => (user, rest.to_owned(), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn getopt_bundles_and_values() {
+        let (o, rest) = getopt(&v("-qrP 2222 -oA=b -B1024 host:x y"), "qrP:o:B:", true).unwrap();
+        assert_eq!(
+            o,
+            [
+                ('q', String::new()),
+                ('r', String::new()),
+                ('P', "2222".into()),
+                ('o', "A=b".into()),
+                ('B', "1024".into())
+            ]
+        );
+        assert_eq!(rest, ["host:x", "y"]);
+        assert!(getopt(&v("-x"), "q", true).is_err());
+        assert!(getopt(&v("-P"), "P:", true).is_err());
+        let (o, rest) = getopt(&v("a -r b"), "r", false).unwrap();
+        assert_eq!((o.len(), rest), (1, v("a b")));
+    }
+
+    #[test]
+    fn remote_specs() {
+        assert_eq!(
+            split_remote("bob@h:/tmp/x"),
+            (Some("bob".into()), "h".into(), Some("/tmp/x".into()))
+        );
+        assert_eq!(split_remote("h"), (None, "h".into(), None));
+        assert_eq!(
+            split_remote("[::1]:p"),
+            (None, "::1".into(), Some("p".into()))
+        );
+        assert_eq!(split_remote("h:"), (None, "h".into(), Some(String::new())));
+    }
+}

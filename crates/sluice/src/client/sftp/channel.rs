@@ -1,0 +1,306 @@
+//! The SFTP client's channel end: the pump hands it the server's bytes,
+//! it cuts them into packets and queues them for the program thread (the
+//! sftp or scp logic, which may wait on the disk); the program thread's
+//! framed requests leave as the channel's output. The program thread holds
+//! a [`Link`]; the pump holds the [`SftpChannel`].
+//!
+//! Both directions are bounded: the program waits while more than
+//! [`OUT_MAX`] bytes of requests are unsent, and the end takes no more
+//! input while [`IN_MAX`] bytes of replies wait for the program, so the
+//! channel's window closes on a server that sends what was not asked for.
+
+use crate::net::pump::{ChannelEndpoint, Ext, Produced};
+use sluice_proto::sftp::frame_within;
+use std::collections::VecDeque;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// Unsent request bytes before the program waits: above 64 writes of
+/// 255 KiB (OpenSSH's default depth), so a full pipeline never waits here.
+pub const OUT_MAX: usize = 32 << 20;
+
+/// Replies waiting for the program before the end stops taking input.
+pub const IN_MAX: usize = 64 << 20;
+
+/// Largest reply packet taken until limits@openssh.com says otherwise:
+/// OpenSSH's SFTP_MAX_MSG_LENGTH.
+const DEFAULT_MAX_PACKET: u32 = 256 * 1024;
+
+/// The ceiling on a server's announced packet size (a bound on memory per
+/// reply whatever it claims).
+pub const MAX_PACKET_CEILING: u32 = 16 << 20;
+
+#[derive(Default)]
+struct Queues {
+    /// Framed requests; `out_off` bytes of them are sent.
+    out: Vec<u8>,
+    out_off: usize,
+    /// The program has nothing more to send: EOF once `out` is sent.
+    out_done: bool,
+    /// Reply bodies (type byte onwards), oldest first.
+    incoming: VecDeque<Vec<u8>>,
+    in_bytes: usize,
+    /// The channel or the connection is gone, and why.
+    closed: Option<String>,
+    /// Largest reply packet accepted.
+    max_packet: u32,
+}
+
+struct Shared {
+    q: Mutex<Queues>,
+    cv: Condvar,
+    /// Makes the pump serve the end (eventfd).
+    wake: OwnedFd,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queues> {
+        self.q.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wake_pump(&self) {
+        let one: u64 = 1;
+        // SAFETY: an 8-byte write from a live u64 to our eventfd.
+        unsafe {
+            libc::write(
+                self.wake.as_raw_fd(),
+                (&one as *const u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+    }
+}
+
+/// The program thread's side: send framed requests, receive reply bodies.
+#[derive(Clone)]
+pub struct Link(Arc<Shared>);
+
+/// The pump's side: the session channel's in-process end.
+pub struct SftpChannel {
+    shared: Arc<Shared>,
+    /// Bytes of a reply not yet whole.
+    partial: Vec<u8>,
+}
+
+/// A new pair of ends.
+pub fn pair() -> std::io::Result<(SftpChannel, Link)> {
+    // SAFETY: eventfd has no memory preconditions; the fd is checked.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let shared = Arc::new(Shared {
+        q: Mutex::new(Queues {
+            max_packet: DEFAULT_MAX_PACKET,
+            ..Queues::default()
+        }),
+        cv: Condvar::new(),
+        // SAFETY: a new fd we own.
+        wake: unsafe { OwnedFd::from_raw_fd(fd) },
+    });
+    Ok((
+        SftpChannel {
+            shared: shared.clone(),
+            partial: Vec::new(),
+        },
+        Link(shared),
+    ))
+}
+
+impl Link {
+    /// Queues framed request bytes; waits while too many are unsent. Err
+    /// once the connection is gone.
+    pub fn send(&self, packet: &[u8]) -> Result<(), String> {
+        let mut q = self.0.lock();
+        loop {
+            if let Some(why) = &q.closed {
+                return Err(why.clone());
+            }
+            if q.out.len() - q.out_off < OUT_MAX {
+                break;
+            }
+            q = self.0.cv.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+        if q.out_off == q.out.len() {
+            q.out.clear();
+            q.out_off = 0;
+        } else if q.out_off > q.out.len() / 2 {
+            let off = q.out_off;
+            q.out.drain(..off);
+            q.out_off = 0;
+        }
+        q.out.extend_from_slice(packet);
+        drop(q);
+        self.0.wake_pump();
+        Ok(())
+    }
+
+    /// The next reply body, waiting for it; Err once the connection is
+    /// gone and nothing is left.
+    pub fn recv(&self) -> Result<Vec<u8>, String> {
+        let mut q = self.0.lock();
+        loop {
+            if let Some(b) = q.incoming.pop_front() {
+                let was_full = q.in_bytes >= IN_MAX;
+                q.in_bytes = q.in_bytes.saturating_sub(b.len());
+                drop(q);
+                if was_full {
+                    self.0.wake_pump();
+                }
+                return Ok(b);
+            }
+            if let Some(why) = &q.closed {
+                return Err(why.clone());
+            }
+            q = self.0.cv.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Nothing more will be sent: the channel's EOF follows the last byte.
+    pub fn finish(&self) {
+        self.0.lock().out_done = true;
+        self.0.wake_pump();
+    }
+
+    /// Replies up to `max` bytes are taken from now on (the server's
+    /// limits@openssh.com, within [`MAX_PACKET_CEILING`]).
+    pub fn set_max_packet(&self, max: u32) {
+        self.0.lock().max_packet = max.clamp(DEFAULT_MAX_PACKET, MAX_PACKET_CEILING);
+    }
+
+    /// The connection ended (`why` for the program's error).
+    pub fn close(&self, why: &str) {
+        let mut q = self.0.lock();
+        if q.closed.is_none() {
+            q.closed = Some(why.to_owned());
+        }
+        self.0.cv.notify_all();
+    }
+}
+
+impl SftpChannel {
+    fn fail(&mut self, q: &mut Queues, why: String) {
+        crate::log!(Error, "sftp: {why}");
+        q.closed = Some(why);
+        self.partial.clear();
+        self.shared.cv.notify_all();
+    }
+
+    /// Queues the whole packets at the front of `buf`; returns the bytes used.
+    fn queue(&mut self, q: &mut Queues, buf: &[u8]) -> usize {
+        let mut used = 0;
+        while let Some(rest) = buf.get(used..) {
+            match frame_within(rest, q.max_packet) {
+                Ok(Some(total)) => {
+                    let body = rest.get(4..total).unwrap_or_default().to_vec();
+                    q.in_bytes += body.len();
+                    q.incoming.push_back(body);
+                    used += total;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    self.fail(q, format!("bad reply from the server: {e}"));
+                    return buf.len();
+                }
+            }
+        }
+        used
+    }
+}
+
+impl ChannelEndpoint for SftpChannel {
+    fn on_data(&mut self, ext: Ext, data: &[u8]) -> usize {
+        if ext == Ext::Stderr {
+            // The server's stderr (sftp-server's complaints), as ssh shows it.
+            let _ = std::io::stderr().write_all(data);
+            return data.len();
+        }
+        let shared = self.shared.clone();
+        let mut q = shared.lock();
+        if q.closed.is_some() {
+            return data.len();
+        }
+        if q.in_bytes >= IN_MAX {
+            return 0;
+        }
+        let before = q.incoming.len();
+        if self.partial.is_empty() {
+            let used = self.queue(&mut q, data);
+            if q.closed.is_none() {
+                self.partial
+                    .extend_from_slice(data.get(used..).unwrap_or_default());
+            }
+        } else {
+            let mut buf = std::mem::take(&mut self.partial);
+            buf.extend_from_slice(data);
+            let used = self.queue(&mut q, &buf);
+            if q.closed.is_none() {
+                buf.drain(..used.min(buf.len()));
+                self.partial = buf;
+            }
+        }
+        if q.incoming.len() != before {
+            shared.cv.notify_all();
+        }
+        data.len()
+    }
+
+    fn produce(&mut self, ext: Ext, buf: &mut [u8]) -> Produced {
+        if ext != Ext::Data {
+            return Produced::Eof;
+        }
+        let mut q = self.shared.lock();
+        let off = q.out_off;
+        let src = q.out.get(off..).unwrap_or_default();
+        let n = src.len().min(buf.len());
+        if n > 0 {
+            if let (Some(d), Some(s)) = (buf.get_mut(..n), src.get(..n)) {
+                d.copy_from_slice(s);
+            }
+            q.out_off += n;
+            self.shared.cv.notify_all();
+            return Produced::Data(n);
+        }
+        if q.out_done || q.closed.is_some() {
+            Produced::Eof
+        } else {
+            Produced::WouldBlock
+        }
+    }
+
+    fn on_eof(&mut self) {
+        let mut q = self.shared.lock();
+        if q.closed.is_none() {
+            q.closed = Some("Connection closed".into());
+        }
+        self.shared.cv.notify_all();
+    }
+
+    fn on_close(&mut self) {
+        self.on_eof();
+    }
+
+    fn wake_fd(&self) -> Option<RawFd> {
+        Some(self.shared.wake.as_raw_fd())
+    }
+
+    fn on_wake(&mut self) {
+        let mut v: u64 = 0;
+        // SAFETY: an 8-byte read into a live u64 from our non-blocking eventfd.
+        unsafe {
+            libc::read(
+                self.shared.wake.as_raw_fd(),
+                (&mut v as *mut u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+    }
+}
+
+impl Drop for SftpChannel {
+    fn drop(&mut self) {
+        // Never opened, or the pump is gone: the program must not wait.
+        self.on_eof();
+    }
+}

@@ -1,0 +1,363 @@
+//! sftp(1)'s commands, from a batch file (`-b`) or the prompt: get/put
+//! (and reget/reput) with -a -f -p -r, ls, cd, lcd, pwd, lpwd, mkdir,
+//! lmkdir, rmdir, rm, rename, chmod, chown, chgrp, ln/symlink, df,
+//! version, progress, help, `!command`, bye/quit/exit. Messages and exit
+//! codes are OpenSSH's: in batch mode the first failing command ends the
+//! run with exit 1 unless its line starts with `-`.
+
+mod ops;
+mod words;
+mod xfer;
+
+use super::remote::{self, absolute, basename};
+use super::session::{Sftp, SftpError};
+use super::transfer::{self, os_text, Options, TransferError};
+use super::Link;
+use ops::lcd;
+use sluice_proto::sftp::{Attrs, Status};
+use std::ffi::OsStr;
+use std::io::{BufRead, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use words::{arg, flags, local_glob, tokenize, HELP};
+use xfer::put_tree;
+
+/// How the program was started (sftp's flags).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// -b: the batch file ("-" for stdin).
+    pub batch: Option<String>,
+    /// -q, or batch mode: no "Fetching ..." lines.
+    pub quiet: bool,
+    /// Transfer flags (-a, -f, -p, -r, -B, -R, the meter).
+    pub transfer: Options,
+    /// -r: every get and put is recursive.
+    pub recursive: bool,
+    /// The destination's path: a directory to start in, or a file to fetch.
+    pub start_path: Option<String>,
+}
+
+/// A command failed (its message printed), or the session cannot go on.
+pub enum Fail {
+    /// Failed; the message is printed.
+    Failed,
+    /// The session cannot go on.
+    Fatal(String),
+}
+
+/// What scp sees of a failed tree upload.
+pub use Fail as Failure;
+
+/// Uploads a directory tree without "Uploading" lines (scp -r).
+pub fn put_tree_quiet(
+    s: &mut Sftp,
+    local: &Path,
+    remote_dir: &[u8],
+    o: &Options,
+) -> Result<(), Fail> {
+    put_tree(s, local, remote_dir, o, true)
+}
+
+type Done = Result<bool, Fail>;
+
+fn err(msg: &str) -> Fail {
+    eprintln!("{msg}");
+    Fail::Failed
+}
+
+fn remote_err(what: &str, e: SftpError) -> Fail {
+    match e {
+        SftpError::Fatal(m) => Fail::Fatal(m),
+        e => err(&format!("{what}: {e}")),
+    }
+}
+
+fn transfer_err(e: TransferError) -> Fail {
+    match e {
+        TransferError::Failed(m) => err(&m),
+        TransferError::Fatal(m) => Fail::Fatal(m),
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn path_of(b: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(b))
+}
+
+struct Shell {
+    s: Sftp,
+    cwd: Vec<u8>,
+    set: Settings,
+}
+
+/// Runs sftp over `link`; returns the exit code.
+pub fn main(link: Link, set: Settings) -> i32 {
+    let s = match Sftp::init(link) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}", fatal_text(&e.text()));
+            return 255;
+        }
+    };
+    let mut sh = Shell {
+        s,
+        cwd: b"/".to_vec(),
+        set,
+    };
+    let code = sh.run();
+    sh.s.finish();
+    code
+}
+
+fn fatal_text(m: &str) -> String {
+    if m.is_empty() {
+        "Connection closed".into()
+    } else {
+        m.to_owned()
+    }
+}
+
+impl Shell {
+    fn run(&mut self) -> i32 {
+        match self.s.realpath(b".") {
+            Ok(p) => self.cwd = p,
+            Err(SftpError::Fatal(m)) => {
+                eprintln!("{}", fatal_text(&m));
+                return 255;
+            }
+            Err(e) => {
+                eprintln!("Need cwd: {e}");
+                return 1;
+            }
+        }
+        if let Some(p) = self.set.start_path.clone().filter(|p| !p.is_empty()) {
+            match self.start_at(p.as_bytes()) {
+                Ok(Some(code)) => return code,
+                Ok(None) => {}
+                Err(Fail::Fatal(m)) => {
+                    eprintln!("{}", fatal_text(&m));
+                    return 255;
+                }
+                Err(Fail::Failed) => return 1,
+            }
+        }
+        let batch = self.set.batch.clone();
+        let interactive = batch.is_none() && crate::client::tty::stdin_is_tty();
+        let mut input: Box<dyn BufRead> = match batch.as_deref() {
+            None | Some("-") => Box::new(std::io::BufReader::new(std::io::stdin())),
+            Some(f) => match std::fs::File::open(f) {
+                Ok(f) => Box::new(std::io::BufReader::new(f)),
+                Err(e) => {
+                    eprintln!("{f} ({})", os_text(&e));
+                    return 1;
+                }
+            },
+        };
+        let mut line = Vec::new();
+        loop {
+            if interactive {
+                print!("sftp> ");
+                let _ = std::io::stdout().flush();
+            }
+            line.clear();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => {
+                    if interactive {
+                        println!();
+                    }
+                    return 0;
+                }
+                Ok(_) => {}
+            }
+            if !interactive {
+                // As sftp: batch commands are echoed.
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(b"sftp> ");
+                let _ = out.write_all(&line);
+                if line.last() != Some(&b'\n') {
+                    let _ = out.write_all(b"\n");
+                }
+            }
+            let mut text = line.as_slice();
+            while let Some((b' ' | b'\t' | b'\n' | b'\r', rest)) = text.split_first() {
+                text = rest;
+            }
+            while let Some((b' ' | b'\t' | b'\n' | b'\r', rest)) = text.split_last() {
+                text = rest;
+            }
+            let (ignore, text) = match text.strip_prefix(b"-") {
+                Some(t) => (true, t),
+                None => (false, text),
+            };
+            if text.is_empty() || text.first() == Some(&b'#') {
+                continue;
+            }
+            match self.dispatch(text) {
+                Ok(true) => {}
+                Ok(false) => return 0,
+                Err(Fail::Fatal(m)) => {
+                    eprintln!("{}", fatal_text(&m));
+                    return 255;
+                }
+                Err(Fail::Failed) if batch.is_some() && !ignore => return 1,
+                Err(Fail::Failed) => {}
+            }
+        }
+    }
+
+    /// The destination's path: cd into a directory, or fetch a file into
+    /// the local directory and end (Some(exit code)).
+    fn start_at(&mut self, p: &[u8]) -> Result<Option<i32>, Fail> {
+        let abs = absolute(&self.cwd, p);
+        let is_dir = match self.s.stat(&abs, true) {
+            Ok(a) => a.permissions.is_some_and(|m| m & 0o170000 == 0o040000),
+            Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
+            Err(_) => false,
+        };
+        if is_dir {
+            self.cwd = abs;
+            return Ok(None);
+        }
+        let args = vec![b"get".to_vec(), p.to_vec()];
+        match self.get(&args, false) {
+            Ok(_) => Ok(Some(0)),
+            Err(Fail::Failed) => Ok(Some(1)),
+            Err(f) => Err(f),
+        }
+    }
+
+    fn dispatch(&mut self, line: &[u8]) -> Done {
+        if let Some(cmd) = line.strip_prefix(b"!") {
+            return self.shell(cmd);
+        }
+        let args = match tokenize(line) {
+            Ok(a) => a,
+            Err(m) => return Err(err(m)),
+        };
+        let Some(cmd) = args.first() else {
+            return Ok(true);
+        };
+        match cmd.as_slice() {
+            b"bye" | b"quit" | b"exit" => Ok(false),
+            b"get" => self.get(&args, false),
+            b"reget" => self.get(&args, true),
+            b"put" => self.put(&args, false),
+            b"reput" => self.put(&args, true),
+            b"ls" | b"dir" => self.ls(&args),
+            b"cd" | b"chdir" => self.cd(&args),
+            b"lcd" | b"lchdir" => lcd(&args),
+            b"pwd" => {
+                println!("Remote working directory: {}", lossy(&self.cwd));
+                Ok(true)
+            }
+            b"lpwd" => match std::env::current_dir() {
+                Ok(d) => {
+                    println!("Local working directory: {}", d.display());
+                    Ok(true)
+                }
+                Err(e) => Err(err(&format!("Couldn't get local cwd: {}", os_text(&e)))),
+            },
+            b"mkdir" => self.one_path(&args, "mkdir", |sh, p| {
+                sh.s.mkdir(p, Some(0o777))
+                    .map_err(|e| remote_err(&format!("remote mkdir \"{}\"", lossy(p)), e))
+            }),
+            b"lmkdir" => {
+                let p = arg(&args, 1, "lmkdir")?;
+                std::fs::create_dir(path_of(p)).map_err(|e| {
+                    err(&format!(
+                        "Couldn't create local directory \"{}\": {}",
+                        lossy(p),
+                        os_text(&e)
+                    ))
+                })?;
+                Ok(true)
+            }
+            b"rmdir" => self.one_path(&args, "rmdir", |sh, p| {
+                sh.s.rmdir(p)
+                    .map_err(|e| remote_err(&format!("remote rmdir \"{}\"", lossy(p)), e))
+            }),
+            b"rm" => self.rm(&args),
+            b"rename" => {
+                let (from, to) = (arg(&args, 1, "rename")?, arg(&args, 2, "rename")?);
+                let (f, t) = (absolute(&self.cwd, from), absolute(&self.cwd, to));
+                self.s.rename(&f, &t, true).map_err(|e| {
+                    remote_err(
+                        &format!("remote rename \"{}\" to \"{}\"", lossy(&f), lossy(&t)),
+                        e,
+                    )
+                })?;
+                Ok(true)
+            }
+            b"chmod" => {
+                let m = arg(&args, 1, "chmod")?;
+                let mode = std::str::from_utf8(m)
+                    .ok()
+                    .and_then(|m| u32::from_str_radix(m, 8).ok())
+                    .filter(|m| *m <= 0o7777)
+                    .ok_or_else(|| {
+                        err("You must supply a numeric argument to the chmod command.")
+                    })?;
+                self.setstat_glob(&args, "chmod", |a| a.permissions = Some(mode))
+            }
+            b"chown" | b"chgrp" => {
+                let which = if cmd.as_slice() == b"chown" {
+                    "chown"
+                } else {
+                    "chgrp"
+                };
+                let n = arg(&args, 1, which)?;
+                let id: u32 = std::str::from_utf8(n)
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| {
+                        err(&format!(
+                            "You must supply a numeric argument to the {which} command."
+                        ))
+                    })?;
+                self.chown(&args, which, id)
+            }
+            b"ln" | b"symlink" => self.ln(&args),
+            b"df" => self.df(&args),
+            b"version" => {
+                println!("SFTP protocol version 3");
+                Ok(true)
+            }
+            b"progress" => {
+                self.set.transfer.progress = !self.set.transfer.progress;
+                println!(
+                    "Progress meter {}abled",
+                    if self.set.transfer.progress {
+                        "en"
+                    } else {
+                        "dis"
+                    }
+                );
+                Ok(true)
+            }
+            b"help" | b"?" => {
+                println!("{HELP}");
+                Ok(true)
+            }
+            _ => Err(err("Invalid command.")),
+        }
+    }
+
+    fn shell(&mut self, cmd: &[u8]) -> Done {
+        let shell = std::env::var_os("SHELL").unwrap_or_else(|| "/bin/sh".into());
+        let mut c = std::process::Command::new(shell);
+        if !cmd.is_empty() {
+            c.arg("-c").arg(OsStr::from_bytes(cmd));
+        }
+        match c.status() {
+            Ok(st) if st.success() => Ok(true),
+            Ok(st) => Err(err(&format!(
+                "Shell exited with status {}",
+                st.code().unwrap_or(255)
+            ))),
+            Err(e) => Err(err(&format!("Couldn't execute shell: {}", os_text(&e)))),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Command lines as sftp reads them: words (quotes, backslashes), a
+//! command's flags, local globs, the help text.
+
+use super::*;
+
+pub(super) fn arg<'a>(args: &'a [Vec<u8>], i: usize, name: &str) -> Result<&'a [u8], Fail> {
+    // Flags are not taken by these commands; the operands are positional.
+    args.get(i)
+        .map(Vec::as_slice)
+        .ok_or_else(|| err(&format!("You must specify a path after a {name} command.")))
+}
+
+/// A command's flags (`-x`, bundled) before its operands.
+pub(super) fn flags(
+    args: &[Vec<u8>],
+    spec: &str,
+    name: &str,
+) -> Result<(Vec<char>, Vec<Vec<u8>>), Fail> {
+    let mut fl = Vec::new();
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        if a.len() < 2 || a.first() != Some(&b'-') {
+            break;
+        }
+        i += 1;
+        if a.as_slice() == b"--" {
+            break;
+        }
+        for c in a.iter().skip(1) {
+            let c = *c as char;
+            if !spec.contains(c) {
+                return Err(err(&format!("{name}: Invalid flag -{c}")));
+            }
+            fl.push(c);
+        }
+    }
+    Ok((fl, args.get(i..).unwrap_or_default().to_vec()))
+}
+
+/// Local paths a pattern names (glob(3)); the pattern itself when it has
+/// no glob characters and exists.
+pub(super) fn local_glob(p: &[u8]) -> Vec<PathBuf> {
+    if !remote::has_glob(p) {
+        let path = path_of(p);
+        return if std::fs::symlink_metadata(&path).is_ok() {
+            vec![path]
+        } else {
+            Vec::new()
+        };
+    }
+    let Ok(c) = std::ffi::CString::new(p) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    // SAFETY: glob fills the zeroed glob_t we own; globfree releases it;
+    // gl_pathv holds gl_pathc valid C strings in between.
+    unsafe {
+        let mut g: libc::glob_t = std::mem::zeroed();
+        if libc::glob(c.as_ptr(), 0, None, &mut g) == 0 {
+            for i in 0..g.gl_pathc {
+                let s = *g.gl_pathv.add(i);
+                if !s.is_null() {
+                    out.push(path_of(std::ffi::CStr::from_ptr(s).to_bytes()));
+                }
+            }
+        }
+        libc::globfree(&mut g);
+    }
+    out
+}
+
+/// Splits a command line into words: blanks separate, '...' and "..."
+/// quote, a backslash escapes the next byte (sftp's makeargv).
+pub(super) fn tokenize(line: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
+    let mut out = Vec::new();
+    let mut cur = Vec::new();
+    let mut in_word = false;
+    let mut quote: Option<u8> = None;
+    let mut it = line.iter().copied();
+    while let Some(c) = it.next() {
+        match (quote, c) {
+            (_, b'\\') if quote != Some(b'\'') => {
+                let Some(n) = it.next() else {
+                    return Err("Unterminated escape sequence");
+                };
+                cur.push(n);
+                in_word = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, b'\'' | b'"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, b' ' | b'\t' | b'\n' | b'\r') => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err("Unterminated quoted argument");
+    }
+    if in_word {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+pub(super) const HELP: &str = "Available commands:
+bye                                Quit sftp
+cd path                            Change remote directory to 'path'
+chgrp grp path                     Change group of file 'path' to 'grp'
+chmod mode path                    Change permissions of file 'path' to 'mode'
+chown own path                     Change owner of file 'path' to 'own'
+df [-hi] [path]                    Display statistics for current directory or
+                                   filesystem containing 'path'
+exit                               Quit sftp
+get [-afpPr] remote [local]        Download file
+reget [-fpPr] remote [local]       Resume download file
+reput [-fpPr] [local] remote       Resume upload file
+help                               Display this help text
+lcd path                           Change local directory to 'path'
+lmkdir path                        Create local directory
+ln [-s] oldpath newpath            Link remote file (-s for symlink)
+lpwd                               Print local working directory
+ls [-1afhlnrSt] [path]             Display remote directory listing
+mkdir path                         Create remote directory
+progress                           Toggle display of progress meter
+put [-afpPr] [local [remote]]      Upload file
+pwd                                Display remote working directory
+quit                               Quit sftp
+rename oldpath newpath             Rename remote file
+rm path                            Delete remote file
+rmdir path                         Remove remote directory
+symlink oldpath newpath            Symlink remote file
+version                            Show SFTP version
+!command                           Execute 'command' in local shell
+!                                  Escape to local shell
+?                                  Synonym for help";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_as_sftp_splits_them() {
+        let w = tokenize(br#"put "a b" c\ d 'e\f' "#).unwrap();
+        assert_eq!(
+            w,
+            vec![
+                b"put".to_vec(),
+                b"a b".to_vec(),
+                b"c d".to_vec(),
+                b"e\\f".to_vec()
+            ]
+        );
+        assert!(tokenize(b"get \"x").is_err());
+        assert_eq!(tokenize(b"get \xff").unwrap()[1], b"\xff");
+    }
+}

@@ -1,0 +1,323 @@
+//! sftp's get, put (reget, reput) and their recursive forms over
+//! transfer.rs: destinations as sftp picks them, "Fetching"/"Uploading"
+//! lines, directory trees.
+
+use super::*;
+
+impl Shell {
+    pub(super) fn get(&mut self, args: &[Vec<u8>], resume: bool) -> Done {
+        let (fl, ops) = flags(&args[1..], "afPpr", "get")?;
+        let mut o = self.set.transfer.clone();
+        o.resume |= resume || fl.contains(&'a');
+        o.preserve |= fl.contains(&'p') || fl.contains(&'P');
+        o.fsync |= fl.contains(&'f');
+        let recursive = self.set.recursive || fl.contains(&'r');
+        let Some(src) = ops.first() else {
+            return Err(err(
+                "You must specify at least one path after a get command.",
+            ));
+        };
+        let dst = ops.get(1).map(|d| path_of(d));
+        let mut matches =
+            remote::glob(&mut self.s, &self.cwd, src).map_err(|e| remote_err("get", e))?;
+        if matches.len() == 1 && matches[0].1.is_none() {
+            match self.s.stat(&matches[0].0, true) {
+                Ok(a) => matches[0].1 = Some(a),
+                Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
+                Err(_) => matches.clear(),
+            }
+        }
+        if matches.is_empty() {
+            return Err(err(&format!(
+                "File \"{}\" not found.",
+                lossy(&absolute(&self.cwd, src))
+            )));
+        }
+        let dst_dir = dst.as_ref().is_some_and(|d| d.is_dir());
+        if matches.len() > 1 && dst.is_some() && !dst_dir {
+            return Err(err(&format!(
+                "Multiple source paths, but destination \"{}\" is not a directory",
+                dst.as_ref()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default()
+            )));
+        }
+        let mut failed = false;
+        for (m, a) in matches {
+            let base = path_of(basename(&m));
+            let local = match &dst {
+                None => base,
+                Some(d) if dst_dir => d.join(base),
+                Some(d) => d.clone(),
+            };
+            let is_dir = a
+                .as_ref()
+                .and_then(|a| a.permissions)
+                .is_some_and(|p| p & 0o170000 == 0o040000);
+            let r = if is_dir && recursive {
+                self.get_dir(&m, &local, &o)
+            } else if is_dir {
+                Err(err(&format!(
+                    "download \"{}\": not a regular file",
+                    lossy(&m)
+                )))
+            } else {
+                if !self.set.quiet {
+                    println!("Fetching {} to {}", lossy(&m), local.display());
+                }
+                transfer::download(&mut self.s, &m, &local, &o).map_err(transfer_err)
+            };
+            match r {
+                Ok(()) => {}
+                Err(Fail::Fatal(f)) => return Err(Fail::Fatal(f)),
+                Err(Fail::Failed) => failed = true,
+            }
+        }
+        if failed {
+            Err(Fail::Failed)
+        } else {
+            Ok(true)
+        }
+    }
+
+    pub(super) fn get_dir(
+        &mut self,
+        remote_dir: &[u8],
+        local: &Path,
+        o: &Options,
+    ) -> Result<(), Fail> {
+        if !self.set.quiet {
+            println!("Retrieving {}", lossy(remote_dir));
+        }
+        match std::fs::create_dir(local) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && local.is_dir() => {}
+            Err(e) => return Err(err(&format!("mkdir {}: {}", local.display(), os_text(&e)))),
+        }
+        let entries = self.s.read_dir(remote_dir).map_err(|e| {
+            remote_err(
+                &format!("Unable to open directory \"{}\"", lossy(remote_dir)),
+                e,
+            )
+        })?;
+        let mut failed = false;
+        for e in entries {
+            if e.filename == b"." || e.filename == b".." || e.filename.contains(&b'/') {
+                continue;
+            }
+            let r = remote::join(remote_dir, &e.filename);
+            let l = local.join(path_of(&e.filename));
+            let kind = e.attrs.permissions.map(|p| p & 0o170000);
+            let res = match kind {
+                Some(0o040000) => self.get_dir(&r, &l, o),
+                Some(0o100000) => {
+                    if !self.set.quiet {
+                        println!("Fetching {} to {}", lossy(&r), l.display());
+                    }
+                    transfer::download(&mut self.s, &r, &l, o).map_err(transfer_err)
+                }
+                _ => {
+                    crate::log!(Info, "download \"{}\": not a regular file", lossy(&r));
+                    Ok(())
+                }
+            };
+            match res {
+                Ok(()) => {}
+                Err(Fail::Fatal(f)) => return Err(Fail::Fatal(f)),
+                Err(Fail::Failed) => failed = true,
+            }
+        }
+        if o.preserve {
+            if let Some((_, mt)) = self
+                .s
+                .stat(remote_dir, true)
+                .ok()
+                .and_then(|a| a.atime_mtime)
+            {
+                let _ = set_path_times(local, mt);
+            }
+        }
+        if failed {
+            Err(Fail::Failed)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(super) fn put(&mut self, args: &[Vec<u8>], resume: bool) -> Done {
+        let (fl, ops) = flags(&args[1..], "afPpr", "put")?;
+        let mut o = self.set.transfer.clone();
+        o.resume |= resume || fl.contains(&'a');
+        o.preserve |= fl.contains(&'p') || fl.contains(&'P');
+        o.fsync |= fl.contains(&'f');
+        let recursive = self.set.recursive || fl.contains(&'r');
+        let Some(src) = ops.first() else {
+            return Err(err(
+                "You must specify at least one path after a put command.",
+            ));
+        };
+        let locals = local_glob(src);
+        if locals.is_empty() {
+            return Err(err(&format!("File \"{}\" not found.", lossy(src))));
+        }
+        let dst = ops.get(1).map(|d| absolute(&self.cwd, d));
+        let dst_dir = match &dst {
+            None => true,
+            Some(d) => match self.s.stat(d, true) {
+                Ok(a) => a.permissions.is_some_and(|m| m & 0o170000 == 0o040000),
+                Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
+                Err(_) => false,
+            },
+        };
+        if locals.len() > 1 && !dst_dir {
+            return Err(err(&format!(
+                "Multiple paths match, but destination \"{}\" is not a directory",
+                lossy(dst.as_deref().unwrap_or_default())
+            )));
+        }
+        let mut failed = false;
+        for l in locals {
+            let base = basename(l.as_os_str().as_bytes()).to_vec();
+            let target = match &dst {
+                None => remote::join(&self.cwd, &base),
+                Some(d) if dst_dir => remote::join(d, &base),
+                Some(d) => d.clone(),
+            };
+            let r = if l.is_dir() && recursive {
+                self.put_dir(&l, &target, &o)
+            } else if l.is_dir() {
+                Err(err(&format!("Skipping non-regular file {}", l.display())))
+            } else {
+                if !self.set.quiet {
+                    println!("Uploading {} to {}", l.display(), lossy(&target));
+                }
+                transfer::upload(&mut self.s, &l, &target, &o).map_err(transfer_err)
+            };
+            match r {
+                Ok(()) => {}
+                Err(Fail::Fatal(f)) => return Err(Fail::Fatal(f)),
+                Err(Fail::Failed) => failed = true,
+            }
+        }
+        if failed {
+            Err(Fail::Failed)
+        } else {
+            Ok(true)
+        }
+    }
+
+    pub(super) fn put_dir(
+        &mut self,
+        local: &Path,
+        remote_dir: &[u8],
+        o: &Options,
+    ) -> Result<(), Fail> {
+        if !self.set.quiet {
+            println!("Entering {}", local.display());
+        }
+        put_tree(&mut self.s, local, remote_dir, o, self.set.quiet)
+    }
+}
+
+/// Uploads the directory `local` as `remote_dir` (made if missing).
+pub(super) fn put_tree(
+    s: &mut Sftp,
+    local: &Path,
+    remote_dir: &[u8],
+    o: &Options,
+    quiet: bool,
+) -> Result<(), Fail> {
+    let mode = std::fs::metadata(local)
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
+        .unwrap_or(0o755);
+    match s.mkdir(remote_dir, Some(mode | 0o700)) {
+        Ok(()) => {}
+        Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
+        Err(e) => {
+            let is_dir = s
+                .stat(remote_dir, true)
+                .ok()
+                .and_then(|a| a.permissions)
+                .is_some_and(|m| m & 0o170000 == 0o040000);
+            if !is_dir {
+                return Err(err(&format!(
+                    "Couldn't create directory \"{}\": {e}",
+                    lossy(remote_dir)
+                )));
+            }
+        }
+    }
+    let rd = std::fs::read_dir(local).map_err(|e| {
+        err(&format!(
+            "Unable to open directory \"{}\": {}",
+            local.display(),
+            os_text(&e)
+        ))
+    })?;
+    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    let mut failed = false;
+    for l in entries {
+        let name = basename(l.as_os_str().as_bytes()).to_vec();
+        let r = remote::join(remote_dir, &name);
+        let meta = match std::fs::symlink_metadata(&l) {
+            Ok(m) => m,
+            Err(_) => continue,
+        };
+        let res = if meta.is_dir() {
+            put_tree(s, &l, &r, o, quiet)
+        } else if meta.is_file() {
+            if !quiet {
+                println!("Uploading {} to {}", l.display(), lossy(&r));
+            }
+            transfer::upload(s, &l, &r, o).map_err(transfer_err)
+        } else {
+            crate::log!(Info, "Skipping non-regular file {}", l.display());
+            Ok(())
+        };
+        match res {
+            Ok(()) => {}
+            Err(Fail::Fatal(f)) => return Err(Fail::Fatal(f)),
+            Err(Fail::Failed) => failed = true,
+        }
+    }
+    if o.preserve {
+        if let Ok(m) = std::fs::metadata(local) {
+            let t = |x: std::io::Result<std::time::SystemTime>| {
+                x.ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_secs() as u32)
+            };
+            let a = Attrs {
+                permissions: Some(mode),
+                atime_mtime: Some((t(m.accessed()), t(m.modified()))),
+                ..Attrs::default()
+            };
+            let _ = s.setstat(remote_dir, a);
+        }
+    }
+    if failed {
+        Err(Fail::Failed)
+    } else {
+        Ok(())
+    }
+}
+
+pub(super) fn set_path_times(p: &Path, mtime: u32) -> std::io::Result<()> {
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes())?;
+    let ts = [
+        libc::timespec {
+            tv_sec: mtime as libc::time_t,
+            tv_nsec: 0,
+        },
+        libc::timespec {
+            tv_sec: mtime as libc::time_t,
+            tv_nsec: 0,
+        },
+    ];
+    // SAFETY: a valid C string and two live timespecs.
+    if unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), ts.as_ptr(), 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! sluice's own SFTP client, used by `sluice-sftp` and `sluice-scp`
+//! (scp speaks SFTP, as OpenSSH 9's does). The connection is sluice's own
+//! client in this process: ssh_config, host keys, identities and the agent
+//! exactly as `sluice` uses them; the session channel asks for the "sftp"
+//! subsystem and its other end is in-process (channel.rs), so no ssh
+//! program runs and the channel keeps sluice's window growth.
+//!
+//! Threads: the pump runs on the calling thread; the program (the command
+//! interpreter or scp, over session.rs and transfer.rs) runs on its own,
+//! so disk waits never hold the connection.
+//!
+//! - `channel.rs`: the in-process channel end and the program's [`Link`].
+//! - `session.rs`: requests and replies, the version exchange, limits.
+//! - `transfer.rs`: pipelined downloads and uploads, resume, temp names.
+//! - `progress.rs`: the progress meter.
+//! - `commands/`: sftp's commands (batch files and the prompt): `mod.rs` the
+//!   loop and dispatch, `xfer.rs` get and put, `ops.rs` the others,
+//!   `words.rs` command lines.
+//! - `scp.rs`: scp's copies.
+//! - `remote.rs`: remote paths: joining, globbing.
+
+pub mod channel;
+pub mod commands;
+pub mod progress;
+pub mod remote;
+pub mod scp;
+pub mod session;
+pub mod transfer;
+
+#[cfg(test)]
+mod tests;
+
+pub use channel::Link;
+
+use crate::client::ClientOptions;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Connects with `opts` (its plan naming the subsystem or command), runs
+/// `program` on the session's channel and returns its exit code; when the
+/// connection fails first, ssh's message and "Connection closed", 255.
+pub fn run<F>(mut opts: ClientOptions, program: F) -> i32
+where
+    F: FnOnce(Link) -> i32 + Send + 'static,
+{
+    let (end, link) = match channel::pair() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("eventfd: {e}");
+            return 255;
+        }
+    };
+    opts.plan.channel_end = Some(Box::new(end));
+    opts.plan.stdio = false;
+    let (tx, rx) = mpsc::channel();
+    let program_link = link.clone();
+    let spawned = std::thread::Builder::new()
+        .name("sftp-client".into())
+        .spawn(move || {
+            let code = program(program_link);
+            let _ = tx.send(code);
+        });
+    if let Err(e) = spawned {
+        eprintln!("starting the sftp thread: {e}");
+        return 255;
+    }
+    let r = crate::client::connect(opts);
+    if let Err(e) = &r {
+        crate::log::print(&e.to_string());
+    }
+    link.close("Connection closed");
+    // The program ends once its replies stop; one still reading a prompt
+    // from the terminal is not waited for.
+    rx.recv_timeout(Duration::from_secs(5)).unwrap_or(255)
+}

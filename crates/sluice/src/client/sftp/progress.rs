@@ -1,0 +1,131 @@
+//! The progress meter, in the shape of OpenSSH's progressmeter.c: file
+//! name, percent, bytes, rate and ETA on one line rewritten in place
+//! (about once a second), the elapsed time once done. Only drawn when
+//! asked for (stdout a terminal, not -q, not batch mode).
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// One file's meter.
+pub struct Meter {
+    on: bool,
+    name: String,
+    total: u64,
+    done: u64,
+    start_at: u64,
+    started: Instant,
+    last_draw: Option<Instant>,
+}
+
+impl Meter {
+    /// A meter for `name` of `total` bytes, `already` of them there (resume).
+    pub fn new(on: bool, name: &str, total: u64, already: u64) -> Meter {
+        let base = name.rsplit('/').next().unwrap_or(name).to_owned();
+        Meter {
+            on,
+            name: base,
+            total,
+            done: already,
+            start_at: already,
+            started: Instant::now(),
+            last_draw: None,
+        }
+    }
+
+    /// `n` more bytes moved.
+    pub fn add(&mut self, n: u64) {
+        self.done += n;
+        if !self.on {
+            return;
+        }
+        let now = Instant::now();
+        if self
+            .last_draw
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+        {
+            self.last_draw = Some(now);
+            self.draw(false);
+        }
+    }
+
+    /// The transfer finished: the last line, with the elapsed time.
+    pub fn done(&mut self) {
+        if self.on {
+            self.draw(true);
+            println!();
+        }
+    }
+
+    fn draw(&self, finished: bool) {
+        let elapsed = self.started.elapsed().as_secs_f64().max(0.001);
+        let moved = self.done.saturating_sub(self.start_at);
+        let rate = moved as f64 / elapsed;
+        let pct = (self.done.min(self.total).saturating_mul(100))
+            .checked_div(self.total)
+            .unwrap_or(100) as u32;
+        let secs = if finished {
+            elapsed as u64
+        } else if rate > 0.0 {
+            (self.total.saturating_sub(self.done) as f64 / rate) as u64
+        } else {
+            0
+        };
+        let time = if secs >= 3600 {
+            format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+        } else {
+            format!("   {:02}:{:02}", secs / 60, secs % 60)
+        };
+        let width = terminal_width();
+        let right = format!(
+            " {pct:3}% {} {}/s {time} {}",
+            units(self.done),
+            units(rate as u64),
+            if finished { "   " } else { "ETA" }
+        );
+        let room = width.saturating_sub(right.len() + 1).max(1);
+        let name: String = self.name.chars().take(room).collect();
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "\r{name:<room$}{right}");
+        let _ = out.flush();
+    }
+}
+
+/// Bytes as progressmeter.c prints them: 5 columns and a unit.
+fn units(n: u64) -> String {
+    const U: [&str; 7] = ["B ", "KB", "MB", "GB", "TB", "PB", "EB"];
+    let mut v = n;
+    let mut i = 0;
+    while v >= 100_000 && i + 1 < U.len() {
+        v /= 1024;
+        i += 1;
+    }
+    format!("{v:5}{}", U.get(i).copied().unwrap_or("B "))
+}
+
+/// The terminal's width (80 when stdout is not one).
+pub fn terminal_width() -> usize {
+    // SAFETY: TIOCGWINSZ fills the zeroed winsize we pass.
+    let ws = unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) != 0 {
+            return 80;
+        }
+        ws
+    };
+    if ws.ws_col == 0 {
+        80
+    } else {
+        ws.ws_col as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn units_fit_five_columns() {
+        assert_eq!(super::units(0), "    0B ");
+        assert_eq!(super::units(99_999), "99999B ");
+        assert_eq!(super::units(10 << 20), "10240KB");
+        assert_eq!(super::units(300 << 20), "  300MB");
+    }
+}

@@ -1,0 +1,255 @@
+//! scp(1)'s copies over SFTP, as OpenSSH 9's scp does by default: remote
+//! to local and local to remote (one remote host per run; remote to
+//! remote, `-3`, is refused). Remote sources are globbed on the server's
+//! listing; relative remote paths start at the login directory. Errors
+//! name the file, `scp: path: reason`, the other files still go, and the
+//! exit code is 1 when any failed (255 when the connection failed).
+
+use super::commands::{put_tree_quiet, Failure};
+use super::remote::{self, absolute, basename};
+use super::session::{Sftp, SftpError};
+use super::transfer::{self, os_text, Options, TransferError};
+use super::Link;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// One side of a copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A local path.
+    Local(PathBuf),
+    /// A path on the remote host (empty: the login directory).
+    Remote(Vec<u8>),
+}
+
+/// scp's flags that reach the copies.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// -r.
+    pub recursive: bool,
+    /// Transfer flags (-p, the meter, request depth and size).
+    pub transfer: Options,
+}
+
+fn say(msg: &str) {
+    eprintln!("scp: {msg}");
+}
+
+fn path_of(b: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(b))
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Copies `sources` to `target` over `link`; returns the exit code.
+pub fn main(link: Link, set: Settings, sources: Vec<Place>, target: Place) -> i32 {
+    let mut s = match Sftp::init(link) {
+        Ok(s) => s,
+        Err(e) => {
+            say(&e.text());
+            return 255;
+        }
+    };
+    let home = match s.realpath(b".") {
+        Ok(h) => h,
+        Err(e) => {
+            say(&format!("Couldn't canonicalize \".\": {e}"));
+            s.finish();
+            return if matches!(e, SftpError::Fatal(_)) {
+                255
+            } else {
+                1
+            };
+        }
+    };
+    let r = match target {
+        Place::Local(t) => download(&mut s, &set, &home, &sources, &t),
+        Place::Remote(t) => upload(&mut s, &set, &home, &sources, &t),
+    };
+    s.finish();
+    match r {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(m) => {
+            say(&m);
+            255
+        }
+    }
+}
+
+/// Ok(all copied), or Err(fatal message).
+fn download(
+    s: &mut Sftp,
+    set: &Settings,
+    home: &[u8],
+    sources: &[Place],
+    target: &Path,
+) -> Result<bool, String> {
+    let target_dir = target.is_dir();
+    let mut ok = true;
+    let mut matched = 0;
+    for src in sources {
+        let Place::Remote(p) = src else {
+            say("local and remote sources cannot be mixed");
+            return Ok(false);
+        };
+        let p = if p.is_empty() {
+            b".".to_vec()
+        } else {
+            p.clone()
+        };
+        let mut found = remote::glob(s, home, &p).map_err(|e| e.text())?;
+        if found.len() == 1 && found[0].1.is_none() {
+            match s.stat(&found[0].0, true) {
+                Ok(a) => found[0].1 = Some(a),
+                Err(SftpError::Fatal(m)) => return Err(m),
+                Err(e) => {
+                    say(&format!("{}: {e}", lossy(&absolute(home, &p))));
+                    ok = false;
+                    continue;
+                }
+            }
+        }
+        if found.is_empty() {
+            say(&format!(
+                "{}: No such file or directory",
+                lossy(&absolute(home, &p))
+            ));
+            ok = false;
+            continue;
+        }
+        matched += found.len();
+        if matched > 1 && !target_dir {
+            say(&format!("\"{}\": Not a directory", target.display()));
+            return Ok(false);
+        }
+        for (m, a) in found {
+            let local = if target_dir {
+                target.join(path_of(basename(&m)))
+            } else {
+                target.to_path_buf()
+            };
+            let is_dir = a
+                .and_then(|a| a.permissions)
+                .is_some_and(|p| p & 0o170000 == 0o040000);
+            let r = if is_dir && set.recursive {
+                get_tree(s, &m, &local, &set.transfer)
+            } else if is_dir {
+                say(&format!("{}: not a regular file", lossy(&m)));
+                Ok(false)
+            } else {
+                copy_down(s, &m, &local, &set.transfer)
+            };
+            ok &= r?;
+        }
+    }
+    Ok(ok)
+}
+
+fn copy_down(s: &mut Sftp, m: &[u8], local: &Path, o: &Options) -> Result<bool, String> {
+    match transfer::download(s, m, local, o) {
+        Ok(()) => Ok(true),
+        Err(TransferError::Fatal(f)) => Err(f),
+        Err(TransferError::Failed(f)) => {
+            say(&f);
+            Ok(false)
+        }
+    }
+}
+
+fn get_tree(s: &mut Sftp, dir: &[u8], local: &Path, o: &Options) -> Result<bool, String> {
+    match std::fs::create_dir(local) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && local.is_dir() => {}
+        Err(e) => {
+            say(&format!("{}: {}", local.display(), os_text(&e)));
+            return Ok(false);
+        }
+    }
+    let entries = match s.read_dir(dir) {
+        Ok(e) => e,
+        Err(SftpError::Fatal(m)) => return Err(m),
+        Err(e) => {
+            say(&format!("{}: {e}", lossy(dir)));
+            return Ok(false);
+        }
+    };
+    let mut ok = true;
+    for e in entries {
+        if e.filename == b"." || e.filename == b".." || e.filename.contains(&b'/') {
+            continue;
+        }
+        let r = remote::join(dir, &e.filename);
+        let l = local.join(path_of(&e.filename));
+        ok &= match e.attrs.permissions.map(|p| p & 0o170000) {
+            Some(0o040000) => get_tree(s, &r, &l, o)?,
+            Some(0o100000) => copy_down(s, &r, &l, o)?,
+            _ => true,
+        };
+    }
+    Ok(ok)
+}
+
+fn upload(
+    s: &mut Sftp,
+    set: &Settings,
+    home: &[u8],
+    sources: &[Place],
+    target: &[u8],
+) -> Result<bool, String> {
+    let t = absolute(home, if target.is_empty() { b"." } else { target });
+    let target_dir = match s.stat(&t, true) {
+        Ok(a) => a.permissions.is_some_and(|m| m & 0o170000 == 0o040000),
+        Err(SftpError::Fatal(m)) => return Err(m),
+        Err(_) => false,
+    };
+    if sources.len() > 1 && !target_dir {
+        say(&format!("{}: Not a directory", lossy(&t)));
+        return Ok(false);
+    }
+    let mut ok = true;
+    for src in sources {
+        let Place::Local(l) = src else {
+            say("remote to remote copies are not supported by sluice-scp");
+            return Ok(false);
+        };
+        let meta = match std::fs::metadata(l) {
+            Ok(m) => m,
+            Err(e) => {
+                say(&format!("{}: {}", l.display(), os_text(&e)));
+                ok = false;
+                continue;
+            }
+        };
+        let dest = if target_dir {
+            remote::join(&t, basename(l.as_os_str().as_bytes()))
+        } else {
+            t.clone()
+        };
+        if meta.is_dir() {
+            if !set.recursive {
+                say(&format!("{}: not a regular file", l.display()));
+                ok = false;
+                continue;
+            }
+            match put_tree_quiet(s, l, &dest, &set.transfer) {
+                Ok(()) => {}
+                Err(Failure::Fatal(m)) => return Err(m),
+                Err(Failure::Failed) => ok = false,
+            }
+            continue;
+        }
+        match transfer::upload(s, l, &dest, &set.transfer) {
+            Ok(()) => {}
+            Err(TransferError::Fatal(f)) => return Err(f),
+            Err(TransferError::Failed(f)) => {
+                say(&f);
+                ok = false;
+            }
+        }
+    }
+    Ok(ok)
+}

@@ -1,0 +1,382 @@
+//! One SFTP session seen from the client (draft-ietf-secsh-filexfer-02,
+//! OpenSSH's PROTOCOL 4.x): the version exchange, limits@openssh.com, and
+//! each request as a call that waits for its reply. Transfers keep many
+//! requests in flight through [`Sftp::send`] and [`Sftp::recv`] instead
+//! (transfer.rs).
+
+use super::channel::Link;
+use sluice_proto::sftp::response::{self, Limits};
+use sluice_proto::sftp::{pflags, Attrs, Extended, NameEntry, Reply, Request, Status};
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SftpError {
+    /// The server answered with a status other than OK.
+    Remote(Status),
+    /// The session cannot go on: the connection ended or the server broke
+    /// the protocol (sftp exits 255).
+    Fatal(String),
+}
+
+impl SftpError {
+    /// The text sftp shows for the error (OpenSSH's fx2txt for a status).
+    pub fn text(&self) -> String {
+        match self {
+            SftpError::Remote(s) => fx2txt(*s).to_owned(),
+            SftpError::Fatal(m) => m.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for SftpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+/// A status code as OpenSSH's sftp prints it.
+pub fn fx2txt(s: Status) -> &'static str {
+    match s.0 {
+        0 => "No error",
+        1 => "End of file",
+        2 => "No such file or directory",
+        3 => "Permission denied",
+        4 => "Failure",
+        5 => "Bad message",
+        6 => "No connection",
+        7 => "Connection lost",
+        8 => "Operation unsupported",
+        _ => "Unknown status",
+    }
+}
+
+/// Result of a request.
+pub type SftpResult<T> = Result<T, SftpError>;
+
+fn bad(what: &str) -> SftpError {
+    SftpError::Fatal(format!(
+        "Server sent a malformed or unexpected reply ({what})"
+    ))
+}
+
+/// READ and WRITE sizes used until limits@openssh.com says otherwise:
+/// OpenSSH's default buffer (32 KiB), what every server takes.
+const DEFAULT_IO: u32 = 32 * 1024;
+
+/// The session: the channel, request ids and what the server offers.
+pub struct Sftp {
+    link: Link,
+    next_id: u32,
+    /// The extensions the server announced, (name, version).
+    pub extensions: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Largest READ to ask for.
+    pub max_read: u32,
+    /// Largest WRITE to send.
+    pub max_write: u32,
+    scratch: Vec<u8>,
+}
+
+impl Sftp {
+    /// Sends INIT, reads VERSION, asks for limits@openssh.com when offered.
+    pub fn init(link: Link) -> SftpResult<Sftp> {
+        let mut s = Sftp {
+            link,
+            next_id: 1,
+            extensions: Vec::new(),
+            max_read: DEFAULT_IO,
+            max_write: DEFAULT_IO,
+            scratch: Vec::new(),
+        };
+        let init = Request::Init {
+            version: sluice_proto::sftp::VERSION,
+            extensions: Vec::new(),
+        };
+        s.send(&init)?;
+        let body = s.recv()?;
+        match Reply::decode(&body) {
+            Ok(Reply::Version {
+                version,
+                extensions,
+            }) => {
+                if version != sluice_proto::sftp::VERSION {
+                    crate::log!(Debug1, "Server speaks SFTP version {version}; using 3");
+                }
+                s.extensions = extensions
+                    .into_iter()
+                    .map(|(n, d)| (n.to_vec(), d.to_vec()))
+                    .collect();
+            }
+            _ => return Err(bad("no VERSION")),
+        }
+        for (n, d) in &s.extensions {
+            crate::log!(
+                Debug2,
+                "Server supports extension \"{}\" revision {}",
+                String::from_utf8_lossy(n),
+                String::from_utf8_lossy(d)
+            );
+        }
+        if s.has("limits@openssh.com", "1") {
+            let data = s.extended(Extended::Limits)?;
+            let l = Limits::decode(&data).map_err(|_| bad("limits"))?;
+            s.apply_limits(&l);
+        }
+        Ok(s)
+    }
+
+    /// Takes the server's limits: READ and WRITE sizes within its packet
+    /// size (and our ceiling on replies).
+    fn apply_limits(&mut self, l: &Limits) {
+        let ceiling = u64::from(super::channel::MAX_PACKET_CEILING) - 1024;
+        let packet = if l.max_packet == 0 {
+            256 * 1024
+        } else {
+            l.max_packet
+                .min(u64::from(super::channel::MAX_PACKET_CEILING))
+        };
+        self.link.set_max_packet(packet as u32);
+        let pick = |v: u64| -> u32 {
+            let v = if v == 0 { packet - 1024 } else { v };
+            v.min(packet.saturating_sub(1024)).clamp(512, ceiling) as u32
+        };
+        self.max_read = pick(l.max_read);
+        self.max_write = pick(l.max_write);
+        crate::log!(
+            Debug2,
+            "Server limits: packet {}, read {}, write {}",
+            l.max_packet,
+            self.max_read,
+            self.max_write
+        );
+    }
+
+    /// Whether the server announced extension `name` at version `ver`.
+    pub fn has(&self, name: &str, ver: &str) -> bool {
+        self.extensions
+            .iter()
+            .any(|(n, d)| n == name.as_bytes() && d == ver.as_bytes())
+    }
+
+    /// Sends `req` under a new id; returns the id.
+    pub fn send(&mut self, req: &Request<'_>) -> SftpResult<u32> {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        self.scratch.clear();
+        req.encode(id, &mut self.scratch);
+        self.link.send(&self.scratch).map_err(SftpError::Fatal)?;
+        Ok(id)
+    }
+
+    /// The next reply body, in the order the server sent them.
+    pub fn recv(&mut self) -> SftpResult<Vec<u8>> {
+        self.link.recv().map_err(SftpError::Fatal)
+    }
+
+    /// Sends `req` and waits for its reply (nothing else may be in flight).
+    fn call(&mut self, req: &Request<'_>) -> SftpResult<Vec<u8>> {
+        let id = self.send(req)?;
+        let body = self.recv()?;
+        match Reply::decode(&body) {
+            Ok(r) if r.id() == Some(id) => Ok(body),
+            Ok(_) => Err(bad("wrong id")),
+            Err(e) => Err(SftpError::Fatal(format!("{e}"))),
+        }
+    }
+
+    /// A request answered by a STATUS.
+    fn call_status(&mut self, req: &Request<'_>) -> SftpResult<()> {
+        let body = self.call(req)?;
+        status_of(&body)
+    }
+
+    /// The session is over: EOF on the channel.
+    pub fn finish(&self) {
+        self.link.finish();
+    }
+
+    /// An extended request answered by EXTENDED_REPLY; its fields.
+    pub fn extended(&mut self, e: Extended<'_>) -> SftpResult<Vec<u8>> {
+        let body = self.call(&Request::Extended(e))?;
+        match Reply::decode(&body) {
+            Ok(Reply::ExtendedReply { data, .. }) => Ok(data.to_vec()),
+            Ok(Reply::Status { code, .. }) => Err(SftpError::Remote(code)),
+            _ => Err(bad("extended")),
+        }
+    }
+
+    /// STAT (follow links) or LSTAT.
+    pub fn stat(&mut self, path: &[u8], follow: bool) -> SftpResult<Attrs> {
+        let body = if follow {
+            self.call(&Request::Stat { path })?
+        } else {
+            self.call(&Request::Lstat { path })?
+        };
+        attrs_of(&body)
+    }
+
+    /// FSTAT.
+    pub fn fstat(&mut self, handle: &[u8]) -> SftpResult<Attrs> {
+        let body = self.call(&Request::Fstat { handle })?;
+        attrs_of(&body)
+    }
+
+    /// REALPATH.
+    pub fn realpath(&mut self, path: &[u8]) -> SftpResult<Vec<u8>> {
+        let body = self.call(&Request::Realpath { path })?;
+        one_name(&body)
+    }
+
+    /// OPEN; returns the handle.
+    pub fn open(&mut self, path: &[u8], flags: u32, attrs: Attrs) -> SftpResult<Vec<u8>> {
+        let body = self.call(&Request::Open {
+            path,
+            pflags: flags,
+            attrs,
+        })?;
+        handle_of(&body)
+    }
+
+    /// OPEN for reading.
+    pub fn open_read(&mut self, path: &[u8]) -> SftpResult<Vec<u8>> {
+        self.open(path, pflags::READ, Attrs::default())
+    }
+
+    /// CLOSE.
+    pub fn close(&mut self, handle: &[u8]) -> SftpResult<()> {
+        self.call_status(&Request::Close { handle })
+    }
+
+    /// Every entry of a directory (OPENDIR, READDIR until EOF, CLOSE).
+    pub fn read_dir(&mut self, path: &[u8]) -> SftpResult<Vec<NameEntry>> {
+        let body = self.call(&Request::Opendir { path })?;
+        let handle = handle_of(&body)?;
+        let mut all = Vec::new();
+        let r = loop {
+            let body = match self.call(&Request::Readdir { handle: &handle }) {
+                Ok(b) => b,
+                Err(e) => break Err(e),
+            };
+            match Reply::decode(&body) {
+                Ok(Reply::Name { entries, .. }) => all.extend(entries),
+                Ok(Reply::Status {
+                    code: Status::EOF, ..
+                }) => break Ok(()),
+                Ok(Reply::Status { code, .. }) => break Err(SftpError::Remote(code)),
+                _ => break Err(bad("readdir")),
+            }
+        };
+        let closed = self.close(&handle);
+        r?;
+        closed?;
+        Ok(all)
+    }
+
+    /// REMOVE.
+    pub fn remove(&mut self, path: &[u8]) -> SftpResult<()> {
+        self.call_status(&Request::Remove { path })
+    }
+
+    /// MKDIR with `perm` (None: the server's default).
+    pub fn mkdir(&mut self, path: &[u8], perm: Option<u32>) -> SftpResult<()> {
+        let attrs = Attrs {
+            permissions: perm,
+            ..Attrs::default()
+        };
+        self.call_status(&Request::Mkdir { path, attrs })
+    }
+
+    /// RMDIR.
+    pub fn rmdir(&mut self, path: &[u8]) -> SftpResult<()> {
+        self.call_status(&Request::Rmdir { path })
+    }
+
+    /// posix-rename@openssh.com when asked for and offered, else RENAME.
+    pub fn rename(&mut self, from: &[u8], to: &[u8], posix: bool) -> SftpResult<()> {
+        if posix && self.has("posix-rename@openssh.com", "1") {
+            let body = self.call(&Request::Extended(Extended::PosixRename { from, to }))?;
+            return status_of(&body);
+        }
+        self.call_status(&Request::Rename { from, to })
+    }
+
+    /// SETSTAT.
+    pub fn setstat(&mut self, path: &[u8], attrs: Attrs) -> SftpResult<()> {
+        self.call_status(&Request::Setstat { path, attrs })
+    }
+
+    /// FSETSTAT.
+    pub fn fsetstat(&mut self, handle: &[u8], attrs: Attrs) -> SftpResult<()> {
+        self.call_status(&Request::Fsetstat { handle, attrs })
+    }
+
+    /// SYMLINK (OpenSSH's order: the target, then the new link).
+    pub fn symlink(&mut self, target: &[u8], link: &[u8]) -> SftpResult<()> {
+        self.call_status(&Request::Symlink { target, link })
+    }
+
+    /// hardlink@openssh.com.
+    pub fn hardlink(&mut self, target: &[u8], link: &[u8]) -> SftpResult<()> {
+        let body = self.call(&Request::Extended(Extended::Hardlink { target, link }))?;
+        status_of(&body)
+    }
+
+    /// fsync@openssh.com.
+    pub fn fsync(&mut self, handle: &[u8]) -> SftpResult<()> {
+        let body = self.call(&Request::Extended(Extended::Fsync { handle }))?;
+        status_of(&body)
+    }
+
+    /// statvfs@openssh.com.
+    pub fn statvfs(&mut self, path: &[u8]) -> SftpResult<sluice_proto::sftp::reply::Statvfs> {
+        let data = self.extended(Extended::Statvfs { path })?;
+        response::statvfs(&data).map_err(|_| bad("statvfs"))
+    }
+
+    /// sha256-range@sluice.dev: the bytes hashed and their SHA-256.
+    pub fn sha256_range(
+        &mut self,
+        path: &[u8],
+        offset: u64,
+        len: u64,
+    ) -> SftpResult<(u64, [u8; 32])> {
+        let data = self.extended(Extended::Sha256Range { path, offset, len })?;
+        response::sha256_range(&data).map_err(|_| bad("sha256-range"))
+    }
+}
+
+/// A STATUS reply: Ok for OK, else its code.
+pub fn status_of(body: &[u8]) -> SftpResult<()> {
+    match Reply::decode(body) {
+        Ok(Reply::Status {
+            code: Status::OK, ..
+        }) => Ok(()),
+        Ok(Reply::Status { code, .. }) => Err(SftpError::Remote(code)),
+        _ => Err(bad("expected STATUS")),
+    }
+}
+
+fn attrs_of(body: &[u8]) -> SftpResult<Attrs> {
+    match Reply::decode(body) {
+        Ok(Reply::Attrs { attrs, .. }) => Ok(attrs),
+        Ok(Reply::Status { code, .. }) => Err(SftpError::Remote(code)),
+        _ => Err(bad("expected ATTRS")),
+    }
+}
+
+fn handle_of(body: &[u8]) -> SftpResult<Vec<u8>> {
+    match Reply::decode(body) {
+        Ok(Reply::Handle { handle, .. }) if handle.len() <= 256 => Ok(handle.to_vec()),
+        Ok(Reply::Status { code, .. }) => Err(SftpError::Remote(code)),
+        _ => Err(bad("expected HANDLE")),
+    }
+}
+
+fn one_name(body: &[u8]) -> SftpResult<Vec<u8>> {
+    match Reply::decode(body) {
+        Ok(Reply::Name { mut entries, .. }) if entries.len() == 1 => {
+            Ok(entries.pop().map(|e| e.filename).unwrap_or_default())
+        }
+        Ok(Reply::Status { code, .. }) => Err(SftpError::Remote(code)),
+        _ => Err(bad("expected one NAME")),
+    }
+}

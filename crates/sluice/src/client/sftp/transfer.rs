@@ -1,0 +1,699 @@
+//! File transfers with many requests in flight (as OpenSSH's
+//! do_download/do_upload, but started full rather than ramped up):
+//! READs and WRITEs of the server's limits@openssh.com size, replies taken
+//! in whatever order they come and written at their offsets (pwrite), so
+//! a server that answers out of order is fine.
+//!
+//! Safety: a download goes to a temporary name beside the target and is
+//! renamed over it only once whole, so a killed transfer never leaves a
+//! short file under the final name; an upload does the same on the server
+//! when it has posix-rename@openssh.com, else writes in place as sftp does.
+//! Resuming (reget, reput, -a) appends to the existing prefix in place,
+//! after checking it by SHA-256 with sluiced (sha256-range@sluice.dev); a
+//! prefix that differs is not built on: the whole file is sent again.
+
+use super::progress::Meter;
+use super::session::{Sftp, SftpError};
+use sluice_proto::sftp::{pflags, Attrs, Reply, Request, Status, MAX_HASH_RANGE};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// How to transfer (sftp's and scp's flags).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// -p: keep modes and times.
+    pub preserve: bool,
+    /// -a / reget / reput: continue from what the target already holds.
+    pub resume: bool,
+    /// -f: fsync after an upload (fsync@openssh.com) and a download.
+    pub fsync: bool,
+    /// -R: requests in flight.
+    pub requests: usize,
+    /// -B: the size of one READ or WRITE (0: the server's limit).
+    pub buffer: u32,
+    /// Show the progress meter.
+    pub progress: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            preserve: false,
+            resume: false,
+            fsync: false,
+            requests: 64,
+            buffer: 0,
+            progress: false,
+        }
+    }
+}
+
+/// Why a transfer failed: the message sftp prints.
+#[derive(Debug)]
+pub enum TransferError {
+    /// A message for the user; the session goes on.
+    Failed(String),
+    /// The session cannot go on.
+    Fatal(String),
+}
+
+impl TransferError {
+    fn remote(what: String, e: SftpError) -> TransferError {
+        match e {
+            SftpError::Fatal(m) => TransferError::Fatal(m),
+            e => TransferError::Failed(format!("{what}: {e}")),
+        }
+    }
+    fn local(what: String, e: io::Error) -> TransferError {
+        TransferError::Failed(format!("{what}: {}", os_text(&e)))
+    }
+}
+
+/// An error's text as strerror(3) gives it (what sftp and scp print).
+pub fn os_text(e: &io::Error) -> String {
+    let Some(n) = e.raw_os_error() else {
+        return e.to_string();
+    };
+    // SAFETY: strerror returns a pointer to a static (or thread-local) C
+    // string, copied out before anything else runs on this thread.
+    unsafe {
+        let p = libc::strerror(n);
+        if p.is_null() {
+            return e.to_string();
+        }
+        std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+/// The result of a transfer.
+pub type TransferResult<T> = Result<T, TransferError>;
+
+/// A path in quotes for messages (bytes shown lossily).
+pub fn show(p: &[u8]) -> String {
+    String::from_utf8_lossy(p).into_owned()
+}
+
+fn chunk(o: &Options, max: u32) -> u32 {
+    if o.buffer == 0 {
+        max
+    } else {
+        o.buffer.min(max)
+    }
+}
+
+/// A temporary name beside `target`: `.name.sluice-XXXXXX`.
+fn temp_beside(target: &[u8], salt: u64) -> Vec<u8> {
+    let (dir, base) = match target.iter().rposition(|b| *b == b'/') {
+        Some(i) => (
+            target.get(..=i).unwrap_or_default(),
+            target.get(i + 1..).unwrap_or_default(),
+        ),
+        None => (&b""[..], target),
+    };
+    let mut t = dir.to_vec();
+    t.push(b'.');
+    t.extend_from_slice(base);
+    t.extend_from_slice(format!(".sluice-{:06x}", salt & 0xff_ffff).as_bytes());
+    t
+}
+
+fn salt() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64 ^ d.as_secs())
+        .unwrap_or(0);
+    t ^ (u64::from(std::process::id()) << 20)
+}
+
+/// SHA-256 of `f`'s bytes in `[off, off + len)`.
+fn local_hash(f: &File, off: u64, len: u64) -> io::Result<(u64, [u8; 32])> {
+    let mut ctx = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut done = 0u64;
+    while done < len {
+        let want = (len - done).min(buf.len() as u64) as usize;
+        let b = buf.get_mut(..want).unwrap_or_default();
+        let n = f.read_at(b, off + done)?;
+        if n == 0 {
+            break;
+        }
+        ctx.update(b.get(..n).unwrap_or_default());
+        done += n as u64;
+    }
+    let mut h = [0u8; 32];
+    h.copy_from_slice(ctx.finish().as_ref());
+    Ok((done, h))
+}
+
+/// Whether the first `len` bytes of `local` and `remote` are the same, by
+/// sha256-range@sluice.dev; None when the server cannot tell (not sluiced:
+/// OpenSSH's rule, trust the size, applies). Pieces of `MAX_HASH_RANGE`,
+/// two in flight, so the server hashes one while we hash ours.
+fn same_prefix(
+    s: &mut Sftp,
+    remote: &[u8],
+    local: &File,
+    len: u64,
+) -> TransferResult<Option<bool>> {
+    if !s.has("sha256-range@sluice.dev", "1") {
+        return Ok(None);
+    }
+    let what = || format!("Couldn't check \"{}\"", show(remote));
+    let mut sent = 0;
+    let mut pending: std::collections::VecDeque<(u32, u64, u64)> = Default::default();
+    let mut answers: HashMap<u32, Vec<u8>> = HashMap::new();
+    let mut same = true;
+    loop {
+        while same && pending.len() < 2 && sent < len {
+            let n = (len - sent).min(MAX_HASH_RANGE);
+            let req = Request::Extended(sluice_proto::sftp::Extended::Sha256Range {
+                path: remote,
+                offset: sent,
+                len: n,
+            });
+            let id = s.send(&req).map_err(|e| TransferError::remote(what(), e))?;
+            pending.push_back((id, sent, n));
+            sent += n;
+        }
+        let Some((id, off, n)) = pending.pop_front() else {
+            break;
+        };
+        let ours = if same {
+            Some(
+                local_hash(local, off, n)
+                    .map_err(|e| TransferError::local("read local file".into(), e))?,
+            )
+        } else {
+            None
+        };
+        while !answers.contains_key(&id) {
+            let body = s.recv().map_err(|e| TransferError::remote(what(), e))?;
+            let rid = Reply::decode(&body).ok().and_then(|r| r.id()).unwrap_or(0);
+            if !pending.iter().any(|p| p.0 == rid) && rid != id {
+                return Err(TransferError::Fatal(format!(
+                    "Unexpected reply id {rid} from the server"
+                )));
+            }
+            answers.insert(rid, body);
+        }
+        let body = answers.remove(&id).unwrap_or_default();
+        let theirs = match Reply::decode(&body) {
+            Ok(Reply::ExtendedReply { data, .. }) => {
+                sluice_proto::sftp::response::sha256_range(data).map_err(|_| {
+                    TransferError::Fatal("Server sent a malformed sha256-range reply".into())
+                })?
+            }
+            Ok(Reply::Status { code, .. }) => {
+                return Err(TransferError::remote(what(), SftpError::Remote(code)))
+            }
+            _ => {
+                return Err(TransferError::Fatal(
+                    "Server sent an unexpected reply".into(),
+                ))
+            }
+        };
+        if ours.is_some_and(|o| o != theirs) {
+            same = false;
+        }
+    }
+    Ok(Some(same))
+}
+
+/// Downloads `remote` to `local`.
+pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> TransferResult<()> {
+    let a = s
+        .stat(remote, true)
+        .map_err(|e| TransferError::remote(format!("stat remote \"{}\"", show(remote)), e))?;
+    if let Some(p) = a.permissions {
+        if p & 0o170000 != 0o100000 && p & 0o170000 != 0 {
+            return Err(TransferError::Failed(format!(
+                "download \"{}\": not a regular file",
+                show(remote)
+            )));
+        }
+    }
+    let mode = a.permissions.unwrap_or(0o644) & 0o777;
+    let size = a.size;
+    // Resume: the existing file's length, if it is a prefix we can trust.
+    let mut start = 0;
+    let mut in_place = false;
+    if o.resume {
+        if let Ok(m) = std::fs::metadata(local) {
+            let have = m.len();
+            if size.is_some_and(|sz| have > sz) {
+                return Err(TransferError::Failed(format!(
+                    "Unable to resume download of \"{}\": local file is larger than remote",
+                    local.display()
+                )));
+            }
+            let f = File::open(local).map_err(|e| {
+                TransferError::local(format!("open local \"{}\"", local.display()), e)
+            })?;
+            match same_prefix(s, remote, &f, have)? {
+                Some(false) => eprintln!(
+                    "\"{}\": local prefix differs from the remote file: fetching it whole",
+                    local.display()
+                ),
+                _ => {
+                    start = have;
+                    in_place = true;
+                }
+            }
+        }
+    }
+    let open_local = |e| TransferError::local(format!("open local \"{}\"", local.display()), e);
+    let (file, tmp) = if in_place {
+        (
+            OpenOptions::new()
+                .write(true)
+                .open(local)
+                .map_err(open_local)?,
+            None,
+        )
+    } else {
+        let t = PathBuf::from(std::ffi::OsStr::from_bytes(&temp_beside(
+            local.as_os_str().as_bytes(),
+            salt(),
+        )));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode | 0o200)
+            .open(&t)
+        {
+            Ok(f) => (f, Some(t)),
+            // A directory we may not create in, a file we may write: in
+            // place, as sftp writes.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && local.is_file() => {
+                crate::log!(Debug1, "temporary name refused ({e}): writing in place");
+                (
+                    OpenOptions::new()
+                        .write(true)
+                        .open(local)
+                        .map_err(open_local)?,
+                    None,
+                )
+            }
+            Err(e) => return Err(open_local(e)),
+        }
+    };
+    let handle = match s.open_read(remote) {
+        Ok(h) => h,
+        Err(e) => {
+            if let Some(t) = &tmp {
+                let _ = std::fs::remove_file(t);
+            }
+            return Err(TransferError::remote(
+                format!("open remote \"{}\"", show(remote)),
+                e,
+            ));
+        }
+    };
+    let r = fetch(s, &handle, remote, &file, start, size, local, o);
+    let closed = s.close(&handle);
+    let r = r.and_then(|end| {
+        file.set_len(end)
+            .map_err(|e| TransferError::local(format!("truncate \"{}\"", local.display()), e))?;
+        if o.fsync {
+            file.sync_all()
+                .map_err(|e| TransferError::local(format!("fsync \"{}\"", local.display()), e))?;
+        }
+        if o.preserve {
+            let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
+            if let Some((at, mt)) = a.atime_mtime {
+                set_times(&file, at, mt).map_err(|e| {
+                    TransferError::local(format!("set times on \"{}\"", local.display()), e)
+                })?;
+            }
+        }
+        if let Some(t) = &tmp {
+            std::fs::rename(t, local).map_err(|e| {
+                TransferError::local(format!("rename to \"{}\"", local.display()), e)
+            })?;
+        }
+        Ok(())
+    });
+    if r.is_err() {
+        if let Some(t) = &tmp {
+            let _ = std::fs::remove_file(t);
+        }
+    }
+    r?;
+    closed.map_err(|e| TransferError::remote(format!("close remote \"{}\"", show(remote)), e))
+}
+
+fn set_times(f: &File, atime: u32, mtime: u32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let ts = [
+        libc::timespec {
+            tv_sec: atime as libc::time_t,
+            tv_nsec: 0,
+        },
+        libc::timespec {
+            tv_sec: mtime as libc::time_t,
+            tv_nsec: 0,
+        },
+    ];
+    // SAFETY: futimens reads two timespecs from our live array, on our fd.
+    if unsafe { libc::futimens(f.as_raw_fd(), ts.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The READ loop: `requests` READs kept in flight from the first one;
+/// returns where the file ended.
+#[allow(clippy::too_many_arguments)]
+fn fetch(
+    s: &mut Sftp,
+    handle: &[u8],
+    remote: &[u8],
+    file: &File,
+    start: u64,
+    size: Option<u64>,
+    local: &Path,
+    o: &Options,
+) -> TransferResult<u64> {
+    let len = chunk(o, s.max_read);
+    let depth = o.requests.max(1);
+    let mut meter = Meter::new(o.progress, &show(remote), size.unwrap_or(0), start);
+    // Requests go out up to the known size; past it one READ at a time
+    // probes for the end (the file may have grown).
+    let mut horizon = size.unwrap_or(u64::MAX);
+    let mut next = start;
+    let mut inflight: HashMap<u32, (u64, u32)> = HashMap::new();
+    // Short answers leave holes to ask for again.
+    let mut holes: Vec<(u64, u32)> = Vec::new();
+    let mut eof_at: Option<u64> = None;
+    let mut high = start;
+    let fatal = |e: SftpError| TransferError::remote(format!("read \"{}\"", show(remote)), e);
+    loop {
+        while inflight.len() < depth {
+            let (off, n) = if let Some(h) = holes.pop() {
+                h
+            } else if eof_at.is_none() && (next < horizon || inflight.is_empty()) {
+                let n = if next < horizon {
+                    (horizon - next).min(u64::from(len)) as u32
+                } else {
+                    len
+                };
+                let at = next;
+                next += u64::from(n);
+                (at, n)
+            } else {
+                break;
+            };
+            let id = s
+                .send(&Request::Read {
+                    handle,
+                    offset: off,
+                    len: n,
+                })
+                .map_err(fatal)?;
+            inflight.insert(id, (off, n));
+        }
+        if inflight.is_empty() {
+            break;
+        }
+        let body = s.recv().map_err(fatal)?;
+        let reply = Reply::decode(&body)
+            .map_err(|e| TransferError::Fatal(format!("Server sent a malformed reply: {e}")))?;
+        let id = reply.id().unwrap_or(0);
+        let Some((off, n)) = inflight.remove(&id) else {
+            return Err(TransferError::Fatal(format!(
+                "Unexpected reply id {id} from the server"
+            )));
+        };
+        match reply {
+            Reply::Data { data, .. } => {
+                if data.is_empty() || data.len() > n as usize {
+                    return Err(TransferError::Fatal(format!(
+                        "Server sent {} bytes for a read of {n}",
+                        data.len()
+                    )));
+                }
+                if eof_at.is_some_and(|e| off >= e) {
+                    return Err(TransferError::Failed(format!(
+                        "\"{}\" changed during the download",
+                        show(remote)
+                    )));
+                }
+                file.write_all_at(data, off).map_err(|e| {
+                    TransferError::local(format!("write to \"{}\"", local.display()), e)
+                })?;
+                let got = data.len() as u32;
+                high = high.max(off + u64::from(got));
+                if got < n {
+                    holes.push((off + u64::from(got), n - got));
+                }
+                if next >= horizon && high >= horizon && eof_at.is_none() {
+                    // Past the size we were told: keep going, one more chunk each time.
+                    horizon = horizon.saturating_add(u64::from(len));
+                }
+                meter.add(u64::from(got));
+            }
+            Reply::Status {
+                code: Status::EOF, ..
+            } => {
+                if high > off {
+                    return Err(TransferError::Failed(format!(
+                        "\"{}\" changed during the download",
+                        show(remote)
+                    )));
+                }
+                eof_at = Some(eof_at.map_or(off, |e: u64| e.min(off)));
+                holes.retain(|h| h.0 < off);
+            }
+            Reply::Status { code, .. } => return Err(fatal(SftpError::Remote(code))),
+            _ => {
+                return Err(TransferError::Fatal(
+                    "Server sent an unexpected reply to READ".into(),
+                ))
+            }
+        }
+    }
+    meter.done();
+    Ok(eof_at.unwrap_or(high).max(high))
+}
+
+/// Uploads `local` to `remote`.
+pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> TransferResult<()> {
+    let file = File::open(local)
+        .map_err(|e| TransferError::local(format!("open local \"{}\"", local.display()), e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| TransferError::local(format!("stat local \"{}\"", local.display()), e))?;
+    if !meta.is_file() {
+        return Err(TransferError::Failed(format!(
+            "\"{}\" is not a regular file",
+            local.display()
+        )));
+    }
+    let size = meta.len();
+    let mode = meta.permissions().mode() & 0o777;
+    let mut start = 0;
+    let mut in_place = false;
+    if o.resume {
+        match s.stat(remote, true) {
+            Ok(a) => {
+                let have = a.size.unwrap_or(0);
+                if have > size {
+                    return Err(TransferError::Failed(
+                        "destination file bigger or same size as source file".into(),
+                    ));
+                }
+                match same_prefix(s, remote, &file, have)? {
+                    Some(false) => eprintln!(
+                        "\"{}\": remote prefix differs from the local file: sending it whole",
+                        show(remote)
+                    ),
+                    _ => {
+                        start = have;
+                        in_place = true;
+                    }
+                }
+            }
+            Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+            Err(_) => {}
+        }
+    }
+    let attrs = Attrs {
+        permissions: Some(mode),
+        ..Attrs::default()
+    };
+    let dest_open = |e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e);
+    let mut atomic = !in_place && s.has("posix-rename@openssh.com", "1");
+    let mut target = remote.to_vec();
+    let mut opened = None;
+    if atomic {
+        // A directory we may not create in (a writable file in /etc):
+        // in place after all, as sftp writes.
+        let t = temp_beside(remote, salt());
+        match s.open(
+            &t,
+            pflags::WRITE | pflags::CREAT | pflags::EXCL,
+            attrs.clone(),
+        ) {
+            Ok(h) => {
+                target = t;
+                opened = Some(h);
+            }
+            Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+            Err(e) => {
+                crate::log!(
+                    Debug1,
+                    "temporary upload name refused ({e}): writing in place"
+                );
+                atomic = false;
+            }
+        }
+    }
+    let handle = match opened {
+        Some(h) => h,
+        None => {
+            let flags = if in_place {
+                pflags::WRITE
+            } else {
+                pflags::WRITE | pflags::CREAT | pflags::TRUNC
+            };
+            s.open(&target, flags, attrs).map_err(dest_open)?
+        }
+    };
+    let mut r = send_file(s, &handle, &file, start, size, local, remote, o);
+    if r.is_ok() && o.fsync {
+        r = s.fsync(&handle).map_err(|e| {
+            TransferError::remote(format!("Couldn't sync file \"{}\"", show(remote)), e)
+        });
+    }
+    if r.is_ok() && o.preserve {
+        let mt = |t: std::io::Result<std::time::SystemTime>| {
+            t.ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_secs() as u32)
+        };
+        let a = Attrs {
+            permissions: Some(mode),
+            atime_mtime: Some((mt(meta.accessed()), mt(meta.modified()))),
+            ..Attrs::default()
+        };
+        r = s.fsetstat(&handle, a).map_err(|e| {
+            TransferError::remote(
+                format!("Couldn't set attributes on \"{}\"", show(remote)),
+                e,
+            )
+        });
+    }
+    let closed = s.close(&handle);
+    if r.is_ok() {
+        r = closed.map_err(|e| {
+            TransferError::remote(format!("Couldn't close file \"{}\"", show(remote)), e)
+        });
+    }
+    if r.is_ok() && atomic {
+        r = s.rename(&target, remote, true).map_err(|e| {
+            TransferError::remote(format!("Couldn't rename file into \"{}\"", show(remote)), e)
+        });
+    }
+    if r.is_err() && atomic {
+        let _ = s.remove(&target);
+    }
+    r
+}
+
+/// The WRITE loop: `requests` WRITEs in flight, each acknowledged by a STATUS.
+#[allow(clippy::too_many_arguments)]
+fn send_file(
+    s: &mut Sftp,
+    handle: &[u8],
+    file: &File,
+    start: u64,
+    size: u64,
+    local: &Path,
+    remote: &[u8],
+    o: &Options,
+) -> TransferResult<()> {
+    let len = chunk(o, s.max_write) as usize;
+    let depth = o.requests.max(1);
+    let mut meter = Meter::new(o.progress, &local.display().to_string(), size, start);
+    let mut buf = vec![0u8; len];
+    let mut next = start;
+    let mut inflight: HashMap<u32, usize> = HashMap::new();
+    let mut local_eof = false;
+    let fatal = |e: SftpError| {
+        TransferError::remote(
+            format!("Couldn't write to remote file \"{}\"", show(remote)),
+            e,
+        )
+    };
+    loop {
+        while inflight.len() < depth && !local_eof {
+            let n = read_full(file, &mut buf, next).map_err(|e| {
+                TransferError::local(format!("read local \"{}\"", local.display()), e)
+            })?;
+            if n == 0 {
+                local_eof = true;
+                break;
+            }
+            let id = s
+                .send(&Request::Write {
+                    handle,
+                    offset: next,
+                    data: buf.get(..n).unwrap_or_default(),
+                })
+                .map_err(fatal)?;
+            inflight.insert(id, n);
+            next += n as u64;
+        }
+        if inflight.is_empty() {
+            break;
+        }
+        let body = s.recv().map_err(fatal)?;
+        let reply = Reply::decode(&body)
+            .map_err(|e| TransferError::Fatal(format!("Server sent a malformed reply: {e}")))?;
+        let id = reply.id().unwrap_or(0);
+        let Some(n) = inflight.remove(&id) else {
+            return Err(TransferError::Fatal(format!(
+                "Unexpected reply id {id} from the server"
+            )));
+        };
+        match reply {
+            Reply::Status {
+                code: Status::OK, ..
+            } => meter.add(n as u64),
+            Reply::Status { code, .. } => {
+                // Let the other WRITEs finish before reporting.
+                while !inflight.is_empty() {
+                    let b = s.recv().map_err(fatal)?;
+                    if let Ok(r) = Reply::decode(&b) {
+                        inflight.remove(&r.id().unwrap_or(0));
+                    }
+                }
+                return Err(fatal(SftpError::Remote(code)));
+            }
+            _ => {
+                return Err(TransferError::Fatal(
+                    "Server sent an unexpected reply to WRITE".into(),
+                ))
+            }
+        }
+    }
+    meter.done();
+    Ok(())
+}
+
+fn read_full(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read_at(buf.get_mut(n..).unwrap_or_default(), off + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
