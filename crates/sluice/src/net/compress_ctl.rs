@@ -45,6 +45,11 @@ const WINDOW_BYTES: u64 = 4 << 20;
 /// Time per window, at least: long enough that the socket buffer's fill
 /// level does not decide the rate.
 const WINDOW_TIME: Duration = Duration::from_millis(100);
+/// ... unless this much payload went by first: on a fast path (loopback,
+/// 10 Gbit/s) 100 ms is most of a transfer, and a probe of a slower level
+/// that long costs more than it can find (several socket buffers' worth is
+/// plenty to measure).
+const WINDOW_FAST_BYTES: u64 = 24 << 20;
 /// Below this ratio the data is taken as incompressible.
 const MIN_RATIO: f64 = 1.05;
 /// Payload bytes sent at level 0 for incompressible data before a probe
@@ -172,7 +177,7 @@ impl LevelControl {
         let (raw0, z0) = self.start;
         let bytes = raw.saturating_sub(raw0);
         let secs = self.started.elapsed();
-        if bytes < WINDOW_BYTES || secs < WINDOW_TIME {
+        if bytes < WINDOW_BYTES || (secs < WINDOW_TIME && bytes < WINDOW_FAST_BYTES) {
             return;
         }
         let secs = secs.as_secs_f64();
