@@ -455,3 +455,38 @@ fn debug_mode_serves_one_connection_and_exits() {
     assert!(text.contains("debug1: "), "{text}");
     assert!(text.contains("Disconnected from user"), "{text}");
 }
+
+/// What `-T` prints reads back as the same configuration (OpenSSH's
+/// regress cfgparse: `sshd -T -f` of its own output).
+#[test]
+fn dash_t_output_reads_back() {
+    let s = Setup::new("reparse");
+    let cfg = s.dir.path("minimal");
+    std::fs::write(
+        &cfg,
+        format!("HostKey {}\n", s.dir.path("host_ed25519").display()),
+    )
+    .unwrap();
+    let mut c = Command::new(SLUICED);
+    c.arg("-T").arg("-f").arg(&cfg);
+    let once = c.output().unwrap();
+    assert!(
+        once.status.success(),
+        "{}",
+        String::from_utf8_lossy(&once.stderr)
+    );
+    let again_cfg = s.dir.path("dumped");
+    std::fs::write(&again_cfg, &once.stdout).unwrap();
+    let mut c = Command::new(SLUICED);
+    c.arg("-T").arg("-f").arg(&again_cfg);
+    let twice = c.output().unwrap();
+    assert!(
+        twice.status.success(),
+        "{}",
+        String::from_utf8_lossy(&twice.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&once.stdout),
+        String::from_utf8_lossy(&twice.stdout)
+    );
+}

@@ -636,7 +636,12 @@ impl ServerConfig {
             }
             "persourcepenalties" => self.per_source_penalties.apply(l)?,
             "persourcepenaltyexemptlist" => {
-                self.per_source_penalty_exempt = Some(per_source::exempt_list(l, &first)?)
+                // `none` is what -T prints for no list: it reads back.
+                self.per_source_penalty_exempt = if first.eq_ignore_ascii_case("none") {
+                    None
+                } else {
+                    Some(per_source::exempt_list(l, &first)?)
+                }
             }
             other => {
                 unsupported(l, other, &first)?;
