@@ -11,13 +11,16 @@
 //! - `request.rs`: every request the client sends, strict decoding.
 //! - `reply.rs`: the server's replies, written into the caller's buffer.
 //! - `response.rs`: the same replies decoded, for the client.
+//! - `deframe.rs`: packets cut from the channel's stream as it arrives.
 
 mod attrs;
+mod deframe;
 pub mod reply;
 mod request;
 pub mod response;
 
 pub use attrs::Attrs;
+pub use deframe::Deframer;
 pub use reply::NameEntry;
 pub use request::{Extended, Request, EXTENSIONS, MAX_HASH_RANGE};
 pub use response::Reply;

@@ -9,11 +9,11 @@
 //! input while [`IN_MAX`] bytes of replies wait for the program, so the
 //! channel's window closes on a server that sends what was not asked for.
 
-use crate::net::pump::{ChannelEndpoint, Ext, Produced};
-use sluice_proto::sftp::frame_within;
+use crate::net::pump::{ChannelEndpoint, Ext, Produced, WakeFd};
+use sluice_proto::sftp::Deframer;
 use std::collections::VecDeque;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Unsent request bytes before the program waits: above 64 writes of
@@ -50,8 +50,8 @@ struct Queues {
 struct Shared {
     q: Mutex<Queues>,
     cv: Condvar,
-    /// Makes the pump serve the end (eventfd).
-    wake: OwnedFd,
+    /// Makes the pump serve the end.
+    wake: WakeFd,
 }
 
 impl Shared {
@@ -60,15 +60,7 @@ impl Shared {
     }
 
     fn wake_pump(&self) {
-        let one: u64 = 1;
-        // SAFETY: an 8-byte write from a live u64 to our eventfd.
-        unsafe {
-            libc::write(
-                self.wake.as_raw_fd(),
-                (&one as *const u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        };
+        self.wake.wake();
     }
 }
 
@@ -79,30 +71,24 @@ pub struct Link(Arc<Shared>);
 /// The pump's side: the session channel's in-process end.
 pub struct SftpChannel {
     shared: Arc<Shared>,
-    /// Bytes of a reply not yet whole.
-    partial: Vec<u8>,
+    /// The reply not yet whole.
+    deframer: Deframer,
 }
 
 /// A new pair of ends.
 pub fn pair() -> std::io::Result<(SftpChannel, Link)> {
-    // SAFETY: eventfd has no memory preconditions; the fd is checked.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
     let shared = Arc::new(Shared {
         q: Mutex::new(Queues {
             max_packet: DEFAULT_MAX_PACKET,
             ..Queues::default()
         }),
         cv: Condvar::new(),
-        // SAFETY: a new fd we own.
-        wake: unsafe { OwnedFd::from_raw_fd(fd) },
+        wake: WakeFd::new()?,
     });
     Ok((
         SftpChannel {
             shared: shared.clone(),
-            partial: Vec::new(),
+            deframer: Deframer::default(),
         },
         Link(shared),
     ))
@@ -183,29 +169,7 @@ impl SftpChannel {
     fn fail(&mut self, q: &mut Queues, why: String) {
         crate::log!(Error, "sftp: {why}");
         q.closed = Some(why);
-        self.partial.clear();
         self.shared.cv.notify_all();
-    }
-
-    /// Queues the whole packets at the front of `buf`; returns the bytes used.
-    fn queue(&mut self, q: &mut Queues, buf: &[u8]) -> usize {
-        let mut used = 0;
-        while let Some(rest) = buf.get(used..) {
-            match frame_within(rest, q.max_packet) {
-                Ok(Some(total)) => {
-                    let body = rest.get(4..total).unwrap_or_default().to_vec();
-                    q.in_bytes += body.len();
-                    q.incoming.push_back(body);
-                    used += total;
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    self.fail(q, format!("bad reply from the server: {e}"));
-                    return buf.len();
-                }
-            }
-        }
-        used
     }
 }
 
@@ -225,20 +189,13 @@ impl ChannelEndpoint for SftpChannel {
             return 0;
         }
         let before = q.incoming.len();
-        if self.partial.is_empty() {
-            let used = self.queue(&mut q, data);
-            if q.closed.is_none() {
-                self.partial
-                    .extend_from_slice(data.get(used..).unwrap_or_default());
-            }
-        } else {
-            let mut buf = std::mem::take(&mut self.partial);
-            buf.extend_from_slice(data);
-            let used = self.queue(&mut q, &buf);
-            if q.closed.is_none() {
-                buf.drain(..used.min(buf.len()));
-                self.partial = buf;
-            }
+        let max = q.max_packet;
+        let queued = self.deframer.feed(data, max, &mut |body| {
+            q.in_bytes += body.len();
+            q.incoming.push_back(body);
+        });
+        if let Err(e) = queued {
+            self.fail(&mut q, format!("bad reply from the server: {e}"));
         }
         if q.incoming.len() != before {
             shared.cv.notify_all();
@@ -282,19 +239,11 @@ impl ChannelEndpoint for SftpChannel {
     }
 
     fn wake_fd(&self) -> Option<RawFd> {
-        Some(self.shared.wake.as_raw_fd())
+        Some(self.shared.wake.raw())
     }
 
     fn on_wake(&mut self) {
-        let mut v: u64 = 0;
-        // SAFETY: an 8-byte read into a live u64 from our non-blocking eventfd.
-        unsafe {
-            libc::read(
-                self.shared.wake.as_raw_fd(),
-                (&mut v as *mut u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        };
+        self.shared.wake.clear();
     }
 }
 

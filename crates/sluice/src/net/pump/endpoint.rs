@@ -157,3 +157,53 @@ pub(crate) fn produce_into(
         }
     }
 }
+
+/// An eventfd through which another thread wakes the pump for an
+/// endpoint ([`ChannelEndpoint::wake_fd`]).
+pub struct WakeFd(std::os::fd::OwnedFd);
+
+impl WakeFd {
+    /// A new, non-blocking, close-on-exec eventfd.
+    pub fn new() -> std::io::Result<WakeFd> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: eventfd has no memory preconditions; the fd is checked.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a new fd we own.
+        Ok(WakeFd(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Makes the fd readable (from any thread).
+    pub fn wake(&self) {
+        let one: u64 = 1;
+        // SAFETY: an 8-byte write from a live u64 to our eventfd.
+        unsafe {
+            libc::write(
+                self.raw(),
+                (&one as *const u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+    }
+
+    /// Clears it ([`ChannelEndpoint::on_wake`]).
+    pub fn clear(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: an 8-byte read into a live u64 from our non-blocking eventfd.
+        unsafe {
+            libc::read(
+                self.raw(),
+                (&mut v as *mut u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+    }
+
+    /// The fd, for polling.
+    pub fn raw(&self) -> RawFd {
+        use std::os::fd::AsRawFd;
+        self.0.as_raw_fd()
+    }
+}

@@ -28,7 +28,7 @@ mod tests;
 
 pub use channel::{data_lost, ChanIo};
 pub use channels::ChannelFds;
-pub use endpoint::{ChannelEndpoint, Produced};
+pub use endpoint::{ChannelEndpoint, Produced, WakeFd};
 pub use handler::{Handler, PumpError};
 pub use stream::{ChanFd, Ext};
 

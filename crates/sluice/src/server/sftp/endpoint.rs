@@ -1,5 +1,5 @@
 //! The SFTP channel end: the pump hands it the channel's bytes; it cuts
-//! them into packets (sluice-proto's `sftp::frame`) and queues them for the
+//! them into packets (sluice-proto's `sftp::Deframer`) and queues them for the
 //! worker thread (serve.rs), and hands the worker's replies back, in
 //! request order, as the channel's output.
 //!
@@ -13,10 +13,10 @@
 
 use super::serve::{self, Worker};
 
-use crate::net::pump::{ChannelEndpoint, Ext, Produced};
-use sluice_proto::sftp::{frame, FrameError};
+use crate::net::pump::{ChannelEndpoint, Ext, Produced, WakeFd};
+use sluice_proto::sftp::{Deframer, FrameError, MAX_PACKET};
 use std::collections::VecDeque;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Requests waiting for the worker, in bytes, before the end stops taking
@@ -52,7 +52,7 @@ pub(super) struct Queues {
 pub(super) struct Shared {
     pub(super) q: Mutex<Queues>,
     pub(super) cv: Condvar,
-    wake: OwnedFd,
+    wake: WakeFd,
 }
 
 impl Shared {
@@ -62,15 +62,7 @@ impl Shared {
 
     /// Makes the pump's wake fd readable.
     pub(super) fn wake_pump(&self) {
-        let one: u64 = 1;
-        // SAFETY: an 8-byte write from a live u64 to our eventfd.
-        unsafe {
-            libc::write(
-                self.wake.as_raw_fd(),
-                (&one as *const u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        };
+        self.wake.wake();
     }
 }
 
@@ -88,8 +80,8 @@ impl SftpExit {
 /// The in-process channel end running `internal-sftp`.
 pub struct SftpEndpoint {
     shared: Arc<Shared>,
-    /// Bytes of a packet not yet whole.
-    partial: Vec<u8>,
+    /// The packet not yet whole.
+    deframer: Deframer,
     /// A framing error ended the input: what comes after is discarded.
     broken: bool,
 }
@@ -98,16 +90,10 @@ impl SftpEndpoint {
     /// Starts the worker thread for `worker` and returns the channel end
     /// and the handle for the session's exit status.
     pub fn start(worker: Worker) -> std::io::Result<(SftpEndpoint, SftpExit)> {
-        // SAFETY: eventfd has no memory preconditions; the fd is checked.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
         let shared = Arc::new(Shared {
             q: Mutex::new(Queues::default()),
             cv: Condvar::new(),
-            // SAFETY: a new fd we own.
-            wake: unsafe { OwnedFd::from_raw_fd(fd) },
+            wake: WakeFd::new()?,
         });
         let s = shared.clone();
         std::thread::Builder::new()
@@ -116,33 +102,11 @@ impl SftpEndpoint {
         Ok((
             SftpEndpoint {
                 shared: shared.clone(),
-                partial: Vec::new(),
+                deframer: Deframer::default(),
                 broken: false,
             },
             SftpExit(shared),
         ))
-    }
-
-    /// Queues the whole packets at the front of `buf`; returns the bytes
-    /// used (a packet's tail stays for the next call).
-    fn queue_packets(&mut self, q: &mut Queues, buf: &[u8]) -> usize {
-        let mut used = 0;
-        while let Some(rest) = buf.get(used..) {
-            match frame(rest) {
-                Ok(Some(total)) => {
-                    let body = rest.get(4..total).unwrap_or_default().to_vec();
-                    q.request_bytes += body.len();
-                    q.requests.push_back(body);
-                    used += total;
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    self.fail(q, e);
-                    return buf.len();
-                }
-            }
-        }
-        used
     }
 
     fn fail(&mut self, q: &mut Queues, e: FrameError) {
@@ -168,20 +132,12 @@ impl ChannelEndpoint for SftpEndpoint {
             return 0;
         }
         let before = q.requests.len();
-        if self.partial.is_empty() {
-            let used = self.queue_packets(&mut q, data);
-            if !self.broken {
-                self.partial
-                    .extend_from_slice(data.get(used..).unwrap_or_default());
-            }
-        } else {
-            let mut buf = std::mem::take(&mut self.partial);
-            buf.extend_from_slice(data);
-            let used = self.queue_packets(&mut q, &buf);
-            if !self.broken {
-                buf.drain(..used.min(buf.len()));
-                self.partial = buf;
-            }
+        let queued = self.deframer.feed(data, MAX_PACKET, &mut |body| {
+            q.request_bytes += body.len();
+            q.requests.push_back(body);
+        });
+        if let Err(e) = queued {
+            self.fail(&mut q, e);
         }
         if q.requests.len() != before || self.broken {
             shared.cv.notify_all();
@@ -238,18 +194,10 @@ impl ChannelEndpoint for SftpEndpoint {
     }
 
     fn wake_fd(&self) -> Option<RawFd> {
-        Some(self.shared.wake.as_raw_fd())
+        Some(self.shared.wake.raw())
     }
 
     fn on_wake(&mut self) {
-        let mut v: u64 = 0;
-        // SAFETY: an 8-byte read into a live u64 from our non-blocking eventfd.
-        unsafe {
-            libc::read(
-                self.shared.wake.as_raw_fd(),
-                (&mut v as *mut u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        };
+        self.shared.wake.clear();
     }
 }
