@@ -43,6 +43,18 @@ impl Level {
         })
     }
 
+    /// ssh's choice: `-v` counted (`verbose`), else `-q`, else LogLevel
+    /// from the configuration, else INFO.
+    pub fn from_flags(verbose: u8, quiet: bool, configured: Option<&str>) -> Level {
+        match verbose {
+            0 if quiet => Level::Quiet,
+            0 => configured.and_then(Level::parse).unwrap_or(Level::Info),
+            1 => Level::Debug1,
+            2 => Level::Debug2,
+            _ => Level::Debug3,
+        }
+    }
+
     /// The name as `sshd -T` prints it.
     pub fn name(self) -> &'static str {
         match self {

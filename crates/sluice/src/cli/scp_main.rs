@@ -2,7 +2,7 @@
 //! parts shared with sftp), then client/sftp/scp.rs copies over SFTP.
 
 use crate::cli::sftp_main::stdout_is_tty;
-use crate::cli::xfer_args::{getopt, split_remote, SshSide};
+use crate::cli::xfer_args::{getopt, split_remote, x_option, SshSide};
 use crate::client::sftp::run;
 use crate::client::sftp::scp::{self, Place};
 use std::path::PathBuf;
@@ -61,21 +61,7 @@ pub fn main(argv: &[String]) -> i32 {
                 Ok(())
             }
             's' | 'T' => Ok(()),
-            'X' => match v.split_once('=') {
-                Some(("buffer", b)) => b
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|b| (1..=16 << 20).contains(b))
-                    .map(|b| set.transfer.buffer = b)
-                    .ok_or_else(|| format!("Invalid buffer size \"{b}\"")),
-                Some(("nrequests", n)) => n
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=4096).contains(n))
-                    .map(|n| set.transfer.requests = n)
-                    .ok_or_else(|| format!("Invalid number of requests \"{n}\"")),
-                _ => Err(format!("Invalid -X option \"{v}\"")),
-            },
+            'X' => x_option(v, &mut set.transfer),
             '3' | 'R' => Err(format!(
                 "sluice-scp: -{c} (copies between two remote hosts) is not supported"
             )),

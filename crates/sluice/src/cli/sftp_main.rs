@@ -1,7 +1,7 @@
 //! `sluice-sftp`'s main: sftp(1)'s command line (cli/xfer_args.rs for
 //! the parts shared with scp), then client/sftp/ does the session.
 
-use crate::cli::xfer_args::{getopt, split_remote, SshSide};
+use crate::cli::xfer_args::{buffer, getopt, requests, split_remote, x_option, SshSide};
 use crate::client::sftp::{commands, run};
 
 const USAGE: &str = "usage: sluice-sftp [-46AaCfNpqrv] [-B buffer_size] [-b batchfile] [-c cipher]
@@ -64,11 +64,7 @@ pub fn main(argv: &[String]) -> i32 {
             }
             'B' => buffer(v).map(|b| set.transfer.buffer = b),
             'R' => requests(v).map(|n| set.transfer.requests = n),
-            'X' => match v.split_once('=') {
-                Some(("buffer", b)) => buffer(b).map(|b| set.transfer.buffer = b),
-                Some(("nrequests", n)) => requests(n).map(|n| set.transfer.requests = n),
-                _ => Err(format!("Invalid -X option \"{v}\"")),
-            },
+            'X' => x_option(v, &mut set.transfer),
             'S' | 'D' => Err(format!(
                 "sluice-sftp: -{c} is not supported: the connection is sluice's own, in this process"
             )),
@@ -99,20 +95,6 @@ pub fn main(argv: &[String]) -> i32 {
         }
     };
     run(copts, move |link| commands::main(link, set))
-}
-
-fn buffer(v: &str) -> Result<u32, String> {
-    v.parse::<u32>()
-        .ok()
-        .filter(|b| (1..=16 << 20).contains(b))
-        .ok_or_else(|| format!("Invalid buffer size \"{v}\""))
-}
-
-fn requests(v: &str) -> Result<usize, String> {
-    v.parse::<usize>()
-        .ok()
-        .filter(|n| (1..=4096).contains(n))
-        .ok_or_else(|| format!("Invalid number of requests \"{v}\""))
 }
 
 /// Whether fd 1 is a terminal (the progress meter's condition).

@@ -124,17 +124,11 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
         r.set_default("exitonforwardfailure", "yes");
         r.set_default("clearallforwardings", "yes");
     }
-    let level = match args.verbose {
-        0 if args.quiet => Level::Quiet,
-        0 => r
-            .get("loglevel")
-            .and_then(Level::parse)
-            .unwrap_or(Level::Info),
-        1 => Level::Debug1,
-        2 => Level::Debug2,
-        _ => Level::Debug3,
-    };
-    log::set_level(level);
+    log::set_level(Level::from_flags(
+        args.verbose,
+        args.quiet,
+        r.get("loglevel"),
+    ));
     for w in &cfg.warnings {
         log!(Debug1, "{w}");
     }

@@ -139,17 +139,11 @@ impl SshSide {
         }
         let cfg = ClientConfig::load(&opts, self.config_file.as_deref().map(Path::new))?;
         let r = cfg.resolve(host)?;
-        let level = match self.verbose {
-            0 if self.quiet => Level::Quiet,
-            0 => r
-                .get("loglevel")
-                .and_then(Level::parse)
-                .unwrap_or(Level::Info),
-            1 => Level::Debug1,
-            2 => Level::Debug2,
-            _ => Level::Debug3,
-        };
-        log::set_level(level);
+        log::set_level(Level::from_flags(
+            self.verbose,
+            self.quiet,
+            r.get("loglevel"),
+        ));
         for w in &cfg.warnings {
             crate::log!(Debug1, "{w}");
         }
@@ -227,5 +221,33 @@ mod tests {
             (None, "::1".into(), Some("p".into()))
         );
         assert_eq!(split_remote("h:"), (None, "h".into(), Some(String::new())));
+    }
+}
+
+/// `-B`'s value: bytes per read or write request.
+pub fn buffer(v: &str) -> Result<u32, String> {
+    v.parse::<u32>()
+        .ok()
+        .filter(|b| (1..=16 << 20).contains(b))
+        .ok_or_else(|| format!("Invalid buffer size \"{v}\""))
+}
+
+/// `-R`'s value: requests in flight.
+pub fn requests(v: &str) -> Result<usize, String> {
+    v.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=4096).contains(n))
+        .ok_or_else(|| format!("Invalid number of requests \"{v}\""))
+}
+
+/// `-X buffer=N` or `-X nrequests=N`, as sftp and scp take them.
+pub fn x_option(
+    v: &str,
+    transfer: &mut crate::client::sftp::transfer::Options,
+) -> Result<(), String> {
+    match v.split_once('=') {
+        Some(("buffer", b)) => buffer(b).map(|b| transfer.buffer = b),
+        Some(("nrequests", n)) => requests(n).map(|n| transfer.requests = n),
+        _ => Err(format!("Invalid -X option \"{v}\"")),
     }
 }
