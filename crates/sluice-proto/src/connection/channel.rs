@@ -94,6 +94,9 @@ impl Channel {
 #[derive(Debug, Default)]
 pub(crate) struct Channels {
     slots: Vec<Option<Channel>>,
+    /// The receive windows of all channels together (kept as they change,
+    /// so the budget check costs nothing per packet).
+    windows: u64,
 }
 
 impl Channels {
@@ -116,7 +119,10 @@ impl Channels {
 
     pub(crate) fn insert(&mut self, id: ChannelId, ch: Channel) {
         if let Some(slot) = self.slots.get_mut(id.0 as usize) {
-            *slot = Some(ch);
+            self.windows += u64::from(ch.recv.max);
+            if let Some(old) = slot.replace(ch) {
+                self.windows = self.windows.saturating_sub(u64::from(old.recv.max));
+            }
         }
     }
 
@@ -131,16 +137,17 @@ impl Channels {
     /// The receive windows of all channels together: what the peer may
     /// have us buffer at once.
     pub(crate) fn windows_total(&self) -> u64 {
-        self.slots
-            .iter()
-            .flatten()
-            .map(|c| u64::from(c.recv.max))
-            .sum()
+        self.windows
+    }
+
+    /// A channel's receive window went from `before` to `after` bytes.
+    pub(crate) fn window_resized(&mut self, before: u32, after: u32) {
+        self.windows = self.windows.saturating_sub(u64::from(before)) + u64::from(after);
     }
 
     pub(crate) fn free(&mut self, id: ChannelId) {
-        if let Some(slot) = self.slots.get_mut(id.0 as usize) {
-            *slot = None;
+        if let Some(old) = self.slots.get_mut(id.0 as usize).and_then(Option::take) {
+            self.windows = self.windows.saturating_sub(u64::from(old.recv.max));
         }
     }
 }

@@ -405,20 +405,21 @@ impl Connection {
         let Some(ch) = self.channels.get_mut(id) else {
             return;
         };
-        if let Some(add) =
-            ch.recv
-                .consume_within(n, self.clock, self.path_rtt, self.path_recv_buffer, room)
-        {
-            if !ch.close_sent && !ch.close_received {
-                let remote = ch.remote;
-                self.queue_with(|p| {
-                    msg::ChannelWindowAdjust {
-                        recipient_channel: remote,
-                        bytes_to_add: add,
-                    }
-                    .encode(p)
-                });
-            }
+        let before = ch.recv.max;
+        let add = ch
+            .recv
+            .consume_within(n, self.clock, self.path_rtt, self.path_recv_buffer, room);
+        let after = ch.recv.max;
+        let adjust_to = (!ch.close_sent && !ch.close_received).then_some(ch.remote);
+        self.channels.window_resized(before, after);
+        if let (Some(add), Some(remote)) = (add, adjust_to) {
+            self.queue_with(|p| {
+                msg::ChannelWindowAdjust {
+                    recipient_channel: remote,
+                    bytes_to_add: add,
+                }
+                .encode(p)
+            });
         }
     }
 

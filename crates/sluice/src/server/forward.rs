@@ -318,7 +318,7 @@ impl ServerForward {
     ) -> Result<(), String> {
         for l in &self.listeners {
             for (sock, peer) in fwdsock::accept_all(l.fd.as_raw_fd(), ACCEPT_BATCH) {
-                let open = self.connecting.len() + self.opening.len() + self.channels.len();
+                let open = self.open_count();
                 if open >= max_channels {
                     log!(
                         Info,
