@@ -26,6 +26,21 @@ fn largest_window(log: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// A window that started at 2 MiB grew, and to the path's BDP unless the
+/// sender never needed it: the window doubles only while the sender moves
+/// more than half of what it allows per round trip, and on a busy 2-core
+/// machine a sender may not (CI once saw ssh's AES-GCM leave sluiced's
+/// window at 99.7% of the BDP, grown there by following the kernel's
+/// buffer). Then the window was not what limited the transfer (`rate`,
+/// bytes per second over the whole run, shows it).
+fn window_covered_the_path(who: &str, w: u64, rate: f64, log: &str) {
+    let window_rate = w as f64 / (RTT_MS as f64 / 1000.0);
+    assert!(
+        (w >= BDP || rate < window_rate / 2.0) && w > 2 << 20 && w <= 128 << 20,
+        "{who} window {w}, BDP {BDP}, {rate:.0} B/s:\n{log}"
+    );
+}
+
 #[test]
 fn over_a_50ms_path_windows_grow_to_the_bdp_and_stock_and_none_sessions_carry_data() {
     let line = match Line::up(RTT_MS, "1gbit") {
@@ -59,16 +74,18 @@ fn over_a_50ms_path_windows_grow_to_the_bdp_and_stock_and_none_sessions_carry_da
             &["-o", "LogLevel=ERROR", "-c", "aes128-gcm@openssh.com"],
         );
         c.arg("sha256sum");
+        let t0 = std::time::Instant::now();
         let out = run(c, &data, 120);
+        let rate = data.len() as f64 / t0.elapsed().as_secs_f64();
         ok(&out, "ssh upload over the delay line");
         assert!(String::from_utf8_lossy(&out.stdout).starts_with(&hash));
         let text = std::fs::read_to_string(&log).unwrap();
         let w = largest_window(&text);
-        eprintln!("ssh -> sluiced upload: sluiced's window grew to {w} bytes (BDP {BDP})");
-        assert!(
-            w >= BDP && w <= 128 << 20,
-            "sluiced window {w}, BDP {BDP}:\n{text}"
+        eprintln!(
+            "ssh -> sluiced upload: sluiced's window grew to {w} bytes (BDP {BDP}), {:.0} MB/s",
+            rate / 1e6
         );
+        window_covered_the_path("sluiced", w, rate, &text);
     }
 
     // sluice downloads with a 2 MiB starting window: the client's window grows.
@@ -76,16 +93,18 @@ fn over_a_50ms_path_windows_grow_to_the_bdp_and_stock_and_none_sessions_carry_da
     std::fs::write(&file, &data).unwrap();
     let mut c = client(&s, &line, false, port, &["-v", "-o", "ChannelWindow=2M"]);
     c.arg(format!("cat {}", file.display()));
+    let t0 = std::time::Instant::now();
     let out = run(c, b"", 120);
+    let rate = data.len() as f64 / t0.elapsed().as_secs_f64();
     ok(&out, "sluice download over the delay line");
     assert_eq!(sha256(&out.stdout), hash);
     let err = String::from_utf8_lossy(&out.stderr);
     let w = largest_window(&err);
-    eprintln!("sluice <- sluiced download: the client's window grew to {w} bytes (BDP {BDP})");
-    assert!(
-        w >= BDP && w <= 128 << 20,
-        "client window {w}, BDP {BDP}:\n{err}"
+    eprintln!(
+        "sluice <- sluiced download: the client's window grew to {w} bytes (BDP {BDP}), {:.0} MB/s",
+        rate / 1e6
     );
+    window_covered_the_path("client", w, rate, &err);
 
     // NONE cipher and MAC between two sluice ends.
     let none = [
