@@ -2,7 +2,7 @@
 //! parts shared with sftp), then client/sftp/scp.rs copies over SFTP.
 
 use crate::cli::sftp_main::stdout_is_tty;
-use crate::cli::xfer_args::{getopt, split_remote, x_option, SshSide};
+use crate::cli::xfer_args::{getopt, parallel, split_remote, x_option, SshSide};
 use crate::client::sftp::run;
 use crate::client::sftp::scp::{self, Place};
 use std::path::PathBuf;
@@ -136,7 +136,15 @@ pub fn main(argv: &[String]) -> i32 {
             return 255;
         }
     };
-    run(copts, move |link| scp::main(link, set, sources, target))
+    set.transfer.parallel = parallel(&ssh, &copts, user.as_deref(), &host, "sftp");
+    run(copts, move |link| {
+        let par = set.transfer.parallel.clone();
+        let code = scp::main(link, set, sources, target);
+        if let Some(p) = par {
+            p.shutdown();
+        }
+        code
+    })
 }
 
 /// Both sides local: cp, as scp runs it.

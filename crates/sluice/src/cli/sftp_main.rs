@@ -1,7 +1,7 @@
 //! `sluice-sftp`'s main: sftp(1)'s command line (cli/xfer_args.rs for
 //! the parts shared with scp), then client/sftp/ does the session.
 
-use crate::cli::xfer_args::{buffer, getopt, requests, split_remote, x_option, SshSide};
+use crate::cli::xfer_args::{buffer, getopt, parallel, requests, split_remote, x_option, SshSide};
 use crate::client::sftp::{commands, run};
 
 const USAGE: &str = "usage: sluice-sftp [-46AaCfNpqrv] [-B buffer_size] [-b batchfile] [-c cipher]
@@ -94,7 +94,15 @@ pub fn main(argv: &[String]) -> i32 {
             return 255;
         }
     };
-    run(copts, move |link| commands::main(link, set))
+    set.transfer.parallel = parallel(&ssh, &copts, user.as_deref(), &host, &subsystem);
+    run(copts, move |link| {
+        let par = set.transfer.parallel.clone();
+        let code = commands::main(link, set);
+        if let Some(p) = par {
+            p.shutdown();
+        }
+        code
+    })
 }
 
 /// Whether fd 1 is a terminal (the progress meter's condition).

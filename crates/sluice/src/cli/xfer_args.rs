@@ -5,10 +5,12 @@
 //! `ClientOptions` through ssh_config as `sluice` does.
 
 use crate::client::app::{self, SessionRequest};
+use crate::client::sftp::parallel::{Connector, Parallel, Streams};
 use crate::client::{ClientError, ClientOptions};
 use crate::config::ssh::ClientConfig;
 use crate::log::{self, Level};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Options in order (letter, value or empty) and the operands.
 pub type Parsed = (Vec<(char, String)>, Vec<String>);
@@ -159,6 +161,32 @@ impl SshSide {
         };
         app::resolve(&r, &req)
     }
+}
+
+/// The extra connections a copy may use (ssh_config Streams, already in
+/// `opts`): each made like the first, in BatchMode (no prompts).
+pub fn parallel(
+    ssh: &SshSide,
+    opts: &ClientOptions,
+    user: Option<&str>,
+    host: &str,
+    subsystem: &str,
+) -> Option<Parallel> {
+    if opts.streams == Streams::Fixed(1) {
+        return None;
+    }
+    let mut side = ssh.clone();
+    side.options.insert(0, "BatchMode=yes".into());
+    let (user, host, subsystem) = (
+        user.map(str::to_owned),
+        host.to_owned(),
+        subsystem.to_owned(),
+    );
+    let connect: Connector = Arc::new(move || {
+        side.client_options(user.as_deref(), &host, &subsystem)
+            .map_err(|e| e.to_string())
+    });
+    Some(Parallel::new(opts.streams, connect))
 }
 
 /// `[user@]host[:path]` (host in brackets for IPv6): user, host and path.

@@ -9,6 +9,7 @@ use super::identities::{identities, identity_agent};
 use crate::client::auth::AuthPrefs;
 use crate::client::session::SessionPlan;
 use crate::client::setup;
+use crate::client::sftp::parallel::Streams;
 use crate::client::{ClientError, ClientOptions};
 use crate::config::ssh::Resolved;
 use crate::config::{algorithms, cipher_order};
@@ -298,6 +299,7 @@ pub fn print_config(r: &Resolved, req: &SessionRequest) -> Result<String, Client
         ("tcpsndbuf", or("tcpsndbuf", "auto")),
         ("remotercvbuf", or("remotercvbuf", "0")),
         ("remotesndbuf", or("remotesndbuf", "0")),
+        ("streams", streams(r)?.to_string()),
         ("channelwindow", proto.window.to_string()),
         ("channelwindowmax", proto.window_max.to_string()),
         ("noneenabled", yn(none_enabled)),
@@ -521,11 +523,27 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         connection_attempts: setup::connection_attempts(r),
         server_alive: setup::server_alive(r),
         control_master: control_master(r)?,
+        streams: streams(r)?,
         identities: ids,
         host_key_check: check,
         null_stdin: args.null_stdin,
     };
     Ok(opts)
+}
+
+/// Streams: how many connections sluice-sftp and sluice-scp may copy a
+/// large file over (client/sftp/parallel.rs); `auto` by default.
+fn streams(r: &Resolved) -> Result<Streams, ClientError> {
+    match r.get("streams") {
+        None => Ok(Streams::Auto),
+        Some(v) => Streams::parse(v).ok_or_else(|| {
+            format!(
+                "Bad Streams '{v}': use auto or a count of connections (1-{})",
+                crate::client::sftp::parallel::STREAMS_MAX
+            )
+            .into()
+        }),
+    }
 }
 
 /// ControlMaster (yes, ask, auto, autoask) and a ControlPath other than

@@ -78,6 +78,8 @@ pub struct ClientOptions {
     /// ControlMaster yes/ask (false) or auto/autoask (true) with its
     /// ControlPath, tokens expanded: the master socket to listen on.
     pub control_master: Option<(String, bool)>,
+    /// Streams: connections a file copy may use (sftp/parallel.rs).
+    pub streams: sftp::parallel::Streams,
 }
 
 impl ClientOptions {
@@ -105,6 +107,7 @@ impl ClientOptions {
             connection_attempts: 1,
             server_alive: (None, 3),
             control_master: None,
+            streams: sftp::parallel::Streams::Auto,
             identities: Vec::new(),
             host_key_check,
             null_stdin: false,

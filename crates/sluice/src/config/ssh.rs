@@ -92,6 +92,7 @@ const SUPPORTED: &[&str] = &[
     "hostkeyalias",
     "controlmaster",
     "controlpath",
+    "streams",
 ];
 
 /// OpenSSH keywords accepted without effect yet.

@@ -21,6 +21,7 @@
 
 pub mod channel;
 pub mod commands;
+pub mod parallel;
 pub mod progress;
 pub mod remote;
 pub mod scp;
@@ -39,7 +40,23 @@ use std::time::Duration;
 /// Connects with `opts` (its plan naming the subsystem or command), runs
 /// `program` on the session's channel and returns its exit code; when the
 /// connection fails first, ssh's message and "Connection closed", 255.
-pub fn run<F>(mut opts: ClientOptions, program: F) -> i32
+pub fn run<F>(opts: ClientOptions, program: F) -> i32
+where
+    F: FnOnce(Link) -> i32 + Send + 'static,
+{
+    run_with(opts, program, false)
+}
+
+/// [`run`] for an extra connection (parallel.rs): its failure is a debug
+/// line, since the copy goes on without it.
+pub fn run_quiet<F>(opts: ClientOptions, program: F) -> i32
+where
+    F: FnOnce(Link) -> i32 + Send + 'static,
+{
+    run_with(opts, program, true)
+}
+
+fn run_with<F>(mut opts: ClientOptions, program: F, quiet: bool) -> i32
 where
     F: FnOnce(Link) -> i32 + Send + 'static,
 {
@@ -65,8 +82,10 @@ where
         return 255;
     }
     let r = crate::client::connect(opts);
-    if let Err(e) = &r {
-        crate::log::print(&e.to_string());
+    match &r {
+        Err(e) if quiet => crate::log!(Debug1, "Streams: extra connection: {e}"),
+        Err(e) => crate::log::print(&e.to_string()),
+        Ok(_) => {}
     }
     link.close("Connection closed");
     // The program ends once its replies stop; one still reading a prompt

@@ -37,6 +37,8 @@ pub struct Options {
     pub buffer: u32,
     /// Show the progress meter.
     pub progress: bool,
+    /// Extra connections for large files (ssh_config Streams).
+    pub parallel: Option<super::parallel::Parallel>,
 }
 
 impl Default for Options {
@@ -48,6 +50,7 @@ impl Default for Options {
             requests: 64,
             buffer: 0,
             progress: false,
+            parallel: None,
         }
     }
 }
@@ -313,7 +316,26 @@ pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> Trans
             ));
         }
     };
-    let r = fetch(s, &handle, remote, &file, start, size, local, o);
+    let mut meter = Meter::new(o.progress, &show(remote), size.unwrap_or(0), start);
+    let span = Span {
+        start,
+        end: size,
+        exact: false,
+    };
+    let r = match (&o.parallel, size) {
+        (Some(p), Some(size)) if start == 0 && p.splits(size) => p
+            .copy(s, &handle, false, &file, local, remote, size, o, meter)
+            .map(|()| size),
+        _ => {
+            let r = fetch(s, &handle, remote, &file, span, local, o, &mut |n| {
+                meter.add(n)
+            });
+            if r.is_ok() {
+                meter.done();
+            }
+            r
+        }
+    };
     let closed = s.close(&handle);
     let r = r.and_then(|end| {
         file.set_len(end)
@@ -365,25 +387,40 @@ fn set_times(f: &File, atime: u32, mtime: u32) -> io::Result<()> {
     Ok(())
 }
 
-/// The READ loop: `requests` READs kept in flight from the first one;
-/// returns where the file ended.
+/// The bytes a READ or WRITE loop moves: from `start` to `end`; when not
+/// `exact`, `end` is only what the file's size was (a download probes past
+/// it, an upload reads to the local end), else the loop stops there (one
+/// range of a file copied over several connections).
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    /// The first byte.
+    pub start: u64,
+    /// Where it ends (None: unknown).
+    pub end: Option<u64>,
+    /// `end` is a bound, not a size that may have changed.
+    pub exact: bool,
+}
+
+/// The READ loop: `requests` READs kept in flight from the first one,
+/// each byte written counted through `tally`; returns where the file
+/// (or the exact span) ended.
 #[allow(clippy::too_many_arguments)]
-fn fetch(
+pub fn fetch(
     s: &mut Sftp,
     handle: &[u8],
     remote: &[u8],
     file: &File,
-    start: u64,
-    size: Option<u64>,
+    span: Span,
     local: &Path,
     o: &Options,
+    tally: &mut dyn FnMut(u64),
 ) -> TransferResult<u64> {
     let len = chunk(o, s.max_read);
     let depth = o.requests.max(1);
-    let mut meter = Meter::new(o.progress, &show(remote), size.unwrap_or(0), start);
+    let start = span.start;
     // Requests go out up to the known size; past it one READ at a time
     // probes for the end (the file may have grown).
-    let mut horizon = size.unwrap_or(u64::MAX);
+    let mut horizon = span.end.unwrap_or(u64::MAX);
     let mut next = start;
     let mut inflight: HashMap<u32, (u64, u32)> = HashMap::new();
     // Short answers leave holes to ask for again.
@@ -395,7 +432,7 @@ fn fetch(
         while inflight.len() < depth {
             let (off, n) = if let Some(h) = holes.pop() {
                 h
-            } else if eof_at.is_none() && (next < horizon || inflight.is_empty()) {
+            } else if eof_at.is_none() && (next < horizon || (inflight.is_empty() && !span.exact)) {
                 let n = if next < horizon {
                     (horizon - next).min(u64::from(len)) as u32
                 } else {
@@ -450,11 +487,11 @@ fn fetch(
                 if got < n {
                     holes.push((off + u64::from(got), n - got));
                 }
-                if next >= horizon && high >= horizon && eof_at.is_none() {
+                if next >= horizon && high >= horizon && eof_at.is_none() && !span.exact {
                     // Past the size we were told: keep going, one more chunk each time.
                     horizon = horizon.saturating_add(u64::from(len));
                 }
-                meter.add(u64::from(got));
+                tally(u64::from(got));
             }
             Reply::Status {
                 code: Status::EOF, ..
@@ -476,7 +513,6 @@ fn fetch(
             }
         }
     }
-    meter.done();
     Ok(eof_at.unwrap_or(high).max(high))
 }
 
@@ -563,7 +599,26 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
             s.open(&target, flags, attrs).map_err(dest_open)?
         }
     };
-    let mut r = send_file(s, &handle, &file, start, size, local, remote, o);
+    let mut meter = Meter::new(o.progress, &local.display().to_string(), size, start);
+    let span = Span {
+        start,
+        end: Some(size),
+        exact: false,
+    };
+    let mut r = match &o.parallel {
+        Some(p) if start == 0 && p.splits(size) => {
+            p.copy(s, &handle, true, &file, local, &target, size, o, meter)
+        }
+        _ => {
+            let r = send_file(s, &handle, &file, span, local, remote, o, &mut |n| {
+                meter.add(n)
+            });
+            if r.is_ok() {
+                meter.done();
+            }
+            r
+        }
+    };
     if r.is_ok() && o.fsync {
         r = s.fsync(&handle).map_err(|e| {
             TransferError::remote(format!("Couldn't sync file \"{}\"", show(remote)), e)
@@ -604,23 +659,28 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
     r
 }
 
-/// The WRITE loop: `requests` WRITEs in flight, each acknowledged by a STATUS.
+/// The WRITE loop: `requests` WRITEs in flight, each acknowledged by a
+/// STATUS and counted through `tally`.
 #[allow(clippy::too_many_arguments)]
-fn send_file(
+pub fn send_file(
     s: &mut Sftp,
     handle: &[u8],
     file: &File,
-    start: u64,
-    size: u64,
+    span: Span,
     local: &Path,
     remote: &[u8],
     o: &Options,
+    tally: &mut dyn FnMut(u64),
 ) -> TransferResult<()> {
     let len = chunk(o, s.max_write) as usize;
     let depth = o.requests.max(1);
-    let mut meter = Meter::new(o.progress, &local.display().to_string(), size, start);
     let mut buf = vec![0u8; len];
-    let mut next = start;
+    let mut next = span.start;
+    // An exact span stops at its end; otherwise the local end decides.
+    let end = match span.end {
+        Some(e) if span.exact => e,
+        _ => u64::MAX,
+    };
     let mut inflight: HashMap<u32, usize> = HashMap::new();
     let mut local_eof = false;
     let fatal = |e: SftpError| {
@@ -631,9 +691,11 @@ fn send_file(
     };
     loop {
         while inflight.len() < depth && !local_eof {
-            let n = read_full(file, &mut buf, next).map_err(|e| {
-                TransferError::local(format!("read local \"{}\"", local.display()), e)
-            })?;
+            let want = (end - next).min(len as u64) as usize;
+            let n =
+                read_full(file, buf.get_mut(..want).unwrap_or_default(), next).map_err(|e| {
+                    TransferError::local(format!("read local \"{}\"", local.display()), e)
+                })?;
             if n == 0 {
                 local_eof = true;
                 break;
@@ -663,7 +725,7 @@ fn send_file(
         match reply {
             Reply::Status {
                 code: Status::OK, ..
-            } => meter.add(n as u64),
+            } => tally(n as u64),
             Reply::Status { code, .. } => {
                 // Let the other WRITEs finish before reporting.
                 while !inflight.is_empty() {
@@ -681,7 +743,6 @@ fn send_file(
             }
         }
     }
-    meter.done();
     Ok(())
 }
 

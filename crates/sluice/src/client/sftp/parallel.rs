@@ -1,0 +1,553 @@
+//! One large file over several connections (mscp's trick, against any
+//! SFTP server, stock sshd included): the file is cut into ranges, and
+//! each connection copies whichever range is next with its own READs or
+//! WRITEs at their offsets (pread/pwrite on both ends). One TCP
+//! connection is held by its buffers (a stock sshd's 2 MiB channel window,
+//! net.core.*mem_max), by losses that halve it, and by one core for its
+//! crypto; several are not.
+//!
+//! Extra connections are sluice's own client again, with the same
+//! ssh_config, host keys and identities, in BatchMode: one that would need
+//! a password or a question is not opened (the transfer goes on with the
+//! connections it has). `Streams N` opens N in all; `Streams auto` (the
+//! default) adds one at a time while each raises the total rate by a
+//! tenth or more, and gives back the last one that did not.
+//!
+//! Safety: a connection that dies hands its range back to the others; the
+//! file is renamed into place (transfer.rs) only when every range was
+//! acknowledged, so a short file never appears under the final name.
+
+use super::progress::Meter;
+use super::session::{Sftp, SftpError};
+use super::transfer::{self, Options, Span, TransferError, TransferResult};
+use crate::client::ClientOptions;
+use sluice_proto::sftp::{pflags, Attrs};
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// A file smaller than this goes over one connection: splitting it would
+/// cost more in connection setup than it saves.
+pub const MIN_SPLIT: u64 = 64 << 20;
+/// The most connections `Streams auto` opens (mscp's authors saw gains
+/// flatten near 8).
+pub const AUTO_MAX: usize = 8;
+/// The most `Streams N` accepts.
+pub const STREAMS_MAX: usize = 64;
+
+/// ssh_config `Streams`: how many connections a copy may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streams {
+    /// Add connections while each one helps.
+    Auto,
+    /// This many in all (1: no extra connection).
+    Fixed(usize),
+}
+
+impl Streams {
+    /// `auto` or 1-64.
+    pub fn parse(v: &str) -> Option<Streams> {
+        if v.eq_ignore_ascii_case("auto") {
+            return Some(Streams::Auto);
+        }
+        match v.parse::<usize>() {
+            Ok(n) if (1..=STREAMS_MAX).contains(&n) => Some(Streams::Fixed(n)),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Streams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Streams::Auto => f.write_str("auto"),
+            Streams::Fixed(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// Makes the options of one more connection (BatchMode on).
+pub type Connector = Arc<dyn Fn() -> Result<ClientOptions, String> + Send + Sync>;
+
+/// The extra connections of one sftp or scp run (cheap to clone: shared).
+#[derive(Clone)]
+pub struct Parallel {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Parallel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Parallel(Streams {})", self.shared.streams)
+    }
+}
+
+struct Shared {
+    streams: Streams,
+    connect: Connector,
+    state: Mutex<State>,
+    cv: Condvar,
+    /// Bytes every connection moved, for the rate `auto` steers by.
+    moved: AtomicU64,
+    steer: Mutex<Option<Steer>>,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Range>,
+    /// Extra connections taking ranges.
+    live: usize,
+    /// Extra connections still connecting.
+    starting: usize,
+    /// Extra connections asked to stop after their range.
+    retire: usize,
+    /// No more connections are added.
+    settled: bool,
+    /// The run is over: workers end their sessions.
+    closed: bool,
+}
+
+/// One file being copied in ranges.
+struct Copy {
+    up: bool,
+    /// The local file (read for an upload, written for a download).
+    file: File,
+    local: PathBuf,
+    /// The path extra connections open on the server (a temporary name).
+    remote: Vec<u8>,
+    o: Options,
+    meter: Mutex<Meter>,
+    /// Ranges not yet finished, and the first error (changed under state's
+    /// lock so the waiter never misses the last one).
+    left: Mutex<(usize, Option<TransferError>)>,
+}
+
+struct Range {
+    copy: Arc<Copy>,
+    start: u64,
+    end: u64,
+}
+
+/// An open remote handle, kept across the ranges of one file.
+type Open = Option<(Arc<Copy>, Vec<u8>)>;
+
+impl Parallel {
+    /// Copies may use `streams` connections, more made by `connect`.
+    pub fn new(streams: Streams, connect: Connector) -> Parallel {
+        Parallel {
+            shared: Arc::new(Shared {
+                streams,
+                connect,
+                state: Mutex::new(State::default()),
+                cv: Condvar::new(),
+                moved: AtomicU64::new(0),
+                steer: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Whether a file of `size` bytes goes in ranges.
+    pub fn splits(&self, size: u64) -> bool {
+        size >= MIN_SPLIT && self.shared.streams != Streams::Fixed(1)
+    }
+
+    /// Ends the extra connections (their sessions close cleanly).
+    pub fn shutdown(&self) {
+        self.shared.lock().closed = true;
+        self.shared.cv.notify_all();
+    }
+
+    /// Copies `size` bytes between `file` and the remote file open as
+    /// `handle` (named `remote` for the other connections) in ranges on
+    /// every connection, this one included; returns when all are done.
+    #[allow(clippy::too_many_arguments)]
+    pub fn copy(
+        &self,
+        s: &mut Sftp,
+        handle: &[u8],
+        up: bool,
+        file: &File,
+        local: &std::path::Path,
+        remote: &[u8],
+        size: u64,
+        o: &Options,
+        meter: Meter,
+    ) -> TransferResult<()> {
+        let file = file
+            .try_clone()
+            .map_err(|e| TransferError::Failed(format!("dup: {e}")))?;
+        let mut wo = o.clone();
+        wo.parallel = None;
+        let step = range_size(size, self.max());
+        let n = size.div_ceil(step) as usize;
+        let copy = Arc::new(Copy {
+            up,
+            file,
+            local: local.to_path_buf(),
+            remote: remote.to_vec(),
+            o: wo,
+            meter: Mutex::new(meter),
+            left: Mutex::new((n, None)),
+        });
+        {
+            let mut st = self.shared.lock();
+            let mut at = 0;
+            while at < size {
+                let end = (at + step).min(size);
+                st.queue.push_back(Range {
+                    copy: copy.clone(),
+                    start: at,
+                    end,
+                });
+                at = end;
+            }
+        }
+        self.shared.cv.notify_all();
+        self.grow();
+        // This connection takes ranges too, with the handle it has.
+        let mut open: Open = Some((copy.clone(), handle.to_vec()));
+        loop {
+            let next = {
+                let mut st = self.shared.lock();
+                loop {
+                    if let Some(i) = st.queue.iter().position(|r| Arc::ptr_eq(&r.copy, &copy)) {
+                        break st.queue.remove(i);
+                    }
+                    if copy.left.lock().unwrap_or_else(|e| e.into_inner()).0 == 0 {
+                        break None;
+                    }
+                    st = self
+                        .shared
+                        .cv
+                        .wait_timeout(st, Duration::from_millis(100))
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                    drop(st);
+                    self.grow();
+                    st = self.shared.lock();
+                }
+            };
+            let Some(r) = next else { break };
+            match self.shared.run(s, &mut open, &r) {
+                Err(TransferError::Fatal(m)) => {
+                    // This session is gone: so is the copy.
+                    self.shared.finish(&r, Some(TransferError::Fatal(m)));
+                }
+                e => self.shared.finish(&r, e.err()),
+            }
+            self.grow();
+        }
+        // Not closed here: the caller closes `handle`.
+        let (_, err) = std::mem::take(&mut *copy.left.lock().unwrap_or_else(|e| e.into_inner()));
+        match err {
+            Some(e) => Err(e),
+            None => {
+                copy.meter.lock().unwrap_or_else(|e| e.into_inner()).done();
+                Ok(())
+            }
+        }
+    }
+
+    fn max(&self) -> usize {
+        match self.shared.streams {
+            Streams::Auto => AUTO_MAX,
+            Streams::Fixed(n) => n,
+        }
+    }
+
+    /// Opens connections: all of `Streams N` at once; for auto, the next
+    /// one when the rate says so (called often, cheap).
+    fn grow(&self) {
+        let sh = &self.shared;
+        let mut st = sh.lock();
+        if st.settled || st.closed || st.queue.len() < 2 {
+            return;
+        }
+        match sh.streams {
+            Streams::Fixed(n) => {
+                crate::log!(
+                    Debug1,
+                    "Streams {n}: opening {} more connection(s)",
+                    n.saturating_sub(1 + st.live + st.starting)
+                );
+                while 1 + st.live + st.starting < n {
+                    st.starting += 1;
+                    self.spawn();
+                }
+                st.settled = true;
+            }
+            Streams::Auto => {
+                drop(st);
+                self.steer();
+            }
+        }
+    }
+
+    /// `Streams auto`: one connection more at a time; each must raise
+    /// the total rate over a second by a tenth, else it is given back and
+    /// no more are added.
+    fn steer(&self) {
+        let sh = &self.shared;
+        let mut g = sh.steer.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let moved = sh.moved.load(Ordering::Relaxed);
+        let steer = g.get_or_insert_with(|| Steer::new(now, moved));
+        let mut st = sh.lock();
+        if st.starting > 0 {
+            // Measure from when the new one is up.
+            steer.mark(now, moved);
+            return;
+        }
+        if now.duration_since(steer.since) < Duration::from_secs(1) {
+            return;
+        }
+        let rate = steer.rate(now, moved);
+        let n = 1 + st.live;
+        match steer.before {
+            Some(before) if rate < before * 1.1 => {
+                crate::log!(
+                    Debug1,
+                    "Streams auto: {n} connections move {:.1} MB/s, {} moved {:.1} MB/s: giving the last one back",
+                    rate / 1e6,
+                    n - 1,
+                    before / 1e6
+                );
+                st.retire += 1;
+                st.settled = true;
+                sh.cv.notify_all();
+            }
+            _ if n >= AUTO_MAX => {
+                crate::log!(
+                    Debug1,
+                    "Streams auto: {n} connections move {:.1} MB/s: the most auto opens",
+                    rate / 1e6
+                );
+                st.settled = true;
+            }
+            _ => {
+                crate::log!(
+                    Debug1,
+                    "Streams auto: {n} connection(s) move {:.1} MB/s: opening one more",
+                    rate / 1e6
+                );
+                steer.before = Some(rate);
+                st.starting += 1;
+                self.spawn();
+                steer.mark(now, moved);
+            }
+        }
+    }
+
+    /// Starts one extra connection on its own threads.
+    fn spawn(&self) {
+        let sh = self.shared.clone();
+        let started = std::thread::Builder::new()
+            .name("sftp-stream".into())
+            .spawn(move || {
+                let opts = match (sh.connect)() {
+                    Ok(o) => o,
+                    Err(e) => {
+                        crate::log!(Debug1, "Streams: no extra connection: {e}");
+                        sh.lock().starting -= 1;
+                        return;
+                    }
+                };
+                let w = sh.clone();
+                super::run_quiet(opts, move |link| {
+                    w.work(link);
+                    0
+                });
+            });
+        if let Err(e) = started {
+            crate::log!(Debug1, "Streams: no thread for a connection: {e}");
+            self.shared.lock().starting -= 1;
+        }
+    }
+}
+
+/// What `steer` measures: bytes moved since `since`, and the rate before
+/// the last connection was added.
+struct Steer {
+    since: Instant,
+    at: u64,
+    before: Option<f64>,
+}
+
+impl Steer {
+    fn new(now: Instant, moved: u64) -> Steer {
+        Steer {
+            since: now,
+            at: moved,
+            before: None,
+        }
+    }
+    fn mark(&mut self, now: Instant, moved: u64) {
+        self.since = now;
+        self.at = moved;
+    }
+    fn rate(&mut self, now: Instant, moved: u64) -> f64 {
+        let secs = now.duration_since(self.since).as_secs_f64().max(1e-3);
+        let r = moved.saturating_sub(self.at) as f64 / secs;
+        self.mark(now, moved);
+        r
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An extra connection's program: ranges until the run ends, it is
+    /// retired, or its session fails (its range then goes back).
+    fn work(&self, link: super::Link) {
+        let mut s = match Sftp::init(link) {
+            Ok(s) => s,
+            Err(e) => {
+                crate::log!(Debug1, "Streams: extra connection's SFTP failed: {e}");
+                self.lock().starting -= 1;
+                return;
+            }
+        };
+        {
+            let mut st = self.lock();
+            st.starting -= 1;
+            st.live += 1;
+            crate::log!(Debug1, "Streams: {} connections", 1 + st.live);
+        }
+        let mut open: Open = None;
+        loop {
+            let r = {
+                let mut st = self.lock();
+                loop {
+                    if st.closed {
+                        break None;
+                    }
+                    if st.retire > 0 {
+                        st.retire -= 1;
+                        break None;
+                    }
+                    if let Some(r) = st.queue.pop_front() {
+                        break Some(r);
+                    }
+                    st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+            };
+            let Some(r) = r else { break };
+            match self.run(&mut s, &mut open, &r) {
+                Err(TransferError::Fatal(m)) => {
+                    crate::log!(
+                        Debug1,
+                        "Streams: a connection failed ({m}); its range goes again"
+                    );
+                    self.lock().queue.push_front(r);
+                    self.cv.notify_all();
+                    open = None;
+                    break;
+                }
+                e => self.finish(&r, e.err()),
+            }
+        }
+        if let Some((_, h)) = open.take() {
+            let _ = s.close(&h);
+        }
+        self.lock().live -= 1;
+        self.cv.notify_all();
+        s.finish();
+    }
+
+    /// Copies one range on `s`, opening the file there first if needed.
+    fn run(&self, s: &mut Sftp, open: &mut Open, r: &Range) -> TransferResult<()> {
+        let c = &r.copy;
+        if c.left.lock().unwrap_or_else(|e| e.into_inner()).1.is_some() {
+            return Ok(()); // the copy failed elsewhere: skip
+        }
+        if !open.as_ref().is_some_and(|(o, _)| Arc::ptr_eq(o, c)) {
+            if let Some((_, h)) = open.take() {
+                s.close(&h)
+                    .map_err(|e| TransferError::Fatal(e.to_string()))
+                    .or_else(|e| match e {
+                        TransferError::Fatal(_) => Err(e),
+                        _ => Ok(()),
+                    })?;
+            }
+            let what = format!("open remote \"{}\"", transfer::show(&c.remote));
+            let h = if c.up {
+                s.open(&c.remote, pflags::WRITE, Attrs::default())
+            } else {
+                s.open_read(&c.remote)
+            }
+            .map_err(|e| match e {
+                SftpError::Fatal(m) => TransferError::Fatal(m),
+                e => TransferError::Failed(format!("{what}: {e}")),
+            })?;
+            *open = Some((c.clone(), h));
+        }
+        let h = open.as_ref().map(|(_, h)| h.clone()).unwrap_or_default();
+        let span = Span {
+            start: r.start,
+            end: Some(r.end),
+            exact: true,
+        };
+        let mut tally = |n: u64| {
+            self.moved.fetch_add(n, Ordering::Relaxed);
+            c.meter.lock().unwrap_or_else(|e| e.into_inner()).add(n);
+        };
+        if c.up {
+            transfer::send_file(s, &h, &c.file, span, &c.local, &c.remote, &c.o, &mut tally)
+        } else {
+            let got = transfer::fetch(s, &h, &c.remote, &c.file, span, &c.local, &c.o, &mut tally)?;
+            if got < r.end {
+                return Err(TransferError::Failed(format!(
+                    "\"{}\" changed during the download (ends at {got}, not {})",
+                    transfer::show(&c.remote),
+                    r.end
+                )));
+            }
+            Ok(())
+        }
+    }
+
+    /// A range is done (or failed for good): count it, wake the waiter.
+    fn finish(&self, r: &Range, err: Option<TransferError>) {
+        let _st = self.lock();
+        let mut left = r.copy.left.lock().unwrap_or_else(|e| e.into_inner());
+        left.0 = left.0.saturating_sub(1);
+        if left.1.is_none() {
+            left.1 = err;
+        }
+        drop(left);
+        self.cv.notify_all();
+    }
+}
+
+/// Ranges of a few per connection, so a slow connection holds back at
+/// most one small range at the end: 8-128 MiB.
+fn range_size(size: u64, conns: usize) -> u64 {
+    (size / (conns.max(1) as u64 * 4)).clamp(8 << 20, 128 << 20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_values() {
+        assert_eq!(Streams::parse("auto"), Some(Streams::Auto));
+        assert_eq!(Streams::parse("AUTO"), Some(Streams::Auto));
+        assert_eq!(Streams::parse("4"), Some(Streams::Fixed(4)));
+        assert_eq!(Streams::parse("0"), None);
+        assert_eq!(Streams::parse("65"), None);
+        assert_eq!(Streams::parse("x"), None);
+        assert_eq!(Streams::Fixed(8).to_string(), "8");
+    }
+
+    #[test]
+    fn ranges_stay_within_bounds() {
+        assert_eq!(range_size(1 << 30, 8), 32 << 20);
+        assert_eq!(range_size(64 << 20, 8), 8 << 20);
+        assert_eq!(range_size(1 << 40, 4), 128 << 20);
+    }
+}

@@ -1,0 +1,138 @@
+//! Large files over several connections (ssh_config `Streams`,
+//! client/sftp/parallel.rs): `sluice-scp` and `sluice-sftp` up and down
+//! with sluiced's internal-sftp and Debian's sshd (its sftp-server), data
+//! checked by SHA-256; `-v` shows the extra connections; `Streams 1`
+//! opens none.
+
+mod common;
+mod sftp_util;
+
+use common::*;
+use sftp_util::*;
+use std::path::Path;
+use std::process::Command;
+
+const SFTP: &str = env!("CARGO_BIN_EXE_sluice-sftp");
+const SCP: &str = env!("CARGO_BIN_EXE_sluice-scp");
+
+/// Pseudo-random bytes (a fixed xorshift stream), `n` of them.
+fn data(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn ssh_opts(c: &mut Command, s: &Setup, server: &Server, streams: &str) {
+    c.args(["-F", "/dev/null", "-o", "StrictHostKeyChecking=no"])
+        .args(["-o", "BatchMode=yes", "-v"])
+        .arg("-o")
+        .arg(format!("Streams={streams}"))
+        .arg("-o")
+        .arg(format!(
+            "UserKnownHostsFile={}",
+            s.dir.path("known_hosts").display()
+        ))
+        .arg("-i")
+        .arg(&s.user_key)
+        .args(["-P", &server.port.to_string()]);
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn most_streams(log: &str) -> usize {
+    log.lines()
+        .filter_map(|l| l.split("Streams: ").nth(1))
+        .filter_map(|r| r.strip_suffix(" connections"))
+        .filter_map(|n| n.trim().parse().ok())
+        .max()
+        .unwrap_or(1)
+}
+
+#[test]
+fn large_files_go_over_several_connections_up_and_down() {
+    let s = Setup::new("sftp-streams");
+    let src = s.dir.path("src.bin");
+    // 100 MiB + 1: not a multiple of the range size.
+    std::fs::write(&src, data((100 << 20) + 1, 9)).unwrap();
+    let want = sha_of(&src);
+    let mut servers = vec![("sluiced", start_sftp(&s, "internal-sftp", ""))];
+    if !missing("/usr/sbin/sshd") {
+        servers.push(("sshd", s.start(true, "")));
+    }
+    for (label, server) in &servers {
+        let d = s.dir.path(&format!("streams_{label}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let at = |p: &Path| format!("127.0.0.1:{}", p.display());
+        let scp = |streams: &str, args: &[&str]| {
+            let mut c = Command::new(SCP);
+            ssh_opts(&mut c, &s, server, streams);
+            c.args(args);
+            let o = run(c, b"", 180);
+            let log = text(&o.stderr);
+            assert!(o.status.success(), "{label} scp {args:?}: {log}");
+            log
+        };
+        // Streams 4: four connections each way.
+        let up = d.join("up.bin");
+        let log = scp("4", &[src.to_str().unwrap(), &at(&up)]);
+        assert_eq!(sha_of(&up), want, "{label}: upload");
+        // Loopback may finish before the others are up: they were asked
+        // for, and at most 4 worked.
+        assert!(
+            log.contains("Streams 4: opening 3 more connection(s)"),
+            "{log}"
+        );
+        assert!(most_streams(&log) <= 4, "{label}: upload used:\n{log}");
+        eprintln!("{label}: upload on {} connections", most_streams(&log));
+        let down = d.join("down.bin");
+        let log = scp("4", &[&at(&up), down.to_str().unwrap()]);
+        assert_eq!(sha_of(&down), want, "{label}: download");
+        assert!(
+            log.contains("Streams 4: opening 3 more connection(s)"),
+            "{log}"
+        );
+        eprintln!("{label}: download on {} connections", most_streams(&log));
+        // No temporary names left beside the targets.
+        let names: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names.iter().all(|n| !n.contains(".sluice-")),
+            "{label}: {names:?}"
+        );
+        // Streams 1: one connection.
+        let one = d.join("one.bin");
+        let log = scp("1", &[&at(&up), one.to_str().unwrap()]);
+        assert_eq!(sha_of(&one), want);
+        assert!(!log.contains("Streams"), "{label}: Streams 1 used:\n{log}");
+        // auto, through sftp's get and put.
+        let b = d.join("batch");
+        std::fs::write(
+            &b,
+            format!(
+                "put {} {}\nget {} {}\n",
+                src.display(),
+                d.join("auto_up.bin").display(),
+                d.join("auto_up.bin").display(),
+                d.join("auto_down.bin").display()
+            ),
+        )
+        .unwrap();
+        let mut c = Command::new(SFTP);
+        ssh_opts(&mut c, &s, server, "auto");
+        c.arg("-b").arg(&b).arg("127.0.0.1");
+        let o = run(c, b"", 180);
+        assert!(o.status.success(), "{label} sftp auto: {}", text(&o.stderr));
+        assert_eq!(sha_of(&d.join("auto_up.bin")), want, "{label}: auto put");
+        assert_eq!(sha_of(&d.join("auto_down.bin")), want, "{label}: auto get");
+    }
+}
