@@ -2,7 +2,7 @@
 //! client/sftp/parallel.rs): `sluice-scp` and `sluice-sftp` up and down
 //! with sluiced's internal-sftp and Debian's sshd (its sftp-server), data
 //! checked by SHA-256; `-v` shows the extra connections; `Streams 1`
-//! opens none.
+//! opens none. And `-l`, the rate limit all of a copy's connections share.
 
 mod common;
 mod sftp_util;
@@ -135,4 +135,33 @@ fn large_files_go_over_several_connections_up_and_down() {
         assert_eq!(sha_of(&d.join("auto_up.bin")), want, "{label}: auto put");
         assert_eq!(sha_of(&d.join("auto_down.bin")), want, "{label}: auto get");
     }
+}
+
+#[test]
+fn dash_l_limits_the_rate_over_all_connections() {
+    let s = Setup::new("sftp-bwlimit");
+    let src = s.dir.path("src.bin");
+    std::fs::write(&src, data(3 << 20, 4)).unwrap();
+    let server = start_sftp(&s, "internal-sftp", "");
+    let dst = s.dir.path("dst.bin");
+    let mut c = Command::new(SCP);
+    ssh_opts(&mut c, &s, &server, "4");
+    // 8000 Kbit/s = 1 MB/s: 3 MiB take more than 2.5 s (OpenSSH's unit).
+    c.args(["-l", "8000", src.to_str().unwrap()])
+        .arg(format!("127.0.0.1:{}", dst.display()));
+    let t = std::time::Instant::now();
+    let o = run(c, b"", 60);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(t.elapsed().as_secs_f64() > 2.5, "{:?}", t.elapsed());
+    assert_eq!(sha_of(&dst), sha_of(&src));
+    let mut c = Command::new(SCP);
+    ssh_opts(&mut c, &s, &server, "1");
+    c.args(["-l", "0", src.to_str().unwrap(), "127.0.0.1:/tmp/x"]);
+    let o = run(c, b"", 60);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("Invalid limit"),
+        "{}",
+        text(&o.stderr)
+    );
 }

@@ -94,6 +94,9 @@ pub fn main(argv: &[String]) -> i32 {
             return 255;
         }
     };
+    set.transfer.limit = ssh
+        .limit
+        .map(|k| std::sync::Arc::new(crate::client::sftp::bwlimit::BwLimit::new(k)));
     set.transfer.parallel = parallel(&ssh, &copts, user.as_deref(), &host, &subsystem);
     run(copts, move |link| {
         let par = set.transfer.parallel.clone();

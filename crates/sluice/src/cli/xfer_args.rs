@@ -78,6 +78,8 @@ pub struct SshSide {
     pub verbose: u8,
     /// `-q`.
     pub quiet: bool,
+    /// `-l`: Kbit/s.
+    pub limit: Option<u64>,
 }
 
 impl SshSide {
@@ -102,10 +104,14 @@ impl SshSide {
             }
             'q' => self.quiet = true,
             'v' => self.verbose = self.verbose.saturating_add(1),
-            // -l limit (Kbit/s): accepted, not enforced (see README).
+            // -l limit (Kbit/s).
             'l' => {
-                v.parse::<u64>()
-                    .map_err(|_| format!("Invalid limit \"{v}\""))?;
+                let k = v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|k| *k > 0)
+                    .ok_or_else(|| format!("Invalid limit \"{v}\""))?;
+                self.limit = Some(k);
             }
             _ => return Ok(false),
         }

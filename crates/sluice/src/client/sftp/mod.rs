@@ -12,13 +12,15 @@
 //! - `channel.rs`: the in-process channel end and the program's [`Link`].
 //! - `session.rs`: requests and replies, the version exchange, limits.
 //! - `transfer.rs`: pipelined downloads and uploads, resume, temp names.
-//! - `progress.rs`: the progress meter.
+//! - `progress.rs`: the progress meter; `bwlimit.rs`: `-l`.
+//! - `parallel.rs`: a large file over several connections (Streams).
 //! - `commands/`: sftp's commands (batch files and the prompt): `mod.rs` the
 //!   loop and dispatch, `xfer.rs` get and put, `ops.rs` the others,
 //!   `words.rs` command lines.
 //! - `scp.rs`: scp's copies.
 //! - `remote.rs`: remote paths: joining, globbing.
 
+pub mod bwlimit;
 pub mod channel;
 pub mod commands;
 pub mod parallel;

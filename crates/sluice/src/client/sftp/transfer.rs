@@ -39,6 +39,8 @@ pub struct Options {
     pub progress: bool,
     /// Extra connections for large files (ssh_config Streams).
     pub parallel: Option<super::parallel::Parallel>,
+    /// -l: the bandwidth limit, shared by every connection.
+    pub limit: Option<std::sync::Arc<super::bwlimit::BwLimit>>,
 }
 
 impl Default for Options {
@@ -51,6 +53,7 @@ impl Default for Options {
             buffer: 0,
             progress: false,
             parallel: None,
+            limit: None,
         }
     }
 }
@@ -444,6 +447,9 @@ pub fn fetch(
             } else {
                 break;
             };
+            if let Some(l) = &o.limit {
+                l.pace(u64::from(n));
+            }
             let id = s
                 .send(&Request::Read {
                     handle,
@@ -699,6 +705,9 @@ pub fn send_file(
             if n == 0 {
                 local_eof = true;
                 break;
+            }
+            if let Some(l) = &o.limit {
+                l.pace(n as u64);
             }
             let id = s
                 .send(&Request::Write {
