@@ -10,8 +10,8 @@
 //! ssh_config, host keys and identities, in BatchMode: one that would need
 //! a password or a question is not opened (the transfer goes on with the
 //! connections it has). `Streams N` opens N in all; `Streams auto` (the
-//! default) adds one at a time while each raises the total rate by a
-//! tenth or more, and gives back the last one that did not.
+//! default) adds them in steps while each step raises the total rate by a
+//! tenth or more (see `steer`), and gives back a step that did not.
 //!
 //! Safety: a connection that dies hands its range back to the others; the
 //! file is renamed into place (transfer.rs) only when every range was
@@ -285,9 +285,12 @@ impl Parallel {
         }
     }
 
-    /// `Streams auto`: one connection more at a time; each must raise
-    /// the total rate over a second by a tenth, else it is given back and
-    /// no more are added.
+    /// `Streams auto`: connections are added in steps, measured over a
+    /// second once the step's connections are up. A step must raise the
+    /// total rate by a tenth, else its connections are given back and no
+    /// more are added; a step that scaled almost in proportion (the path
+    /// had room) is followed by one as large as all there are (1, 2, 4, 8:
+    /// slow start for connections), any other by one more.
     fn steer(&self) {
         let sh = &self.shared;
         let mut g = sh.steer.lock().unwrap_or_else(|e| e.into_inner());
@@ -296,7 +299,7 @@ impl Parallel {
         let steer = g.get_or_insert_with(|| Steer::new(now, moved));
         let mut st = sh.lock();
         if st.starting > 0 {
-            // Measure from when the new one is up.
+            // Measure from when the new ones are up.
             steer.mark(now, moved);
             return;
         }
@@ -305,18 +308,20 @@ impl Parallel {
         }
         let rate = steer.rate(now, moved);
         let n = 1 + st.live;
-        match steer.before {
+        let added = steer.added.min(n - 1);
+        let add = match steer.before {
             Some(before) if rate < before * 1.1 => {
                 crate::log!(
                     Debug1,
-                    "Streams auto: {n} connections move {:.1} MB/s, {} moved {:.1} MB/s: giving the last one back",
+                    "Streams auto: {n} connections move {:.1} MB/s, {} moved {:.1} MB/s: giving back {added}",
                     rate / 1e6,
-                    n - 1,
+                    n - added,
                     before / 1e6
                 );
-                st.retire += 1;
+                st.retire += added;
                 st.settled = true;
                 sh.cv.notify_all();
+                return;
             }
             _ if n >= AUTO_MAX => {
                 crate::log!(
@@ -325,19 +330,23 @@ impl Parallel {
                     rate / 1e6
                 );
                 st.settled = true;
+                return;
             }
-            _ => {
-                crate::log!(
-                    Debug1,
-                    "Streams auto: {n} connection(s) move {:.1} MB/s: opening one more",
-                    rate / 1e6
-                );
-                steer.before = Some(rate);
-                st.starting += 1;
-                self.spawn();
-                steer.mark(now, moved);
-            }
+            Some(before) if rate < before * n as f64 / (n - added) as f64 * 0.75 => 1,
+            _ => n.min(AUTO_MAX - n),
+        };
+        crate::log!(
+            Debug1,
+            "Streams auto: {n} connection(s) move {:.1} MB/s: opening {add} more",
+            rate / 1e6
+        );
+        steer.before = Some(rate);
+        steer.added = add;
+        st.starting += add;
+        for _ in 0..add {
+            self.spawn();
         }
+        steer.mark(now, moved);
     }
 
     /// Starts one extra connection on its own threads.
@@ -367,12 +376,13 @@ impl Parallel {
     }
 }
 
-/// What `steer` measures: bytes moved since `since`, and the rate before
-/// the last connection was added.
+/// What `steer` measures: bytes moved since `since`, the rate before the
+/// last step, and how many connections that step added.
 struct Steer {
     since: Instant,
     at: u64,
     before: Option<f64>,
+    added: usize,
 }
 
 impl Steer {
@@ -381,6 +391,7 @@ impl Steer {
             since: now,
             at: moved,
             before: None,
+            added: 0,
         }
     }
     fn mark(&mut self, now: Instant, moved: u64) {
