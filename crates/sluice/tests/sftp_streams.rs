@@ -165,3 +165,55 @@ fn dash_l_limits_the_rate_over_all_connections() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn many_small_files_go_up_together_and_one_failure_stays_one() {
+    let s = Setup::new("sftp-many");
+    let tree = s.dir.path("tree");
+    for d in 0..3 {
+        let sub = tree.join(format!("d{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..100 {
+            let n = 1 + (f * 977 + d * 31) % 40_000;
+            std::fs::write(sub.join(format!("f{f:03}")), data(n, (d * 100 + f) as u64)).unwrap();
+        }
+    }
+    std::fs::write(tree.join("empty"), b"").unwrap();
+    let mut servers = vec![("sluiced", start_sftp(&s, "internal-sftp", ""))];
+    if !missing("/usr/sbin/sshd") {
+        servers.push(("sshd", s.start(true, "")));
+    }
+    for (label, server) in &servers {
+        let dst = s.dir.path(&format!("many_{label}"));
+        // A directory where one file should go: that file fails, alone.
+        std::fs::create_dir_all(dst.join("tree/d1/f007")).unwrap();
+        let mut c = Command::new(SCP);
+        ssh_opts(&mut c, &s, server, "1");
+        c.args(["-r", tree.to_str().unwrap()])
+            .arg(format!("127.0.0.1:{}", dst.display()));
+        let o = run(c, b"", 120);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{label}: {err}");
+        assert!(err.contains("f007"), "{label}: {err}");
+        for d in 0..3 {
+            for f in 0..100 {
+                let rel = format!("d{d}/f{f:03}");
+                if rel == "d1/f007" {
+                    continue;
+                }
+                assert_eq!(
+                    sha_of(&dst.join("tree").join(&rel)),
+                    sha_of(&tree.join(&rel)),
+                    "{label}: {rel}"
+                );
+            }
+        }
+        assert!(dst.join("tree/empty").is_file());
+        let leftovers: Vec<_> = std::fs::read_dir(dst.join("tree/d1"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".sluice-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{label}: {leftovers:?}");
+    }
+}

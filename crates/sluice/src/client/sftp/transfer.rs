@@ -112,7 +112,7 @@ fn chunk(o: &Options, max: u32) -> u32 {
 }
 
 /// A temporary name beside `target`: `.name.sluice-XXXXXX`.
-fn temp_beside(target: &[u8], salt: u64) -> Vec<u8> {
+pub(super) fn temp_beside(target: &[u8], salt: u64) -> Vec<u8> {
     let (dir, base) = match target.iter().rposition(|b| *b == b'/') {
         Some(i) => (
             target.get(..=i).unwrap_or_default(),
@@ -127,7 +127,7 @@ fn temp_beside(target: &[u8], salt: u64) -> Vec<u8> {
     t
 }
 
-fn salt() -> u64 {
+pub(super) fn salt() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos() as u64 ^ d.as_secs())

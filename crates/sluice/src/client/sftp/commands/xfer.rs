@@ -3,6 +3,7 @@
 //! lines, directory trees.
 
 use super::*;
+use crate::client::sftp::many::{self, Uploads};
 
 impl Shell {
     pub(super) fn get(&mut self, args: &[Vec<u8>], resume: bool) -> Done {
@@ -219,7 +220,8 @@ impl Shell {
     }
 }
 
-/// Uploads the directory `local` as `remote_dir` (made if missing).
+/// Uploads the directory `local` as `remote_dir` (made if missing); small
+/// files go many at once (many.rs), large ones one by one.
 pub(super) fn put_tree(
     s: &mut Sftp,
     local: &Path,
@@ -227,6 +229,34 @@ pub(super) fn put_tree(
     o: &Options,
     quiet: bool,
 ) -> Result<(), Fail> {
+    let mut batch = Uploads::new(o);
+    let walked = walk_up(s, &mut batch, local, remote_dir, o, quiet);
+    let flushed = batch.finish(s, &mut |m| eprintln!("{m}"));
+    match (walked, flushed) {
+        (Err(Fail::Fatal(f)), _) | (_, Err(f)) => Err(Fail::Fatal(f)),
+        (Err(Fail::Failed), _) | (_, Ok(false)) => Err(Fail::Failed),
+        _ => Ok(()),
+    }
+}
+
+/// Waits for the batch's files; Ok(none failed).
+fn settle(s: &mut Sftp, batch: &mut Uploads) -> Result<bool, Fail> {
+    batch
+        .finish(s, &mut |m| eprintln!("{m}"))
+        .map_err(Fail::Fatal)
+}
+
+fn walk_up(
+    s: &mut Sftp,
+    batch: &mut Uploads,
+    local: &Path,
+    remote_dir: &[u8],
+    o: &Options,
+    quiet: bool,
+) -> Result<(), Fail> {
+    // Calls that wait for their own reply (MKDIR, a large file) go only
+    // once the batch's replies are all in.
+    let mut failed = !settle(s, batch)?;
     let mode = std::fs::metadata(local)
         .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
         .unwrap_or(0o755);
@@ -256,7 +286,6 @@ pub(super) fn put_tree(
     })?;
     let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
-    let mut failed = false;
     for l in entries {
         let name = basename(l.as_os_str().as_bytes()).to_vec();
         let r = remote::join(remote_dir, &name);
@@ -265,12 +294,19 @@ pub(super) fn put_tree(
             Err(_) => continue,
         };
         let res = if meta.is_dir() {
-            put_tree(s, &l, &r, o, quiet)
+            walk_up(s, batch, &l, &r, o, quiet)
         } else if meta.is_file() {
             if !quiet {
                 println!("Uploading {} to {}", l.display(), lossy(&r));
             }
-            transfer::upload(s, &l, &r, o).map_err(transfer_err)
+            if meta.len() <= many::SMALL && !o.resume {
+                batch
+                    .put(s, l, r, &mut |m| eprintln!("{m}"))
+                    .map_err(Fail::Fatal)
+            } else {
+                failed |= !settle(s, batch)?;
+                transfer::upload(s, &l, &r, o).map_err(transfer_err)
+            }
         } else {
             crate::log!(Info, "Skipping non-regular file {}", l.display());
             Ok(())
@@ -282,6 +318,8 @@ pub(super) fn put_tree(
         }
     }
     if o.preserve {
+        // The directory's times last: its files are all in first.
+        failed |= !settle(s, batch)?;
         if let Ok(m) = std::fs::metadata(local) {
             let t = |x: std::io::Result<std::time::SystemTime>| {
                 x.ok()
