@@ -92,6 +92,7 @@ const SUPPORTED: &[&str] = &[
     "hostkeyalias",
     "controlmaster",
     "controlpath",
+    "updatehostkeys",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
@@ -107,7 +108,6 @@ const ACCEPTED: &[&str] = &[
     "controlpersist",
     "tcpkeepalive",
     "visualhostkey",
-    "updatehostkeys",
     "gssapiauthentication",
     "gssapidelegatecredentials",
     "hostbasedauthentication",
