@@ -101,7 +101,13 @@ unsafe fn relay_child(sock: RawFd, to_cmd: RawFd, from_cmd: RawFd) -> ! {
                 libc::_exit(1);
             }
         }
-        libc::syscall(libc::SYS_close_range, 6u32, u32::MAX, 0u32);
+        if libc::syscall(libc::SYS_close_range, 6u32, u32::MAX, 0u32) != 0 {
+            // Before Linux 5.9: one by one, up to the descriptor limit.
+            let max = libc::sysconf(libc::_SC_OPEN_MAX).clamp(6, 1 << 20) as i32;
+            for fd in 6..max {
+                libc::close(fd);
+            }
+        }
         libc::close(0);
         libc::close(1);
         pump_both(3, 4, 5);

@@ -52,7 +52,10 @@ impl ServerConn {
         let mut sigs = Vec::with_capacity(list.items.len());
         for blob in &list.items {
             let key_type = hostkey::blob_key_type(blob).unwrap_or("unknown");
-            let Some(index) = self.host_keys.iter().position(|k| k == blob) else {
+            // Only the plain keys announced: a certificate is not proved.
+            let announced = !hostkey::cert::is_cert_type(key_type);
+            let found = self.host_keys.iter().position(|k| k == blob);
+            let Some(index) = found.filter(|_| announced) else {
                 log!(
                     Error,
                     "server_input_hostkeys_prove: unknown host {key_type} key"
