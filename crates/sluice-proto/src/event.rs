@@ -181,6 +181,11 @@ pub enum Event {
     /// Client: the answer to [`crate::Connection::request_sockbuf`]: the
     /// receive and send buffers the server now has, or None if it declined.
     SockBufReply(Option<(u64, u64)>),
+    /// Client: the answer to [`crate::Connection::request_hostkeys_prove`]:
+    /// the signatures, one per key asked about and in that order (their
+    /// count and validity are the runtime's to check), or None when the
+    /// server refused.
+    HostKeysProof(Option<Vec<Vec<u8>>>),
     /// The peer's answer to [`crate::Connection::global_request`]: SUCCESS
     /// (with its data, e.g. the port a `tcpip-forward` bound) or FAILURE.
     GlobalReply {

@@ -294,6 +294,32 @@ fn changed_host_key_is_refused() {
     }
 }
 
+/// ProxyCommand gets two pipes, as from ssh: Debian's `sshd -i` as the
+/// command reports SSH_CONNECTION "UNKNOWN 65535 UNKNOWN 65535" (on a
+/// socketpair it said "UNKNOWN 65535  65535"); the data arrives whole.
+#[test]
+fn proxy_command_runs_on_two_pipes() {
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    let _ = std::fs::create_dir_all("/run/sshd");
+    let s = Setup::new("proxypipes");
+    let cfg = s.config(free_port(), "UsePAM no");
+    let data = random_data(3 << 20, 11);
+    let proxy = format!("ProxyCommand=/usr/sbin/sshd -i -f {}", cfg.display());
+    let mut c = s.client_to(false, 22, "ERROR", &["-o", &proxy]);
+    c.arg("echo \"$SSH_CONNECTION\"; sha256sum");
+    let out = run(c, &data, 60);
+    ok(&out, "sluice through ProxyCommand sshd -i");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut l = text.lines();
+    assert_eq!(l.next(), Some("UNKNOWN 65535 UNKNOWN 65535"), "{text}");
+    assert_eq!(
+        l.next().and_then(|h| h.split_whitespace().next()),
+        Some(sha256(&data).as_str())
+    );
+}
+
 #[test]
 fn proxy_command_to_sluiced_and_sshd() {
     if missing("ssh") || missing("/usr/sbin/sshd") {

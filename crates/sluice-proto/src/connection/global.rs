@@ -6,7 +6,9 @@
 //!
 //! Replies to global requests must come in the order of the requests
 //! (RFC 4254 4). A sockbuf request waits for the runtime's answer, so later
-//! replies queue behind it.
+//! replies queue behind it. The client's `hostkeys-prove-00@openssh.com`
+//! (OpenSSH PROTOCOL 2.5, codecs in msg/hostkeys.rs) gets its reply decoded
+//! here, as [`Event::HostKeysProof`].
 
 use crate::core::Connection;
 use crate::error::{Error, Violation};
@@ -30,12 +32,23 @@ enum Owed {
     Waiting,
 }
 
+/// One of our requests that wants a reply: what its reply becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    /// [`Event::GlobalReply`].
+    Other,
+    /// [`Event::SockBufReply`].
+    SockBuf,
+    /// [`Event::HostKeysProof`].
+    HostKeysProve,
+}
+
 /// Global request bookkeeping, both directions.
 #[derive(Debug, Default)]
 pub(crate) struct Globals {
     owed: VecDeque<Owed>,
-    /// Our requests that want a reply, oldest first: true for sockbuf.
-    asked: VecDeque<bool>,
+    /// Our requests that want a reply, oldest first.
+    asked: VecDeque<Asked>,
 }
 
 /// Sizes in a sockbuf request or reply: receive then send buffer, bytes.
@@ -84,10 +97,10 @@ impl Connection {
         }
         // A reply to one of ours; one we did not ask for is ignored, as
         // OpenSSH does.
-        let Some(sockbuf) = self.globals.asked.pop_front() else {
+        let Some(asked) = self.globals.asked.pop_front() else {
             return Ok(());
         };
-        if sockbuf {
+        if asked == Asked::SockBuf {
             let granted = if num == MsgNum::REQUEST_SUCCESS {
                 let s = msg::RequestSuccess::decode(payload).map_err(bad)?;
                 Some(decode_sizes(&s.data).map_err(bad)?)
@@ -95,6 +108,14 @@ impl Connection {
                 None
             };
             self.events.push_back(Event::SockBufReply(granted));
+        } else if asked == Asked::HostKeysProve {
+            let signatures = if num == MsgNum::REQUEST_SUCCESS {
+                let s = msg::RequestSuccess::decode(payload).map_err(bad)?;
+                Some(msg::HostKeyList::decode(&s.data).map_err(bad)?.items)
+            } else {
+                None
+            };
+            self.events.push_back(Event::HostKeysProof(signatures));
         } else {
             let data = if num == MsgNum::REQUEST_SUCCESS {
                 msg::RequestSuccess::decode(payload).map_err(bad)?.data
@@ -133,7 +154,7 @@ impl Connection {
             data,
         };
         self.queue_with(|p| r.encode(p));
-        self.globals.asked.push_back(true);
+        self.globals.asked.push_back(Asked::SockBuf);
         Ok(())
     }
 
@@ -155,8 +176,31 @@ impl Connection {
         };
         self.queue_with(|p| r.encode(p));
         if want_reply {
-            self.globals.asked.push_back(false);
+            self.globals.asked.push_back(Asked::Other);
         }
+        Ok(())
+    }
+
+    /// Client: asks the server to prove it holds the private halves of
+    /// `keys` (blobs from its `hostkeys-00@openssh.com`);
+    /// [`Event::HostKeysProof`] brings the signatures.
+    pub fn request_hostkeys_prove(&mut self, keys: &[Vec<u8>]) -> Result<(), Error> {
+        if !self.auth.authenticated {
+            return Err(Error::InvalidState("global request before authentication"));
+        }
+        if keys.is_empty() || keys.len() > msg::MAX_HOST_KEYS {
+            return Err(Error::InvalidState("hostkeys-prove needs 1 to 64 keys"));
+        }
+        let r = msg::GlobalRequest {
+            name: msg::HOSTKEYS_PROVE.into(),
+            want_reply: true,
+            data: msg::HostKeyList {
+                items: keys.to_vec(),
+            }
+            .encode(),
+        };
+        self.queue_with(|p| r.encode(p));
+        self.globals.asked.push_back(Asked::HostKeysProve);
         Ok(())
     }
 

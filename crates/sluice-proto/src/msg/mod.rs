@@ -20,6 +20,7 @@
 
 mod channel_request;
 mod connection;
+mod hostkeys;
 mod kex;
 mod transport;
 mod userauth;
@@ -34,6 +35,7 @@ pub use connection::{
     ChannelOpenFailure, ChannelSuccess, ChannelWindowAdjust, DirectTcpip, ForwardedTcpip,
     GlobalRequest, RequestFailure, RequestSuccess,
 };
+pub use hostkeys::{prove_signed_data, HostKeyList, HOSTKEYS, HOSTKEYS_PROVE, MAX_HOST_KEYS};
 pub use kex::{KexEcdhInit, KexEcdhReply, KexInit, NewKeys};
 pub use transport::{
     Debug, Disconnect, ExtInfo, Ignore, ServiceAccept, ServiceRequest, Unimplemented,

@@ -21,6 +21,8 @@ use sluice_proto::crypto::{cipher, hostkey, kex};
 use sluice_proto::transport::compress;
 use sluice_proto::Config;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The key types sluice reads, in ssh's `-Q key-plain` order.
@@ -475,11 +477,13 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         }
     }
     ids.retain(|id| !id.sig_algs.is_empty());
-    let check = host_key_check(r, host.clone(), port);
+    let trusted = Arc::new(AtomicBool::new(false));
+    let check = host_key_check(r, host.clone(), port, trusted.clone());
     let mut proto = proto;
     if r.get("hostkeyalgorithms").is_none() {
         proto.host_key_algs = order_host_key_algs(r, &host, port, &proto.host_key_algs);
     }
+    let update_host_keys = host_key_update_settings(r, &host, port, &proto.host_key_algs, trusted);
     let forwards = crate::client::forward_args::plan(args, r)?;
     let no_session = args.no_command
         || forwards.stdio.is_some()
@@ -527,6 +531,7 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         identities: ids,
         host_key_check: check,
         null_stdin: args.null_stdin,
+        update_host_keys,
     };
     Ok(opts)
 }
@@ -544,6 +549,43 @@ fn streams(r: &Resolved) -> Result<Streams, ClientError> {
             .into()
         }),
     }
+}
+
+/// UpdateHostKeys: yes or ask, or by default yes when UserKnownHostsFile
+/// is not overridden and VerifyHostKeyDNS is off (ssh_config(5)).
+fn host_key_update_settings(
+    r: &Resolved,
+    host: &str,
+    port: u16,
+    host_key_algs: &[String],
+    trusted: Arc<AtomicBool>,
+) -> Option<crate::client::update_host_keys::Settings> {
+    use crate::client::update_host_keys::{Mode, Settings};
+    let mode = match r
+        .get("updatehostkeys")
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("yes" | "true") => Mode::Yes,
+        Some("ask") => Mode::Ask,
+        Some(_) => return None,
+        None if crate::config::ssh::dump::update_host_keys_default(r) => Mode::Yes,
+        None => return None,
+    };
+    // HostKeyAlias: the name the keys are stored under, as for the check.
+    let (host, port) = match r.get("hostkeyalias") {
+        Some(a) => (a.to_owned(), 22),
+        None => (host.to_owned(), port),
+    };
+    Some(Settings {
+        mode,
+        files: setup::user_known_hosts(r),
+        host,
+        port,
+        hash: r.flag("hashknownhosts", false),
+        host_key_algs: host_key_algs.to_vec(),
+        trusted,
+    })
 }
 
 /// ControlMaster (yes, ask, auto, autoask) and a ControlPath other than

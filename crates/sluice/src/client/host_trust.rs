@@ -14,8 +14,18 @@ use crate::keys::known_hosts::{self, HostKeyStatus};
 use crate::log;
 use sluice_proto::crypto::hostkey;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCheck {
+/// The check for one host. `trusted` is set when the key proves to be a
+/// plain key listed in UserKnownHostsFile or one the user accepted at the
+/// prompt: UpdateHostKeys acts only then (client/update_host_keys.rs).
+pub(super) fn host_key_check(
+    r: &Resolved,
+    host: String,
+    port: u16,
+    trusted: Arc<AtomicBool>,
+) -> HostKeyCheck {
     let strict = r
         .get("stricthostkeychecking")
         .unwrap_or("ask")
@@ -46,6 +56,7 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
                 .map_err(|shown| revoked_message(&shown, &known_hosts::host_name(&host, port)))?;
         }
         let plain;
+        let full = blob;
         let blob = if is_cert(blob) {
             match host_certificate(&files, &host, port, blob, &ca_algs) {
                 CertVerdict::Trusted => return Ok(()),
@@ -74,6 +85,11 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
                     Debug1,
                     "Host '{name}' is known and matches the {shown} host key."
                 );
+                // Not for a certificate's plain key, nor one only the
+                // global files list (ssh disables UpdateHostKeys then).
+                let in_user_file =
+                    known_hosts::check(&user_files, &host, port, blob) == HostKeyStatus::Known;
+                trusted.store(!is_cert(full) && in_user_file, Ordering::Relaxed);
                 Ok(())
             }
             HostKeyStatus::Revoked => Err(revoked_message(&shown, &name)),
@@ -108,6 +124,7 @@ pub(super) fn host_key_check(r: &Resolved, host: String, port: u16) -> HostKeyCh
                     _ => {
                         if ask_yes(&name, &shown, &fp) {
                             add(&user_files);
+                            trusted.store(!is_cert(full), Ordering::Relaxed);
                             Ok(())
                         } else {
                             Err("Host key verification failed.".into())

@@ -22,6 +22,7 @@ pub mod setup;
 pub mod sftp;
 pub mod socks;
 pub mod tty;
+pub mod update_host_keys;
 
 use crate::log;
 use crate::net::crypto_pool::CryptoThreads;
@@ -67,6 +68,8 @@ pub struct ClientOptions {
     pub host_key_check: HostKeyCheck,
     /// `-n` / `-f`: stdin from /dev/null before connecting.
     pub null_stdin: bool,
+    /// UpdateHostKeys yes or ask (None: no).
+    pub update_host_keys: Option<update_host_keys::Settings>,
     /// How to authenticate (PreferredAuthentications, BatchMode, ...).
     pub auth: auth::AuthPrefs,
     /// ProxyCommand, tokens expanded (ProxyJump arrives here as one too).
@@ -111,6 +114,7 @@ impl ClientOptions {
             identities: Vec::new(),
             host_key_check,
             null_stdin: false,
+            update_host_keys: None,
         }
     }
 }
@@ -276,6 +280,10 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         plan,
     );
     handler.set_auth_prefs(opts.auth.clone());
+    handler.host_key_update = opts
+        .update_host_keys
+        .clone()
+        .map(update_host_keys::HostKeyUpdate::new);
     if let Some((path, auto)) = &opts.control_master {
         handler.mux = mux::Master::listen(path, *auto);
     }

@@ -73,6 +73,8 @@ pub struct ClientSession {
     pub mux: Option<super::mux::Master>,
     /// `-O exit`: the run ends, forwarded connections or not.
     terminated: bool,
+    /// UpdateHostKeys (None: no).
+    pub host_key_update: Option<super::update_host_keys::HostKeyUpdate>,
 }
 
 impl ClientSession {
@@ -98,6 +100,7 @@ impl ClientSession {
             fork_pending: false,
             mux: None,
             terminated: false,
+            host_key_update: None,
             plan,
         }
     }
@@ -213,6 +216,9 @@ impl Handler for ClientSession {
                 algorithms,
             } => {
                 if initial {
+                    if let Some(u) = &mut self.host_key_update {
+                        u.set_kex_alg(&algorithms.host_key);
+                    }
                     log!(Debug1, "kex: algorithm: {}", algorithms.kex);
                     log!(Debug1, "kex: host key algorithm: {}", algorithms.host_key);
                 }
@@ -377,6 +383,27 @@ impl Handler for ClientSession {
                 }
             }
             Event::Debug(m) => log!(Info, "Remote: {m}"),
+            Event::HostKeysProof(signatures) => {
+                if let Some(u) = &mut self.host_key_update {
+                    u.on_proof(conn, signatures);
+                }
+            }
+            Event::GlobalRequest {
+                name,
+                want_reply,
+                data,
+            } if name == sluice_proto::msg::HOSTKEYS && self.host_key_update.is_some() => {
+                log!(
+                    Debug1,
+                    "client_input_global_request: rtype {name} want_reply {want_reply}"
+                );
+                if let Some(u) = &mut self.host_key_update {
+                    u.on_hostkeys(conn, &data)?;
+                }
+                if want_reply {
+                    conn.answer_global(true, &[]);
+                }
+            }
             Event::GlobalRequest {
                 name, want_reply, ..
             } => {
@@ -442,7 +469,13 @@ impl Handler for ClientSession {
     fn finished(&self) -> bool {
         // As ssh: forwarded connections still open keep the client running
         // (unless a control client asked the master to exit).
-        self.finished && (self.terminated || !self.fwd.busy())
+        // A host key proof asked for is awaited a moment, so a short
+        // command does not end the run before known_hosts is updated.
+        let proving = self
+            .host_key_update
+            .as_ref()
+            .is_some_and(|u| u.awaiting_proof());
+        self.finished && (self.terminated || !self.fwd.busy()) && !proving
     }
 
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
@@ -457,7 +490,12 @@ impl Handler for ClientSession {
 
     fn tick_interval(&self) -> Option<std::time::Duration> {
         let keepalive = self.keepalive.as_ref().and_then(|k| k.next());
-        [self.fwd.tick_interval(), keepalive]
+        let proof = self
+            .host_key_update
+            .as_ref()
+            .filter(|u| u.awaiting_proof())
+            .map(|_| std::time::Duration::from_millis(100));
+        [self.fwd.tick_interval(), keepalive, proof]
             .into_iter()
             .flatten()
             .min()

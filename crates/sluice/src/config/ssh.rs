@@ -93,6 +93,7 @@ const SUPPORTED: &[&str] = &[
     "controlmaster",
     "controlpath",
     "streams",
+    "updatehostkeys",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
@@ -108,7 +109,6 @@ const ACCEPTED: &[&str] = &[
     "controlpersist",
     "tcpkeepalive",
     "visualhostkey",
-    "updatehostkeys",
     "gssapiauthentication",
     "gssapidelegatecredentials",
     "hostbasedauthentication",

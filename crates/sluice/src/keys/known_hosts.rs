@@ -97,7 +97,8 @@ fn hashed_matches(entry: &str, name: &str) -> bool {
     hmac::verify(&key, name.as_bytes(), &hash).is_ok()
 }
 
-fn host_matches(field: &str, name: &str) -> bool {
+/// A host field (patterns, or one hashed name) matches `name`.
+pub(crate) fn host_matches(field: &str, name: &str) -> bool {
     if field.starts_with("|1|") {
         return hashed_matches(field, name);
     }
@@ -203,15 +204,9 @@ pub fn check(files: &[PathBuf], host: &str, port: u16, key_blob: &[u8]) -> HostK
     result
 }
 
-/// Appends a line for the host (hashed if asked), creating the file 0600.
-pub fn append(
-    file: &Path,
-    host: &str,
-    port: u16,
-    key_blob: &[u8],
-    hash: bool,
-) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+/// The known_hosts line (no newline) for the host's key, its name hashed
+/// if asked.
+pub fn new_line(host: &str, port: u16, key_blob: &[u8], hash: bool) -> std::io::Result<String> {
     let name = host_name(host, port);
     let field = if hash {
         let mut salt = [0u8; 20];
@@ -228,6 +223,19 @@ pub fn append(
         name
     };
     let ty = sluice_proto::crypto::hostkey::blob_key_type(key_blob).unwrap_or("unknown");
+    Ok(format!("{field} {ty} {}", b64(key_blob)))
+}
+
+/// Appends a line for the host (hashed if asked), creating the file 0600.
+pub fn append(
+    file: &Path,
+    host: &str,
+    port: u16,
+    key_blob: &[u8],
+    hash: bool,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let line = new_line(host, port, key_blob, hash)?;
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -236,7 +244,7 @@ pub fn append(
         .append(true)
         .mode(0o600)
         .open(file)?;
-    writeln!(f, "{field} {ty} {}", b64(key_blob))
+    writeln!(f, "{line}")
 }
 
 /// OpenSSH's warning for a changed host key.

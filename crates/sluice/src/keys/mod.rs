@@ -9,6 +9,7 @@ pub mod cert;
 pub mod host_keys;
 pub mod identity;
 pub mod known_hosts;
+pub mod known_hosts_edit;
 pub mod krl;
 pub mod pattern;
 pub mod revoked;

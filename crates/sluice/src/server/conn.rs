@@ -26,6 +26,7 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+mod hostkeys;
 pub(crate) mod publickey;
 mod requests;
 
@@ -85,6 +86,9 @@ pub struct ServerConn {
     /// needed it (server/auth_info.rs).
     auth_info: String,
     auth_info_file: Option<crate::server::auth_info::AuthInfoFile>,
+    /// The host keys' public blobs, in the monitor's order: announced
+    /// after authentication, proved on request (server/conn/hostkeys.rs).
+    host_keys: Vec<Vec<u8>>,
 }
 
 /// What the user's process asks the privsep monitor for (privsep/postauth.rs).
@@ -93,6 +97,8 @@ pub trait MonitorRequests {
     fn sockbuf(&mut self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)>;
     /// A pty whose slave the monitor already gave to the user.
     fn pty(&mut self) -> Result<crate::server::pty::PtyPair, String>;
+    /// Host key `index`'s `hostkeys-prove-00@openssh.com` signature.
+    fn prove_host_key(&mut self, index: u32, alg: &str) -> Result<Vec<u8>, String>;
 }
 
 impl ServerConn {
@@ -155,10 +161,17 @@ impl ServerConn {
         self.auth_info_file.as_ref().map(|f| f.path().to_path_buf())
     }
 
+    /// The host keys' public blobs, in the monitor's order.
+    pub fn set_host_keys(&mut self, blobs: Vec<Vec<u8>>) {
+        self.host_keys = blobs;
+    }
+
     /// What authentication success starts, for an engine imported already
-    /// authenticated (no `Authenticated` event comes from it).
+    /// authenticated (no `Authenticated` event comes from it); the host
+    /// keys are announced (OpenSSH's `hostkeys-00@openssh.com`).
     pub fn authenticated_on(&mut self, conn: &mut Connection) {
         self.on_authenticated(conn);
+        self.announce_host_keys(conn);
     }
 
     fn build(
@@ -172,6 +185,7 @@ impl ServerConn {
             monitor: None,
             auth_info: String::new(),
             auth_info_file: None,
+            host_keys: Vec::new(),
             grace,
             base: cfg.clone(),
             match_user: None,
@@ -455,6 +469,16 @@ impl Handler for ServerConn {
                 if name == "no-more-sessions@openssh.com" {
                     self.no_more_sessions = true;
                     log!(Debug1, "no more sessions on this connection");
+                }
+                if name == sluice_proto::msg::HOSTKEYS_PROVE {
+                    let proofs = self.prove_host_keys(conn, &data);
+                    if want_reply {
+                        match proofs {
+                            Some(p) => conn.answer_global(true, &p),
+                            None => conn.answer_global(false, &[]),
+                        }
+                    }
+                    return Ok(());
                 }
                 let ctx = crate::server::forward::Ctx {
                     cfg: &self.cfg,

@@ -184,6 +184,47 @@ pub fn verify(
     signature: &[u8],
     data: &[u8],
 ) -> Result<(), CryptoError> {
+    verify_inner(sig_alg, key_blob, signature, data, false)
+}
+
+/// Verifies a `hostkeys-prove-00@openssh.com` signature (OpenSSH PROTOCOL
+/// 2.5) by the plain host key `key_blob` over `data`. For an RSA key the
+/// algorithm is the one the key exchange used when that was RSA; otherwise
+/// the signature's own, where sshd signs with its default, `ssh-rsa`
+/// (SHA-1), which ssh accepts here and so do we: the data signed holds the
+/// session identifier, which the signer cannot choose, so a SHA-1 collision
+/// does not help forge it. Nowhere else is SHA-1 accepted.
+pub fn verify_hostkeys_proof(
+    kex_host_key_alg: &str,
+    key_blob: &[u8],
+    signature: &[u8],
+    data: &[u8],
+) -> Result<(), CryptoError> {
+    let key_type = blob_key_type(key_blob).ok_or(CryptoError)?;
+    if cert::is_cert_type(key_type) {
+        return Err(CryptoError);
+    }
+    if key_type != "ssh-rsa" {
+        let alg = sig_algs_for_key_type(key_type).first().ok_or(CryptoError)?;
+        return verify_inner(alg, key_blob, signature, data, false);
+    }
+    let kex_plain = cert::plain_sig_alg(kex_host_key_alg).unwrap_or(kex_host_key_alg);
+    let alg = if kex_plain.starts_with("rsa-sha2-") {
+        kex_plain
+    } else {
+        let mut r = Reader::new(signature);
+        std::str::from_utf8(r.string().map_err(|_| CryptoError)?).map_err(|_| CryptoError)?
+    };
+    verify_inner(alg, key_blob, signature, data, true)
+}
+
+fn verify_inner(
+    sig_alg: &str,
+    key_blob: &[u8],
+    signature: &[u8],
+    data: &[u8],
+    allow_sha1: bool,
+) -> Result<(), CryptoError> {
     let key_type = blob_key_type(key_blob).ok_or(CryptoError)?;
     if cert::is_cert_type(key_type) {
         if !cert::sig_algs_for_cert_type(key_type).contains(&sig_alg) {
@@ -202,7 +243,8 @@ pub fn verify(
 
     let mut key = Reader::new(key_blob);
     let key_type = key.utf8().map_err(|_| CryptoError)?;
-    if !sig_algs_for_key_type(key_type).contains(&sig_alg) {
+    let sha1 = allow_sha1 && key_type == "ssh-rsa" && sig_alg == "ssh-rsa";
+    if !sig_algs_for_key_type(key_type).contains(&sig_alg) && !sha1 {
         return Err(CryptoError);
     }
     match key_type {
@@ -224,6 +266,7 @@ pub fn verify(
             let params: &RsaParameters = match sig_alg {
                 "rsa-sha2-256" => &signature::RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY,
                 "rsa-sha2-512" => &signature::RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY,
+                "ssh-rsa" if sha1 => &signature::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY,
                 _ => return Err(CryptoError),
             };
             // Some signers drop leading zero bytes of the signature; OpenSSH

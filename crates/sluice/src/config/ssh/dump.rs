@@ -41,14 +41,7 @@ pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
     line("user", r.user());
     line("hostname", r.hostname());
     line("port", &r.port().to_string());
-    let update_default = {
-        let ukh = r.get("userknownhostsfile");
-        let dns = r
-            .get("verifyhostkeydns")
-            .map(|v| values::show("verifyhostkeydns", v));
-        (ukh.is_none() || ukh == Some("~/.ssh/known_hosts"))
-            && dns.as_deref().is_none_or(|d| d == "false")
-    };
+    let update_default = update_host_keys_default(r);
     for (k, d) in [
         ("addressfamily", "any"),
         ("batchmode", "no"),
@@ -289,6 +282,17 @@ pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
 }
 
 /// Forwarding specs as -G prints them: `8080 [localhost]:80`.
+/// UpdateHostKeys when not configured (ssh_config(5)): yes unless
+/// UserKnownHostsFile is overridden or VerifyHostKeyDNS is on.
+pub fn update_host_keys_default(r: &Resolved) -> bool {
+    let ukh = r.get("userknownhostsfile");
+    let dns = r
+        .get("verifyhostkeydns")
+        .map(|v| values::show("verifyhostkeydns", v));
+    (ukh.is_none() || ukh == Some("~/.ssh/known_hosts"))
+        && dns.as_deref().is_none_or(|d| d == "false")
+}
+
 fn forwards(specs: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     let mut it = specs.iter();

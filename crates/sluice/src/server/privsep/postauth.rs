@@ -161,6 +161,10 @@ fn serve_postauth(
                 let sig = keys.sign(key, &alg, &data).map_err(|r| r.to_string())?;
                 send(&Msg::Signature(sig))?;
             }
+            Ok(Some(Msg::ProveHostKey { key, alg })) => {
+                let sig = keys.prove(key, &alg).map_err(|r| r.to_string())?;
+                send(&Msg::Signature(sig))?;
+            }
             Ok(Some(Msg::SockBuf { rcvbuf, sndbuf })) => {
                 let g = crate::server::conn::remote_sockbuf(
                     cfg,
@@ -235,6 +239,10 @@ impl MonitorRequests for MonitorLink {
             Err(e) => Err(e.to_string()),
         }
     }
+
+    fn prove_host_key(&mut self, index: u32, alg: &str) -> Result<Vec<u8>, String> {
+        ProxySigner::prove(&self.0, index, alg)
+    }
 }
 
 /// Post-auth process side (`sluiced` started with [`super::POSTAUTH_ENV`]):
@@ -306,6 +314,7 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
             return 255;
         }
     };
+    let announced = blobs.clone();
     let host_keys = blobs
         .into_iter()
         .enumerate()
@@ -346,6 +355,7 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         ServerConn::authenticated(cfg, matched, peer, local, info, key_options, monitor);
     handler.set_socket(sock.as_raw_fd());
     handler.set_auth_info(auth_info);
+    handler.set_host_keys(announced);
     handler.authenticated_on(&mut conn);
     let mut pump = Pump::new(sock.as_raw_fd());
     pump.set_crypto_threads(&mut conn, threads);

@@ -6,7 +6,9 @@
 //! the first thing it signs as the connection's session id (RFC 4253 7.2:
 //! the first exchange hash), as sshd's monitor does; it checks the
 //! publickey signatures and the handover against that id, never the
-//! child's word.
+//! child's word. After authentication it also signs host key proofs
+//! (`hostkeys-prove-00@openssh.com`, OpenSSH PROTOCOL 2.5), over data it
+//! builds itself from that session id and its own key.
 
 use super::wire::{self, Msg, WireError};
 use sluice_proto::crypto::hostkey::{self, Signer};
@@ -109,6 +111,8 @@ pub enum SignRefusal {
     WrongAlgorithm,
     /// The data is not a hash output's length.
     NotAHash,
+    /// A host key proof before any key exchange.
+    NoSession,
     /// The key failed to sign.
     Failed,
 }
@@ -119,6 +123,7 @@ impl std::fmt::Display for SignRefusal {
             SignRefusal::NoSuchKey => "sign request for a host key that does not exist",
             SignRefusal::WrongAlgorithm => "sign request with an algorithm the key has not",
             SignRefusal::NotAHash => "sign request for data that is not an exchange hash",
+            SignRefusal::NoSession => "host key proof requested before a key exchange",
             SignRefusal::Failed => "host key signing failed",
         })
     }
@@ -171,6 +176,38 @@ impl KeyHolder {
     }
 }
 
+impl KeyHolder {
+    /// Signs key `index`'s proof of possession for this session.
+    pub fn prove(&self, index: u32, alg: &str) -> Result<Vec<u8>, SignRefusal> {
+        let key = self
+            .keys
+            .get(index as usize)
+            .ok_or(SignRefusal::NoSuchKey)?;
+        if !key.sig_algs().contains(&alg) {
+            return Err(SignRefusal::WrongAlgorithm);
+        }
+        let sid = self.session_id.as_deref().ok_or(SignRefusal::NoSession)?;
+        let data = sluice_proto::msg::prove_signed_data(sid, &key.public_blob());
+        key.sign(alg, &data).map_err(|_| SignRefusal::Failed)
+    }
+}
+
+impl ProxySigner {
+    /// This key's proof of possession for the session, signed by the
+    /// monitor (post-auth process only).
+    pub fn prove(link: &Link, index: u32, alg: &str) -> Result<Vec<u8>, String> {
+        let req = Msg::ProveHostKey {
+            key: index,
+            alg: alg.to_owned(),
+        };
+        match link.request(&req) {
+            Ok(Msg::Signature(sig)) if !sig.is_empty() => Ok(sig),
+            Ok(_) => Err("unexpected answer from the monitor".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,8 +232,16 @@ mod tests {
             );
         }
         assert!(h.session_id().is_none(), "refusals fix nothing");
+        assert_eq!(h.prove(0, "ssh-ed25519"), Err(SignRefusal::NoSession));
         h.sign(0, "ssh-ed25519", &[1; 32]).unwrap();
         h.sign(0, "ssh-ed25519", &[2; 64]).unwrap();
         assert_eq!(h.session_id(), Some(&[1u8; 32][..]));
+        // A proof is over the monitor's session id and key, nothing else.
+        let sig = h.prove(0, "ssh-ed25519").unwrap();
+        let blob = h.public_blobs().remove(0);
+        let data = sluice_proto::msg::prove_signed_data(&[1; 32], &blob);
+        assert!(hostkey::verify_hostkeys_proof("ssh-ed25519", &blob, &sig, &data).is_ok());
+        assert_eq!(h.prove(1, "ssh-ed25519"), Err(SignRefusal::NoSuchKey));
+        assert_eq!(h.prove(0, "rsa-sha2-512"), Err(SignRefusal::WrongAlgorithm));
     }
 }

@@ -85,6 +85,15 @@ pub enum Msg {
     },
     /// M -> child: the signature blob.
     Signature(Vec<u8>),
+    /// Post-auth process -> M: sign host key number `key`'s
+    /// `hostkeys-prove-00@openssh.com` proof (OpenSSH PROTOCOL 2.5); the
+    /// monitor builds the signed data from the session id it fixed.
+    ProveHostKey {
+        /// Index into the monitor's host keys.
+        key: u32,
+        /// Signature algorithm.
+        alg: String,
+    },
     /// Pre-auth child -> M: a USERAUTH_REQUEST.
     Auth {
         /// The user name asked for.
@@ -168,6 +177,7 @@ mod code {
     pub(super) const SOCKBUF_GRANTED: u8 = 15;
     pub(super) const PTY_REQUEST: u8 = 16;
     pub(super) const PTY_GRANTED: u8 = 17;
+    pub(super) const PROVE_HOST_KEY: u8 = 18;
 }
 
 /// Field writer.
@@ -263,6 +273,9 @@ impl Msg {
             }
             Msg::Signature(sig) => {
                 w.u8(code::SIGNATURE).bytes(sig);
+            }
+            Msg::ProveHostKey { key, alg } => {
+                w.u8(code::PROVE_HOST_KEY).u32(*key).bytes(alg.as_bytes());
             }
             Msg::Auth { user, method } => {
                 w.u8(code::AUTH).bytes(user.as_bytes());
@@ -381,6 +394,10 @@ impl Msg {
                 data: r.bytes(MAX_NAME)?.to_vec(),
             },
             code::SIGNATURE => Msg::Signature(r.bytes(MAX_MSG)?.to_vec()),
+            code::PROVE_HOST_KEY => Msg::ProveHostKey {
+                key: r.u32()?,
+                alg: r.string(MAX_NAME)?,
+            },
             code::AUTH => {
                 let user = r.string(MAX_NAME)?;
                 let method = match r.u8()? {
@@ -507,6 +524,10 @@ mod tests {
             },
             Msg::SockBufGranted(Some((1, 2))),
             Msg::PtyRequest,
+            Msg::ProveHostKey {
+                key: 2,
+                alg: "rsa-sha2-512".into(),
+            },
         ];
         for m in msgs {
             let b = m.encode();
