@@ -347,19 +347,8 @@ impl Handler for ServerConn {
                 self.user_config(conn, &user);
                 match &method {
                     AuthMethodRequest::PublicKey {
-                        algorithm,
-                        key_blob,
-                        signed,
-                        ..
-                    } => {
-                        let ok = self.auth.valid_user(&self.cfg, &user).is_some()
-                            && self.check_publickey(&user, algorithm, key_blob, *signed);
-                        if ok {
-                            conn.auth_accept();
-                        } else {
-                            self.auth.reject_publickey();
-                        }
-                    }
+                        key_blob, signed, ..
+                    } => self.on_publickey(conn, &user, key_blob, *signed),
                     _ => {
                         if let Some(info) = self.auth.on_request(conn, &self.cfg, &user, method) {
                             self.user = Some(info);

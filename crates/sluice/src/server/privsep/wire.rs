@@ -107,6 +107,12 @@ pub enum Msg {
     Accept,
     /// M -> pre-auth child: the pending request fails.
     Reject,
+    /// M -> pre-auth child: the pending request met one step of
+    /// AuthenticationMethods; the methods that can continue.
+    Partial {
+        /// Methods that can continue.
+        methods: Vec<String>,
+    },
     /// M -> pre-auth child: keyboard-interactive prompts.
     InfoRequest {
         /// Instruction text.
@@ -168,6 +174,7 @@ mod code {
     pub(super) const SOCKBUF_GRANTED: u8 = 15;
     pub(super) const PTY_REQUEST: u8 = 16;
     pub(super) const PTY_GRANTED: u8 = 17;
+    pub(super) const PARTIAL: u8 = 18;
 }
 
 /// Field writer.
@@ -310,6 +317,12 @@ impl Msg {
             Msg::Reject => {
                 w.u8(code::REJECT);
             }
+            Msg::Partial { methods } => {
+                w.u8(code::PARTIAL).u32(methods.len() as u32);
+                for m in methods {
+                    w.bytes(m.as_bytes());
+                }
+            }
             Msg::InfoRequest {
                 instruction,
                 prompts,
@@ -428,6 +441,14 @@ impl Msg {
             }
             code::ACCEPT => Msg::Accept,
             code::REJECT => Msg::Reject,
+            code::PARTIAL => {
+                let n = r.list_len()?;
+                let mut methods = Vec::new();
+                for _ in 0..n {
+                    methods.push(r.string(MAX_NAME)?);
+                }
+                Msg::Partial { methods }
+            }
             code::INFO_REQUEST => {
                 let instruction = r.string(MAX_NAME)?;
                 let n = r.list_len()?;
@@ -507,6 +528,9 @@ mod tests {
             },
             Msg::SockBufGranted(Some((1, 2))),
             Msg::PtyRequest,
+            Msg::Partial {
+                methods: vec!["password".into(), "keyboard-interactive".into()],
+            },
         ];
         for m in msgs {
             let b = m.encode();
