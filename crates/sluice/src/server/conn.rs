@@ -382,6 +382,20 @@ impl Handler for ServerConn {
                 if channel_type != "session" {
                     let _ =
                         conn.reject_channel(channel, UNKNOWN_CHANNEL_TYPE, "unknown channel type");
+                } else if conn.none_mac_active() {
+                    // Its requests (exec, subsystem, env) could be changed
+                    // on the wire undetected.
+                    log!(
+                        Info,
+                        "Refusing a session from {} port {}: the NONE MAC is in use, so its requests would not be integrity-protected",
+                        self.peer.ip(),
+                        self.peer.port()
+                    );
+                    let _ = conn.reject_channel(
+                        channel,
+                        ADMINISTRATIVELY_PROHIBITED,
+                        "no new sessions after the NONE MAC switch",
+                    );
                 } else if self.no_more_sessions {
                     log!(
                         Info,
@@ -485,6 +499,14 @@ impl Handler for ServerConn {
                         self.peer.ip(),
                         self.peer.port(),
                         algorithms.mac_c2s
+                    );
+                }
+                if !initial && conn.none_mac_active() {
+                    log!(
+                        Info,
+                        "WARNING: NONE MAC in use from {} port {}: channel requests from now on are not integrity-protected; new session channels are refused",
+                        self.peer.ip(),
+                        self.peer.port()
                     );
                 }
             }
