@@ -47,6 +47,21 @@ fn login(
     keys: &[&Path],
     answer: Option<&str>,
 ) -> (bool, String) {
+    login_running(s, openssh, port, user, keys, answer, &[], "id -un").0
+}
+
+/// As [`login`], with more client arguments and another command; also
+/// returns the command's output.
+fn login_running(
+    s: &Setup,
+    openssh: bool,
+    port: u16,
+    user: &str,
+    keys: &[&Path],
+    answer: Option<&str>,
+    extra: &[&str],
+    command: &str,
+) -> ((bool, String), String) {
     let askpass = s.dir.path("askpass");
     let script = format!("#!/bin/sh\nprintf '%s\\n' '{}'\n", answer.unwrap_or(""));
     std::fs::write(&askpass, script).unwrap();
@@ -70,22 +85,19 @@ fn login(
     for k in keys {
         c.arg("-i").arg(k);
     }
-    c.args([
-        "-p",
-        &port.to_string(),
-        "-l",
-        user,
-        "127.0.0.1",
-        "id",
-        "-un",
-    ])
-    .env("SSH_ASKPASS", &askpass)
-    .env("SSH_ASKPASS_REQUIRE", "force")
-    .env_remove("DISPLAY")
-    .env_remove("SSH_AUTH_SOCK");
+    c.args(extra)
+        .args(["-p", &port.to_string(), "-l", user, "127.0.0.1", command])
+        .env("SSH_ASKPASS", &askpass)
+        .env("SSH_ASKPASS_REQUIRE", "force")
+        .env_remove("DISPLAY")
+        .env_remove("SSH_AUTH_SOCK");
     let out = run(c, b"", 60);
-    let ok = out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == user;
-    (ok, String::from_utf8_lossy(&out.stderr).into_owned())
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let ok = out.status.success() && stdout.trim() == user;
+    (
+        (ok, String::from_utf8_lossy(&out.stderr).into_owned()),
+        stdout,
+    )
 }
 
 const PARTIAL: &str = "Authenticated using \"publickey\" with partial success.";
@@ -291,4 +303,34 @@ fn match_blocks_and_keyboard_interactive_devices() {
     let (ok, err) = login(&s, true, server.port, &u.name, &[&key], Some(PASSWORD));
     assert!(!ok, "keyboard-interactive:pam without PAM logged in");
     assert!(err.contains(PARTIAL), "{err}");
+}
+
+#[test]
+fn the_key_restrictions_of_the_first_step_hold() {
+    let Some(u) = user_with_password("e") else {
+        return;
+    };
+    let s = Setup::new("am-restrict");
+    let key = s.user_key.clone();
+    let public = std::fs::read_to_string(s.dir.path("id_ed25519.pub")).unwrap();
+    std::fs::write(s.dir.path("authorized_keys"), format!("restrict {public}")).unwrap();
+    let server = s.start(false, &config("AuthenticationMethods publickey,password"));
+    // `restrict` means no pty, even though a password ended the list.
+    let ((_, err), out) = login_running(
+        &s,
+        true,
+        server.port,
+        &u.name,
+        &[&key],
+        Some(PASSWORD),
+        &["-tt"],
+        "tty",
+    );
+    assert!(!out.contains("/dev/pts"), "{out}\n{err}");
+    let log = server.log_text();
+    assert!(
+        log.contains(&format!("Accepted password for {}", u.name)),
+        "{log}"
+    );
+    assert!(log.contains("pty-req refused: key option no-pty"), "{log}");
 }
