@@ -314,3 +314,49 @@ fn abandoning_prompts_counts_as_a_failure() {
         }
     )));
 }
+
+/// One step of several (the runtime's AuthenticationMethods): a partial
+/// success names what can continue and does not count as a failure; the
+/// next step completes it; `switch` makes the client name another user
+/// for the second step, which ends the connection.
+fn partial_then(switch: bool) -> Pair {
+    let mut p = pair(&["password"], 1);
+    let mut step = 0;
+    let mut client = |c: &mut Connection, e: Event| match e {
+        Event::AuthReady => c.auth_password("alice", "first"),
+        Event::AuthFailure { methods, partial } => {
+            assert!(partial, "a partial success");
+            assert_eq!(methods, ["keyboard-interactive"]);
+            c.auth_kbdint(if switch { "mallory" } else { "alice" }, "");
+        }
+        _ => {}
+    };
+    let mut server = |s: &mut Connection, e: Event| match e {
+        Event::AuthRequest { user, .. } => {
+            assert_eq!(user, "alice");
+            step += 1;
+            if step == 1 {
+                s.auth_partial(owned(&["keyboard-interactive"]));
+            } else {
+                s.auth_accept();
+            }
+        }
+        _ => {}
+    };
+    let _ = run(&mut p, &mut client, &mut server);
+    p
+}
+
+#[test]
+fn partial_success_then_the_next_step() {
+    let p = partial_then(false);
+    assert!(authenticated(&p.server_events), "{:?}", p.server_events);
+    assert!(!p.server.is_closed());
+}
+
+#[test]
+fn another_user_after_partial_success_ends_the_connection() {
+    let p = partial_then(true);
+    assert!(!authenticated(&p.server_events));
+    assert!(p.server.is_closed());
+}

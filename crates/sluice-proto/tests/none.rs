@@ -119,3 +119,49 @@ fn not_before_authentication_nor_in_interactive_sessions() {
     p.drive().unwrap();
     assert!(p.server.mark_interactive());
 }
+
+#[test]
+fn a_pty_during_a_server_started_rekey_offering_none_is_refused() {
+    // Both ends allow NONE; the server starts a re-key (its KEXINIT lists
+    // `none` last) and, before the client's KEXINIT comes, a pty is asked
+    // for: the client may still pick `none`, so the pty is refused.
+    let mut p = established();
+    p.server.allow_none(true).unwrap();
+    p.client.allow_none(true).unwrap();
+    p.server.rekey();
+    assert!(p.server.mark_interactive(), "undecided: refused");
+    p.drive().unwrap();
+    // The client picked NONE, as it could: the refusal was right, and the
+    // connection goes on (no pty was granted).
+    assert!(p.server.none_active());
+    assert!(!p.server.is_closed());
+}
+
+#[test]
+fn a_pty_granted_before_a_rekey_keeps_none_out_of_it() {
+    // The pty came first: the server's next KEXINIT omits `none`, so the
+    // client's switch cannot end in the clear.
+    let mut p = established();
+    p.server.allow_none(true).unwrap();
+    assert!(!p.server.mark_interactive(), "granted");
+    p.server.rekey();
+    p.drive().unwrap();
+    p.client.switch_to_none(true).unwrap();
+    p.drive().unwrap();
+    assert!(!p.server.none_active() && !p.client.none_active());
+    assert!(!p.server.is_closed());
+}
+
+#[test]
+fn none_mac_is_reported() {
+    let mut p = established();
+    p.server.allow_none(true).unwrap();
+    p.client.switch_to_none(false).unwrap();
+    p.drive().unwrap();
+    assert!(p.server.none_active() && !p.server.none_mac_active());
+    let mut p = established();
+    p.server.allow_none(true).unwrap();
+    p.client.switch_to_none(true).unwrap();
+    p.drive().unwrap();
+    assert!(p.server.none_mac_active() && p.client.none_mac_active());
+}

@@ -9,7 +9,7 @@
 mod common;
 use common::*;
 use sluice::client::session::{ClientSession, Identity, SessionPlan};
-use sluice::net::pump::{ChannelFds, Handler, Pump, PumpError};
+use sluice::net::pump::{ChannelFds, Handler, Pump};
 use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::{ClientConfig, Config, Connection, Event};
@@ -112,6 +112,14 @@ fn none_cipher_and_mac_between_sluice_and_sluiced() {
     );
     assert!(clear, "the data should cross the wire unencrypted");
     assert!(server.log_text().contains("WARNING: NONE cipher in use"));
+    // -v and the server's log say what the NONE MAC gives up.
+    assert!(
+        err.contains("NONE MAC: channel requests from now on are not integrity-protected"),
+        "{err}"
+    );
+    assert!(server
+        .log_text()
+        .contains("channel requests from now on are not integrity-protected; new session channels are refused"));
     let (out, err) = download(&s, &server, &opts, &src);
     assert_eq!(sha256(&out), sha256(&data), "download");
     assert!(
@@ -227,9 +235,10 @@ fn none_options_parse_and_print() {
     assert!(text(&out.stderr).contains("Bad NoneSwitch 'maybe': use yes or no"));
 }
 
-/// A `sluice` client session that switches to NONE and then asks for a pty
-/// and a shell, which the `sluice` binary never does.
-struct PtyAfterNone(ClientSession);
+/// A `sluice` client session that runs a command, switches to NONE and
+/// then asks for a pty, which the `sluice` binary never does; records the
+/// server's answer to it.
+struct PtyAfterNone(ClientSession, Option<sluice_proto::ChannelId>, Option<bool>);
 
 impl Handler for PtyAfterNone {
     fn on_event(
@@ -238,17 +247,27 @@ impl Handler for PtyAfterNone {
         fds: &mut ChannelFds,
         event: Event,
     ) -> Result<(), String> {
-        if let Event::ChannelOpened(id) = &event {
-            let pty = ChannelRequestKind::PtyReq {
-                term: "xterm".into(),
-                cols: 80,
-                rows: 24,
-                width_px: 0,
-                height_px: 0,
-                modes: vec![0],
-            };
-            conn.channel_request(*id, pty, true)
-                .map_err(|e| e.to_string())?;
+        match &event {
+            Event::ChannelOpened(id) => self.1 = Some(*id),
+            Event::KexDone { initial: false, .. } if conn.none_active() => {
+                let pty = ChannelRequestKind::PtyReq {
+                    term: "xterm".into(),
+                    cols: 80,
+                    rows: 24,
+                    width_px: 0,
+                    height_px: 0,
+                    modes: vec![0],
+                };
+                let id = self.1.ok_or("no channel")?;
+                conn.channel_request(id, pty, true)
+                    .map_err(|e| e.to_string())?;
+                self.2 = Some(true);
+            }
+            Event::ChannelReply { success, .. } if self.2 == Some(true) => {
+                self.2 = Some(*success);
+                return Ok(());
+            }
+            _ => {}
         }
         self.0.on_event(conn, fds, event)
     }
@@ -258,6 +277,109 @@ impl Handler for PtyAfterNone {
     fn finished(&self) -> bool {
         self.0.finished()
     }
+}
+
+/// A `sluice` client session that, once the NONE MAC is in force, opens a
+/// second session channel (ControlMaster could): the server must refuse it.
+struct SessionAfterNoneMac {
+    inner: ClientSession,
+    second: Option<sluice_proto::ChannelId>,
+    refused: Option<bool>,
+}
+
+impl Handler for SessionAfterNoneMac {
+    fn on_event(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        event: Event,
+    ) -> Result<(), String> {
+        match &event {
+            Event::KexDone { initial: false, .. } if conn.none_mac_active() => {
+                self.second = Some(conn.open_session().map_err(|e| e.to_string())?);
+            }
+            Event::ChannelOpenFailed { channel, .. } if Some(*channel) == self.second => {
+                self.refused = Some(true);
+                return Ok(());
+            }
+            Event::ChannelOpened(id) if Some(*id) == self.second => {
+                self.refused = Some(false);
+                return Ok(());
+            }
+            _ => {}
+        }
+        self.inner.on_event(conn, fds, event)
+    }
+    fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+        self.inner.tick(conn, fds)
+    }
+    fn finished(&self) -> bool {
+        self.inner.finished() && self.refused.is_some()
+    }
+}
+
+fn identity(s: &Setup) -> Identity {
+    let key = s.user_key.clone();
+    Identity {
+        label: key.display().to_string(),
+        public_blob: sluice::keys::identity::public_blob(&key).unwrap(),
+        sig_algs: vec!["ssh-ed25519"],
+        load: Box::new(move || {
+            let kp = sluice::keys::identity::load(&key, &mut |_| None)?;
+            Ok(Arc::new(kp) as Arc<dyn Signer>)
+        }),
+        in_memory: true,
+    }
+}
+
+#[test]
+fn no_new_sessions_after_the_none_mac_switch() {
+    let s = Setup::new("nonemacsess");
+    let server = s.start(false, "NoneEnabled yes\nNoneMacEnabled yes");
+    let plan = SessionPlan {
+        command: Some(b"sleep 1".to_vec()),
+        subsystem: false,
+        env: Vec::new(),
+        stdio: false,
+        none_switch: Some(true),
+        remote_bufs: (0, 0),
+        tty: None,
+        agent: Default::default(),
+        forwards: Default::default(),
+        no_session: false,
+        fork_after_auth: false,
+        channel_end: None,
+    };
+    let inner = ClientSession::new(
+        user(),
+        "127.0.0.1",
+        vec![identity(&s)],
+        Box::new(|_, _| Ok(())),
+        plan,
+    );
+    let mut handler = SessionAfterNoneMac {
+        inner,
+        second: None,
+        refused: None,
+    };
+    let sock = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    sock.set_nonblocking(true).unwrap();
+    let mut conn = Connection::client(
+        ClientConfig {
+            common: Config::default(),
+        },
+        Box::new(sluice_proto::crypto::SystemRng),
+    );
+    let r = Pump::new(sock.as_raw_fd()).run(&mut conn, &mut handler);
+    assert!(conn.none_mac_active(), "{r:?}");
+    assert_eq!(handler.refused, Some(true), "{r:?}\n{}", server.log_text());
+    // The server's log line may still be on its way.
+    let want = "the NONE MAC is in use, so its requests would not be integrity-protected";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !server.log_text().contains(want) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(server.log_text().contains(want), "{}", server.log_text());
 }
 
 #[test]
@@ -276,20 +398,10 @@ fn interactive_sessions_never_use_none() {
     let out = run(c, b"", 60);
     assert_eq!(text(&out.stdout), "ok\n");
     assert_eq!(text(&out.stderr), TTY);
-    // A client that switches and then asks for a pty and a shell is refused.
-    let key = s.user_key.clone();
-    let id = Identity {
-        label: key.display().to_string(),
-        public_blob: sluice::keys::identity::public_blob(&key).unwrap(),
-        sig_algs: vec!["ssh-ed25519"],
-        load: Box::new(move || {
-            let kp = sluice::keys::identity::load(&key, &mut |_| None)?;
-            Ok(Arc::new(kp) as Arc<dyn Signer>)
-        }),
-        in_memory: true,
-    };
+    // A client that switches and then asks for a pty is refused.
+    let id = identity(&s);
     let plan = SessionPlan {
-        command: None,
+        command: Some(b"sleep 1".to_vec()),
         subsystem: false,
         env: Vec::new(),
         stdio: false,
@@ -303,7 +415,7 @@ fn interactive_sessions_never_use_none() {
         channel_end: None,
     };
     let session = ClientSession::new(user(), "127.0.0.1", vec![id], Box::new(|_, _| Ok(())), plan);
-    let mut handler = PtyAfterNone(session);
+    let mut handler = PtyAfterNone(session, None, None);
     let sock = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
     sock.set_nonblocking(true).unwrap();
     let mut conn = Connection::client(
@@ -313,18 +425,11 @@ fn interactive_sessions_never_use_none() {
         Box::new(sluice_proto::crypto::SystemRng),
     );
     let r = Pump::new(sock.as_raw_fd()).run(&mut conn, &mut handler);
-    assert!(conn.none_active());
-    match r {
-        Err(PumpError::Handler(m)) => assert_eq!(m, "shell request failed on channel 0"),
-        other => panic!("{other:?}"),
-    }
+    assert!(conn.none_active(), "{r:?}");
+    assert_eq!(handler.2, Some(false), "the pty is refused: {r:?}");
     let log = server.log_text();
-    for what in ["pty-req", "shell"] {
-        assert!(
-            log.contains(&format!(
-                "{what} request refused: the NONE cipher is in use"
-            )),
-            "{log}"
-        );
-    }
+    assert!(
+        log.contains("pty-req request refused: the NONE cipher is in use"),
+        "{log}"
+    );
 }

@@ -1,8 +1,9 @@
 //! Server side of RFC 4252. Signatures are checked here; whether a key or
 //! password is authorised for the user is asked of the runtime through
 //! [`Event::AuthRequest`], which answers with `auth_accept`, `auth_pk_ok` or
-//! `auth_reject`, for keyboard-interactive after `auth_info_request` rounds.
-//! `MaxAuthTries` is enforced here.
+//! `auth_reject`, for keyboard-interactive after `auth_info_request` rounds,
+//! or `auth_partial` when the method was one step of several the runtime
+//! requires (sshd's AuthenticationMethods). `MaxAuthTries` is enforced here.
 
 use crate::core::Connection;
 use crate::crypto::hostkey;
@@ -23,7 +24,10 @@ impl Connection {
         match num {
             MsgNum::SERVICE_REQUEST => {
                 let r = msg::ServiceRequest::decode(payload).map_err(bad)?;
-                if r.name != "ssh-userauth" || self.auth.service_accepted {
+                // Asked again before success it is accepted again, as by
+                // sshd: paramiko asks before each method it tries, so its
+                // second step after a partial success starts this way.
+                if r.name != "ssh-userauth" || self.auth.authenticated {
                     self.disconnect(
                         DisconnectReason::SERVICE_NOT_AVAILABLE,
                         "service not available",
@@ -114,6 +118,19 @@ impl Connection {
             self.disconnect(
                 DisconnectReason::SERVICE_NOT_AVAILABLE,
                 "service not available",
+            );
+            return Ok(());
+        }
+        if self
+            .auth
+            .partial_user
+            .as_ref()
+            .is_some_and(|u| *u != req.user)
+        {
+            // Steps already met belong to that user (sshd's words).
+            self.disconnect(
+                DisconnectReason::PROTOCOL_ERROR,
+                "Change of username or service not allowed",
             );
             return Ok(());
         }
@@ -244,6 +261,37 @@ impl Connection {
         self.auth.user = Some(p.user.clone());
         self.queue_with(|out| out.push(MsgNum::USERAUTH_SUCCESS.0));
         self.events.push_back(Event::Authenticated { user: p.user });
+    }
+
+    /// Server: the pending request succeeded as one step of several: the
+    /// client gets USERAUTH_FAILURE with partial success and `methods`, the
+    /// methods that can continue (which later failures list too). Not a
+    /// failure for MaxAuthTries. An unsigned publickey query is answered
+    /// PK_OK instead, as by [`Connection::auth_accept`].
+    pub fn auth_partial(&mut self, methods: Vec<String>) {
+        let unsigned = matches!(
+            self.auth.pending.as_ref().map(|p| &p.method),
+            Some(AuthMethodRequest::PublicKey { signed: false, .. })
+        );
+        if unsigned {
+            return self.auth_accept();
+        }
+        let Some(p) = self.auth.pending.take() else {
+            return;
+        };
+        self.auth.info_prompts = None;
+        self.send_banner_once();
+        self.auth.partial_user = Some(p.user);
+        if let Some(s) = self.server.as_mut() {
+            s.auth_methods = methods.clone();
+        }
+        self.queue_with(|out| {
+            msg::UserauthFailure {
+                methods,
+                partial_success: true,
+            }
+            .encode(out)
+        });
     }
 
     /// Server: the pending request fails; after MaxAuthTries failures the

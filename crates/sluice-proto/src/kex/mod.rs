@@ -95,6 +95,12 @@ impl KexMachine {
         self.completed == 0 && self.peer_kexinit.is_none()
     }
 
+    /// The peer's KEXINIT of the exchange in progress has come: its
+    /// algorithms are negotiated (`algorithms` tells them).
+    pub(crate) fn negotiated(&self) -> bool {
+        self.peer_kexinit.is_some()
+    }
+
     /// The algorithms of the exchange in progress or last completed.
     pub(crate) fn algorithms(&self) -> Option<&Algorithms> {
         self.algs.as_ref()
@@ -134,6 +140,7 @@ impl Connection {
         let mut cookie = [0u8; 16];
         self.rng.fill(&mut cookie);
         let (ciphers, macs) = self.kexinit_lists();
+        self.none.offered = ciphers.iter().any(|c| c == "none");
         let engines = &self.config.compression_engines;
         let (send, recv) = if self.config.compression_auto {
             (
@@ -518,6 +525,16 @@ impl Connection {
         self.kex.newkeys_sent = false;
         self.kex.newkeys_received = false;
         let initial = self.kex.completed == 1;
+        self.none.offered = false;
+        if self.none.granted_interactive && self.none_active() {
+            // kex/none.rs keeps this from happening; should it ever, the
+            // interactive session must not go on in the clear.
+            self.disconnect(
+                crate::msg::DisconnectReason::PROTOCOL_ERROR,
+                "NONE cipher negotiated while an interactive session is open",
+            );
+            return;
+        }
         let algorithms = Box::new(self.kex.algs.clone().unwrap_or_default());
         self.events.push_back(Event::KexDone {
             initial,

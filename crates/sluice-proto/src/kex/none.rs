@@ -8,7 +8,11 @@
 //! The engine enforces what does not depend on policy: never before
 //! authentication, never once a channel asked for a pty or a shell (an
 //! interactive session must stay private), and the NONE MAC only together
-//! with the NONE cipher. Whether to allow it at all is the runtime's
+//! with the NONE cipher. A pty or shell is refused not only while NONE is
+//! in force but also during an exchange our KEXINIT offered `none` in and
+//! whose outcome is not known yet (a server-started re-key: the client's
+//! KEXINIT may still pick it); and should an exchange ever end with NONE
+//! while a pty or shell was granted, the connection ends there. Whether to allow it at all is the runtime's
 //! configuration (NoneEnabled, NoneMacEnabled: off by default).
 
 use crate::core::Connection;
@@ -23,6 +27,11 @@ pub(crate) struct NoneState {
     pub(crate) mac: bool,
     /// A channel asked for a pty or a shell: NONE is off for good.
     pub(crate) interactive: bool,
+    /// A pty or shell was granted (not refused): no exchange may end
+    /// with the NONE cipher.
+    pub(crate) granted_interactive: bool,
+    /// Our KEXINIT of the exchange in progress lists `none`.
+    pub(crate) offered: bool,
 }
 
 impl Connection {
@@ -50,14 +59,29 @@ impl Connection {
     }
 
     /// Marks the connection interactive (a pty or shell was requested):
-    /// NONE is withdrawn from later exchanges. Returns true when the current
-    /// keys already use the NONE cipher, so the runtime must refuse the
-    /// request (and may re-key back to encryption).
+    /// NONE is withdrawn from later exchanges. Returns true when the
+    /// request must be refused (and the runtime may re-key back to
+    /// encryption): the NONE cipher is in use or negotiated, or an exchange
+    /// in progress offered it and the peer's choice is not known yet.
     pub fn mark_interactive(&mut self) -> bool {
         self.none.interactive = true;
         self.none.cipher = false;
         self.none.mac = false;
-        self.none_active()
+        let undecided = self.none.offered && self.kex.in_progress() && !self.kex.negotiated();
+        let refuse = self.none_active() || undecided;
+        if !refuse {
+            self.none.granted_interactive = true;
+        }
+        refuse
+    }
+
+    /// True when the last key exchange chose the NONE MAC either way: the
+    /// peer's messages, channel requests included, are no longer
+    /// integrity-protected.
+    pub fn none_mac_active(&self) -> bool {
+        self.kex
+            .algorithms()
+            .is_some_and(|a| a.mac_c2s == "none" || a.mac_s2c == "none")
     }
 
     /// True when the last key exchange chose the NONE cipher either way.

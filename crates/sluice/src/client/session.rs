@@ -139,6 +139,21 @@ impl ClientSession {
         Ok(())
     }
 
+    /// NoneSwitch, once: after the session's requests are queued, so they
+    /// go under the keys that protect them (sluiced refuses sessions opened
+    /// after a NONE MAC switch), and the data that follows under NONE (the
+    /// engine holds it until the re-key is done).
+    fn switch_to_none(&mut self, conn: &mut Connection) {
+        let Some(mac) = self.plan.none_switch.take() else {
+            return;
+        };
+        log!(Debug1, "Requesting none rekeying...");
+        match conn.switch_to_none(mac) {
+            Ok(()) => self.none_pending = true,
+            Err(e) => log!(Debug1, "NONE cipher switch not possible: {e}"),
+        }
+    }
+
     fn on_opened(
         &mut self,
         conn: &mut Connection,
@@ -174,6 +189,7 @@ impl ClientSession {
         };
         conn.channel_request(id, req, true)
             .map_err(|e| e.to_string())?;
+        self.switch_to_none(conn);
         if let Some(end) = self.plan.channel_end.take() {
             fds.insert(id, ChanIo::in_process(end));
         } else if self.plan.stdio {
@@ -271,15 +287,8 @@ impl Handler for ClientSession {
             }
             Event::Authenticated { .. } => {
                 log!(Debug1, "Authentication succeeded ({}).", self.auth.method());
-                if let Some(mac) = self.plan.none_switch {
-                    // Before the session is opened: the engine holds the
-                    // channel's messages until the re-key is done, so the
-                    // command and all data go under the new keys.
-                    log!(Debug1, "Requesting none rekeying...");
-                    match conn.switch_to_none(mac) {
-                        Ok(()) => self.none_pending = true,
-                        Err(e) => log!(Debug1, "NONE cipher switch not possible: {e}"),
-                    }
+                if self.plan.no_session {
+                    self.switch_to_none(conn);
                 }
                 let (rcv, snd) = self.plan.remote_bufs;
                 if rcv > 0 || snd > 0 {
@@ -517,6 +526,10 @@ fn report_none(conn: &Connection, a: &Algorithms) {
         let _ = writeln!(err, "WARNING: ENABLED NONE CIPHER!!!");
         if a.mac_c2s == "none" || a.mac_s2c == "none" {
             let _ = writeln!(err, "WARNING: ENABLED NONE MAC");
+            log!(
+                Debug1,
+                "NONE MAC: channel requests from now on are not integrity-protected; the server refuses new session channels"
+            );
         }
     } else {
         log!(

@@ -44,6 +44,49 @@ pub struct KeyOptions {
     pub permitlisten: Vec<String>,
 }
 
+impl KeyOptions {
+    /// The options of two keys that each met a step of AuthenticationMethods
+    /// (`publickey,publickey`): every restriction of either holds. A
+    /// forced command must be the same in both (None: the key is refused,
+    /// logged). Where both limit forwarding to lists, only destinations in
+    /// both remain; if none does, port forwarding is off. Environment
+    /// settings of the first key win name by name.
+    pub fn merge(mut self, other: &KeyOptions) -> Option<KeyOptions> {
+        match (&self.command, &other.command) {
+            (Some(a), Some(b)) if a != b => {
+                log!(Error, "forced command options do not match");
+                return None;
+            }
+            (None, Some(b)) => self.command = Some(b.clone()),
+            _ => {}
+        }
+        for (name, value) in &other.environment {
+            if !self.environment.iter().any(|(n, _)| n == name) {
+                self.environment.push((name.clone(), value.clone()));
+            }
+        }
+        self.no_pty |= other.no_pty;
+        self.no_port_forwarding |= other.no_port_forwarding;
+        self.no_agent_forwarding |= other.no_agent_forwarding;
+        self.no_x11_forwarding |= other.no_x11_forwarding;
+        self.no_user_rc |= other.no_user_rc;
+        for (mine, theirs) in [
+            (&mut self.permitopen, &other.permitopen),
+            (&mut self.permitlisten, &other.permitlisten),
+        ] {
+            if mine.is_empty() {
+                mine.clone_from(theirs);
+            } else if !theirs.is_empty() {
+                mine.retain(|p| theirs.contains(p));
+                if mine.is_empty() {
+                    self.no_port_forwarding = true;
+                }
+            }
+        }
+        Some(self)
+    }
+}
+
 /// What a line's options field says: the session's settings, and the
 /// conditions the line itself is under.
 #[derive(Debug, Default)]

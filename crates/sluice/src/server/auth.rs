@@ -7,7 +7,10 @@
 //! own, or sshd's few milliseconds per user) without blocking the loop;
 //! LoginGraceTime ends connections that have not authenticated.
 //! MaxAuthTries is counted by the engine; this logs when it is reached.
+//! AuthenticationMethods' progress (config/sshd/auth_methods.rs) is kept
+//! here, so under privilege separation it lives in the monitor.
 
+use crate::config::sshd::auth_methods::{Outcome, Progress};
 use crate::config::sshd::{PermitRootLogin, ServerConfig as Sshd};
 use crate::log;
 use crate::server::pam::{self, FromPam};
@@ -72,6 +75,9 @@ pub trait Answers {
     fn auth_accept(&mut self);
     /// The pending request fails.
     fn auth_reject(&mut self);
+    /// The pending request met one step of AuthenticationMethods; the
+    /// methods that can continue.
+    fn auth_partial(&mut self, methods: Vec<String>);
     /// Keyboard-interactive prompts for the pending request.
     fn auth_info_request(
         &mut self,
@@ -91,6 +97,9 @@ impl Answers for Connection {
     }
     fn auth_reject(&mut self) {
         Connection::auth_reject(self);
+    }
+    fn auth_partial(&mut self, methods: Vec<String>) {
+        Connection::auth_partial(self, methods);
     }
     fn auth_info_request(
         &mut self,
@@ -133,6 +142,11 @@ pub struct ServerAuth {
     /// A failure waiting out its delay: when to send it, and the method.
     reject_at: Option<Instant>,
     timed_out: bool,
+    /// AuthenticationMethods steps met so far, for the user of `user`
+    /// (made when that user's configuration is known).
+    progress: Option<Progress>,
+    /// The user `progress` is for.
+    progress_user: Option<String>,
 }
 
 impl ServerAuth {
@@ -145,6 +159,114 @@ impl ServerAuth {
             work: Work::Idle,
             reject_at: None,
             timed_out: false,
+            progress: None,
+            progress_user: None,
+        }
+    }
+
+    /// The user's progress through AuthenticationMethods under `cfg` (the
+    /// configuration for the user of the current request).
+    fn progress(&mut self, cfg: &Sshd) -> &mut Progress {
+        self.progress.get_or_insert_with(|| Progress::new(cfg))
+    }
+
+    /// A request names `user`: false when an earlier step of
+    /// AuthenticationMethods was met by another user (the engine refuses
+    /// that: "Change of username or service not allowed"; a monitor ends
+    /// the connection). Another user before any step starts afresh.
+    pub fn same_user(&mut self, user: &str) -> bool {
+        if self.progress_user.as_deref() == Some(user) {
+            return true;
+        }
+        if self.progress.as_ref().is_some_and(Progress::started) {
+            return false;
+        }
+        self.progress = None;
+        self.progress_user = Some(user.to_owned());
+        true
+    }
+
+    /// Ends the connection of a client that named another user after a
+    /// step of AuthenticationMethods was met, as sshd does.
+    pub fn change_of_user(&mut self, conn: &mut dyn Answers, user: &str) {
+        log!(
+            Info,
+            "Change of username not allowed: {} -> {user} from {} port {}",
+            self.progress_user.as_deref().unwrap_or(""),
+            self.peer.ip(),
+            self.peer.port()
+        );
+        conn.disconnect(
+            DisconnectReason::PROTOCOL_ERROR,
+            "Change of username or service not allowed",
+        );
+    }
+
+    /// Whether `method` (keyboard-interactive: through `device`) can be
+    /// tried now: enabled and next in some AuthenticationMethods list.
+    pub fn method_allowed(&mut self, cfg: &Sshd, method: &str, device: Option<&str>) -> bool {
+        self.progress(cfg).allows(method, device)
+    }
+
+    /// The methods to offer now (all of AuthenticationMethods' first
+    /// steps, or what can continue after a partial success).
+    pub fn offered(&mut self, cfg: &Sshd) -> Vec<String> {
+        self.progress(cfg).offered()
+    }
+
+    /// "Accepted" or "Partial": what sshd's log line says for `method`
+    /// succeeding now.
+    pub fn verdict_word(&mut self, cfg: &Sshd, method: &str, device: Option<&str>) -> &'static str {
+        self.progress(cfg).verdict_word(method, device)
+    }
+
+    /// A public key may meet a step: publickey is allowed now and the key
+    /// did not meet an earlier step (logged as sshd does).
+    pub fn publickey_allowed(&mut self, cfg: &Sshd, key_blob: &[u8]) -> bool {
+        let p = self.progress(cfg);
+        if !p.allows("publickey", None) {
+            return false;
+        }
+        if p.key_used(key_blob) {
+            log!(
+                Info,
+                "refusing previously-used {} key",
+                crate::keys::revoked::sshd_key_type(key_blob)
+            );
+            return false;
+        }
+        true
+    }
+
+    /// `method` succeeded for the pending request (a signed one, for
+    /// publickey: `key_blob`): accepted when that completes a list of
+    /// AuthenticationMethods (true), partial success otherwise.
+    pub fn succeed(
+        &mut self,
+        conn: &mut dyn Answers,
+        cfg: &Sshd,
+        method: &str,
+        device: Option<&str>,
+        key_blob: Option<&[u8]>,
+    ) -> bool {
+        let p = self.progress(cfg);
+        if let Some(k) = key_blob {
+            p.record_key(k);
+        }
+        match p.complete(method, device) {
+            Outcome::Complete => {
+                conn.auth_accept();
+                true
+            }
+            Outcome::Partial(methods) => {
+                log!(
+                    Debug1,
+                    "{method} met a step of AuthenticationMethods; can continue: {}",
+                    methods.join(",")
+                );
+                conn.auth_partial(methods);
+                false
+            }
         }
     }
 
@@ -206,18 +328,24 @@ impl ServerAuth {
     ) -> Option<UserInfo> {
         // A new request supersedes keyboard-interactive in progress.
         self.work = Work::Idle;
+        if !self.same_user(user) {
+            self.change_of_user(conn, user);
+            return None;
+        }
         let info = self.valid_user(cfg, user);
         // The engine offers only these; checked again where the decision
         // is made (the monitor must not trust its child to have filtered).
-        let name = match &method {
-            AuthMethodRequest::Password { .. } => "password",
-            AuthMethodRequest::KeyboardInteractive { .. } => "keyboard-interactive",
-            _ => "",
+        let (name, device) = match &method {
+            AuthMethodRequest::Password { .. } => ("password", None),
+            AuthMethodRequest::KeyboardInteractive { .. } => {
+                ("keyboard-interactive", cfg.use_pam.then_some("pam"))
+            }
+            _ => ("", None),
         };
-        if !name.is_empty() && !cfg.auth_methods().iter().any(|m| m == name) {
+        if !name.is_empty() && !self.method_allowed(cfg, name, device) {
             log!(
                 Info,
-                "{name} authentication for {user} refused: not enabled"
+                "{name} authentication for {user} refused: not enabled or not allowed at this step of AuthenticationMethods"
             );
             self.reject(conn);
             return None;
@@ -239,7 +367,7 @@ impl ServerAuth {
                     None
                 } else {
                     let ok = shadow::check(user, &password, cfg.permit_empty_passwords);
-                    self.finish(conn, ok && allowed && empty_ok, "password", None)
+                    self.finish(conn, cfg, ok && allowed && empty_ok, "password", None)
                 }
             }
             AuthMethodRequest::KeyboardInteractive { .. } => {
@@ -285,7 +413,7 @@ impl ServerAuth {
             }
             Err(e) => {
                 log!(Error, "{e}");
-                self.finish(conn, false, method, None);
+                self.finish(conn, cfg, false, method, None);
             }
         }
     }
@@ -320,6 +448,7 @@ impl ServerAuth {
                 let ok = shadow::check(&name, pw, cfg.permit_empty_passwords);
                 self.finish(
                     conn,
+                    cfg,
                     ok && allowed && empty_ok,
                     "keyboard-interactive",
                     None,
@@ -337,6 +466,7 @@ impl ServerAuth {
     fn finish(
         &mut self,
         conn: &mut dyn Answers,
+        cfg: &Sshd,
         ok: bool,
         method: &str,
         delay: Option<Duration>,
@@ -346,12 +476,17 @@ impl ServerAuth {
         let who = self.who();
         let info = self.user.as_ref().and_then(|(_, i)| i.clone());
         if ok && info.is_some() {
-            log!(
-                Info,
-                "Accepted {method} for {who} from {ip} port {port} ssh2"
-            );
-            conn.auth_accept();
-            return info;
+            // "keyboard-interactive/pam": the method and its device.
+            let (name, device) = match method.split_once('/') {
+                Some((m, d)) => (m, Some(d)),
+                None => (method, None),
+            };
+            let word = self.verdict_word(cfg, name, device);
+            log!(Info, "{word} {method} for {who} from {ip} port {port} ssh2");
+            return self
+                .succeed(conn, cfg, name, device, None)
+                .then_some(info)
+                .flatten();
         }
         log!(Info, "Failed {method} for {who} from {ip} port {port} ssh2");
         let name = self.user.as_ref().map_or("", |(n, _)| n.as_str());
@@ -449,7 +584,7 @@ impl ServerAuth {
                     }
                     _ => false,
                 };
-                self.finish(conn, r.is_ok() && allowed, method, Some(delay))
+                self.finish(conn, cfg, r.is_ok() && allowed, method, Some(delay))
             }
         }
     }

@@ -361,19 +361,8 @@ impl Handler for ServerConn {
                 self.user_config(conn, &user);
                 match &method {
                     AuthMethodRequest::PublicKey {
-                        algorithm,
-                        key_blob,
-                        signed,
-                        ..
-                    } => {
-                        let ok = self.auth.valid_user(&self.cfg, &user).is_some()
-                            && self.check_publickey(&user, algorithm, key_blob, *signed);
-                        if ok {
-                            conn.auth_accept();
-                        } else {
-                            self.auth.reject_publickey();
-                        }
-                    }
+                        key_blob, signed, ..
+                    } => self.on_publickey(conn, &user, key_blob, *signed),
                     _ => {
                         if let Some(info) = self.auth.on_request(conn, &self.cfg, &user, method) {
                             self.user = Some(info);
@@ -407,6 +396,20 @@ impl Handler for ServerConn {
                 if channel_type != "session" {
                     let _ =
                         conn.reject_channel(channel, UNKNOWN_CHANNEL_TYPE, "unknown channel type");
+                } else if conn.none_mac_active() {
+                    // Its requests (exec, subsystem, env) could be changed
+                    // on the wire undetected.
+                    log!(
+                        Info,
+                        "Refusing a session from {} port {}: the NONE MAC is in use, so its requests would not be integrity-protected",
+                        self.peer.ip(),
+                        self.peer.port()
+                    );
+                    let _ = conn.reject_channel(
+                        channel,
+                        ADMINISTRATIVELY_PROHIBITED,
+                        "no new sessions after the NONE MAC switch",
+                    );
                 } else if self.no_more_sessions {
                     log!(
                         Info,
@@ -520,6 +523,14 @@ impl Handler for ServerConn {
                         self.peer.ip(),
                         self.peer.port(),
                         algorithms.mac_c2s
+                    );
+                }
+                if !initial && conn.none_mac_active() {
+                    log!(
+                        Info,
+                        "WARNING: NONE MAC in use from {} port {}: channel requests from now on are not integrity-protected; new session channels are refused",
+                        self.peer.ip(),
+                        self.peer.port()
                     );
                 }
             }

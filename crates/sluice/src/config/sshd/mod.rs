@@ -10,6 +10,7 @@
 //! lines.rs reads files into lines with their conditions, matching.rs
 //! tests Match criteria, keywords.rs applies values, dump.rs prints.
 
+pub mod auth_methods;
 mod dump;
 mod keywords;
 mod lines;
@@ -224,8 +225,9 @@ pub struct ServerConfig {
     pub authorized_principals_file: Option<String>,
     /// CASignatureAlgorithms: what a CA may sign certificates with.
     pub ca_signature_algorithms: Vec<String>,
-    /// AuthenticationMethods lists (empty: any). Only lists of one method
-    /// each are accepted (keywords.rs): any of them is enough.
+    /// AuthenticationMethods lists (empty: any): each a comma-separated
+    /// sequence of methods, all of which must succeed in order, one list
+    /// being enough (auth_methods.rs).
     pub authentication_methods: Vec<String>,
     /// PerSourceMaxStartups (None: `none`, no limit).
     pub per_source_max_startups: Option<u32>,
@@ -378,8 +380,9 @@ impl ServerConfig {
                 return Err(l.err(&format!("RevokedKeys {f}: {e}")));
             }
         }
-        if !cfg.authentication_methods.is_empty() && cfg.auth_methods().is_empty() {
-            // sshd's startup check, on the global configuration.
+        if !cfg.authentication_methods.is_empty() && !cfg.some_method_list_enabled() {
+            // sshd's startup check, on the global configuration: at least
+            // one list must be made only of enabled methods.
             return Err(
                 "AuthenticationMethods cannot be satisfied by enabled authentication methods"
                     .into(),
@@ -453,28 +456,41 @@ impl ServerConfig {
         Ok(self.for_connection(ctx))
     }
 
-    /// Authentication methods to offer under this configuration: those
-    /// enabled, and listed in AuthenticationMethods when it is set (each of
-    /// its lists is a single method, any of which is enough).
-    pub fn auth_methods(&self) -> Vec<String> {
-        let listed = |name: &str| {
-            self.authentication_methods.is_empty()
-                || self
-                    .authentication_methods
-                    .iter()
-                    .any(|m| m.split(':').next() == Some(name))
-        };
+    /// Authentication methods enabled here (PubkeyAuthentication,
+    /// PasswordAuthentication, KbdInteractiveAuthentication), in sshd's
+    /// order, before AuthenticationMethods is applied.
+    pub fn enabled_methods(&self) -> Vec<String> {
         let mut m = Vec::new();
         for (on, name) in [
             (self.pubkey_authentication, "publickey"),
             (self.password_authentication, "password"),
             (self.kbd_interactive_authentication, "keyboard-interactive"),
         ] {
-            if on && listed(name) {
+            if on {
                 m.push(name.to_owned());
             }
         }
         m
+    }
+
+    /// Authentication methods to offer first under this configuration:
+    /// those enabled that begin some AuthenticationMethods list when it is
+    /// set (later steps are offered as earlier ones succeed, see
+    /// auth_methods.rs).
+    pub fn auth_methods(&self) -> Vec<String> {
+        auth_methods::Progress::new(self).offered()
+    }
+
+    /// Some AuthenticationMethods list names only enabled methods.
+    fn some_method_list_enabled(&self) -> bool {
+        let enabled = self.enabled_methods();
+        self.authentication_methods.iter().any(|list| {
+            list.split(',').all(|m| {
+                enabled
+                    .iter()
+                    .any(|e| Some(e.as_str()) == m.split(':').next())
+            })
+        })
     }
 
     /// AddressFamily allows an address of this family (listening, forwarding).

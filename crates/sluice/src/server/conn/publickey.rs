@@ -20,37 +20,69 @@ use super::ServerConn;
 mod cert;
 
 impl ServerConn {
-    pub(super) fn check_publickey(
+    /// A publickey request: refused, accepted (PK_OK for a query), or for
+    /// a signed one a step of AuthenticationMethods met; the user is
+    /// recorded once a whole list is met, with the options of every key
+    /// used merged (the most restrictive wins).
+    pub(super) fn on_publickey(
         &mut self,
+        conn: &mut sluice_proto::Connection,
         user: &str,
-        _algorithm: &str,
         key_blob: &[u8],
         signed: bool,
-    ) -> bool {
-        match decide(&self.cfg, self.peer, user, key_blob, signed) {
-            Some((info, opts)) => {
-                if signed {
-                    self.user = Some(info);
-                    self.key_options = Some(opts);
-                }
-                true
-            }
-            None => false,
+    ) {
+        if !self.auth.same_user(user) {
+            self.auth.change_of_user(conn, user);
+            return;
+        }
+        let allowed = self.auth.valid_user(&self.cfg, user).is_some()
+            && self.auth.publickey_allowed(&self.cfg, key_blob);
+        let word = self.auth.verdict_word(&self.cfg, "publickey", None);
+        let decided = if allowed {
+            decide(&self.cfg, self.peer, user, key_blob, signed, word)
+        } else {
+            None
+        };
+        let Some((info, opts)) = decided else {
+            self.auth.reject_publickey();
+            return;
+        };
+        if !signed {
+            conn.auth_accept(); // PK_OK
+            return;
+        }
+        let merged = match self.key_options.take() {
+            Some(earlier) => earlier.merge(&opts),
+            None => Some(opts),
+        };
+        let Some(merged) = merged else {
+            self.auth.reject_publickey();
+            return;
+        };
+        self.key_options = Some(merged);
+        if self
+            .auth
+            .succeed(conn, &self.cfg, "publickey", None, Some(key_blob))
+        {
+            self.user = Some(info);
         }
     }
 }
 
-/// Whether `key_blob` may log in as `user` (publickey offered under
-/// AuthenticationMethods, RequiredRSASize, RevokedKeys, authorized_keys or
-/// for a certificate TrustedUserCAKeys (see [`cert`]), PermitRootLogin);
-/// the account and the key's options when it may. `signed` only changes
-/// the log line ("Accepted publickey" is logged for a signed request).
+/// Whether `key_blob` may log in as `user` (RequiredRSASize, RevokedKeys,
+/// authorized_keys or for a certificate TrustedUserCAKeys (see [`cert`]),
+/// PermitRootLogin); the account and the key's options when it may.
+/// Whether publickey is allowed at this step of AuthenticationMethods is
+/// the caller's check (server/auth.rs `publickey_allowed`). `signed` only
+/// changes the log line: "{word} publickey" is logged for a signed request
+/// (`word`: "Accepted", or "Partial" for a step of several).
 pub(crate) fn decide(
     cfg: &Sshd,
     peer: SocketAddr,
     user: &str,
     key_blob: &[u8],
     signed: bool,
+    word: &str,
 ) -> Option<(UserInfo, KeyOptions)> {
     let ip = peer.ip();
     let port = peer.port();
@@ -91,9 +123,6 @@ pub(crate) fn decide(
         );
         None
     };
-    if !cfg.auth_methods().iter().any(|m| m == "publickey") {
-        return fail("");
-    }
     // A certificate is judged by its key and its CA's key.
     let mut checked = vec![key_blob];
     if let Some(c) = &certificate {
@@ -143,7 +172,7 @@ pub(crate) fn decide(
     if signed {
         log!(
             Info,
-            "Accepted publickey for {user} from {ip} port {port} ssh2: {described}"
+            "{word} publickey for {user} from {ip} port {port} ssh2: {described}"
         );
     }
     Some((info, opts))

@@ -36,6 +36,9 @@ pub enum Violation {
     NoSession,
     /// A publickey algorithm the configuration or key does not allow.
     BadAlgorithm,
+    /// Another user named after a step of AuthenticationMethods was met
+    /// (the child's engine should have ended the connection).
+    UserChanged,
 }
 
 impl std::fmt::Display for Violation {
@@ -48,6 +51,9 @@ impl std::fmt::Display for Violation {
             Violation::BadSignature => f.write_str("publickey signature does not verify"),
             Violation::NoSession => f.write_str("signed publickey request before the key exchange"),
             Violation::BadAlgorithm => f.write_str("publickey algorithm not allowed"),
+            Violation::UserChanged => {
+                f.write_str("another user named after partial authentication")
+            }
         }
     }
 }
@@ -77,6 +83,9 @@ impl Answers for Recorder {
             }
         }
         self.verdict = Some(Msg::Reject);
+    }
+    fn auth_partial(&mut self, methods: Vec<String>) {
+        self.verdict = Some(Msg::Partial { methods });
     }
     fn auth_info_request(
         &mut self,
@@ -129,6 +138,11 @@ pub struct MonitorAuth {
     accepted: Option<Accepted>,
     /// ExposeAuthInfo's line for a request whose verdict comes later.
     pending_info: String,
+    /// ExposeAuthInfo's lines of the steps of AuthenticationMethods met
+    /// so far (the last step's line follows them).
+    partial_info: String,
+    /// The merged authorized_keys options of keys that met a step.
+    partial_key_options: Option<KeyOptions>,
 }
 
 impl MonitorAuth {
@@ -151,6 +165,8 @@ impl MonitorAuth {
             attempted: false,
             accepted: None,
             pending_info: String::new(),
+            partial_info: String::new(),
+            partial_key_options: None,
         }
     }
 
@@ -221,6 +237,9 @@ impl MonitorAuth {
         // `user:style` logs in `user`; a signature covers the name as sent.
         let sent = user;
         let user = crate::server::auth::without_style(sent.clone());
+        if !self.auth.same_user(&user) {
+            return Err(Violation::UserChanged);
+        }
         self.user_config(&user, out);
         self.rec.none = matches!(method, Method::None);
         self.attempted |= !self.rec.none;
@@ -293,11 +312,15 @@ impl MonitorAuth {
             }
         }
         let signed = signature.is_some();
-        let decided = match self.auth.valid_user(&self.cfg, user) {
-            Some(_) => {
-                crate::server::conn::publickey::decide(&self.cfg, self.peer, user, key_blob, signed)
-            }
-            None => None,
+        let allowed = self.auth.valid_user(&self.cfg, user).is_some()
+            && self.auth.publickey_allowed(&self.cfg, key_blob);
+        let word = self.auth.verdict_word(&self.cfg, "publickey", None);
+        let decided = if allowed {
+            crate::server::conn::publickey::decide(
+                &self.cfg, self.peer, user, key_blob, signed, word,
+            )
+        } else {
+            None
         };
         // UsePAM: the account modules have the last word on a right key,
         // as in sshd (an expired account, pam_access, pam_nologin).
@@ -317,24 +340,42 @@ impl MonitorAuth {
                 }
             }
         });
-        match decided {
-            Some((info, opts)) => {
-                self.rec.auth_accept();
-                if signed {
-                    let line = auth_info::method_line("publickey", Some(key_blob));
-                    self.accept(info, Some(opts), line);
-                }
-            }
-            None => self.auth.reject_publickey(),
+        // Every key that met a step restricts the session.
+        let decided = decided.and_then(|(info, opts)| match &self.partial_key_options {
+            Some(earlier) if signed => earlier.clone().merge(&opts).map(|o| (info, o)),
+            _ => Some((info, opts)),
+        });
+        let Some((info, opts)) = decided else {
+            self.auth.reject_publickey();
+            return Ok(());
+        };
+        if !signed {
+            self.rec.auth_accept(); // PK_OK
+            return Ok(());
+        }
+        self.pending_info = auth_info::method_line("publickey", Some(key_blob));
+        let done = self
+            .auth
+            .succeed(&mut self.rec, &self.cfg, "publickey", None, Some(key_blob));
+        if done {
+            let line = std::mem::take(&mut self.pending_info);
+            self.accept(info, Some(opts), line);
+        } else {
+            self.partial_key_options = Some(opts);
         }
         Ok(())
     }
 
+    /// Authentication is complete: `auth_info` is the last step's line;
+    /// earlier steps' key options (merged) hold when this step had none.
     fn accept(&mut self, user: UserInfo, key_options: Option<KeyOptions>, auth_info: String) {
+        let key_options = key_options.or_else(|| self.partial_key_options.take());
+        let mut all = std::mem::take(&mut self.partial_info);
+        all.push_str(&auth_info);
         self.accepted = Some(Accepted {
             user,
             key_options,
-            auth_info,
+            auth_info: all,
         });
     }
 
@@ -385,6 +426,10 @@ impl MonitorAuth {
     pub fn take_verdict(&mut self) -> Option<Msg> {
         let v = self.rec.verdict.take()?;
         self.awaiting = false;
+        if matches!(v, Msg::Partial { .. }) {
+            let line = std::mem::take(&mut self.pending_info);
+            self.partial_info.push_str(&line);
+        }
         self.prompted = matches!(v, Msg::InfoRequest { .. });
         Some(v)
     }

@@ -164,6 +164,10 @@ impl Preauth {
                     conn.auth_reject();
                     return Ok(());
                 }
+                Msg::Partial { methods } => {
+                    conn.auth_partial(methods);
+                    return Ok(());
+                }
                 Msg::InfoRequest {
                     instruction,
                     prompts,

@@ -116,6 +116,12 @@ pub enum Msg {
     Accept,
     /// M -> pre-auth child: the pending request fails.
     Reject,
+    /// M -> pre-auth child: the pending request met one step of
+    /// AuthenticationMethods; the methods that can continue.
+    Partial {
+        /// Methods that can continue.
+        methods: Vec<String>,
+    },
     /// M -> pre-auth child: keyboard-interactive prompts.
     InfoRequest {
         /// Instruction text.
@@ -178,6 +184,7 @@ mod code {
     pub(super) const PTY_REQUEST: u8 = 16;
     pub(super) const PTY_GRANTED: u8 = 17;
     pub(super) const PROVE_HOST_KEY: u8 = 18;
+    pub(super) const PARTIAL: u8 = 19;
 }
 
 /// Field writer.
@@ -323,6 +330,12 @@ impl Msg {
             Msg::Reject => {
                 w.u8(code::REJECT);
             }
+            Msg::Partial { methods } => {
+                w.u8(code::PARTIAL).u32(methods.len() as u32);
+                for m in methods {
+                    w.bytes(m.as_bytes());
+                }
+            }
             Msg::InfoRequest {
                 instruction,
                 prompts,
@@ -445,6 +458,14 @@ impl Msg {
             }
             code::ACCEPT => Msg::Accept,
             code::REJECT => Msg::Reject,
+            code::PARTIAL => {
+                let n = r.list_len()?;
+                let mut methods = Vec::new();
+                for _ in 0..n {
+                    methods.push(r.string(MAX_NAME)?);
+                }
+                Msg::Partial { methods }
+            }
             code::INFO_REQUEST => {
                 let instruction = r.string(MAX_NAME)?;
                 let n = r.list_len()?;
@@ -527,6 +548,9 @@ mod tests {
             Msg::ProveHostKey {
                 key: 2,
                 alg: "rsa-sha2-512".into(),
+            },
+            Msg::Partial {
+                methods: vec!["password".into(), "keyboard-interactive".into()],
             },
         ];
         for m in msgs {
