@@ -40,6 +40,7 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
         "sluice offers its own algorithm lists",
     ),
     ("cryptothreads", "sluice-only keyword"),
+    ("streams", "sluice-only keyword"),
     ("tcprcvbuf", "sluice-only keyword"),
     ("tcpsndbuf", "sluice-only keyword"),
     ("remotercvbuf", "sluice-only keyword"),
