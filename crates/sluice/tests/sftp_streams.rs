@@ -167,7 +167,7 @@ fn dash_l_limits_the_rate_over_all_connections() {
 }
 
 #[test]
-fn many_small_files_go_up_together_and_one_failure_stays_one() {
+fn many_small_files_go_together_up_and_down_and_one_failure_stays_one() {
     let s = Setup::new("sftp-many");
     let tree = s.dir.path("tree");
     for d in 0..3 {
@@ -215,5 +215,46 @@ fn many_small_files_go_up_together_and_one_failure_stays_one() {
             .filter(|e| e.file_name().to_string_lossy().contains(".sluice-"))
             .collect();
         assert!(leftovers.is_empty(), "{label}: {leftovers:?}");
+        // And back down, by scp -r and by sftp's get -r.
+        let back = s.dir.path(&format!("back_{label}"));
+        std::fs::create_dir_all(&back).unwrap();
+        let mut c = Command::new(SCP);
+        ssh_opts(&mut c, &s, server, "1");
+        c.args(["-r", &format!("127.0.0.1:{}", dst.join("tree").display())])
+            .arg(&back);
+        let o = run(c, b"", 120);
+        assert!(o.status.success(), "{label}: {}", text(&o.stderr));
+        let b = s.dir.path(&format!("batch_{label}"));
+        let again = s.dir.path(&format!("again_{label}"));
+        std::fs::write(
+            &b,
+            format!(
+                "get -r {} {}\n",
+                dst.join("tree").display(),
+                again.display()
+            ),
+        )
+        .unwrap();
+        let mut c = Command::new(SFTP);
+        ssh_opts(&mut c, &s, server, "1");
+        c.arg("-b").arg(&b).arg("127.0.0.1");
+        let o = run(c, b"", 120);
+        assert!(o.status.success(), "{label}: {}", text(&o.stderr));
+        for d in 0..3 {
+            for f in 0..100 {
+                let rel = format!("d{d}/f{f:03}");
+                if rel == "d1/f007" {
+                    continue;
+                }
+                let want = sha_of(&tree.join(&rel));
+                assert_eq!(
+                    sha_of(&back.join("tree").join(&rel)),
+                    want,
+                    "{label}: scp {rel}"
+                );
+                assert_eq!(sha_of(&again.join(&rel)), want, "{label}: sftp {rel}");
+            }
+        }
+        assert!(back.join("tree/empty").is_file() && again.join("empty").is_file());
     }
 }

@@ -13,7 +13,7 @@
 //! - `session.rs`: requests and replies, the version exchange, limits.
 //! - `transfer.rs`: pipelined downloads and uploads, resume, temp names.
 //! - `progress.rs`: the progress meter; `bwlimit.rs`: `-l`.
-//! - `many.rs`: small files, many in flight on one session.
+//! - `many_up.rs`, `many_down.rs`: small files, many in flight on one session.
 //! - `parallel.rs`: a large file over several connections (Streams).
 //! - `commands/`: sftp's commands (batch files and the prompt): `mod.rs` the
 //!   loop and dispatch, `xfer.rs` get and put, `ops.rs` the others,
@@ -24,7 +24,8 @@
 pub mod bwlimit;
 pub mod channel;
 pub mod commands;
-pub mod many;
+pub mod many_down;
+pub mod many_up;
 pub mod parallel;
 pub mod progress;
 pub mod remote;

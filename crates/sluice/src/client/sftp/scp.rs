@@ -6,6 +6,7 @@
 //! exit code is 1 when any failed (255 when the connection failed).
 
 use super::commands::{put_tree_quiet, Failure};
+use super::many_down::{self, Downloads};
 use super::remote::{self, absolute, basename};
 use super::session::{Sftp, SftpError};
 use super::transfer::{self, os_text, Options, TransferError};
@@ -160,7 +161,25 @@ fn copy_down(s: &mut Sftp, m: &[u8], local: &Path, o: &Options) -> Result<bool, 
     }
 }
 
+/// Fetches the remote directory `dir` as `local`; small files many at
+/// once (many_down.rs).
 fn get_tree(s: &mut Sftp, dir: &[u8], local: &Path, o: &Options) -> Result<bool, String> {
+    let mut batch = Downloads::new(o);
+    let walked = walk_down(s, &mut batch, dir, local, o);
+    let flushed = batch.finish(s, &mut say);
+    Ok(walked? & flushed?)
+}
+
+fn walk_down(
+    s: &mut Sftp,
+    batch: &mut Downloads,
+    dir: &[u8],
+    local: &Path,
+    o: &Options,
+) -> Result<bool, String> {
+    // READDIR and large files wait for their own replies: the batch's
+    // replies come in first.
+    let mut ok = batch.finish(s, &mut say)?;
     match std::fs::create_dir(local) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && local.is_dir() => {}
@@ -177,7 +196,6 @@ fn get_tree(s: &mut Sftp, dir: &[u8], local: &Path, o: &Options) -> Result<bool,
             return Ok(false);
         }
     };
-    let mut ok = true;
     for e in entries {
         if e.filename == b"." || e.filename == b".." || e.filename.contains(&b'/') {
             continue;
@@ -185,8 +203,12 @@ fn get_tree(s: &mut Sftp, dir: &[u8], local: &Path, o: &Options) -> Result<bool,
         let r = remote::join(dir, &e.filename);
         let l = local.join(path_of(&e.filename));
         ok &= match e.attrs.permissions.map(|p| p & 0o170000) {
-            Some(0o040000) => get_tree(s, &r, &l, o)?,
-            Some(0o100000) => copy_down(s, &r, &l, o)?,
+            Some(0o040000) => walk_down(s, batch, &r, &l, o)?,
+            Some(0o100000) if e.attrs.size.is_some_and(|n| n <= many_down::SMALL) && !o.resume => {
+                batch.get(s, r, l, e.attrs, &mut say)?;
+                true
+            }
+            Some(0o100000) => batch.finish(s, &mut say)? & copy_down(s, &r, &l, o)?,
             _ => true,
         };
     }

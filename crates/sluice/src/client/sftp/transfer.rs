@@ -371,7 +371,7 @@ pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> Trans
     closed.map_err(|e| TransferError::remote(format!("close remote \"{}\"", show(remote)), e))
 }
 
-fn set_times(f: &File, atime: u32, mtime: u32) -> io::Result<()> {
+pub(super) fn set_times(f: &File, atime: u32, mtime: u32) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let ts = [
         libc::timespec {

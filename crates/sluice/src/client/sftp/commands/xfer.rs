@@ -3,7 +3,8 @@
 //! lines, directory trees.
 
 use super::*;
-use crate::client::sftp::many::{self, Uploads};
+use crate::client::sftp::many_down::{self, Downloads};
+use crate::client::sftp::many_up::{self as many, Uploads};
 
 impl Shell {
     pub(super) fn get(&mut self, args: &[Vec<u8>], resume: bool) -> Done {
@@ -81,12 +82,33 @@ impl Shell {
         }
     }
 
+    /// Fetches `remote_dir` as `local`; small files many at once
+    /// (many_down.rs).
     pub(super) fn get_dir(
         &mut self,
         remote_dir: &[u8],
         local: &Path,
         o: &Options,
     ) -> Result<(), Fail> {
+        let mut batch = Downloads::new(o);
+        let walked = self.walk_down(&mut batch, remote_dir, local, o);
+        let flushed = batch.finish(&mut self.s, &mut |m| eprintln!("{m}"));
+        match (walked, flushed) {
+            (Err(Fail::Fatal(f)), _) | (_, Err(f)) => Err(Fail::Fatal(f)),
+            (Err(Fail::Failed), _) | (_, Ok(false)) => Err(Fail::Failed),
+            _ => Ok(()),
+        }
+    }
+
+    fn walk_down(
+        &mut self,
+        batch: &mut Downloads,
+        remote_dir: &[u8],
+        local: &Path,
+        o: &Options,
+    ) -> Result<(), Fail> {
+        // READDIR, STAT and large files wait for their own replies.
+        let mut failed = !settle_down(&mut self.s, batch)?;
         if !self.set.quiet {
             println!("Retrieving {}", lossy(remote_dir));
         }
@@ -101,7 +123,6 @@ impl Shell {
                 e,
             )
         })?;
-        let mut failed = false;
         for e in entries {
             if e.filename == b"." || e.filename == b".." || e.filename.contains(&b'/') {
                 continue;
@@ -110,12 +131,19 @@ impl Shell {
             let l = local.join(path_of(&e.filename));
             let kind = e.attrs.permissions.map(|p| p & 0o170000);
             let res = match kind {
-                Some(0o040000) => self.get_dir(&r, &l, o),
+                Some(0o040000) => self.walk_down(batch, &r, &l, o),
                 Some(0o100000) => {
                     if !self.set.quiet {
                         println!("Fetching {} to {}", lossy(&r), l.display());
                     }
-                    transfer::download(&mut self.s, &r, &l, o).map_err(transfer_err)
+                    if e.attrs.size.is_some_and(|n| n <= many_down::SMALL) && !o.resume {
+                        batch
+                            .get(&mut self.s, r, l, e.attrs, &mut |m| eprintln!("{m}"))
+                            .map_err(Fail::Fatal)
+                    } else {
+                        failed |= !settle_down(&mut self.s, batch)?;
+                        transfer::download(&mut self.s, &r, &l, o).map_err(transfer_err)
+                    }
                 }
                 _ => {
                     crate::log!(Info, "download \"{}\": not a regular file", lossy(&r));
@@ -129,6 +157,7 @@ impl Shell {
             }
         }
         if o.preserve {
+            failed |= !settle_down(&mut self.s, batch)?;
             if let Some((_, mt)) = self
                 .s
                 .stat(remote_dir, true)
@@ -237,6 +266,13 @@ pub(super) fn put_tree(
         (Err(Fail::Failed), _) | (_, Ok(false)) => Err(Fail::Failed),
         _ => Ok(()),
     }
+}
+
+/// Waits for the batch's downloads; Ok(none failed).
+fn settle_down(s: &mut Sftp, batch: &mut Downloads) -> Result<bool, Fail> {
+    batch
+        .finish(s, &mut |m| eprintln!("{m}"))
+        .map_err(Fail::Fatal)
 }
 
 /// Waits for the batch's files; Ok(none failed).

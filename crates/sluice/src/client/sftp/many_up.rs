@@ -315,7 +315,8 @@ impl Uploads {
     }
 }
 
-fn fatal(e: SftpError) -> String {
+/// A session error as the message that ends the run.
+pub(super) fn fatal(e: SftpError) -> String {
     match e {
         SftpError::Fatal(m) => m,
         e => e.to_string(),
