@@ -409,3 +409,72 @@ fn forwarding_channels_capped_by_max_forward_channels() {
         "{log}"
     );
 }
+
+/// Pumps `conn` over `sock` until the answer to the last global request.
+fn global_reply(conn: &mut sluice_proto::Connection, sock: &mut TcpStream) -> bool {
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut inbuf = Vec::new();
+    loop {
+        assert!(Instant::now() < end, "no global reply");
+        let mut out = Vec::new();
+        conn.poll_transmit(Instant::now(), &mut out);
+        sock.write_all(&out).unwrap();
+        let mut buf = [0u8; 65536];
+        match sock.read(&mut buf) {
+            Ok(0) => panic!("server closed the connection"),
+            Ok(n) => inbuf.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+        loop {
+            let r = conn.handle_input(Instant::now(), &mut inbuf).unwrap();
+            let n = r.consumed;
+            if n == 0 {
+                break;
+            }
+            inbuf.drain(..n);
+        }
+        while let Some(e) = conn.poll_event() {
+            if let sluice_proto::Event::GlobalReply { success, .. } = e {
+                return success;
+            }
+        }
+    }
+}
+
+/// A cancel-tcpip-forward names its port as a uint32: one past 65535 names
+/// no listener (it used to be cut to its low 16 bits, cancelling another).
+#[test]
+fn cancel_forward_with_a_port_past_65535_cancels_nothing() {
+    let s = Setup::new("fwd-cancel-port");
+    let server = s.start(false, "");
+    let (mut conn, mut sock, _) = engine_session(&s, server.port, b"sleep 30");
+    let port = free_port();
+    let data = |p: u32| {
+        let mut d = Vec::new();
+        d.extend_from_slice(&9u32.to_be_bytes());
+        d.extend_from_slice(b"127.0.0.1");
+        d.extend_from_slice(&p.to_be_bytes());
+        d
+    };
+    let p = u32::from(port);
+    conn.global_request("tcpip-forward", true, &data(p))
+        .unwrap();
+    assert!(global_reply(&mut conn, &mut sock), "tcpip-forward refused");
+    conn.global_request("cancel-tcpip-forward", true, &data(p + 65536))
+        .unwrap();
+    assert!(
+        !global_reply(&mut conn, &mut sock),
+        "port {} cancelled port {p}",
+        p + 65536
+    );
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        "listener gone"
+    );
+    conn.global_request("cancel-tcpip-forward", true, &data(p))
+        .unwrap();
+    assert!(
+        global_reply(&mut conn, &mut sock),
+        "cancel of the real port"
+    );
+}

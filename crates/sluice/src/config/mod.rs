@@ -86,7 +86,7 @@ pub fn parse_time(v: &str) -> Option<u64> {
         }
         let n: u64 = num.parse().ok()?;
         num.clear();
-        total += n * match c.to_ascii_lowercase() {
+        let unit = match c.to_ascii_lowercase() {
             's' => 1,
             'm' => 60,
             'h' => 3600,
@@ -94,9 +94,11 @@ pub fn parse_time(v: &str) -> Option<u64> {
             'w' => 604_800,
             _ => return None,
         };
+        // Too large is invalid, never wrapped (found by the ssh_config fuzz target).
+        total = total.checked_add(n.checked_mul(unit)?)?;
     }
     if !num.is_empty() {
-        total += num.parse::<u64>().ok()?;
+        total = total.checked_add(num.parse::<u64>().ok()?)?;
     }
     Some(total)
 }
@@ -167,6 +169,8 @@ mod tests {
         assert!(split_line("Banner \"x").is_err());
         assert_eq!(parse_size("1G"), Some(1 << 30));
         assert_eq!(parse_time("1h30m"), Some(5400));
+        assert_eq!(parse_time("9065560984895444309h"), None);
+        assert_eq!(parse_time("18446744073709551615s1"), None);
         assert_eq!(
             parse_rekey_limit(&["1M".into(), "1h".into()]),
             Some((1 << 20, 3600))

@@ -264,6 +264,17 @@ impl ClientConfig {
         Ok(c)
     }
 
+    /// For the fuzz target (fuzz/fuzz_targets/ssh_config.rs): `text` as a
+    /// user's ssh_config, from memory. `Include` lines still read the files
+    /// they name (the fuzz target leaves them out).
+    #[doc(hidden)]
+    pub fn from_text(text: &str) -> Result<ClientConfig, ConfigError> {
+        let mut c = ClientConfig::default();
+        let items = c.parse_text(text, "ssh_config", false, true, 0)?;
+        c.files.push(items);
+        Ok(c)
+    }
+
     /// Adds a file's text (tests, and `load`).
     #[cfg(test)]
     fn add_text(&mut self, text: &str, path: &str) -> Result<(), ConfigError> {

@@ -459,6 +459,15 @@ fn lines(
     })
 }
 
+/// For the fuzz target (fuzz/fuzz_targets/authorized_keys.rs): one line
+/// through the parser and its own conditions (`from=`, `expiry-time=`) for
+/// a client at `addr` at `now_unix`; the options if the line is usable.
+#[doc(hidden)]
+pub fn check_line(line: &str, addr: IpAddr, now_unix: u64) -> Option<KeyOptions> {
+    let (l, _blob) = parse_line(line).ok()??;
+    line_usable(&l, addr, Some("fuzz.example"), now_unix, "fuzz:1").then_some(l.opts)
+}
+
 /// Looks for `key_blob` in the files' contents (name, bytes: read by
 /// `keys::user_file`); returns its options if a usable line matches. A
 /// matching line refused by its `from=` or `expiry-time=` does not end the

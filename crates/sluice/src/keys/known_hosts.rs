@@ -123,34 +123,54 @@ fn entries(files: &[PathBuf], host: &str, port: u16) -> Vec<Entry> {
         let Ok(text) = std::fs::read_to_string(f) else {
             continue;
         };
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let mut fields = line.split_whitespace();
-            let mut first = fields.next().unwrap_or_default();
-            let marker = first.starts_with('@').then(|| first.to_owned());
-            if marker.is_some() {
-                first = fields.next().unwrap_or_default();
-            }
-            let (Some(ty), Some(data)) = (fields.next(), fields.next()) else {
-                continue;
-            };
-            if !host_matches(first, &name) {
-                continue;
-            }
-            let Some(blob) = unb64(data) else { continue };
-            out.push(Entry {
-                marker,
-                key_type: ty.to_owned(),
-                blob,
-                file: f.clone(),
-                line: n + 1,
-            });
-        }
+        text_entries(&text, &name, f, &mut out);
     }
     out
+}
+
+/// The lines of one file's `text` that name `name` (as `host_name` makes it).
+fn text_entries(text: &str, name: &str, file: &Path, out: &mut Vec<Entry>) {
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut fields = line.split_whitespace();
+        let mut first = fields.next().unwrap_or_default();
+        let marker = first.starts_with('@').then(|| first.to_owned());
+        if marker.is_some() {
+            first = fields.next().unwrap_or_default();
+        }
+        let (Some(ty), Some(data)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        if !host_matches(first, name) {
+            continue;
+        }
+        let Some(blob) = unb64(data) else { continue };
+        out.push(Entry {
+            marker,
+            key_type: ty.to_owned(),
+            blob,
+            file: file.to_path_buf(),
+            line: n + 1,
+        });
+    }
+}
+
+/// For the fuzz target (fuzz/fuzz_targets/known_hosts.rs): the lines of
+/// `text` that name `host`:`port`, as (marker, key type, key blob, line).
+#[doc(hidden)]
+pub fn matching_lines(
+    text: &str,
+    host: &str,
+    port: u16,
+) -> Vec<(Option<String>, String, Vec<u8>, usize)> {
+    let mut out = Vec::new();
+    text_entries(text, &host_name(host, port), Path::new("-"), &mut out);
+    out.into_iter()
+        .map(|e| (e.marker, e.key_type, e.blob, e.line))
+        .collect()
 }
 
 /// Where an `@cert-authority` line for `host`:`port` lists `ca_blob`.

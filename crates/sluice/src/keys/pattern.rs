@@ -5,18 +5,43 @@ use std::net::IpAddr;
 
 /// Matches `s` against one wildcard pattern (case-insensitive, as host names are).
 pub fn match_pattern(s: &str, pat: &str) -> bool {
-    fn rec(s: &[u8], p: &[u8]) -> bool {
-        match p.split_first() {
-            None => s.is_empty(),
-            Some((b'*', rest)) => (0..=s.len()).any(|i| rec(s.get(i..).unwrap_or_default(), rest)),
-            Some((b'?', rest)) => !s.is_empty() && rec(s.get(1..).unwrap_or_default(), rest),
-            Some((c, rest)) => {
-                s.first().is_some_and(|x| x.eq_ignore_ascii_case(c))
-                    && rec(s.get(1..).unwrap_or_default(), rest)
+    wildcard(s.as_bytes(), pat.as_bytes(), |a, b| {
+        a.eq_ignore_ascii_case(&b)
+    })
+}
+
+/// `*` (any run) and `?` (one byte) matching with `eq` for the other bytes.
+/// Greedy with one backtrack point (the last `*`): at most
+/// `s.len() * pat.len()` steps, never exponential, so a pattern of many
+/// stars in a file or from= option cannot stall the process (the
+/// recursive form this replaces took minutes on ~100 stars).
+pub fn wildcard(s: &[u8], pat: &[u8], eq: impl Fn(u8, u8) -> bool) -> bool {
+    let (mut si, mut pi) = (0, 0);
+    // After the last star seen: where the pattern resumes, and the next
+    // starting point in `s` to try for it.
+    let mut star: Option<(usize, usize)> = None;
+    while let Some(&b) = s.get(si) {
+        match pat.get(pi) {
+            Some(b'*') => {
+                pi += 1;
+                star = Some((pi, si));
             }
+            Some(&c) if c == b'?' || eq(c, b) => {
+                pi += 1;
+                si += 1;
+            }
+            _ => match star {
+                Some((p, from)) => {
+                    // The star takes one byte more.
+                    pi = p;
+                    si = from + 1;
+                    star = Some((p, from + 1));
+                }
+                None => return false,
+            },
         }
     }
-    rec(s.as_bytes(), pat.as_bytes())
+    pat.get(pi..).unwrap_or_default().iter().all(|&c| c == b'*')
 }
 
 /// Matches `s` against a comma-separated list: Some(true) on a positive
@@ -100,5 +125,53 @@ mod tests {
         assert!(!match_host_and_ip(a, None, "10.0.0.0/8,!10.1.2.3"));
         assert!(match_host_and_ip("::1".parse().unwrap(), None, "::1/128"));
         assert!(match_host_and_ip(a, Some("box.lan"), "*.lan"));
+    }
+
+    /// The recursive definition the matcher must agree with.
+    fn reference(s: &[u8], p: &[u8]) -> bool {
+        match p.split_first() {
+            None => s.is_empty(),
+            Some((b'*', rest)) => (0..=s.len()).any(|i| reference(&s[i..], rest)),
+            Some((b'?', rest)) => !s.is_empty() && reference(&s[1..], rest),
+            Some((c, rest)) => s.first() == Some(c) && reference(&s[1..], rest),
+        }
+    }
+
+    #[test]
+    fn wildcard_agrees_with_the_recursive_definition() {
+        let words = ["", "a", "ab", "aab", "abab", "abcab", "ba", "aaa", "xyz"];
+        let pats = [
+            "", "*", "**", "a", "a*", "*a", "*b", "a*b", "*ab*", "?", "??", "a?b", "*?*", "a**b",
+            "*a*b*", "?*?", "ab*ab", "*x*", "b*a",
+        ];
+        for w in words {
+            for p in pats {
+                assert_eq!(
+                    wildcard(w.as_bytes(), p.as_bytes(), |a, b| a == b),
+                    reference(w.as_bytes(), p.as_bytes()),
+                    "{w:?} against {p:?}"
+                );
+            }
+        }
+    }
+
+    /// Found by the known_hosts and ssh_config fuzz targets: a pattern of
+    /// ~120 stars took minutes (exponential backtracking).
+    #[test]
+    fn many_stars_match_quickly() {
+        let t = std::time::Instant::now();
+        let pat = format!("ho{}st.example", "*".repeat(200));
+        assert!(!match_pattern(&"h".repeat(300), &pat));
+        assert!(match_pattern("host.example", &pat));
+        assert!(!wildcard(
+            &[b'a'; 400],
+            format!("{}b", "*".repeat(200)).as_bytes(),
+            |a, b| a == b
+        ));
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            t.elapsed()
+        );
     }
 }

@@ -84,6 +84,17 @@ fn parse_path(data: &[u8]) -> Option<String> {
     r.utf8().ok().map(str::to_owned)
 }
 
+/// For the fuzz target (fuzz/fuzz_targets/request_data.rs): `data` as
+/// each forwarding request's type-specific data sluiced reads
+/// (direct-tcpip, tcpip-forward and its cancel, streamlocal paths); how
+/// many of the readings succeeded.
+#[doc(hidden)]
+pub fn parse_request_data(data: &[u8]) -> usize {
+    usize::from(parse_direct_tcpip(data).is_some())
+        + usize::from(parse_host_port(data).is_some())
+        + usize::from(parse_path(data).is_some())
+}
+
 impl ServerForward {
     /// A channel open of a forwarding type; false if the type is not ours.
     pub fn open_request(
@@ -208,7 +219,8 @@ impl ServerForward {
                 let target = if unix {
                     parse_path(data).map(|p| (p, 0))
                 } else {
-                    parse_host_port(data).map(|(h, p)| (h, p as u16))
+                    // A port past 65535 names no listener (not its low 16 bits).
+                    parse_host_port(data).and_then(|(h, p)| Some((h, u16::try_from(p).ok()?)))
                 };
                 let before = self.listeners.len();
                 if let Some((h, p)) = target {

@@ -16,6 +16,7 @@ pub mod grace;
 pub mod inetd;
 pub mod keepalive;
 pub mod listen;
+pub mod logins;
 pub mod pam;
 pub mod pam_session;
 pub mod penalty;

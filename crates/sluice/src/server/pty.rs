@@ -77,7 +77,7 @@ pub fn allocate_for(uid: u32) -> Result<PtyPair, String> {
 }
 
 /// The slave's path, from the descriptor itself.
-fn slave_name(slave: &OwnedFd) -> Result<String, String> {
+pub fn slave_name(slave: &OwnedFd) -> Result<String, String> {
     let mut buf = [0 as libc::c_char; 128];
     // SAFETY: buf is valid for its length.
     if unsafe { libc::ttyname_r(slave.as_raw_fd(), buf.as_mut_ptr(), buf.len()) } != 0 {

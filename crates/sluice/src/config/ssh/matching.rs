@@ -123,12 +123,7 @@ pub fn eval(crits: &[(bool, Crit)], st: &mut MatchState<'_>) -> Result<bool, Str
 /// ssh's match_pattern_list without lower-casing.
 pub fn exact_list(s: &str, list: &str) -> bool {
     fn one(s: &[u8], p: &[u8]) -> bool {
-        match p.split_first() {
-            None => s.is_empty(),
-            Some((b'*', rest)) => (0..=s.len()).any(|i| one(s.get(i..).unwrap_or_default(), rest)),
-            Some((b'?', rest)) => !s.is_empty() && one(s.get(1..).unwrap_or_default(), rest),
-            Some((c, rest)) => s.first() == Some(c) && one(s.get(1..).unwrap_or_default(), rest),
-        }
+        crate::keys::pattern::wildcard(s, p, |a, b| a == b)
     }
     let mut hit = false;
     for p in list.split(',').filter(|p| !p.is_empty()) {

@@ -72,6 +72,23 @@ pub(super) fn glob(pattern: &Path, expand: impl FnOnce(&Path) -> Vec<PathBuf>) -
     })
 }
 
+/// Replays `files` (path, text) and Include `globs` (pattern, matches)
+/// from memory, never the disk: for the fuzz target
+/// (fuzz/fuzz_targets/sshd_config.rs), which must not read real files.
+#[doc(hidden)]
+pub fn replay_in_memory(files: &[(String, String)], globs: &[(String, Vec<String>)]) {
+    with(|s| {
+        *s = State {
+            replay: true,
+            files: files
+                .iter()
+                .map(|(p, t)| (p.clone(), Ok(t.clone())))
+                .collect(),
+            globs: globs.iter().cloned().collect(),
+        }
+    });
+}
+
 /// In a child: replays the snapshot SLUICED_CONFIG_FD names, if any. The
 /// fd is kept (close-on-exec) for this process's own children.
 pub fn load_from_env() -> Result<(), String> {

@@ -22,6 +22,7 @@ use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::KeyOptions;
 use crate::net::pump::Pump;
 use crate::server::conn::{MonitorRequests, ServerConn};
+use crate::server::logins::Logins;
 use crate::server::pty::PtyPair;
 use crate::server::session::{self, UserInfo};
 use sluice_proto::crypto::hostkey::Signer;
@@ -114,7 +115,18 @@ pub fn start(s: Start<'_>) -> i32 {
         handover,
         ..
     } = s;
-    match serve_postauth(&fd, sock, peer, &mut holder, &accepted, &cfg, handover) {
+    let mut logins = Logins::new(pid, peer);
+    let served = serve_postauth(
+        &fd,
+        sock,
+        peer,
+        &mut holder,
+        &accepted,
+        &cfg,
+        handover,
+        &mut logins,
+    );
+    let code = match served {
         Ok(()) => reap(pid, "post-auth process"),
         Err(why) => {
             crate::log!(
@@ -124,7 +136,10 @@ pub fn start(s: Start<'_>) -> i32 {
             kill_and_reap(pid);
             255
         }
-    }
+    };
+    // The sessions ended with the process that ran them: their logouts.
+    drop(logins);
+    code
 }
 
 fn serve_postauth(
@@ -135,6 +150,7 @@ fn serve_postauth(
     accepted: &Accepted,
     cfg: &Sshd,
     handover: Handover,
+    logins: &mut Logins,
 ) -> Result<(), String> {
     let send = |m: &Msg| wire::send(fd, m).map_err(|e| e.to_string());
     send(&Msg::Start {
@@ -178,6 +194,10 @@ fn serve_postauth(
             Ok(Some(Msg::Log { level, line })) => relay_log(level, &line)?,
             Ok(Some(Msg::PtyRequest)) => match pty_for(accepted, cfg) {
                 Ok(p) => {
+                    match crate::server::pty::slave_name(&p.slave) {
+                        Ok(tty) => logins.login(&tty, &accepted.user.name, accepted.user.uid),
+                        Err(e) => crate::log!(Info, "monitor: no login record: {e}"),
+                    }
                     let fds = [p.master.as_fd(), p.slave.as_fd()];
                     wire::send_fds(fd, &Msg::PtyGranted, &fds).map_err(|e| e.to_string())?;
                 }
