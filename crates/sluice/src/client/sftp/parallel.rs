@@ -230,13 +230,9 @@ impl Parallel {
                 }
             };
             let Some(r) = next else { break };
-            match self.shared.run(s, &mut open, &r) {
-                Err(TransferError::Fatal(m)) => {
-                    // This session is gone: so is the copy.
-                    self.shared.finish(&r, Some(TransferError::Fatal(m)));
-                }
-                e => self.shared.finish(&r, e.err()),
-            }
+            // An error here (this session gone, too) ends the copy.
+            let (held, res) = self.shared.run(s, &mut open, r, false);
+            self.shared.finish(&held, res.err());
             self.grow();
         }
         // Not closed here: the caller closes `handle`.
@@ -447,18 +443,22 @@ impl Shared {
                 }
             };
             let Some(r) = r else { break };
-            match self.run(&mut s, &mut open, &r) {
-                Err(TransferError::Fatal(m)) => {
+            match self.run(&mut s, &mut open, r, true) {
+                (held, Err(TransferError::Fatal(m))) => {
                     crate::log!(
                         Debug1,
-                        "Streams: a connection failed ({m}); its range goes again"
+                        "Streams: a connection failed ({m}); its ranges go again"
                     );
-                    self.lock().queue.push_front(r);
+                    let mut st = self.lock();
+                    for r in held.into_iter().rev() {
+                        st.queue.push_front(r);
+                    }
+                    drop(st);
                     self.cv.notify_all();
                     open = None;
                     break;
                 }
-                e => self.finish(&r, e.err()),
+                (held, res) => self.finish(&held, res.err()),
             }
         }
         if let Some((_, h)) = open.take() {
@@ -469,9 +469,32 @@ impl Shared {
         s.finish();
     }
 
-    /// Copies one range on `s`, opening the file there first if needed.
-    fn run(&self, s: &mut Sftp, open: &mut Open, r: &Range) -> TransferResult<()> {
-        let c = &r.copy;
+    /// Copies range `r` on `s` (opening the file there first if needed),
+    /// then, on the same pipeline with no pause between them, more ranges
+    /// of the same file while the queue has them (a worker that may
+    /// retire stops taking them when asked to). Returns every range it
+    /// held, for the caller to count done or hand back.
+    fn run(
+        &self,
+        s: &mut Sftp,
+        open: &mut Open,
+        r: Range,
+        may_retire: bool,
+    ) -> (Vec<Range>, TransferResult<()>) {
+        let c = r.copy.clone();
+        let mut held = vec![r];
+        let res = self.run_held(s, open, &c, &mut held, may_retire);
+        (held, res)
+    }
+
+    fn run_held(
+        &self,
+        s: &mut Sftp,
+        open: &mut Open,
+        c: &Arc<Copy>,
+        held: &mut Vec<Range>,
+        may_retire: bool,
+    ) -> TransferResult<()> {
         if c.left.lock().unwrap_or_else(|e| e.into_inner()).1.is_some() {
             return Ok(()); // the copy failed elsewhere: skip
         }
@@ -497,35 +520,47 @@ impl Shared {
             *open = Some((c.clone(), h));
         }
         let h = open.as_ref().map(|(_, h)| h.clone()).unwrap_or_default();
-        let span = Span {
+        let span = |r: &Range| Span {
             start: r.start,
             end: Some(r.end),
             exact: true,
+        };
+        let first = held.first().map(span).unwrap_or(Span {
+            start: 0,
+            end: Some(0),
+            exact: true,
+        });
+        let mut more = || {
+            let mut st = self.lock();
+            if may_retire && (st.retire > 0 || st.closed) {
+                return None;
+            }
+            let i = st.queue.iter().position(|q| Arc::ptr_eq(&q.copy, c))?;
+            let r = st.queue.remove(i)?;
+            let sp = span(&r);
+            held.push(r);
+            Some(sp)
         };
         let mut tally = |n: u64| {
             self.moved.fetch_add(n, Ordering::Relaxed);
             c.meter.lock().unwrap_or_else(|e| e.into_inner()).add(n);
         };
+        let (file, local, remote, o) = (&c.file, &c.local, &c.remote, &c.o);
         if c.up {
-            transfer::send_file(s, &h, &c.file, span, &c.local, &c.remote, &c.o, &mut tally)
+            transfer::send_file(s, &h, file, first, local, remote, o, &mut more, &mut tally)
         } else {
-            let got = transfer::fetch(s, &h, &c.remote, &c.file, span, &c.local, &c.o, &mut tally)?;
-            if got < r.end {
-                return Err(TransferError::Failed(format!(
-                    "\"{}\" changed during the download (ends at {got}, not {})",
-                    transfer::show(&c.remote),
-                    r.end
-                )));
-            }
-            Ok(())
+            // An exact span fails on an early EOF: the file shrank.
+            transfer::fetch(s, &h, remote, file, first, local, o, &mut more, &mut tally).map(|_| ())
         }
     }
 
-    /// A range is done (or failed for good): count it, wake the waiter.
-    fn finish(&self, r: &Range, err: Option<TransferError>) {
+    /// Ranges of one copy are done (or failed for good): count them,
+    /// wake the waiter.
+    fn finish(&self, held: &[Range], err: Option<TransferError>) {
+        let Some(r) = held.first() else { return };
         let _st = self.lock();
         let mut left = r.copy.left.lock().unwrap_or_else(|e| e.into_inner());
-        left.0 = left.0.saturating_sub(1);
+        left.0 = left.0.saturating_sub(held.len());
         if left.1.is_none() {
             left.1 = err;
         }

@@ -330,9 +330,17 @@ pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> Trans
             .copy(s, &handle, false, &file, local, remote, size, o, meter)
             .map(|()| size),
         _ => {
-            let r = fetch(s, &handle, remote, &file, span, local, o, &mut |n| {
-                meter.add(n)
-            });
+            let r = fetch(
+                s,
+                &handle,
+                remote,
+                &file,
+                span,
+                local,
+                o,
+                &mut || None,
+                &mut |n| meter.add(n),
+            );
             if r.is_ok() {
                 meter.done();
             }
@@ -416,6 +424,7 @@ pub fn fetch(
     span: Span,
     local: &Path,
     o: &Options,
+    more: &mut dyn FnMut() -> Option<Span>,
     tally: &mut dyn FnMut(u64),
 ) -> TransferResult<u64> {
     let len = chunk(o, s.max_read);
@@ -433,6 +442,16 @@ pub fn fetch(
     let fatal = |e: SftpError| TransferError::remote(format!("read \"{}\"", show(remote)), e);
     loop {
         while inflight.len() < depth {
+            if span.exact && next >= horizon && holes.is_empty() {
+                // An exact span issued: the next one, on the same pipeline.
+                match more() {
+                    Some(sp) => {
+                        next = sp.start;
+                        horizon = sp.end.unwrap_or(sp.start);
+                    }
+                    None => break,
+                }
+            }
             let (off, n) = if let Some(h) = holes.pop() {
                 h
             } else if eof_at.is_none() && (next < horizon || (inflight.is_empty() && !span.exact)) {
@@ -502,7 +521,7 @@ pub fn fetch(
             Reply::Status {
                 code: Status::EOF, ..
             } => {
-                if high > off {
+                if high > off || span.exact {
                     return Err(TransferError::Failed(format!(
                         "\"{}\" changed during the download",
                         show(remote)
@@ -616,9 +635,17 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
             p.copy(s, &handle, true, &file, local, &target, size, o, meter)
         }
         _ => {
-            let r = send_file(s, &handle, &file, span, local, remote, o, &mut |n| {
-                meter.add(n)
-            });
+            let r = send_file(
+                s,
+                &handle,
+                &file,
+                span,
+                local,
+                remote,
+                o,
+                &mut || None,
+                &mut |n| meter.add(n),
+            );
             if r.is_ok() {
                 meter.done();
             }
@@ -676,6 +703,7 @@ pub fn send_file(
     local: &Path,
     remote: &[u8],
     o: &Options,
+    more: &mut dyn FnMut() -> Option<Span>,
     tally: &mut dyn FnMut(u64),
 ) -> TransferResult<()> {
     let len = chunk(o, s.max_write) as usize;
@@ -683,7 +711,7 @@ pub fn send_file(
     let mut buf = vec![0u8; len];
     let mut next = span.start;
     // An exact span stops at its end; otherwise the local end decides.
-    let end = match span.end {
+    let mut end = match span.end {
         Some(e) if span.exact => e,
         _ => u64::MAX,
     };
@@ -697,11 +725,27 @@ pub fn send_file(
     };
     loop {
         while inflight.len() < depth && !local_eof {
+            if span.exact && next >= end {
+                // An exact span sent: the next one, on the same pipeline.
+                match more() {
+                    Some(sp) => {
+                        next = sp.start;
+                        end = sp.end.unwrap_or(sp.start);
+                    }
+                    None => break,
+                }
+            }
             let want = (end - next).min(len as u64) as usize;
             let n =
                 read_full(file, buf.get_mut(..want).unwrap_or_default(), next).map_err(|e| {
                     TransferError::local(format!("read local \"{}\"", local.display()), e)
                 })?;
+            if span.exact && n < want {
+                return Err(TransferError::Failed(format!(
+                    "\"{}\" changed during the upload",
+                    local.display()
+                )));
+            }
             if n == 0 {
                 local_eof = true;
                 break;
