@@ -231,7 +231,8 @@ impl Parallel {
             };
             let Some(r) = next else { break };
             // An error here (this session gone, too) ends the copy.
-            let (held, res) = self.shared.run(s, &mut open, r, false);
+            // Between ranges, `Streams auto` measures and adds connections.
+            let (held, res) = self.shared.run(s, &mut open, r, false, &|| self.grow());
             self.shared.finish(&held, res.err());
             self.grow();
         }
@@ -443,7 +444,7 @@ impl Shared {
                 }
             };
             let Some(r) = r else { break };
-            match self.run(&mut s, &mut open, r, true) {
+            match self.run(&mut s, &mut open, r, true, &|| {}) {
                 (held, Err(TransferError::Fatal(m))) => {
                     crate::log!(
                         Debug1,
@@ -480,10 +481,11 @@ impl Shared {
         open: &mut Open,
         r: Range,
         may_retire: bool,
+        between: &dyn Fn(),
     ) -> (Vec<Range>, TransferResult<()>) {
         let c = r.copy.clone();
         let mut held = vec![r];
-        let res = self.run_held(s, open, &c, &mut held, may_retire);
+        let res = self.run_held(s, open, &c, &mut held, may_retire, between);
         (held, res)
     }
 
@@ -494,6 +496,7 @@ impl Shared {
         c: &Arc<Copy>,
         held: &mut Vec<Range>,
         may_retire: bool,
+        between: &dyn Fn(),
     ) -> TransferResult<()> {
         if c.left.lock().unwrap_or_else(|e| e.into_inner()).1.is_some() {
             return Ok(()); // the copy failed elsewhere: skip
@@ -531,6 +534,7 @@ impl Shared {
             exact: true,
         });
         let mut more = || {
+            between();
             let mut st = self.lock();
             if may_retire && (st.retire > 0 || st.closed) {
                 return None;
