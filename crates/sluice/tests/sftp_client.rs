@@ -24,19 +24,6 @@ fn sha(p: &Path) -> Vec<u8> {
         .to_vec()
 }
 
-/// Pseudo-random bytes (a fixed xorshift stream), `n` of them.
-fn data(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// The servers to run against: sluiced with internal-sftp, and sshd when
 /// installed.
 fn servers(s: &Setup) -> Vec<(&'static str, Server)> {

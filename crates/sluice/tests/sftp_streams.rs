@@ -15,19 +15,6 @@ use std::process::Command;
 const SFTP: &str = env!("CARGO_BIN_EXE_sluice-sftp");
 const SCP: &str = env!("CARGO_BIN_EXE_sluice-scp");
 
-/// Pseudo-random bytes (a fixed xorshift stream), `n` of them.
-fn data(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 fn ssh_opts(c: &mut Command, s: &Setup, server: &Server, streams: &str) {
     c.args(["-F", "/dev/null", "-o", "StrictHostKeyChecking=no"])
         .args(["-o", "BatchMode=yes", "-v"])

@@ -130,3 +130,16 @@ pub(crate) fn status_code(rest: &[u8]) -> u32 {
 pub(crate) fn sha_of(p: &Path) -> String {
     sha256_file(p)
 }
+
+/// Pseudo-random bytes (a fixed xorshift stream), `n` of them.
+pub(crate) fn data(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
