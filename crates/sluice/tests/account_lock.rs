@@ -116,3 +116,43 @@ fn pam_account_and_session_apply_to_keys() {
     }
     assert_eq!(loginuid[0], loginuid[1], "login uid: sluiced, sshd");
 }
+
+/// UsePAM yes: what PAM's session modules put in its environment (here
+/// pam_env's per-user file, which Debian's /etc/pam.d/sshd reads with
+/// user_readenv=1) reaches the session, as under sshd; SSH_CONNECTION stays
+/// the server's own.
+#[test]
+fn pam_environment_reaches_the_session() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0
+        || missing("useradd")
+        || missing("/usr/sbin/sshd")
+        || !std::path::Path::new("/etc/pam.d/sshd").exists()
+    {
+        return;
+    }
+    let s = Setup::new("pamenv");
+    let u = TempUser::create(&s, "pv", "*", None);
+    let home = s.dir.path(&format!("home-{}", u.0));
+    let file = home.join(".pam_environment");
+    std::fs::write(
+        &file,
+        "SLUICE_PAM_T DEFAULT=from-pam\nSSH_CONNECTION DEFAULT=forged\n",
+    )
+    .unwrap();
+    let st = Command::new("chown").arg(&u.0).arg(&file).status().unwrap();
+    assert!(st.success());
+    let mut seen = Vec::new();
+    for openssh in [false, true] {
+        let server = s.start(openssh, "UsePAM yes");
+        let mut c = s.client(true, &server, &["-l", &u.0]);
+        c.arg("echo \"$SLUICE_PAM_T\"; echo \"$SSH_CONNECTION\" | cut -d' ' -f1");
+        seen.push(String::from_utf8_lossy(&run(c, b"", 30).stdout).into_owned());
+    }
+    assert_eq!(seen[0], seen[1], "sluiced, sshd");
+    // Where pam_env reads the user's file (Debian), the value is there.
+    if std::fs::read_to_string("/etc/pam.d/sshd").is_ok_and(|t| t.contains("user_readenv=1")) {
+        assert!(seen[0].starts_with("from-pam\n"), "{seen:?}");
+    }
+    assert!(!seen[0].contains("forged"), "{seen:?}");
+}

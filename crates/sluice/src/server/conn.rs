@@ -85,6 +85,8 @@ pub struct ServerConn {
     /// ExposeAuthInfo's text from the monitor, and its file once a session
     /// needed it (server/auth_info.rs).
     auth_info: String,
+    /// PAM's environment for sessions (UsePAM; set by the monitor).
+    pam_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     auth_info_file: Option<crate::server::auth_info::AuthInfoFile>,
     /// The host keys' public blobs, in the monitor's order: announced
     /// after authentication, proved on request (server/conn/hostkeys.rs).
@@ -143,6 +145,11 @@ impl ServerConn {
         self.auth_info = text;
     }
 
+    /// PAM's environment, from the monitor's open session (UsePAM).
+    pub fn set_pam_env(&mut self, env: Vec<(std::ffi::OsString, std::ffi::OsString)>) {
+        self.pam_env = env;
+    }
+
     /// SSH_USER_AUTH's file, made at the first session that needs it.
     fn auth_info_path(&mut self) -> Option<std::path::PathBuf> {
         if !self.cfg.expose_auth_info || self.auth_info.is_empty() {
@@ -184,6 +191,7 @@ impl ServerConn {
         ServerConn {
             monitor: None,
             auth_info: String::new(),
+            pam_env: Vec::new(),
             auth_info_file: None,
             host_keys: Vec::new(),
             grace,

@@ -57,6 +57,7 @@ pub(crate) type EndFn = unsafe extern "C" fn(Handle, c_int) -> c_int;
 pub(crate) type SetItemFn = unsafe extern "C" fn(Handle, c_int, *const c_void) -> c_int;
 pub(crate) type FlagsFn = unsafe extern "C" fn(Handle, c_int) -> c_int;
 pub(crate) type StrerrorFn = unsafe extern "C" fn(Handle, c_int) -> *const c_char;
+pub(crate) type GetenvlistFn = unsafe extern "C" fn(Handle) -> *mut *mut c_char;
 
 /// The libpam functions used.
 pub(crate) struct Lib {
@@ -69,6 +70,7 @@ pub(crate) struct Lib {
     pub(crate) open_session: FlagsFn,
     pub(crate) close_session: FlagsFn,
     pub(crate) strerror: StrerrorFn,
+    pub(crate) getenvlist: GetenvlistFn,
 }
 
 pub(crate) fn lib() -> Result<&'static Lib, String> {
@@ -101,6 +103,9 @@ pub(crate) fn lib() -> Result<&'static Lib, String> {
                     c"pam_close_session",
                 )?),
                 strerror: std::mem::transmute::<*mut c_void, StrerrorFn>(sym(c"pam_strerror")?),
+                getenvlist: std::mem::transmute::<*mut c_void, GetenvlistFn>(sym(
+                    c"pam_getenvlist",
+                )?),
             })
         }
     })

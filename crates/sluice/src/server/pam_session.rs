@@ -6,13 +6,16 @@
 //! pam_systemd and pam_env apply to sluiced's logins as to sshd's. Both run
 //! in the monitor (root), on the service "sshd". Messages modules send
 //! (pam_motd, pam_mail) are logged at DEBUG1; prompts cannot be answered
-//! here and fail the step.
+//! here and fail the step. What the modules put in PAM's environment
+//! (pam_env's /etc/environment and /etc/security/pam_env.conf, pam_systemd's
+//! XDG_RUNTIME_DIR) goes into the user's sessions, as sshd's do_setup_env.
 
 use crate::server::pam::{
     lib, Handle, Lib, PamConv, PamMessage, PamResponse, MAX_NUM_MSG, PAM_BUF_ERR, PAM_CONV_ERR,
     PAM_ERROR_MSG, PAM_RHOST, PAM_SUCCESS, PAM_TEXT_INFO, PAM_TTY,
 };
-use std::ffi::{c_int, c_void, CStr, CString};
+use std::ffi::{c_int, c_void, CStr, CString, OsString};
+use std::os::unix::ffi::OsStringExt;
 
 const PAM_ESTABLISH_CRED: c_int = 0x2;
 const PAM_DELETE_CRED: c_int = 0x4;
@@ -108,6 +111,36 @@ impl Session {
         Ok(Session { pam })
     }
 
+    /// PAM's environment after the session opened (pam_getenvlist), as
+    /// `(name, value)`, without the names sshd keeps PAM from setting
+    /// (SSH_AUTH_SOCK, SSH_CONNECTION) and within the bounds of client env
+    /// requests.
+    pub fn env(&self) -> Vec<(OsString, OsString)> {
+        // SAFETY: h is live; the list and its strings are ours to free.
+        let list = unsafe { (self.pam.lib.getenvlist)(self.pam.h) };
+        if list.is_null() {
+            return Vec::new();
+        }
+        let mut raw = Vec::new();
+        let mut i = 0;
+        loop {
+            // SAFETY: the list is NULL-terminated; each entry a C string
+            // malloc'ed by PAM, freed here once read.
+            let p = unsafe { *list.add(i) };
+            if p.is_null() {
+                break;
+            }
+            // SAFETY: see above.
+            raw.push(unsafe { CStr::from_ptr(p) }.to_bytes().to_vec());
+            // SAFETY: see above.
+            unsafe { libc::free(p.cast()) };
+            i += 1;
+        }
+        // SAFETY: the array itself is malloc'ed too.
+        unsafe { libc::free(list.cast()) };
+        pam_env_entries(raw)
+    }
+
     /// pam_close_session and pam_setcred(DELETE); failures are logged.
     pub fn close(self) {
         for (f, flags, what) in [
@@ -119,6 +152,31 @@ impl Session {
             }
         }
     }
+}
+
+/// `NAME=value` entries from PAM, kept as sshd keeps them: not the
+/// denied names, not malformed, bounded like the client's env requests.
+fn pam_env_entries(raw: Vec<Vec<u8>>) -> Vec<(OsString, OsString)> {
+    use crate::server::session_env::check_request;
+    let mut out: Vec<(OsString, OsString)> = Vec::new();
+    for entry in raw {
+        let Some(eq) = entry.iter().position(|&b| b == b'=') else {
+            continue;
+        };
+        let (name, value) = (&entry[..eq], &entry[eq + 1..]);
+        let Ok(name) = std::str::from_utf8(name) else {
+            continue;
+        };
+        if matches!(name, "SSH_AUTH_SOCK" | "SSH_CONNECTION") {
+            continue;
+        }
+        if let Err(e) = check_request(name, value, &out) {
+            crate::log!(Verbose, "PAM environment {name} not passed on: {e}");
+            continue;
+        }
+        out.push((name.into(), OsString::from_vec(value.to_vec())));
+    }
+    out
 }
 
 /// The conversation of these steps: module messages are logged, prompts
@@ -155,4 +213,29 @@ extern "C" fn quiet(
     // SAFETY: resp is PAM's out pointer.
     unsafe { *resp = r.cast() };
     PAM_SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pam_env_keeps_what_sshd_keeps() {
+        let raw = vec![
+            b"LANG=C.UTF-8".to_vec(),
+            b"SSH_AUTH_SOCK=/tmp/evil".to_vec(),
+            b"SSH_CONNECTION=1 2 3 4".to_vec(),
+            b"NOEQUALS".to_vec(),
+            b"=empty".to_vec(),
+            b"XDG_RUNTIME_DIR=/run/user/1000".to_vec(),
+        ];
+        let got = pam_env_entries(raw);
+        assert_eq!(
+            got,
+            vec![
+                ("LANG".into(), "C.UTF-8".into()),
+                ("XDG_RUNTIME_DIR".into(), "/run/user/1000".into())
+            ]
+        );
+    }
 }

@@ -1,6 +1,6 @@
 //! The session environment beyond the basics (sshd's do_setup_env order):
 //! the client's `env` requests first (the basics override them), then
-//! SSH_AUTH_SOCK, authorized_keys `environment=` and ~/.ssh/environment
+//! PAM's environment (UsePAM), SSH_AUTH_SOCK, authorized_keys `environment=` and ~/.ssh/environment
 //! (both only with PermitUserEnvironment), then SetEnv from sshd_config.
 //! Client env requests are bounded in count and size.
 
@@ -54,11 +54,13 @@ pub fn check_request(
 /// What the server adds after the basics, in sshd's order.
 pub fn server_env(
     cfg: &Sshd,
+    pam: &[(OsString, OsString)],
     key: Option<&KeyOptions>,
     user: &UserInfo,
     agent: Option<(OsString, OsString)>,
 ) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = agent.into_iter().collect();
+    let mut env: Vec<(OsString, OsString)> = pam.to_vec();
+    env.extend(agent);
     if cfg.permit_user_environment {
         if let Some(k) = key {
             env.extend(k.environment.iter().map(|(n, v)| (n.into(), v.into())));

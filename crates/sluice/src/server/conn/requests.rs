@@ -39,6 +39,7 @@ impl ServerConn {
         let env = s.env.clone();
         let mut server_env = session_env::server_env(
             &self.cfg,
+            &self.pam_env,
             self.key_options.as_ref(),
             &user,
             self.agent.env(),

@@ -198,8 +198,10 @@ pub fn serve(
     } else {
         None
     };
+    let pam_env = session.as_ref().map(|s| s.env()).unwrap_or_default();
     let code = super::postauth::start(super::postauth::Start {
         argv,
+        pam_env,
         sock: &sock,
         peer,
         holder,

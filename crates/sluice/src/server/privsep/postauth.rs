@@ -55,6 +55,8 @@ pub struct Start<'a> {
     pub cfg: Sshd,
     /// The checked handover.
     pub handover: Handover,
+    /// PAM's environment for the user's sessions (UsePAM).
+    pub pam_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
 /// Monitor side: starts the post-auth process and serves it; returns its
@@ -113,6 +115,7 @@ pub fn start(s: Start<'_>) -> i32 {
         accepted,
         cfg,
         handover,
+        pam_env,
         ..
     } = s;
     let mut logins = Logins::new(pid, peer);
@@ -124,6 +127,7 @@ pub fn start(s: Start<'_>) -> i32 {
         &accepted,
         &cfg,
         handover,
+        &pam_env,
         &mut logins,
     );
     let code = match served {
@@ -150,6 +154,7 @@ fn serve_postauth(
     accepted: &Accepted,
     cfg: &Sshd,
     handover: Handover,
+    pam_env: &[(std::ffi::OsString, std::ffi::OsString)],
     logins: &mut Logins,
 ) -> Result<(), String> {
     let send = |m: &Msg| wire::send(fd, m).map_err(|e| e.to_string());
@@ -162,6 +167,13 @@ fn serve_postauth(
         } else {
             String::new()
         },
+        pam_env: pam_env
+            .iter()
+            .map(|(k, v)| {
+                use std::os::unix::ffi::OsStrExt;
+                [k.as_bytes(), b"=", v.as_bytes()].concat()
+            })
+            .collect(),
     })?;
     send(&Msg::State(handover.state))?;
     for chunk in handover.rest.chunks(INPUT_CHUNK) {
@@ -270,7 +282,7 @@ impl MonitorRequests for MonitorLink {
 pub fn run(cfg: Sshd, fd: i32) -> i32 {
     // SAFETY: the monitor put its socket at this fd for us.
     let link = Link::new(unsafe { OwnedFd::from_raw_fd(fd) });
-    let (user, key_options, blobs, state, rest, auth_info) = match receive(&link) {
+    let (user, key_options, blobs, state, rest, auth_info, pam_env) = match receive(&link) {
         Ok(x) => x,
         Err(e) => {
             crate::log!(Error, "post-auth: {e}");
@@ -375,6 +387,7 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         ServerConn::authenticated(cfg, matched, peer, local, info, key_options, monitor);
     handler.set_socket(sock.as_raw_fd());
     handler.set_auth_info(auth_info);
+    handler.set_pam_env(pam_env);
     handler.set_host_keys(announced);
     handler.authenticated_on(&mut conn);
     let mut pump = Pump::new(sock.as_raw_fd());
@@ -392,6 +405,7 @@ type Received = (
     zeroize::Zeroizing<Vec<u8>>,
     Vec<u8>,
     String,
+    Vec<(std::ffi::OsString, std::ffi::OsString)>,
 );
 
 fn receive(link: &Link) -> Result<Received, String> {
@@ -401,6 +415,7 @@ fn receive(link: &Link) -> Result<Received, String> {
         key_options,
         host_keys,
         auth_info,
+        pam_env,
     } = link.next().map_err(err)?
     else {
         return Err("expected the start message".into());
@@ -420,7 +435,27 @@ fn receive(link: &Link) -> Result<Received, String> {
             _ => return Err("unexpected message in the handover".into()),
         }
     }
-    Ok((user, key_options, host_keys, state, rest, auth_info))
+    let pam_env = pam_env
+        .into_iter()
+        .filter_map(|e| {
+            use std::os::unix::ffi::OsStringExt;
+            let eq = e.iter().position(|&b| b == b'=')?;
+            let (k, v) = (e[..eq].to_vec(), e[eq + 1..].to_vec());
+            Some((
+                std::ffi::OsString::from_vec(k),
+                std::ffi::OsString::from_vec(v),
+            ))
+        })
+        .collect();
+    Ok((
+        user,
+        key_options,
+        host_keys,
+        state,
+        rest,
+        auth_info,
+        pam_env,
+    ))
 }
 
 /// The user's groups (initgroups' list), read while /etc/group is still

@@ -147,6 +147,8 @@ pub enum Msg {
         host_keys: Vec<Vec<u8>>,
         /// ExposeAuthInfo's text (server/auth_info.rs), empty if none.
         auth_info: String,
+        /// PAM's environment for sessions, `NAME=value` each (UsePAM).
+        pam_env: Vec<Vec<u8>>,
     },
     /// Post-auth process -> M: RemoteRcvBuf / RemoteSndBuf.
     SockBuf {
@@ -361,6 +363,7 @@ impl Msg {
                 key_options,
                 host_keys,
                 auth_info,
+                pam_env,
             } => {
                 w.u8(code::START).bytes(user.as_bytes());
                 match key_options {
@@ -372,6 +375,10 @@ impl Msg {
                     w.bytes(k);
                 }
                 w.bytes(auth_info.as_bytes());
+                w.u32(pam_env.len() as u32);
+                for e in pam_env {
+                    w.bytes(e);
+                }
             }
             Msg::SockBuf { rcvbuf, sndbuf } => {
                 w.u8(code::SOCKBUF).u64(*rcvbuf).u64(*sndbuf);
@@ -494,11 +501,20 @@ impl Msg {
                     host_keys.push(r.bytes(MAX_NAME)?.to_vec());
                 }
                 let auth_info = r.string(crate::server::auth_info::MAX_AUTH_INFO)?;
+                let n = r.list_len()? as usize;
+                if n > crate::server::session_env::MAX_ENV_VARS {
+                    return Err(WireError::Malformed("too many PAM environment entries"));
+                }
+                let mut pam_env = Vec::with_capacity(n);
+                for _ in 0..n {
+                    pam_env.push(r.bytes(crate::server::session_env::MAX_ENV_ENTRY)?.to_vec());
+                }
                 Msg::Start {
                     user,
                     key_options,
                     host_keys,
                     auth_info,
+                    pam_env,
                 }
             }
             code::SOCKBUF => Msg::SockBuf {
