@@ -27,6 +27,12 @@
 //!   kept only when its rate beats the level before by [`GAIN`]. Each
 //!   failed probe doubles the time before the next (up to [`HOLD_MAX`]
 //!   windows), each move starts again at [`HOLD_MIN`];
+//! - a probe up while the CPU, not the link, is the limit (loopback, a
+//!   fast LAN) adds work where work is what limits: it rarely wins and
+//!   costs a slower window, a good part of a short transfer. So such
+//!   probes wait until [`CPU_PROBE_WAIT`] of transfer went by, and after
+//!   one that lost, until the loss comes to at most [`PROBE_BUDGET`] of
+//!   the time since (a probe that was 30% slower for 70 ms waits 0.7 s);
 //! - data that does not compress (ratio below [`MIN_RATIO`]) goes to
 //!   level 0 at once and is probed again after [`PROBE_EVERY`] bytes
 //!   (doubling while it stays so, up to [`PROBE_MAX`]), so text after
@@ -61,6 +67,13 @@ const GAIN: f64 = 1.04;
 /// Windows at a level before the first probe; doubled by a failed probe.
 const HOLD_MIN: u32 = 2;
 const HOLD_MAX: u32 = 32;
+/// Seconds of transfer before a probe up while CPU-bound.
+const CPU_PROBE_WAIT: f64 = 1.0;
+/// Share of the time a lost CPU-bound probe may cost.
+const PROBE_BUDGET: f64 = 0.03;
+/// Longest wait between CPU-bound probes: a change of data or of link
+/// is still found within this.
+const CPU_PROBE_WAIT_MAX: f64 = 30.0;
 
 /// Logs a connection's compression totals as ssh and sshd do at its end
 /// (debug1): `compress outgoing: raw data N, compressed M, factor F`.
@@ -125,6 +138,10 @@ pub struct LevelControl {
     /// The first window has gone by: it started with the session's setup
     /// (channel open, the remote command starting), not with data.
     warm: bool,
+    /// Seconds of windows since the last probe ended (or the start).
+    since_probe: f64,
+    /// Seconds that must go by before a probe up while CPU-bound.
+    cpu_wait: f64,
 }
 
 impl LevelControl {
@@ -154,6 +171,8 @@ impl LevelControl {
             hold: HOLD_MIN,
             warm: false,
             stored_gap: PROBE_EVERY,
+            since_probe: 0.0,
+            cpu_wait: CPU_PROBE_WAIT,
         }
     }
 
@@ -212,7 +231,7 @@ impl LevelControl {
             return;
         }
         let now = self.level.get();
-        let next = self.decide(now, rate, ratio, raw, link_bound);
+        let next = self.decide(now, rate, ratio, raw, link_bound, secs);
         if next != now {
             self.level.set(next);
             self.settle = socket().map(|k| k.acked + k.queued);
@@ -220,8 +239,20 @@ impl LevelControl {
     }
 
     /// The next level and phase from one window's figures.
-    fn decide(&mut self, now: u8, rate: f64, ratio: f64, raw: u64, link_bound: bool) -> u8 {
+    fn decide(
+        &mut self,
+        now: u8,
+        rate: f64,
+        ratio: f64,
+        raw: u64,
+        link_bound: bool,
+        secs: f64,
+    ) -> u8 {
         let mbs = rate / 1e6;
+        self.since_probe += secs;
+        // A probe up now would add work where work is the limit: only
+        // once its expected cost fits the budget.
+        let cpu_probe_due = link_bound || self.since_probe >= self.cpu_wait;
         if now > 0 && ratio < MIN_RATIO {
             log!(
                 Debug1,
@@ -242,7 +273,7 @@ impl LevelControl {
         }
         match self.phase {
             Phase::Incompressible { until } => {
-                if raw < until {
+                if raw < until || !cpu_probe_due {
                     return 0;
                 }
                 log!(Debug2, "compression: {} probing level 1", self.engine);
@@ -254,6 +285,7 @@ impl LevelControl {
             }
             Phase::Probe { from, from_rate } => {
                 let was = from_rate / 1e6;
+                self.since_probe = 0.0;
                 // Up and still ahead of the link: more ratio, the same link,
                 // more payload, whatever this window's data did to the rate.
                 let keep = (now > from && link_bound) || rate > from_rate * GAIN;
@@ -264,6 +296,7 @@ impl LevelControl {
                         self.engine
                     );
                     self.hold = HOLD_MIN;
+                    self.cpu_wait = CPU_PROBE_WAIT;
                     // Still ahead of the link after a step up: the next
                     // step is worth trying at once.
                     let left = if now > from && link_bound {
@@ -281,6 +314,12 @@ impl LevelControl {
                     );
                     self.hold = (self.hold * 2).min(HOLD_MAX);
                     self.phase = Phase::Hold { left: self.hold };
+                    if now > from {
+                        let loss = (1.0 - rate / from_rate.max(1.0)).clamp(0.0, 1.0);
+                        self.cpu_wait = (self.cpu_wait * 2.0)
+                            .max(secs * loss / PROBE_BUDGET)
+                            .min(CPU_PROBE_WAIT_MAX);
+                    }
                     from
                 }
             }
@@ -299,6 +338,10 @@ impl LevelControl {
                     (_, None, Some(d)) => d,
                     (_, None, None) => return now,
                 };
+                if probe > now && !cpu_probe_due {
+                    self.phase = Phase::Hold { left: 1 };
+                    return now;
+                }
                 log!(
                     Debug2,
                     "compression: {} probing level {probe} from {now} ({mbs:.0} MB/s, ratio {ratio:.2})",
@@ -334,7 +377,7 @@ mod tests {
             let now = c.level.get();
             let (rate, ratio, link) = rate_at(now);
             raw += WINDOW_BYTES;
-            let next = c.decide(now, rate, ratio, raw, link);
+            let next = c.decide(now, rate, ratio, raw, link, 0.1);
             c.level.set(next);
             seen.push(next);
         }
@@ -395,5 +438,30 @@ mod tests {
             )
         });
         assert!(seen.iter().skip(10).all(|&l| l >= 1), "{seen:?}");
+    }
+
+    #[test]
+    fn cpu_bound_probes_up_are_rare() {
+        // Loopback: level 0 is CPU-bound at 800 MB/s, level 1 gives 300.
+        let mut c = ctl(0, "zstd@sluice.dev");
+        let seen = run(&mut c, 200, |l| {
+            (if l == 0 { 800e6 } else { 300e6 }, 3.0, false)
+        });
+        let probes = seen.iter().filter(|&&l| l > 0).count();
+        // 20 s of 0.1 s windows: the first probe after 1 s, the next ones
+        // further apart each time (1 s, 2 s, 4 s, 8 s: loss 0.625 for
+        // 0.1 s needs 2 s at 3%).
+        assert!(seen[..9].iter().all(|&l| l == 0), "{seen:?}");
+        assert!((1..=5).contains(&probes), "{probes} probes: {seen:?}");
+    }
+
+    #[test]
+    fn link_bound_probes_start_at_once() {
+        let mut c = ctl(0, "zstd@sluice.dev");
+        let seen = run(&mut c, 4, |l| {
+            (if l == 0 { 110e6 } else { 200e6 }, 3.0, true)
+        });
+        // The window after the warm-up one already probes level 1.
+        assert_eq!(seen[0], 1, "{seen:?}");
     }
 }
