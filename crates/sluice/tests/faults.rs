@@ -1,12 +1,14 @@
 //! Faults during a bulk transfer through sluiced: the client killed, the
 //! connection's post-auth process killed, the remote command killed, the
 //! receiving disk full (a small tmpfs; skipped when it cannot be mounted),
-//! the path vanishing (a TCP relay that resets both sides). Each time:
+//! the path vanishing (a TCP relay that resets both sides), the path going
+//! silent (the delay line frozen: no RST, no ICMP). Each time:
 //! `sluice` exits non-zero with a message naming the cause (never 0 with
 //! short data), sluiced leaves no process behind and no zombie, and the
 //! next connection works (data checked by SHA-256).
 
 mod common;
+mod wan_util;
 
 use common::*;
 use std::collections::HashMap;
@@ -356,4 +358,75 @@ fn path_vanishes_mid_transfer() {
     );
     assert_cleaned_up(&server, marker);
     still_serves(&s, &server);
+}
+
+/// The path goes silent mid-download (the delay line stopped: nothing
+/// crosses, nothing says so). With ServerAliveInterval the client gives up
+/// with ssh's message and 255; with ClientAliveInterval sluiced ends the
+/// connection (its send queue full, its probes unanswered) and reaps every
+/// process of it; both within seconds, not TCP's quarter of an hour.
+#[test]
+fn path_goes_silent_mid_transfer() {
+    let line = match wan_util::Line::up(10, "100mbit") {
+        Ok(l) => l,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let s = Setup::new("fault-silent");
+    let port = free_port();
+    let (_server, log) = wan_util::start_sluiced(
+        &s,
+        &line,
+        port,
+        "ClientAliveInterval 1\nClientAliveCountMax 3\n",
+    );
+    let mut c = wan_util::client(
+        &s,
+        &line,
+        false,
+        port,
+        &["-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=3"],
+    );
+    c.arg("cat /dev/zero")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let counter = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut n = 0u64;
+        while let Ok(k) = out.read(&mut buf) {
+            if k == 0 {
+                break;
+            }
+            n += k as u64;
+        }
+        n
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    line.freeze();
+    let frozen = Instant::now();
+    let (status, err) = finish(child);
+    let took = frozen.elapsed();
+    let got = counter.join().unwrap();
+    assert!(got > 1 << 20, "only {got} bytes before the freeze");
+    assert_eq!(status.code(), Some(255), "{err}");
+    assert!(err.contains("not responding"), "{err}");
+    assert!(took < Duration::from_secs(20), "gave up after {took:?}");
+    // The server side: its alive probes go unanswered; it logs and ends.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("Timeout, client not responding") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "sluiced kept the connection:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

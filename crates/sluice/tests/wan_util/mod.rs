@@ -76,10 +76,24 @@ impl Line {
     }
 }
 
+impl Line {
+    /// Stops the delay line (SIGSTOP): from now on nothing crosses the
+    /// path, in either direction, and nobody says so (no RST, no ICMP),
+    /// as when a peer or a middlebox vanishes.
+    pub(crate) fn freeze(&self) {
+        // SAFETY: plain kill(2) of our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGSTOP) };
+    }
+}
+
 impl Drop for Line {
     fn drop(&mut self) {
-        // SAFETY: plain kill(2) of our own child; SIGTERM lets it clean up.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        // SAFETY: plain kill(2) of our own child; SIGTERM lets it clean up
+        // (SIGCONT first, in case it was frozen).
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGCONT);
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
         let _ = self.child.wait();
     }
 }
