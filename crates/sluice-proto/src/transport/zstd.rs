@@ -151,12 +151,17 @@ impl BatchCompressor for Batch {
         block.copy_from_slice(&h[..3]);
         if self.stored_end == Some(at) {
             lead.fill(0);
-        } else if at == 0 {
-            lead[..6].copy_from_slice(&RAW_FRAME_HEADER);
-            lead[6..].fill(0);
         } else {
-            lead[..3].copy_from_slice(&END_FRAME);
-            lead[3..].copy_from_slice(&RAW_FRAME_HEADER);
+            // A new raw-only frame: its header padded with zeros at the
+            // stream's start, after the end of the open frame otherwise.
+            let (head, tail): (&[u8], &[u8]) = if at == 0 {
+                (&RAW_FRAME_HEADER, &[0; 3])
+            } else {
+                (&END_FRAME, &RAW_FRAME_HEADER)
+            };
+            for (d, s) in lead.iter_mut().zip(head.iter().chain(tail)) {
+                *d = *s;
+            }
         }
         self.stored_end = Some(at + len as u64);
         true
