@@ -8,9 +8,11 @@
 //! ciphertext`), and `none`.
 //!
 //! UMAC takes no sequence number in its input: OpenSSH passes it as the
-//! nonce, a big-endian uint64, and MACs the packet alone (OpenSSH PROTOCOL
-//! and mac.c's UMAC case; RFC 4418 requires a nonce unique per key, which the
-//! sequence number is until the 2^32 wrap, and a re-key comes long before).
+//! nonce, a big-endian uint64, and MACs the packet alone (checked against
+//! Debian's ssh and sshd in the runtime's tests/interop_macs.rs). RFC 4418
+//! wants a nonce unique per key, which the sequence number is until it
+//! wraps at 2^32 packets; the default RekeyLimit (4 GiB, and a packet is at
+//! least 16 bytes) re-keys before that, as RFC 4344 3.1 asks.
 //!
 //! What the MAC covers is the caller's business ([`super::ctr`]); this file
 //! only signs and verifies `seq || data` with a key built once. Only

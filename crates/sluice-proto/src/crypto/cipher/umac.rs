@@ -139,7 +139,7 @@ impl Umac {
         })
     }
 
-    /// Writes UMAC(K, msg, nonce) into the first `tag_len()` bytes of `out`
+    /// Writes UMAC(K, msg, nonce) into the first `tag_len` bytes of `out`
     /// (a shorter `out` gets the first bytes). `nonce` is 1 to 16 bytes.
     pub(super) fn sign(&self, nonce: &[u8], msg: &[u8], out: &mut [u8]) -> Result<(), CryptoError> {
         let pad = self.pdf(nonce)?;
