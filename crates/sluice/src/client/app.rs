@@ -45,7 +45,9 @@ pub fn query(what: &str) -> i32 {
             .copied()
             .filter(|c| cipher::cipher_info(c).is_some_and(|i| i.aead))
             .collect(),
-        "mac" | "macs" => cipher::DEFAULT_MACS.to_vec(),
+        // Every MAC implemented, as ssh -Q mac lists them; only
+        // DEFAULT_MACS are offered unless MACs names others.
+        "mac" | "macs" => cipher::SUPPORTED_MACS.to_vec(),
         "kex" | "kexalgorithms" => kex::DEFAULT_KEX.to_vec(),
         "key" => KEY_TYPES
             .iter()
@@ -139,7 +141,13 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             "HostKeyAlgorithms",
         )?,
         ciphers: alg("ciphers", cipher_order::default_ciphers(), "cipher")?,
-        macs: alg("macs", cipher::DEFAULT_MACS, "Mac")?,
+        // Any implemented MAC may be named; the default list is shorter.
+        macs: match r.get("macs") {
+            Some(spec) => {
+                algorithms::resolve(spec, cipher::DEFAULT_MACS, cipher::SUPPORTED_MACS, "Mac")?
+            }
+            None => alg("macs", cipher::DEFAULT_MACS, "Mac")?,
+        },
         // `Compression yes`: every engine before `none`, as ssh offers
         // them; `auto` (the default): see `compress::auto_names`, never
         // before authentication.

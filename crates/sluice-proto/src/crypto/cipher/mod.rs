@@ -1,11 +1,11 @@
 //! Packet ciphers and MACs (RFC 4253 6.3-6.4, RFC 4344, RFC 5647, RFC 6668,
-//! OpenSSH PROTOCOL 1.5-1.6 and PROTOCOL.chacha20poly1305): the name tables,
+//! RFC 4418, OpenSSH PROTOCOL 1.5-1.6 and PROTOCOL.chacha20poly1305): the name tables,
 //! and constructors that build one direction's [`Sealer`] or [`Opener`] from
 //! the keys the key exchange derived (RFC 4253 7.2).
 //!
 //! Each construction lives in its own file: `gcm` (AES-GCM), `chacha`
 //! (chacha20-poly1305@openssh.com), `ctr` (AES-CTR or `none`, with a MAC
-//! from `mac`, encrypt-and-MAC or encrypt-then-MAC). All of them are
+//! from `mac`, encrypt-and-MAC or encrypt-then-MAC; UMAC in `umac`). All of them are
 //! stateless per packet: nonces and counters come from [`super::PacketPos`],
 //! so `seal`/`open` take `&self` and packets may be processed in parallel.
 //! Known-answer vectors are in `kat.rs` (made by `testdata/kat_gen.py`).
@@ -18,6 +18,7 @@ mod kat;
 mod mac;
 #[cfg(test)]
 mod tests;
+mod umac;
 
 use super::provider::PacketCipher;
 use super::{CryptoError, Opener, Sealer};
@@ -72,6 +73,27 @@ pub const DEFAULT_MACS: &[&str] = &[
     "hmac-sha2-512",
 ];
 
+/// Every MAC sluice implements, in the order `ssh -Q mac` lists them: what
+/// `MACs` may name. SHA-1, MD5 and UMAC are never offered by default.
+pub const SUPPORTED_MACS: &[&str] = &[
+    "hmac-sha1",
+    "hmac-sha1-96",
+    "hmac-sha2-256",
+    "hmac-sha2-512",
+    "hmac-md5",
+    "hmac-md5-96",
+    "umac-64@openssh.com",
+    "umac-128@openssh.com",
+    "hmac-sha1-etm@openssh.com",
+    "hmac-sha1-96-etm@openssh.com",
+    "hmac-sha2-256-etm@openssh.com",
+    "hmac-sha2-512-etm@openssh.com",
+    "hmac-md5-etm@openssh.com",
+    "hmac-md5-96-etm@openssh.com",
+    "umac-64-etm@openssh.com",
+    "umac-128-etm@openssh.com",
+];
+
 const fn cipher(
     name: &'static str,
     key_len: usize,
@@ -114,6 +136,18 @@ pub(crate) static MACS: &[MacInfo] = &[
     mac("hmac-sha2-512", 64, 64, false),
     mac("hmac-sha2-256-etm@openssh.com", 32, 32, true),
     mac("hmac-sha2-512-etm@openssh.com", 64, 64, true),
+    mac("hmac-sha1", 20, 20, false),
+    mac("hmac-sha1-96", 20, 12, false),
+    mac("hmac-md5", 16, 16, false),
+    mac("hmac-md5-96", 16, 12, false),
+    mac("umac-64@openssh.com", 16, 8, false),
+    mac("umac-128@openssh.com", 16, 16, false),
+    mac("hmac-sha1-etm@openssh.com", 20, 20, true),
+    mac("hmac-sha1-96-etm@openssh.com", 20, 12, true),
+    mac("hmac-md5-etm@openssh.com", 16, 16, true),
+    mac("hmac-md5-96-etm@openssh.com", 16, 12, true),
+    mac("umac-64-etm@openssh.com", 16, 8, true),
+    mac("umac-128-etm@openssh.com", 16, 16, true),
     mac("none", 0, 0, false),
 ];
 

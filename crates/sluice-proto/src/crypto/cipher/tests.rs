@@ -36,11 +36,24 @@ const ALL_CIPHERS: &[&str] = &[
     "none",
 ];
 
+/// Every MAC, `none` last.
 const ALL_MACS: &[&str] = &[
-    "hmac-sha2-256-etm@openssh.com",
-    "hmac-sha2-512-etm@openssh.com",
+    "hmac-sha1",
+    "hmac-sha1-96",
     "hmac-sha2-256",
     "hmac-sha2-512",
+    "hmac-md5",
+    "hmac-md5-96",
+    "umac-64@openssh.com",
+    "umac-128@openssh.com",
+    "hmac-sha1-etm@openssh.com",
+    "hmac-sha1-96-etm@openssh.com",
+    "hmac-sha2-256-etm@openssh.com",
+    "hmac-sha2-512-etm@openssh.com",
+    "hmac-md5-etm@openssh.com",
+    "hmac-md5-96-etm@openssh.com",
+    "umac-64-etm@openssh.com",
+    "umac-128-etm@openssh.com",
     "none",
 ];
 
@@ -136,7 +149,10 @@ fn info_tables_are_consistent() {
     assert!(!DEFAULT_CIPHERS.contains(&"none"));
     assert!(!DEFAULT_MACS.contains(&"none"));
     assert!(cipher_info("3des-cbc").is_none());
-    assert!(mac_info("umac-64-etm@openssh.com").is_none());
+    assert_eq!(SUPPORTED_MACS, &ALL_MACS[..ALL_MACS.len() - 1]);
+    assert!(DEFAULT_MACS.iter().all(|m| SUPPORTED_MACS.contains(m)));
+    assert!(mac_info("hmac-sha3-256").is_none());
+    assert!(mac_info("umac-32@openssh.com").is_none());
 }
 
 #[test]
@@ -374,6 +390,20 @@ fn bad_names_and_key_sizes_are_rejected() {
     );
     assert_eq!(
         k("aes128-ctr", "hmac-md5", &[0; 16], &[0; 16], &[0; 16]),
+        (true, true)
+    );
+    assert_eq!(
+        k("aes128-ctr", "hmac-ripemd160", &[0; 16], &[0; 16], &[0; 20]),
+        (false, false)
+    );
+    assert_eq!(
+        k(
+            "aes128-ctr",
+            "umac-64@openssh.com",
+            &[0; 16],
+            &[0; 16],
+            &[0; 20]
+        ),
         (false, false)
     );
     assert_eq!(

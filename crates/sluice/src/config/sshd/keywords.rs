@@ -477,7 +477,11 @@ impl ServerConfig {
             "clientaliveinterval" => self.client_alive_interval = time()?,
             "clientalivecountmax" => self.client_alive_count_max = num()?,
             "ciphers" => self.ciphers = algs(cipher_order::default_ciphers(), "cipher")?,
-            "macs" => self.macs = algs(cipher::DEFAULT_MACS, "Mac")?,
+            "macs" => {
+                self.macs =
+                    algorithms::resolve(&first, cipher::DEFAULT_MACS, cipher::SUPPORTED_MACS, "Mac")
+                        .map_err(|e| l.err(&e))?
+            }
             "kexalgorithms" => {
                 self.kex = algorithms::resolve(
                     &first,
