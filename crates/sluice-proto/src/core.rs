@@ -514,7 +514,8 @@ impl Connection {
     /// Starts a re-key when either direction passed `RekeyLimit` bytes.
     pub(crate) fn rekey_if_bytes_due(&mut self) {
         let limit = self.config.rekey_bytes;
-        if limit > 0 && (self.send.bytes >= limit || self.recv.bytes >= limit) {
+        let bytes_due = limit > 0 && (self.send.bytes >= limit || self.recv.bytes >= limit);
+        if bytes_due || packets_due(self.send.packets(), self.recv.packets()) {
             self.rekey();
         }
     }
@@ -524,5 +525,26 @@ impl Connection {
         let mut p = Vec::new();
         f(&mut p);
         self.queue(p);
+    }
+}
+
+/// Packets under one set of keys before a re-key, whatever RekeyLimit says:
+/// RFC 4344 3.1 asks for one before 2^32 (the sequence number, which is
+/// the nonce of umac and chacha20-poly1305, would repeat); OpenSSH re-keys
+/// at 2^31, and so do we.
+const MAX_PACKETS_PER_KEY: u64 = 1 << 31;
+
+fn packets_due(sent: u64, received: u64) -> bool {
+    sent >= MAX_PACKETS_PER_KEY || received >= MAX_PACKETS_PER_KEY
+}
+
+#[cfg(test)]
+mod rekey_packet_tests {
+    #[test]
+    fn packets_due_at_two_to_the_31() {
+        assert!(!super::packets_due(0, 0));
+        assert!(!super::packets_due((1 << 31) - 1, (1 << 31) - 1));
+        assert!(super::packets_due(1 << 31, 0));
+        assert!(super::packets_due(0, 1 << 31));
     }
 }

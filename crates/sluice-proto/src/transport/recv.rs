@@ -81,6 +81,11 @@ impl RecvState {
         }
     }
 
+    /// Packets under the current keys (RFC 4344 3.1's re-key count).
+    pub(crate) fn packets(&self) -> u64 {
+        self.index
+    }
+
     /// Installs new keys after receiving NEWKEYS; strict KEX resets the
     /// sequence number. The decompression stream of the new epoch starts here.
     pub(crate) fn set_keys(&mut self, opener: Box<dyn Opener>, strict: bool) {

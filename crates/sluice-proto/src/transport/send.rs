@@ -66,6 +66,11 @@ impl SendState {
         }
     }
 
+    /// Packets under the current keys (RFC 4344 3.1's re-key count).
+    pub(crate) fn packets(&self) -> u64 {
+        self.index
+    }
+
     /// Installs new keys after sending NEWKEYS; strict KEX resets the sequence number.
     /// Packets framed earlier keep the keys they were framed under. The
     /// compression stream of the new epoch starts here too.
