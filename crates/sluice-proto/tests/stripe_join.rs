@@ -10,9 +10,9 @@ mod common;
 
 use common::*;
 use sluice_proto::crypto::hostkey::KeyPair;
-use sluice_proto::stripe::codec::{JoinRequest, StripeGrant, StripeWanted};
+use sluice_proto::stripe::codec::{CarrierOpen, JoinRequest, StripeGrant, StripeWanted};
 use sluice_proto::stripe::token::{Admission, JoinRefused, Joiner};
-use sluice_proto::stripe::{JOIN_METHOD, STRIPE_REQUEST};
+use sluice_proto::stripe::{CARRIER_CHANNEL, JOIN_METHOD, STRIPE_REQUEST};
 use sluice_proto::Event;
 use std::sync::Arc;
 
@@ -59,9 +59,35 @@ fn ask_for_grant(p: &mut Pair, wanted: u32, max: u32) -> (Option<Admission>, Opt
     (issued.map(|(a, _)| a), grant)
 }
 
+/// A fresh connection to the same server (same host key), with
+/// randomness of its own.
+fn secondary_pair(n: u64) -> Pair {
+    let algs = (
+        "curve25519-sha256",
+        "ssh-ed25519",
+        "aes128-gcm@openssh.com",
+        "hmac-sha2-256",
+    );
+    let cfg = || config(algs.0, algs.1, algs.2, algs.3);
+    let user_key = Arc::new(KeyPair::from_ed25519_seed(&[9u8; 32]).unwrap());
+    Pair::with(
+        cfg(),
+        cfg(),
+        host_key_for(algs.1),
+        user_key,
+        algs.1,
+        test_seed() ^ (0x5ec0_0d << n),
+    )
+}
+
 /// Drives a fresh connection through its key exchange; at AuthReady the
-/// client sends the join request instead of authenticating.
+/// client sends the join request instead of authenticating. With
+/// `admission`, the server's runtime decides joins with it.
 fn join_over(s: &mut Pair, joiner: &mut Joiner) -> u32 {
+    join_deciding(s, joiner, None)
+}
+
+fn join_deciding(s: &mut Pair, joiner: &mut Joiner, mut admission: Option<&mut Admission>) -> u32 {
     let mut number = 0;
     for _ in 0..1000 {
         let (c0, s0) = (s.c2s.len(), s.s2c.len());
@@ -98,6 +124,13 @@ fn join_over(s: &mut Pair, joiner: &mut Joiner) -> u32 {
         }
         while let Some(e) = s.server.poll_event() {
             moved = true;
+            if let (Event::StripeJoinRequest { user, join }, Some(a)) = (&e, admission.as_mut()) {
+                let sid = s.server.session_id().unwrap().to_vec();
+                match a.admit(&sid, user, join) {
+                    Ok(_) => s.server.auth_accept(),
+                    Err(_) => s.server.auth_reject(),
+                }
+            }
             s.server_events.push(e);
         }
         if !moved {
@@ -119,22 +152,7 @@ fn a_secondary_proves_membership_once_and_only_for_itself() {
 
     // A secondary: its own connection, key exchange (its own randomness)
     // and session identifier.
-    let algs = (
-        "curve25519-sha256",
-        "ssh-ed25519",
-        "aes128-gcm@openssh.com",
-        "hmac-sha2-256",
-    );
-    let cfg = || config(algs.0, algs.1, algs.2, algs.3);
-    let user_key = Arc::new(KeyPair::from_ed25519_seed(&[9u8; 32]).unwrap());
-    let mut secondary = Pair::with(
-        cfg(),
-        cfg(),
-        host_key_for(algs.1),
-        user_key,
-        algs.1,
-        test_seed() ^ 0x5ec0_0d,
-    );
+    let mut secondary = secondary_pair(1);
     let number = join_over(&mut secondary, &mut joiner);
     assert_eq!(number, 1);
     let secondary_sid = secondary.server.session_id().unwrap().to_vec();
@@ -278,4 +296,65 @@ fn the_join_method_name_is_what_the_server_sees() {
         proof: [0; 32],
     };
     assert_eq!(r.to_method().name(), JOIN_METHOD);
+}
+
+#[test]
+fn a_server_that_decides_joins_admits_each_secondary_once() {
+    let mut primary = established();
+    let (admission, grant) = ask_for_grant(&mut primary, 2, 7);
+    let (mut admission, grant) = (admission.unwrap(), grant.unwrap());
+    let primary_sid = primary.client.session_id().unwrap().to_vec();
+    let mut joiner = Joiner::new(&grant, &primary_sid);
+    for n in 1..=2u64 {
+        let mut s = secondary_pair(n);
+        s.server.enable_stripe_join();
+        assert_eq!(
+            join_deciding(&mut s, &mut joiner, Some(&mut admission)),
+            n as u32
+        );
+        assert!(s
+            .client_events
+            .iter()
+            .any(|e| matches!(e, Event::Authenticated { user } if user == "alice")));
+        assert_eq!(s.server.authenticated_user(), Some("alice"));
+        // A joined secondary carries data like any connection.
+        s.client_channel = Some(
+            s.client
+                .open_channel(
+                    CARRIER_CHANNEL,
+                    &CarrierOpen { striped_channel: 0 }.encode(),
+                )
+                .unwrap(),
+        );
+        s.drive().unwrap();
+        assert!(s.server_events.iter().any(|e| matches!(e,
+            Event::ChannelOpenRequest { channel_type, .. } if channel_type == CARRIER_CHANNEL)));
+    }
+    assert_eq!(admission.admitted(), 2);
+
+    // A third join made again with the first join number (the grant
+    // replayed): refused,
+    // and the connection stays unauthenticated.
+    let mut s = secondary_pair(3);
+    s.server.enable_stripe_join();
+    let mut replay = Joiner::new(&grant, &primary_sid);
+    join_deciding(&mut s, &mut replay, Some(&mut admission));
+    assert!(s
+        .client_events
+        .iter()
+        .any(|e| matches!(e, Event::AuthFailure { partial: false, .. })));
+    assert!(s.server.authenticated_user().is_none());
+    assert_eq!(admission.admitted(), 2);
+
+    // A join under another session's grant: refused as well.
+    let (_, other) =
+        Admission::issue(vec![0x43; 16], [0x18; 32], &[3u8; 32], "alice", 4, 4).unwrap();
+    let mut s = secondary_pair(4);
+    s.server.enable_stripe_join();
+    join_deciding(
+        &mut s,
+        &mut Joiner::new(&other, &[3u8; 32]),
+        Some(&mut admission),
+    );
+    assert!(s.server.authenticated_user().is_none());
 }

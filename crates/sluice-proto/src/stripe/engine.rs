@@ -1,8 +1,10 @@
 //! The engine's part of striping: the client's join request on a secondary
-//! connection. Everything else travels through the engine's generic paths
-//! (`global_request`, `channel_request`, `open_channel`, channel data) with
-//! the data of [`super::codec`]. A server engine keeps refusing the join
-//! method as it refuses any unknown one until the runtime decides joins.
+//! connection; on the server, the join request handed to the runtime as
+//! [`crate::Event::StripeJoinRequest`] once it called
+//! `enable_stripe_join` (auth/server.rs; until then the method is refused
+//! as any unknown one). Everything else travels through the engine's
+//! generic paths (`global_request`, `channel_request`, `open_channel`,
+//! channel data) with the data of [`super::codec`].
 
 use super::token::Joiner;
 use crate::core::{Connection, Role};

@@ -15,7 +15,9 @@
 //! Nothing here has sockets, clocks or randomness: random join secrets and
 //! session references come from the caller. The engine's part is small:
 //! the client's join request goes through
-//! [`crate::Connection::auth_stripe_join`]; global and channel requests,
+//! [`crate::Connection::auth_stripe_join`], the server's comes out as
+//! [`crate::Event::StripeJoinRequest`] after
+//! [`crate::Connection::enable_stripe_join`]; global and channel requests,
 //! carrier opens and chunk data use the engine's generic paths.
 
 pub mod codec;
