@@ -124,6 +124,18 @@ pub enum Event {
         /// Method and its data.
         method: AuthMethodRequest,
     },
+    /// Server, after `enable_stripe_join`: a secondary connection asks to
+    /// join a striped session as `user` (`stripe-join-v00@sluice.dev`).
+    /// Check it with that session's `stripe::token::Admission::admit`
+    /// (this connection's session id: `Connection::session_id`) and
+    /// answer with `auth_accept` or `auth_reject` (a refusal counts
+    /// against MaxAuthTries).
+    StripeJoinRequest {
+        /// User name asked for (the primary's, if genuine).
+        user: String,
+        /// The request's fields.
+        join: crate::stripe::codec::JoinRequest,
+    },
     /// Server: the peer wants to open a channel; answer with `accept_channel`
     /// or `reject_channel`.
     ChannelOpenRequest {

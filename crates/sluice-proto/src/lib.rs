@@ -65,6 +65,7 @@ pub mod handover;
 pub mod kex;
 pub mod negotiate;
 pub mod sftp;
+pub mod stripe;
 mod test_hooks;
 pub mod transport;
 

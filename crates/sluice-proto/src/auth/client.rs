@@ -100,7 +100,7 @@ impl Connection {
         Ok(())
     }
 
-    fn send_userauth(&mut self, user: &str, method: AuthMethod) {
+    pub(crate) fn send_userauth(&mut self, user: &str, method: AuthMethod) {
         self.auth.in_flight = match &method {
             AuthMethod::PublicKey {
                 signature: None, ..

@@ -43,6 +43,9 @@ pub(crate) struct AuthState {
     pub(crate) early_open: Option<early_open::EarlyOpen>,
     /// Server: non-authentication messages answered UNIMPLEMENTED so far.
     pub(crate) early_unimplemented: u32,
+    /// Server: `stripe-join-v00@sluice.dev` requests go to the runtime
+    /// (`enable_stripe_join`); otherwise refused as any unknown method.
+    pub(crate) stripe_join: bool,
 }
 
 impl AuthState {

@@ -10,12 +10,16 @@ use crate::crypto::hostkey;
 use crate::error::{Error, Violation};
 use crate::event::{AuthMethodRequest, Event};
 use crate::msg::{self, AuthMethod, DisconnectReason};
+use crate::stripe::codec::JoinRequest;
 use crate::wire::{MsgNum, WireError};
 
 /// A request waiting for the runtime's decision.
 pub(super) struct Pending {
     user: String,
+    /// For a join, `None` stands in: the request is in the event.
     method: AuthMethodRequest,
+    /// A secondary connection's `stripe-join-v00@sluice.dev`.
+    join: bool,
 }
 
 impl Connection {
@@ -134,6 +138,11 @@ impl Connection {
             );
             return Ok(());
         }
+        if self.auth.stripe_join {
+            if let Some(join) = JoinRequest::from_method(&req.method) {
+                return self.on_stripe_join(req.user, join);
+            }
+        }
         let method = match req.method {
             AuthMethod::None => AuthMethodRequest::None,
             AuthMethod::PublicKey {
@@ -188,12 +197,41 @@ impl Connection {
         self.auth.pending = Some(Pending {
             user: req.user.clone(),
             method: method.clone(),
+            join: false,
         });
         self.events.push_back(Event::AuthRequest {
             user: req.user,
             method,
         });
         Ok(())
+    }
+
+    /// A secondary connection asks to join a striped session (PROTOCOL.md,
+    /// "Channel striping"): the runtime checks it against the session's
+    /// admission. Malformed fields fail as a wrong proof would.
+    fn on_stripe_join(
+        &mut self,
+        user: String,
+        join: Result<JoinRequest, crate::stripe::StripeError>,
+    ) -> Result<(), Error> {
+        let Ok(join) = join else {
+            return self.reject_now(true);
+        };
+        self.auth.pending = Some(Pending {
+            user: user.clone(),
+            method: AuthMethodRequest::None,
+            join: true,
+        });
+        self.events
+            .push_back(Event::StripeJoinRequest { user, join });
+        Ok(())
+    }
+
+    /// Server: hands `stripe-join-v00@sluice.dev` requests to the runtime
+    /// as [`Event::StripeJoinRequest`] instead of refusing them as an
+    /// unknown method. Only for a server that keeps striped sessions.
+    pub fn enable_stripe_join(&mut self) {
+        self.auth.stripe_join = true;
     }
 
     fn method_offered(&self, name: &str) -> bool {
@@ -269,6 +307,10 @@ impl Connection {
     /// failure for MaxAuthTries. An unsigned publickey query is answered
     /// PK_OK instead, as by [`Connection::auth_accept`].
     pub fn auth_partial(&mut self, methods: Vec<String>) {
+        if self.auth.pending.as_ref().is_some_and(|p| p.join) {
+            // A join is not one step of several: all or nothing.
+            return self.auth_reject();
+        }
         let unsigned = matches!(
             self.auth.pending.as_ref().map(|p| &p.method),
             Some(AuthMethodRequest::PublicKey { signed: false, .. })
@@ -301,7 +343,7 @@ impl Connection {
             return;
         };
         self.auth.info_prompts = None;
-        let counts = !matches!(p.method, AuthMethodRequest::None);
+        let counts = p.join || !matches!(p.method, AuthMethodRequest::None);
         if let Err(e) = self.reject_now(counts) {
             let _ = self.fail(e);
         }

@@ -13,6 +13,8 @@
 //!   do; every scenario must pass with it.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod stripe;
+
 use aws_lc_rs::encoding::AsBigEndian;
 use sluice_proto::crypto::hostkey::{KeyPair, Signer};
 use sluice_proto::crypto::insecure::{self, InsecureKey, SeededRng};
