@@ -46,7 +46,7 @@ pub fn query(what: &str) -> i32 {
             .filter(|c| cipher::cipher_info(c).is_some_and(|i| i.aead))
             .collect(),
         "mac" | "macs" => cipher::DEFAULT_MACS.to_vec(),
-        "kex" | "kexalgorithms" => kex::DEFAULT_KEX.to_vec(),
+        "kex" | "kexalgorithms" => kex::ALL_KEX.to_vec(),
         "key" => KEY_TYPES
             .iter()
             .flat_map(|t| {
@@ -95,6 +95,10 @@ pub(super) fn expand(s: &str, r: &Resolved) -> PathBuf {
 }
 
 fn proto_config(r: &Resolved) -> Result<Config, String> {
+    let alg_from = |kw: &str, default: &[&str], all: &[&str], what: &str| match r.get(kw) {
+        Some(spec) => algorithms::resolve(spec, default, all, what),
+        None => Ok(default.iter().map(|s| (*s).to_owned()).collect()),
+    };
     let alg = |kw: &str, default: &[&str], what: &str| -> Result<Vec<String>, String> {
         match r.get(kw) {
             Some(spec) => algorithms::resolve(spec, default, default, what),
@@ -132,7 +136,13 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
         Config::default().window_max,
     )?;
     Ok(Config {
-        kex: alg("kexalgorithms", kex::DEFAULT_KEX, "KexAlgorithms")?,
+        // The SHA-1 methods and group 1 only when named, as ssh.
+        kex: alg_from(
+            "kexalgorithms",
+            kex::DEFAULT_KEX,
+            kex::ALL_KEX,
+            "KexAlgorithms",
+        )?,
         host_key_algs: alg(
             "hostkeyalgorithms",
             hostkey::DEFAULT_SIG_ALGS,
