@@ -116,7 +116,8 @@ impl Connection {
             return Err(Violation::BadKexValue.into());
         }
         let moduli = self.config.dh_moduli.clone();
-        let group = gex::choose(&moduli, m.min, m.n, m.max, self.rng.as_mut());
+        let group = gex::choose(&moduli, m.min, m.n, m.max, self.rng.as_mut())
+            .map_err(|_| Error::InvalidState("no Diffie-Hellman group to offer"))?;
         let msg = KexDhGexGroup {
             p: group.p_bytes(),
             g: group.g_bytes(),

@@ -6,7 +6,7 @@
 //! engine draws the random pick among equals from the connection's Rng.
 
 use super::dh::DhGroup;
-use crate::crypto::Rng;
+use crate::crypto::{CryptoError, Rng};
 
 /// Smallest group a client asks for and a server hands out (OpenSSH's DH_GRP_MIN).
 pub const GEX_MIN: u32 = 2048;
@@ -47,7 +47,13 @@ pub fn request_ok(min: u32, n: u32, max: u32) -> bool {
 /// closest above n (or the largest below it when none is above) wins, and
 /// one of that size is picked at random. With no such modulus, the RFC 3526
 /// group for `max` (`DhGroup::fallback`).
-pub fn choose(moduli: &[DhModulus], min: u32, n: u32, max: u32, rng: &mut dyn Rng) -> DhGroup {
+pub fn choose(
+    moduli: &[DhModulus],
+    min: u32,
+    n: u32,
+    max: u32,
+    rng: &mut dyn Rng,
+) -> Result<DhGroup, CryptoError> {
     let min = min.max(GEX_MIN);
     let max = max.min(GEX_MAX);
     let want = n.clamp(GEX_MIN, GEX_MAX);
@@ -71,7 +77,7 @@ pub fn choose(moduli: &[DhModulus], min: u32, n: u32, max: u32, rng: &mut dyn Rn
             .get(which)
             .and_then(|m| DhGroup::new(&m.prime, &m.generator).ok())
         {
-            return g;
+            return Ok(g);
         }
     }
     DhGroup::fallback(max)
@@ -83,7 +89,7 @@ mod tests {
     use crate::crypto::SystemRng;
 
     fn modulus(bits: u32) -> DhModulus {
-        let g = DhGroup::fallback(bits);
+        let g = DhGroup::fallback(bits).unwrap();
         DhModulus {
             bits: g.bits(),
             generator: g.g_bytes(),
@@ -102,16 +108,28 @@ mod tests {
     #[test]
     fn picks_like_sshd() {
         let all = [modulus(2048), modulus(4096), modulus(8192)];
-        let pick = |min, n, max| choose(&all, min, n, max, &mut SystemRng).bits();
+        let pick = |min, n, max| choose(&all, min, n, max, &mut SystemRng).unwrap().bits();
         assert_eq!(pick(2048, 3072, 8192), 4096);
         assert_eq!(pick(2048, 8192, 8192), 8192);
         assert_eq!(pick(2048, 2048, 8192), 2048);
         assert_eq!(pick(1024, 1024, 2048), 2048);
         // Nothing in range: the RFC 3526 fallback for max.
-        assert_eq!(choose(&[], 2048, 3072, 8192, &mut SystemRng).bits(), 8192);
-        assert_eq!(choose(&[], 2048, 2048, 4096, &mut SystemRng).bits(), 4096);
         assert_eq!(
-            choose(&all[2..], 2048, 2048, 4096, &mut SystemRng).bits(),
+            choose(&[], 2048, 3072, 8192, &mut SystemRng)
+                .unwrap()
+                .bits(),
+            8192
+        );
+        assert_eq!(
+            choose(&[], 2048, 2048, 4096, &mut SystemRng)
+                .unwrap()
+                .bits(),
+            4096
+        );
+        assert_eq!(
+            choose(&all[2..], 2048, 2048, 4096, &mut SystemRng)
+                .unwrap()
+                .bits(),
             4096
         );
     }
