@@ -143,11 +143,22 @@ impl Connection {
         let state = self.kex.gex.as_mut().filter(|g| g.group.is_none()).ok_or(
             Violation::UnexpectedMessage(MsgNum::KEX_DH_GEX_GROUP, "not requested"),
         )?;
-        let group = DhGroup::new(&m.p, &m.g).map_err(|_| Violation::BadKexValue)?;
         // ssh refuses a group outside what it asked ("DH_GEX group out of range").
-        if group.bits() < state.min || group.bits() > state.max {
-            return Err(Violation::BadKexValue.into());
+        // m.p has no leading zero byte (decoded as an unsigned magnitude).
+        let bits = m.p.first().map_or(0, |top| {
+            u32::try_from(m.p.len() * 8)
+                .unwrap_or(u32::MAX)
+                .saturating_sub(top.leading_zeros())
+        });
+        if bits < state.min || bits > state.max {
+            return Err(Violation::DhGroupOutOfRange {
+                bits,
+                min: state.min,
+                max: state.max,
+            }
+            .into());
         }
+        let group = DhGroup::new(&m.p, &m.g).map_err(|_| Violation::BadKexValue)?;
         state.group = Some(group.clone());
         let client = DhClient::start(group, hash, self.rng.as_mut());
         let e = kexalg::KexClient::client_public(&client).to_vec();
