@@ -168,13 +168,9 @@ fn exponent_bits(hash: HashAlg, p_bits: u32) -> u32 {
 /// An mpint's body for an unsigned magnitude: leading zeros stripped, one
 /// zero byte added when the top bit is set.
 fn mpint_body(magnitude: &[u8]) -> Vec<u8> {
-    let start = magnitude
-        .iter()
-        .position(|&b| b != 0)
-        .unwrap_or(magnitude.len());
-    let m = magnitude.get(start..).unwrap_or_default();
+    let (pad, m) = crate::wire::mpint_parts(magnitude);
     let mut out = Vec::with_capacity(m.len() + 1);
-    if m.first().is_some_and(|&b| b & 0x80 != 0) {
+    if pad {
         out.push(0);
     }
     out.extend_from_slice(m);
