@@ -187,7 +187,7 @@ fn parse_public(body: &[u8], p_bits: u32) -> Option<BoxedUint> {
         [0, b, ..] if b & 0x80 == 0 => return None,
         _ => {}
     }
-    let mag = if body[0] == 0 { &body[1..] } else { body };
+    let mag = body.strip_prefix(&[0]).unwrap_or(body);
     if mag.len() > p_bits.div_ceil(8) as usize {
         return None;
     }
@@ -195,7 +195,7 @@ fn parse_public(body: &[u8], p_bits: u32) -> Option<BoxedUint> {
 }
 
 fn hex_decode(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
