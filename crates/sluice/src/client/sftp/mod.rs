@@ -14,6 +14,7 @@
 //! - `transfer.rs`: pipelined downloads and uploads, resume, temp names.
 //! - `progress.rs`: the progress meter; `bwlimit.rs`: `-l`.
 //! - `many_up.rs`, `many_down.rs`: small files, many in flight on one session.
+//! - `spread.rs`: many small files dealt out over several connections.
 //! - `parallel.rs`: a large file over several connections (Streams);
 //!   `resume.rs`: its partial name and record of completed ranges.
 //! - `commands/`: sftp's commands (batch files and the prompt): `mod.rs` the
@@ -33,6 +34,7 @@ pub mod remote;
 pub mod resume;
 pub mod scp;
 pub mod session;
+pub mod spread;
 pub mod transfer;
 
 #[cfg(test)]

@@ -187,6 +187,16 @@ impl Parallel {
         }
     }
 
+    /// What ssh_config Streams says.
+    pub fn streams(&self) -> Streams {
+        self.shared.streams
+    }
+
+    /// What makes one more connection.
+    pub fn connector(&self) -> Connector {
+        self.shared.connect.clone()
+    }
+
     /// Who the copies are with, `user@host:port` (resume records are
     /// keyed by it).
     pub fn place(&self) -> String {

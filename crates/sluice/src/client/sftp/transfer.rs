@@ -43,6 +43,8 @@ pub struct Options {
     pub parallel: Option<super::parallel::Parallel>,
     /// -l: the bandwidth limit, shared by every connection.
     pub limit: Option<std::sync::Arc<super::bwlimit::BwLimit>>,
+    /// What messages of extra connections start with (scp's "scp: ").
+    pub tag: &'static str,
 }
 
 impl Default for Options {
@@ -56,6 +58,7 @@ impl Default for Options {
             progress: false,
             parallel: None,
             limit: None,
+            tag: "",
         }
     }
 }
