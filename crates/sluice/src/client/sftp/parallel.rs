@@ -16,6 +16,8 @@
 //! Safety: a connection that dies hands its range back to the others; the
 //! file is renamed into place (transfer.rs) only when every range was
 //! acknowledged, so a short file never appears under the final name.
+//! Each range acknowledged is added to the copy's record (resume.rs), so
+//! a killed copy resumes without copying completed ranges again.
 
 use super::progress::Meter;
 use super::resume::{self, Record};
