@@ -245,3 +245,119 @@ fn many_small_files_go_together_up_and_down_and_one_failure_stays_one() {
         assert!(back.join("tree/empty").is_file() && again.join("empty").is_file());
     }
 }
+
+#[test]
+fn many_small_files_spread_over_several_connections_up_and_down() {
+    let s = Setup::new("sftp-spread");
+    let tree = s.dir.path("tree");
+    for d in 0..3 {
+        let sub = tree.join(format!("d{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..100 {
+            let n = 1 + (f * 1231 + d * 17) % 60_000;
+            std::fs::write(
+                sub.join(format!("f{f:03}")),
+                data(n, (d * 100 + f + 7) as u64),
+            )
+            .unwrap();
+        }
+    }
+    let mut servers = vec![("sluiced", start_sftp(&s, "internal-sftp", ""))];
+    if !missing("/usr/sbin/sshd") {
+        servers.push(("sshd", s.start(true, "")));
+    }
+    for (label, server) in &servers {
+        let dst = s.dir.path(&format!("spread_{label}"));
+        // A directory where one file should go: that file fails, alone,
+        // whichever connection has it.
+        std::fs::create_dir_all(dst.join("tree/d2/f042")).unwrap();
+        let mut c = Command::new(SCP);
+        ssh_opts(&mut c, &s, server, "4");
+        // 5 MB/s: loopback would finish before the others are up.
+        c.args(["-l", "40000"]);
+        c.args(["-r", tree.to_str().unwrap()])
+            .arg(format!("127.0.0.1:{}", dst.display()));
+        let o = run(c, b"", 120);
+        let log = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{label}: {log}");
+        assert!(log.contains("f042"), "{label}: {log}");
+        assert!(
+            log.contains("Streams 4: opening 3 more connection(s) for small files"),
+            "{label}: {log}"
+        );
+        assert!(most_streams(&log) >= 2, "{label}: one connection:\n{log}");
+        eprintln!("{label}: put on {} connections", most_streams(&log));
+        std::fs::remove_dir(dst.join("tree/d2/f042")).unwrap();
+        // Down by scp -r and sftp's get -r.
+        let back = s.dir.path(&format!("spread_back_{label}"));
+        std::fs::create_dir_all(&back).unwrap();
+        let mut c = Command::new(SCP);
+        ssh_opts(&mut c, &s, server, "4");
+        // 5 MB/s: loopback would finish before the others are up.
+        c.args(["-l", "40000"]);
+        c.args(["-r", &format!("127.0.0.1:{}", dst.join("tree").display())])
+            .arg(&back);
+        let o = run(c, b"", 120);
+        let log = text(&o.stderr);
+        assert!(o.status.success(), "{label}: {log}");
+        assert!(most_streams(&log) >= 2, "{label}: one connection:\n{log}");
+        eprintln!("{label}: scp get on {} connections", most_streams(&log));
+        let b = s.dir.path(&format!("spread_batch_{label}"));
+        let again = s.dir.path(&format!("spread_again_{label}"));
+        std::fs::write(
+            &b,
+            format!(
+                "get -r {} {}\n",
+                dst.join("tree").display(),
+                again.display()
+            ),
+        )
+        .unwrap();
+        let mut c = Command::new(SFTP);
+        ssh_opts(&mut c, &s, server, "4");
+        // 5 MB/s: loopback would finish before the others are up.
+        c.args(["-l", "40000"]);
+        c.arg("-b").arg(&b).arg("127.0.0.1");
+        let o = run(c, b"", 120);
+        let log = text(&o.stderr);
+        assert!(o.status.success(), "{label}: {log}");
+        assert!(most_streams(&log) >= 2, "{label}: one connection:\n{log}");
+        for d in 0..3 {
+            for f in 0..100 {
+                let rel = format!("d{d}/f{f:03}");
+                let want = sha_of(&tree.join(&rel));
+                if rel != "d2/f042" {
+                    assert_eq!(
+                        sha_of(&dst.join("tree").join(&rel)),
+                        want,
+                        "{label}: put {rel}"
+                    );
+                    assert_eq!(
+                        sha_of(&back.join("tree").join(&rel)),
+                        want,
+                        "{label}: scp {rel}"
+                    );
+                    assert_eq!(sha_of(&again.join(&rel)), want, "{label}: sftp {rel}");
+                }
+            }
+        }
+        for root in [dst.join("tree"), back.join("tree"), again.clone()] {
+            for d in 0..3 {
+                let n = std::fs::read_dir(root.join(format!("d{d}")))
+                    .unwrap()
+                    .count();
+                let want = if d == 2 && root == dst.join("tree") {
+                    99
+                } else {
+                    100 - usize::from(d == 2)
+                };
+                assert_eq!(
+                    n,
+                    want,
+                    "{label}: {} d{d}: leftovers or missing",
+                    root.display()
+                );
+            }
+        }
+    }
+}

@@ -7,6 +7,7 @@
 
 use super::many_up::fatal;
 use super::session::{Sftp, SftpError};
+use super::spread::{Job, Spread};
 use super::transfer::{self, Options};
 use sluice_proto::sftp::{Attrs, Reply, Request, Status};
 use std::collections::HashMap;
@@ -44,6 +45,8 @@ pub struct Downloads {
     waiting: HashMap<u32, (usize, u64, u32)>,
     next: usize,
     failed: bool,
+    /// Other connections taking a share of the files (spread.rs).
+    spread: Option<Spread>,
 }
 
 impl Downloads {
@@ -55,11 +58,57 @@ impl Downloads {
             waiting: HashMap::new(),
             next: 0,
             failed: false,
+            spread: Spread::new(o),
         }
+    }
+
+    /// Waits until every file is done here and on the other connections
+    /// (taking back what they could not); Ok(all went well).
+    pub fn drain(&mut self, s: &mut Sftp, say: &mut dyn FnMut(&str)) -> Result<bool, String> {
+        let mut ok = self.finish(s, say)?;
+        while let Some(job) = self.spread.as_ref().and_then(|sp| sp.take()) {
+            if let Job::Down {
+                remote,
+                local,
+                attrs,
+            } = job
+            {
+                self.get_here(s, remote, local, attrs, say)?;
+            }
+        }
+        ok &= self.finish(s, say)?;
+        Ok(ok & !self.spread.as_ref().is_some_and(|sp| sp.failed()))
     }
 
     /// Starts fetching `remote` (listed with `attrs`) to `local`.
     pub fn get(
+        &mut self,
+        s: &mut Sftp,
+        remote: Vec<u8>,
+        local: PathBuf,
+        attrs: Attrs,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<(), String> {
+        let job = Job::Down {
+            remote,
+            local,
+            attrs,
+        };
+        match self
+            .spread
+            .as_mut()
+            .map_or(Some(job.clone()), |sp| sp.offer(job))
+        {
+            Some(Job::Down {
+                remote,
+                local,
+                attrs,
+            }) => self.get_here(s, remote, local, attrs, say),
+            _ => Ok(()),
+        }
+    }
+
+    fn get_here(
         &mut self,
         s: &mut Sftp,
         remote: Vec<u8>,

@@ -11,6 +11,7 @@
 //! place when the server has posix-rename, modes (and times with -p) set.
 
 use super::session::{Sftp, SftpError};
+use super::spread::{Job, Spread};
 use super::transfer::{self, Options};
 use sluice_proto::sftp::{pflags, Attrs, Extended, Reply, Request, Status};
 use std::collections::HashMap;
@@ -57,6 +58,8 @@ pub struct Uploads {
     next: usize,
     /// Errors so far (each already printed by the caller's `say`).
     pub failed: bool,
+    /// Other connections taking a share of the files (spread.rs).
+    spread: Option<Spread>,
 }
 
 impl Uploads {
@@ -68,13 +71,45 @@ impl Uploads {
             waiting: HashMap::new(),
             next: 0,
             failed: false,
+            spread: Spread::new(o),
         }
+    }
+
+    /// Waits until every file is done here and on the other connections
+    /// (taking back what they could not); Ok(all went well).
+    pub fn drain(&mut self, s: &mut Sftp, say: &mut dyn FnMut(&str)) -> Result<bool, String> {
+        let mut ok = self.finish(s, say)?;
+        while let Some(job) = self.spread.as_ref().and_then(|sp| sp.take()) {
+            if let Job::Up { local, remote } = job {
+                self.put_here(s, local, remote, say)?;
+            }
+        }
+        ok &= self.finish(s, say)?;
+        Ok(ok & !self.spread.as_ref().is_some_and(|sp| sp.failed()))
     }
 
     /// Starts uploading `local` (read whole, `size` <= SMALL) to `remote`;
     /// waits for replies first when `MAX_FILES` are in flight. Errors of
     /// single files go to `say`; Err is the session's end.
     pub fn put(
+        &mut self,
+        s: &mut Sftp,
+        local: PathBuf,
+        remote: Vec<u8>,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<(), String> {
+        let job = Job::Up { local, remote };
+        match self
+            .spread
+            .as_mut()
+            .map_or(Some(job.clone()), |sp| sp.offer(job))
+        {
+            Some(Job::Up { local, remote }) => self.put_here(s, local, remote, say),
+            _ => Ok(()),
+        }
+    }
+
+    fn put_here(
         &mut self,
         s: &mut Sftp,
         local: PathBuf,

@@ -14,7 +14,9 @@
 //! - `transfer.rs`: pipelined downloads and uploads, resume, temp names.
 //! - `progress.rs`: the progress meter; `bwlimit.rs`: `-l`.
 //! - `many_up.rs`, `many_down.rs`: small files, many in flight on one session.
-//! - `parallel.rs`: a large file over several connections (Streams).
+//! - `spread.rs`: many small files dealt out over several connections.
+//! - `parallel.rs`: a large file over several connections (Streams);
+//!   `resume.rs`: its partial name and record of completed ranges.
 //! - `commands/`: sftp's commands (batch files and the prompt): `mod.rs` the
 //!   loop and dispatch, `xfer.rs` get and put, `ops.rs` the others,
 //!   `words.rs` command lines.
@@ -29,8 +31,10 @@ pub mod many_up;
 pub mod parallel;
 pub mod progress;
 pub mod remote;
+pub mod resume;
 pub mod scp;
 pub mod session;
+pub mod spread;
 pub mod transfer;
 
 #[cfg(test)]

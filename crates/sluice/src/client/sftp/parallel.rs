@@ -16,13 +16,16 @@
 //! Safety: a connection that dies hands its range back to the others; the
 //! file is renamed into place (transfer.rs) only when every range was
 //! acknowledged, so a short file never appears under the final name.
+//! Each range acknowledged is added to the copy's record (resume.rs), so
+//! a killed copy resumes without copying completed ranges again.
 
 use super::progress::Meter;
+use super::resume::{self, Record};
 use super::session::{Sftp, SftpError};
 use super::transfer::{self, Options, Span, TransferError, TransferResult};
 use crate::client::ClientOptions;
 use sluice_proto::sftp::{pflags, Attrs};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -122,6 +125,44 @@ struct Copy {
     /// Ranges not yet finished, and the first error (changed under state's
     /// lock so the waiter never misses the last one).
     left: Mutex<(usize, Option<TransferError>)>,
+    /// Ranges in progress by start: their end and the bytes acknowledged,
+    /// so each is added to `record` the moment it is whole.
+    acked: Mutex<BTreeMap<u64, (u64, u64)>>,
+    /// Where completed ranges are kept for a resume (resume.rs).
+    record: Option<Arc<Record>>,
+}
+
+impl Copy {
+    /// `n` bytes at `off` were acknowledged (an upload) or written (a
+    /// download).
+    fn acked(&self, off: u64, n: u64) {
+        let mut m = self.acked.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((&start, v)) = m.range_mut(..=off).next_back() else {
+            return;
+        };
+        if off >= v.0 {
+            return;
+        }
+        v.1 += n;
+        if v.1 >= v.0 - start {
+            let end = v.0;
+            m.remove(&start);
+            drop(m);
+            if let Some(r) = &self.record {
+                if !self.up {
+                    // The data before the record that vouches for it.
+                    let _ = self.file.sync_data();
+                }
+                r.add(start, end);
+            }
+        }
+    }
+
+    /// A range goes again from its start (its connection died).
+    fn again(&self, r: &Range) {
+        let mut m = self.acked.lock().unwrap_or_else(|e| e.into_inner());
+        m.insert(r.start, (r.end, 0));
+    }
 }
 
 struct Range {
@@ -148,6 +189,25 @@ impl Parallel {
         }
     }
 
+    /// What ssh_config Streams says.
+    pub fn streams(&self) -> Streams {
+        self.shared.streams
+    }
+
+    /// What makes one more connection.
+    pub fn connector(&self) -> Connector {
+        self.shared.connect.clone()
+    }
+
+    /// Who the copies are with, `user@host:port` (resume records are
+    /// keyed by it).
+    pub fn place(&self) -> String {
+        match (self.shared.connect)() {
+            Ok(o) => format!("{}@{}:{}", o.user, o.host, o.port),
+            Err(_) => String::new(),
+        }
+    }
+
     /// Whether a file of `size` bytes goes in ranges.
     pub fn splits(&self, size: u64) -> bool {
         size >= MIN_SPLIT && self.shared.streams != Streams::Fixed(1)
@@ -162,6 +222,8 @@ impl Parallel {
     /// Copies `size` bytes between `file` and the remote file open as
     /// `handle` (named `remote` for the other connections) in ranges on
     /// every connection, this one included; returns when all are done.
+    /// Ranges in `done` are complete already (a resume) and are skipped;
+    /// each range completed is added to `record`.
     #[allow(clippy::too_many_arguments)]
     pub fn copy(
         &self,
@@ -174,6 +236,8 @@ impl Parallel {
         size: u64,
         o: &Options,
         meter: Meter,
+        done: &[(u64, u64)],
+        record: Option<Arc<Record>>,
     ) -> TransferResult<()> {
         let file = file
             .try_clone()
@@ -181,7 +245,20 @@ impl Parallel {
         let mut wo = o.clone();
         wo.parallel = None;
         let step = range_size(size, self.max());
-        let n = size.div_ceil(step) as usize;
+        let todo = resume::missing(size, done, step);
+        if !done.is_empty() {
+            let skipped: u64 = resume::merge(done.to_vec())
+                .iter()
+                .map(|(a, b)| b - a)
+                .sum();
+            crate::log!(
+                Debug1,
+                "resume: skipping {} completed range(s), {skipped} bytes; copying {} range(s)",
+                done.len(),
+                todo.len()
+            );
+        }
+        let n = todo.len();
         let copy = Arc::new(Copy {
             up,
             file,
@@ -190,18 +267,20 @@ impl Parallel {
             o: wo,
             meter: Mutex::new(meter),
             left: Mutex::new((n, None)),
+            acked: Mutex::new(todo.iter().map(|&(a, b)| (a, (b, 0))).collect()),
+            record,
         });
+        if let Some(r) = &copy.record {
+            r.reset(done);
+        }
         {
             let mut st = self.shared.lock();
-            let mut at = 0;
-            while at < size {
-                let end = (at + step).min(size);
+            for (start, end) in todo {
                 st.queue.push_back(Range {
                     copy: copy.clone(),
-                    start: at,
+                    start,
                     end,
                 });
-                at = end;
             }
         }
         self.shared.cv.notify_all();
@@ -452,6 +531,7 @@ impl Shared {
                     );
                     let mut st = self.lock();
                     for r in held.into_iter().rev() {
+                        r.copy.again(&r);
                         st.queue.push_front(r);
                     }
                     drop(st);
@@ -545,9 +625,10 @@ impl Shared {
             held.push(r);
             Some(sp)
         };
-        let mut tally = |n: u64| {
+        let mut tally = |off: u64, n: u64| {
             self.moved.fetch_add(n, Ordering::Relaxed);
             c.meter.lock().unwrap_or_else(|e| e.into_inner()).add(n);
+            c.acked(off, n);
         };
         let (file, local, remote, o) = (&c.file, &c.local, &c.remote, &c.o);
         if c.up {

@@ -46,7 +46,9 @@ fn lossy(b: &[u8]) -> String {
 }
 
 /// Copies `sources` to `target` over `link`; returns the exit code.
-pub fn main(link: Link, set: Settings, sources: Vec<Place>, target: Place) -> i32 {
+pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -> i32 {
+    // Extra connections' messages look like this one's.
+    set.transfer.tag = "scp: ";
     let mut s = match Sftp::init(link) {
         Ok(s) => s,
         Err(e) => {
@@ -166,7 +168,7 @@ fn copy_down(s: &mut Sftp, m: &[u8], local: &Path, o: &Options) -> Result<bool, 
 fn get_tree(s: &mut Sftp, dir: &[u8], local: &Path, o: &Options) -> Result<bool, String> {
     let mut batch = Downloads::new(o);
     let walked = walk_down(s, &mut batch, dir, local, o);
-    let flushed = batch.finish(s, &mut say);
+    let flushed = batch.drain(s, &mut say);
     Ok(walked? & flushed?)
 }
 

@@ -13,6 +13,7 @@
 //! prefix that differs is not built on: the whole file is sent again.
 
 use super::progress::Meter;
+use super::resume::{self, Record};
 use super::session::{Sftp, SftpError};
 use sluice_proto::sftp::{pflags, Attrs, Reply, Request, Status, MAX_HASH_RANGE};
 use std::collections::HashMap;
@@ -21,6 +22,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How to transfer (sftp's and scp's flags).
 #[derive(Debug, Clone)]
@@ -41,6 +43,8 @@ pub struct Options {
     pub parallel: Option<super::parallel::Parallel>,
     /// -l: the bandwidth limit, shared by every connection.
     pub limit: Option<std::sync::Arc<super::bwlimit::BwLimit>>,
+    /// What messages of extra connections start with (scp's "scp: ").
+    pub tag: &'static str,
 }
 
 impl Default for Options {
@@ -54,6 +58,7 @@ impl Default for Options {
             progress: false,
             parallel: None,
             limit: None,
+            tag: "",
         }
     }
 }
@@ -165,6 +170,18 @@ fn same_prefix(
     local: &File,
     len: u64,
 ) -> TransferResult<Option<bool>> {
+    same_range(s, remote, local, 0, len)
+}
+
+/// Whether `local` and `remote` hold the same bytes in `[at, at + len)`
+/// (see `same_prefix`).
+pub(super) fn same_range(
+    s: &mut Sftp,
+    remote: &[u8],
+    local: &File,
+    at: u64,
+    len: u64,
+) -> TransferResult<Option<bool>> {
     if !s.has("sha256-range@sluice.dev", "1") {
         return Ok(None);
     }
@@ -178,11 +195,11 @@ fn same_prefix(
             let n = (len - sent).min(MAX_HASH_RANGE);
             let req = Request::Extended(sluice_proto::sftp::Extended::Sha256Range {
                 path: remote,
-                offset: sent,
+                offset: at + sent,
                 len: n,
             });
             let id = s.send(&req).map_err(|e| TransferError::remote(what(), e))?;
-            pending.push_back((id, sent, n));
+            pending.push_back((id, at + sent, n));
             sent += n;
         }
         let Some((id, off, n)) = pending.pop_front() else {
@@ -244,10 +261,38 @@ pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> Trans
     }
     let mode = a.permissions.unwrap_or(0o644) & 0o777;
     let size = a.size;
+    // A copy in ranges goes to `.NAME.sluice-part` with a record of its
+    // completed ranges (resume.rs); resuming one skips those.
+    let split = match (&o.parallel, size) {
+        (Some(p), Some(sz)) if p.splits(sz) => Some((p, sz)),
+        _ => None,
+    };
+    let part = || path_of(&resume::part_beside(local.as_os_str().as_bytes()));
+    let record = split.map(|(p, sz)| {
+        let mt = a.atime_mtime.map_or(0, |(_, m)| u64::from(m));
+        Arc::new(Record::for_download(&p.place(), remote, local, sz, mt))
+    });
+    let mut resumed: Option<(File, Vec<(u64, u64)>)> = None;
+    if let (true, Some(rec)) = (o.resume, &record) {
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(part());
+        if let Ok(f) = f {
+            let held = f.metadata().map_or(0, |m| m.len());
+            // Ranges past the partial file's end were not written after all.
+            let done: Vec<_> = rec.load().into_iter().filter(|r| r.1 <= held).collect();
+            if !done.is_empty() {
+                let done = resume::checked(s, remote, &f, done)?;
+                resumed = Some((f, done));
+            }
+        }
+    }
     // Resume: the existing file's length, if it is a prefix we can trust.
     let mut start = 0;
     let mut in_place = false;
-    if o.resume {
+    if o.resume && resumed.is_none() {
         if let Ok(m) = std::fs::metadata(local) {
             let have = m.len();
             if size.is_some_and(|sz| have > sz) {
@@ -272,7 +317,22 @@ pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> Trans
         }
     }
     let open_local = |e| TransferError::local(format!("open local \"{}\"", local.display()), e);
-    let (file, tmp) = if in_place {
+    let mut done = Vec::new();
+    let (file, tmp) = if let Some((f, d)) = resumed {
+        done = d;
+        (f, Some(part()))
+    } else if record.is_some() && !in_place {
+        let t = part();
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode | 0o200)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&t)
+            .map_err(|e| TransferError::local(format!("open local \"{}\"", t.display()), e))?;
+        (f, Some(t))
+    } else if in_place {
         (
             OpenOptions::new()
                 .write(true)
@@ -319,16 +379,26 @@ pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> Trans
             ));
         }
     };
-    let mut meter = Meter::new(o.progress, &show(remote), size.unwrap_or(0), start);
+    let skipped: u64 = resume::merge(done.clone()).iter().map(|(a, b)| b - a).sum();
+    let mut meter = Meter::new(
+        o.progress,
+        &show(remote),
+        size.unwrap_or(0),
+        start + skipped,
+    );
     let span = Span {
         start,
         end: size,
         exact: false,
     };
-    let r = match (&o.parallel, size) {
-        (Some(p), Some(size)) if start == 0 && p.splits(size) => p
-            .copy(s, &handle, false, &file, local, remote, size, o, meter)
-            .map(|()| size),
+    let r = match split {
+        Some((p, size)) if start == 0 => {
+            let rec = record.clone();
+            p.copy(
+                s, &handle, false, &file, local, remote, size, o, meter, &done, rec,
+            )
+            .map(|()| size)
+        }
         _ => {
             let r = fetch(
                 s,
@@ -339,7 +409,7 @@ pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> Trans
                 local,
                 o,
                 &mut || None,
-                &mut |n| meter.add(n),
+                &mut |_, n| meter.add(n),
             );
             if r.is_ok() {
                 meter.done();
@@ -370,13 +440,31 @@ pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> Trans
         }
         Ok(())
     });
-    if r.is_err() {
-        if let Some(t) = &tmp {
-            let _ = std::fs::remove_file(t);
+    match (&r, &record) {
+        (Ok(()), Some(rec)) => rec.remove(),
+        // The connection died: the part and its record stay for -a.
+        (Err(TransferError::Fatal(_)), Some(rec)) if !in_place => crate::log!(
+            Debug1,
+            "resume: kept {} and {} for a resume (-a, reget)",
+            part().display(),
+            rec.path().display()
+        ),
+        (Err(_), rec) => {
+            if let Some(t) = &tmp {
+                let _ = std::fs::remove_file(t);
+            }
+            if let Some(rec) = rec {
+                rec.remove();
+            }
         }
+        (Ok(()), None) => {}
     }
     r?;
     closed.map_err(|e| TransferError::remote(format!("close remote \"{}\"", show(remote)), e))
+}
+
+fn path_of(b: &[u8]) -> PathBuf {
+    PathBuf::from(std::ffi::OsStr::from_bytes(b))
 }
 
 pub(super) fn set_times(f: &File, atime: u32, mtime: u32) -> io::Result<()> {
@@ -413,7 +501,7 @@ pub struct Span {
 }
 
 /// The READ loop: `requests` READs kept in flight from the first one,
-/// each byte written counted through `tally`; returns where the file
+/// each byte written counted through `tally` (offset, length); returns where the file
 /// (or the exact span) ended.
 #[allow(clippy::too_many_arguments)]
 pub fn fetch(
@@ -425,7 +513,7 @@ pub fn fetch(
     local: &Path,
     o: &Options,
     more: &mut dyn FnMut() -> Option<Span>,
-    tally: &mut dyn FnMut(u64),
+    tally: &mut dyn FnMut(u64, u64),
 ) -> TransferResult<u64> {
     let len = chunk(o, s.max_read);
     let depth = o.requests.max(1);
@@ -516,7 +604,7 @@ pub fn fetch(
                     // Past the size we were told: keep going, one more chunk each time.
                     horizon = horizon.saturating_add(u64::from(len));
                 }
-                tally(u64::from(got));
+                tally(off, u64::from(got));
             }
             Reply::Status {
                 code: Status::EOF, ..
@@ -556,9 +644,49 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
     }
     let size = meta.len();
     let mode = meta.permissions().mode() & 0o777;
+    // A copy in ranges goes to `.NAME.sluice-part` on the server (when it
+    // can rename it into place) with a record of its completed ranges
+    // kept here (resume.rs); resuming one skips those.
+    let split = o.parallel.as_ref().filter(|p| p.splits(size));
+    let posix = s.has("posix-rename@openssh.com", "1");
+    let part = resume::part_beside(remote);
+    let record = match split {
+        Some(p) if posix => {
+            let mt = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as u64);
+            Record::for_upload(&p.place(), local, remote, size, mt).map(Arc::new)
+        }
+        _ => None,
+    };
+    let mut resumed: Option<(Vec<u8>, Vec<(u64, u64)>)> = None;
+    if let (true, Some(rec)) = (o.resume, &record) {
+        let done = rec.load();
+        let last = done.iter().map(|r| r.1).max().unwrap_or(0);
+        match s.stat(&part, false) {
+            // Every completed range lies within the partial file.
+            Ok(a) if !done.is_empty() && a.size.is_some_and(|n| n >= last) => {
+                let done = resume::checked(s, &part, &file, done)?;
+                match s.open(&part, pflags::WRITE, Attrs::default()) {
+                    Ok(h) => resumed = Some((h, done)),
+                    Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+                    Err(e) => crate::log!(Debug1, "resume: cannot open \"{}\": {e}", show(&part)),
+                }
+            }
+            Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+            _ if !done.is_empty() => crate::log!(
+                Debug1,
+                "resume: \"{}\" is missing or short: starting over",
+                show(&part)
+            ),
+            _ => {}
+        }
+    }
     let mut start = 0;
     let mut in_place = false;
-    if o.resume {
+    if o.resume && resumed.is_none() {
         match s.stat(remote, true) {
             Ok(a) => {
                 let have = a.size.unwrap_or(0);
@@ -587,10 +715,35 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
         ..Attrs::default()
     };
     let dest_open = |e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e);
-    let mut atomic = !in_place && s.has("posix-rename@openssh.com", "1");
+    let mut atomic = !in_place && posix;
     let mut target = remote.to_vec();
     let mut opened = None;
-    if atomic {
+    let mut done = Vec::new();
+    if let Some((h, d)) = resumed {
+        target = part.clone();
+        opened = Some(h);
+        done = d;
+    } else if atomic && record.is_some() {
+        // The fixed partial name: what a killed run left is replaced.
+        match s.open(
+            &part,
+            pflags::WRITE | pflags::CREAT | pflags::TRUNC,
+            attrs.clone(),
+        ) {
+            Ok(h) => {
+                target = part.clone();
+                opened = Some(h);
+            }
+            Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+            Err(e) => {
+                crate::log!(
+                    Debug1,
+                    "partial upload name refused ({e}): writing in place"
+                );
+                atomic = false;
+            }
+        }
+    } else if atomic {
         // A directory we may not create in (a writable file in /etc):
         // in place after all, as sftp writes.
         let t = temp_beside(remote, salt());
@@ -624,16 +777,24 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
             s.open(&target, flags, attrs).map_err(dest_open)?
         }
     };
-    let mut meter = Meter::new(o.progress, &local.display().to_string(), size, start);
+    let skipped: u64 = resume::merge(done.clone()).iter().map(|(a, b)| b - a).sum();
+    let mut meter = Meter::new(
+        o.progress,
+        &local.display().to_string(),
+        size,
+        start + skipped,
+    );
     let span = Span {
         start,
         end: Some(size),
         exact: false,
     };
-    let mut r = match &o.parallel {
-        Some(p) if start == 0 && p.splits(size) => {
-            p.copy(s, &handle, true, &file, local, &target, size, o, meter)
-        }
+    // Without a record (no partial name) the copy cannot be resumed.
+    let rec = record.clone().filter(|_| target == part);
+    let mut r = match split {
+        Some(p) if start == 0 => p.copy(
+            s, &handle, true, &file, local, &target, size, o, meter, &done, rec,
+        ),
         _ => {
             let r = send_file(
                 s,
@@ -644,7 +805,7 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
                 remote,
                 o,
                 &mut || None,
-                &mut |n| meter.add(n),
+                &mut |_, n| meter.add(n),
             );
             if r.is_ok() {
                 meter.done();
@@ -686,14 +847,28 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
             TransferError::remote(format!("Couldn't rename file into \"{}\"", show(remote)), e)
         });
     }
-    if r.is_err() && atomic {
+    let kept = target == part && matches!(r, Err(TransferError::Fatal(_)));
+    if let Some(rec) = &record {
+        if kept {
+            // The connection died: the part and its record stay for -a.
+            crate::log!(
+                Debug1,
+                "resume: kept \"{}\" and {} for a resume (-a, reput)",
+                show(&part),
+                rec.path().display()
+            );
+        } else {
+            rec.remove();
+        }
+    }
+    if r.is_err() && atomic && !kept {
         let _ = s.remove(&target);
     }
     r
 }
 
 /// The WRITE loop: `requests` WRITEs in flight, each acknowledged by a
-/// STATUS and counted through `tally`.
+/// STATUS and counted through `tally` (offset, length).
 #[allow(clippy::too_many_arguments)]
 pub fn send_file(
     s: &mut Sftp,
@@ -704,7 +879,7 @@ pub fn send_file(
     remote: &[u8],
     o: &Options,
     more: &mut dyn FnMut() -> Option<Span>,
-    tally: &mut dyn FnMut(u64),
+    tally: &mut dyn FnMut(u64, u64),
 ) -> TransferResult<()> {
     let len = chunk(o, s.max_write) as usize;
     let depth = o.requests.max(1);
@@ -715,7 +890,7 @@ pub fn send_file(
         Some(e) if span.exact => e,
         _ => u64::MAX,
     };
-    let mut inflight: HashMap<u32, usize> = HashMap::new();
+    let mut inflight: HashMap<u32, (u64, usize)> = HashMap::new();
     let mut local_eof = false;
     let fatal = |e: SftpError| {
         TransferError::remote(
@@ -760,7 +935,7 @@ pub fn send_file(
                     data: buf.get(..n).unwrap_or_default(),
                 })
                 .map_err(fatal)?;
-            inflight.insert(id, n);
+            inflight.insert(id, (next, n));
             next += n as u64;
         }
         if inflight.is_empty() {
@@ -770,7 +945,7 @@ pub fn send_file(
         let reply = Reply::decode(&body)
             .map_err(|e| TransferError::Fatal(format!("Server sent a malformed reply: {e}")))?;
         let id = reply.id().unwrap_or(0);
-        let Some(n) = inflight.remove(&id) else {
+        let Some((off, n)) = inflight.remove(&id) else {
             return Err(TransferError::Fatal(format!(
                 "Unexpected reply id {id} from the server"
             )));
@@ -778,7 +953,7 @@ pub fn send_file(
         match reply {
             Reply::Status {
                 code: Status::OK, ..
-            } => tally(n as u64),
+            } => tally(off, n as u64),
             Reply::Status { code, .. } => {
                 // Let the other WRITEs finish before reporting.
                 while !inflight.is_empty() {

@@ -92,7 +92,7 @@ impl Shell {
     ) -> Result<(), Fail> {
         let mut batch = Downloads::new(o);
         let walked = self.walk_down(&mut batch, remote_dir, local, o);
-        let flushed = batch.finish(&mut self.s, &mut |m| eprintln!("{m}"));
+        let flushed = batch.drain(&mut self.s, &mut |m| eprintln!("{m}"));
         match (walked, flushed) {
             (Err(Fail::Fatal(f)), _) | (_, Err(f)) => Err(Fail::Fatal(f)),
             (Err(Fail::Failed), _) | (_, Ok(false)) => Err(Fail::Failed),
@@ -157,7 +157,10 @@ impl Shell {
             }
         }
         if o.preserve {
-            failed |= !settle_down(&mut self.s, batch)?;
+            // Every file in first, on every connection.
+            failed |= !batch
+                .drain(&mut self.s, &mut |m| eprintln!("{m}"))
+                .map_err(Fail::Fatal)?;
             if let Some((_, mt)) = self
                 .s
                 .stat(remote_dir, true)
@@ -260,7 +263,7 @@ pub(super) fn put_tree(
 ) -> Result<(), Fail> {
     let mut batch = Uploads::new(o);
     let walked = walk_up(s, &mut batch, local, remote_dir, o, quiet);
-    let flushed = batch.finish(s, &mut |m| eprintln!("{m}"));
+    let flushed = batch.drain(s, &mut |m| eprintln!("{m}"));
     match (walked, flushed) {
         (Err(Fail::Fatal(f)), _) | (_, Err(f)) => Err(Fail::Fatal(f)),
         (Err(Fail::Failed), _) | (_, Ok(false)) => Err(Fail::Failed),
@@ -354,8 +357,11 @@ fn walk_up(
         }
     }
     if o.preserve {
-        // The directory's times last: its files are all in first.
-        failed |= !settle(s, batch)?;
+        // The directory's times last: its files are all in first, on
+        // every connection.
+        failed |= !batch
+            .drain(s, &mut |m| eprintln!("{m}"))
+            .map_err(Fail::Fatal)?;
         if let Ok(m) = std::fs::metadata(local) {
             let t = |x: std::io::Result<std::time::SystemTime>| {
                 x.ok()
