@@ -182,9 +182,6 @@ impl Downloads {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
-        if let Some(l) = &self.o.limit {
-            l.pace(u64::from(len));
-        }
         let id = s
             .send(&Request::Read {
                 handle: &f.handle,
@@ -249,6 +246,11 @@ impl Downloads {
                     ));
                 }
                 let got = data.len() as u64;
+                // -l paces the bytes that came, not the READ's length: the
+                // read past the listed size (EOF) asks for a whole request.
+                if let Some(l) = &self.o.limit {
+                    l.pace(got);
+                }
                 f.high = f.high.max(off + got);
                 let size = f.attrs.size.unwrap_or(0);
                 if got < u64::from(len) {
