@@ -29,6 +29,7 @@ use std::time::Duration;
 mod hostkeys;
 pub(crate) mod publickey;
 mod requests;
+mod stripe;
 
 /// RFC 4254 5.1 reason codes.
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
@@ -101,6 +102,9 @@ pub trait MonitorRequests {
     fn pty(&mut self) -> Result<crate::server::pty::PtyPair, String>;
     /// Host key `index`'s `hostkeys-prove-00@openssh.com` signature.
     fn prove_host_key(&mut self, index: u32, alg: &str) -> Result<Vec<u8>, String>;
+    /// A striping grant for `wanted` secondaries: the REQUEST_SUCCESS
+    /// data, or none (declined).
+    fn stripe_grant(&mut self, wanted: u32) -> Option<zeroize::Zeroizing<Vec<u8>>>;
 }
 
 impl ServerConn {
@@ -489,6 +493,10 @@ impl Handler for ServerConn {
                             None => conn.answer_global(false, &[]),
                         }
                     }
+                    return Ok(());
+                }
+                if name == sluice_proto::stripe::STRIPE_REQUEST {
+                    self.stripe_grant(conn, &data, want_reply);
                     return Ok(());
                 }
                 let ctx = crate::server::forward::Ctx {

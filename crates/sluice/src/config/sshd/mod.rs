@@ -154,6 +154,10 @@ pub struct ServerConfig {
     /// Ours: MaxForwardChannels, forwarding channels open at once on one
     /// connection (MaxSessions' counterpart for port forwarding).
     pub max_forward_channels: u32,
+    /// Ours: MaxStreams, the connections one session may stripe a channel
+    /// over, the primary included (PROTOCOL.md, "Channel striping"; 1
+    /// declines every `stripe-v00@sluice.dev` grant).
+    pub max_streams: u32,
     /// NoneEnabled.
     pub none_enabled: bool,
     /// NoneMacEnabled.
@@ -287,6 +291,7 @@ impl Default for ServerConfig {
             channel_window: sluice_proto::Config::default().window,
             channel_window_max: sluice_proto::Config::default().window_max,
             max_forward_channels: 256,
+            max_streams: 8,
             none_enabled: false,
             none_mac_enabled: false,
             use_pam: false,

@@ -19,7 +19,7 @@
 //! keyboard-interactive answers, then the transport state and raw unread
 //! input; M -> C: signatures, auth policy, verdicts, prompts. M -> U: the
 //! user, the key's options, host public keys, the state and input; U -> M:
-//! sign requests (re-keys), RemoteRcvBuf/SndBuf.
+//! sign requests (re-keys), RemoteRcvBuf/SndBuf, striping grants (stripe.rs).
 
 pub mod datagram;
 pub mod mauth;
@@ -27,6 +27,7 @@ pub mod monitor;
 pub mod postauth;
 pub mod preauth;
 pub mod signer;
+pub mod stripe;
 pub mod wire;
 
 use crate::log;

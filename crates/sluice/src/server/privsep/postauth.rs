@@ -180,6 +180,7 @@ fn serve_postauth(
         send(&Msg::Input(chunk.to_vec()))?;
     }
     send(&Msg::End)?;
+    let mut stripe = super::stripe::GrantKeeper::default();
     loop {
         match wire::recv(fd, -1) {
             Err(WireError::Closed) => return Ok(()),
@@ -202,6 +203,11 @@ fn serve_postauth(
                     sndbuf,
                 );
                 send(&Msg::SockBufGranted(g))?;
+            }
+            Ok(Some(Msg::StripeGrant { wanted })) => {
+                let sid = keys.session_id().ok_or("striping without a key exchange")?;
+                let g = stripe.grant(wanted, cfg.max_streams, sid, &accepted.user.name);
+                send(&Msg::StripeGranted(g))?;
             }
             Ok(Some(Msg::Log { level, line })) => relay_log(level, &line)?,
             Ok(Some(Msg::PtyRequest)) => match pty_for(accepted, cfg) {
@@ -274,6 +280,13 @@ impl MonitorRequests for MonitorLink {
 
     fn prove_host_key(&mut self, index: u32, alg: &str) -> Result<Vec<u8>, String> {
         ProxySigner::prove(&self.0, index, alg)
+    }
+
+    fn stripe_grant(&mut self, wanted: u32) -> Option<zeroize::Zeroizing<Vec<u8>>> {
+        match self.0.request(&Msg::StripeGrant { wanted }) {
+            Ok(Msg::StripeGranted(g)) => g,
+            _ => None,
+        }
     }
 }
 

@@ -165,6 +165,15 @@ pub enum Msg {
     /// message (SCM_RIGHTS), the slave owned by the user; `Reject` instead
     /// when refused.
     PtyGranted,
+    /// Post-auth process -> M: the client asked for a striping grant
+    /// (`stripe-v00@sluice.dev`) wanting this many secondaries (1-255).
+    StripeGrant {
+        /// Secondary connections wanted.
+        wanted: u32,
+    },
+    /// M -> post-auth process: the grant's REQUEST_SUCCESS data
+    /// (`StripeGrant::encode`), or none (declined).
+    StripeGranted(Option<Zeroizing<Vec<u8>>>),
 }
 
 mod code {
@@ -187,6 +196,8 @@ mod code {
     pub(super) const PTY_GRANTED: u8 = 17;
     pub(super) const PROVE_HOST_KEY: u8 = 18;
     pub(super) const PARTIAL: u8 = 19;
+    pub(super) const STRIPE_GRANT: u8 = 20;
+    pub(super) const STRIPE_GRANTED: u8 = 21;
 }
 
 /// Field writer.
@@ -393,6 +404,16 @@ impl Msg {
             Msg::PtyRequest => {
                 w.u8(code::PTY_REQUEST);
             }
+            Msg::StripeGrant { wanted } => {
+                w.u8(code::STRIPE_GRANT).u32(*wanted);
+            }
+            Msg::StripeGranted(g) => {
+                w.u8(code::STRIPE_GRANTED);
+                match g {
+                    Some(b) => w.u8(1).bytes(b),
+                    None => w.u8(0),
+                };
+            }
             Msg::PtyGranted => {
                 w.u8(code::PTY_GRANTED);
             }
@@ -528,6 +549,13 @@ impl Msg {
             }),
             code::PTY_REQUEST => Msg::PtyRequest,
             code::PTY_GRANTED => Msg::PtyGranted,
+            code::STRIPE_GRANT => Msg::StripeGrant { wanted: r.u32()? },
+            // A grant is at most 4 + 4 + 64 + 4 + 32 bytes.
+            code::STRIPE_GRANTED => Msg::StripeGranted(if r.bool()? {
+                Some(Zeroizing::new(r.bytes(256)?.to_vec()))
+            } else {
+                None
+            }),
             _ => return Err(WireError::Malformed("unknown message type")),
         };
         r.finish()?;
@@ -568,6 +596,9 @@ mod tests {
             Msg::Partial {
                 methods: vec!["password".into(), "keyboard-interactive".into()],
             },
+            Msg::StripeGrant { wanted: 3 },
+            Msg::StripeGranted(Some(Zeroizing::new(vec![5; 80]))),
+            Msg::StripeGranted(None),
         ];
         for m in msgs {
             let b = m.encode();
