@@ -28,6 +28,7 @@ pub mod postauth;
 pub mod preauth;
 pub mod signer;
 pub mod stripe;
+pub mod stripe_join;
 pub mod wire;
 
 use crate::log;

@@ -180,7 +180,7 @@ fn serve_postauth(
         send(&Msg::Input(chunk.to_vec()))?;
     }
     send(&Msg::End)?;
-    let mut stripe = super::stripe::GrantKeeper::default();
+    let mut stripe = super::stripe::GrantKeeper::new(super::stripe_join::STRIPE_DIR);
     loop {
         match wire::recv(fd, -1) {
             Err(WireError::Closed) => return Ok(()),

@@ -1,12 +1,15 @@
 //! The monitor's side of a striping grant (`stripe-v00@sluice.dev`,
 //! PROTOCOL.md "Channel striping"): M, root and trusted, draws the session
 //! reference and join secret, keeps the admission for as long as the
-//! primary's session lives, and hands the grant to the user's process to
-//! send. The user's process never holds the admission, so it cannot admit
-//! a secondary on its own.
+//! primary's session lives, listening for joins (stripe_join.rs), and
+//! hands the grant to the user's process to send. The user's process
+//! never holds the admission, so it cannot admit a secondary on its own.
 
+use super::stripe_join::JoinService;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use sluice_proto::stripe::token::{Admission, JOIN_SECRET_LEN};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use zeroize::Zeroizing;
 
 /// Bytes of the session reference M draws: random, so it names the
@@ -14,16 +17,30 @@ use zeroize::Zeroizing;
 const REF_LEN: usize = 32;
 
 /// One primary connection's grant, at most one per connection.
-#[derive(Default)]
 pub struct GrantKeeper {
+    /// The root-only directory of join sockets.
+    dir: PathBuf,
     /// The admission of the grant issued, kept for joins.
-    admission: Option<Admission>,
+    admission: Option<Arc<Mutex<Admission>>>,
+    /// Answers secondaries' monitors until the session ends.
+    service: Option<JoinService>,
     /// A grant was asked for already (granted or not): later requests on
     /// the same connection are declined, as PROTOCOL.md says.
     asked: bool,
 }
 
 impl GrantKeeper {
+    /// A keeper whose join socket will live in `dir` (normally
+    /// [`super::stripe_join::STRIPE_DIR`]).
+    pub fn new(dir: impl Into<PathBuf>) -> GrantKeeper {
+        GrantKeeper {
+            dir: dir.into(),
+            admission: None,
+            service: None,
+            asked: false,
+        }
+    }
+
     /// Answers the user's process asking for `wanted` secondaries for
     /// `user` on the connection whose session identifier is `session_id`,
     /// under `max_streams` (sshd_config MaxStreams, the primary included).
@@ -65,19 +82,28 @@ impl GrantKeeper {
             wanted,
             max_secondaries,
         )?;
+        let admission = Arc::new(Mutex::new(admission));
+        // No socket, no joins: decline rather than grant what cannot work.
+        let service = match JoinService::start(&self.dir, admission.clone()) {
+            Ok(s) => s,
+            Err(why) => {
+                crate::log!(Error, "monitor: striping declined: join socket: {why}");
+                return None;
+            }
+        };
         crate::log!(
             Verbose,
             "monitor: striping granted to {user}: {} of {wanted} secondary connections",
             grant.allowed
         );
         self.admission = Some(admission);
+        self.service = Some(service);
         Some(Zeroizing::new(grant.encode()))
     }
 
     /// The admission of the grant issued, if any (joins check against it).
-    #[allow(dead_code)] // the join (next step) is its first user
-    pub fn admission(&mut self) -> Option<&mut Admission> {
-        self.admission.as_mut()
+    pub fn admission(&self) -> Option<&Arc<Mutex<Admission>>> {
+        self.admission.as_ref()
     }
 }
 
@@ -88,7 +114,14 @@ mod tests {
 
     #[test]
     fn grants_once_within_max_streams() {
-        let mut k = GrantKeeper::default();
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: the join socket's directory must be root's");
+            return;
+        }
+        let base = std::env::temp_dir().join(format!("sluice-grant-{}", std::process::id()));
+        let dir = base.join("stripe");
+        let keeper = || GrantKeeper::new(&dir);
+        let mut k = keeper();
         let g = k.grant(20, 8, &[1; 32], "bob").expect("granted");
         let g = StripeGrant::decode(&g).unwrap();
         assert_eq!(g.allowed, 7, "MaxStreams counts the primary");
@@ -98,15 +131,16 @@ mod tests {
             k.grant(1, 8, &[1; 32], "bob").is_none(),
             "one per connection"
         );
-        let mut k = GrantKeeper::default();
+        let mut k = keeper();
         assert_eq!(
             StripeGrant::decode(&k.grant(2, 8, &[1; 32], "bob").unwrap())
                 .unwrap()
                 .allowed,
             2
         );
-        let mut k = GrantKeeper::default();
+        let mut k = keeper();
         assert!(k.grant(3, 1, &[1; 32], "bob").is_none(), "MaxStreams 1");
         assert!(k.admission().is_none());
+        let _ = std::fs::remove_dir_all(&base);
     }
 }
