@@ -50,6 +50,17 @@ fn root_only_dir(dir: &Path) -> Result<(), String> {
             .mode(0o755)
             .create(parent);
     }
+    // The parent too: whoever may write there could swap the directory.
+    if let Some(parent) = dir.parent() {
+        let md = std::fs::metadata(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let sticky_tmp = md.mode() & 0o1000 != 0; // /tmp-like: entries stay their owner's
+        if md.uid() != 0 || (md.mode() & 0o022 != 0 && !sticky_tmp) {
+            return Err(format!(
+                "{}: must be owned by root and writable by root only",
+                parent.display()
+            ));
+        }
+    }
     let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
     let md = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if !md.is_dir() || md.uid() != 0 || md.mode() & 0o077 != 0 {
@@ -246,6 +257,12 @@ mod tests {
         assert!(!socket_path(&dir, &[3; 32]).exists(), "socket removed");
         // A directory group or others may enter is refused.
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (a, _) = Admission::issue(vec![6; 32], [9; 32], &primary, "bob", 2, 7).unwrap();
+        assert!(JoinService::start(&dir, Arc::new(Mutex::new(a))).is_err());
+        // So is one whose parent others may write.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let parent = dir.parent().unwrap();
+        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o777)).unwrap();
         let (a, _) = Admission::issue(vec![6; 32], [9; 32], &primary, "bob", 2, 7).unwrap();
         assert!(JoinService::start(&dir, Arc::new(Mutex::new(a))).is_err());
         let _ = std::fs::remove_dir_all(dir.parent().unwrap());
