@@ -1,5 +1,5 @@
 //! Fuzz target: arbitrary bytes into every typed message decoder of
-//! `sluice_proto::msg` (RFC 4253, 4252, 4254, 4256, 4335, 5656, 8308
+//! `sluice_proto::msg` (RFC 4253, 4252, 4254, 4256, 4335, 4419, 5656, 8308
 //! messages). Decoding must never panic; whatever decodes must survive
 //! `decode(encode(m)) == m`.
 
@@ -23,7 +23,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = msg_num(data);
     decode_each!(data;
         Disconnect, Ignore, Unimplemented, Debug, ServiceRequest, ServiceAccept, ExtInfo,
-        KexInit, NewKeys, KexEcdhInit, KexEcdhReply,
+        KexInit, NewKeys, KexEcdhInit, KexEcdhReply, KexDhGexRequest, KexDhGexGroup, KexDhGexInit,
+        KexDhGexReply,
         UserauthRequest, UserauthFailure, UserauthSuccess, UserauthBanner, UserauthPkOk,
         UserauthInfoRequest, UserauthInfoResponse, UserauthPasswdChangereq,
         GlobalRequest, RequestSuccess, RequestFailure, ChannelOpen, ChannelOpenConfirmation,
@@ -33,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
     // The same bytes behind each known message number, so every decoder
     // gets past its number check.
     for num in [
-        1u8, 2, 3, 4, 5, 6, 7, 20, 21, 30, 31, 50, 51, 52, 53, 60, 61, 80, 81, 82, 90, 91, 92, 93,
+        1u8, 2, 3, 4, 5, 6, 7, 20, 21, 30, 31, 32, 33, 34, 50, 51, 52, 53, 60, 61, 80, 81, 82, 90, 91, 92, 93,
         96, 97, 98, 99, 100,
     ] {
         let mut p = Vec::with_capacity(data.len() + 1);
@@ -41,7 +42,8 @@ fuzz_target!(|data: &[u8]| {
         p.extend_from_slice(data);
         decode_each!(&p;
             Disconnect, Ignore, Unimplemented, Debug, ServiceRequest, ServiceAccept, ExtInfo,
-            KexInit, NewKeys, KexEcdhInit, KexEcdhReply,
+            KexInit, NewKeys, KexEcdhInit, KexEcdhReply, KexDhGexRequest, KexDhGexGroup,
+            KexDhGexInit, KexDhGexReply,
             UserauthRequest, UserauthFailure, UserauthSuccess, UserauthBanner, UserauthPkOk,
             UserauthInfoRequest, UserauthInfoResponse, UserauthPasswdChangereq,
             GlobalRequest, RequestSuccess, RequestFailure, ChannelOpen, ChannelOpenConfirmation,

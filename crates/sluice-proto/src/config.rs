@@ -58,6 +58,9 @@ pub struct Config {
     /// Client: send the first key exchange packet for our preferred method
     /// right after our KEXINIT (RFC 4253 7.1 `first_kex_packet_follows`).
     pub kex_guess: bool,
+    /// Server: the safe primes group exchange may hand out (moduli(5), read
+    /// by the runtime); empty: the RFC 3526 groups only.
+    pub dh_moduli: Arc<[kex::DhModulus]>,
     /// Where every algorithm comes from; the lists above must name
     /// algorithms it implements (default: [`crate::crypto::aws_lc_provider`]).
     pub provider: CryptoProvider,
@@ -95,6 +98,7 @@ impl Default for Config {
             max_packet: 256 * 1024 - 1024,
             pubkey_algs: owned(hostkey::DEFAULT_SIG_ALGS),
             kex_guess: true,
+            dh_moduli: Arc::from(Vec::new()),
             provider: crate::crypto::aws_lc_provider(),
         }
     }

@@ -63,6 +63,15 @@ pub enum Violation {
     },
     /// The key exchange's public value from the peer was invalid.
     BadKexValue,
+    /// Group exchange: the server's group is not of a size we asked for.
+    DhGroupOutOfRange {
+        /// Width of the server's p.
+        bits: u32,
+        /// The smallest we asked for.
+        min: u32,
+        /// The largest we asked for.
+        max: u32,
+    },
     /// The server's signature over the exchange hash did not verify.
     BadHostSignature,
     /// The host key changed during a re-key.
@@ -96,6 +105,7 @@ impl Violation {
             Violation::MacFailure => R::MAC_ERROR.0,
             Violation::NoCommonAlgorithm { .. }
             | Violation::BadKexValue
+            | Violation::DhGroupOutOfRange { .. }
             | Violation::BadHostSignature => R::KEY_EXCHANGE_FAILED.0,
             Violation::HostKeyChanged => R::HOST_KEY_NOT_VERIFIABLE.0,
             Violation::BadCompression => R::COMPRESSION_ERROR.0,
@@ -129,6 +139,11 @@ impl fmt::Display for Violation {
                 )
             }
             Violation::BadKexValue => f.write_str("invalid key exchange value from peer"),
+            // OpenSSH's words, so a log search finds both.
+            Violation::DhGroupOutOfRange { bits, min, max } => write!(
+                f,
+                "DH_GEX group out of range: {min} !< {bits} !< {max} (the server's group is not a size we asked for)"
+            ),
             Violation::BadHostSignature => {
                 f.write_str("incorrect signature over the exchange hash")
             }

@@ -21,7 +21,7 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ("macs", "sluice offers its own algorithm lists"),
     (
         "kexalgorithms",
-        "sluice offers its own algorithm lists (mlkem768x25519, no sntrup or DH groups)",
+        "sluice offers its own algorithm lists (mlkem768x25519 first)",
     ),
     (
         "hostkeyalgorithms",

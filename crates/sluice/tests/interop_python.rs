@@ -258,3 +258,38 @@ fn refusals_take_as_long_for_unknown_users() {
     );
     assert!(ms.iter().all(|&m| m >= 5.0), "refusal times (ms): {ms:?}");
 }
+
+/// A group exchange server that answers with a group smaller than the 2048
+/// bits sluice asks for at least (paramiko, given only 1024-bit moduli):
+/// sluice refuses it, with ssh's message, and runs nothing.
+#[test]
+fn sluice_refuses_a_group_exchange_group_below_its_minimum() {
+    let Some(dir) = peers() else { return };
+    let s = Setup::new("small-gex");
+    // RFC 2409 group 2 (1024 bits), in moduli(5) form: safe, tested, 100 trials.
+    let p = concat!(
+        "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74",
+        "020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F1437",
+        "4FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED",
+        "EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF"
+    );
+    let moduli = s.dir.path("moduli-1024");
+    std::fs::write(&moduli, format!("20220714110357 2 6 100 1023 2 {p}\n")).unwrap();
+    let m = moduli.display().to_string();
+    let (_py, server) = python_server(&s, &dir, "small_group_server.py", &[&m]);
+    let mut c = s.client_at(
+        false,
+        &server,
+        "ERROR",
+        &["-o", "KexAlgorithms=diffie-hellman-group-exchange-sha256"],
+    );
+    c.arg("echo ran");
+    let out = run(c, b"", 60);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{err}");
+    assert!(out.stdout.is_empty(), "{err}");
+    assert!(
+        err.contains("DH_GEX group out of range: 2048 !< 1024 !< 8192"),
+        "{err}"
+    );
+}

@@ -25,6 +25,11 @@ pub trait KexMethod: Send + Sync {
     fn name(&self) -> &'static str;
     /// The hash of the exchange hash and key derivation.
     fn hash(&self) -> HashAlg;
+    /// Group exchange (RFC 4419): the key exchange machine runs the extra
+    /// round itself, and `start`/`respond` are not used.
+    fn group_exchange(&self) -> bool {
+        false
+    }
     /// Client: makes the ephemeral key(s), drawing entropy from `rng`
     /// where the implementation can take it.
     fn start(&self, rng: &mut dyn Rng) -> Result<Box<dyn KexClient>, CryptoError>;

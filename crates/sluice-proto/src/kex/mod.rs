@@ -7,6 +7,7 @@
 //! outgoing right after our NEWKEYS is sealed, incoming right after the
 //! peer's NEWKEYS is opened.
 
+mod gex;
 mod guess;
 pub(crate) mod handover;
 mod none;
@@ -15,10 +16,11 @@ pub(crate) use none::NoneState;
 use crate::core::{Connection, Role};
 use crate::crypto::hostkey;
 use crate::crypto::kex::{self as kexalg, HashAlg, KexClient, SharedSecret};
+use crate::crypto::Rng;
 use crate::error::{Error, Violation};
 use crate::event::Event;
 use crate::handover::KeyMaterial;
-use crate::msg::{ExtInfo, KexEcdhInit, KexEcdhReply, KexInit};
+use crate::msg::{ExtInfo, KexDhGexReply, KexEcdhInit, KexEcdhReply, KexInit};
 use crate::negotiate::{self, Algorithms, EXT_INFO_C, EXT_INFO_S, STRICT_C, STRICT_S};
 use crate::transport::compress;
 use crate::wire::{MsgNum, WireError, Writer};
@@ -46,6 +48,8 @@ pub(crate) struct KexMachine {
     peer_kexinit: Option<Vec<u8>>,
     algs: Option<Algorithms>,
     client: Option<Box<dyn KexClient>>,
+    /// The group exchange in progress (RFC 4419), for that method only.
+    gex: Option<gex::GexState>,
     exchanged: Option<Exchanged>,
     /// Client: waiting for the runtime's verdict on the host key.
     awaiting_host_key: bool,
@@ -217,6 +221,7 @@ impl Connection {
                 self.kex.ignore_guess = false;
                 Ok(())
             }
+            _ if self.negotiated_gex() => self.handle_gex(num, payload),
             MsgNum::KEX_ECDH_INIT if self.role == Role::Server => {
                 let m = KexEcdhInit::decode(payload).map_err(bad)?;
                 self.on_ecdh_init(&m.q_c)
@@ -273,6 +278,8 @@ impl Connection {
         self.recv.compression.negotiated(recv, registry)?;
         if self.role == Role::Client && self.guess_stands(client, server, &algs)? {
             // The server takes the packet we sent with our KEXINIT.
+        } else if self.role == Role::Client && self.method_is_gex(&algs.kex) {
+            self.gex_request(&algs);
         } else if self.role == Role::Client {
             let c = self
                 .config
@@ -289,7 +296,16 @@ impl Connection {
         Ok(())
     }
 
-    /// H = HASH(V_C || V_S || I_C || I_S || K_S || Q_C || Q_S || K), RFC 5656 4.
+    fn method_is_gex(&self, name: &str) -> bool {
+        self.config
+            .provider
+            .kex_method(name)
+            .is_some_and(|m| m.group_exchange())
+    }
+
+    /// H = HASH(V_C || V_S || I_C || I_S || K_S || Q_C || Q_S || K), RFC 5656 4
+    /// (RFC 4253 8 with e and f as Q_C and Q_S); group exchange puts
+    /// min || n || max || p || g before e (RFC 4419 3).
     fn exchange_hash(
         &self,
         hash: HashAlg,
@@ -306,19 +322,35 @@ impl Connection {
             Role::Server => (peer_v, self.our_version.as_str(), peer, ours),
         };
         let mut buf = Vec::with_capacity(4096);
-        Writer::new(&mut buf)
-            .utf8(v_c)
-            .utf8(v_s)
-            .string(i_c)
-            .string(i_s)
-            .string(k_s)
-            .string(q_c)
-            .string(q_s)
-            .bytes(k.encoded());
+        let mut w = Writer::new(&mut buf);
+        w.utf8(v_c).utf8(v_s).string(i_c).string(i_s).string(k_s);
+        if let Some(g) = &self.kex.gex {
+            g.hash_prefix(&mut w);
+        }
+        w.string(q_c).string(q_s).bytes(k.encoded());
         hash.digest(&buf)
     }
 
     fn on_ecdh_init(&mut self, q_c: &[u8]) -> Result<(), Error> {
+        let provider = self.config.provider;
+        let name = self.kex.algs.as_ref().map(|a| a.kex.clone());
+        let method = name
+            .and_then(|n| provider.kex_method(&n))
+            .ok_or(Violation::BadKexValue)?;
+        self.server_exchange(q_c, |_, rng| {
+            method
+                .respond(q_c, rng)
+                .map_err(|_| Violation::BadKexValue.into())
+        })
+    }
+
+    /// Server: the exchange's second half for the client's Q_C (or e):
+    /// `respond` makes Q_S (or f) and K; then H, the signed reply, NEWKEYS.
+    fn server_exchange(
+        &mut self,
+        q_c: &[u8],
+        respond: impl FnOnce(HashAlg, &mut dyn Rng) -> Result<(Vec<u8>, SharedSecret), Error>,
+    ) -> Result<(), Error> {
         let algs = self.kex.algs.clone().ok_or(Violation::UnexpectedMessage(
             MsgNum::KEX_ECDH_INIT,
             "before KEXINIT",
@@ -326,15 +358,13 @@ impl Connection {
         if self.kex.exchanged.is_some() {
             return Err(Violation::UnexpectedMessage(MsgNum::KEX_ECDH_INIT, "twice").into());
         }
-        let method = self
+        let hash = self
             .config
             .provider
             .kex_method(&algs.kex)
-            .ok_or(Violation::BadKexValue)?;
-        let hash = method.hash();
-        let (q_s, k) = method
-            .respond(q_c, self.rng.as_mut())
-            .map_err(|_| Violation::BadKexValue)?;
+            .ok_or(Violation::BadKexValue)?
+            .hash();
+        let (q_s, k) = respond(hash, self.rng.as_mut())?;
         let signer = self
             .server
             .as_ref()
@@ -352,14 +382,25 @@ impl Connection {
         let signature = signer
             .sign(&algs.host_key, &h)
             .map_err(|_| Error::InvalidState("host key signing failed"))?;
-        self.queue_with(|p| {
-            KexEcdhReply {
-                host_key: k_s,
-                q_s,
-                signature,
-            }
-            .encode(p)
-        });
+        if self.kex.gex.is_some() {
+            self.queue_with(|p| {
+                KexDhGexReply {
+                    host_key: k_s,
+                    f: q_s,
+                    signature,
+                }
+                .encode(p)
+            });
+        } else {
+            self.queue_with(|p| {
+                KexEcdhReply {
+                    host_key: k_s,
+                    q_s,
+                    signature,
+                }
+                .encode(p)
+            });
+        }
         self.kex.exchanged = Some(Exchanged { hash, k, h });
         self.set_session_id();
         self.queue_with(|p| p.push(MsgNum::NEWKEYS.0));
@@ -522,6 +563,7 @@ impl Connection {
         self.kex.our_kexinit = None;
         self.kex.peer_kexinit = None;
         self.kex.exchanged = None;
+        self.kex.gex = None;
         self.kex.newkeys_sent = false;
         self.kex.newkeys_received = false;
         let initial = self.kex.completed == 1;

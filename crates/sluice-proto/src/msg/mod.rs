@@ -36,7 +36,10 @@ pub use connection::{
     GlobalRequest, RequestFailure, RequestSuccess,
 };
 pub use hostkeys::{prove_signed_data, HostKeyList, HOSTKEYS, HOSTKEYS_PROVE, MAX_HOST_KEYS};
-pub use kex::{KexEcdhInit, KexEcdhReply, KexInit, NewKeys};
+pub use kex::{
+    KexDhGexGroup, KexDhGexInit, KexDhGexReply, KexDhGexRequest, KexEcdhInit, KexEcdhReply,
+    KexInit, NewKeys,
+};
 pub use transport::{
     Debug, Disconnect, ExtInfo, Ignore, ServiceAccept, ServiceRequest, Unimplemented,
 };

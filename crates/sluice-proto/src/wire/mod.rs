@@ -7,6 +7,7 @@ mod writer;
 
 pub use numbers::MsgNum;
 pub use reader::{NameList, Reader};
+pub(crate) use writer::mpint_parts;
 pub use writer::Writer;
 
 /// A malformed field in data received from the peer.

@@ -18,6 +18,11 @@ impl MsgNum {
     pub const NEWKEYS: MsgNum = MsgNum(21);
     pub const KEX_ECDH_INIT: MsgNum = MsgNum(30);
     pub const KEX_ECDH_REPLY: MsgNum = MsgNum(31);
+    // RFC 4419 group exchange: 31 is also KEX_ECDH_REPLY (decoded by method).
+    pub const KEX_DH_GEX_GROUP: MsgNum = MsgNum(31);
+    pub const KEX_DH_GEX_INIT: MsgNum = MsgNum(32);
+    pub const KEX_DH_GEX_REPLY: MsgNum = MsgNum(33);
+    pub const KEX_DH_GEX_REQUEST: MsgNum = MsgNum(34);
     pub const USERAUTH_REQUEST: MsgNum = MsgNum(50);
     pub const USERAUTH_FAILURE: MsgNum = MsgNum(51);
     pub const USERAUTH_SUCCESS: MsgNum = MsgNum(52);

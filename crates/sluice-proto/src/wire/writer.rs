@@ -69,12 +69,7 @@ impl<'a> Writer<'a> {
     /// `mpint` from an unsigned big-endian magnitude: strips leading zeros and
     /// adds one zero byte when the top bit is set (RFC 4251).
     pub fn mpint_unsigned(&mut self, magnitude: &[u8]) -> &mut Self {
-        let start = magnitude
-            .iter()
-            .position(|&b| b != 0)
-            .unwrap_or(magnitude.len());
-        let m = magnitude.get(start..).unwrap_or_default();
-        let pad = m.first().is_some_and(|&b| b & 0x80 != 0);
+        let (pad, m) = mpint_parts(magnitude);
         self.u32((m.len() + usize::from(pad)) as u32);
         if pad {
             self.buf.push(0);
@@ -93,6 +88,17 @@ impl<'a> Writer<'a> {
         }
         self
     }
+}
+
+/// An unsigned magnitude's `mpint` body as (a zero byte goes first, the
+/// magnitude without leading zeros) (RFC 4251 section 5).
+pub(crate) fn mpint_parts(magnitude: &[u8]) -> (bool, &[u8]) {
+    let start = magnitude
+        .iter()
+        .position(|&b| b != 0)
+        .unwrap_or(magnitude.len());
+    let m = magnitude.get(start..).unwrap_or_default();
+    (m.first().is_some_and(|&b| b & 0x80 != 0), m)
 }
 
 #[cfg(test)]

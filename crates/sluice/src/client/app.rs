@@ -45,10 +45,10 @@ pub fn query(what: &str) -> i32 {
             .copied()
             .filter(|c| cipher::cipher_info(c).is_some_and(|i| i.aead))
             .collect(),
-        // Every MAC implemented, as ssh -Q mac lists them; only
-        // DEFAULT_MACS are offered unless MACs names others.
+        // Every MAC and key exchange implemented, as ssh -Q lists them;
+        // only the defaults are offered unless MACs / KexAlgorithms name others.
         "mac" | "macs" => cipher::SUPPORTED_MACS.to_vec(),
-        "kex" | "kexalgorithms" => kex::DEFAULT_KEX.to_vec(),
+        "kex" | "kexalgorithms" => kex::ALL_KEX.to_vec(),
         "key" => KEY_TYPES
             .iter()
             .flat_map(|t| {
@@ -97,6 +97,10 @@ pub(super) fn expand(s: &str, r: &Resolved) -> PathBuf {
 }
 
 fn proto_config(r: &Resolved) -> Result<Config, String> {
+    let alg_from = |kw: &str, default: &[&str], all: &[&str], what: &str| match r.get(kw) {
+        Some(spec) => algorithms::resolve(spec, default, all, what),
+        None => Ok(default.iter().map(|s| (*s).to_owned()).collect()),
+    };
     let alg = |kw: &str, default: &[&str], what: &str| -> Result<Vec<String>, String> {
         match r.get(kw) {
             Some(spec) => algorithms::resolve(spec, default, default, what),
@@ -134,7 +138,13 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
         Config::default().window_max,
     )?;
     Ok(Config {
-        kex: alg("kexalgorithms", kex::DEFAULT_KEX, "KexAlgorithms")?,
+        // The SHA-1 methods and group 1 only when named, as ssh.
+        kex: alg_from(
+            "kexalgorithms",
+            kex::DEFAULT_KEX,
+            kex::ALL_KEX,
+            "KexAlgorithms",
+        )?,
         host_key_algs: alg(
             "hostkeyalgorithms",
             hostkey::DEFAULT_SIG_ALGS,

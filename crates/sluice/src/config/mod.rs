@@ -6,6 +6,7 @@
 pub mod algorithms;
 pub mod cipher_order;
 pub mod error;
+pub mod moduli;
 pub mod ssh;
 pub mod sshd;
 

@@ -103,7 +103,48 @@ pub fn proto_config(cfg: &Sshd) -> Config {
         window_max: cfg.channel_window_max,
         windows_max: sluice_proto::config::windows_budget(cfg.channel_window_max),
         stock_openssh_window_max: crate::config::stock_openssh_window_max(),
+        dh_moduli: dh_moduli(cfg),
         ..Config::default()
+    }
+}
+
+/// The moduli group exchange may hand out, read from ModuliFile when a
+/// group exchange method is enabled. The monitor reads it as root before
+/// the pre-auth child is sandboxed; the engine keeps the parsed list. A
+/// missing or empty file leaves the RFC 3526 groups, as sshd.
+fn dh_moduli(cfg: &Sshd) -> std::sync::Arc<[sluice_proto::crypto::kex::DhModulus]> {
+    let gex = cfg
+        .kex
+        .iter()
+        .any(|k| k.starts_with("diffie-hellman-group-exchange-"));
+    if !gex {
+        return std::sync::Arc::from(Vec::new());
+    }
+    let path = cfg
+        .other
+        .get("modulifile")
+        .map_or("/etc/ssh/moduli", String::as_str);
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let m = crate::config::moduli::parse(&text);
+            for line in &m.skipped {
+                crate::log!(Error, "{path}:{line}: bad prime description, line skipped");
+            }
+            if m.moduli.is_empty() {
+                crate::log!(
+                    Info,
+                    "WARNING: no suitable primes in {path}; using the RFC 3526 groups"
+                );
+            }
+            std::sync::Arc::from(m.moduli)
+        }
+        Err(e) => {
+            crate::log!(
+                Info,
+                "WARNING: could not open {path} ({e}), using fixed modulus"
+            );
+            std::sync::Arc::from(Vec::new())
+        }
     }
 }
 

@@ -12,8 +12,16 @@
 //! keys draw from the connection's Rng where aws-lc lets them (see `ecdh`
 //! and `mlkem`).
 
+mod dh;
+mod dh_groups;
 mod ecdh;
+pub mod gex;
 mod mlkem;
+mod sntrup;
+
+pub(crate) use dh::{respond as dh_respond, DhClient};
+pub use dh::{DhGroup, MAX_MODULUS_BITS, MIN_MODULUS_BITS};
+pub use gex::DhModulus;
 
 use super::provider::KexMethod;
 use super::{CryptoError, Rng};
@@ -23,6 +31,8 @@ use zeroize::Zeroizing;
 /// Hash function of a key exchange method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HashAlg {
+    /// SHA-1: only the legacy methods a user configures (RFC 4253 8).
+    Sha1,
     /// SHA-256.
     Sha256,
     /// SHA-384.
@@ -49,6 +59,7 @@ impl HashAlg {
 
     fn algorithm(self) -> &'static digest::Algorithm {
         match self {
+            HashAlg::Sha1 => &digest::SHA1_FOR_LEGACY_USE_ONLY,
             HashAlg::Sha256 => &digest::SHA256,
             HashAlg::Sha384 => &digest::SHA384,
             HashAlg::Sha512 => &digest::SHA512,
@@ -56,19 +67,61 @@ impl HashAlg {
     }
 }
 
-/// Methods we offer, in OpenSSH 10's default order restricted to those we implement.
+/// Methods we offer, in OpenSSH 10's default order (OpenSSH 9.2 adds the
+/// sntrup761 hybrid in front of curve25519, and both offer the group
+/// exchange and the RFC 8268 groups after the curves). The SHA-1 methods and
+/// group 1 are implemented but offered only when configured.
 pub const DEFAULT_KEX: &[&str] = &[
     "mlkem768x25519-sha256",
+    "sntrup761x25519-sha512",
+    "sntrup761x25519-sha512@openssh.com",
     "curve25519-sha256",
     "curve25519-sha256@libssh.org",
     "ecdh-sha2-nistp256",
     "ecdh-sha2-nistp384",
     "ecdh-sha2-nistp521",
+    "diffie-hellman-group-exchange-sha256",
+    "diffie-hellman-group16-sha512",
+    "diffie-hellman-group18-sha512",
+    "diffie-hellman-group14-sha256",
+];
+
+/// Implemented but not offered unless configured: SHA-1 and 1024-bit group 1.
+pub const LEGACY_KEX: &[&str] = &[
+    "diffie-hellman-group14-sha1",
+    "diffie-hellman-group-exchange-sha1",
+    "diffie-hellman-group1-sha1",
+];
+
+/// Every method implemented: the defaults, then the legacy ones (what
+/// `ssh -Q kex` lists and a configuration may name).
+pub const ALL_KEX: &[&str] = &[
+    "mlkem768x25519-sha256",
+    "sntrup761x25519-sha512",
+    "sntrup761x25519-sha512@openssh.com",
+    "curve25519-sha256",
+    "curve25519-sha256@libssh.org",
+    "ecdh-sha2-nistp256",
+    "ecdh-sha2-nistp384",
+    "ecdh-sha2-nistp521",
+    "diffie-hellman-group-exchange-sha256",
+    "diffie-hellman-group16-sha512",
+    "diffie-hellman-group18-sha512",
+    "diffie-hellman-group14-sha256",
+    "diffie-hellman-group14-sha1",
+    "diffie-hellman-group-exchange-sha1",
+    "diffie-hellman-group1-sha1",
 ];
 
 /// The aws-lc provider's key exchange methods.
 pub(crate) static METHODS: &[&dyn KexMethod] = &[
     &mlkem::Method,
+    &sntrup::Method {
+        name: "sntrup761x25519-sha512",
+    },
+    &sntrup::Method {
+        name: "sntrup761x25519-sha512@openssh.com",
+    },
     &ecdh::Method {
         name: "curve25519-sha256",
         curve: ecdh::Curve::X25519,
@@ -94,6 +147,39 @@ pub(crate) static METHODS: &[&dyn KexMethod] = &[
         curve: ecdh::Curve::P521,
         hash: HashAlg::Sha512,
     },
+    &dh::GexMethod {
+        name: "diffie-hellman-group-exchange-sha256",
+        hash: HashAlg::Sha256,
+    },
+    &dh::Method {
+        name: "diffie-hellman-group16-sha512",
+        p_hex: dh_groups::GROUP16_P,
+        hash: HashAlg::Sha512,
+    },
+    &dh::Method {
+        name: "diffie-hellman-group18-sha512",
+        p_hex: dh_groups::GROUP18_P,
+        hash: HashAlg::Sha512,
+    },
+    &dh::Method {
+        name: "diffie-hellman-group14-sha256",
+        p_hex: dh_groups::GROUP14_P,
+        hash: HashAlg::Sha256,
+    },
+    &dh::Method {
+        name: "diffie-hellman-group14-sha1",
+        p_hex: dh_groups::GROUP14_P,
+        hash: HashAlg::Sha1,
+    },
+    &dh::GexMethod {
+        name: "diffie-hellman-group-exchange-sha1",
+        hash: HashAlg::Sha1,
+    },
+    &dh::Method {
+        name: "diffie-hellman-group1-sha1",
+        p_hex: dh_groups::GROUP2_P,
+        hash: HashAlg::Sha1,
+    },
 ];
 
 fn method(name: &str) -> Option<&'static dyn KexMethod> {
@@ -106,7 +192,7 @@ pub fn kex_hash(name: &str) -> Option<HashAlg> {
 }
 
 /// The shared secret K, already encoded as it enters the exchange hash and
-/// key derivation: `mpint` for ECDH and curve25519, `string` for the ML-KEM hybrid.
+/// key derivation: `mpint` for DH, ECDH and curve25519, `string` for the hybrids.
 pub struct SharedSecret(zeroize::Zeroizing<Vec<u8>>);
 
 impl SharedSecret {
@@ -213,8 +299,12 @@ mod tests {
 
     #[test]
     fn every_method_agrees() {
-        for name in DEFAULT_KEX {
+        for name in DEFAULT_KEX.iter().chain(LEGACY_KEX) {
             assert!(kex_hash(name).is_some(), "{name}");
+            if method(name).unwrap().group_exchange() {
+                assert!(client_start(name, &mut SystemRng).is_err());
+                continue;
+            }
             let client = client_start(name, &mut SystemRng).unwrap();
             let q_c = client.client_public().to_vec();
             let (q_s, k_server) = server_respond(name, &q_c, &mut SystemRng).unwrap();
@@ -223,10 +313,11 @@ mod tests {
             let body_len = u32::from_be_bytes(k_client.encoded()[..4].try_into().unwrap()) as usize;
             assert_eq!(body_len + 4, k_client.encoded().len());
         }
-        assert!(kex_hash("diffie-hellman-group1-sha1").is_none());
-        assert!(client_start("diffie-hellman-group1-sha1", &mut SystemRng).is_err());
+        assert!(kex_hash("diffie-hellman-group15-sha512").is_none());
+        assert!(client_start("diffie-hellman-group15-sha512", &mut SystemRng).is_err());
         assert!(server_respond("nope", &[4; 65], &mut SystemRng).is_err());
-        assert_eq!(METHODS.len(), DEFAULT_KEX.len());
+        assert_eq!(METHODS.len(), DEFAULT_KEX.len() + LEGACY_KEX.len());
+        assert_eq!(ALL_KEX, [DEFAULT_KEX, LEGACY_KEX].concat());
     }
 
     #[test]

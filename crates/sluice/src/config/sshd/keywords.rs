@@ -488,7 +488,7 @@ impl ServerConfig {
                 self.kex = algorithms::resolve(
                     &first,
                     super::SERVER_DEFAULT_KEX,
-                    kex::DEFAULT_KEX,
+                    kex::ALL_KEX,
                     "KexAlgorithms",
                 )
                 .map_err(|e| l.err(&e))?

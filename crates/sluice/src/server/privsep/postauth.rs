@@ -29,8 +29,10 @@ use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::handover::TransportState;
 use sluice_proto::{Connection, ServerConfig};
+use std::ffi::OsString;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -56,7 +58,7 @@ pub struct Start<'a> {
     /// The checked handover.
     pub handover: Handover,
     /// PAM's environment for the user's sessions (UsePAM).
-    pub pam_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    pub pam_env: Vec<(OsString, OsString)>,
 }
 
 /// Monitor side: starts the post-auth process and serves it; returns its
@@ -154,7 +156,7 @@ fn serve_postauth(
     accepted: &Accepted,
     cfg: &Sshd,
     handover: Handover,
-    pam_env: &[(std::ffi::OsString, std::ffi::OsString)],
+    pam_env: &[(OsString, OsString)],
     logins: &mut Logins,
 ) -> Result<(), String> {
     let send = |m: &Msg| wire::send(fd, m).map_err(|e| e.to_string());
@@ -169,10 +171,7 @@ fn serve_postauth(
         },
         pam_env: pam_env
             .iter()
-            .map(|(k, v)| {
-                use std::os::unix::ffi::OsStrExt;
-                [k.as_bytes(), b"=", v.as_bytes()].concat()
-            })
+            .map(|(k, v)| (k.clone().into_vec(), v.clone().into_vec()))
             .collect(),
     })?;
     send(&Msg::State(handover.state))?;
@@ -418,7 +417,7 @@ type Received = (
     zeroize::Zeroizing<Vec<u8>>,
     Vec<u8>,
     String,
-    Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    Vec<(OsString, OsString)>,
 );
 
 fn receive(link: &Link) -> Result<Received, String> {
@@ -450,15 +449,7 @@ fn receive(link: &Link) -> Result<Received, String> {
     }
     let pam_env = pam_env
         .into_iter()
-        .filter_map(|e| {
-            use std::os::unix::ffi::OsStringExt;
-            let eq = e.iter().position(|&b| b == b'=')?;
-            let (k, v) = (e[..eq].to_vec(), e[eq + 1..].to_vec());
-            Some((
-                std::ffi::OsString::from_vec(k),
-                std::ffi::OsString::from_vec(v),
-            ))
-        })
+        .map(|(k, v)| (OsString::from_vec(k), OsString::from_vec(v)))
         .collect();
     Ok((
         user,

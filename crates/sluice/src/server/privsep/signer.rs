@@ -163,9 +163,9 @@ impl KeyHolder {
         if !key.sig_algs().contains(&alg) {
             return Err(SignRefusal::WrongAlgorithm);
         }
-        // SHA-256, SHA-384, SHA-512 outputs: what every KEX method's
-        // exchange hash is.
-        if ![32, 48, 64].contains(&data.len()) {
+        // SHA-1 (the legacy DH methods a configuration names), SHA-256,
+        // SHA-384, SHA-512 outputs: what every KEX method's exchange hash is.
+        if ![20, 32, 48, 64].contains(&data.len()) {
             return Err(SignRefusal::NotAHash);
         }
         let sig = key.sign(alg, data).map_err(|_| SignRefusal::Failed)?;
@@ -225,7 +225,7 @@ mod tests {
             h.sign(0, "rsa-sha2-256", &[0; 32]),
             Err(SignRefusal::WrongAlgorithm)
         );
-        for n in [0, 20, 31, 33, 100] {
+        for n in [0, 19, 31, 33, 100] {
             assert_eq!(
                 h.sign(0, "ssh-ed25519", &vec![0; n]),
                 Err(SignRefusal::NotAHash)

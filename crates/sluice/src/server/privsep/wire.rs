@@ -147,8 +147,8 @@ pub enum Msg {
         host_keys: Vec<Vec<u8>>,
         /// ExposeAuthInfo's text (server/auth_info.rs), empty if none.
         auth_info: String,
-        /// PAM's environment for sessions, `NAME=value` each (UsePAM).
-        pam_env: Vec<Vec<u8>>,
+        /// PAM's environment for sessions, (name, value) each (UsePAM).
+        pam_env: Vec<(Vec<u8>, Vec<u8>)>,
     },
     /// Post-auth process -> M: RemoteRcvBuf / RemoteSndBuf.
     SockBuf {
@@ -387,8 +387,8 @@ impl Msg {
                 }
                 w.bytes(auth_info.as_bytes());
                 w.u32(pam_env.len() as u32);
-                for e in pam_env {
-                    w.bytes(e);
+                for (k, v) in pam_env {
+                    w.bytes(k).bytes(v);
                 }
             }
             Msg::SockBuf { rcvbuf, sndbuf } => {
@@ -528,7 +528,9 @@ impl Msg {
                 }
                 let mut pam_env = Vec::with_capacity(n);
                 for _ in 0..n {
-                    pam_env.push(r.bytes(crate::server::session_env::MAX_ENV_ENTRY)?.to_vec());
+                    let k = r.bytes(crate::server::session_env::MAX_ENV_ENTRY)?.to_vec();
+                    let v = r.bytes(crate::server::session_env::MAX_ENV_ENTRY)?.to_vec();
+                    pam_env.push((k, v));
                 }
                 Msg::Start {
                     user,
