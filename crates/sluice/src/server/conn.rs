@@ -27,6 +27,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 mod hostkeys;
+pub mod joined;
 pub(crate) mod publickey;
 mod requests;
 mod stripe;
@@ -92,6 +93,8 @@ pub struct ServerConn {
     /// The host keys' public blobs, in the monitor's order: announced
     /// after authentication, proved on request (server/conn/hostkeys.rs).
     host_keys: Vec<Vec<u8>>,
+    /// A striped session's joined connections arrive here (conn/joined.rs).
+    joins: Option<Box<dyn joined::JoinSource>>,
 }
 
 /// What the user's process asks the privsep monitor for (privsep/postauth.rs).
@@ -198,6 +201,7 @@ impl ServerConn {
             pam_env: Vec::new(),
             auth_info_file: None,
             host_keys: Vec::new(),
+            joins: None,
             grace,
             base: cfg.clone(),
             match_user: None,
@@ -565,6 +569,7 @@ impl Handler for ServerConn {
             self.user = Some(info);
         }
         self.agent.tick(conn, fds);
+        self.poll_joins();
         self.fwd
             .tick(conn, fds, self.cfg.max_forward_channels as usize)?;
         for (id, s) in self.sessions.iter_mut() {
@@ -609,6 +614,7 @@ impl Handler for ServerConn {
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
         self.agent.watch_fds(out);
         self.fwd.watch_fds(out);
+        self.watch_joins(out);
     }
 
     fn tick_interval(&self) -> Option<Duration> {

@@ -399,6 +399,17 @@ impl ServerConfig {
         Ok((cfg, warnings))
     }
 
+    /// Whether some connection may be allowed striping: MaxStreams above 1
+    /// here, or set by a Match block (whose value holds for the connections
+    /// it matches).
+    pub fn striping_possible(&self) -> bool {
+        self.max_streams > 1
+            || self
+                .lines
+                .iter()
+                .any(|l| !l.conds.is_empty() && keywords::canonical(&l.kw) == "maxstreams")
+    }
+
     /// The configuration for one connection: global lines and the Match
     /// blocks whose criteria hold, first value winning in file order.
     pub fn for_connection(&self, ctx: &MatchContext) -> ServerConfig {

@@ -8,6 +8,7 @@
 use super::stripe_join::JoinService;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use sluice_proto::stripe::token::{Admission, JOIN_SECRET_LEN};
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use zeroize::Zeroizing;
@@ -24,6 +25,9 @@ pub struct GrantKeeper {
     admission: Option<Arc<Mutex<Admission>>>,
     /// Answers secondaries' monitors until the session ends.
     service: Option<JoinService>,
+    /// Where admitted connections go: the user's process's join socket
+    /// (taken by the service once a grant is issued).
+    to_user: Option<OwnedFd>,
     /// A grant was asked for already (granted or not): later requests on
     /// the same connection are declined, as PROTOCOL.md says.
     asked: bool,
@@ -31,12 +35,14 @@ pub struct GrantKeeper {
 
 impl GrantKeeper {
     /// A keeper whose join socket will live in `dir` (normally
-    /// [`super::stripe_join::STRIPE_DIR`]).
-    pub fn new(dir: impl Into<PathBuf>) -> GrantKeeper {
+    /// [`super::stripe_join::STRIPE_DIR`]), passing joined connections to
+    /// the user's process on `to_user` (none: every grant is declined).
+    pub fn new(dir: impl Into<PathBuf>, to_user: Option<OwnedFd>) -> GrantKeeper {
         GrantKeeper {
             dir: dir.into(),
             admission: None,
             service: None,
+            to_user,
             asked: false,
         }
     }
@@ -67,6 +73,13 @@ impl GrantKeeper {
             );
             return None;
         }
+        let Some(to_user) = self.to_user.take() else {
+            crate::log!(
+                Error,
+                "monitor: striping declined: no way to pass joined connections on"
+            );
+            return None;
+        };
         let rng = SystemRandom::new();
         let mut session_ref = vec![0u8; REF_LEN];
         let mut secret = Zeroizing::new([0u8; JOIN_SECRET_LEN]);
@@ -84,7 +97,7 @@ impl GrantKeeper {
         )?;
         let admission = Arc::new(Mutex::new(admission));
         // No socket, no joins: decline rather than grant what cannot work.
-        let service = match JoinService::start(&self.dir, admission.clone()) {
+        let service = match JoinService::start(&self.dir, admission.clone(), to_user) {
             Ok(s) => s,
             Err(why) => {
                 crate::log!(Error, "monitor: striping declined: join socket: {why}");
@@ -120,7 +133,7 @@ mod tests {
         }
         let base = std::env::temp_dir().join(format!("sluice-grant-{}", std::process::id()));
         let dir = base.join("stripe");
-        let keeper = || GrantKeeper::new(&dir);
+        let keeper = || GrantKeeper::new(&dir, Some(super::super::wire::socketpair().unwrap().0));
         let mut k = keeper();
         let g = k.grant(20, 8, &[1; 32], "bob").expect("granted");
         let g = StripeGrant::decode(&g).unwrap();

@@ -8,6 +8,7 @@
 //! error (MSG_TRUNC tells). The monitor decodes what its children send as
 //! hostile input: any [`WireError`] ends the connection.
 
+use sluice_proto::stripe::codec::JoinRequest;
 use zeroize::Zeroizing;
 
 pub use super::datagram::{recv, recv_fds, send, send_fds, socketpair};
@@ -62,6 +63,9 @@ pub enum Method {
         /// `string alg || string sig`, when signed.
         signature: Option<Vec<u8>>,
     },
+    /// `stripe-join-v00@sluice.dev` (PROTOCOL.md "Channel striping"): a
+    /// secondary connection's proof of membership of a striped session.
+    StripeJoin(JoinRequest),
 }
 
 /// One monitor message.
@@ -174,6 +178,23 @@ pub enum Msg {
     /// M -> post-auth process: the grant's REQUEST_SUCCESS data
     /// (`StripeGrant::encode`), or none (declined).
     StripeGranted(Option<Zeroizing<Vec<u8>>>),
+    /// A secondary's monitor -> the primary's monitor, on the join socket
+    /// (stripe_join.rs): admit this join request, made on the connection
+    /// whose session identifier is `session_id`, for `user`. Answered
+    /// with `JoinAdmitted` or `Reject`; after `JoinAdmitted` the
+    /// connection follows as a handover (`State` carrying the socket,
+    /// `Input`, `End`), confirmed with `Accept`.
+    JoinAsk {
+        /// The secondary's session identifier, as its monitor fixed it.
+        session_id: Vec<u8>,
+        /// The user name the secondary sent.
+        user: String,
+        /// The join request's fields.
+        request: JoinRequest,
+    },
+    /// The primary's monitor -> a secondary's monitor: the join number
+    /// admitted.
+    JoinAdmitted(u32),
 }
 
 mod code {
@@ -198,6 +219,8 @@ mod code {
     pub(super) const PARTIAL: u8 = 19;
     pub(super) const STRIPE_GRANT: u8 = 20;
     pub(super) const STRIPE_GRANTED: u8 = 21;
+    pub(super) const JOIN_ASK: u8 = 22;
+    pub(super) const JOIN_ADMITTED: u8 = 23;
 }
 
 /// Field writer.
@@ -314,6 +337,7 @@ impl Msg {
                             None => w.u8(0),
                         }
                     }
+                    Method::StripeJoin(req) => w.u8(4).bytes(&req.encode()),
                 };
             }
             Msg::InfoResponse(answers) => {
@@ -417,6 +441,19 @@ impl Msg {
             Msg::PtyGranted => {
                 w.u8(code::PTY_GRANTED);
             }
+            Msg::JoinAsk {
+                session_id,
+                user,
+                request,
+            } => {
+                w.u8(code::JOIN_ASK)
+                    .bytes(session_id)
+                    .bytes(user.as_bytes())
+                    .bytes(&request.encode());
+            }
+            Msg::JoinAdmitted(n) => {
+                w.u8(code::JOIN_ADMITTED).u32(*n);
+            }
         }
         Zeroizing::new(w.0)
     }
@@ -454,6 +491,7 @@ impl Msg {
                             None
                         },
                     },
+                    4 => Method::StripeJoin(join_request(&mut r)?),
                     _ => return Err(WireError::Malformed("unknown method")),
                 };
                 Msg::Auth { user, method }
@@ -558,11 +596,24 @@ impl Msg {
             } else {
                 None
             }),
+            code::JOIN_ASK => Msg::JoinAsk {
+                // An exchange hash: at most SHA-512's 64 bytes.
+                session_id: r.bytes(64)?.to_vec(),
+                user: r.string(MAX_NAME)?,
+                request: join_request(&mut r)?,
+            },
+            code::JOIN_ADMITTED => Msg::JoinAdmitted(r.u32()?),
             _ => return Err(WireError::Malformed("unknown message type")),
         };
         r.finish()?;
         Ok(m)
     }
+}
+
+/// A join request's fields, strictly (a reference of at most 64 bytes, a
+/// number, a 32-byte proof: well under 256 bytes).
+fn join_request(r: &mut R<'_>) -> Result<JoinRequest, WireError> {
+    JoinRequest::decode(r.bytes(256)?).map_err(|_| WireError::Malformed("bad join request"))
 }
 
 #[cfg(test)]
@@ -601,6 +652,24 @@ mod tests {
             Msg::StripeGrant { wanted: 3 },
             Msg::StripeGranted(Some(Zeroizing::new(vec![5; 80]))),
             Msg::StripeGranted(None),
+            Msg::Auth {
+                user: "bob".into(),
+                method: Method::StripeJoin(JoinRequest {
+                    session_ref: vec![4; 32],
+                    join_number: 2,
+                    proof: [5; 32],
+                }),
+            },
+            Msg::JoinAsk {
+                session_id: vec![6; 32],
+                user: "bob".into(),
+                request: JoinRequest {
+                    session_ref: vec![4; 16],
+                    join_number: 1,
+                    proof: [5; 32],
+                },
+            },
+            Msg::JoinAdmitted(3),
         ];
         for m in msgs {
             let b = m.encode();

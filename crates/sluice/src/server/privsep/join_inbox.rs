@@ -1,0 +1,60 @@
+//! In the primary's user process U: joined striping connections as its
+//! monitor passes them on (stripe_join.rs), each imported into an engine
+//! of its own for the striping runtime (server/conn/joined.rs).
+//!
+//! The monitor checked the secondary's handover against the session id
+//! and user its own pre-auth monitor fixed; here the state is decoded
+//! strictly again and must name this process's user.
+
+use crate::server::conn::joined::{JoinSource, JoinedConn};
+use sluice_proto::crypto::SystemRng;
+use sluice_proto::handover::TransportState;
+use sluice_proto::{Connection, ServerConfig};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Instant;
+
+/// The user process's end of the monitor's join socket.
+pub struct JoinInbox {
+    fd: OwnedFd,
+    /// The engine configuration a secondary is imported with (host keys
+    /// proxied to the monitor, for its re-keys).
+    cfg: ServerConfig,
+    /// This process's user.
+    user: String,
+}
+
+impl JoinInbox {
+    /// Joined connections for `user`'s session arrive on `fd`.
+    pub fn new(fd: OwnedFd, cfg: ServerConfig, user: String) -> JoinInbox {
+        JoinInbox { fd, cfg, user }
+    }
+}
+
+impl JoinSource for JoinInbox {
+    fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    fn receive(&mut self) -> Result<Option<JoinedConn>, String> {
+        let Some((state, input, sock)) = super::stripe_join::receive(&self.fd)? else {
+            return Ok(None);
+        };
+        let state = TransportState::decode(&state)
+            .map_err(|e| format!("a joined connection's state: {e}"))?;
+        // The engine kept the name as the secondary sent it.
+        let sent = state
+            .user()
+            .filter(|u| crate::server::auth::without_style((*u).to_owned()) == self.user)
+            .ok_or("a joined connection names another user")?
+            .to_owned();
+        let conn = Connection::import_server(
+            self.cfg.clone(),
+            Box::new(SystemRng),
+            state,
+            &sent,
+            Instant::now(),
+        )
+        .map_err(|e| format!("importing a joined connection: {e}"))?;
+        Ok(Some(JoinedConn { conn, sock, input }))
+    }
+}
