@@ -21,12 +21,20 @@ pub struct JoinInbox {
     cfg: ServerConfig,
     /// This process's user.
     user: String,
+    /// TCPKeepAlive, for each secondary's socket as for the primary's.
+    keepalive: bool,
 }
 
 impl JoinInbox {
-    /// Joined connections for `user`'s session arrive on `fd`.
-    pub fn new(fd: OwnedFd, cfg: ServerConfig, user: String) -> JoinInbox {
-        JoinInbox { fd, cfg, user }
+    /// Joined connections for `user`'s session arrive on `fd`; their
+    /// sockets get SO_KEEPALIVE when `keepalive` (TCPKeepAlive).
+    pub fn new(fd: OwnedFd, cfg: ServerConfig, user: String, keepalive: bool) -> JoinInbox {
+        JoinInbox {
+            fd,
+            cfg,
+            user,
+            keepalive,
+        }
     }
 }
 
@@ -55,6 +63,18 @@ impl JoinSource for JoinInbox {
             Instant::now(),
         )
         .map_err(|e| format!("importing a joined connection: {e}"))?;
+        let on = libc::c_int::from(self.keepalive);
+        // SAFETY: SO_KEEPALIVE from an int of the given length on our own
+        // socket; a failure changes nothing.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_KEEPALIVE,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
         Ok(Some(JoinedConn { conn, sock, input }))
     }
 }

@@ -398,8 +398,10 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         .filter(|u| crate::server::auth::without_style((*u).to_owned()) == user)
         .unwrap_or(&user)
         .to_owned();
-    let joins = join_fd_from_env()
-        .map(|fd| super::join_inbox::JoinInbox::new(fd, server_cfg.clone(), user.clone()));
+    let keepalive = matched.tcp_keep_alive;
+    let joins = join_fd_from_env().map(|fd| {
+        super::join_inbox::JoinInbox::new(fd, server_cfg.clone(), user.clone(), keepalive)
+    });
     let mut conn = match Connection::import_server(
         server_cfg,
         Box::new(SystemRng),

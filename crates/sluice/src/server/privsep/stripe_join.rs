@@ -4,19 +4,18 @@
 //! in a root-only directory, named after a hash of the session reference;
 //! a secondary connection's monitor M' connects there with what its own
 //! pre-auth child saw (its session identifier, the user name, the join
-//! request) and gets the join number admitted or a refusal. Once admitted,
-//! M' hands the secondary's transport state, unread input and TCP socket
-//! (SCM_RIGHTS) over the same connection; M passes them on to the
-//! primary's user process U on a socketpair of their own (postauth.rs),
-//! and confirms.
+//! request) and gets the join number admitted or a refusal with its
+//! reason (for the secondary's log; the client sees only
+//! USERAUTH_FAILURE). Once admitted, M' hands the secondary's transport
+//! state, unread input and TCP socket (SCM_RIGHTS) over the same
+//! connection; M passes them on to the primary's user process U on a
+//! socketpair of their own (postauth.rs), and confirms.
 //!
 //! Only root reaches the socket: the directory is 0700 root (checked, not
 //! trusted: a directory someone else owns or may write is refused) and
 //! every accepted peer's SO_PEERCRED uid must be 0. The socket is
 //! SOCK_SEQPACKET and speaks the monitor protocol (wire.rs), decoded
-//! strictly; one join per connection, each message within a time limit;
-//! whatever is wrong, the asker gets a plain refusal and the primary's log
-//! says why.
+//! strictly; one join per connection, each message within a time limit.
 
 use super::wire::{self, Msg, WireError, INPUT_CHUNK};
 use aws_lc_rs::digest;
@@ -238,7 +237,7 @@ fn answer(conn: &OwnedFd, admission: &Mutex<Admission>, to_user: &OwnedFd) -> Re
     let (n, user) = match verdict {
         Ok(v) => v,
         Err(why) => {
-            let _ = wire::send(conn, &Msg::Reject);
+            let _ = wire::send(conn, &Msg::JoinRefused(why.clone()));
             return Err(why);
         }
     };
@@ -294,7 +293,9 @@ pub struct Joining {
 
 /// The asking side, in a secondary's monitor: the join admitted for a
 /// secondary whose session identifier is `session_id`, or why not (for
-/// the secondary's log; its client sees USERAUTH_FAILURE either way).
+/// the secondary's log; its client sees USERAUTH_FAILURE either way, and
+/// the reason is a fixed phrase of the primary's monitor, never text of
+/// the client's).
 pub fn ask(
     dir: &Path,
     session_id: &[u8],
@@ -322,7 +323,7 @@ pub fn ask(
     wire::send(&s, &m).map_err(|e| format!("asking the session's monitor: {e}"))?;
     match wire::recv(&s, IO_TIMEOUT_MS) {
         Ok(Some(Msg::JoinAdmitted(number))) => Ok(Joining { s, number }),
-        Ok(Some(Msg::Reject)) => Err("refused by the session's monitor (see its log)".into()),
+        Ok(Some(Msg::JoinRefused(why))) => Err(why),
         Ok(None) => Err("the session's monitor did not answer".into()),
         Ok(Some(_)) => Err("unexpected answer from the session's monitor".into()),
         Err(e) => Err(format!("the session's monitor: {e}")),
@@ -435,6 +436,11 @@ mod tests {
         assert_eq!(
             number(ask(&dir, &[4; 32], "bob", &stray)),
             Err("no such session".into())
+        );
+        // The reason reaches the asker's log.
+        assert_eq!(
+            number(ask(&dir, &[1; 32], "bob", &req)),
+            Err("join number already used".into())
         );
         drop(service);
         assert!(!socket_path(&dir, &[3; 32]).exists(), "socket removed");

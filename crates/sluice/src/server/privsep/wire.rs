@@ -195,6 +195,10 @@ pub enum Msg {
     /// The primary's monitor -> a secondary's monitor: the join number
     /// admitted.
     JoinAdmitted(u32),
+    /// The primary's monitor -> a secondary's monitor: why the join was
+    /// refused, for the secondary's log (its client sees only
+    /// USERAUTH_FAILURE).
+    JoinRefused(String),
 }
 
 mod code {
@@ -221,6 +225,7 @@ mod code {
     pub(super) const STRIPE_GRANTED: u8 = 21;
     pub(super) const JOIN_ASK: u8 = 22;
     pub(super) const JOIN_ADMITTED: u8 = 23;
+    pub(super) const JOIN_REFUSED: u8 = 24;
 }
 
 /// Field writer.
@@ -454,6 +459,9 @@ impl Msg {
             Msg::JoinAdmitted(n) => {
                 w.u8(code::JOIN_ADMITTED).u32(*n);
             }
+            Msg::JoinRefused(why) => {
+                w.u8(code::JOIN_REFUSED).bytes(why.as_bytes());
+            }
         }
         Zeroizing::new(w.0)
     }
@@ -603,6 +611,7 @@ impl Msg {
                 request: join_request(&mut r)?,
             },
             code::JOIN_ADMITTED => Msg::JoinAdmitted(r.u32()?),
+            code::JOIN_REFUSED => Msg::JoinRefused(r.string(MAX_NAME)?),
             _ => return Err(WireError::Malformed("unknown message type")),
         };
         r.finish()?;
@@ -670,6 +679,7 @@ mod tests {
                 },
             },
             Msg::JoinAdmitted(3),
+            Msg::JoinRefused("join number already used".into()),
         ];
         for m in msgs {
             let b = m.encode();
