@@ -350,3 +350,41 @@ fn max_streams_one_refuses_joins() {
     let sec = join(striping.port, &me, &mut joiner, &host_a);
     assert!(sec.is_some(), "{}", striping.log_text());
 }
+
+#[test]
+fn failed_joins_count_for_max_auth_tries() {
+    let s = Setup::new("stripe-join-tries");
+    let me = user();
+    let server = s.start(false, "MaxAuthTries 2");
+    let (mut a, grant, sid, host) = primary(&s, server.port, 3);
+    let grant = grant.expect("granted");
+    // Two forged joins on one connection: the second failure ends it.
+    let mut fake = Joiner::new(&forged(&grant), &sid);
+    let mut p = Peer::connect(server.port);
+    let mut failures = 0;
+    let r = p.until("the connection's end", |conn, e| {
+        match e {
+            Event::HostKey { key_blob, .. } => {
+                assert_eq!(key_blob, host);
+                conn.accept_host_key();
+            }
+            Event::AuthReady => {
+                conn.auth_stripe_join(&me, &mut fake).unwrap();
+            }
+            Event::AuthFailure { .. } => {
+                failures += 1;
+                conn.auth_stripe_join(&me, &mut fake).unwrap();
+            }
+            Event::Authenticated { .. } => panic!("a forged join was admitted"),
+            _ => {}
+        }
+        None::<()>
+    });
+    assert!(r.is_none());
+    assert!(failures <= 1, "{failures} failures answered before the end");
+    wait_log(&server, "Too many authentication failures");
+    // The session is unharmed and its key still joins.
+    let mut joiner = Joiner::new(&grant, &sid);
+    assert!(join(server.port, &me, &mut joiner, &host).is_some());
+    alive(&mut a);
+}
