@@ -231,6 +231,14 @@ fn joins_admitted_once_with_the_key_for_the_session_user() {
         _ => None,
     });
     assert_eq!(r, Some(false), "no grant on a secondary");
+    // A re-key on the secondary: the user's process has the monitor sign
+    // the new exchange hash with the host key, as for the primary.
+    sec.conn.rekey();
+    let r = sec.until("the re-key", |_, e| match e {
+        Event::KexDone { initial: false, .. } => Some(()),
+        _ => None,
+    });
+    assert!(r.is_some(), "the secondary ended in its re-key");
 
     // The same number again, with a proof made right for the new
     // connection: used already.

@@ -44,25 +44,43 @@ impl JoinSource for JoinInbox {
     }
 
     fn receive(&mut self) -> Result<Option<JoinedConn>, String> {
-        let Some((state, input, sock)) = super::stripe_join::receive(&self.fd)? else {
-            return Ok(None);
-        };
-        let state = TransportState::decode(&state)
-            .map_err(|e| format!("a joined connection's state: {e}"))?;
+        // One connection that cannot be imported is dropped (its client
+        // sees it close) and the next is looked at; only a broken socket
+        // to the monitor is an error.
+        while let Some((state, input, sock)) = super::stripe_join::receive(&self.fd)? {
+            match self.import(&state) {
+                Ok(conn) => {
+                    self.keepalive(&sock);
+                    return Ok(Some(JoinedConn { conn, sock, input }));
+                }
+                Err(e) => crate::log!(Error, "striping: dropped a joined connection: {e}"),
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl JoinInbox {
+    fn import(&self, state: &[u8]) -> Result<Connection, String> {
+        let state = TransportState::decode(state).map_err(|e| format!("its state: {e}"))?;
         // The engine kept the name as the secondary sent it.
         let sent = state
             .user()
             .filter(|u| crate::server::auth::without_style((*u).to_owned()) == self.user)
-            .ok_or("a joined connection names another user")?
+            .ok_or("it names another user")?
             .to_owned();
-        let conn = Connection::import_server(
+        Connection::import_server(
             self.cfg.clone(),
             Box::new(SystemRng),
             state,
             &sent,
             Instant::now(),
         )
-        .map_err(|e| format!("importing a joined connection: {e}"))?;
+        .map_err(|e| format!("importing it: {e}"))
+    }
+
+    /// TCPKeepAlive on a secondary's socket, as on the primary's.
+    fn keepalive(&self, sock: &OwnedFd) {
         let on = libc::c_int::from(self.keepalive);
         // SAFETY: SO_KEEPALIVE from an int of the given length on our own
         // socket; a failure changes nothing.
@@ -75,6 +93,5 @@ impl JoinSource for JoinInbox {
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             );
         }
-        Ok(Some(JoinedConn { conn, sock, input }))
     }
 }
