@@ -396,3 +396,32 @@ fn failed_joins_count_for_max_auth_tries() {
     assert!(join(server.port, &me, &mut joiner, &host).is_some());
     alive(&mut a);
 }
+
+#[test]
+fn secondaries_join_at_once() {
+    let s = Setup::new("stripe-join-many");
+    let me = user();
+    let server = s.start(false, "");
+    let port = server.port;
+    let (mut a, grant, sid, host) = primary(&s, port, 7);
+    let grant = grant.expect("granted");
+    // Seven secondaries connect and join at the same time, each with its
+    // own number, as a client opening its connections in parallel does.
+    let joins: Vec<_> = (1..=grant.allowed)
+        .map(|n| {
+            let (grant, sid, host, me) = (grant.clone(), sid.clone(), host.clone(), me.clone());
+            std::thread::spawn(move || {
+                let mut joiner = Joiner::new(&grant, &sid);
+                for _ in 1..n {
+                    joiner.join(&[0; 32], &me); // numbers the others use
+                }
+                let mut p = join(port, &me, &mut joiner, &host)?;
+                alive(&mut p);
+                Some(p)
+            })
+        })
+        .collect();
+    let peers: Vec<_> = joins.into_iter().map(|j| j.join().unwrap()).collect();
+    assert!(peers.iter().all(Option::is_some), "{}", server.log_text());
+    alive(&mut a);
+}
