@@ -27,6 +27,7 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ("channelwindow", "sluiced's own keyword"),
     ("channelwindowmax", "sluiced's own keyword"),
     ("maxforwardchannels", "sluiced's own keyword"),
+    ("maxstreams", "sluiced's own keyword"),
     (
         "noneenabled",
         "sluiced's own keyword (HPN-SSH's NONE cipher)",

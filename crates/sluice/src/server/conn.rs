@@ -27,8 +27,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 mod hostkeys;
+pub mod joined;
 pub(crate) mod publickey;
 mod requests;
+mod stripe;
 
 /// RFC 4254 5.1 reason codes.
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
@@ -91,6 +93,8 @@ pub struct ServerConn {
     /// The host keys' public blobs, in the monitor's order: announced
     /// after authentication, proved on request (server/conn/hostkeys.rs).
     host_keys: Vec<Vec<u8>>,
+    /// A striped session's joined connections arrive here (conn/joined.rs).
+    joins: Option<Box<dyn joined::JoinSource>>,
 }
 
 /// What the user's process asks the privsep monitor for (privsep/postauth.rs).
@@ -101,6 +105,9 @@ pub trait MonitorRequests {
     fn pty(&mut self) -> Result<crate::server::pty::PtyPair, String>;
     /// Host key `index`'s `hostkeys-prove-00@openssh.com` signature.
     fn prove_host_key(&mut self, index: u32, alg: &str) -> Result<Vec<u8>, String>;
+    /// A striping grant for `wanted` secondaries: the REQUEST_SUCCESS
+    /// data, or none (declined).
+    fn stripe_grant(&mut self, wanted: u32) -> Option<zeroize::Zeroizing<Vec<u8>>>;
 }
 
 impl ServerConn {
@@ -194,6 +201,7 @@ impl ServerConn {
             pam_env: Vec::new(),
             auth_info_file: None,
             host_keys: Vec::new(),
+            joins: None,
             grace,
             base: cfg.clone(),
             match_user: None,
@@ -491,6 +499,10 @@ impl Handler for ServerConn {
                     }
                     return Ok(());
                 }
+                if name == sluice_proto::stripe::STRIPE_REQUEST {
+                    self.stripe_grant(conn, &data, want_reply);
+                    return Ok(());
+                }
                 let ctx = crate::server::forward::Ctx {
                     cfg: &self.cfg,
                     user: self.user.as_ref(),
@@ -557,6 +569,7 @@ impl Handler for ServerConn {
             self.user = Some(info);
         }
         self.agent.tick(conn, fds);
+        self.poll_joins();
         self.fwd
             .tick(conn, fds, self.cfg.max_forward_channels as usize)?;
         for (id, s) in self.sessions.iter_mut() {
@@ -601,6 +614,7 @@ impl Handler for ServerConn {
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
         self.agent.watch_fds(out);
         self.fwd.watch_fds(out);
+        self.watch_joins(out);
     }
 
     fn tick_interval(&self) -> Option<Duration> {

@@ -52,6 +52,7 @@ const MATCH_ALLOWED: &[&str] = &[
     "loglevel",
     "maxauthtries",
     "maxsessions",
+    "maxstreams",
     "passwordauthentication",
     "permitemptypasswords",
     "permitlisten",
@@ -290,6 +291,7 @@ const OWN: &[&str] = &[
     "channelwindowmax",
     "remotebufmax",
     "maxforwardchannels",
+    "maxstreams",
     "noneenabled",
     "nonemacenabled",
     "usepam",
@@ -531,6 +533,13 @@ impl ServerConfig {
             "tcpsndbuf" => self.tcp_sndbuf = size()?,
             "remotebufmax" => self.remote_buf_max = size()?,
             "maxforwardchannels" => self.max_forward_channels = num()?,
+            // 1 = never grant striping; 0 would mean no connection at all.
+            "maxstreams" => {
+                self.max_streams = num()?;
+                if self.max_streams == 0 {
+                    return Err(l.err("MaxStreams must be at least 1."));
+                }
+            }
             "channelwindow" | "channelwindowmax" => {
                 let (name, slot) = if kw == "channelwindow" {
                     ("ChannelWindow", &mut self.channel_window)

@@ -157,6 +157,10 @@ pub struct ServerConfig {
     /// Ours: MaxForwardChannels, forwarding channels open at once on one
     /// connection (MaxSessions' counterpart for port forwarding).
     pub max_forward_channels: u32,
+    /// Ours: MaxStreams, the connections one session may stripe a channel
+    /// over, the primary included (PROTOCOL.md, "Channel striping"; 1
+    /// declines every `stripe-v00@sluice.dev` grant).
+    pub max_streams: u32,
     /// NoneEnabled.
     pub none_enabled: bool,
     /// NoneMacEnabled.
@@ -290,6 +294,7 @@ impl Default for ServerConfig {
             channel_window: sluice_proto::Config::default().window,
             channel_window_max: sluice_proto::Config::default().window_max,
             max_forward_channels: 256,
+            max_streams: 8,
             none_enabled: false,
             none_mac_enabled: false,
             use_pam: false,
@@ -392,6 +397,17 @@ impl ServerConfig {
             );
         }
         Ok((cfg, warnings))
+    }
+
+    /// Whether some connection may be allowed striping: MaxStreams above 1
+    /// here, or set by a Match block (whose value holds for the connections
+    /// it matches).
+    pub fn striping_possible(&self) -> bool {
+        self.max_streams > 1
+            || self
+                .lines
+                .iter()
+                .any(|l| !l.conds.is_empty() && keywords::canonical(&l.kw) == "maxstreams")
     }
 
     /// The configuration for one connection: global lines and the Match

@@ -9,6 +9,7 @@
 //! id the monitor fixed itself, all end the connection ([`Violation`]).
 
 use super::signer::KeyHolder;
+use super::stripe_join::{self, Joining};
 use super::wire::{Method, Msg};
 use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
 use crate::keys::authorized_keys::KeyOptions;
@@ -17,6 +18,7 @@ use crate::server::auth_info;
 use crate::server::session::UserInfo;
 use sluice_proto::crypto::hostkey;
 use sluice_proto::msg::{DisconnectReason, Prompt};
+use sluice_proto::stripe::codec::JoinRequest;
 use sluice_proto::AuthMethodRequest;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -120,6 +122,15 @@ pub struct Accepted {
     pub auth_info: String,
 }
 
+/// A striping secondary admitted by its session's monitor, to be handed
+/// over to that session (monitor.rs) instead of starting a session.
+pub struct Joined {
+    /// The user, as the session's monitor admitted it.
+    pub user: String,
+    /// The admission, holding the way to the session's monitor.
+    pub joining: Joining,
+}
+
 /// The monitor's authentication state for one connection.
 pub struct MonitorAuth {
     base: Sshd,
@@ -143,6 +154,10 @@ pub struct MonitorAuth {
     partial_info: String,
     /// The merged authorized_keys options of keys that met a step.
     partial_key_options: Option<KeyOptions>,
+    /// A striping join was admitted (stripe_join.rs).
+    joined: Option<Joined>,
+    /// Where join sockets live ([`stripe_join::STRIPE_DIR`]).
+    stripe_dir: std::path::PathBuf,
 }
 
 impl MonitorAuth {
@@ -167,6 +182,8 @@ impl MonitorAuth {
             pending_info: String::new(),
             partial_info: String::new(),
             partial_key_options: None,
+            joined: None,
+            stripe_dir: stripe_join::STRIPE_DIR.into(),
         }
     }
 
@@ -183,6 +200,21 @@ impl MonitorAuth {
     /// Authentication succeeded (a verdict the child was given).
     pub fn accepted(&self) -> Option<&Accepted> {
         self.accepted.as_ref()
+    }
+
+    /// The user the handover must name: the one accepted, or the one a
+    /// striping join was admitted for.
+    pub fn handover_user(&self) -> Option<&str> {
+        match (&self.accepted, &self.joined) {
+            (Some(a), _) => Some(&a.user.name),
+            (None, Some(j)) => Some(&j.user),
+            (None, None) => None,
+        }
+    }
+
+    /// The striping join admitted, if this connection is a secondary.
+    pub fn take_join(&mut self) -> Option<Joined> {
+        self.joined.take()
     }
 
     /// The connection must end (MaxAuthTries, LoginGraceTime).
@@ -229,7 +261,7 @@ impl MonitorAuth {
         method: Method,
         out: &mut Vec<Msg>,
     ) -> Result<(), Violation> {
-        if self.awaiting || self.accepted.is_some() {
+        if self.awaiting || self.accepted.is_some() || self.joined.is_some() {
             return Err(Violation::OutOfTurn("authentication request"));
         }
         self.awaiting = true;
@@ -247,9 +279,10 @@ impl MonitorAuth {
             Method::None => auth_info::method_line("none", None),
             Method::Password(_) => auth_info::method_line("password", None),
             Method::KeyboardInteractive => self.kbdint_info(),
-            Method::PublicKey { .. } => String::new(),
+            Method::PublicKey { .. } | Method::StripeJoin(_) => String::new(),
         };
         let request = match method {
+            Method::StripeJoin(req) => return self.stripe_join(keys, (&sent, &user), &req),
             Method::PublicKey {
                 algorithm,
                 key_blob,
@@ -362,6 +395,50 @@ impl MonitorAuth {
             self.accept(info, Some(opts), line);
         } else {
             self.partial_key_options = Some(opts);
+        }
+        Ok(())
+    }
+
+    /// A striping secondary's join (PROTOCOL.md "Channel striping"): the
+    /// user's configuration must allow striping and the account this
+    /// connection, then the session's monitor judges the proof against
+    /// the session id this monitor fixed. Any refusal is an ordinary
+    /// failure, logged with its reason here only.
+    fn stripe_join(
+        &mut self,
+        keys: &KeyHolder,
+        (sent, user): (&str, &str),
+        req: &JoinRequest,
+    ) -> Result<(), Violation> {
+        let sid = keys.session_id().ok_or(Violation::NoSession)?;
+        let verdict = if self.cfg.max_streams <= 1 {
+            Err(format!("MaxStreams {}", self.cfg.max_streams))
+        } else if self.auth.valid_user(&self.cfg, user).is_none() {
+            Err("user not allowed from here".into())
+        } else {
+            stripe_join::ask(&self.stripe_dir, sid, sent, req)
+        };
+        let (ip, port) = (super::show_ip(self.peer), self.peer.port());
+        match verdict {
+            Ok(joining) => {
+                crate::log!(
+                    Info,
+                    "Accepted stripe-join for {user} from {ip} port {port} ssh2: join {}",
+                    joining.number
+                );
+                self.joined = Some(Joined {
+                    user: user.to_owned(),
+                    joining,
+                });
+                self.rec.auth_accept();
+            }
+            Err(why) => {
+                crate::log!(
+                    Info,
+                    "Failed stripe-join for {user} from {ip} port {port} ssh2: {why}"
+                );
+                self.auth.reject(&mut self.rec);
+            }
         }
         Ok(())
     }

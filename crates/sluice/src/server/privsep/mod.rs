@@ -19,14 +19,24 @@
 //! keyboard-interactive answers, then the transport state and raw unread
 //! input; M -> C: signatures, auth policy, verdicts, prompts. M -> U: the
 //! user, the key's options, host public keys, the state and input; U -> M:
-//! sign requests (re-keys), RemoteRcvBuf/SndBuf.
+//! sign requests (re-keys), RemoteRcvBuf/SndBuf, striping grants (stripe.rs).
+//!
+//! A striping secondary (a new connection that proves membership of a
+//! session instead of authenticating a user) has its own monitor M' and
+//! pre-auth child, as any connection; once the primary's monitor M admits
+//! it (stripe_join.rs), M' passes its transport and socket to M, M to its
+//! U on a socket of their own (join_inbox.rs), and M' ends: the
+//! secondary's bytes are parsed in U, as the user, from then on.
 
 pub mod datagram;
+pub mod join_inbox;
 pub mod mauth;
 pub mod monitor;
 pub mod postauth;
 pub mod preauth;
 pub mod signer;
+pub mod stripe;
+pub mod stripe_join;
 pub mod wire;
 
 use crate::log;

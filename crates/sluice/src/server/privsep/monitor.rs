@@ -3,7 +3,7 @@
 //! ends, or misbehaves, or LoginGraceTime runs out), then check the
 //! handover and start the post-auth process (postauth.rs).
 
-use super::mauth::{Accepted, MonitorAuth};
+use super::mauth::{Joined, MonitorAuth};
 use super::preauth::{self, ChildSetup};
 use super::signer::{KeyHolder, Link};
 use super::wire::{self, Msg, WireError};
@@ -15,8 +15,8 @@ use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::handover::TransportState;
 use sluice_proto::ServerConfig;
 use std::io::Write;
-use std::net::TcpStream;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -107,6 +107,7 @@ pub fn serve(
         host_blobs: holder.public_blobs(),
         sock: sock.as_raw_fd(),
         peer,
+        stripe_join: cfg.striping_possible(),
     };
     // SAFETY: this process has started no thread yet (the listener
     // re-executed us, or -i/-d before any work), so the child may run
@@ -180,6 +181,9 @@ pub fn serve(
         // and will charge no penalty when we end.
         let _ = std::fs::File::from(fd).write_all(&[crate::server::listen::AUTHENTICATED]);
     }
+    if let Some(join) = auth.take_join() {
+        return hand_over_join(join, handover, &sock, peer);
+    }
     let Some(accepted) = auth.accepted().cloned() else {
         return 255;
     };
@@ -247,7 +251,7 @@ fn preauth_phase(
                 auth.on_info_response(answers).map_err(|v| v.to_string())?
             }
             Some(Msg::State(state)) => {
-                return receive_handover(fd, keys, auth.accepted(), state).map(Some)
+                return receive_handover(fd, keys, auth.handover_user(), state).map(Some)
             }
             Some(_) => return Err("unexpected request".into()),
         }
@@ -265,15 +269,44 @@ fn preauth_phase(
     }
 }
 
+/// A striping secondary admitted into its session: its checked handover
+/// and socket go to the session's monitor, and this connection's monitor
+/// ends (the secondary lives on in the session's user process).
+fn hand_over_join(join: Joined, handover: Handover, sock: &TcpStream, peer: SocketAddr) -> i32 {
+    let (ip, port) = (super::show_ip(peer), peer.port());
+    let n = join.joining.number;
+    match join
+        .joining
+        .hand_over(&handover.state, &handover.rest, sock.as_fd())
+    {
+        Ok(()) => {
+            crate::log!(
+                Verbose,
+                "monitor: stripe secondary {ip} port {port} (join {n} for {}) passed to its session",
+                join.user
+            );
+            0
+        }
+        Err(e) => {
+            crate::log!(
+                Error,
+                "monitor: stripe secondary {ip} port {port} (join {n}): {e}; ending the connection"
+            );
+            255
+        }
+    }
+}
+
 /// The rest of a handover after its `State`: input chunks up to `End`;
-/// then the state is checked against what the monitor knows.
+/// then the state is checked against what the monitor knows: its session
+/// id, and `user` (the user accepted or admitted).
 fn receive_handover(
     fd: &OwnedFd,
     keys: &KeyHolder,
-    accepted: Option<&Accepted>,
+    user: Option<&str>,
     state: Zeroizing<Vec<u8>>,
 ) -> Result<Handover, String> {
-    let accepted = accepted.ok_or("handover before authentication")?;
+    let user = user.ok_or("handover before authentication")?;
     let mut rest = Vec::new();
     loop {
         match wire::recv(fd, 10_000).map_err(|e| e.to_string())? {
@@ -295,7 +328,7 @@ fn receive_handover(
     let sent = decoded
         .user()
         .map(|u| crate::server::auth::without_style(u.to_owned()));
-    if sent.as_deref() != Some(accepted.user.name.as_str()) {
+    if sent.as_deref() != Some(user) {
         return Err("handover state names another user".into());
     }
     Ok(Handover { state, rest })

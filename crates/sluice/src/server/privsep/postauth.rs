@@ -40,6 +40,11 @@ use std::time::Instant;
 
 /// The fd the monitor socket gets in the post-auth process.
 const CHILD_FD: i32 = 3;
+/// The fd of the socket joined striping connections arrive on
+/// (stripe_join.rs), named to the post-auth process by [`JOIN_ENV`].
+const CHILD_JOIN_FD: i32 = 4;
+/// The environment variable naming [`CHILD_JOIN_FD`].
+const JOIN_ENV: &str = "SLUICED_JOIN_FD";
 
 /// What the monitor starts the post-auth process with.
 pub struct Start<'a> {
@@ -64,13 +69,18 @@ pub struct Start<'a> {
 /// Monitor side: starts the post-auth process and serves it; returns its
 /// exit code.
 pub fn start(s: Start<'_>) -> i32 {
-    let spawned = (|| -> Result<(std::process::Child, OwnedFd), String> {
+    let spawned = (|| -> Result<(std::process::Child, OwnedFd, OwnedFd), String> {
         let (m_end, u_end) = wire::socketpair().map_err(|e| e.to_string())?;
+        // Joined connections get a socket of their own: M's request loop
+        // owns the first, its join thread writes to this one.
+        let (join_m, join_u) = wire::socketpair().map_err(|e| e.to_string())?;
         let sock = s.sock.try_clone().map_err(|e| e.to_string())?;
         let raw = u_end.as_raw_fd();
+        let join_raw = join_u.as_raw_fd();
         let mut cmd = Command::new("/proc/self/exe");
         cmd.args(s.argv)
             .env(super::POSTAUTH_ENV, CHILD_FD.to_string())
+            .env(JOIN_ENV, CHILD_JOIN_FD.to_string())
             .stdin(Stdio::from(OwnedFd::from(sock)))
             .stdout(Stdio::null());
         // The configuration as this monitor parsed it (fd 10 or above).
@@ -81,11 +91,16 @@ pub fn start(s: Start<'_>) -> i32 {
         // SAFETY: dup2/fcntl only, async-signal-safe, between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                let mut ok = if raw == CHILD_FD {
+                // The join end first out of the way (fd 10 or above, closed
+                // at exec), in case it sits at CHILD_FD.
+                let join_tmp = libc::fcntl(join_raw, libc::F_DUPFD_CLOEXEC, 10);
+                let mut ok = join_tmp >= 0;
+                ok &= if raw == CHILD_FD {
                     libc::fcntl(raw, libc::F_SETFD, 0) == 0
                 } else {
                     libc::dup2(raw, CHILD_FD) == CHILD_FD
                 };
+                ok &= libc::dup2(join_tmp, CHILD_JOIN_FD) == CHILD_JOIN_FD;
                 if let Some(fd) = config {
                     ok &= libc::fcntl(fd, libc::F_SETFD, 0) == 0;
                 }
@@ -100,9 +115,10 @@ pub fn start(s: Start<'_>) -> i32 {
             .spawn()
             .map_err(|e| format!("starting the post-auth process: {e}"))?;
         drop(u_end);
-        Ok((child, m_end))
+        drop(join_u);
+        Ok((child, m_end, join_m))
     })();
-    let (child, fd) = match spawned {
+    let (child, fd, join_fd) = match spawned {
         Ok(x) => x,
         Err(e) => {
             crate::log!(Error, "monitor: {e}");
@@ -123,6 +139,7 @@ pub fn start(s: Start<'_>) -> i32 {
     let mut logins = Logins::new(pid, peer);
     let served = serve_postauth(
         &fd,
+        join_fd,
         sock,
         peer,
         &mut holder,
@@ -150,6 +167,7 @@ pub fn start(s: Start<'_>) -> i32 {
 
 fn serve_postauth(
     fd: &OwnedFd,
+    join_fd: OwnedFd,
     sock: &TcpStream,
     peer: SocketAddr,
     keys: &mut KeyHolder,
@@ -179,6 +197,7 @@ fn serve_postauth(
         send(&Msg::Input(chunk.to_vec()))?;
     }
     send(&Msg::End)?;
+    let mut stripe = super::stripe::GrantKeeper::new(super::stripe_join::STRIPE_DIR, Some(join_fd));
     loop {
         match wire::recv(fd, -1) {
             Err(WireError::Closed) => return Ok(()),
@@ -201,6 +220,11 @@ fn serve_postauth(
                     sndbuf,
                 );
                 send(&Msg::SockBufGranted(g))?;
+            }
+            Ok(Some(Msg::StripeGrant { wanted })) => {
+                let sid = keys.session_id().ok_or("striping without a key exchange")?;
+                let g = stripe.grant(wanted, cfg.max_streams, sid, &accepted.user.name);
+                send(&Msg::StripeGranted(g))?;
             }
             Ok(Some(Msg::Log { level, line })) => relay_log(level, &line)?,
             Ok(Some(Msg::PtyRequest)) => match pty_for(accepted, cfg) {
@@ -273,6 +297,13 @@ impl MonitorRequests for MonitorLink {
 
     fn prove_host_key(&mut self, index: u32, alg: &str) -> Result<Vec<u8>, String> {
         ProxySigner::prove(&self.0, index, alg)
+    }
+
+    fn stripe_grant(&mut self, wanted: u32) -> Option<zeroize::Zeroizing<Vec<u8>>> {
+        match self.0.request(&Msg::StripeGrant { wanted }) {
+            Ok(Msg::StripeGranted(g)) => g,
+            _ => None,
+        }
     }
 }
 
@@ -367,6 +398,10 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         .filter(|u| crate::server::auth::without_style((*u).to_owned()) == user)
         .unwrap_or(&user)
         .to_owned();
+    let keepalive = matched.tcp_keep_alive;
+    let joins = join_fd_from_env().map(|fd| {
+        super::join_inbox::JoinInbox::new(fd, server_cfg.clone(), user.clone(), keepalive)
+    });
     let mut conn = match Connection::import_server(
         server_cfg,
         Box::new(SystemRng),
@@ -389,12 +424,28 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
     handler.set_pam_env(pam_env);
     handler.set_host_keys(announced);
     handler.authenticated_on(&mut conn);
+    if let Some(j) = joins {
+        handler.set_join_source(Box::new(j));
+    }
     let mut pump = Pump::new(sock.as_raw_fd());
     pump.set_crypto_threads(&mut conn, threads);
     pump.preload_input(&rest);
     let r = pump.run(&mut conn, &mut handler);
     crate::net::compress_ctl::log_summary(&conn);
     super::log_end(r, &format!("user {user} "), peer, handler.take_error())
+}
+
+/// The join socket the monitor put at [`CHILD_JOIN_FD`], if it did.
+fn join_fd_from_env() -> Option<OwnedFd> {
+    let v = std::env::var(JOIN_ENV).ok()?;
+    std::env::remove_var(JOIN_ENV);
+    let fd: i32 = v.parse().ok().filter(|fd| *fd == CHILD_JOIN_FD)?;
+    // SAFETY: the monitor put the socket at this fd for us; nothing else
+    // in this process owns it. Close-on-exec: no command inherits it.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        Some(OwnedFd::from_raw_fd(fd))
+    }
 }
 
 type Received = (

@@ -52,6 +52,10 @@ pub struct ChildSetup {
     pub sock: RawFd,
     /// The client's address, for log lines.
     pub peer: SocketAddr,
+    /// Striping may be allowed (MaxStreams above 1 somewhere): the
+    /// `stripe-join-v00@sluice.dev` method goes to the monitor, which
+    /// decides with the user's configuration.
+    pub stripe_join: bool,
 }
 
 /// Runs the child; never returns.
@@ -97,6 +101,9 @@ fn serve(setup: ChildSetup, link: Arc<Link>) -> i32 {
     if let Err(e) = conn.enable_handover() {
         crate::log!(Error, "handover: {e}");
         return 255;
+    }
+    if setup.stripe_join {
+        conn.enable_stripe_join();
     }
     let mut handler = Preauth {
         link: link.clone(),
@@ -225,6 +232,14 @@ impl Handler for Preauth {
                 // The monitor gets the name as sent: a signature covers it.
                 self.user = Some(crate::server::auth::without_style(user.clone()));
                 self.send(&Msg::Auth { user, method })?;
+                self.verdict(conn)
+            }
+            Event::StripeJoinRequest { user, join } => {
+                self.user = Some(crate::server::auth::without_style(user.clone()));
+                self.send(&Msg::Auth {
+                    user,
+                    method: Method::StripeJoin(join),
+                })?;
                 self.verdict(conn)
             }
             Event::AuthInfoResponse { answers } => {

@@ -8,6 +8,7 @@
 //! error (MSG_TRUNC tells). The monitor decodes what its children send as
 //! hostile input: any [`WireError`] ends the connection.
 
+use sluice_proto::stripe::codec::JoinRequest;
 use zeroize::Zeroizing;
 
 pub use super::datagram::{recv, recv_fds, send, send_fds, socketpair};
@@ -62,6 +63,9 @@ pub enum Method {
         /// `string alg || string sig`, when signed.
         signature: Option<Vec<u8>>,
     },
+    /// `stripe-join-v00@sluice.dev` (PROTOCOL.md "Channel striping"): a
+    /// secondary connection's proof of membership of a striped session.
+    StripeJoin(JoinRequest),
 }
 
 /// One monitor message.
@@ -165,6 +169,36 @@ pub enum Msg {
     /// message (SCM_RIGHTS), the slave owned by the user; `Reject` instead
     /// when refused.
     PtyGranted,
+    /// Post-auth process -> M: the client asked for a striping grant
+    /// (`stripe-v00@sluice.dev`) wanting this many secondaries (1-255).
+    StripeGrant {
+        /// Secondary connections wanted.
+        wanted: u32,
+    },
+    /// M -> post-auth process: the grant's REQUEST_SUCCESS data
+    /// (`StripeGrant::encode`), or none (declined).
+    StripeGranted(Option<Zeroizing<Vec<u8>>>),
+    /// A secondary's monitor -> the primary's monitor, on the join socket
+    /// (stripe_join.rs): admit this join request, made on the connection
+    /// whose session identifier is `session_id`, for `user`. Answered
+    /// with `JoinAdmitted` or `Reject`; after `JoinAdmitted` the
+    /// connection follows as a handover (`State` carrying the socket,
+    /// `Input`, `End`), confirmed with `Accept`.
+    JoinAsk {
+        /// The secondary's session identifier, as its monitor fixed it.
+        session_id: Vec<u8>,
+        /// The user name the secondary sent.
+        user: String,
+        /// The join request's fields.
+        request: JoinRequest,
+    },
+    /// The primary's monitor -> a secondary's monitor: the join number
+    /// admitted.
+    JoinAdmitted(u32),
+    /// The primary's monitor -> a secondary's monitor: why the join was
+    /// refused, for the secondary's log (its client sees only
+    /// USERAUTH_FAILURE).
+    JoinRefused(String),
 }
 
 mod code {
@@ -187,6 +221,11 @@ mod code {
     pub(super) const PTY_GRANTED: u8 = 17;
     pub(super) const PROVE_HOST_KEY: u8 = 18;
     pub(super) const PARTIAL: u8 = 19;
+    pub(super) const STRIPE_GRANT: u8 = 20;
+    pub(super) const STRIPE_GRANTED: u8 = 21;
+    pub(super) const JOIN_ASK: u8 = 22;
+    pub(super) const JOIN_ADMITTED: u8 = 23;
+    pub(super) const JOIN_REFUSED: u8 = 24;
 }
 
 /// Field writer.
@@ -303,6 +342,7 @@ impl Msg {
                             None => w.u8(0),
                         }
                     }
+                    Method::StripeJoin(req) => w.u8(4).bytes(&req.encode()),
                 };
             }
             Msg::InfoResponse(answers) => {
@@ -393,8 +433,34 @@ impl Msg {
             Msg::PtyRequest => {
                 w.u8(code::PTY_REQUEST);
             }
+            Msg::StripeGrant { wanted } => {
+                w.u8(code::STRIPE_GRANT).u32(*wanted);
+            }
+            Msg::StripeGranted(g) => {
+                w.u8(code::STRIPE_GRANTED);
+                match g {
+                    Some(b) => w.u8(1).bytes(b),
+                    None => w.u8(0),
+                };
+            }
             Msg::PtyGranted => {
                 w.u8(code::PTY_GRANTED);
+            }
+            Msg::JoinAsk {
+                session_id,
+                user,
+                request,
+            } => {
+                w.u8(code::JOIN_ASK)
+                    .bytes(session_id)
+                    .bytes(user.as_bytes())
+                    .bytes(&request.encode());
+            }
+            Msg::JoinAdmitted(n) => {
+                w.u8(code::JOIN_ADMITTED).u32(*n);
+            }
+            Msg::JoinRefused(why) => {
+                w.u8(code::JOIN_REFUSED).bytes(why.as_bytes());
             }
         }
         Zeroizing::new(w.0)
@@ -433,6 +499,7 @@ impl Msg {
                             None
                         },
                     },
+                    4 => Method::StripeJoin(join_request(&mut r)?),
                     _ => return Err(WireError::Malformed("unknown method")),
                 };
                 Msg::Auth { user, method }
@@ -530,11 +597,32 @@ impl Msg {
             }),
             code::PTY_REQUEST => Msg::PtyRequest,
             code::PTY_GRANTED => Msg::PtyGranted,
+            code::STRIPE_GRANT => Msg::StripeGrant { wanted: r.u32()? },
+            // A grant is at most 4 + 4 + 64 + 4 + 32 bytes.
+            code::STRIPE_GRANTED => Msg::StripeGranted(if r.bool()? {
+                Some(Zeroizing::new(r.bytes(256)?.to_vec()))
+            } else {
+                None
+            }),
+            code::JOIN_ASK => Msg::JoinAsk {
+                // An exchange hash: at most SHA-512's 64 bytes.
+                session_id: r.bytes(64)?.to_vec(),
+                user: r.string(MAX_NAME)?,
+                request: join_request(&mut r)?,
+            },
+            code::JOIN_ADMITTED => Msg::JoinAdmitted(r.u32()?),
+            code::JOIN_REFUSED => Msg::JoinRefused(r.string(MAX_NAME)?),
             _ => return Err(WireError::Malformed("unknown message type")),
         };
         r.finish()?;
         Ok(m)
     }
+}
+
+/// A join request's fields, strictly (a reference of at most 64 bytes, a
+/// number, a 32-byte proof: well under 256 bytes).
+fn join_request(r: &mut R<'_>) -> Result<JoinRequest, WireError> {
+    JoinRequest::decode(r.bytes(256)?).map_err(|_| WireError::Malformed("bad join request"))
 }
 
 #[cfg(test)]
@@ -570,6 +658,28 @@ mod tests {
             Msg::Partial {
                 methods: vec!["password".into(), "keyboard-interactive".into()],
             },
+            Msg::StripeGrant { wanted: 3 },
+            Msg::StripeGranted(Some(Zeroizing::new(vec![5; 80]))),
+            Msg::StripeGranted(None),
+            Msg::Auth {
+                user: "bob".into(),
+                method: Method::StripeJoin(JoinRequest {
+                    session_ref: vec![4; 32],
+                    join_number: 2,
+                    proof: [5; 32],
+                }),
+            },
+            Msg::JoinAsk {
+                session_id: vec![6; 32],
+                user: "bob".into(),
+                request: JoinRequest {
+                    session_ref: vec![4; 16],
+                    join_number: 1,
+                    proof: [5; 32],
+                },
+            },
+            Msg::JoinAdmitted(3),
+            Msg::JoinRefused("join number already used".into()),
         ];
         for m in msgs {
             let b = m.encode();

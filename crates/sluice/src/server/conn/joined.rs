@@ -1,0 +1,144 @@
+//! Secondary connections of a striped session in the user's process
+//! (PROTOCOL.md "Channel striping"): each arrives from the monitor already
+//! authenticated by its join proof (privsep/stripe_join.rs), as an engine
+//! imported from its handover, with its socket and unread input, and runs
+//! here, as the user, for as long as this process lives.
+//!
+//! [`on_joined`] is the one entry point the striping runtime builds on.
+//! For now a secondary serves nothing: it refuses every channel open and
+//! every global request (PROTOCOL.md: a secondary serves carriers only,
+//! and there are no striped channels to carry yet).
+
+use super::{ServerConn, ADMINISTRATIVELY_PROHIBITED};
+use crate::log;
+use crate::net::pump::{ChannelFds, Handler, Pump};
+use sluice_proto::{Connection, Event};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// A secondary connection, joined and imported.
+pub struct JoinedConn {
+    /// The engine, imported from the secondary's handover.
+    pub conn: Connection,
+    /// Its TCP socket.
+    pub sock: OwnedFd,
+    /// Raw bytes from the peer its pre-auth engine had not read.
+    pub input: Vec<u8>,
+}
+
+/// Where joined connections come from (the monitor's join socket).
+pub trait JoinSource {
+    /// The descriptor to watch for readability.
+    fn fd(&self) -> RawFd;
+    /// The next joined connection, if one is waiting (never blocks when
+    /// none is); an error means the source is broken and is dropped.
+    fn receive(&mut self) -> Result<Option<JoinedConn>, String>;
+}
+
+/// Runs a joined secondary connection on a thread of its own; it ends when
+/// its peer or this process does.
+pub fn on_joined(j: JoinedConn) {
+    let spawned = std::thread::Builder::new()
+        .name("stripe-secondary".into())
+        .spawn(move || serve(j));
+    if let Err(e) = spawned {
+        log!(Error, "striping: no thread for a secondary connection: {e}");
+    }
+}
+
+fn serve(j: JoinedConn) {
+    let JoinedConn {
+        mut conn,
+        sock,
+        input,
+    } = j;
+    let sock = std::net::TcpStream::from(sock);
+    let peer = sock
+        .peer_addr()
+        .unwrap_or(crate::server::privsep::UNKNOWN_ADDR);
+    let _ = sock.set_nonblocking(true);
+    let _ = sock.set_nodelay(true);
+    log!(
+        Verbose,
+        "striping: secondary connection from {} port {} joined",
+        peer.ip(),
+        peer.port()
+    );
+    let mut pump = Pump::new(sock.as_raw_fd());
+    pump.preload_input(&input);
+    let r = pump.run(&mut conn, &mut Secondary);
+    crate::server::privsep::log_end(r, "stripe secondary ", peer, None);
+}
+
+/// A secondary's event handling: nothing is served on it yet.
+struct Secondary;
+
+impl Handler for Secondary {
+    fn on_event(
+        &mut self,
+        conn: &mut Connection,
+        _fds: &mut ChannelFds,
+        event: Event,
+    ) -> Result<(), String> {
+        match event {
+            Event::ChannelOpenRequest {
+                channel,
+                channel_type,
+                ..
+            } => {
+                log!(
+                    Verbose,
+                    "striping: refused a {channel_type} channel on a secondary connection"
+                );
+                let _ = conn.reject_channel(
+                    channel,
+                    ADMINISTRATIVELY_PROHIBITED,
+                    "a secondary connection carries striped data only",
+                );
+            }
+            Event::GlobalRequest { want_reply, .. } => {
+                if want_reply {
+                    conn.answer_global(false, &[]);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finished(&self) -> bool {
+        false
+    }
+}
+
+impl ServerConn {
+    /// Joined connections of this (primary's) session arrive from `src`.
+    pub fn set_join_source(&mut self, src: Box<dyn JoinSource>) {
+        self.joins = Some(src);
+    }
+
+    /// The join source's descriptor, for the pump to wake on.
+    pub(super) fn watch_joins(&self, out: &mut Vec<libc::pollfd>) {
+        if let Some(src) = &self.joins {
+            out.push(libc::pollfd {
+                fd: src.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+    }
+
+    /// Starts every joined connection waiting; a broken source is logged
+    /// and dropped (the primary carries on alone).
+    pub(super) fn poll_joins(&mut self) {
+        while let Some(src) = self.joins.as_mut() {
+            match src.receive() {
+                Ok(Some(j)) => on_joined(j),
+                Ok(None) => return,
+                Err(e) => {
+                    log!(Error, "striping: joined connections: {e}");
+                    self.joins = None;
+                }
+            }
+        }
+    }
+}

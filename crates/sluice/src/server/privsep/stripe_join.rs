@@ -1,0 +1,460 @@
+//! The primary's monitor as the judge of joins (PROTOCOL.md "Channel
+//! striping", ARCHITECTURE.md's striping plan, *Join* and *Handover*): M
+//! keeps the admission of the grant it issued and answers on a Unix socket
+//! in a root-only directory, named after a hash of the session reference;
+//! a secondary connection's monitor M' connects there with what its own
+//! pre-auth child saw (its session identifier, the user name, the join
+//! request) and gets the join number admitted or a refusal with its
+//! reason (for the secondary's log; the client sees only
+//! USERAUTH_FAILURE). Once admitted, M' hands the secondary's transport
+//! state, unread input and TCP socket (SCM_RIGHTS) over the same
+//! connection; M passes them on to the primary's user process U on a
+//! socketpair of their own (postauth.rs), and confirms.
+//!
+//! Only root reaches the socket: the directory is 0700 root (checked, not
+//! trusted: a directory someone else owns or may write is refused) and
+//! every accepted peer's SO_PEERCRED uid must be 0. The socket is
+//! SOCK_SEQPACKET and speaks the monitor protocol (wire.rs), decoded
+//! strictly; one join per connection, each message within a time limit.
+
+use super::wire::{self, Msg, WireError, INPUT_CHUNK};
+use aws_lc_rs::digest;
+use sluice_proto::stripe::codec::JoinRequest;
+use sluice_proto::stripe::token::{Admission, JoinRefused};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Where the join sockets live (beside sshd's privsep directory).
+pub const STRIPE_DIR: &str = "/run/sluiced/stripe";
+/// How long one side may take to send its next message (milliseconds).
+const IO_TIMEOUT_MS: i32 = 10_000;
+/// Cap on the raw input a joined connection's handover may carry (as for
+/// a login's handover, monitor.rs).
+const MAX_INPUT: usize = 2 << 20;
+
+/// The socket of the session `session_ref` names in `dir`: a hash, so the
+/// reference (a credential's half) is never in a file name.
+pub fn socket_path(dir: &Path, session_ref: &[u8]) -> PathBuf {
+    let h = digest::digest(&digest::SHA256, session_ref);
+    let name: String = h.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    dir.join(format!("{name}.sock"))
+}
+
+/// Creates `dir` (and its parent) if missing, and checks that it is a real
+/// directory owned by root with no access for group or others.
+fn root_only_dir(dir: &Path) -> Result<(), String> {
+    if let Some(parent) = dir.parent() {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(parent);
+    }
+    // The parent too: whoever may write there could swap the directory.
+    if let Some(parent) = dir.parent() {
+        let md = std::fs::metadata(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let sticky_tmp = md.mode() & 0o1000 != 0; // /tmp-like: entries stay their owner's
+        if md.uid() != 0 || (md.mode() & 0o022 != 0 && !sticky_tmp) {
+            return Err(format!(
+                "{}: must be owned by root and writable by root only",
+                parent.display()
+            ));
+        }
+    }
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+    let md = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !md.is_dir() || md.uid() != 0 || md.mode() & 0o077 != 0 {
+        return Err(format!(
+            "{}: must be a directory owned by root, mode 0700 (fix or remove it)",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// A SOCK_SEQPACKET Unix socket (close-on-exec) and `path` as its address.
+fn seqpacket(path: &Path) -> Result<(OwnedFd, libc::sockaddr_un), String> {
+    // SAFETY: sockaddr_un is plain data.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.len() >= addr.sun_path.len() {
+        return Err(format!("{}: path too long for a socket", path.display()));
+    }
+    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: plain socket(2).
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(format!("socket: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: a new descriptor we own.
+    Ok((unsafe { OwnedFd::from_raw_fd(fd) }, addr))
+}
+
+const ADDR_LEN: libc::socklen_t = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+
+/// The listening side, in the primary's monitor; the socket file goes
+/// when this is dropped (the session's end).
+pub struct JoinService {
+    path: PathBuf,
+}
+
+impl JoinService {
+    /// Listens for joins to `admission`'s session in `dir`, answering on a
+    /// thread of its own for as long as the process lives; admitted
+    /// connections go to the user's process on `to_user`.
+    pub fn start(
+        dir: &Path,
+        admission: Arc<Mutex<Admission>>,
+        to_user: OwnedFd,
+    ) -> Result<JoinService, String> {
+        root_only_dir(dir)?;
+        let path = {
+            let a = admission.lock().map_err(|_| "admission lock poisoned")?;
+            socket_path(dir, a.session_ref())
+        };
+        let _ = std::fs::remove_file(&path);
+        let (listener, addr) = seqpacket(&path)?;
+        let err = |what: &str| {
+            format!(
+                "{}: {what}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            )
+        };
+        // SAFETY: a valid socket and address of the given length.
+        if unsafe {
+            libc::bind(
+                listener.as_raw_fd(),
+                (&addr as *const libc::sockaddr_un).cast(),
+                ADDR_LEN,
+            )
+        } != 0
+        {
+            return Err(err("bind"));
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        // SAFETY: a bound socket.
+        if unsafe { libc::listen(listener.as_raw_fd(), 16) } != 0 {
+            return Err(err("listen"));
+        }
+        std::thread::Builder::new()
+            .name("stripe-join".into())
+            .spawn(move || loop {
+                // SAFETY: accepting on our listening socket; no address wanted.
+                let fd = unsafe {
+                    libc::accept4(
+                        listener.as_raw_fd(),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        libc::SOCK_CLOEXEC,
+                    )
+                };
+                if fd < 0 {
+                    if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                        continue;
+                    }
+                    crate::log!(
+                        Error,
+                        "monitor: striping join socket: {}",
+                        std::io::Error::last_os_error()
+                    );
+                    return;
+                }
+                // SAFETY: a new descriptor we own.
+                let conn = unsafe { OwnedFd::from_raw_fd(fd) };
+                if let Err(why) = answer(&conn, &admission, &to_user) {
+                    crate::log!(Info, "monitor: striping join refused: {why}");
+                }
+            })
+            .map_err(|e| format!("join thread: {e}"))?;
+        Ok(JoinService { path })
+    }
+}
+
+impl Drop for JoinService {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn peer_uid(s: &OwnedFd) -> Option<u32> {
+    // SAFETY: ucred is plain data; getsockopt fills at most len bytes.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: valid fd, pointer and length.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(cred.uid)
+}
+
+/// The next message within the time limit.
+fn next(fd: &OwnedFd) -> Result<(Msg, Vec<OwnedFd>), String> {
+    match wire::recv_fds(fd, IO_TIMEOUT_MS) {
+        Ok(Some(m)) => Ok(m),
+        Ok(None) => Err("timed out".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// One asker: its request, the verdict; after an admission, the
+/// connection itself, passed on to the user's process.
+fn answer(conn: &OwnedFd, admission: &Mutex<Admission>, to_user: &OwnedFd) -> Result<(), String> {
+    if peer_uid(conn) != Some(0) {
+        return Err("asker is not root".into());
+    }
+    let verdict = match next(conn)? {
+        (
+            Msg::JoinAsk {
+                session_id,
+                user,
+                request,
+            },
+            fds,
+        ) if fds.is_empty() => {
+            let mut a = admission.lock().map_err(|_| "admission lock poisoned")?;
+            a.admit(&session_id, &user, &request)
+                .map(|n| (n, user))
+                .map_err(|r: JoinRefused| r.to_string())
+        }
+        _ => Err("malformed request".to_owned()),
+    };
+    let (n, user) = match verdict {
+        Ok(v) => v,
+        Err(why) => {
+            let _ = wire::send(conn, &Msg::JoinRefused(why.clone()));
+            return Err(why);
+        }
+    };
+    wire::send(conn, &Msg::JoinAdmitted(n)).map_err(|e| e.to_string())?;
+    crate::log!(Verbose, "monitor: striping join {n} admitted for {user}");
+    // The join number is used up: whatever fails from here, it admits
+    // nothing again.
+    let (state, sock) = match next(conn)? {
+        (Msg::State(state), fds) if fds.len() == 1 => (state, fds),
+        _ => return Err(format!("join {n}: expected the connection's handover")),
+    };
+    let mut input = Vec::new();
+    loop {
+        match next(conn)? {
+            (Msg::Input(b), fds) if fds.is_empty() && input.len() + b.len() <= MAX_INPUT => {
+                input.extend_from_slice(&b)
+            }
+            (Msg::End, fds) if fds.is_empty() => break,
+            _ => return Err(format!("join {n}: malformed handover")),
+        }
+    }
+    pass_on(to_user, &state, &input, sock[0].as_fd())
+        .map_err(|e| format!("join {n}: passing the connection to the session: {e}"))?;
+    wire::send(conn, &Msg::Accept).map_err(|e| e.to_string())
+}
+
+/// A joined connection's handover on `fd`: its state with the socket
+/// attached, its unread input, the end.
+fn pass_on(
+    fd: &OwnedFd,
+    state: &[u8],
+    input: &[u8],
+    sock: BorrowedFd<'_>,
+) -> Result<(), WireError> {
+    wire::send_fds(
+        fd,
+        &Msg::State(zeroize::Zeroizing::new(state.to_vec())),
+        &[sock],
+    )?;
+    for chunk in input.chunks(INPUT_CHUNK) {
+        wire::send(fd, &Msg::Input(chunk.to_vec()))?;
+    }
+    wire::send(fd, &Msg::End)
+}
+
+/// A join admitted by the session's monitor, whose connection is still to
+/// be handed over ([`Joining::hand_over`]).
+pub struct Joining {
+    s: OwnedFd,
+    /// The join number admitted.
+    pub number: u32,
+}
+
+/// The asking side, in a secondary's monitor: the join admitted for a
+/// secondary whose session identifier is `session_id`, or why not (for
+/// the secondary's log; its client sees USERAUTH_FAILURE either way, and
+/// the reason is a fixed phrase of the primary's monitor, never text of
+/// the client's).
+pub fn ask(
+    dir: &Path,
+    session_id: &[u8],
+    user: &str,
+    req: &JoinRequest,
+) -> Result<Joining, String> {
+    let path = socket_path(dir, &req.session_ref);
+    let (s, addr) = seqpacket(&path)?;
+    // SAFETY: a valid socket and address of the given length.
+    if unsafe {
+        libc::connect(
+            s.as_raw_fd(),
+            (&addr as *const libc::sockaddr_un).cast(),
+            ADDR_LEN,
+        )
+    } != 0
+    {
+        return Err("no such session".to_owned());
+    }
+    let m = Msg::JoinAsk {
+        session_id: session_id.to_vec(),
+        user: user.to_owned(),
+        request: req.clone(),
+    };
+    wire::send(&s, &m).map_err(|e| format!("asking the session's monitor: {e}"))?;
+    match wire::recv(&s, IO_TIMEOUT_MS) {
+        Ok(Some(Msg::JoinAdmitted(number))) => Ok(Joining { s, number }),
+        Ok(Some(Msg::JoinRefused(why))) => Err(why),
+        Ok(None) => Err("the session's monitor did not answer".into()),
+        Ok(Some(_)) => Err("unexpected answer from the session's monitor".into()),
+        Err(e) => Err(format!("the session's monitor: {e}")),
+    }
+}
+
+impl Joining {
+    /// Hands the secondary over to the session: its checked transport
+    /// state, the raw input its engine had not read, its TCP socket. Ok
+    /// once the session's monitor passed it to the user's process.
+    pub fn hand_over(self, state: &[u8], input: &[u8], sock: BorrowedFd<'_>) -> Result<(), String> {
+        pass_on(&self.s, state, input, sock).map_err(|e| format!("handing over: {e}"))?;
+        match wire::recv(&self.s, IO_TIMEOUT_MS) {
+            Ok(Some(Msg::Accept)) => Ok(()),
+            Ok(None) => Err("the session's monitor did not confirm".into()),
+            _ => Err("the session's monitor did not take the connection (see its log)".into()),
+        }
+    }
+}
+
+/// In the primary's user process: a joined connection from its monitor,
+/// if one is waiting on `fd` (not waiting when none is); after its first
+/// message the rest must follow within the time limit.
+pub fn receive(
+    fd: &OwnedFd,
+) -> Result<Option<(zeroize::Zeroizing<Vec<u8>>, Vec<u8>, OwnedFd)>, String> {
+    let (state, mut fds) = match wire::recv_fds(fd, 0) {
+        Ok(None) => return Ok(None),
+        Ok(Some((Msg::State(s), fds))) if fds.len() == 1 => (s, fds),
+        Ok(Some(_)) => return Err("unexpected message on the join socket".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut input = Vec::new();
+    loop {
+        match next(fd)? {
+            (Msg::Input(b), f) if f.is_empty() && input.len() + b.len() <= MAX_INPUT => {
+                input.extend_from_slice(&b)
+            }
+            (Msg::End, f) if f.is_empty() => break,
+            _ => return Err("malformed handover on the join socket".into()),
+        }
+    }
+    let sock = fds.pop().ok_or("no socket")?;
+    Ok(Some((state, input, sock)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_proto::stripe::token::Joiner;
+
+    fn tmp_dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sluice-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d.join("stripe")
+    }
+
+    #[test]
+    fn admits_each_number_once_and_only_with_the_key() {
+        // The socket directory must be root's; the suite runs as root (CI).
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: needs root");
+            return;
+        }
+        let dir = tmp_dir("join");
+        let primary = [7u8; 32];
+        let (admission, grant) =
+            Admission::issue(vec![3; 32], [9; 32], &primary, "bob", 2, 7).unwrap();
+        let (to_user, at_user) = wire::socketpair().unwrap();
+        let service = JoinService::start(&dir, Arc::new(Mutex::new(admission)), to_user).unwrap();
+        let number = |r: Result<Joining, String>| r.map(|j| j.number);
+        let md = std::fs::metadata(&dir).unwrap();
+        assert_eq!(md.mode() & 0o777, 0o700);
+        let mut joiner = Joiner::new(&grant, &primary);
+        let req = joiner.join(&[1; 32], "bob").unwrap();
+        // Admitted, then the connection passes to the user's process.
+        let joining = ask(&dir, &[1; 32], "bob", &req).unwrap();
+        assert_eq!(joining.number, 1);
+        assert!(receive(&at_user).unwrap().is_none(), "nothing yet");
+        let (sock, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        let input = vec![5u8; 100_000];
+        joining.hand_over(b"state", &input, sock.as_fd()).unwrap();
+        let (state, got, _fd) = receive(&at_user).unwrap().expect("handed over");
+        assert_eq!((&state[..], got), (&b"state"[..], input));
+        assert!(
+            number(ask(&dir, &[1; 32], "bob", &req)).is_err(),
+            "replayed"
+        );
+        let req2 = joiner.join(&[2; 32], "bob").unwrap();
+        assert!(
+            number(ask(&dir, &[3; 32], "bob", &req2)).is_err(),
+            "other session id"
+        );
+        assert!(
+            number(ask(&dir, &[2; 32], "alice", &req2)).is_err(),
+            "other user"
+        );
+        // Admitted but never handed over: the number stays used.
+        assert_eq!(number(ask(&dir, &[2; 32], "bob", &req2)), Ok(2));
+        // A key from another grant of the same reference does not verify.
+        let (_, other) = Admission::issue(vec![3; 32], [8; 32], &primary, "bob", 2, 7).unwrap();
+        let forged = Joiner::new(&other, &primary).join(&[4; 32], "bob").unwrap();
+        assert!(
+            number(ask(&dir, &[4; 32], "bob", &forged)).is_err(),
+            "forged"
+        );
+        // A reference naming no session.
+        let (_, none) = Admission::issue(vec![5; 32], [9; 32], &primary, "bob", 2, 7).unwrap();
+        let stray = Joiner::new(&none, &primary).join(&[4; 32], "bob").unwrap();
+        assert_eq!(
+            number(ask(&dir, &[4; 32], "bob", &stray)),
+            Err("no such session".into())
+        );
+        // The reason reaches the asker's log.
+        assert_eq!(
+            number(ask(&dir, &[1; 32], "bob", &req)),
+            Err("join number already used".into())
+        );
+        drop(service);
+        assert!(!socket_path(&dir, &[3; 32]).exists(), "socket removed");
+        // A directory group or others may enter is refused.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (a, _) = Admission::issue(vec![6; 32], [9; 32], &primary, "bob", 2, 7).unwrap();
+        let fd = || wire::socketpair().unwrap().0;
+        assert!(JoinService::start(&dir, Arc::new(Mutex::new(a)), fd()).is_err());
+        // So is one whose parent others may write.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let parent = dir.parent().unwrap();
+        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let (a, _) = Admission::issue(vec![6; 32], [9; 32], &primary, "bob", 2, 7).unwrap();
+        assert!(JoinService::start(&dir, Arc::new(Mutex::new(a)), fd()).is_err());
+        let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+    }
+}
