@@ -162,7 +162,7 @@ impl Hub {
                 st.tx.acked()
             );
             st.failed = Some(Failure::Stranded(msg));
-        } else if st.failed.is_none() {
+        } else if st.failed.is_none() && !st.closed {
             crate::log!(
                 Debug1,
                 "channel {}: a carrier was lost; its unacknowledged chunks go again on the {} left",
