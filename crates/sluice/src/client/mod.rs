@@ -389,6 +389,12 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
             return Err(ClientError::Session(e));
         }
     }
+    if let (Err(_), Some(text)) = (
+        &result,
+        handler.stripe.as_ref().and_then(|s| s.failure_text()),
+    ) {
+        return Err(ClientError::Session(text));
+    }
     match result {
         Ok(()) if handler.finished_cleanly() => {
             if let Some(sig) = &handler.exit_signal {

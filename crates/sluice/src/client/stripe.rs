@@ -328,6 +328,12 @@ impl ClientStripe {
         }
     }
 
+    /// Why the striped transfer failed or stopped short, if it did: said
+    /// instead of the connection's end when the server gave up first.
+    pub fn failure_text(&self) -> Option<String> {
+        self.hub.as_ref()?.incomplete()
+    }
+
     /// After the session ended: waits until the striped output is all
     /// written; an incomplete one is an error, never a success.
     pub fn finish(&mut self) -> Result<(), String> {

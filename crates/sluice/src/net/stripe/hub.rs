@@ -210,6 +210,26 @@ impl Hub {
         self.wake_all(&st);
     }
 
+    /// Why the transfer did not complete, if it did not: its failure, or
+    /// (the connection ended under it) what was sent, acknowledged and
+    /// received. None once every byte went both ways.
+    pub fn incomplete(&self) -> Option<String> {
+        let st = self.lock();
+        if let Some(Failure::Protocol(t) | Failure::Stranded(t)) = &st.failed {
+            return Some(t.clone());
+        }
+        if st.tx.all_acked() && st.output_done {
+            return None;
+        }
+        Some(format!(
+            "channel {}: striped transfer incomplete: {} bytes sent, {} acknowledged; {} bytes received",
+            self.channel,
+            st.tx.sent(),
+            st.tx.acked(),
+            st.rx.received()
+        ))
+    }
+
     /// Whether the channel closed.
     pub fn is_closed(&self) -> bool {
         self.lock().closed

@@ -34,3 +34,6 @@ pub use striped::{handle_ack, tick, Stderr, StripedEnd};
 /// a receiver's reassembly budget: several connections' worth of a long
 /// path in flight, bounded.
 pub const WINDOW: usize = 32 << 20;
+
+#[cfg(test)]
+mod tests;
