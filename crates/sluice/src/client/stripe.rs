@@ -110,11 +110,6 @@ impl ClientStripe {
         }
     }
 
-    /// The session channel is not opened before the grant's answer.
-    pub fn holds_early_open(&self) -> bool {
-        true
-    }
-
     /// After authentication: asks for the grant (before anything else
     /// that could get a global reply), or decides against striping.
     pub fn on_authenticated(&mut self, conn: &mut Connection) -> Result<(), String> {
