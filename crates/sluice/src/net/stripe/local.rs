@@ -100,6 +100,10 @@ pub fn spawn_output(hub: &Arc<Hub>, sink: ChanFd) -> std::io::Result<JoinHandle<
                     let mut st = hub.lock();
                     loop {
                         if st.failed.is_some() {
+                            // No EOF for a stream that stopped short: the
+                            // sink stays open until the session ends (a
+                            // command sees the hangup, not a clean end).
+                            std::mem::forget(sink);
                             return;
                         }
                         while buf.len() < WRITE {
@@ -138,6 +142,7 @@ pub fn spawn_output(hub: &Arc<Hub>, sink: ChanFd) -> std::io::Result<JoinHandle<
                         Ok(n) => off += n,
                         Err(e) if fdio::would_block(&e) => {
                             if hub.failure().is_some() {
+                                std::mem::forget(sink);
                                 return;
                             }
                             wait_fd(fd, libc::POLLOUT);
