@@ -136,7 +136,7 @@ impl ClientSession {
             && known
             && !self.plan.no_session
             && self.plan.none_switch.is_none()
-            && self.stripe.is_none()
+            && !self.stripe.as_mut().is_some_and(|st| st.wanted(conn))
         {
             log!(
                 Debug1,

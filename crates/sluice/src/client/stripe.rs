@@ -62,6 +62,8 @@ pub struct ClientStripe {
     carrier: Option<ChannelId>,
     key: ConnKey,
     output: Option<JoinHandle<()>>,
+    /// Connections decided on (the primary included), once decided.
+    total: Option<u32>,
 }
 
 impl ClientStripe {
@@ -100,6 +102,7 @@ impl ClientStripe {
             carrier: None,
             key: ConnKey::next(),
             output: None,
+            total: None,
         })
     }
 
@@ -110,13 +113,25 @@ impl ClientStripe {
         }
     }
 
+    /// How many connections to use (decided once; `auto` from the path).
+    fn total(&mut self, conn: &Connection) -> u32 {
+        let streams = self.streams;
+        *self.total.get_or_insert_with(|| match streams {
+            Streams::Fixed(n) => n as u32,
+            Streams::Auto => auto_streams(conn),
+        })
+    }
+
+    /// Whether striping will be asked for: then the session is not opened
+    /// ahead of the authentication answer (its channel waits for the grant).
+    pub fn wanted(&mut self, conn: &Connection) -> bool {
+        self.total(conn) > 1
+    }
+
     /// After authentication: asks for the grant (before anything else
     /// that could get a global reply), or decides against striping.
     pub fn on_authenticated(&mut self, conn: &mut Connection) -> Result<(), String> {
-        let total = match self.streams {
-            Streams::Fixed(n) => n as u32,
-            Streams::Auto => auto_streams(conn),
-        };
+        let total = self.total(conn);
         if total <= 1 {
             self.phase = Phase::Off;
             return Ok(());
