@@ -200,26 +200,41 @@ fn feeder(total: u64) -> OwnedFd {
     r
 }
 
-/// Reads a pipe to its end; (bytes, bytes out of pattern).
-fn checker() -> (OwnedFd, std::thread::JoinHandle<(u64, u64)>) {
+/// Reads a pipe (bytes, bytes out of pattern), to its end or until
+/// asked: a failed stream keeps its sink open, so no end comes.
+struct Checker {
+    counts: Arc<std::sync::Mutex<(u64, u64)>>,
+    done: std::thread::JoinHandle<()>,
+}
+
+impl Checker {
+    /// The counts once the pipe ended, or as they stand after 5 s.
+    fn result(self) -> (u64, u64) {
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while !self.done.is_finished() && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        *self.counts.lock().unwrap()
+    }
+}
+
+fn checker() -> (OwnedFd, Checker) {
     let (r, w) = pipe();
-    let t = std::thread::spawn(move || {
+    let counts = Arc::new(std::sync::Mutex::new((0u64, 0u64)));
+    let c = counts.clone();
+    let done = std::thread::spawn(move || {
         let mut f = std::fs::File::from(r);
-        let (mut at, mut bad) = (0u64, 0u64);
         let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            match f.read(&mut buf) {
-                Ok(0) | Err(_) => return (at, bad),
-                Ok(n) => {
-                    for (k, b) in buf[..n].iter().enumerate() {
-                        bad += u64::from(*b != byte_at(at + k as u64));
-                    }
-                    at += n as u64;
-                }
+        while let Ok(n @ 1..) = f.read(&mut buf) {
+            let mut g = c.lock().unwrap();
+            let at = g.0;
+            for (k, b) in buf[..n].iter().enumerate() {
+                g.1 += u64::from(*b != byte_at(at + k as u64));
             }
+            g.0 += n as u64;
         }
     });
-    (w, t)
+    (w, Checker { counts, done })
 }
 
 struct Outcome {
@@ -329,8 +344,8 @@ fn session(
     shub.close();
     Outcome {
         ended_badly,
-        up: s_check.join().unwrap(),
-        down: c_check.join().unwrap(),
+        up: s_check.result(),
+        down: c_check.result(),
         client,
     }
 }
