@@ -53,6 +53,9 @@ pub struct ChannelInfo {
     pub eof_received: bool,
     /// We sent CLOSE.
     pub close_sent: bool,
+    /// The peer's number for the channel (a striping carrier names the
+    /// striped channel by it).
+    pub remote: u32,
 }
 
 impl Channel {
@@ -86,6 +89,7 @@ impl Channel {
             eof_sent: self.eof_sent,
             eof_received: self.eof_received,
             close_sent: self.close_sent,
+            remote: self.remote,
         }
     }
 }

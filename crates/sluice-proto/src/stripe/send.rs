@@ -99,7 +99,7 @@ impl StripeSender {
     /// Takes as much of `data` as there is room for; returns how much.
     pub fn push(&mut self, data: &[u8]) -> usize {
         let n = self.room().min(data.len());
-        self.retained.extend(data.iter().take(n));
+        self.retained.extend(data.get(..n).unwrap_or_default());
         n
     }
 

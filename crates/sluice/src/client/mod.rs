@@ -21,6 +21,7 @@ pub mod session;
 pub mod setup;
 pub mod sftp;
 pub mod socks;
+pub mod stripe;
 pub mod tty;
 pub mod update_host_keys;
 
@@ -150,7 +151,7 @@ fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), St
     }
     let mut attempt = 1;
     loop {
-        match tcp_connect(opts) {
+        match tcp_connect(&Dial::of(opts)) {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
                 s.set_nonblocking(true)
@@ -167,7 +168,48 @@ fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), St
     }
 }
 
-fn tcp_connect(opts: &ClientOptions) -> Result<TcpStream, String> {
+/// Where and how to open a TCP connection to the server (a secondary
+/// connection of a striped session dials the same).
+#[derive(Debug, Clone)]
+pub struct Dial {
+    /// Host (after HostName).
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// 4 or 6 to restrict the address family.
+    pub family: Option<u8>,
+    /// ConnectTimeout.
+    pub connect_timeout: Option<Duration>,
+    /// TcpRcvBuf (0: automatic).
+    pub tcp_rcvbuf: u64,
+    /// TcpSndBuf (0: automatic).
+    pub tcp_sndbuf: u64,
+}
+
+impl Dial {
+    /// The dial of `opts`.
+    pub fn of(opts: &ClientOptions) -> Dial {
+        Dial {
+            host: opts.host.clone(),
+            port: opts.port,
+            family: opts.family,
+            connect_timeout: opts.connect_timeout,
+            tcp_rcvbuf: opts.tcp_rcvbuf,
+            tcp_sndbuf: opts.tcp_sndbuf,
+        }
+    }
+
+    /// A connected, non-blocking socket with TCP_NODELAY.
+    pub fn connect(&self) -> Result<OwnedFd, String> {
+        let s = tcp_connect(self)?;
+        let _ = s.set_nodelay(true);
+        s.set_nonblocking(true)
+            .map_err(|e| format!("sluice: socket: {e}"))?;
+        Ok(OwnedFd::from(s))
+    }
+}
+
+fn tcp_connect(opts: &Dial) -> Result<TcpStream, String> {
     let addrs: Vec<_> = (opts.host.as_str(), opts.port)
         .to_socket_addrs()
         .map_err(|e| format!("ssh: Could not resolve hostname {}: {e}", opts.host))?
@@ -272,6 +314,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
     } else {
         Vec::new()
     };
+    let stripe = stripe::ClientStripe::plan(&opts, &plan);
     let mut handler = ClientSession::new(
         opts.user.clone(),
         &opts.host,
@@ -279,6 +322,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         host_key_check,
         plan,
     );
+    handler.stripe = stripe;
     handler.set_auth_prefs(opts.auth.clone());
     handler.host_key_update = opts
         .update_host_keys
@@ -337,6 +381,19 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         // What the remote command sent did not all arrive (logged where
         // the write failed): never a success, whatever its status.
         return Ok(255);
+    }
+    // A striped channel's output is written by its own thread: all of it
+    // before the exit status counts.
+    if let (Ok(()), Some(st)) = (&result, handler.stripe.as_mut()) {
+        if let Err(e) = st.finish() {
+            return Err(ClientError::Session(e));
+        }
+    }
+    if let (Err(_), Some(text)) = (
+        &result,
+        handler.stripe.as_ref().and_then(|s| s.failure_text()),
+    ) {
+        return Err(ClientError::Session(text));
     }
     match result {
         Ok(()) if handler.finished_cleanly() => {

@@ -73,8 +73,13 @@ pub struct ClientSession {
     pub mux: Option<super::mux::Master>,
     /// `-O exit`: the run ends, forwarded connections or not.
     terminated: bool,
+    /// The fd the session's stdin is read from (0, or the escape filter's).
+    stdio_source: i32,
     /// UpdateHostKeys (None: no).
     pub host_key_update: Option<super::update_host_keys::HostKeyUpdate>,
+    /// Streams: the session channel striped over several connections
+    /// (client/stripe.rs; None: not for this run).
+    pub stripe: Option<super::stripe::ClientStripe>,
 }
 
 impl ClientSession {
@@ -101,6 +106,8 @@ impl ClientSession {
             mux: None,
             terminated: false,
             host_key_update: None,
+            stripe: None,
+            stdio_source: 0,
             plan,
         }
     }
@@ -129,6 +136,7 @@ impl ClientSession {
             && known
             && !self.plan.no_session
             && self.plan.none_switch.is_none()
+            && !self.stripe.as_mut().is_some_and(|st| st.wanted(conn))
         {
             log!(
                 Debug1,
@@ -187,9 +195,37 @@ impl ClientSession {
             }
             None => ChannelRequestKind::Shell,
         };
+        // The stripe request goes before exec; the channel's ends wait for
+        // its answer (no data before it).
+        let held = match self.stripe.as_mut() {
+            Some(st) => st.on_session_opened(conn, id)?,
+            None => false,
+        };
         conn.channel_request(id, req, true)
             .map_err(|e| e.to_string())?;
         self.switch_to_none(conn);
+        if held {
+            self.stdio_source = source;
+            return Ok(());
+        }
+        self.attach_stdio(fds, id, source);
+        Ok(())
+    }
+
+    /// The session's exec, subsystem or shell was refused.
+    fn request_failed(&self) -> String {
+        let what = if self.plan.subsystem {
+            "subsystem"
+        } else if self.plan.command.is_some() {
+            "exec"
+        } else {
+            "shell"
+        };
+        format!("{what} request failed on channel 0")
+    }
+
+    /// The session channel's ordinary ends: the in-process end, or fds 0-2.
+    fn attach_stdio(&mut self, fds: &mut ChannelFds, id: ChannelId, source: i32) {
         if let Some(end) = self.plan.channel_end.take() {
             fds.insert(id, ChanIo::in_process(end));
         } else if self.plan.stdio {
@@ -197,7 +233,6 @@ impl ClientSession {
             io.close_when_sink_fails = true;
             fds.insert(id, io);
         }
-        Ok(())
     }
 }
 
@@ -220,13 +255,18 @@ impl Handler for ClientSession {
             Event::HostKey {
                 algorithm,
                 key_blob,
-            } => match (self.host_key_check)(&algorithm, &key_blob) {
-                Ok(()) => conn.accept_host_key(),
-                Err(e) => {
-                    conn.reject_host_key();
-                    return Err(e);
+            } => {
+                if let Some(st) = self.stripe.as_mut() {
+                    st.on_host_key(&key_blob);
                 }
-            },
+                match (self.host_key_check)(&algorithm, &key_blob) {
+                    Ok(()) => conn.accept_host_key(),
+                    Err(e) => {
+                        conn.reject_host_key();
+                        return Err(e);
+                    }
+                }
+            }
             Event::KexDone {
                 initial,
                 algorithms,
@@ -300,6 +340,10 @@ impl Handler for ClientSession {
                 }
                 self.fwd.start(conn)?;
                 self.fork_pending = self.plan.fork_after_auth;
+                if let Some(st) = self.stripe.as_mut() {
+                    // Before anything else that gets a global reply.
+                    st.on_authenticated(conn)?;
+                }
                 if self.channel.is_some() {
                     no_more_sessions(conn)?; // opened early; it stands now
                 } else if !self.plan.no_session {
@@ -318,6 +362,18 @@ impl Handler for ClientSession {
                     "RemoteRcvBuf/RemoteSndBuf: the server declined (not sluiced, or its RemoteBufMax is 0); its buffers stay as they are"
                 );
             }
+            Event::ChannelOpened(id)
+                if Some(id) != self.channel
+                    && self.stripe.as_mut().is_some_and(|st| st.on_opened(fds, id)) => {}
+            Event::ChannelOpenFailed {
+                channel,
+                description,
+                ..
+            } if Some(channel) != self.channel
+                && match self.stripe.as_mut() {
+                    Some(st) => st.on_open_failed(channel, &description)?,
+                    None => false,
+                } => {}
             Event::ChannelOpened(id) if Some(id) != self.channel => self.fwd.on_opened(fds, id),
             Event::ChannelOpenFailed {
                 channel,
@@ -326,26 +382,47 @@ impl Handler for ClientSession {
             } if Some(channel) != self.channel => {
                 self.fwd.on_open_failed(channel, reason, &description)?
             }
-            Event::GlobalReply { success, data } => self.fwd.on_global_reply(success, &data)?,
+            Event::GlobalReply { success, data } => {
+                let ours = match self.stripe.as_mut() {
+                    Some(st) => st.on_global_reply(success, &data)?,
+                    None => false,
+                };
+                if !ours {
+                    self.fwd.on_global_reply(success, &data)?
+                }
+            }
             Event::ChannelOpened(id) => self.on_opened(conn, fds, id)?,
             Event::ChannelOpenFailed { description, .. } => {
                 return Err(format!("channel 0: open failed: {description}"));
             }
-            Event::ChannelReply { success: false, .. } => {
-                let what = if self.plan.subsystem {
-                    "subsystem"
-                } else if self.plan.command.is_some() {
-                    "exec"
-                } else {
-                    "shell"
+            Event::ChannelReply { channel, success }
+                if Some(channel) == self.channel && self.stripe.is_some() =>
+            {
+                let striped = match self.stripe.as_mut() {
+                    Some(st) => st.on_channel_reply(conn, fds, success)?,
+                    None => None,
                 };
-                return Err(format!("{what} request failed on channel 0"));
+                match striped {
+                    Some(true) => {}
+                    Some(false) => {
+                        let source = self.stdio_source;
+                        self.attach_stdio(fds, channel, source);
+                    }
+                    None if !success => return Err(self.request_failed()),
+                    None => {}
+                }
             }
+            Event::ChannelReply { success: false, .. } => return Err(self.request_failed()),
             Event::ChannelRequest {
                 channel,
                 want_reply,
                 request,
             } => {
+                if let Some(st) = self.stripe.as_mut() {
+                    if st.on_request(channel, &request)? {
+                        return Ok(());
+                    }
+                }
                 match request {
                     ChannelRequestKind::ExitStatus { status } => self.exit_status = Some(status),
                     ChannelRequestKind::ExitSignal {
@@ -377,7 +454,11 @@ impl Handler for ClientSession {
                 self.fwd
                     .on_open_request(conn, fds, channel, &channel_type, &data)?;
             }
-            Event::ChannelEof(_) => {}
+            Event::ChannelEof(id) => {
+                if let Some(st) = self.stripe.as_mut() {
+                    st.on_eof(id);
+                }
+            }
             Event::ChannelClosed(id) => {
                 if Some(id) == self.channel {
                     self.finished = true;
@@ -456,6 +537,9 @@ impl Handler for ClientSession {
             }
         }
         self.fwd.tick(conn, fds)?;
+        if let Some(st) = self.stripe.as_mut() {
+            st.tick(conn)?;
+        }
         if self.fork_pending && (!self.plan.forwards.exit_on_failure || self.fwd.setup_done()) {
             self.fork_pending = false;
             crate::client::forward::go_background()?;

@@ -10,6 +10,7 @@ pub mod path;
 pub mod pump;
 pub mod sockbuf;
 pub mod socket_bridge;
+pub mod stripe;
 
 /// An I/O error in the words OpenSSH uses ("Connection refused").
 pub fn describe_io_error(e: &std::io::Error) -> String {

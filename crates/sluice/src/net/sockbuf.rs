@@ -44,7 +44,7 @@ impl Buf {
     }
 }
 
-fn read_sysctl(path: &str) -> Option<Vec<u64>> {
+pub(crate) fn read_sysctl(path: &str) -> Option<Vec<u64>> {
     let text = std::fs::read_to_string(path).ok()?;
     text.split_whitespace().map(|w| w.parse().ok()).collect()
 }

@@ -48,6 +48,9 @@ struct Session {
     pty: Option<Pty>,
     /// `internal-sftp` runs on the channel in this process (server/sftp).
     sftp: Option<crate::server::sftp::SftpExit>,
+    /// The channel is striped (`stripe-v00@sluice.dev`): its data goes
+    /// through this hub and the carriers (server/conn/stripe.rs).
+    stripe: Option<std::sync::Arc<crate::net::stripe::Hub>>,
 }
 
 /// Server-side event handling for one connection.
@@ -95,6 +98,8 @@ pub struct ServerConn {
     host_keys: Vec<Vec<u8>>,
     /// A striped session's joined connections arrive here (conn/joined.rs).
     joins: Option<Box<dyn joined::JoinSource>>,
+    /// This connection, for "one carrier per connection" (net/stripe).
+    stripe_key: crate::net::stripe::ConnKey,
 }
 
 /// What the user's process asks the privsep monitor for (privsep/postauth.rs).
@@ -219,6 +224,7 @@ impl ServerConn {
             no_more_sessions: false,
             fwd: Default::default(),
             stopped: None,
+            stripe_key: crate::net::stripe::ConnKey::next(),
         }
     }
 }
@@ -402,6 +408,10 @@ impl Handler for ServerConn {
                     user: self.user.as_ref(),
                     key: self.key_options.as_ref(),
                 };
+                if channel_type == sluice_proto::stripe::CARRIER_CHANNEL {
+                    stripe::open_carrier(conn, fds, channel, &data, self.stripe_key);
+                    return Ok(());
+                }
                 if channel_type != "session"
                     && self
                         .fwd
@@ -454,6 +464,11 @@ impl Handler for ServerConn {
                 want_reply,
                 request,
             } => {
+                if let ChannelRequestKind::Other { name, data } = &request {
+                    if self.stripe_request(conn, channel, name, data, want_reply)? {
+                        return Ok(());
+                    }
+                }
                 let ok = self.on_request(conn, fds, channel, request);
                 if want_reply {
                     conn.channel_reply(channel, ok).map_err(|e| e.to_string())?;
@@ -464,6 +479,11 @@ impl Handler for ServerConn {
             }
             Event::ChannelOpenFailed { channel, .. } => {
                 self.fwd.on_open_result(fds, channel, false);
+            }
+            Event::ChannelEof(id) => {
+                if let Some(h) = self.sessions.get(&id).and_then(|s| s.stripe.as_ref()) {
+                    h.on_peer_eof();
+                }
             }
             Event::ChannelClosed(id) => {
                 self.fwd.on_closed(id);
@@ -573,6 +593,9 @@ impl Handler for ServerConn {
         self.fwd
             .tick(conn, fds, self.cfg.max_forward_channels as usize)?;
         for (id, s) in self.sessions.iter_mut() {
+            if let Some(h) = &s.stripe {
+                crate::net::stripe::tick(h, conn, *id)?;
+            }
             if s.done {
                 continue;
             }

@@ -4,14 +4,17 @@
 //! imported from its handover, with its socket and unread input, and runs
 //! here, as the user, for as long as this process lives.
 //!
-//! [`on_joined`] is the one entry point the striping runtime builds on.
-//! For now a secondary serves nothing: it refuses every channel open and
-//! every global request (PROTOCOL.md: a secondary serves carriers only,
-//! and there are no striped channels to carry yet).
+//! [`on_joined`] runs it in a pump of its own on its own thread (its
+//! crypto on another core). It serves carriers only: a
+//! `stripe-carrier-v00@sluice.dev` open for a striped channel of this
+//! session is accepted (conn/stripe.rs), every other channel is refused
+//! (ADMINISTRATIVELY_PROHIBITED), every global or channel request answered
+//! with failure.
 
 use super::{ServerConn, ADMINISTRATIVELY_PROHIBITED};
 use crate::log;
 use crate::net::pump::{ChannelFds, Handler, Pump};
+use crate::net::stripe::ConnKey;
 use sluice_proto::{Connection, Event};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
@@ -65,40 +68,58 @@ fn serve(j: JoinedConn) {
     );
     let mut pump = Pump::new(sock.as_raw_fd());
     pump.preload_input(&input);
-    let r = pump.run(&mut conn, &mut Secondary);
+    let mut handler = Secondary {
+        key: ConnKey::next(),
+    };
+    let r = pump.run(&mut conn, &mut handler);
     crate::server::privsep::log_end(r, "stripe secondary ", peer, None);
 }
 
-/// A secondary's event handling: nothing is served on it yet.
-struct Secondary;
+/// A secondary's events: carriers only.
+struct Secondary {
+    /// This connection, for "one carrier per connection".
+    key: ConnKey,
+}
 
 impl Handler for Secondary {
     fn on_event(
         &mut self,
         conn: &mut Connection,
-        _fds: &mut ChannelFds,
+        fds: &mut ChannelFds,
         event: Event,
     ) -> Result<(), String> {
         match event {
             Event::ChannelOpenRequest {
                 channel,
                 channel_type,
+                data,
                 ..
             } => {
-                log!(
-                    Verbose,
-                    "striping: refused a {channel_type} channel on a secondary connection"
-                );
-                let _ = conn.reject_channel(
-                    channel,
-                    ADMINISTRATIVELY_PROHIBITED,
-                    "a secondary connection carries striped data only",
-                );
+                if channel_type == sluice_proto::stripe::CARRIER_CHANNEL {
+                    super::stripe::open_carrier(conn, fds, channel, &data, self.key);
+                } else {
+                    log!(
+                        Verbose,
+                        "striping: refused a {channel_type} channel on a secondary connection"
+                    );
+                    let _ = conn.reject_channel(
+                        channel,
+                        ADMINISTRATIVELY_PROHIBITED,
+                        "a secondary connection carries striped data only",
+                    );
+                }
             }
             Event::GlobalRequest { want_reply, .. } => {
                 if want_reply {
                     conn.answer_global(false, &[]);
                 }
+            }
+            Event::ChannelRequest {
+                channel,
+                want_reply: true,
+                ..
+            } => {
+                let _ = conn.channel_reply(channel, false);
             }
             _ => {}
         }

@@ -67,6 +67,17 @@ impl ServerConn {
             }
             None => command,
         };
+        let striped = s.stripe.clone();
+        if striped.is_some()
+            && (s.pty.is_some() || command.as_deref().is_some_and(sftp::is_internal))
+        {
+            // A striped channel carries bytes only through its hub.
+            log!(
+                Info,
+                "session: refusing a pty or internal-sftp on a striped channel"
+            );
+            return false;
+        }
         if let Some(c) = command.as_deref().filter(|c| sftp::is_internal(c)) {
             return self.start_sftp(id, fds, c, &user);
         }
@@ -93,6 +104,22 @@ impl ServerConn {
             };
         }
         match session::spawn(&spawn) {
+            Ok(mut child) if striped.is_some() => {
+                let Some(hub) = striped else { return false };
+                match super::stripe::attach(&hub, &mut child) {
+                    Ok(io) => {
+                        fds.insert(id, io);
+                        s.child = Some(SessionChild::new(child));
+                        true
+                    }
+                    Err(e) => {
+                        log!(Error, "session: striped channel: {e}");
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        false
+                    }
+                }
+            }
             Ok(mut child) => {
                 let mut io = ChanIo::owned(
                     child.stdout.take().map(OwnedFd::from),

@@ -1,13 +1,24 @@
-//! The user's process's side of a striping grant (`stripe-v00@sluice.dev`,
+//! The user's process's side of channel striping (`stripe-v00@sluice.dev`,
 //! PROTOCOL.md "Channel striping"): the client's global request on the
 //! primary goes to the monitor, which draws the join secret and keeps the
-//! admission (privsep/stripe.rs); this process only relays the answer.
+//! admission (privsep/stripe.rs); this process only relays the answer. A
+//! session channel striped before its command starts gets a hub
+//! (net/stripe) between the command's pipes and the carriers, which the
+//! client opens on this connection and on the secondaries (`joined.rs`).
 
 use crate::log;
+use crate::net::pump::{ChanFd, ChanIo, ChannelFds};
+use crate::net::stripe::{self, CarrierEnd, ConnKey, Hub, Stderr, StripedEnd};
 use crate::server::conn::ServerConn;
 use sluice_proto::msg::DisconnectReason;
-use sluice_proto::stripe::codec::StripeWanted;
-use sluice_proto::Connection;
+use sluice_proto::stripe::codec::{check_stripe_channel_request, CarrierOpen, StripeWanted};
+use sluice_proto::stripe::{ACK_REQUEST, STRIPE_REQUEST};
+use sluice_proto::{ChannelId, Connection};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+/// RFC 4254 5.1's reason for a carrier refused.
+const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
 
 impl ServerConn {
     /// Answers the client's `stripe-v00@sluice.dev` global request with
@@ -41,4 +52,138 @@ impl ServerConn {
             }
         }
     }
+}
+
+impl ServerConn {
+    /// The striping channel requests: `stripe-v00@sluice.dev` on a session
+    /// before its command (CHANNEL_SUCCESS, then the first acknowledgement
+    /// from `tick`), `stripe-ack-v00@sluice.dev` on a striped one. Returns
+    /// whether `name` was one of them (answered here).
+    pub(super) fn stripe_request(
+        &mut self,
+        conn: &mut Connection,
+        id: ChannelId,
+        name: &str,
+        data: &[u8],
+        want_reply: bool,
+    ) -> Result<bool, String> {
+        if name == ACK_REQUEST {
+            let hub = self.sessions.get(&id).and_then(|s| s.stripe.clone());
+            match hub {
+                Some(h) => {
+                    if let Err(e) = stripe::handle_ack(&h, data) {
+                        conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &e.to_string());
+                        return Err(format!("channel {}: {e}", id.0));
+                    }
+                }
+                None => {
+                    let text = "striping: acknowledgement on a channel that is not striped";
+                    conn.disconnect(DisconnectReason::PROTOCOL_ERROR, text);
+                    return Err(text.into());
+                }
+            }
+            if want_reply {
+                let _ = conn.channel_reply(id, false);
+            }
+            return Ok(true);
+        }
+        if name != STRIPE_REQUEST {
+            return Ok(false);
+        }
+        if let Err(e) = check_stripe_channel_request(data) {
+            conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &e.to_string());
+            return Err(e.to_string());
+        }
+        let allowed = self.cfg.max_streams > 1;
+        let hub = match self.sessions.get_mut(&id) {
+            Some(s)
+                if allowed
+                    && s.stripe.is_none()
+                    && s.child.is_none()
+                    && s.sftp.is_none()
+                    && s.pty.is_none() =>
+            {
+                match Hub::new(id.0) {
+                    Ok(h) => {
+                        s.stripe = Some(h.clone());
+                        Some(h)
+                    }
+                    Err(e) => {
+                        log!(Error, "striping channel {}: {e}", id.0);
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        log!(
+            Debug1,
+            "channel {}: stripe request {}",
+            id.0,
+            if hub.is_some() { "accepted" } else { "refused" }
+        );
+        if let Some(h) = &hub {
+            stripe::register(h);
+        }
+        if want_reply {
+            conn.channel_reply(id, hub.is_some())
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(true)
+    }
+}
+
+/// A `stripe-carrier-v00@sluice.dev` open on connection `key` (the primary
+/// or a secondary of this session): accepted for a striped channel that is
+/// open and has no carrier on this connection yet, refused otherwise.
+pub(crate) fn open_carrier(
+    conn: &mut Connection,
+    fds: &mut ChannelFds,
+    channel: ChannelId,
+    data: &[u8],
+    key: ConnKey,
+) {
+    let end = match CarrierOpen::decode(data) {
+        Ok(o) => stripe::find(o.striped_channel).and_then(|h| CarrierEnd::new(&h, key)),
+        Err(e) => {
+            conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &e.to_string());
+            return;
+        }
+    };
+    match end {
+        Some(end) => {
+            if conn.accept_channel(channel).is_ok() {
+                log!(Debug1, "carrier channel {} open", channel.0);
+                fds.insert(channel, ChanIo::in_process(Box::new(end)));
+            }
+        }
+        None => {
+            let _ = conn.reject_channel(
+                channel,
+                ADMINISTRATIVELY_PROHIBITED,
+                "no striped channel for this carrier",
+            );
+        }
+    }
+}
+
+/// The striped channel's ends for a command just started: its stdout read
+/// into the hub's sender, its stdin written from the reassembler, its
+/// stderr relayed on the channel; the channel itself gets a [`StripedEnd`].
+pub(super) fn attach(hub: &Arc<Hub>, child: &mut std::process::Child) -> std::io::Result<ChanIo> {
+    let missing = || std::io::Error::other("the command has no pipes");
+    let out = child.stdout.take().map(OwnedFd::from).ok_or_else(missing)?;
+    let inp = child.stdin.take().map(OwnedFd::from).ok_or_else(missing)?;
+    match child.stderr.take().map(OwnedFd::from) {
+        Some(err) => {
+            stripe::spawn_stderr(hub, ChanFd::Owned(err))?;
+        }
+        None => hub.no_stderr(),
+    }
+    stripe::spawn_input(hub, ChanFd::Owned(out))?;
+    stripe::spawn_output(hub, ChanFd::Owned(inp))?;
+    Ok(ChanIo::in_process(Box::new(StripedEnd::new(
+        hub,
+        Stderr::Source,
+    ))))
 }

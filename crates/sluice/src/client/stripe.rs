@@ -1,0 +1,511 @@
+//! The client's side of channel striping (PROTOCOL.md, "Channel
+//! striping"): `Streams N|auto` for a plain `sluice host command` (no pty,
+//! no in-process end). After authentication on the primary it asks for a
+//! grant; granted, it stripes the session channel before `exec`, opens a
+//! carrier on the primary, and dials the secondaries, each in its own
+//! thread with a pump of its own: same address, the primary's host key
+//! required, joined with the grant's token, one carrier each. A grant
+//! refused, a join failed or a secondary lost leaves the transfer on what
+//! remains; chunks left with no carrier fail it loudly (exit 255).
+
+use crate::client::sftp::parallel::Streams;
+use crate::client::{ClientOptions, Dial};
+use crate::log;
+use crate::net::crypto_pool::CryptoThreads;
+use crate::net::pump::{ChanFd, ChanIo, ChannelFds, Handler, Pump};
+use crate::net::stripe::{self, CarrierEnd, ConnKey, Hub, Stderr, StripedEnd};
+use sluice_proto::crypto::SystemRng;
+use sluice_proto::msg::ChannelRequestKind;
+use sluice_proto::stripe::codec::{CarrierOpen, StripeGrant, StripeWanted};
+use sluice_proto::stripe::token::Joiner;
+use sluice_proto::stripe::{ACK_REQUEST, CARRIER_CHANNEL, STRIPE_REQUEST};
+use sluice_proto::{ChannelId, ClientConfig, Config, Connection, Event};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Connections `Streams auto` starts with on a long path.
+const AUTO_STREAMS: u32 = 4;
+/// The rate `auto` assumes a path may carry, to size its bandwidth-delay
+/// product against one socket's buffer cap (1 Gbit/s).
+const AUTO_ASSUMED_RATE: f64 = 125e6;
+
+/// Where striping stands on the primary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Not asked (yet), or not for this run.
+    Idle,
+    /// The grant request is out; its reply is the next global reply.
+    AskingGrant,
+    /// The channel's `stripe-v00` request is out; its reply is the
+    /// channel's next reply.
+    AskingChannel,
+    /// The channel is striped.
+    Striped,
+    /// Declined somewhere: the channel is an ordinary one.
+    Off,
+}
+
+/// Striping for one client run.
+pub struct ClientStripe {
+    streams: Streams,
+    phase: Phase,
+    dial: Dial,
+    proto: Config,
+    user: String,
+    /// The primary's host key blob: every secondary must show the same.
+    host_key: Option<Vec<u8>>,
+    grant: Option<StripeGrant>,
+    hub: Option<Arc<Hub>>,
+    channel: Option<ChannelId>,
+    /// The carrier on the primary.
+    carrier: Option<ChannelId>,
+    key: ConnKey,
+    output: Option<JoinHandle<()>>,
+    /// Connections decided on (the primary included), once decided.
+    total: Option<u32>,
+}
+
+impl ClientStripe {
+    /// Striping for this run, when it may apply: a command on fds 0-2
+    /// without a pty, `Streams` other than 1, no ProxyCommand (a -v line
+    /// says why not).
+    pub fn plan(opts: &ClientOptions, plan: &super::SessionPlan) -> Option<ClientStripe> {
+        let plain = plan.stdio
+            && plan.tty.is_none()
+            && plan.channel_end.is_none()
+            && plan.command.is_some()
+            && !plan.subsystem
+            && !plan.no_session
+            && plan.none_switch.is_none();
+        if !plain || opts.streams == Streams::Fixed(1) {
+            return None;
+        }
+        if opts.proxy_command.is_some() {
+            log!(
+                Debug1,
+                "Streams {}: one connection (secondaries are not dialled through a ProxyCommand or ProxyJump)",
+                opts.streams
+            );
+            return None;
+        }
+        Some(ClientStripe {
+            streams: opts.streams,
+            phase: Phase::Idle,
+            dial: super::Dial::of(opts),
+            proto: opts.proto.clone(),
+            user: opts.user.clone(),
+            host_key: None,
+            grant: None,
+            hub: None,
+            channel: None,
+            carrier: None,
+            key: ConnKey::next(),
+            output: None,
+            total: None,
+        })
+    }
+
+    /// The primary's host key as the key exchange showed it.
+    pub fn on_host_key(&mut self, blob: &[u8]) {
+        if self.host_key.is_none() {
+            self.host_key = Some(blob.to_vec());
+        }
+    }
+
+    /// How many connections to use (decided once; `auto` from the path).
+    fn total(&mut self, conn: &Connection) -> u32 {
+        let streams = self.streams;
+        *self.total.get_or_insert_with(|| match streams {
+            Streams::Fixed(n) => n as u32,
+            Streams::Auto => auto_streams(conn),
+        })
+    }
+
+    /// Whether striping will be asked for: then the session is not opened
+    /// ahead of the authentication answer (its channel waits for the grant).
+    pub fn wanted(&mut self, conn: &Connection) -> bool {
+        self.total(conn) > 1
+    }
+
+    /// After authentication: asks for the grant (before anything else
+    /// that could get a global reply), or decides against striping.
+    pub fn on_authenticated(&mut self, conn: &mut Connection) -> Result<(), String> {
+        let total = self.total(conn);
+        if total <= 1 {
+            self.phase = Phase::Off;
+            return Ok(());
+        }
+        let wanted = StripeWanted {
+            secondaries: (total - 1).min(sluice_proto::stripe::MAX_SECONDARIES),
+        };
+        log!(
+            Debug1,
+            "Streams {}: asking the server for {} secondary connections",
+            self.streams,
+            wanted.secondaries
+        );
+        conn.global_request(STRIPE_REQUEST, true, &wanted.encode())
+            .map_err(|e| e.to_string())?;
+        self.phase = Phase::AskingGrant;
+        Ok(())
+    }
+
+    /// A global reply: ours while the grant is asked for (returns true).
+    pub fn on_global_reply(&mut self, success: bool, data: &[u8]) -> Result<bool, String> {
+        if self.phase != Phase::AskingGrant {
+            return Ok(false);
+        }
+        self.phase = Phase::Off;
+        if !success {
+            log!(
+                Debug1,
+                "Striping declined by the server (not sluiced, or its MaxStreams is 1): one connection"
+            );
+            return Ok(true);
+        }
+        let g = StripeGrant::decode(data).map_err(|e| format!("stripe grant: {e}"))?;
+        log!(
+            Debug1,
+            "Striping granted: up to {} secondary connections",
+            g.allowed
+        );
+        self.grant = Some(g);
+        self.phase = Phase::Idle;
+        Ok(true)
+    }
+
+    /// On the session channel's open, before `exec`: asks to stripe it
+    /// when granted. Returns true when the channel's ends wait for the
+    /// answer (no data before it).
+    pub fn on_session_opened(
+        &mut self,
+        conn: &mut Connection,
+        id: ChannelId,
+    ) -> Result<bool, String> {
+        if self.grant.is_none() || self.phase != Phase::Idle {
+            return Ok(false);
+        }
+        let req = ChannelRequestKind::Other {
+            name: STRIPE_REQUEST.into(),
+            data: Vec::new(),
+        };
+        conn.channel_request(id, req, true)
+            .map_err(|e| e.to_string())?;
+        self.channel = Some(id);
+        self.phase = Phase::AskingChannel;
+        Ok(true)
+    }
+
+    /// A reply on the session channel: ours while the stripe request is
+    /// out (returns Some(whether the channel is striped)).
+    pub fn on_channel_reply(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        success: bool,
+    ) -> Result<Option<bool>, String> {
+        if self.phase != Phase::AskingChannel {
+            return Ok(None);
+        }
+        let Some(id) = self.channel else {
+            return Ok(None);
+        };
+        if !success {
+            log!(
+                Debug1,
+                "channel {}: stripe request refused: one connection",
+                id.0
+            );
+            self.phase = Phase::Off;
+            return Ok(Some(false));
+        }
+        self.phase = Phase::Striped;
+        let hub = Hub::new(id.0).map_err(|e| format!("striping: {e}"))?;
+        hub.no_stderr();
+        fds.insert(
+            id,
+            ChanIo::in_process(Box::new(StripedEnd::new(&hub, Stderr::Sink(2)))),
+        );
+        let spawn = |e: std::io::Error| format!("striping: cannot start a thread: {e}");
+        stripe::spawn_input(&hub, ChanFd::Borrowed(0)).map_err(spawn)?;
+        self.output = Some(stripe::spawn_output(&hub, ChanFd::Borrowed(1)).map_err(spawn)?);
+        let remote = conn
+            .channel_info(id)
+            .map(|i| i.remote)
+            .ok_or("striping: the session channel is gone")?;
+        let open = CarrierOpen {
+            striped_channel: remote,
+        }
+        .encode();
+        self.carrier = Some(
+            conn.open_channel(CARRIER_CHANNEL, &open)
+                .map_err(|e| e.to_string())?,
+        );
+        self.dial_secondaries(conn, &hub, remote);
+        self.hub = Some(hub);
+        Ok(Some(true))
+    }
+
+    fn dial_secondaries(&mut self, conn: &Connection, hub: &Arc<Hub>, remote: u32) {
+        let (Some(g), Some(sid), Some(blob)) =
+            (self.grant.take(), conn.session_id(), self.host_key.clone())
+        else {
+            return;
+        };
+        let joiner = Arc::new(Mutex::new(Joiner::new(&g, sid)));
+        log!(
+            Debug1,
+            "channel {}: striped; dialling {} secondary connections",
+            self.channel.map_or(0, |c| c.0),
+            g.allowed
+        );
+        for n in 1..=g.allowed {
+            let s = Secondary {
+                n,
+                user: self.user.clone(),
+                host_key: blob.clone(),
+                joiner: joiner.clone(),
+                hub: hub.clone(),
+                remote,
+                key: ConnKey::next(),
+                done: false,
+            };
+            let (dial, proto) = (self.dial.clone(), self.proto.clone());
+            let r = std::thread::Builder::new()
+                .name(format!("stripe-{n}"))
+                .spawn(move || s.run(&dial, proto));
+            if let Err(e) = r {
+                log!(Debug1, "secondary {n}: cannot start its thread: {e}");
+            }
+        }
+    }
+
+    /// The carrier on the primary opened (true) or not ours (false).
+    pub fn on_opened(&mut self, fds: &mut ChannelFds, id: ChannelId) -> bool {
+        if self.carrier != Some(id) {
+            return false;
+        }
+        if let Some(end) = self.hub.as_ref().and_then(|h| CarrierEnd::new(h, self.key)) {
+            fds.insert(id, ChanIo::in_process(Box::new(end)));
+        }
+        true
+    }
+
+    /// The carrier on the primary was refused: the transfer cannot start.
+    pub fn on_open_failed(&mut self, id: ChannelId, description: &str) -> Result<bool, String> {
+        if self.carrier != Some(id) {
+            return Ok(false);
+        }
+        Err(format!(
+            "channel {}: the server refused the striped channel's carrier: {description}",
+            self.channel.map_or(0, |c| c.0)
+        ))
+    }
+
+    /// A channel request: the server's acknowledgement on the striped
+    /// channel (true: taken).
+    pub fn on_request(
+        &mut self,
+        id: ChannelId,
+        request: &ChannelRequestKind,
+    ) -> Result<bool, String> {
+        let ChannelRequestKind::Other { name, data } = request else {
+            return Ok(false);
+        };
+        if name != ACK_REQUEST || self.channel != Some(id) {
+            return Ok(false);
+        }
+        let Some(hub) = &self.hub else {
+            return Err("striping: acknowledgement on a channel that is not striped".into());
+        };
+        stripe::handle_ack(hub, data).map_err(|e| format!("channel {}: {e}", id.0))?;
+        Ok(true)
+    }
+
+    /// The server's EOF on the striped channel.
+    pub fn on_eof(&mut self, id: ChannelId) {
+        if let (Some(h), true) = (&self.hub, self.channel == Some(id)) {
+            h.on_peer_eof();
+        }
+    }
+
+    /// Once per loop turn: the due acknowledgement; a failure ends the run.
+    pub fn tick(&mut self, conn: &mut Connection) -> Result<(), String> {
+        match (&self.hub, self.channel) {
+            (Some(h), Some(id)) => stripe::tick(h, conn, id),
+            _ => Ok(()),
+        }
+    }
+
+    /// Why the striped transfer failed or stopped short, if it did: said
+    /// instead of the connection's end when the server gave up first.
+    pub fn failure_text(&self) -> Option<String> {
+        self.hub.as_ref()?.incomplete()
+    }
+
+    /// After the session ended: waits until the striped output is all
+    /// written; an incomplete one is an error, never a success.
+    pub fn finish(&mut self) -> Result<(), String> {
+        let Some(hub) = &self.hub else {
+            return Ok(());
+        };
+        if let Some(t) = self.output.take() {
+            let _ = t.join();
+        }
+        if let Some(f) = hub.failure() {
+            return Err(match f {
+                stripe::Failure::Protocol(t) | stripe::Failure::Stranded(t) => t,
+            });
+        }
+        if !hub.output_done() {
+            let (acked, received) = hub.progress();
+            return Err(format!(
+                "channel {}: striped transfer incomplete: {received} bytes received, {acked} acknowledged by the server",
+                hub.channel()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `Streams auto`'s start: [`AUTO_STREAMS`] when the path's bandwidth-delay
+/// product (at [`AUTO_ASSUMED_RATE`]) exceeds what one socket may buffer,
+/// else one connection.
+fn auto_streams(conn: &Connection) -> u32 {
+    let Some(rtt) = conn.path_rtt() else {
+        log!(
+            Debug1,
+            "Streams auto: no path RTT measured yet: one connection"
+        );
+        return 1;
+    };
+    let cap = socket_cap();
+    let bdp = (AUTO_ASSUMED_RATE * rtt.as_secs_f64()) as u64;
+    let n = if bdp > cap { AUTO_STREAMS } else { 1 };
+    log!(
+        Debug1,
+        "Streams auto: RTT {:?}, bandwidth-delay product at 1 Gbit/s {} against one socket's send buffer cap {}: {} connection{}",
+        rtt,
+        crate::net::sockbuf::human(bdp),
+        crate::net::sockbuf::human(cap),
+        n,
+        if n == 1 { "" } else { "s" }
+    );
+    n
+}
+
+/// The most one TCP socket may buffer to send: the larger of autotuning's
+/// maximum and twice net.core.wmem_max (what an explicit size reaches).
+fn socket_cap() -> u64 {
+    let auto = crate::net::sockbuf::read_sysctl("/proc/sys/net/ipv4/tcp_wmem")
+        .and_then(|v| v.get(2).copied())
+        .unwrap_or(4 << 20);
+    let core = crate::net::sockbuf::read_sysctl("/proc/sys/net/core/wmem_max")
+        .and_then(|v| v.first().copied())
+        .unwrap_or(208 << 10);
+    auto.max(core * 2)
+}
+
+/// One secondary connection: dial, key exchange showing the primary's host
+/// key, join, one carrier.
+struct Secondary {
+    n: u32,
+    user: String,
+    host_key: Vec<u8>,
+    joiner: Arc<Mutex<Joiner>>,
+    hub: Arc<Hub>,
+    remote: u32,
+    key: ConnKey,
+    done: bool,
+}
+
+impl Secondary {
+    fn run(mut self, dial: &Dial, proto: Config) {
+        let n = self.n;
+        let sock = match dial.connect() {
+            Ok(s) => s,
+            Err(e) => {
+                log!(Debug1, "secondary {n}: {e}; going on without it");
+                return;
+            }
+        };
+        let mut conn = Connection::client(ClientConfig { common: proto }, Box::new(SystemRng));
+        let mut pump = Pump::new(std::os::fd::AsRawFd::as_raw_fd(&sock));
+        pump.set_crypto_threads(&mut conn, CryptoThreads::Fixed(1));
+        match pump.run(&mut conn, &mut self) {
+            Ok(()) => log!(Debug1, "secondary {n}: closed"),
+            Err(e) => log!(Debug1, "{e}; going on without it"),
+        }
+    }
+}
+
+impl Handler for Secondary {
+    fn on_event(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        event: Event,
+    ) -> Result<(), String> {
+        let n = self.n;
+        match event {
+            Event::HostKey { key_blob, .. } => {
+                if key_blob == self.host_key {
+                    conn.accept_host_key();
+                } else {
+                    conn.reject_host_key();
+                    return Err(format!(
+                        "secondary {n}: the server showed another host key than the primary's: dropped"
+                    ));
+                }
+            }
+            Event::AuthReady => {
+                let mut j = self.joiner.lock().unwrap_or_else(|p| p.into_inner());
+                let number = conn
+                    .auth_stripe_join(&self.user, &mut j)
+                    .map_err(|e| format!("secondary {n}: {e}"))?;
+                log!(Debug1, "secondary {n}: joining as number {number}");
+            }
+            Event::AuthFailure { .. } => {
+                return Err(format!(
+                    "secondary {n}: the server refused the join (its sluiced may not admit secondaries yet)"
+                ));
+            }
+            Event::Authenticated { .. } => {
+                let open = CarrierOpen {
+                    striped_channel: self.remote,
+                }
+                .encode();
+                conn.open_channel(CARRIER_CHANNEL, &open)
+                    .map_err(|e| e.to_string())?;
+            }
+            Event::ChannelOpened(id) => match CarrierEnd::new(&self.hub, self.key) {
+                Some(end) => {
+                    log!(Debug1, "secondary {n}: carrier open");
+                    fds.insert(id, ChanIo::in_process(Box::new(end)));
+                }
+                None => {
+                    let _ = conn.close_channel(id);
+                    self.done = true;
+                }
+            },
+            Event::ChannelOpenFailed { description, .. } => {
+                return Err(format!("secondary {n}: carrier refused: {description}"));
+            }
+            Event::ChannelClosed(_) => self.done = true,
+            Event::GlobalRequest {
+                want_reply: true, ..
+            } => conn.answer_global(false, &[]),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn tick_interval(&self) -> Option<Duration> {
+        None
+    }
+
+    fn finished(&self) -> bool {
+        self.done
+    }
+}

@@ -1,0 +1,137 @@
+//! The striped channel itself, on the primary: its data travels only on
+//! carriers, so its in-process end ([`StripedEnd`]) sends none and takes
+//! none (CHANNEL_DATA on it is the peer's protocol error). It sends
+//! CHANNEL_EOF once the local source ended and every byte sent is
+//! acknowledged, so EOF, exit status and close follow all of the data;
+//! stderr stays on it as extended data. [`tick`] sends the due
+//! acknowledgement and reports a failure; [`handle_ack`] takes the peer's.
+
+use super::hub::{Failure, Hub};
+use crate::net::fdio;
+use crate::net::pump::{ChannelEndpoint, Ext, Produced};
+use sluice_proto::msg::{ChannelRequestKind, DisconnectReason};
+use sluice_proto::stripe::codec::Ack;
+use sluice_proto::stripe::{StripeError, ACK_REQUEST};
+use sluice_proto::{ChannelId, Connection};
+use std::os::fd::RawFd;
+use std::sync::Arc;
+
+/// Where the striped channel's stderr comes from or goes to.
+pub enum Stderr {
+    /// The client: the peer's extended data is written to this fd.
+    Sink(RawFd),
+    /// The server: the command's stderr, read by a local thread into the hub.
+    Source,
+}
+
+/// The striped channel's in-process end on the primary.
+pub struct StripedEnd {
+    hub: Arc<Hub>,
+    stderr: Stderr,
+}
+
+impl StripedEnd {
+    /// The end for `hub`'s channel.
+    pub fn new(hub: &Arc<Hub>, stderr: Stderr) -> StripedEnd {
+        StripedEnd {
+            hub: hub.clone(),
+            stderr,
+        }
+    }
+}
+
+impl ChannelEndpoint for StripedEnd {
+    fn on_data(&mut self, ext: Ext, data: &[u8]) -> usize {
+        match (ext, &self.stderr) {
+            (Ext::Data, _) => {
+                let mut st = self.hub.lock();
+                self.hub.fail_protocol(
+                    &mut st,
+                    StripeError::Malformed("CHANNEL_DATA on a striped channel"),
+                );
+                data.len()
+            }
+            (Ext::Stderr, Stderr::Sink(fd)) => match fdio::write_some(*fd, data) {
+                Ok(n) => n,
+                Err(e) if fdio::would_block(&e) => 0,
+                Err(_) => data.len(),
+            },
+            (Ext::Stderr, Stderr::Source) => data.len(),
+        }
+    }
+
+    fn produce(&mut self, ext: Ext, buf: &mut [u8]) -> Produced {
+        let mut st = self.hub.lock();
+        match ext {
+            Ext::Data if st.failed.is_none() && st.tx.all_acked() => Produced::Eof,
+            Ext::Data => Produced::WouldBlock,
+            Ext::Stderr => {
+                if matches!(self.stderr, Stderr::Sink(_)) {
+                    return Produced::Eof;
+                }
+                let n = buf.len().min(st.stderr.len());
+                for (d, s) in buf.iter_mut().zip(st.stderr.drain(..n)) {
+                    *d = s;
+                }
+                if n > 0 {
+                    self.hub.notify_local();
+                    Produced::Data(n)
+                } else if st.stderr_eof {
+                    Produced::Eof
+                } else {
+                    Produced::WouldBlock
+                }
+            }
+        }
+    }
+
+    fn on_close(&mut self) {
+        self.hub.close();
+    }
+
+    fn wake_fd(&self) -> Option<RawFd> {
+        Some(self.hub.primary_fd())
+    }
+
+    fn on_wake(&mut self) {
+        self.hub.clear_primary();
+    }
+}
+
+/// The peer's `stripe-ack-v00@sluice.dev` on the striped channel: room in
+/// the sender, chunks dropped. A bad one is the peer's protocol error.
+pub fn handle_ack(hub: &Hub, data: &[u8]) -> Result<(), StripeError> {
+    let mut st = hub.lock();
+    let r = Ack::decode(data).and_then(|a| st.tx.on_ack(a));
+    if let Err(e) = r {
+        hub.fail_protocol(&mut st, e);
+        return Err(e);
+    }
+    // Room for the local reader, a limit for the carriers, maybe the end.
+    hub.wake_all(&st);
+    Ok(())
+}
+
+/// Once per turn of the primary's loop: sends the acknowledgement that is
+/// due; a failure ends the run (a protocol error disconnects first).
+pub fn tick(hub: &Hub, conn: &mut Connection, id: ChannelId) -> Result<(), String> {
+    let (ack, failed) = {
+        let mut st = hub.lock();
+        (st.ack_due.take(), st.failed.clone())
+    };
+    if let Some(a) = ack {
+        let req = ChannelRequestKind::Other {
+            name: ACK_REQUEST.into(),
+            data: a.encode(),
+        };
+        let _ = conn.channel_request(id, req, false);
+    }
+    match failed {
+        None => Ok(()),
+        Some(Failure::Protocol(text)) => {
+            conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &text);
+            Err(format!("channel {}: {text}", id.0))
+        }
+        Some(Failure::Stranded(text)) => Err(text),
+    }
+}
