@@ -11,7 +11,8 @@
 //!
 //! - `channel.rs`: the in-process channel end and the program's [`Link`].
 //! - `session.rs`: requests and replies, the version exchange, limits.
-//! - `transfer.rs`: pipelined downloads and uploads, resume, temp names.
+//! - `transfer.rs`: pipelined downloads and uploads, resume, temp names;
+//!   `depth.rs`: how many requests a transfer keeps in flight.
 //! - `progress.rs`: the progress meter; `bwlimit.rs`: `-l`.
 //! - `many_up.rs`, `many_down.rs`: small files, many in flight on one session.
 //! - `spread.rs`: many small files dealt out over several connections.
@@ -26,6 +27,7 @@
 pub mod bwlimit;
 pub mod channel;
 pub mod commands;
+pub mod depth;
 pub mod many_down;
 pub mod many_up;
 pub mod parallel;

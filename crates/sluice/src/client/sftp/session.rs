@@ -7,6 +7,7 @@
 use super::channel::Link;
 use sluice_proto::sftp::response::{self, Limits};
 use sluice_proto::sftp::{pflags, Attrs, Extended, NameEntry, Reply, Request, Status};
+use std::time::{Duration, Instant};
 
 /// Why a request failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +74,10 @@ pub struct Sftp {
     pub max_read: u32,
     /// Largest WRITE to send.
     pub max_write: u32,
+    /// The shortest wait for a lone request's answer (INIT, limits, stat,
+    /// open...): the path's round trip plus the server's turnaround, what
+    /// a transfer's pipeline is sized from (depth.rs).
+    pub rtt: Option<Duration>,
     scratch: Vec<u8>,
 }
 
@@ -85,14 +90,17 @@ impl Sftp {
             extensions: Vec::new(),
             max_read: DEFAULT_IO,
             max_write: DEFAULT_IO,
+            rtt: None,
             scratch: Vec::new(),
         };
         let init = Request::Init {
             version: sluice_proto::sftp::VERSION,
             extensions: Vec::new(),
         };
+        let asked = Instant::now();
         s.send(&init)?;
         let body = s.recv()?;
+        s.note_rtt(asked);
         match Reply::decode(&body) {
             Ok(Reply::Version {
                 version,
@@ -172,10 +180,18 @@ impl Sftp {
         self.link.recv().map_err(SftpError::Fatal)
     }
 
+    /// A lone request asked at `asked` was just answered.
+    fn note_rtt(&mut self, asked: Instant) {
+        let d = asked.elapsed();
+        self.rtt = Some(self.rtt.map_or(d, |r| r.min(d)));
+    }
+
     /// Sends `req` and waits for its reply (nothing else may be in flight).
     fn call(&mut self, req: &Request<'_>) -> SftpResult<Vec<u8>> {
+        let asked = Instant::now();
         let id = self.send(req)?;
         let body = self.recv()?;
+        self.note_rtt(asked);
         match Reply::decode(&body) {
             Ok(r) if r.id() == Some(id) => Ok(body),
             Ok(_) => Err(bad("wrong id")),

@@ -12,6 +12,7 @@
 //! after checking it by SHA-256 with sluiced (sha256-range@sluice.dev); a
 //! prefix that differs is not built on: the whole file is sent again.
 
+use super::depth::Depth;
 use super::progress::Meter;
 use super::resume::{self, Record};
 use super::session::{Sftp, SftpError};
@@ -33,7 +34,7 @@ pub struct Options {
     pub resume: bool,
     /// -f: fsync after an upload (fsync@openssh.com) and a download.
     pub fsync: bool,
-    /// -R: requests in flight.
+    /// -R: requests in flight (0: sized from the path, see depth.rs).
     pub requests: usize,
     /// -B: the size of one READ or WRITE (0: the server's limit).
     pub buffer: u32,
@@ -53,7 +54,7 @@ impl Default for Options {
             preserve: false,
             resume: false,
             fsync: false,
-            requests: 64,
+            requests: 0,
             buffer: 0,
             progress: false,
             parallel: None,
@@ -516,7 +517,7 @@ pub fn fetch(
     tally: &mut dyn FnMut(u64, u64),
 ) -> TransferResult<u64> {
     let len = chunk(o, s.max_read);
-    let depth = o.requests.max(1);
+    let mut depth = Depth::new(o.requests, len, s.rtt);
     let start = span.start;
     // Requests go out up to the known size; past it one READ at a time
     // probes for the end (the file may have grown).
@@ -529,7 +530,7 @@ pub fn fetch(
     let mut high = start;
     let fatal = |e: SftpError| TransferError::remote(format!("read \"{}\"", show(remote)), e);
     loop {
-        while inflight.len() < depth {
+        while inflight.len() < depth.get() {
             if span.exact && next >= horizon && holes.is_empty() {
                 // An exact span issued: the next one, on the same pipeline.
                 match more() {
@@ -604,6 +605,7 @@ pub fn fetch(
                     // Past the size we were told: keep going, one more chunk each time.
                     horizon = horizon.saturating_add(u64::from(len));
                 }
+                depth.delivered(u64::from(got));
                 tally(off, u64::from(got));
             }
             Reply::Status {
@@ -882,7 +884,7 @@ pub fn send_file(
     tally: &mut dyn FnMut(u64, u64),
 ) -> TransferResult<()> {
     let len = chunk(o, s.max_write) as usize;
-    let depth = o.requests.max(1);
+    let mut depth = Depth::new(o.requests, len as u32, s.rtt);
     let mut buf = vec![0u8; len];
     let mut next = span.start;
     // An exact span stops at its end; otherwise the local end decides.
@@ -899,7 +901,7 @@ pub fn send_file(
         )
     };
     loop {
-        while inflight.len() < depth && !local_eof {
+        while inflight.len() < depth.get() && !local_eof {
             if span.exact && next >= end {
                 // An exact span sent: the next one, on the same pipeline.
                 match more() {
@@ -953,7 +955,10 @@ pub fn send_file(
         match reply {
             Reply::Status {
                 code: Status::OK, ..
-            } => tally(off, n as u64),
+            } => {
+                depth.delivered(n as u64);
+                tally(off, n as u64)
+            }
             Reply::Status { code, .. } => {
                 // Let the other WRITEs finish before reporting.
                 while !inflight.is_empty() {

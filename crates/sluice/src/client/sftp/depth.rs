@@ -1,0 +1,159 @@
+//! How many READs or WRITEs one transfer keeps in flight. `-R N` fixes the
+//! count, as in OpenSSH's sftp. Otherwise it follows the path: OpenSSH's 64
+//! from the first request (no slow start), then, once per round trip,
+//! enough requests to carry twice what the last round trip delivered. While
+//! the pipeline is what holds the rate back, that doubles it each round
+//! trip; once the path (or the disk, or `-l`) is the limit it stops near
+//! twice the bandwidth-delay product. [`MAX_IN_FLIGHT`] bounds it whatever
+//! the measurements say: requests beyond what the channel's window carries
+//! wait in the channel's bounded queue (`channel::OUT_MAX`) or, for READs,
+//! cost the server a queued request each.
+
+use std::time::{Duration, Instant};
+
+/// Requests in flight at first: OpenSSH's default (`sftp -R`).
+pub const START: usize = 64;
+
+/// The most request payload kept in flight: 128 MiB (512 requests of
+/// 255 KiB), a 1 Gbit/s path of over a second's round trip.
+pub const MAX_IN_FLIGHT: u64 = 128 << 20;
+
+/// The shortest period measured, so a loopback RTT does not make every
+/// reply a decision.
+const MIN_PERIOD: Duration = Duration::from_millis(20);
+
+/// The pipeline depth of one transfer loop.
+#[derive(Debug)]
+pub struct Depth {
+    n: usize,
+    /// The most requests [`MAX_IN_FLIGHT`] allows at this request size.
+    max: usize,
+    len: u64,
+    /// The path's round trip; None: fixed (`-R`, or no RTT measured).
+    rtt: Option<Duration>,
+    since: Instant,
+    bytes: u64,
+}
+
+impl Depth {
+    /// `requests`: `-R` (0: sized from the path); `len`: the size of one
+    /// READ or WRITE; `rtt`: the session's measured round trip.
+    pub fn new(requests: usize, len: u32, rtt: Option<Duration>) -> Depth {
+        let len = u64::from(len.max(1));
+        let max = (MAX_IN_FLIGHT / len).max(START as u64) as usize;
+        let (n, rtt) = if requests == 0 {
+            (START.min(max), rtt)
+        } else {
+            (requests, None)
+        };
+        Depth {
+            n,
+            max,
+            len,
+            rtt,
+            since: Instant::now(),
+            bytes: 0,
+        }
+    }
+
+    /// Requests to keep in flight now.
+    pub fn get(&self) -> usize {
+        self.n
+    }
+
+    /// A reply delivered `bytes` of payload (written or read).
+    pub fn delivered(&mut self, bytes: u64) {
+        let Some(rtt) = self.rtt else {
+            return;
+        };
+        self.bytes += bytes;
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(self.since);
+        if elapsed < rtt.max(MIN_PERIOD) {
+            return;
+        }
+        let want = want(self.bytes, elapsed, rtt, self.len).min(self.max);
+        if want > self.n {
+            crate::log!(
+                Debug1,
+                "sftp: {} requests of {} bytes in flight ({:.1} MB/s delivered over {:?}, round trip {:?})",
+                want,
+                self.len,
+                rate(self.bytes, elapsed) / 1e6,
+                elapsed,
+                rtt
+            );
+            self.n = want;
+        }
+        self.since = now;
+        self.bytes = 0;
+    }
+}
+
+fn rate(bytes: u64, elapsed: Duration) -> f64 {
+    bytes as f64 / elapsed.as_secs_f64().max(1e-6)
+}
+
+/// Requests of `len` bytes that carry twice `bytes` per `elapsed` over `rtt`.
+fn want(bytes: u64, elapsed: Duration, rtt: Duration, len: u64) -> usize {
+    let bdp = rate(bytes, elapsed) * rtt.as_secs_f64();
+    (2.0 * bdp / len as f64).ceil().min(usize::MAX as f64 / 2.0) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEN: u32 = 255 * 1024;
+
+    #[test]
+    fn fixed_count_never_moves() {
+        let mut d = Depth::new(16, LEN, Some(Duration::from_millis(1)));
+        std::thread::sleep(Duration::from_millis(25));
+        d.delivered(1 << 30);
+        assert_eq!(d.get(), 16);
+    }
+
+    #[test]
+    fn starts_at_openssh_default_without_slow_start() {
+        assert_eq!(
+            Depth::new(0, LEN, Some(Duration::from_millis(240))).get(),
+            START
+        );
+        assert_eq!(Depth::new(0, LEN, None).get(), START);
+    }
+
+    #[test]
+    fn covers_twice_the_delivered_bdp() {
+        // 59 MB/s over a 240 ms path: 14 MB per round trip, 28 MB wanted.
+        let n = want(
+            59_000_000,
+            Duration::from_secs(1),
+            Duration::from_millis(240),
+            LEN.into(),
+        );
+        assert_eq!(n, 109);
+        // A pipeline-bound loop doubles each round trip.
+        let full = START as u64 * u64::from(LEN);
+        let rtt = Duration::from_millis(100);
+        assert_eq!(want(full, rtt, rtt, LEN.into()), 2 * START);
+    }
+
+    #[test]
+    fn bounded_by_the_memory_cap() {
+        let mut d = Depth::new(0, LEN, Some(Duration::from_millis(1)));
+        std::thread::sleep(Duration::from_millis(25));
+        d.delivered(1 << 40);
+        assert_eq!(d.get(), (MAX_IN_FLIGHT / u64::from(LEN)) as usize);
+        // Small requests: the count grows, the bytes stay bounded.
+        let d = Depth::new(0, 512, None);
+        assert_eq!(d.max as u64 * 512, MAX_IN_FLIGHT);
+    }
+
+    #[test]
+    fn no_rtt_keeps_the_start() {
+        let mut d = Depth::new(0, LEN, None);
+        d.delivered(1 << 30);
+        assert_eq!(d.get(), START);
+    }
+}
