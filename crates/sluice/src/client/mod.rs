@@ -21,6 +21,7 @@ pub mod session;
 pub mod setup;
 pub mod sftp;
 pub mod socks;
+pub mod streams_auto;
 pub mod stripe;
 pub mod tty;
 pub mod update_host_keys;

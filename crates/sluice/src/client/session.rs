@@ -588,7 +588,8 @@ impl Handler for ClientSession {
             .as_ref()
             .filter(|u| u.awaiting_proof())
             .map(|_| std::time::Duration::from_millis(100));
-        [self.fwd.tick_interval(), keepalive, proof]
+        let steer = self.stripe.as_ref().and_then(|s| s.tick_interval());
+        [self.fwd.tick_interval(), keepalive, proof, steer]
             .into_iter()
             .flatten()
             .min()

@@ -7,8 +7,16 @@
 //! required, joined with the grant's token, one carrier each. A grant
 //! refused, a join failed or a secondary lost leaves the transfer on what
 //! remains; chunks left with no carrier fail it loudly (exit 255).
+//!
+//! `Streams auto` on a path of [`AUTO_MIN_RTT`] or more asks for a grant
+//! of [`AUTO_MAX`] connections, starts with [`AUTO_STREAMS`] (or one, when
+//! one socket's buffer covers the path at 1 Gbit/s) and adds the rest in
+//! steps while each raises the rate the channel moves (streams_auto.rs);
+//! connections of a step that did not help stay (a carrier is not taken
+//! back), but no more are added.
 
 use crate::client::sftp::parallel::Streams;
+use crate::client::streams_auto::{Steer, Step, AUTO_MAX};
 use crate::client::{ClientOptions, Dial};
 use crate::log;
 use crate::net::crypto_pool::CryptoThreads;
@@ -20,12 +28,20 @@ use sluice_proto::stripe::codec::{CarrierOpen, StripeGrant, StripeWanted};
 use sluice_proto::stripe::token::Joiner;
 use sluice_proto::stripe::{ACK_REQUEST, CARRIER_CHANNEL, STRIPE_REQUEST};
 use sluice_proto::{ChannelId, ClientConfig, Config, Connection, Event};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Connections `Streams auto` starts with on a long path.
 const AUTO_STREAMS: u32 = 4;
+/// The shortest path RTT on which `Streams auto` asks for a grant: below
+/// it one socket's buffer covers the path and a loss is repaired at once,
+/// and the grant's round trips would cost more than striping could save.
+const AUTO_MIN_RTT: Duration = Duration::from_millis(20);
+/// Round trips in one of `auto`'s measurements (and in the warm-up before
+/// it, while new connections' TCP windows open), at least a second.
+const AUTO_PERIOD_RTTS: u32 = 10;
 /// The rate `auto` assumes a path may carry, to size its bandwidth-delay
 /// product against one socket's buffer cap (1 Gbit/s).
 const AUTO_ASSUMED_RATE: f64 = 125e6;
@@ -62,8 +78,41 @@ pub struct ClientStripe {
     carrier: Option<ChannelId>,
     key: ConnKey,
     output: Option<JoinHandle<()>>,
-    /// Connections decided on (the primary included), once decided.
-    total: Option<u32>,
+    /// Connections (the primary included) to open at first and to ask the
+    /// server for, once decided.
+    counts: Option<(u32, u32)>,
+    /// What secondaries need to be dialled, once striped.
+    dialler: Option<Dialler>,
+    /// `auto`'s measurement; None: not steering (fixed, or settled).
+    steer: Option<AutoSteer>,
+}
+
+/// Everything a secondary is dialled with, kept for `auto`'s later steps.
+struct Dialler {
+    joiner: Arc<Mutex<Joiner>>,
+    host_key: Vec<u8>,
+    remote: u32,
+    /// Secondaries the grant allows, and dialled so far.
+    allowed: u32,
+    dialled: u32,
+    counts: Arc<Counts>,
+}
+
+/// Secondaries coming up and up, counted by their threads.
+#[derive(Default)]
+struct Counts {
+    /// Dialled, carrier not open yet (and not failed).
+    pending: AtomicU32,
+    /// With a carrier open.
+    live: AtomicU32,
+}
+
+/// `Streams auto` steering a striped channel.
+struct AutoSteer {
+    steer: Steer,
+    period: Duration,
+    /// When the last step's connections were all up (warm-up from there).
+    up_since: Option<Instant>,
 }
 
 impl ClientStripe {
@@ -102,7 +151,9 @@ impl ClientStripe {
             carrier: None,
             key: ConnKey::next(),
             output: None,
-            total: None,
+            counts: None,
+            dialler: None,
+            steer: None,
         })
     }
 
@@ -113,25 +164,26 @@ impl ClientStripe {
         }
     }
 
-    /// How many connections to use (decided once; `auto` from the path).
-    fn total(&mut self, conn: &Connection) -> u32 {
+    /// How many connections to open at first and to ask for (decided once;
+    /// `auto` from the path).
+    fn counts(&mut self, conn: &Connection) -> (u32, u32) {
         let streams = self.streams;
-        *self.total.get_or_insert_with(|| match streams {
-            Streams::Fixed(n) => n as u32,
-            Streams::Auto => auto_streams(conn),
+        *self.counts.get_or_insert_with(|| match streams {
+            Streams::Fixed(n) => (n as u32, n as u32),
+            Streams::Auto => auto_counts(conn),
         })
     }
 
     /// Whether striping will be asked for: then the session is not opened
     /// ahead of the authentication answer (its channel waits for the grant).
     pub fn wanted(&mut self, conn: &Connection) -> bool {
-        self.total(conn) > 1
+        self.counts(conn).1 > 1
     }
 
     /// After authentication: asks for the grant (before anything else
     /// that could get a global reply), or decides against striping.
     pub fn on_authenticated(&mut self, conn: &mut Connection) -> Result<(), String> {
-        let total = self.total(conn);
+        let total = self.counts(conn).1;
         if total <= 1 {
             self.phase = Phase::Off;
             return Ok(());
@@ -242,43 +294,121 @@ impl ClientStripe {
             conn.open_channel(CARRIER_CHANNEL, &open)
                 .map_err(|e| e.to_string())?,
         );
-        self.dial_secondaries(conn, &hub, remote);
         self.hub = Some(hub);
+        if let (Some(g), Some(sid), Some(blob)) =
+            (self.grant.take(), conn.session_id(), self.host_key.clone())
+        {
+            let first = self.counts(conn).0.saturating_sub(1).min(g.allowed);
+            log!(
+                Debug1,
+                "channel {}: striped; dialling {first} secondary connections ({} granted)",
+                id.0,
+                g.allowed
+            );
+            self.dialler = Some(Dialler {
+                joiner: Arc::new(Mutex::new(Joiner::new(&g, sid))),
+                host_key: blob,
+                remote,
+                allowed: g.allowed,
+                dialled: 0,
+                counts: Arc::default(),
+            });
+            self.dial(first);
+            if self.streams == Streams::Auto && first < g.allowed {
+                let rtt = conn.path_rtt().unwrap_or(AUTO_MIN_RTT);
+                let period = (rtt * AUTO_PERIOD_RTTS).max(Duration::from_secs(1));
+                self.steer = Some(AutoSteer {
+                    steer: Steer::new(Instant::now(), 0, period),
+                    period,
+                    up_since: None,
+                });
+            }
+        }
         Ok(Some(true))
     }
 
-    fn dial_secondaries(&mut self, conn: &Connection, hub: &Arc<Hub>, remote: u32) {
-        let (Some(g), Some(sid), Some(blob)) =
-            (self.grant.take(), conn.session_id(), self.host_key.clone())
-        else {
+    /// Dials `k` more secondaries, each on its own thread.
+    fn dial(&mut self, k: u32) {
+        let (Some(d), Some(hub)) = (self.dialler.as_mut(), self.hub.as_ref()) else {
             return;
         };
-        let joiner = Arc::new(Mutex::new(Joiner::new(&g, sid)));
-        log!(
-            Debug1,
-            "channel {}: striped; dialling {} secondary connections",
-            self.channel.map_or(0, |c| c.0),
-            g.allowed
-        );
-        for n in 1..=g.allowed {
+        for _ in 0..k.min(d.allowed - d.dialled) {
+            d.dialled += 1;
+            let n = d.dialled;
             let s = Secondary {
                 n,
                 user: self.user.clone(),
-                host_key: blob.clone(),
-                joiner: joiner.clone(),
+                host_key: d.host_key.clone(),
+                joiner: d.joiner.clone(),
                 hub: hub.clone(),
-                remote,
+                remote: d.remote,
                 key: ConnKey::next(),
                 done: false,
+                counts: d.counts.clone(),
+                live: false,
             };
+            d.counts.pending.fetch_add(1, Ordering::Relaxed);
             let (dial, proto) = (self.dial.clone(), self.proto.clone());
             let r = std::thread::Builder::new()
                 .name(format!("stripe-{n}"))
                 .spawn(move || s.run(&dial, proto));
             if let Err(e) = r {
+                // The secondary was dropped with its closure: counted out.
                 log!(Debug1, "secondary {n}: cannot start its thread: {e}");
             }
         }
+    }
+
+    /// `Streams auto`: once the last step's connections are up and warm,
+    /// measures the channel's rate and adds connections while it helps.
+    fn steer(&mut self) {
+        let (Some(a), Some(d), Some(hub)) = (self.steer.as_mut(), &self.dialler, &self.hub) else {
+            return;
+        };
+        let now = Instant::now();
+        let (acked, received) = hub.progress();
+        let moved = acked + received;
+        if d.counts.pending.load(Ordering::Relaxed) > 0 || moved == 0 {
+            // Connections still coming up, or nothing flowing yet.
+            a.up_since = None;
+            a.steer.mark(now, moved);
+            return;
+        }
+        let up = *a.up_since.get_or_insert(now);
+        if now.duration_since(up) < a.period {
+            // Warm-up: the new connections' TCP windows are still opening.
+            a.steer.mark(now, moved);
+            return;
+        }
+        let live = 1 + d.counts.live.load(Ordering::Relaxed) as usize;
+        let room = (d.allowed - d.dialled) as usize;
+        match a.steer.decide(now, moved, live) {
+            Step::Wait => {}
+            Step::Add(k) if room > 0 => {
+                a.up_since = None;
+                self.dial(k.min(room) as u32);
+            }
+            Step::Add(_) => {
+                log!(
+                    Debug1,
+                    "Streams auto: the server's grant allows no more connections"
+                );
+                self.steer = None;
+            }
+            Step::GiveBack(k) => {
+                log!(
+                    Debug1,
+                    "Streams auto: the last {k} connection(s) stay (a carrier is not taken back); no more are added"
+                );
+                self.steer = None;
+            }
+            Step::Settle => self.steer = None,
+        }
+    }
+
+    /// How soon the primary's loop should turn for `auto`'s measurements.
+    pub fn tick_interval(&self) -> Option<Duration> {
+        self.steer.as_ref().map(|_| Duration::from_millis(100))
     }
 
     /// The carrier on the primary opened (true) or not ours (false).
@@ -330,8 +460,10 @@ impl ClientStripe {
         }
     }
 
-    /// Once per loop turn: the due acknowledgement; a failure ends the run.
+    /// Once per loop turn: `auto`'s steering, the due acknowledgement; a
+    /// failure ends the run.
     pub fn tick(&mut self, conn: &mut Connection) -> Result<(), String> {
+        self.steer();
         match (&self.hub, self.channel) {
             (Some(h), Some(id)) => stripe::tick(h, conn, id),
             _ => Ok(()),
@@ -369,30 +501,35 @@ impl ClientStripe {
     }
 }
 
-/// `Streams auto`'s start: [`AUTO_STREAMS`] when the path's bandwidth-delay
-/// product (at [`AUTO_ASSUMED_RATE`]) exceeds what one socket may buffer,
-/// else one connection.
-fn auto_streams(conn: &Connection) -> u32 {
-    let Some(rtt) = conn.path_rtt() else {
-        log!(
-            Debug1,
-            "Streams auto: no path RTT measured yet: one connection"
-        );
-        return 1;
+/// `Streams auto`'s counts: below [`AUTO_MIN_RTT`] (or with no RTT
+/// measured) one connection and no grant asked; else a grant of
+/// [`AUTO_MAX`] asked, starting with [`AUTO_STREAMS`] when the path's
+/// bandwidth-delay product (at [`AUTO_ASSUMED_RATE`]) exceeds what one
+/// socket may buffer, else one; measurements add the rest.
+fn auto_counts(conn: &Connection) -> (u32, u32) {
+    let rtt = match conn.path_rtt() {
+        Some(rtt) if rtt >= AUTO_MIN_RTT => rtt,
+        rtt => {
+            log!(
+                Debug1,
+                "Streams auto: path RTT {rtt:?} (below {AUTO_MIN_RTT:?} or not measured): one connection"
+            );
+            return (1, 1);
+        }
     };
     let cap = socket_cap();
     let bdp = (AUTO_ASSUMED_RATE * rtt.as_secs_f64()) as u64;
     let n = if bdp > cap { AUTO_STREAMS } else { 1 };
     log!(
         Debug1,
-        "Streams auto: RTT {:?}, bandwidth-delay product at 1 Gbit/s {} against one socket's send buffer cap {}: {} connection{}",
+        "Streams auto: RTT {:?}, bandwidth-delay product at 1 Gbit/s {} against one socket's send buffer cap {}: starting with {} connection{}, up to {AUTO_MAX} while each step helps",
         rtt,
         crate::net::sockbuf::human(bdp),
         crate::net::sockbuf::human(cap),
         n,
         if n == 1 { "" } else { "s" }
     );
-    n
+    (n, AUTO_MAX as u32)
 }
 
 /// The most one TCP socket may buffer to send: the larger of autotuning's
@@ -418,6 +555,9 @@ struct Secondary {
     remote: u32,
     key: ConnKey,
     done: bool,
+    counts: Arc<Counts>,
+    /// Its carrier is open (counted live).
+    live: bool,
 }
 
 impl Secondary {
@@ -437,6 +577,18 @@ impl Secondary {
             Ok(()) => log!(Debug1, "secondary {n}: closed"),
             Err(e) => log!(Debug1, "{e}; going on without it"),
         }
+    }
+}
+
+impl Drop for Secondary {
+    /// Counted out however its thread ends.
+    fn drop(&mut self) {
+        let c = if self.live {
+            &self.counts.live
+        } else {
+            &self.counts.pending
+        };
+        c.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -483,6 +635,11 @@ impl Handler for Secondary {
                 Some(end) => {
                     log!(Debug1, "secondary {n}: carrier open");
                     fds.insert(id, ChanIo::in_process(Box::new(end)));
+                    if !self.live {
+                        self.live = true;
+                        self.counts.pending.fetch_sub(1, Ordering::Relaxed);
+                        self.counts.live.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 None => {
                     let _ = conn.close_channel(id);

@@ -23,6 +23,7 @@ use super::progress::Meter;
 use super::resume::{self, Record};
 use super::session::{Sftp, SftpError};
 use super::transfer::{self, Options, Span, TransferError, TransferResult};
+use crate::client::streams_auto::{Steer, Step};
 use crate::client::ClientOptions;
 use sluice_proto::sftp::{pflags, Attrs};
 use std::collections::{BTreeMap, VecDeque};
@@ -35,9 +36,7 @@ use std::time::{Duration, Instant};
 /// A file smaller than this goes over one connection: splitting it would
 /// cost more in connection setup than it saves.
 pub const MIN_SPLIT: u64 = 64 << 20;
-/// The most connections `Streams auto` opens (mscp's authors saw gains
-/// flatten near 8).
-pub const AUTO_MAX: usize = 8;
+pub use crate::client::streams_auto::AUTO_MAX;
 /// The most `Streams N` accepts.
 pub const STREAMS_MAX: usize = 64;
 
@@ -361,68 +360,35 @@ impl Parallel {
         }
     }
 
-    /// `Streams auto`: connections are added in steps, measured over a
-    /// second once the step's connections are up. A step must raise the
-    /// total rate by a tenth, else its connections are given back and no
-    /// more are added; a step that scaled almost in proportion (the path
-    /// had room) is followed by one as large as all there are (1, 2, 4, 8:
-    /// slow start for connections), any other by one more.
+    /// `Streams auto` (streams_auto.rs), measured over a second once a
+    /// step's connections are up.
     fn steer(&self) {
         let sh = &self.shared;
         let mut g = sh.steer.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
         let moved = sh.moved.load(Ordering::Relaxed);
-        let steer = g.get_or_insert_with(|| Steer::new(now, moved));
+        let steer = g.get_or_insert_with(|| Steer::new(now, moved, Duration::from_secs(1)));
         let mut st = sh.lock();
         if st.starting > 0 {
             // Measure from when the new ones are up.
             steer.mark(now, moved);
             return;
         }
-        if now.duration_since(steer.since) < Duration::from_secs(1) {
-            return;
-        }
-        let rate = steer.rate(now, moved);
-        let n = 1 + st.live;
-        let added = steer.added.min(n - 1);
-        let add = match steer.before {
-            Some(before) if rate < before * 1.1 => {
-                crate::log!(
-                    Debug1,
-                    "Streams auto: {n} connections move {:.1} MB/s, {} moved {:.1} MB/s: giving back {added}",
-                    rate / 1e6,
-                    n - added,
-                    before / 1e6
-                );
+        match steer.decide(now, moved, 1 + st.live) {
+            Step::Wait => {}
+            Step::GiveBack(added) => {
                 st.retire += added;
                 st.settled = true;
                 sh.cv.notify_all();
-                return;
             }
-            _ if n >= AUTO_MAX => {
-                crate::log!(
-                    Debug1,
-                    "Streams auto: {n} connections move {:.1} MB/s: the most auto opens",
-                    rate / 1e6
-                );
-                st.settled = true;
-                return;
+            Step::Settle => st.settled = true,
+            Step::Add(add) => {
+                st.starting += add;
+                for _ in 0..add {
+                    self.spawn();
+                }
             }
-            Some(before) if rate < before * n as f64 / (n - added) as f64 * 0.75 => 1,
-            _ => n.min(AUTO_MAX - n),
-        };
-        crate::log!(
-            Debug1,
-            "Streams auto: {n} connection(s) move {:.1} MB/s: opening {add} more",
-            rate / 1e6
-        );
-        steer.before = Some(rate);
-        steer.added = add;
-        st.starting += add;
-        for _ in 0..add {
-            self.spawn();
         }
-        steer.mark(now, moved);
     }
 
     /// Starts one extra connection on its own threads.
@@ -449,36 +415,6 @@ impl Parallel {
             crate::log!(Debug1, "Streams: no thread for a connection: {e}");
             self.shared.lock().starting -= 1;
         }
-    }
-}
-
-/// What `steer` measures: bytes moved since `since`, the rate before the
-/// last step, and how many connections that step added.
-struct Steer {
-    since: Instant,
-    at: u64,
-    before: Option<f64>,
-    added: usize,
-}
-
-impl Steer {
-    fn new(now: Instant, moved: u64) -> Steer {
-        Steer {
-            since: now,
-            at: moved,
-            before: None,
-            added: 0,
-        }
-    }
-    fn mark(&mut self, now: Instant, moved: u64) {
-        self.since = now;
-        self.at = moved;
-    }
-    fn rate(&mut self, now: Instant, moved: u64) -> f64 {
-        let secs = now.duration_since(self.since).as_secs_f64().max(1e-3);
-        let r = moved.saturating_sub(self.at) as f64 / secs;
-        self.mark(now, moved);
-        r
     }
 }
 

@@ -1,0 +1,165 @@
+//! `Streams auto`'s rule, shared by a file copied over several connections
+//! (sftp/parallel.rs) and a channel striped over several (stripe.rs):
+//! connections are added in steps, and each step is measured over a period
+//! once its connections are up. A step must raise the total rate by a
+//! tenth, else it is given back (or, where connections cannot be given
+//! back, no more are added); a step that scaled almost in proportion (the
+//! path had room) is followed by one as large as all there are (1, 2, 4, 8:
+//! slow start for connections), any other by one more. At most
+//! [`AUTO_MAX`] in all. `-v` prints each decision.
+//!
+//! Plain data: the caller brings the time and the bytes moved so far.
+
+use std::time::{Duration, Instant};
+
+/// The most connections `Streams auto` opens (mscp's authors saw gains
+/// flatten near 8).
+pub const AUTO_MAX: usize = 8;
+
+/// What to do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Keep measuring.
+    Wait,
+    /// Open this many more connections.
+    Add(usize),
+    /// The last step (this many connections) did not help: give them back
+    /// (or keep them, where that cannot be done) and add no more.
+    GiveBack(usize),
+    /// As many as auto opens: add no more.
+    Settle,
+}
+
+/// The measurement between decisions.
+#[derive(Debug)]
+pub struct Steer {
+    period: Duration,
+    since: Instant,
+    at: u64,
+    /// The rate before the last step, and how many that step added.
+    before: Option<f64>,
+    added: usize,
+}
+
+impl Steer {
+    /// Measures from `now` (`moved` bytes so far) over periods of `period`.
+    pub fn new(now: Instant, moved: u64, period: Duration) -> Steer {
+        Steer {
+            period,
+            since: now,
+            at: moved,
+            before: None,
+            added: 0,
+        }
+    }
+
+    /// Starts the period again from `now`: while connections of a step are
+    /// still coming up, the rate is not theirs yet.
+    pub fn mark(&mut self, now: Instant, moved: u64) {
+        self.since = now;
+        self.at = moved;
+    }
+
+    /// The decision once a period has passed with `live` connections up
+    /// (the first included), `moved` bytes so far.
+    pub fn decide(&mut self, now: Instant, moved: u64, live: usize) -> Step {
+        let secs = now.saturating_duration_since(self.since);
+        if secs < self.period {
+            return Step::Wait;
+        }
+        let rate = moved.saturating_sub(self.at) as f64 / secs.as_secs_f64().max(1e-3);
+        self.mark(now, moved);
+        let n = live.max(1);
+        let added = self.added.min(n - 1);
+        let add = match self.before {
+            Some(before) if rate < before * 1.1 => {
+                crate::log!(
+                    Debug1,
+                    "Streams auto: {n} connections move {:.1} MB/s, {} moved {:.1} MB/s: giving back {added}",
+                    rate / 1e6,
+                    n - added,
+                    before / 1e6
+                );
+                return Step::GiveBack(added);
+            }
+            _ if n >= AUTO_MAX => {
+                crate::log!(
+                    Debug1,
+                    "Streams auto: {n} connections move {:.1} MB/s: the most auto opens",
+                    rate / 1e6
+                );
+                return Step::Settle;
+            }
+            Some(before) if rate < before * n as f64 / (n - added) as f64 * 0.75 => 1,
+            _ => n.min(AUTO_MAX - n),
+        };
+        crate::log!(
+            Debug1,
+            "Streams auto: {n} connection(s) move {:.1} MB/s: opening {add} more",
+            rate / 1e6
+        );
+        self.before = Some(rate);
+        self.added = add;
+        Step::Add(add)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEC: Duration = Duration::from_secs(1);
+
+    /// Runs the rule over `rates` (bytes per second with the connections
+    /// there are), a period each; returns the steps.
+    fn run(rates: &[f64]) -> Vec<Step> {
+        let t0 = Instant::now();
+        let mut s = Steer::new(t0, 0, SEC);
+        let (mut live, mut moved, mut t) = (1usize, 0u64, t0);
+        let mut steps = Vec::new();
+        for r in rates {
+            t += SEC;
+            moved += *r as u64;
+            let step = s.decide(t, moved, live);
+            if let Step::Add(k) = step {
+                live += k;
+            }
+            steps.push(step);
+        }
+        steps
+    }
+
+    #[test]
+    fn waits_for_a_whole_period() {
+        let t0 = Instant::now();
+        let mut s = Steer::new(t0, 0, SEC);
+        assert_eq!(s.decide(t0 + SEC / 2, 1 << 20, 1), Step::Wait);
+    }
+
+    #[test]
+    fn doubles_while_the_rate_scales() {
+        // Each connection held at 10 MB/s (a buffer cap): 1, 2, 4, 8.
+        let steps = run(&[10e6, 20e6, 40e6, 80e6]);
+        assert_eq!(
+            steps,
+            vec![Step::Add(1), Step::Add(2), Step::Add(4), Step::Settle]
+        );
+    }
+
+    #[test]
+    fn gives_back_a_step_that_did_not_help() {
+        // The path is full with one connection.
+        assert_eq!(run(&[100e6, 104e6]), vec![Step::Add(1), Step::GiveBack(1)]);
+    }
+
+    #[test]
+    fn adds_one_at_a_time_when_a_step_helped_less_than_in_proportion() {
+        // 4 connections moved 1.4x what 2 did: one more, which adds less
+        // than a tenth: given back.
+        let steps = run(&[10e6, 20e6, 28e6, 29e6]);
+        assert_eq!(
+            steps,
+            vec![Step::Add(1), Step::Add(2), Step::Add(1), Step::GiveBack(1)]
+        );
+    }
+}
