@@ -8,12 +8,14 @@
 //! refused, a join failed or a secondary lost leaves the transfer on what
 //! remains; chunks left with no carrier fail it loudly (exit 255).
 //!
-//! `Streams auto` on a path of [`AUTO_MIN_RTT`] or more asks for a grant
-//! of [`AUTO_MAX`] connections, starts with [`AUTO_STREAMS`] (or one, when
-//! one socket's buffer covers the path at 1 Gbit/s) and adds the rest in
-//! steps while each raises the rate the channel moves (streams_auto.rs);
-//! connections of a step that did not help stay (a carrier is not taken
-//! back), but no more are added.
+//! `Streams auto` stripes when one socket's buffer cannot cover the path
+//! at 1 Gbit/s: it asks for a grant of [`AUTO_MAX`] connections, starts
+//! with [`AUTO_STREAMS`] and adds the rest in steps while each raises the
+//! rate the channel moves (streams_auto.rs); connections of a step that
+//! did not help stay (a carrier is not taken back), but no more are added.
+//! Where one socket covers the path it keeps one connection and no grant
+//! is asked: with raised buffers, a second connection tried and kept cost
+//! 14-17% against one at 100 ms and 23-25% at 240 ms (BENCHMARKS.md).
 
 use crate::client::sftp::parallel::Streams;
 use crate::client::streams_auto::{Steer, Step, AUTO_MAX};
@@ -35,10 +37,6 @@ use std::time::{Duration, Instant};
 
 /// Connections `Streams auto` starts with on a long path.
 const AUTO_STREAMS: u32 = 4;
-/// The shortest path RTT on which `Streams auto` asks for a grant: below
-/// it one socket's buffer covers the path and a loss is repaired at once,
-/// and the grant's round trips would cost more than striping could save.
-const AUTO_MIN_RTT: Duration = Duration::from_millis(20);
 /// Round trips in one of `auto`'s measurements (and in the warm-up before
 /// it, while new connections' TCP windows open), at least a second.
 const AUTO_PERIOD_RTTS: u32 = 10;
@@ -315,7 +313,7 @@ impl ClientStripe {
             });
             self.dial(first);
             if self.streams == Streams::Auto && first < g.allowed {
-                let rtt = conn.path_rtt().unwrap_or(AUTO_MIN_RTT);
+                let rtt = conn.path_rtt().unwrap_or_default();
                 let period = (rtt * AUTO_PERIOD_RTTS).max(Duration::from_secs(1));
                 self.steer = Some(AutoSteer {
                     steer: Steer::new(Instant::now(), 0, period),
@@ -501,35 +499,38 @@ impl ClientStripe {
     }
 }
 
-/// `Streams auto`'s counts: below [`AUTO_MIN_RTT`] (or with no RTT
-/// measured) one connection and no grant asked; else a grant of
-/// [`AUTO_MAX`] asked, starting with [`AUTO_STREAMS`] when the path's
-/// bandwidth-delay product (at [`AUTO_ASSUMED_RATE`]) exceeds what one
-/// socket may buffer, else one; measurements add the rest.
+/// `Streams auto`'s counts: when the path's bandwidth-delay product (at
+/// [`AUTO_ASSUMED_RATE`]) exceeds what one socket may buffer, a grant of
+/// [`AUTO_MAX`] asked and [`AUTO_STREAMS`] to start with (measurements add
+/// the rest); else one connection and no grant.
 fn auto_counts(conn: &Connection) -> (u32, u32) {
-    let rtt = match conn.path_rtt() {
-        Some(rtt) if rtt >= AUTO_MIN_RTT => rtt,
-        rtt => {
-            log!(
-                Debug1,
-                "Streams auto: path RTT {rtt:?} (below {AUTO_MIN_RTT:?} or not measured): one connection"
-            );
-            return (1, 1);
-        }
+    let Some(rtt) = conn.path_rtt() else {
+        log!(
+            Debug1,
+            "Streams auto: no path RTT measured yet: one connection"
+        );
+        return (1, 1);
     };
     let cap = socket_cap();
     let bdp = (AUTO_ASSUMED_RATE * rtt.as_secs_f64()) as u64;
-    let n = if bdp > cap { AUTO_STREAMS } else { 1 };
+    let stripe = bdp > cap;
     log!(
         Debug1,
-        "Streams auto: RTT {:?}, bandwidth-delay product at 1 Gbit/s {} against one socket's send buffer cap {}: starting with {} connection{}, up to {AUTO_MAX} while each step helps",
+        "Streams auto: RTT {:?}, bandwidth-delay product at 1 Gbit/s {} against one socket's send buffer cap {}: {}",
         rtt,
         crate::net::sockbuf::human(bdp),
         crate::net::sockbuf::human(cap),
-        n,
-        if n == 1 { "" } else { "s" }
+        if stripe {
+            format!("starting with {AUTO_STREAMS} connections, up to {AUTO_MAX} while each step helps")
+        } else {
+            "one connection".to_owned()
+        }
     );
-    (n, AUTO_MAX as u32)
+    if stripe {
+        (AUTO_STREAMS, AUTO_MAX as u32)
+    } else {
+        (1, 1)
+    }
 }
 
 /// The most one TCP socket may buffer to send: the larger of autotuning's
