@@ -43,8 +43,11 @@ pub const MAX_SECONDARIES: u32 = 255;
 /// small the chunks.
 pub const MAX_UNACKED_CHUNKS: usize = 1024;
 /// Most data sluice puts in one chunk: big enough that the 8-byte header
-/// costs nothing, small enough to spread well over several connections.
-pub const DEFAULT_CHUNK: usize = 32 * 1024;
+/// costs nothing and that [`MAX_UNACKED_CHUNKS`] of them cover a long fast
+/// path (128 MiB), small enough to spread well over several connections
+/// and to fit a carrier's packet (sluice's are 255 KiB; a smaller slot
+/// cuts the chunk).
+pub const DEFAULT_CHUNK: usize = 128 * 1024;
 /// Bytes of the chunk header (the offset).
 pub const CHUNK_HEADER: usize = 8;
 
