@@ -53,6 +53,11 @@ impl Steer {
         }
     }
 
+    /// How long one measurement lasts.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
     /// Starts the period again from `now`: while connections of a step are
     /// still coming up, the rate is not theirs yet.
     pub fn mark(&mut self, now: Instant, moved: u64) {

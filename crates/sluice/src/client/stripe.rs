@@ -108,7 +108,6 @@ struct Counts {
 /// `Streams auto` steering a striped channel.
 struct AutoSteer {
     steer: Steer,
-    period: Duration,
     /// When the last step's connections were all up (warm-up from there).
     up_since: Option<Instant>,
 }
@@ -317,7 +316,6 @@ impl ClientStripe {
                 let period = (rtt * AUTO_PERIOD_RTTS).max(Duration::from_secs(1));
                 self.steer = Some(AutoSteer {
                     steer: Steer::new(Instant::now(), 0, period),
-                    period,
                     up_since: None,
                 });
             }
@@ -373,7 +371,7 @@ impl ClientStripe {
             return;
         }
         let up = *a.up_since.get_or_insert(now);
-        if now.duration_since(up) < a.period {
+        if now.duration_since(up) < a.steer.period() {
             // Warm-up: the new connections' TCP windows are still opening.
             a.steer.mark(now, moved);
             return;
