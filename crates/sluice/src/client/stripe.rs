@@ -8,14 +8,18 @@
 //! refused, a join failed or a secondary lost leaves the transfer on what
 //! remains; chunks left with no carrier fail it loudly (exit 255).
 //!
-//! `Streams auto` stripes when one socket's buffer cannot cover the path
-//! at 1 Gbit/s: it asks for a grant of [`AUTO_MAX`] connections, starts
-//! with [`AUTO_STREAMS`] and adds the rest in steps while each raises the
-//! rate the channel moves (streams_auto.rs); connections of a step that
-//! did not help stay (a carrier is not taken back), but no more are added.
-//! Where one socket covers the path it keeps one connection and no grant
-//! is asked: with raised buffers, a second connection tried and kept cost
-//! 14-17% against one at 100 ms and 23-25% at 240 ms (BENCHMARKS.md).
+//! `Streams auto` stripes where one connection may fall short. When one
+//! socket's buffer cannot cover the path at 1 Gbit/s, it asks for a grant
+//! of [`AUTO_MAX`] connections, starts with [`AUTO_STREAMS`] and adds the
+//! rest in steps while each raises the rate the channel moves
+//! (streams_auto.rs). On a long path one socket can cover, it stripes the
+//! channel over the primary alone and watches the primary's TCP for loss
+//! (segments sent again or arriving out of order, after a warm-up): one
+//! loss-bound connection moves a fraction of what several do, so a loss
+//! seen starts the same steps from one. A step that did not help is given
+//! back (its carriers close; their chunks go again on the others) and no
+//! more are added. Short paths keep one plain connection: a loss there is
+//! repaired within a few milliseconds.
 
 use crate::client::sftp::parallel::Streams;
 use crate::client::streams_auto::{Steer, Step, AUTO_MAX};
@@ -30,6 +34,7 @@ use sluice_proto::stripe::codec::{CarrierOpen, StripeGrant, StripeWanted};
 use sluice_proto::stripe::token::Joiner;
 use sluice_proto::stripe::{ACK_REQUEST, CARRIER_CHANNEL, STRIPE_REQUEST};
 use sluice_proto::{ChannelId, ClientConfig, Config, Connection, Event};
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -43,6 +48,8 @@ const AUTO_PERIOD_RTTS: u32 = 10;
 /// The rate `auto` assumes a path may carry, to size its bandwidth-delay
 /// product against one socket's buffer cap (1 Gbit/s).
 const AUTO_ASSUMED_RATE: f64 = 125e6;
+/// The shortest path on which `auto` stripes to watch for loss.
+const AUTO_LOSS_RTT: Duration = Duration::from_millis(20);
 
 /// Where striping stands on the primary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +90,8 @@ pub struct ClientStripe {
     dialler: Option<Dialler>,
     /// `auto`'s measurement; None: not steering (fixed, or settled).
     steer: Option<AutoSteer>,
+    /// The primary's socket, for `auto`'s loss watch.
+    primary_fd: Option<RawFd>,
 }
 
 /// Everything a secondary is dialled with, kept for `auto`'s later steps.
@@ -94,6 +103,9 @@ struct Dialler {
     allowed: u32,
     dialled: u32,
     counts: Arc<Counts>,
+    /// The secondaries' connection keys, in the order dialled (to withdraw
+    /// the last step's).
+    keys: Vec<ConnKey>,
 }
 
 /// Secondaries coming up and up, counted by their threads.
@@ -110,6 +122,17 @@ struct AutoSteer {
     steer: Steer,
     /// When the last step's connections were all up (warm-up from there).
     up_since: Option<Instant>,
+    /// Steps wait for a loss on the primary (a path one socket covers).
+    gate: Option<LossGate>,
+}
+
+/// Holds `auto`'s first step until the primary's TCP shows a loss.
+struct LossGate {
+    /// The primary's socket.
+    sock: RawFd,
+    /// Loss signs counted at the start of the current period (None: the
+    /// warm-up just ended).
+    base: Option<u64>,
 }
 
 impl ClientStripe {
@@ -151,7 +174,13 @@ impl ClientStripe {
             counts: None,
             dialler: None,
             steer: None,
+            primary_fd: None,
         })
+    }
+
+    /// The primary's socket (set again if the client reconnects).
+    pub fn set_primary_fd(&mut self, fd: RawFd) {
+        self.primary_fd = Some(fd);
     }
 
     /// The primary's host key as the key exchange showed it.
@@ -296,12 +325,24 @@ impl ClientStripe {
             (self.grant.take(), conn.session_id(), self.host_key.clone())
         {
             let first = self.counts(conn).0.saturating_sub(1).min(g.allowed);
-            log!(
-                Debug1,
-                "channel {}: striped; dialling {first} secondary connections ({} granted)",
-                id.0,
-                g.allowed
-            );
+            // Auto on a path one socket covers: the primary alone until a
+            // loss shows.
+            let gated = self.streams == Streams::Auto && first == 0;
+            if gated {
+                log!(
+                    Debug1,
+                    "channel {}: striped over this connection alone; more ({} granted) if it loses segments",
+                    id.0,
+                    g.allowed
+                );
+            } else {
+                log!(
+                    Debug1,
+                    "channel {}: striped; dialling {first} secondary connections ({} granted)",
+                    id.0,
+                    g.allowed
+                );
+            }
             self.dialler = Some(Dialler {
                 joiner: Arc::new(Mutex::new(Joiner::new(&g, sid))),
                 host_key: blob,
@@ -309,14 +350,20 @@ impl ClientStripe {
                 allowed: g.allowed,
                 dialled: 0,
                 counts: Arc::default(),
+                keys: Vec::new(),
             });
             self.dial(first);
             if self.streams == Streams::Auto && first < g.allowed {
                 let rtt = conn.path_rtt().unwrap_or_default();
                 let period = (rtt * AUTO_PERIOD_RTTS).max(Duration::from_secs(1));
+                let gate = match (gated, self.primary_fd) {
+                    (true, Some(sock)) => Some(LossGate { sock, base: None }),
+                    _ => None,
+                };
                 self.steer = Some(AutoSteer {
                     steer: Steer::new(Instant::now(), 0, period),
                     up_since: None,
+                    gate,
                 });
             }
         }
@@ -331,6 +378,8 @@ impl ClientStripe {
         for _ in 0..k.min(d.allowed - d.dialled) {
             d.dialled += 1;
             let n = d.dialled;
+            let key = ConnKey::next();
+            d.keys.push(key);
             let s = Secondary {
                 n,
                 user: self.user.clone(),
@@ -338,7 +387,7 @@ impl ClientStripe {
                 joiner: d.joiner.clone(),
                 hub: hub.clone(),
                 remote: d.remote,
-                key: ConnKey::next(),
+                key,
                 done: false,
                 counts: d.counts.clone(),
                 live: false,
@@ -376,6 +425,35 @@ impl ClientStripe {
             a.steer.mark(now, moved);
             return;
         }
+        if let Some(g) = a.gate.as_mut() {
+            // One connection covers the path unless it loses: each period
+            // (its rate the first step's "before") ends with a look at the
+            // primary's loss signs; none, and it starts again.
+            let Some(signs) = crate::net::path::tcp_info(g.sock).map(|i| i.loss_signs()) else {
+                self.steer = None;
+                return;
+            };
+            let Some(base) = g.base else {
+                g.base = Some(signs);
+                a.steer.mark(now, moved);
+                return;
+            };
+            if !a.steer.due(now) {
+                return;
+            }
+            if signs == base {
+                g.base = Some(signs);
+                a.steer.mark(now, moved);
+                return;
+            }
+            log!(
+                Debug1,
+                "Streams auto: the connection showed {} signs of loss (segments sent again or out of order) in {:.1} s: trying more connections",
+                signs - base,
+                a.steer.period().as_secs_f64()
+            );
+            a.gate = None;
+        }
         let live = 1 + d.counts.live.load(Ordering::Relaxed) as usize;
         let room = (d.allowed - d.dialled) as usize;
         match a.steer.decide(now, moved, live) {
@@ -394,8 +472,11 @@ impl ClientStripe {
             Step::GiveBack(k) => {
                 log!(
                     Debug1,
-                    "Streams auto: the last {k} connection(s) stay (a carrier is not taken back); no more are added"
+                    "Streams auto: closing the last {k} connection(s)' carriers; no more are added"
                 );
+                for key in d.keys.iter().rev().take(k) {
+                    hub.withdraw(*key);
+                }
                 self.steer = None;
             }
             Step::Settle => self.steer = None,
@@ -500,7 +581,9 @@ impl ClientStripe {
 /// `Streams auto`'s counts: when the path's bandwidth-delay product (at
 /// [`AUTO_ASSUMED_RATE`]) exceeds what one socket may buffer, a grant of
 /// [`AUTO_MAX`] asked and [`AUTO_STREAMS`] to start with (measurements add
-/// the rest); else one connection and no grant.
+/// the rest); on a path of [`AUTO_LOSS_RTT`] or more, the grant asked and
+/// one to start with (a loss starts the steps); else one connection and no
+/// grant.
 fn auto_counts(conn: &Connection) -> (u32, u32) {
     let Some(rtt) = conn.path_rtt() else {
         log!(
@@ -520,12 +603,16 @@ fn auto_counts(conn: &Connection) -> (u32, u32) {
         crate::net::sockbuf::human(cap),
         if stripe {
             format!("starting with {AUTO_STREAMS} connections, up to {AUTO_MAX} while each step helps")
+        } else if rtt >= AUTO_LOSS_RTT {
+            format!("one connection, up to {AUTO_MAX} while each step helps if it loses segments")
         } else {
             "one connection".to_owned()
         }
     );
     if stripe {
         (AUTO_STREAMS, AUTO_MAX as u32)
+    } else if rtt >= AUTO_LOSS_RTT {
+        (1, AUTO_MAX as u32)
     } else {
         (1, 1)
     }
