@@ -35,7 +35,7 @@ use sluice_proto::stripe::token::Joiner;
 use sluice_proto::stripe::{ACK_REQUEST, CARRIER_CHANNEL, STRIPE_REQUEST};
 use sluice_proto::{ChannelId, ClientConfig, Config, Connection, Event};
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -48,6 +48,8 @@ const AUTO_PERIOD_RTTS: u32 = 10;
 /// The rate `auto` assumes a path may carry, to size its bandwidth-delay
 /// product against one socket's buffer cap (1 Gbit/s).
 const AUTO_ASSUMED_RATE: f64 = 125e6;
+/// How often `auto` looks at the rates (and the loss signs).
+const LOOK_EVERY: Duration = Duration::from_millis(100);
 /// The shortest path on which `auto` stripes to watch for loss.
 const AUTO_LOSS_RTT: Duration = Duration::from_millis(20);
 
@@ -106,6 +108,9 @@ struct Dialler {
     /// The secondaries' connection keys, in the order dialled (to withdraw
     /// the last step's).
     keys: Vec<ConnKey>,
+    /// Bytes each secondary's TCP moved (acknowledged + received), as its
+    /// thread last read them.
+    moved: Vec<Arc<AtomicU64>>,
 }
 
 /// Secondaries coming up and up, counted by their threads.
@@ -124,6 +129,8 @@ struct AutoSteer {
     up_since: Option<Instant>,
     /// Steps wait for a loss on the primary (a path one socket covers).
     gate: Option<LossGate>,
+    /// When the rates were last looked at (the loop turns far more often).
+    looked: Option<Instant>,
 }
 
 /// Holds `auto`'s first step until the primary's TCP shows a loss.
@@ -351,6 +358,7 @@ impl ClientStripe {
                 dialled: 0,
                 counts: Arc::default(),
                 keys: Vec::new(),
+                moved: Vec::new(),
             });
             self.dial(first);
             if self.streams == Streams::Auto && first < g.allowed {
@@ -364,6 +372,7 @@ impl ClientStripe {
                     steer: Steer::new(Instant::now(), 0, period),
                     up_since: None,
                     gate,
+                    looked: None,
                 });
             }
         }
@@ -380,6 +389,8 @@ impl ClientStripe {
             let n = d.dialled;
             let key = ConnKey::next();
             d.keys.push(key);
+            let moved = Arc::new(AtomicU64::new(0));
+            d.moved.push(moved.clone());
             let s = Secondary {
                 n,
                 user: self.user.clone(),
@@ -391,6 +402,9 @@ impl ClientStripe {
                 done: false,
                 counts: d.counts.clone(),
                 live: false,
+                sock: None,
+                moved,
+                sampled: None,
             };
             d.counts.pending.fetch_add(1, Ordering::Relaxed);
             let (dial, proto) = (self.dial.clone(), self.proto.clone());
@@ -411,9 +425,25 @@ impl ClientStripe {
             return;
         };
         let now = Instant::now();
+        if a.looked.is_some_and(|t| now.duration_since(t) < LOOK_EVERY) {
+            return;
+        }
+        a.looked = Some(now);
         let (acked, received) = hub.progress();
-        let moved = acked + received;
-        if d.counts.pending.load(Ordering::Relaxed) > 0 || moved == 0 {
+        let flowing = acked + received > 0;
+        // The rate by TCP's count on every connection: the channel's own
+        // (in order, acknowledged a quarter of its budget at a time) stalls
+        // for seconds behind one connection's repair on a lossy path.
+        let primary = self
+            .primary_fd
+            .and_then(crate::net::path::tcp_info)
+            .map_or(acked + received, |i| i.bytes_acked + i.bytes_received);
+        let moved = primary
+            + d.moved
+                .iter()
+                .map(|m| m.load(Ordering::Relaxed))
+                .sum::<u64>();
+        if d.counts.pending.load(Ordering::Relaxed) > 0 || !flowing {
             // Connections still coming up, or nothing flowing yet.
             a.up_since = None;
             a.steer.mark(now, moved);
@@ -448,11 +478,15 @@ impl ClientStripe {
             }
             log!(
                 Debug1,
-                "Streams auto: the connection showed {} signs of loss (segments sent again or out of order) in {:.1} s: trying more connections",
+                "Streams auto: the connection showed {} signs of loss (segments sent again or out of order) in {:.1} s: measuring its rate, then trying more connections",
                 signs - base,
                 a.steer.period().as_secs_f64()
             );
+            // The period with the loss may hold the ramp before it: the
+            // rate to beat is the next one's.
             a.gate = None;
+            a.steer.mark(now, moved);
+            return;
         }
         let live = 1 + d.counts.live.load(Ordering::Relaxed) as usize;
         let room = (d.allowed - d.dialled) as usize;
@@ -485,7 +519,7 @@ impl ClientStripe {
 
     /// How soon the primary's loop should turn for `auto`'s measurements.
     pub fn tick_interval(&self) -> Option<Duration> {
-        self.steer.as_ref().map(|_| Duration::from_millis(100))
+        self.steer.as_ref().map(|_| LOOK_EVERY)
     }
 
     /// The carrier on the primary opened (true) or not ours (false).
@@ -644,6 +678,11 @@ struct Secondary {
     counts: Arc<Counts>,
     /// Its carrier is open (counted live).
     live: bool,
+    /// Its socket, and what its TCP moved for `auto`'s measurements.
+    sock: Option<RawFd>,
+    moved: Arc<AtomicU64>,
+    /// When `moved` was last read (the pump ticks every loop turn).
+    sampled: Option<Instant>,
 }
 
 impl Secondary {
@@ -657,11 +696,23 @@ impl Secondary {
             }
         };
         let mut conn = Connection::client(ClientConfig { common: proto }, Box::new(SystemRng));
-        let mut pump = Pump::new(std::os::fd::AsRawFd::as_raw_fd(&sock));
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
+        self.sock = Some(fd);
+        let mut pump = Pump::new(fd);
         pump.set_crypto_threads(&mut conn, CryptoThreads::Fixed(1));
-        match pump.run(&mut conn, &mut self) {
+        let r = pump.run(&mut conn, &mut self);
+        self.count_moved();
+        match r {
             Ok(()) => log!(Debug1, "secondary {n}: closed"),
             Err(e) => log!(Debug1, "{e}; going on without it"),
+        }
+    }
+
+    /// What its TCP moved so far, for `auto` (the socket is still open).
+    fn count_moved(&self) {
+        if let Some(i) = self.sock.and_then(crate::net::path::tcp_info) {
+            self.moved
+                .store(i.bytes_acked + i.bytes_received, Ordering::Relaxed);
         }
     }
 }
@@ -744,8 +795,20 @@ impl Handler for Secondary {
         Ok(())
     }
 
+    fn tick(&mut self, _conn: &mut Connection, _fds: &mut ChannelFds) -> Result<(), String> {
+        let now = Instant::now();
+        if self
+            .sampled
+            .is_none_or(|t| now.duration_since(t) >= LOOK_EVERY)
+        {
+            self.sampled = Some(now);
+            self.count_moved();
+        }
+        Ok(())
+    }
+
     fn tick_interval(&self) -> Option<Duration> {
-        None
+        Some(LOOK_EVERY)
     }
 
     fn finished(&self) -> bool {

@@ -62,6 +62,8 @@ pub struct TcpInfo {
     pub delivery_rate: u64,
     /// Bytes of ours the peer has acknowledged (kernel 4.1+; 0 before).
     pub bytes_acked: u64,
+    /// Bytes of the peer's received in order (kernel 4.1+; 0 before).
+    pub bytes_received: u64,
     /// Bytes in the send queue not yet sent (kernel 4.6+; 0 before).
     pub notsent_bytes: u32,
     /// Segments of ours sent again, since the connection began.
@@ -116,6 +118,7 @@ fn parse(b: &[u8]) -> TcpInfo {
         snd_cwnd: u32_at(b, 80),
         delivery_rate: u64_at(b, 160),
         bytes_acked: u64_at(b, 120),
+        bytes_received: u64_at(b, 128),
         notsent_bytes: u32_at(b, 144),
         total_retrans: u32_at(b, 100),
         rcv_ooopack: u32_at(b, 224),
