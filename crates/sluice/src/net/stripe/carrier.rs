@@ -66,8 +66,10 @@ impl ChannelEndpoint for CarrierEnd {
     }
 
     fn closing(&self) -> bool {
+        // Withdrawn: closes once what it carried is acknowledged, so no
+        // copy is sent again that could trail the EOF (PROTOCOL.md).
         let st = self.hub.lock();
-        st.closed || Hub::is_withdrawn(&st, self.conn)
+        st.closed || (Hub::is_withdrawn(&st, self.conn) && !st.tx.carries(self.id))
     }
 
     fn on_close(&mut self) {
