@@ -58,6 +58,11 @@ impl Steer {
         self.period
     }
 
+    /// Whether a whole period has passed since it started.
+    pub fn due(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.since) >= self.period
+    }
+
     /// Starts the period again from `now`: while connections of a step are
     /// still coming up, the rate is not theirs yet.
     pub fn mark(&mut self, now: Instant, moved: u64) {
