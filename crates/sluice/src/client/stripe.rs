@@ -16,7 +16,8 @@
 //! channel over the primary alone and watches the primary's TCP for loss
 //! (segments sent again or arriving out of order, after a warm-up): one
 //! loss-bound connection moves a fraction of what several do, so a loss
-//! seen starts the same steps from one. A step that did not help is given
+//! seen while it moves little per round trip ([`AUTO_LOSS_INFLIGHT`])
+//! starts the same steps from one. A step that did not help is given
 //! back (its carriers close; their chunks go again on the others) and no
 //! more are added. Short paths keep one plain connection: a loss there is
 //! repaired within a few milliseconds.
@@ -52,6 +53,12 @@ const AUTO_ASSUMED_RATE: f64 = 125e6;
 const LOOK_EVERY: Duration = Duration::from_millis(100);
 /// The shortest path on which `auto` stripes to watch for loss.
 const AUTO_LOSS_RTT: Duration = Duration::from_millis(20);
+/// Bytes one connection moves per round trip below which its losses are
+/// taken to hold it back: a loss-bound connection keeps a few hundred
+/// segments in flight, a path-filling one thousands (1 Gbit/s at 20 ms is
+/// 2.5 MB). A trial on a path one connection fills costs: a new connection
+/// ramping up disturbs the others for seconds (bbr at 240 ms: 27%).
+const AUTO_LOSS_INFLIGHT: f64 = 2.0 * 1024.0 * 1024.0;
 
 /// Where striping stands on the primary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,10 +140,13 @@ struct AutoSteer {
     looked: Option<Instant>,
 }
 
-/// Holds `auto`'s first step until the primary's TCP shows a loss.
+/// Holds `auto`'s first step until the primary's TCP shows a loss while
+/// it moves little per round trip.
 struct LossGate {
     /// The primary's socket.
     sock: RawFd,
+    /// The path's round trip.
+    rtt: Duration,
     /// Loss signs counted at the start of the current period (None: the
     /// warm-up just ended).
     base: Option<u64>,
@@ -365,7 +375,11 @@ impl ClientStripe {
                 let rtt = conn.path_rtt().unwrap_or_default();
                 let period = (rtt * AUTO_PERIOD_RTTS).max(Duration::from_secs(1));
                 let gate = match (gated, self.primary_fd) {
-                    (true, Some(sock)) => Some(LossGate { sock, base: None }),
+                    (true, Some(sock)) => Some(LossGate {
+                        sock,
+                        rtt,
+                        base: None,
+                    }),
                     _ => None,
                 };
                 self.steer = Some(AutoSteer {
@@ -471,16 +485,18 @@ impl ClientStripe {
             if !a.steer.due(now) {
                 return;
             }
-            if signs == base {
+            let per_rtt = a.steer.rate(now, moved) * g.rtt.as_secs_f64();
+            if signs == base || per_rtt >= AUTO_LOSS_INFLIGHT {
                 g.base = Some(signs);
                 a.steer.mark(now, moved);
                 return;
             }
             log!(
                 Debug1,
-                "Streams auto: the connection showed {} signs of loss (segments sent again or out of order) in {:.1} s: measuring its rate, then trying more connections",
+                "Streams auto: the connection showed {} signs of loss (segments sent again or out of order) in {:.1} s and moves {} per round trip: measuring its rate, then trying more connections",
                 signs - base,
-                a.steer.period().as_secs_f64()
+                a.steer.period().as_secs_f64(),
+                crate::net::sockbuf::human(per_rtt as u64)
             );
             // The period with the loss may hold the ramp before it: the
             // rate to beat is the next one's.
