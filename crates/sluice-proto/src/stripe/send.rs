@@ -88,12 +88,6 @@ impl StripeSender {
         }
     }
 
-    /// Whether chunks sent on `carrier` wait for their acknowledgement (a
-    /// carrier given back closes once none do, so nothing goes twice).
-    pub fn carries(&self, carrier: CarrierId) -> bool {
-        self.pieces.values().any(|p| p.carrier == Some(carrier))
-    }
-
     /// Bytes [`StripeSender::push`] would take now.
     pub fn room(&self) -> usize {
         if self.finished {

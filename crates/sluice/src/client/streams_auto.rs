@@ -58,17 +58,6 @@ impl Steer {
         self.period
     }
 
-    /// Whether a whole period has passed since it started.
-    pub fn due(&self, now: Instant) -> bool {
-        now.saturating_duration_since(self.since) >= self.period
-    }
-
-    /// Bytes per second since the period started.
-    pub fn rate(&self, now: Instant, moved: u64) -> f64 {
-        let secs = now.saturating_duration_since(self.since).as_secs_f64();
-        moved.saturating_sub(self.at) as f64 / secs.max(1e-3)
-    }
-
     /// Starts the period again from `now`: while connections of a step are
     /// still coming up, the rate is not theirs yet.
     pub fn mark(&mut self, now: Instant, moved: u64) {

@@ -8,19 +8,14 @@
 //! refused, a join failed or a secondary lost leaves the transfer on what
 //! remains; chunks left with no carrier fail it loudly (exit 255).
 //!
-//! `Streams auto` stripes where one connection may fall short. When one
-//! socket's buffer cannot cover the path at 1 Gbit/s, it asks for a grant
-//! of [`AUTO_MAX`] connections, starts with [`AUTO_STREAMS`] and adds the
-//! rest in steps while each raises the rate the channel moves
-//! (streams_auto.rs). On a long path one socket can cover, it stripes the
-//! channel over the primary alone and watches the primary's TCP for loss
-//! (segments sent again or arriving out of order, after a warm-up): one
-//! loss-bound connection moves a fraction of what several do, so a loss
-//! seen while it moves little per round trip ([`AUTO_LOSS_INFLIGHT`])
-//! starts the same steps from one. A step that did not help is given
-//! back (its carriers close; their chunks go again on the others) and no
-//! more are added. Short paths keep one plain connection: a loss there is
-//! repaired within a few milliseconds.
+//! `Streams auto` stripes when one socket's buffer cannot cover the path
+//! at 1 Gbit/s: it asks for a grant of [`AUTO_MAX`] connections, starts
+//! with [`AUTO_STREAMS`] and adds the rest in steps while each raises the
+//! rate the channel moves (streams_auto.rs); connections of a step that
+//! did not help stay (a carrier is not taken back), but no more are added.
+//! Where one socket covers the path it keeps one connection and no grant
+//! is asked: with raised buffers, a second connection tried and kept cost
+//! 14-17% against one at 100 ms and 23-25% at 240 ms (BENCHMARKS.md).
 
 use crate::client::sftp::parallel::Streams;
 use crate::client::streams_auto::{Steer, Step, AUTO_MAX};
@@ -35,8 +30,7 @@ use sluice_proto::stripe::codec::{CarrierOpen, StripeGrant, StripeWanted};
 use sluice_proto::stripe::token::Joiner;
 use sluice_proto::stripe::{ACK_REQUEST, CARRIER_CHANNEL, STRIPE_REQUEST};
 use sluice_proto::{ChannelId, ClientConfig, Config, Connection, Event};
-use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -49,16 +43,6 @@ const AUTO_PERIOD_RTTS: u32 = 10;
 /// The rate `auto` assumes a path may carry, to size its bandwidth-delay
 /// product against one socket's buffer cap (1 Gbit/s).
 const AUTO_ASSUMED_RATE: f64 = 125e6;
-/// How often `auto` looks at the rates (and the loss signs).
-const LOOK_EVERY: Duration = Duration::from_millis(100);
-/// The shortest path on which `auto` stripes to watch for loss.
-const AUTO_LOSS_RTT: Duration = Duration::from_millis(20);
-/// Bytes one connection moves per round trip below which its losses are
-/// taken to hold it back: a loss-bound connection keeps a few hundred
-/// segments in flight, a path-filling one thousands (1 Gbit/s at 20 ms is
-/// 2.5 MB). A trial on a path one connection fills costs: a new connection
-/// ramping up disturbs the others for seconds (bbr at 240 ms: 27%).
-const AUTO_LOSS_INFLIGHT: f64 = 2.0 * 1024.0 * 1024.0;
 
 /// Where striping stands on the primary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,8 +83,6 @@ pub struct ClientStripe {
     dialler: Option<Dialler>,
     /// `auto`'s measurement; None: not steering (fixed, or settled).
     steer: Option<AutoSteer>,
-    /// The primary's socket, for `auto`'s loss watch.
-    primary_fd: Option<RawFd>,
 }
 
 /// Everything a secondary is dialled with, kept for `auto`'s later steps.
@@ -112,12 +94,6 @@ struct Dialler {
     allowed: u32,
     dialled: u32,
     counts: Arc<Counts>,
-    /// The secondaries' connection keys, in the order dialled (to withdraw
-    /// the last step's).
-    keys: Vec<ConnKey>,
-    /// Bytes each secondary's TCP moved (acknowledged + received), as its
-    /// thread last read them.
-    moved: Vec<Arc<AtomicU64>>,
 }
 
 /// Secondaries coming up and up, counted by their threads.
@@ -134,22 +110,6 @@ struct AutoSteer {
     steer: Steer,
     /// When the last step's connections were all up (warm-up from there).
     up_since: Option<Instant>,
-    /// Steps wait for a loss on the primary (a path one socket covers).
-    gate: Option<LossGate>,
-    /// When the rates were last looked at (the loop turns far more often).
-    looked: Option<Instant>,
-}
-
-/// Holds `auto`'s first step until the primary's TCP shows a loss while
-/// it moves little per round trip.
-struct LossGate {
-    /// The primary's socket.
-    sock: RawFd,
-    /// The path's round trip.
-    rtt: Duration,
-    /// Loss signs counted at the start of the current period (None: the
-    /// warm-up just ended).
-    base: Option<u64>,
 }
 
 impl ClientStripe {
@@ -191,13 +151,7 @@ impl ClientStripe {
             counts: None,
             dialler: None,
             steer: None,
-            primary_fd: None,
         })
-    }
-
-    /// The primary's socket (set again if the client reconnects).
-    pub fn set_primary_fd(&mut self, fd: RawFd) {
-        self.primary_fd = Some(fd);
     }
 
     /// The primary's host key as the key exchange showed it.
@@ -342,24 +296,12 @@ impl ClientStripe {
             (self.grant.take(), conn.session_id(), self.host_key.clone())
         {
             let first = self.counts(conn).0.saturating_sub(1).min(g.allowed);
-            // Auto on a path one socket covers: the primary alone until a
-            // loss shows.
-            let gated = self.streams == Streams::Auto && first == 0;
-            if gated {
-                log!(
-                    Debug1,
-                    "channel {}: striped over this connection alone; more ({} granted) if it loses segments",
-                    id.0,
-                    g.allowed
-                );
-            } else {
-                log!(
-                    Debug1,
-                    "channel {}: striped; dialling {first} secondary connections ({} granted)",
-                    id.0,
-                    g.allowed
-                );
-            }
+            log!(
+                Debug1,
+                "channel {}: striped; dialling {first} secondary connections ({} granted)",
+                id.0,
+                g.allowed
+            );
             self.dialler = Some(Dialler {
                 joiner: Arc::new(Mutex::new(Joiner::new(&g, sid))),
                 host_key: blob,
@@ -367,26 +309,14 @@ impl ClientStripe {
                 allowed: g.allowed,
                 dialled: 0,
                 counts: Arc::default(),
-                keys: Vec::new(),
-                moved: Vec::new(),
             });
             self.dial(first);
             if self.streams == Streams::Auto && first < g.allowed {
                 let rtt = conn.path_rtt().unwrap_or_default();
                 let period = (rtt * AUTO_PERIOD_RTTS).max(Duration::from_secs(1));
-                let gate = match (gated, self.primary_fd) {
-                    (true, Some(sock)) => Some(LossGate {
-                        sock,
-                        rtt,
-                        base: None,
-                    }),
-                    _ => None,
-                };
                 self.steer = Some(AutoSteer {
                     steer: Steer::new(Instant::now(), 0, period),
                     up_since: None,
-                    gate,
-                    looked: None,
                 });
             }
         }
@@ -401,10 +331,6 @@ impl ClientStripe {
         for _ in 0..k.min(d.allowed - d.dialled) {
             d.dialled += 1;
             let n = d.dialled;
-            let key = ConnKey::next();
-            d.keys.push(key);
-            let moved = Arc::new(AtomicU64::new(0));
-            d.moved.push(moved.clone());
             let s = Secondary {
                 n,
                 user: self.user.clone(),
@@ -412,13 +338,10 @@ impl ClientStripe {
                 joiner: d.joiner.clone(),
                 hub: hub.clone(),
                 remote: d.remote,
-                key,
+                key: ConnKey::next(),
                 done: false,
                 counts: d.counts.clone(),
                 live: false,
-                sock: None,
-                moved,
-                sampled: None,
             };
             d.counts.pending.fetch_add(1, Ordering::Relaxed);
             let (dial, proto) = (self.dial.clone(), self.proto.clone());
@@ -439,25 +362,9 @@ impl ClientStripe {
             return;
         };
         let now = Instant::now();
-        if a.looked.is_some_and(|t| now.duration_since(t) < LOOK_EVERY) {
-            return;
-        }
-        a.looked = Some(now);
         let (acked, received) = hub.progress();
-        let flowing = acked + received > 0;
-        // The rate by TCP's count on every connection: the channel's own
-        // (in order, acknowledged a quarter of its budget at a time) stalls
-        // for seconds behind one connection's repair on a lossy path.
-        let primary = self
-            .primary_fd
-            .and_then(crate::net::path::tcp_info)
-            .map_or(acked + received, |i| i.bytes_acked + i.bytes_received);
-        let moved = primary
-            + d.moved
-                .iter()
-                .map(|m| m.load(Ordering::Relaxed))
-                .sum::<u64>();
-        if d.counts.pending.load(Ordering::Relaxed) > 0 || !flowing {
+        let moved = acked + received;
+        if d.counts.pending.load(Ordering::Relaxed) > 0 || moved == 0 {
             // Connections still coming up, or nothing flowing yet.
             a.up_since = None;
             a.steer.mark(now, moved);
@@ -466,41 +373,6 @@ impl ClientStripe {
         let up = *a.up_since.get_or_insert(now);
         if now.duration_since(up) < a.steer.period() {
             // Warm-up: the new connections' TCP windows are still opening.
-            a.steer.mark(now, moved);
-            return;
-        }
-        if let Some(g) = a.gate.as_mut() {
-            // One connection covers the path unless it loses: each period
-            // (its rate the first step's "before") ends with a look at the
-            // primary's loss signs; none, and it starts again.
-            let Some(signs) = crate::net::path::tcp_info(g.sock).map(|i| i.loss_signs()) else {
-                self.steer = None;
-                return;
-            };
-            let Some(base) = g.base else {
-                g.base = Some(signs);
-                a.steer.mark(now, moved);
-                return;
-            };
-            if !a.steer.due(now) {
-                return;
-            }
-            let per_rtt = a.steer.rate(now, moved) * g.rtt.as_secs_f64();
-            if signs == base || per_rtt >= AUTO_LOSS_INFLIGHT {
-                g.base = Some(signs);
-                a.steer.mark(now, moved);
-                return;
-            }
-            log!(
-                Debug1,
-                "Streams auto: the connection showed {} signs of loss (segments sent again or out of order) in {:.1} s and moves {} per round trip: measuring its rate, then trying more connections",
-                signs - base,
-                a.steer.period().as_secs_f64(),
-                crate::net::sockbuf::human(per_rtt as u64)
-            );
-            // The period with the loss may hold the ramp before it: the
-            // rate to beat is the next one's.
-            a.gate = None;
             a.steer.mark(now, moved);
             return;
         }
@@ -522,11 +394,8 @@ impl ClientStripe {
             Step::GiveBack(k) => {
                 log!(
                     Debug1,
-                    "Streams auto: closing the last {k} connection(s)' carriers; no more are added"
+                    "Streams auto: the last {k} connection(s) stay (a carrier is not taken back); no more are added"
                 );
-                for key in d.keys.iter().rev().take(k) {
-                    hub.withdraw(*key);
-                }
                 self.steer = None;
             }
             Step::Settle => self.steer = None,
@@ -535,7 +404,7 @@ impl ClientStripe {
 
     /// How soon the primary's loop should turn for `auto`'s measurements.
     pub fn tick_interval(&self) -> Option<Duration> {
-        self.steer.as_ref().map(|_| LOOK_EVERY)
+        self.steer.as_ref().map(|_| Duration::from_millis(100))
     }
 
     /// The carrier on the primary opened (true) or not ours (false).
@@ -631,9 +500,7 @@ impl ClientStripe {
 /// `Streams auto`'s counts: when the path's bandwidth-delay product (at
 /// [`AUTO_ASSUMED_RATE`]) exceeds what one socket may buffer, a grant of
 /// [`AUTO_MAX`] asked and [`AUTO_STREAMS`] to start with (measurements add
-/// the rest); on a path of [`AUTO_LOSS_RTT`] or more, the grant asked and
-/// one to start with (a loss starts the steps); else one connection and no
-/// grant.
+/// the rest); else one connection and no grant.
 fn auto_counts(conn: &Connection) -> (u32, u32) {
     let Some(rtt) = conn.path_rtt() else {
         log!(
@@ -653,16 +520,12 @@ fn auto_counts(conn: &Connection) -> (u32, u32) {
         crate::net::sockbuf::human(cap),
         if stripe {
             format!("starting with {AUTO_STREAMS} connections, up to {AUTO_MAX} while each step helps")
-        } else if rtt >= AUTO_LOSS_RTT {
-            format!("one connection, up to {AUTO_MAX} while each step helps if it loses segments")
         } else {
             "one connection".to_owned()
         }
     );
     if stripe {
         (AUTO_STREAMS, AUTO_MAX as u32)
-    } else if rtt >= AUTO_LOSS_RTT {
-        (1, AUTO_MAX as u32)
     } else {
         (1, 1)
     }
@@ -694,11 +557,6 @@ struct Secondary {
     counts: Arc<Counts>,
     /// Its carrier is open (counted live).
     live: bool,
-    /// Its socket, and what its TCP moved for `auto`'s measurements.
-    sock: Option<RawFd>,
-    moved: Arc<AtomicU64>,
-    /// When `moved` was last read (the pump ticks every loop turn).
-    sampled: Option<Instant>,
 }
 
 impl Secondary {
@@ -712,23 +570,11 @@ impl Secondary {
             }
         };
         let mut conn = Connection::client(ClientConfig { common: proto }, Box::new(SystemRng));
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
-        self.sock = Some(fd);
-        let mut pump = Pump::new(fd);
+        let mut pump = Pump::new(std::os::fd::AsRawFd::as_raw_fd(&sock));
         pump.set_crypto_threads(&mut conn, CryptoThreads::Fixed(1));
-        let r = pump.run(&mut conn, &mut self);
-        self.count_moved();
-        match r {
+        match pump.run(&mut conn, &mut self) {
             Ok(()) => log!(Debug1, "secondary {n}: closed"),
             Err(e) => log!(Debug1, "{e}; going on without it"),
-        }
-    }
-
-    /// What its TCP moved so far, for `auto` (the socket is still open).
-    fn count_moved(&self) {
-        if let Some(i) = self.sock.and_then(crate::net::path::tcp_info) {
-            self.moved
-                .store(i.bytes_acked + i.bytes_received, Ordering::Relaxed);
         }
     }
 }
@@ -811,20 +657,8 @@ impl Handler for Secondary {
         Ok(())
     }
 
-    fn tick(&mut self, _conn: &mut Connection, _fds: &mut ChannelFds) -> Result<(), String> {
-        let now = Instant::now();
-        if self
-            .sampled
-            .is_none_or(|t| now.duration_since(t) >= LOOK_EVERY)
-        {
-            self.sampled = Some(now);
-            self.count_moved();
-        }
-        Ok(())
-    }
-
     fn tick_interval(&self) -> Option<Duration> {
-        Some(LOOK_EVERY)
+        None
     }
 
     fn finished(&self) -> bool {

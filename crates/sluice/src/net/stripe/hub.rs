@@ -40,9 +40,6 @@ pub(super) struct State {
     carriers: Vec<(CarrierId, Arc<WakeFd>)>,
     /// Connections with a carrier of this channel (at most one each).
     pub(super) conns: Vec<u64>,
-    /// Connections whose carrier is to close (given back by `Streams
-    /// auto`): their chunks go again on the others once it has.
-    withdrawn: Vec<u64>,
     /// An acknowledgement for the primary to send.
     pub(super) ack_due: Option<Ack>,
     /// The local sink has every byte (the writer thread is done).
@@ -78,7 +75,6 @@ impl Hub {
                 rx,
                 carriers: Vec::new(),
                 conns: Vec::new(),
-                withdrawn: Vec::new(),
                 ack_due,
                 output_done: false,
                 stderr: VecDeque::new(),
@@ -152,16 +148,10 @@ impl Hub {
         Some(id)
     }
 
-    /// A carrier closed or its connection ended (`conn`'s): its chunks go
-    /// again on the others; with none left and bytes outstanding, the
-    /// transfer fails.
-    pub(super) fn carrier_lost(&self, id: CarrierId, conn: u64) {
+    /// A carrier closed or its connection ended: its chunks go again on
+    /// the others; with none left and bytes outstanding, the transfer fails.
+    pub(super) fn carrier_lost(&self, id: CarrierId) {
         let mut st = self.lock();
-        let how = if Self::is_withdrawn(&st, conn) {
-            "closed as asked"
-        } else {
-            "was lost"
-        };
         st.tx.carrier_lost(id);
         st.carriers.retain(|(c, _)| *c != id);
         if st.tx.is_stranded() && !st.closed && st.failed.is_none() {
@@ -175,29 +165,12 @@ impl Hub {
         } else if st.failed.is_none() && !st.closed {
             crate::log!(
                 Debug1,
-                "channel {}: a carrier {how}; its unacknowledged chunks go again on the {} left",
+                "channel {}: a carrier was lost; its unacknowledged chunks go again on the {} left",
                 self.channel,
                 st.carriers.len()
             );
         }
         self.wake_all(&st);
-    }
-
-    /// Closes the carrier on connection `conn` (a step of `Streams auto`
-    /// that did not help): it takes no new chunk and its pump closes the
-    /// channel; what went on it unacknowledged goes again on the others
-    /// (PROTOCOL.md: a carrier that closes).
-    pub fn withdraw(&self, conn: super::ConnKey) {
-        let mut st = self.lock();
-        if !st.withdrawn.contains(&conn.0) {
-            st.withdrawn.push(conn.0);
-        }
-        self.wake_carriers(&st);
-    }
-
-    /// Whether the carrier on connection `conn` is to close.
-    pub(super) fn is_withdrawn(st: &State, conn: u64) -> bool {
-        st.withdrawn.contains(&conn)
     }
 
     /// A chunk from a carrier, into the reassembler.

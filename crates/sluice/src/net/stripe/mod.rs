@@ -35,7 +35,7 @@ pub use striped::{handle_ack, tick, Stderr, StripedEnd};
 /// path in flight, bounded. Acknowledgements come every quarter of it, so
 /// about three quarters are in flight: 48 MiB, 200 MB/s over 240 ms
 /// (32 MiB held 8 connections to 55-64 MB/s there; BENCHMARKS.md).
-pub const WINDOW: usize = 128 << 20;
+pub const WINDOW: usize = 64 << 20;
 
 #[cfg(test)]
 mod tests;
