@@ -10,7 +10,8 @@
 //! delivered per second, rather than by guessing from proxies:
 //!
 //! - every window (at least [`WINDOW_BYTES`] of payload and
-//!   [`WINDOW_TIME`]) gives the payload rate (what was compressed per
+//!   [`WINDOW_TIME`]; the first, which holds the session's setup, only
+//!   the bytes) gives the payload rate (what was compressed per
 //!   second) and the ratio at the current level. After a change of level
 //!   the window waits until the peer has acknowledged everything that was
 //!   in the socket at the change (TCP_INFO and SIOCOUTQ): until then the
@@ -20,19 +21,22 @@
 //!   whichever of link, our CPU or the peer's is the limit;
 //! - after a few windows at one level (one at the start, from level 0)
 //!   the controller probes a neighbour for one window: up while data
-//!   waits unsent in the socket (the link is the limit: compression keeps
-//!   ahead of it), down otherwise (the CPU is). A probe up that still
-//!   keeps ahead of the link is kept (more ratio, same link: more payload,
-//!   whatever the window's data did to the rate); otherwise a probe is
+//!   waits unsent in the socket or for the peer's channel window (the
+//!   link or the peer is the limit: compression keeps ahead of it), down
+//!   otherwise (the CPU is). A probe up that still keeps ahead of the
+//!   link is kept (more ratio, same link: more payload, whatever the
+//!   window's data did to the rate) and the next level is probed at once;
+//!   otherwise a probe is
 //!   kept only when its rate beats the level before by [`GAIN`]. Each
 //!   failed probe doubles the time before the next (up to [`HOLD_MAX`]
 //!   windows), each move starts again at [`HOLD_MIN`];
 //! - a probe up while the CPU, not the link, is the limit (loopback, a
 //!   fast LAN) adds work where work is what limits: it rarely wins and
 //!   costs a slower window, a good part of a short transfer. So such
-//!   probes wait until [`CPU_PROBE_WAIT`] of transfer went by, and after
-//!   one that lost, until the loss comes to at most [`PROBE_BUDGET`] of
-//!   the time since (a probe that was 30% slower for 70 ms waits 0.7 s);
+//!   probes wait until [`CPU_PROBE_WAIT`] of transfer went by; and after
+//!   any probe up that lost, the next waits until the loss comes to at
+//!   most [`PROBE_BUDGET`] of the time since (a probe that was 30% slower
+//!   for 70 ms waits 0.7 s);
 //! - data that does not compress (ratio below [`MIN_RATIO`]) goes to
 //!   level 0 at once and is probed again after [`PROBE_EVERY`] bytes
 //!   (doubling while it stays so, up to [`PROBE_MAX`]), so text after
@@ -56,6 +60,10 @@ const WINDOW_TIME: Duration = Duration::from_millis(100);
 /// that long costs more than it can find (several socket buffers' worth is
 /// plenty to measure).
 const WINDOW_FAST_BYTES: u64 = 24 << 20;
+/// A probe up slower than this share of the level before ends its window
+/// early, once it ran for [`EARLY_MIN`] and [`WINDOW_BYTES`].
+const EARLY_LOSS: f64 = 0.6;
+const EARLY_MIN: Duration = Duration::from_millis(10);
 /// Below this ratio the data is taken as incompressible.
 const MIN_RATIO: f64 = 1.05;
 /// Payload bytes sent at level 0 for incompressible data before a probe
@@ -93,6 +101,21 @@ pub fn log_summary(conn: &sluice_proto::Connection) {
 /// Unsent bytes in the socket above which the link (or the peer's
 /// window) is taken as the limit: compression is keeping ahead of it.
 const LINK_BOUND: u64 = 256 << 10;
+
+/// Waits for the peer's channel window in one window that make it the
+/// limit (one may be a burst at the window's edge).
+const STALLS_BOUND: u32 = 2;
+
+/// What held a window's rate back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Limit {
+    /// Data waited unsent in the socket: the link.
+    Link,
+    /// Data waited for the peer's channel window.
+    Peer,
+    /// Neither: our own work.
+    Cpu,
+}
 
 /// What the socket says, read once or twice per window.
 #[derive(Debug, Clone, Copy)]
@@ -142,6 +165,13 @@ pub struct LevelControl {
     since_probe: f64,
     /// Seconds that must go by before a probe up while CPU-bound.
     cpu_wait: f64,
+    /// Waits for the peer's window in this window so far.
+    stalls: u32,
+    /// The last probe behind the peer's window went down.
+    peer_down: bool,
+    /// Seconds that must go by before any probe up: what the last failed
+    /// one cost, within [`PROBE_BUDGET`].
+    fail_wait: f64,
 }
 
 impl LevelControl {
@@ -173,13 +203,28 @@ impl LevelControl {
             stored_gap: PROBE_EVERY,
             since_probe: 0.0,
             cpu_wait: CPU_PROBE_WAIT,
+            stalls: 0,
+            peer_down: true,
+            fail_wait: 0.0,
         }
     }
 
     /// After a batch: decides once a window of data went by. `socket`
     /// reads (bytes acknowledged, bytes in the send queue) of the socket
     /// (None: not a TCP socket, e.g. a ProxyCommand pipe).
-    pub fn after_batch(&mut self, (raw, z): (u64, u64), socket: impl Fn() -> Option<Socket>) {
+    ///
+    /// `stalls` counts the times since the last call that data waited for
+    /// the peer's channel window: like unsent bytes in the socket, that
+    /// says the sender is ahead of what drains it (a stock sshd's 2 MiB
+    /// window about covers a fast LAN's round trip, so its socket never
+    /// backs up while the link is still the limit).
+    pub fn after_batch(
+        &mut self,
+        (raw, z): (u64, u64),
+        stalls: u32,
+        socket: impl Fn() -> Option<Socket>,
+    ) {
+        self.stalls = self.stalls.saturating_add(stalls);
         if let Some(target) = self.settle {
             match socket() {
                 Some(k) if k.acked < target => {
@@ -188,6 +233,7 @@ impl LevelControl {
                     self.start = (raw, z);
                     self.queued = Some(k.queued);
                     self.started = Instant::now();
+                    self.stalls = 0;
                     return;
                 }
                 _ => self.settle = None,
@@ -196,17 +242,32 @@ impl LevelControl {
         let (raw0, z0) = self.start;
         let bytes = raw.saturating_sub(raw0);
         let secs = self.started.elapsed();
-        if bytes < WINDOW_BYTES || (secs < WINDOW_TIME && bytes < WINDOW_FAST_BYTES) {
+        // The first window only lets the session's setup go by: its bytes
+        // are enough, its rate is not used.
+        let short = secs < WINDOW_TIME && bytes < WINDOW_FAST_BYTES && self.warm;
+        let ratio = bytes as f64 / z.saturating_sub(z0).max(1) as f64;
+        // Data that does not compress is plain from the first few MiB:
+        // a level above 0 need not go on for a whole window to say so.
+        let futile = self.level.get() > 0 && ratio < MIN_RATIO;
+        if bytes < WINDOW_BYTES || (short && !futile && !self.losing_probe(bytes, secs, ratio, &socket)) {
             return;
         }
         let secs = secs.as_secs_f64();
-        let ratio = bytes as f64 / z.saturating_sub(z0).max(1) as f64;
         // What went into the socket's buffer rather than to the peer (or
         // came out of it) is not delivered payload.
         let k = socket();
         let queued = k.map(|k| k.queued);
-        // The link is the limit when data waits in the socket unsent.
-        let link_bound = k.is_some_and(|k| k.unsent >= LINK_BOUND);
+        // The link is the limit when data waits in the socket unsent; the
+        // peer (its window, its CPU, or the link behind a window about the
+        // path's size) when data waited for the peer's window more than once.
+        let stalls = std::mem::take(&mut self.stalls);
+        let limit = if k.is_some_and(|k| k.unsent >= LINK_BOUND) {
+            Limit::Link
+        } else if stalls >= STALLS_BOUND {
+            Limit::Peer
+        } else {
+            Limit::Cpu
+        };
         let grown = match (self.queued, queued) {
             (Some(q0), Some(q)) => (q as f64 - q0 as f64) * ratio,
             _ => 0.0,
@@ -219,23 +280,57 @@ impl LevelControl {
             secs * 1e3,
             self.level.get(),
             rate / 1e6,
-            if link_bound {
-                "link-bound"
-            } else {
-                "CPU-bound"
+            match limit {
+                Limit::Link => "link-bound",
+                Limit::Peer => "peer-bound (waits for its window)",
+                Limit::Cpu => "CPU-bound",
             }
         );
         self.start = (raw, z);
         self.started = Instant::now();
-        if !std::mem::replace(&mut self.warm, true) {
-            return;
-        }
         let now = self.level.get();
-        let next = self.decide(now, rate, ratio, raw, link_bound, secs);
+        let next = if std::mem::replace(&mut self.warm, true) {
+            self.decide(now, rate, ratio, raw, limit, secs)
+        } else if limit == Limit::Link && now == 0 && self.max_level > 0 {
+            // The setup's window: its rate says nothing, but a socket that
+            // already backs up says the link is the limit. Level 1 at once,
+            // kept only if it stays ahead of the link (no rate to beat).
+            log!(Debug2, "compression: {} probing level 1 at once", self.engine);
+            self.phase = Phase::Probe {
+                from: 0,
+                from_rate: f64::INFINITY,
+            };
+            1
+        } else {
+            now
+        };
         if next != now {
             self.level.set(next);
             self.settle = socket().map(|k| k.acked + k.queued);
         }
+    }
+
+    /// A probe up that runs at under [`EARLY_LOSS`] of the level before
+    /// has lost already: its window need not go on (on loopback, where
+    /// windows are short anyway, each probe is a good part of a transfer).
+    fn losing_probe(
+        &self,
+        bytes: u64,
+        secs: Duration,
+        ratio: f64,
+        socket: &impl Fn() -> Option<Socket>,
+    ) -> bool {
+        let Phase::Probe { from, from_rate } = self.phase else {
+            return false;
+        };
+        if self.level.get() <= from || !from_rate.is_finite() || secs < EARLY_MIN {
+            return false;
+        }
+        let grown = match (self.queued, socket()) {
+            (Some(q0), Some(k)) => (k.queued as f64 - q0 as f64) * ratio,
+            _ => 0.0,
+        };
+        (bytes as f64 - grown).max(0.0) / secs.as_secs_f64() < from_rate * EARLY_LOSS
     }
 
     /// The next level and phase from one window's figures.
@@ -245,14 +340,17 @@ impl LevelControl {
         rate: f64,
         ratio: f64,
         raw: u64,
-        link_bound: bool,
+        limit: Limit,
         secs: f64,
     ) -> u8 {
         let mbs = rate / 1e6;
         self.since_probe += secs;
         // A probe up now would add work where work is the limit: only
         // once its expected cost fits the budget.
-        let cpu_probe_due = link_bound || self.since_probe >= self.cpu_wait;
+        let link_bound = limit == Limit::Link;
+        let ahead = limit != Limit::Cpu;
+        let cpu_probe_due = self.since_probe >= self.fail_wait
+            && (ahead || self.since_probe >= self.cpu_wait);
         if now > 0 && ratio < MIN_RATIO {
             log!(
                 Debug1,
@@ -273,7 +371,10 @@ impl LevelControl {
         }
         match self.phase {
             Phase::Incompressible { until } => {
-                if raw < until || !cpu_probe_due {
+                // Waits for the peer do not count here: with data that did
+                // not compress, they say the peer's CPU is the limit, and a
+                // probe only adds to its work.
+                if raw < until || !(link_bound || self.since_probe >= self.cpu_wait) {
                     return 0;
                 }
                 log!(Debug2, "compression: {} probing level 1", self.engine);
@@ -284,41 +385,72 @@ impl LevelControl {
                 1
             }
             Phase::Probe { from, from_rate } => {
-                let was = from_rate / 1e6;
+                // Infinite: the probe straight after the setup's window,
+                // which measured nothing to beat.
+                let was = if from_rate.is_finite() {
+                    format!("{:.0} MB/s", from_rate / 1e6)
+                } else {
+                    "the unmeasured setup".to_owned()
+                };
                 self.since_probe = 0.0;
                 // Up and still ahead of the link: more ratio, the same link,
                 // more payload, whatever this window's data did to the rate.
-                let keep = (now > from && link_bound) || rate > from_rate * GAIN;
+                // Not so ahead of the peer's window: it counts payload, so
+                // only the rate says whether more ratio helped.
+                // The probe after the setup has no rate to beat: kept while
+                // ahead of either.
+                let unmeasured = !from_rate.is_finite();
+                let keep = (now > from && (link_bound || (ahead && unmeasured)))
+                    || rate > from_rate * GAIN;
                 if keep {
                     log!(
                         Debug1,
-                        "compression: {} level {from} -> {now}: {mbs:.0} MB/s against {was:.0} (ratio {ratio:.2})",
+                        "compression: {} level {from} -> {now}: {mbs:.0} MB/s against {was} (ratio {ratio:.2})",
                         self.engine
                     );
                     self.hold = HOLD_MIN;
                     self.cpu_wait = CPU_PROBE_WAIT;
+                    self.fail_wait = 0.0;
                     // Still ahead of the link after a step up: the next
-                    // step is worth trying at once.
-                    let left = if now > from && link_bound {
-                        1
-                    } else {
-                        self.hold
-                    };
-                    self.phase = Phase::Hold { left };
+                    // step is worth trying at once, against this window
+                    // (it measured this level alone, after the settle).
+                    if now > from && ahead && now < self.max_level {
+                        log!(
+                            Debug2,
+                            "compression: {} probing level {} from {now} ({mbs:.0} MB/s, ratio {ratio:.2})",
+                            self.engine,
+                            now + 1
+                        );
+                        self.phase = Phase::Probe {
+                            from: now,
+                            from_rate: rate,
+                        };
+                        return now + 1;
+                    }
+                    self.phase = Phase::Hold { left: self.hold };
                     now
                 } else {
                     log!(
                         Debug1,
-                        "compression: {} stays at level {from}: level {now} gave {mbs:.0} MB/s against {was:.0} (ratio {ratio:.2})",
+                        "compression: {} stays at level {from}: level {now} gave {mbs:.0} MB/s against {was} (ratio {ratio:.2})",
                         self.engine
                     );
                     self.hold = (self.hold * 2).min(HOLD_MAX);
                     self.phase = Phase::Hold { left: self.hold };
                     if now > from {
-                        let loss = (1.0 - rate / from_rate.max(1.0)).clamp(0.0, 1.0);
-                        self.cpu_wait = (self.cpu_wait * 2.0)
-                            .max(secs * loss / PROBE_BUDGET)
-                            .min(CPU_PROBE_WAIT_MAX);
+                        // The probe after the setup had nothing to lose
+                        // against: take it as having cost half its window.
+                        let loss = if unmeasured {
+                            0.5
+                        } else {
+                            (1.0 - rate / from_rate.max(1.0)).clamp(0.0, 1.0)
+                        };
+                        let budget = (secs * loss / PROBE_BUDGET).min(CPU_PROBE_WAIT_MAX);
+                        self.cpu_wait = (self.cpu_wait * 2.0).max(budget).min(CPU_PROBE_WAIT_MAX);
+                        // Ahead of the link or not, a costly miss waits
+                        // (loopback: a socket that backs up behind a busy
+                        // peer looks like a link to keep ahead of).
+                        self.fail_wait = budget;
                     }
                     from
                 }
@@ -329,9 +461,20 @@ impl LevelControl {
             }
             Phase::Hold { .. } => {
                 // Ahead of the link: try more ratio; behind it: less work.
+                // Behind the peer's window, either may help (its window
+                // counts payload; its CPU may be what returns it): the
+                // two in turn.
                 let up = (now < self.max_level).then_some(now + 1);
                 let down = now.checked_sub(1);
-                let probe = match (link_bound, up, down) {
+                let try_up = match limit {
+                    Limit::Link => true,
+                    Limit::Cpu => false,
+                    Limit::Peer => {
+                        self.peer_down = !self.peer_down;
+                        !self.peer_down
+                    }
+                };
+                let probe = match (try_up, up, down) {
                     (true, Some(u), _) => u,
                     (false, _, Some(d)) => d,
                     (_, Some(u), None) => u,
@@ -377,7 +520,8 @@ mod tests {
             let now = c.level.get();
             let (rate, ratio, link) = rate_at(now);
             raw += WINDOW_BYTES;
-            let next = c.decide(now, rate, ratio, raw, link, 0.1);
+            let limit = if link { Limit::Link } else { Limit::Cpu };
+            let next = c.decide(now, rate, ratio, raw, limit, 0.1);
             c.level.set(next);
             seen.push(next);
         }
@@ -456,6 +600,19 @@ mod tests {
     }
 
     #[test]
+    fn a_costly_miss_ahead_of_the_link_waits_its_budget() {
+        // Loopback behind a busy peer: the socket backs up at level 0
+        // (1000 MB/s), level 1 is 40% slower. One miss, then a wait of
+        // 0.1 s * 0.4 / 3% = 1.3 s (13 windows) before the next probe.
+        let mut c = ctl(0, "zstd@sluice.dev");
+        let seen = run(&mut c, 40, |l| {
+            (if l == 0 { 1000e6 } else { 600e6 }, 3.0, l == 0)
+        });
+        let probes = seen.iter().filter(|&&l| l > 0).count();
+        assert!((2..=4).contains(&probes), "{probes} probes: {seen:?}");
+    }
+
+    #[test]
     fn link_bound_probes_start_at_once() {
         let mut c = ctl(0, "zstd@sluice.dev");
         let seen = run(&mut c, 4, |l| {
@@ -463,5 +620,89 @@ mod tests {
         });
         // The window after the warm-up one already probes level 1.
         assert_eq!(seen[0], 1, "{seen:?}");
+    }
+
+    #[test]
+    fn climbs_a_level_per_window_while_ahead_of_the_link() {
+        let mut c = ctl(0, "zstd@sluice.dev");
+        // Link-bound up to level 4, CPU-bound above, where level 5 is slower.
+        let seen = run(&mut c, 8, |l| {
+            (if l <= 4 { 110e6 * f64::from(l + 1) } else { 300e6 }, 3.0, l <= 4)
+        });
+        assert_eq!(&seen[..6], &[1, 2, 3, 4, 5, 4], "{seen:?}");
+        assert!(seen[6..].iter().all(|&l| l == 4), "{seen:?}");
+    }
+
+    #[test]
+    fn a_backed_up_socket_in_the_setups_window_probes_at_once() {
+        let mut c = ctl(0, "zstd@sluice.dev");
+        let mut raw = 0;
+        let mut window = |c: &mut LevelControl, unsent: u64| {
+            raw += WINDOW_FAST_BYTES;
+            c.after_batch((raw, raw), 0, || {
+                Some(Socket {
+                    acked: u64::MAX,
+                    queued: 0,
+                    unsent,
+                })
+            });
+            c.level.get()
+        };
+        assert_eq!(window(&mut c, LINK_BOUND), 1);
+        // Level 1 no longer ahead of the link: back to 0, no rate to beat.
+        assert_eq!(window(&mut c, 0), 0);
+        // The setup's window with a socket that did not back up: no probe.
+        let mut c = ctl(0, "zstd@sluice.dev");
+        assert_eq!(window(&mut c, 0), 0);
+    }
+
+    #[test]
+    fn waits_for_the_peers_window_count_as_link_bound() {
+        // A window that saw no unsent bytes in the socket but data waiting
+        // for the peer's window: probe up, as when the socket backs up.
+        let mut c = ctl(0, "zlib@openssh.com");
+        let socket = || {
+            Some(Socket {
+                acked: 1,
+                queued: 0,
+                unsent: 0,
+            })
+        };
+        let mut raw = 0;
+        let mut window = |c: &mut LevelControl, stalls: u32| {
+            raw += WINDOW_FAST_BYTES;
+            c.after_batch((raw, raw), stalls, socket);
+            c.level.get()
+        };
+        // The warm-up window, then one without stalls: CPU-bound, so a
+        // probe up waits.
+        assert_eq!(window(&mut c, 0), 0);
+        assert_eq!(window(&mut c, 0), 0);
+        assert_eq!(window(&mut c, 0), 0);
+        // Stalls: the next window probes level 1.
+        assert_eq!(window(&mut c, STALLS_BOUND), 1);
+    }
+
+    #[test]
+    fn ahead_of_the_peers_window_a_probe_up_must_be_faster() {
+        // The peer's window counts payload: more ratio behind it helps
+        // only if the rate says so.
+        let mut c = ctl(0, "zlib@openssh.com");
+        c.warm = true;
+        let mut raw = 0;
+        let mut step = |c: &mut LevelControl, rate: f64| {
+            raw += WINDOW_BYTES;
+            let next = c.decide(c.level.get(), rate, 3.0, raw, Limit::Peer, 0.1);
+            c.level.set(next);
+            next
+        };
+        assert_eq!(step(&mut c, 100e6), 1);
+        // Level 1 faster: kept, level 2 probed at once; slower: back to 1.
+        assert_eq!(step(&mut c, 140e6), 2);
+        assert_eq!(step(&mut c, 120e6), 1);
+        let seen: Vec<u8> = (0..20).map(|_| step(&mut c, 140e6)).collect();
+        assert!(seen.iter().all(|&l| l <= 2), "{seen:?}");
+        // Behind the peer, a probe down comes in turn with one up.
+        assert!(seen.contains(&0) && seen.contains(&2), "{seen:?}");
     }
 }

@@ -74,6 +74,9 @@ pub struct Pump {
     level_ctl: Option<LevelControl>,
     /// The level was fixed by configuration: not steered.
     level_fixed: bool,
+    /// Times data waited for the peer's window since the controller last
+    /// looked.
+    window_stalls: u32,
 }
 
 impl Pump {
@@ -93,6 +96,7 @@ impl Pump {
             again: false,
             level_ctl: None,
             level_fixed: false,
+            window_stalls: 0,
         }
     }
 
@@ -336,6 +340,9 @@ impl Pump {
                     }
                     let Some(slot) = conn.data_slot(Instant::now(), id, ext.code(), &mut self.out)
                     else {
+                        // Data waits for the peer's window (or a key
+                        // exchange): the level controller wants to know.
+                        self.window_stalls = self.window_stalls.saturating_add(1);
                         break;
                     };
                     match io.read_into(ext, &mut self.out, slot.max) {
@@ -377,7 +384,8 @@ impl Pump {
         }
         if let Some(c) = self.level_ctl.as_mut() {
             let sock = self.sock;
-            c.after_batch(stats, || {
+            let stalls = std::mem::take(&mut self.window_stalls);
+            c.after_batch(stats, stalls, || {
                 let info = super::path::tcp_info(sock)?;
                 let queued = super::path::send_queue(sock)?;
                 (info.bytes_acked > 0).then_some(super::compress_ctl::Socket {
