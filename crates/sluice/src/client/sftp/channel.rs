@@ -31,11 +31,19 @@ const DEFAULT_MAX_PACKET: u32 = 256 * 1024;
 /// reply whatever it claims).
 pub const MAX_PACKET_CEILING: u32 = 16 << 20;
 
+/// Spare request buffers kept for the program thread, at most.
+const FREE_MAX: usize = 16;
+
 #[derive(Default)]
 struct Queues {
-    /// Framed requests; `out_off` bytes of them are sent.
-    out: Vec<u8>,
+    /// Framed requests, each in its own buffer (a WRITE's data is read
+    /// from the file straight into it: no copy here); `out_off` bytes of
+    /// the first are sent, `out_bytes` are unsent in all.
+    out: VecDeque<Vec<u8>>,
     out_off: usize,
+    out_bytes: usize,
+    /// Sent buffers, for the program thread to fill again.
+    free: Vec<Vec<u8>>,
     /// The program has nothing more to send: EOF once `out` is sent.
     out_done: bool,
     /// Reply bodies (type byte onwards), oldest first.
@@ -98,25 +106,37 @@ impl Link {
     /// Queues framed request bytes; waits while too many are unsent. Err
     /// once the connection is gone.
     pub fn send(&self, packet: &[u8]) -> Result<(), String> {
+        let mut buf = self.buffer();
+        buf.clear();
+        buf.extend_from_slice(packet);
+        self.send_owned(buf)
+    }
+
+    /// A buffer for [`Link::send_owned`]: one the pump has sent, with its
+    /// old bytes and length (a caller that overwrites in place need not
+    /// zero it again), or a new one.
+    pub fn buffer(&self) -> Vec<u8> {
+        self.0.lock().free.pop().unwrap_or_default()
+    }
+
+    /// Queues one framed request (the whole buffer); waits while too many
+    /// bytes are unsent. Err once the connection is gone.
+    pub fn send_owned(&self, packet: Vec<u8>) -> Result<(), String> {
         let mut q = self.0.lock();
         loop {
             if let Some(why) = &q.closed {
                 return Err(why.clone());
             }
-            if q.out.len() - q.out_off < OUT_MAX {
+            if q.out_bytes < OUT_MAX {
                 break;
             }
             q = self.0.cv.wait(q).unwrap_or_else(|p| p.into_inner());
         }
-        if q.out_off == q.out.len() {
-            q.out.clear();
-            q.out_off = 0;
-        } else if q.out_off > q.out.len() / 2 {
-            let off = q.out_off;
-            q.out.drain(..off);
-            q.out_off = 0;
+        if packet.is_empty() {
+            return Ok(());
         }
-        q.out.extend_from_slice(packet);
+        q.out_bytes += packet.len();
+        q.out.push_back(packet);
         drop(q);
         self.0.wake_pump();
         Ok(())
@@ -207,15 +227,29 @@ impl ChannelEndpoint for SftpChannel {
         if ext != Ext::Data {
             return Produced::Eof;
         }
-        let mut q = self.shared.lock();
-        let off = q.out_off;
-        let src = q.out.get(off..).unwrap_or_default();
-        let n = src.len().min(buf.len());
-        if n > 0 {
-            if let (Some(d), Some(s)) = (buf.get_mut(..n), src.get(..n)) {
+        let mut guard = self.shared.lock();
+        let q = &mut *guard;
+        let mut n = 0;
+        while n < buf.len() {
+            let Some(front) = q.out.front() else { break };
+            let src = front.get(q.out_off..).unwrap_or_default();
+            let k = src.len().min(buf.len() - n);
+            if let (Some(d), Some(s)) = (buf.get_mut(n..n + k), src.get(..k)) {
                 d.copy_from_slice(s);
             }
-            q.out_off += n;
+            n += k;
+            q.out_off += k;
+            q.out_bytes -= k;
+            if q.out_off >= front.len() {
+                q.out_off = 0;
+                if let Some(done) = q.out.pop_front() {
+                    if q.free.len() < FREE_MAX {
+                        q.free.push(done);
+                    }
+                }
+            }
+        }
+        if n > 0 {
             self.shared.cv.notify_all();
             return Produced::Data(n);
         }

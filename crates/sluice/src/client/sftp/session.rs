@@ -64,6 +64,16 @@ fn bad(what: &str) -> SftpError {
 /// OpenSSH's default buffer (32 KiB), what every server takes.
 const DEFAULT_IO: u32 = 32 * 1024;
 
+/// Why [`Sftp::send_write_from`] failed: reading the local data, or the
+/// connection.
+#[derive(Debug)]
+pub enum WriteFromError {
+    /// The fill function's error.
+    Local(std::io::Error),
+    /// The connection is gone.
+    Remote(SftpError),
+}
+
 /// The session: the channel, request ids and what the server offers.
 pub struct Sftp {
     link: Link,
@@ -173,6 +183,57 @@ impl Sftp {
         req.encode(id, &mut self.scratch);
         self.link.send(&self.scratch).map_err(SftpError::Fatal)?;
         Ok(id)
+    }
+
+    /// Sends a WRITE of up to `want` bytes at `offset` whose data `fill`
+    /// puts straight into the request's buffer (a pread: no copy of the
+    /// data on its way to the channel). Returns the request's id and the
+    /// bytes `fill` gave; nothing is sent when that is 0.
+    pub fn send_write_from(
+        &mut self,
+        handle: &[u8],
+        offset: u64,
+        want: usize,
+        fill: impl FnOnce(&mut [u8]) -> std::io::Result<usize>,
+    ) -> Result<(u32, usize), WriteFromError> {
+        let id = self.next_id;
+        self.scratch.clear();
+        Request::Write {
+            handle,
+            offset,
+            data: &[],
+        }
+        .encode(id, &mut self.scratch);
+        let head = self.scratch.len();
+        let mut buf = self.link.buffer();
+        // A buffer the pump sent keeps its length: only new room is zeroed.
+        if buf.len() < head + want {
+            buf.resize(head + want, 0);
+        }
+        let n = fill(buf.get_mut(head..head + want).unwrap_or_default())
+            .map_err(WriteFromError::Local)?
+            .min(want);
+        if n == 0 {
+            return Ok((id, 0));
+        }
+        buf.truncate(head + n);
+        if let Some(h) = buf.get_mut(..head) {
+            h.copy_from_slice(&self.scratch);
+        }
+        // The packet's length and the data's: the header says 0 bytes.
+        let patch = |b: &mut [u8], at: usize, add: usize| {
+            if let Some(f) = b.get_mut(at..at + 4) {
+                let v = u32::from_be_bytes([f[0], f[1], f[2], f[3]]) as usize + add;
+                f.copy_from_slice(&(v as u32).to_be_bytes());
+            }
+        };
+        patch(&mut buf, 0, n);
+        patch(&mut buf, head - 4, n);
+        self.next_id = self.next_id.wrapping_add(1);
+        self.link
+            .send_owned(buf)
+            .map_err(|e| WriteFromError::Remote(SftpError::Fatal(e)))?;
+        Ok((id, n))
     }
 
     /// The next reply body, in the order the server sent them.

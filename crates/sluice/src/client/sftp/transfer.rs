@@ -15,7 +15,7 @@
 use super::depth::Depth;
 use super::progress::Meter;
 use super::resume::{self, Record};
-use super::session::{Sftp, SftpError};
+use super::session::{Sftp, SftpError, WriteFromError};
 use sluice_proto::sftp::{pflags, Attrs, Reply, Request, Status, MAX_HASH_RANGE};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -885,7 +885,6 @@ pub fn send_file(
 ) -> TransferResult<()> {
     let len = chunk(o, s.max_write) as usize;
     let mut depth = Depth::new(o.requests, len as u32, s.rtt);
-    let mut buf = vec![0u8; len];
     let mut next = span.start;
     // An exact span stops at its end; otherwise the local end decides.
     let mut end = match span.end {
@@ -913,9 +912,22 @@ pub fn send_file(
                 }
             }
             let want = (end - next).min(len as u64) as usize;
-            let n =
-                read_full(file, buf.get_mut(..want).unwrap_or_default(), next).map_err(|e| {
-                    TransferError::local(format!("read local \"{}\"", local.display()), e)
+            // Read straight into the request (session.rs); -l paces what
+            // was read before it is sent.
+            let fill = |b: &mut [u8]| {
+                let n = read_full(file, b, next)?;
+                if let Some(l) = &o.limit {
+                    l.pace(n as u64);
+                }
+                Ok(n)
+            };
+            let (id, n) = s
+                .send_write_from(handle, next, want, fill)
+                .map_err(|e| match e {
+                    WriteFromError::Local(e) => {
+                        TransferError::local(format!("read local \"{}\"", local.display()), e)
+                    }
+                    WriteFromError::Remote(e) => fatal(e),
                 })?;
             if span.exact && n < want {
                 return Err(TransferError::Failed(format!(
@@ -927,16 +939,6 @@ pub fn send_file(
                 local_eof = true;
                 break;
             }
-            if let Some(l) = &o.limit {
-                l.pace(n as u64);
-            }
-            let id = s
-                .send(&Request::Write {
-                    handle,
-                    offset: next,
-                    data: buf.get(..n).unwrap_or_default(),
-                })
-                .map_err(fatal)?;
             inflight.insert(id, (next, n));
             next += n as u64;
         }
