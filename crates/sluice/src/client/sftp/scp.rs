@@ -56,7 +56,7 @@ pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -
             return 255;
         }
     };
-    let home = match s.realpath(b".") {
+    let home = match s.start_dir() {
         Ok(h) => h,
         Err(e) => {
             say(&format!("Couldn't canonicalize \".\": {e}"));

@@ -89,6 +89,8 @@ pub struct Sftp {
     /// a transfer's pipeline is sized from (depth.rs).
     pub rtt: Option<Duration>,
     scratch: Vec<u8>,
+    /// REALPATH of "." asked at the start, until taken.
+    start_dir: Option<SftpResult<Vec<u8>>>,
 }
 
 impl Sftp {
@@ -102,6 +104,7 @@ impl Sftp {
             max_write: DEFAULT_IO,
             rtt: None,
             scratch: Vec::new(),
+            start_dir: None,
         };
         let init = Request::Init {
             version: sluice_proto::sftp::VERSION,
@@ -134,12 +137,43 @@ impl Sftp {
                 String::from_utf8_lossy(d)
             );
         }
-        if s.has("limits@openssh.com", "1") {
-            let data = s.extended(Extended::Limits)?;
-            let l = Limits::decode(&data).map_err(|_| bad("limits"))?;
-            s.apply_limits(&l);
+        // The limits and the start directory in one round trip: both are
+        // asked at once and answered in order (ids checked).
+        let asked = Instant::now();
+        let limits = match s.has("limits@openssh.com", "1") {
+            true => Some(s.send(&Request::Extended(Extended::Limits))?),
+            false => None,
+        };
+        let cwd = s.send(&Request::Realpath { path: b"." })?;
+        if let Some(id) = limits {
+            let body = s.recv()?;
+            match Reply::decode(&body) {
+                Ok(Reply::ExtendedReply { id: got, data }) if got == id => {
+                    let l = Limits::decode(data).map_err(|_| bad("limits"))?;
+                    s.apply_limits(&l);
+                }
+                Ok(Reply::Status { id: got, code, .. }) if got == id => {
+                    return Err(SftpError::Remote(code))
+                }
+                _ => return Err(bad("limits")),
+            }
         }
+        let body = s.recv()?;
+        s.note_rtt(asked);
+        s.start_dir = Some(match Reply::decode(&body) {
+            Ok(r) if r.id() == Some(cwd) => one_name(&body),
+            _ => Err(bad("wrong id")),
+        });
         Ok(s)
+    }
+
+    /// The directory the session starts in (REALPATH of ".", asked with
+    /// the limits at the start); asked again after the first call.
+    pub fn start_dir(&mut self) -> SftpResult<Vec<u8>> {
+        match self.start_dir.take() {
+            Some(r) => r,
+            None => self.realpath(b"."),
+        }
     }
 
     /// Takes the server's limits: READ and WRITE sizes within its packet

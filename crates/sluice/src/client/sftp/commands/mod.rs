@@ -122,7 +122,7 @@ fn fatal_text(m: &str) -> String {
 
 impl Shell {
     fn run(&mut self) -> i32 {
-        match self.s.realpath(b".") {
+        match self.s.start_dir() {
             Ok(p) => self.cwd = p,
             Err(SftpError::Fatal(m)) => {
                 eprintln!("{}", fatal_text(&m));
