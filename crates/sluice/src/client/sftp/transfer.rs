@@ -15,7 +15,7 @@
 use super::depth::Depth;
 use super::progress::Meter;
 use super::resume::{self, Record};
-use super::session::{Sftp, SftpError, WriteFromError};
+use super::session::{self, Sftp, SftpError, SftpResult, WriteFromError};
 use sluice_proto::sftp::{pflags, Attrs, Reply, Request, Status, MAX_HASH_RANGE};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -793,12 +793,17 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
     };
     // Without a record (no partial name) the copy cannot be resumed.
     let rec = record.clone().filter(|_| target == part);
+    // The CLOSE's answer when it went right behind the data.
+    let mut close_status: Option<SftpResult<()>> = None;
     let mut r = match split {
         Some(p) if start == 0 => p.copy(
             s, &handle, true, &file, local, &target, size, o, meter, &done, rec,
         ),
         _ => {
-            let r = send_file(
+            // With nothing to do between the last WRITE and the CLOSE
+            // (-f, -p), the CLOSE follows the data at once.
+            let early = !o.fsync && !o.preserve;
+            let r = send_file_then_close(
                 s,
                 &handle,
                 &file,
@@ -808,11 +813,19 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
                 o,
                 &mut || None,
                 &mut |_, n| meter.add(n),
+                early,
             );
             if r.is_ok() {
                 meter.done();
             }
-            r
+            match r {
+                Ok(Some(c)) => {
+                    close_status = Some(c);
+                    Ok(())
+                }
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            }
         }
     };
     if r.is_ok() && o.fsync {
@@ -838,7 +851,10 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
             )
         });
     }
-    let closed = s.close(&handle);
+    let closed = match close_status.take() {
+        Some(c) => c,
+        None => s.close(&handle),
+    };
     if r.is_ok() {
         r = closed.map_err(|e| {
             TransferError::remote(format!("Couldn't close file \"{}\"", show(remote)), e)
@@ -883,6 +899,28 @@ pub fn send_file(
     more: &mut dyn FnMut() -> Option<Span>,
     tally: &mut dyn FnMut(u64, u64),
 ) -> TransferResult<()> {
+    send_file_then_close(s, handle, file, span, local, remote, o, more, tally, false).map(|_| ())
+}
+
+/// [`send_file`], and with `close` the handle's CLOSE goes right behind
+/// the last WRITE instead of a round trip later: a server takes one
+/// handle's requests in order (OpenSSH's sftp-server and sluiced take all
+/// in order), so the WRITEs are done when it closes. Some(the CLOSE's
+/// status) once everything was answered; a failed WRITE is reported as
+/// before (the file is then removed or kept for a resume by the caller).
+#[allow(clippy::too_many_arguments)]
+pub fn send_file_then_close(
+    s: &mut Sftp,
+    handle: &[u8],
+    file: &File,
+    span: Span,
+    local: &Path,
+    remote: &[u8],
+    o: &Options,
+    more: &mut dyn FnMut() -> Option<Span>,
+    tally: &mut dyn FnMut(u64, u64),
+    close: bool,
+) -> TransferResult<Option<SftpResult<()>>> {
     let len = chunk(o, s.max_write) as usize;
     let mut depth = Depth::new(o.requests, len as u32, s.rtt);
     let mut next = span.start;
@@ -893,6 +931,9 @@ pub fn send_file(
     };
     let mut inflight: HashMap<u32, (u64, usize)> = HashMap::new();
     let mut local_eof = false;
+    // The CLOSE's id once sent, and its answer once read.
+    let mut close_id: Option<u32> = None;
+    let mut closed: Option<SftpResult<()>> = None;
     let fatal = |e: SftpError| {
         TransferError::remote(
             format!("Couldn't write to remote file \"{}\"", show(remote)),
@@ -942,13 +983,20 @@ pub fn send_file(
             inflight.insert(id, (next, n));
             next += n as u64;
         }
-        if inflight.is_empty() {
+        if close && local_eof && close_id.is_none() {
+            close_id = Some(s.send(&Request::Close { handle }).map_err(fatal)?);
+        }
+        if inflight.is_empty() && (close_id.is_none() || closed.is_some()) {
             break;
         }
         let body = s.recv().map_err(fatal)?;
         let reply = Reply::decode(&body)
             .map_err(|e| TransferError::Fatal(format!("Server sent a malformed reply: {e}")))?;
         let id = reply.id().unwrap_or(0);
+        if close_id == Some(id) && closed.is_none() {
+            closed = Some(session::status_of(&body));
+            continue;
+        }
         let Some((off, n)) = inflight.remove(&id) else {
             return Err(TransferError::Fatal(format!(
                 "Unexpected reply id {id} from the server"
@@ -962,11 +1010,16 @@ pub fn send_file(
                 tally(off, n as u64)
             }
             Reply::Status { code, .. } => {
-                // Let the other WRITEs finish before reporting.
-                while !inflight.is_empty() {
+                // Let the other WRITEs (and a CLOSE sent) finish before
+                // reporting.
+                while !inflight.is_empty() || (close_id.is_some() && closed.is_none()) {
                     let b = s.recv().map_err(fatal)?;
                     if let Ok(r) = Reply::decode(&b) {
-                        inflight.remove(&r.id().unwrap_or(0));
+                        let id = r.id().unwrap_or(0);
+                        if close_id == Some(id) {
+                            closed = Some(Ok(()));
+                        }
+                        inflight.remove(&id);
                     }
                 }
                 return Err(fatal(SftpError::Remote(code)));
@@ -978,7 +1031,7 @@ pub fn send_file(
             }
         }
     }
-    Ok(())
+    Ok(closed)
 }
 
 fn read_full(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
