@@ -249,7 +249,9 @@ impl LevelControl {
         // Data that does not compress is plain from the first few MiB:
         // a level above 0 need not go on for a whole window to say so.
         let futile = self.level.get() > 0 && ratio < MIN_RATIO;
-        if bytes < WINDOW_BYTES || (short && !futile && !self.losing_probe(bytes, secs, ratio, &socket)) {
+        if bytes < WINDOW_BYTES
+            || (short && !futile && !self.losing_probe(bytes, secs, ratio, &socket))
+        {
             return;
         }
         let secs = secs.as_secs_f64();
@@ -295,7 +297,11 @@ impl LevelControl {
             // The setup's window: its rate says nothing, but a socket that
             // already backs up says the link is the limit. Level 1 at once,
             // kept only if it stays ahead of the link (no rate to beat).
-            log!(Debug2, "compression: {} probing level 1 at once", self.engine);
+            log!(
+                Debug2,
+                "compression: {} probing level 1 at once",
+                self.engine
+            );
             self.phase = Phase::Probe {
                 from: 0,
                 from_rate: f64::INFINITY,
@@ -334,23 +340,15 @@ impl LevelControl {
     }
 
     /// The next level and phase from one window's figures.
-    fn decide(
-        &mut self,
-        now: u8,
-        rate: f64,
-        ratio: f64,
-        raw: u64,
-        limit: Limit,
-        secs: f64,
-    ) -> u8 {
+    fn decide(&mut self, now: u8, rate: f64, ratio: f64, raw: u64, limit: Limit, secs: f64) -> u8 {
         let mbs = rate / 1e6;
         self.since_probe += secs;
         // A probe up now would add work where work is the limit: only
         // once its expected cost fits the budget.
         let link_bound = limit == Limit::Link;
         let ahead = limit != Limit::Cpu;
-        let cpu_probe_due = self.since_probe >= self.fail_wait
-            && (ahead || self.since_probe >= self.cpu_wait);
+        let cpu_probe_due =
+            self.since_probe >= self.fail_wait && (ahead || self.since_probe >= self.cpu_wait);
         if now > 0 && ratio < MIN_RATIO {
             log!(
                 Debug1,
@@ -627,7 +625,15 @@ mod tests {
         let mut c = ctl(0, "zstd@sluice.dev");
         // Link-bound up to level 4, CPU-bound above, where level 5 is slower.
         let seen = run(&mut c, 8, |l| {
-            (if l <= 4 { 110e6 * f64::from(l + 1) } else { 300e6 }, 3.0, l <= 4)
+            (
+                if l <= 4 {
+                    110e6 * f64::from(l + 1)
+                } else {
+                    300e6
+                },
+                3.0,
+                l <= 4,
+            )
         });
         assert_eq!(&seen[..6], &[1, 2, 3, 4, 5, 4], "{seen:?}");
         assert!(seen[6..].iter().all(|&l| l == 4), "{seen:?}");
