@@ -568,7 +568,10 @@ impl Shared {
         };
         let (file, local, remote, o) = (&c.file, &c.local, &c.remote, &c.o);
         if c.up {
-            transfer::send_file(s, &h, file, first, local, remote, o, &mut more, &mut tally)
+            transfer::send_file(
+                s, &h, file, first, local, remote, o, &mut more, &mut tally, false,
+            )
+            .map(|_| ())
         } else {
             // An exact span fails on an early EOF: the file shrank.
             transfer::fetch(s, &h, remote, file, first, local, o, &mut more, &mut tally).map(|_| ())

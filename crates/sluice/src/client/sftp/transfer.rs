@@ -803,7 +803,7 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
             // With nothing to do between the last WRITE and the CLOSE
             // (-f, -p), the CLOSE follows the data at once.
             let early = !o.fsync && !o.preserve;
-            let r = send_file_then_close(
+            let r = send_file(
                 s,
                 &handle,
                 &file,
@@ -886,30 +886,15 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
 }
 
 /// The WRITE loop: `requests` WRITEs in flight, each acknowledged by a
-/// STATUS and counted through `tally` (offset, length).
+/// STATUS and counted through `tally` (offset, length). With `close` the
+/// handle's CLOSE goes right behind the last WRITE instead of a round trip
+/// later: a server takes one handle's requests in order (OpenSSH's
+/// sftp-server and sluiced take all in order), so the WRITEs are done when
+/// it closes. Some(the CLOSE's status) once everything was answered; a
+/// failed WRITE is reported as before (the file is then removed or kept for
+/// a resume by the caller).
 #[allow(clippy::too_many_arguments)]
 pub fn send_file(
-    s: &mut Sftp,
-    handle: &[u8],
-    file: &File,
-    span: Span,
-    local: &Path,
-    remote: &[u8],
-    o: &Options,
-    more: &mut dyn FnMut() -> Option<Span>,
-    tally: &mut dyn FnMut(u64, u64),
-) -> TransferResult<()> {
-    send_file_then_close(s, handle, file, span, local, remote, o, more, tally, false).map(|_| ())
-}
-
-/// [`send_file`], and with `close` the handle's CLOSE goes right behind
-/// the last WRITE instead of a round trip later: a server takes one
-/// handle's requests in order (OpenSSH's sftp-server and sluiced take all
-/// in order), so the WRITEs are done when it closes. Some(the CLOSE's
-/// status) once everything was answered; a failed WRITE is reported as
-/// before (the file is then removed or kept for a resume by the caller).
-#[allow(clippy::too_many_arguments)]
-pub fn send_file_then_close(
     s: &mut Sftp,
     handle: &[u8],
     file: &File,
