@@ -254,15 +254,14 @@ impl Sftp {
         if let Some(h) = buf.get_mut(..head) {
             h.copy_from_slice(&self.scratch);
         }
-        // The packet's length and the data's: the header says 0 bytes.
-        let patch = |b: &mut [u8], at: usize, add: usize| {
-            if let Some(f) = b.get_mut(at..at + 4) {
-                let v = u32::from_be_bytes([f[0], f[1], f[2], f[3]]) as usize + add;
-                f.copy_from_slice(&(v as u32).to_be_bytes());
+        // The header was encoded for no data: the packet's length and the
+        // data's (the header's last field) now count the n bytes.
+        let total = buf.len();
+        for (at, len) in [(0, total - 4), (head - 4, n)] {
+            if let Some(f) = buf.get_mut(at..at + 4) {
+                f.copy_from_slice(&(len as u32).to_be_bytes());
             }
-        };
-        patch(&mut buf, 0, n);
-        patch(&mut buf, head - 4, n);
+        }
         self.next_id = self.next_id.wrapping_add(1);
         self.link
             .send_owned(buf)

@@ -818,14 +818,7 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
             if r.is_ok() {
                 meter.done();
             }
-            match r {
-                Ok(Some(c)) => {
-                    close_status = Some(c);
-                    Ok(())
-                }
-                Ok(None) => Ok(()),
-                Err(e) => Err(e),
-            }
+            r.map(|c| close_status = c)
         }
     };
     if r.is_ok() && o.fsync {
@@ -851,7 +844,7 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
             )
         });
     }
-    let closed = match close_status.take() {
+    let closed = match close_status {
         Some(c) => c,
         None => s.close(&handle),
     };
