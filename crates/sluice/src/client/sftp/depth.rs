@@ -1,10 +1,14 @@
 //! How many READs or WRITEs one transfer keeps in flight. `-R N` fixes the
 //! count, as in OpenSSH's sftp. Otherwise it follows the path: OpenSSH's 64
 //! from the first request (no slow start), then, once per round trip,
-//! enough requests to carry twice what the last round trip delivered. While
-//! the pipeline is what holds the rate back, that doubles it each round
-//! trip; once the path (or the disk, or `-l`) is the limit it stops near
-//! twice the bandwidth-delay product. [`MAX_IN_FLIGHT`] bounds it whatever
+//! enough requests to carry four times what the last round trip delivered.
+//! While the pipeline is what holds the rate back, that quadruples it each
+//! round trip; once the path (or the disk, or `-l`) is the limit it stops
+//! near four times the bandwidth-delay product. Twice was too little: a
+//! sender filling a path's queue (BBR's startup, a drop-tail queue of one
+//! BDP) has two BDPs in flight, and while a loss is repaired the server
+//! answers nothing for a round trip, so a pipeline of 2 BDPs ran dry and the
+//! link idled at each loss (measured at 240 ms, 1 Gbit/s: 0.1-0.2 s a loss). [`MAX_IN_FLIGHT`] bounds it whatever
 //! the measurements say: requests beyond what the channel's window carries
 //! wait in the channel's bounded queue (`channel::OUT_MAX`) or, for READs,
 //! cost the server a queued request each.
@@ -94,10 +98,14 @@ fn rate(bytes: u64, elapsed: Duration) -> f64 {
     bytes as f64 / elapsed.as_secs_f64().max(1e-6)
 }
 
-/// Requests of `len` bytes that carry twice `bytes` per `elapsed` over `rtt`.
+/// How many bandwidth-delay products the pipeline covers (see the file doc).
+const BDPS: f64 = 4.0;
+
+/// Requests of `len` bytes that carry [`BDPS`] times `bytes` per `elapsed`
+/// over `rtt`.
 fn want(bytes: u64, elapsed: Duration, rtt: Duration, len: u64) -> usize {
     let bdp = rate(bytes, elapsed) * rtt.as_secs_f64();
-    (2.0 * bdp / len as f64).ceil().min(usize::MAX as f64 / 2.0) as usize
+    (BDPS * bdp / len as f64).ceil().min(usize::MAX as f64 / 2.0) as usize
 }
 
 #[cfg(test)]
@@ -124,19 +132,19 @@ mod tests {
     }
 
     #[test]
-    fn covers_twice_the_delivered_bdp() {
-        // 59 MB/s over a 240 ms path: 14 MB per round trip, 28 MB wanted.
+    fn covers_four_times_the_delivered_bdp() {
+        // 59 MB/s over a 240 ms path: 14 MB per round trip, 57 MB wanted.
         let n = want(
             59_000_000,
             Duration::from_secs(1),
             Duration::from_millis(240),
             LEN.into(),
         );
-        assert_eq!(n, 109);
-        // A pipeline-bound loop doubles each round trip.
+        assert_eq!(n, 217);
+        // A pipeline-bound loop quadruples each round trip.
         let full = START as u64 * u64::from(LEN);
         let rtt = Duration::from_millis(100);
-        assert_eq!(want(full, rtt, rtt, LEN.into()), 2 * START);
+        assert_eq!(want(full, rtt, rtt, LEN.into()), 4 * START);
     }
 
     #[test]
