@@ -73,6 +73,9 @@ pub struct ClientSession {
     pub mux: Option<super::mux::Master>,
     /// `-O exit`: the run ends, forwarded connections or not.
     terminated: bool,
+    /// The session channel is an in-process end (sftp, scp): the run ends
+    /// once our CLOSE is out (see `SftpChannel::closing`).
+    own_end: bool,
     /// The fd the session's stdin is read from (0, or the escape filter's).
     stdio_source: i32,
     /// UpdateHostKeys (None: no).
@@ -105,6 +108,7 @@ impl ClientSession {
             fork_pending: false,
             mux: None,
             terminated: false,
+            own_end: false,
             host_key_update: None,
             stripe: None,
             stdio_source: 0,
@@ -227,6 +231,7 @@ impl ClientSession {
     /// The session channel's ordinary ends: the in-process end, or fds 0-2.
     fn attach_stdio(&mut self, fds: &mut ChannelFds, id: ChannelId, source: i32) {
         if let Some(end) = self.plan.channel_end.take() {
+            self.own_end = true;
             fds.insert(id, ChanIo::in_process(end));
         } else if self.plan.stdio {
             let mut io = ChanIo::borrowed(Some(source), None, Some(1), Some(2));
@@ -553,6 +558,9 @@ impl Handler for ClientSession {
             if let Some(info) = conn.channel_info(id) {
                 if info.eof_received && drained && self.exit_status.is_some() && !info.close_sent {
                     let _ = conn.close_channel(id);
+                }
+                if self.own_end && info.close_sent {
+                    self.finished = true;
                 }
             }
         }

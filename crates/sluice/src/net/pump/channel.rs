@@ -310,7 +310,9 @@ impl ChanIo {
 
     /// After the sources were read: sends our EOF once they are all done,
     /// and closes the channel where the policy or the in-process end says.
-    pub(crate) fn after_fill(&mut self, conn: &mut Connection, id: ChannelId) {
+    /// True when it closed the channel now (the handler may want to know
+    /// at once, see `ClientSession`'s in-process end).
+    pub(crate) fn after_fill(&mut self, conn: &mut Connection, id: ChannelId) -> bool {
         let any_source = self.outgoing.iter().any(Option::is_some);
         let all_done = self.outgoing.iter().flatten().all(|s| s.eof);
         if all_done && any_source && !self.eof_sent {
@@ -322,10 +324,13 @@ impl ChanIo {
             if !closed() {
                 crate::log!(Debug1, "channel {}: output gone, closing", id.0);
                 let _ = conn.close_channel(id);
+                return true;
             }
         } else if self.endpoint.as_ref().is_some_and(|e| e.0.closing()) && !closed() {
             let _ = conn.close_channel(id);
+            return true;
         }
+        false
     }
 
     /// Writes a closing channel's remaining data, waiting for slow fd sinks

@@ -358,7 +358,9 @@ impl Pump {
                 }
             }
             if let Some(io) = self.fds.get_mut(id) {
-                io.after_fill(conn, id);
+                // A channel closed now: the handler's next tick sees it at
+                // once rather than after the next event.
+                self.again |= io.after_fill(conn, id);
             }
         }
         let pool = &mut self.crypto;
