@@ -11,6 +11,7 @@ use super::remote::{self, absolute, basename};
 use super::session::{Sftp, SftpError};
 use super::transfer::{self, os_text, Options, TransferError};
 use super::Link;
+use sluice_proto::sftp::Attrs;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -49,7 +50,21 @@ fn lossy(b: &[u8]) -> String {
 pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -> i32 {
     // Extra connections' messages look like this one's.
     set.transfer.tag = "scp: ";
-    let mut s = match Sftp::init(link) {
+    // The destination (or the one remote source) is stat'ed with the
+    // session's first requests: a round trip less.
+    let dot = |p: &Vec<u8>| {
+        if p.is_empty() {
+            b".".to_vec()
+        } else {
+            p.clone()
+        }
+    };
+    let early = match (&target, sources.as_slice()) {
+        (Place::Remote(t), _) => Some(dot(t)),
+        (Place::Local(_), [Place::Remote(p)]) if !remote::has_glob(p) => Some(dot(p)),
+        _ => None,
+    };
+    let mut s = match Sftp::init_with_stat(link, early.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             say(&e.text());
@@ -105,9 +120,19 @@ fn download(
             p.clone()
         };
         let mut found = remote::glob(s, home, &p).map_err(|e| e.text())?;
+        // A STAT (not a directory listing's LSTAT-like entry): the
+        // download need not ask again.
+        let mut stated = false;
         if found.len() == 1 && found[0].1.is_none() {
-            match s.stat(&found[0].0, true) {
-                Ok(a) => found[0].1 = Some(a),
+            let stat = match s.take_early_stat() {
+                Some(r) => r,
+                None => s.stat(&found[0].0, true),
+            };
+            match stat {
+                Ok(a) => {
+                    found[0].1 = Some(a);
+                    stated = true;
+                }
                 Err(SftpError::Fatal(m)) => return Err(m),
                 Err(e) => {
                     say(&format!("{}: {e}", lossy(&absolute(home, &p))));
@@ -136,6 +161,7 @@ fn download(
                 target.to_path_buf()
             };
             let is_dir = a
+                .as_ref()
                 .and_then(|a| a.permissions)
                 .is_some_and(|p| p & 0o170000 == 0o040000);
             let r = if is_dir && set.recursive {
@@ -144,7 +170,7 @@ fn download(
                 say(&format!("{}: not a regular file", lossy(&m)));
                 Ok(false)
             } else {
-                copy_down(s, &m, &local, &set.transfer)
+                copy_down(s, &m, a.filter(|_| stated), &local, &set.transfer)
             };
             ok &= r?;
         }
@@ -152,8 +178,14 @@ fn download(
     Ok(ok)
 }
 
-fn copy_down(s: &mut Sftp, m: &[u8], local: &Path, o: &Options) -> Result<bool, String> {
-    match transfer::download(s, m, local, o) {
+fn copy_down(
+    s: &mut Sftp,
+    m: &[u8],
+    stated: Option<Attrs>,
+    local: &Path,
+    o: &Options,
+) -> Result<bool, String> {
+    match transfer::download_stated(s, m, stated, local, o) {
         Ok(()) => Ok(true),
         Err(TransferError::Fatal(f)) => Err(f),
         Err(TransferError::Failed(f)) => {
@@ -210,7 +242,7 @@ fn walk_down(
                 batch.get(s, r, l, e.attrs, &mut say)?;
                 true
             }
-            Some(0o100000) => batch.finish(s, &mut say)? & copy_down(s, &r, &l, o)?,
+            Some(0o100000) => batch.finish(s, &mut say)? & copy_down(s, &r, None, &l, o)?,
             _ => true,
         };
     }
@@ -225,7 +257,11 @@ fn upload(
     target: &[u8],
 ) -> Result<bool, String> {
     let t = absolute(home, if target.is_empty() { b"." } else { target });
-    let target_dir = match s.stat(&t, true) {
+    let stat = match s.take_early_stat() {
+        Some(r) => r,
+        None => s.stat(&t, true),
+    };
+    let target_dir = match stat {
         Ok(a) => a.permissions.is_some_and(|m| m & 0o170000 == 0o040000),
         Err(SftpError::Fatal(m)) => return Err(m),
         Err(_) => false,

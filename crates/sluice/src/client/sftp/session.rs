@@ -91,11 +91,22 @@ pub struct Sftp {
     scratch: Vec<u8>,
     /// REALPATH of "." asked at the start, until taken.
     start_dir: Option<SftpResult<Vec<u8>>>,
+    /// The STAT asked at the start ([`Sftp::init_with_stat`]), until taken.
+    early_stat: Option<SftpResult<Attrs>>,
 }
 
 impl Sftp {
     /// Sends INIT, reads VERSION, asks for limits@openssh.com when offered.
     pub fn init(link: Link) -> SftpResult<Sftp> {
+        Sftp::init_with_stat(link, None)
+    }
+
+    /// [`Sftp::init`], with a STAT of `stat` (following links, relative to
+    /// the start directory) asked in the same round trip as the limits and
+    /// the start directory; its answer is [`Sftp::take_early_stat`]. scp
+    /// knows its destination (or source) before the session starts: a
+    /// round trip less per run.
+    pub fn init_with_stat(link: Link, stat: Option<&[u8]>) -> SftpResult<Sftp> {
         let mut s = Sftp {
             link,
             next_id: 1,
@@ -105,6 +116,7 @@ impl Sftp {
             rtt: None,
             scratch: Vec::new(),
             start_dir: None,
+            early_stat: None,
         };
         let init = Request::Init {
             version: sluice_proto::sftp::VERSION,
@@ -145,6 +157,10 @@ impl Sftp {
             false => None,
         };
         let cwd = s.send(&Request::Realpath { path: b"." })?;
+        let stat = match stat {
+            Some(path) => Some(s.send(&Request::Stat { path })?),
+            None => None,
+        };
         if let Some(id) = limits {
             let body = s.recv()?;
             match Reply::decode(&body) {
@@ -164,7 +180,19 @@ impl Sftp {
             Ok(r) if r.id() == Some(cwd) => one_name(&body),
             _ => Err(bad("wrong id")),
         });
+        if let Some(id) = stat {
+            let body = s.recv()?;
+            s.early_stat = Some(match Reply::decode(&body) {
+                Ok(r) if r.id() == Some(id) => attrs_of(&body),
+                _ => return Err(bad("wrong id")),
+            });
+        }
         Ok(s)
+    }
+
+    /// The answer to the STAT asked by [`Sftp::init_with_stat`], once.
+    pub fn take_early_stat(&mut self) -> Option<SftpResult<Attrs>> {
+        self.early_stat.take()
     }
 
     /// The directory the session starts in (REALPATH of ".", asked with

@@ -249,9 +249,24 @@ pub(super) fn same_range(
 
 /// Downloads `remote` to `local`.
 pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> TransferResult<()> {
-    let a = s
-        .stat(remote, true)
-        .map_err(|e| TransferError::remote(format!("stat remote \"{}\"", show(remote)), e))?;
+    download_stated(s, remote, None, local, o)
+}
+
+/// [`download`] with `remote`'s STAT (following links) when the caller has
+/// just asked for it (sftp's get, scp): not asked again.
+pub fn download_stated(
+    s: &mut Sftp,
+    remote: &[u8],
+    stated: Option<Attrs>,
+    local: &Path,
+    o: &Options,
+) -> TransferResult<()> {
+    let a = match stated {
+        Some(a) => a,
+        None => s
+            .stat(remote, true)
+            .map_err(|e| TransferError::remote(format!("stat remote \"{}\"", show(remote)), e))?,
+    };
     if let Some(p) = a.permissions {
         if p & 0o170000 != 0o100000 && p & 0o170000 != 0 {
             return Err(TransferError::Failed(format!(

@@ -22,9 +22,14 @@ impl Shell {
         let dst = ops.get(1).map(|d| path_of(d));
         let mut matches =
             remote::glob(&mut self.s, &self.cwd, src).map_err(|e| remote_err("get", e))?;
+        // A STAT (not a listing's entry): the download need not ask again.
+        let mut stated = false;
         if matches.len() == 1 && matches[0].1.is_none() {
             match self.s.stat(&matches[0].0, true) {
-                Ok(a) => matches[0].1 = Some(a),
+                Ok(a) => {
+                    matches[0].1 = Some(a);
+                    stated = true;
+                }
                 Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
                 Err(_) => matches.clear(),
             }
@@ -67,7 +72,8 @@ impl Shell {
                 if !self.set.quiet {
                     println!("Fetching {} to {}", lossy(&m), local.display());
                 }
-                transfer::download(&mut self.s, &m, &local, &o).map_err(transfer_err)
+                let known = a.filter(|_| stated);
+                transfer::download_stated(&mut self.s, &m, known, &local, &o).map_err(transfer_err)
             };
             match r {
                 Ok(()) => {}
