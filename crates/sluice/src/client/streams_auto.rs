@@ -8,6 +8,12 @@
 //! slow start for connections), any other by one more. At most
 //! [`AUTO_MAX`] in all. `-v` prints each decision.
 //!
+//! A copy that starts its connections cold ([`Steer::on_plateaus`]) also
+//! waits, before each decision, for a period whose rate is within a
+//! quarter of the period before: a connection still in TCP's slow start
+//! (about ten round trips to fill a 1 Gbit/s path at 240 ms) would look
+//! held back, and the step it made look like a gain.
+//!
 //! Plain data: the caller brings the time and the bytes moved so far.
 
 use std::time::{Duration, Instant};
@@ -15,6 +21,30 @@ use std::time::{Duration, Instant};
 /// The most connections `Streams auto` opens (mscp's authors saw gains
 /// flatten near 8).
 pub const AUTO_MAX: usize = 8;
+
+/// The rate auto assumes a path may carry, to size its bandwidth-delay
+/// product against one socket's buffer cap (1 Gbit/s).
+pub const ASSUMED_RATE: f64 = 125e6;
+
+/// The bandwidth-delay product of a path of `rtt` at [`ASSUMED_RATE`], and
+/// what one TCP socket may buffer to send: where the second is the larger,
+/// one connection can fill the path and auto stays at one.
+pub fn bdp_and_cap(rtt: Duration) -> (u64, u64) {
+    let bdp = (ASSUMED_RATE * rtt.as_secs_f64()) as u64;
+    (bdp, socket_cap())
+}
+
+/// The most one TCP socket may buffer to send: the larger of autotuning's
+/// maximum and twice net.core.wmem_max (what an explicit size reaches).
+fn socket_cap() -> u64 {
+    let auto = crate::net::sockbuf::read_sysctl("/proc/sys/net/ipv4/tcp_wmem")
+        .and_then(|v| v.get(2).copied())
+        .unwrap_or(4 << 20);
+    let core = crate::net::sockbuf::read_sysctl("/proc/sys/net/core/wmem_max")
+        .and_then(|v| v.first().copied())
+        .unwrap_or(208 << 10);
+    auto.max(core * 2)
+}
 
 /// What to do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +69,19 @@ pub struct Steer {
     /// The rate before the last step, and how many that step added.
     before: Option<f64>,
     added: usize,
+    /// Decide only on a plateau (see the file doc); the last period's rate
+    /// since the last decision, and how many periods were waited for it.
+    plateaus: bool,
+    last: Option<f64>,
+    waited: u32,
 }
+
+/// A period's rate within this factor of the one before is a plateau.
+const PLATEAU: f64 = 1.25;
+
+/// Periods waited for a plateau at most: a rate that keeps creeping up
+/// is decided on anyway.
+const PLATEAU_WAIT_MAX: u32 = 8;
 
 impl Steer {
     /// Measures from `now` (`moved` bytes so far) over periods of `period`.
@@ -50,7 +92,16 @@ impl Steer {
             at: moved,
             before: None,
             added: 0,
+            plateaus: false,
+            last: None,
+            waited: 0,
         }
+    }
+
+    /// Decides only once the rate stopped growing (see the file doc).
+    pub fn on_plateaus(mut self) -> Steer {
+        self.plateaus = true;
+        self
     }
 
     /// How long one measurement lasts.
@@ -75,6 +126,21 @@ impl Steer {
         let rate = moved.saturating_sub(self.at) as f64 / secs.as_secs_f64().max(1e-3);
         self.mark(now, moved);
         let n = live.max(1);
+        if self.plateaus {
+            let ramping = self.last.is_none_or(|l| rate > l * PLATEAU);
+            if ramping && self.waited < PLATEAU_WAIT_MAX {
+                self.last = Some(rate);
+                self.waited += 1;
+                crate::log!(
+                    Debug2,
+                    "Streams auto: {n} connection(s) move {:.1} MB/s, still growing",
+                    rate / 1e6
+                );
+                return Step::Wait;
+            }
+            self.last = None;
+            self.waited = 0;
+        }
         let added = self.added.min(n - 1);
         let add = match self.before {
             Some(before) if rate < before * 1.1 => {
@@ -148,6 +214,30 @@ mod tests {
         assert_eq!(
             steps,
             vec![Step::Add(1), Step::Add(2), Step::Add(4), Step::Settle]
+        );
+    }
+
+    #[test]
+    fn waits_for_slow_start_to_end_on_plateaus() {
+        // One connection ramping up to a full path, then a second that
+        // adds nothing: each decision waits for two periods alike.
+        let t0 = Instant::now();
+        let mut s = Steer::new(t0, 0, SEC).on_plateaus();
+        let (mut live, mut moved, mut t) = (1usize, 0u64, t0);
+        let mut steps = Vec::new();
+        for r in [6e6, 29e6, 60e6, 118e6, 120e6, 121e6, 122e6] {
+            t += SEC;
+            moved += r as u64;
+            let step = s.decide(t, moved, live);
+            if let Step::Add(k) = step {
+                live += k;
+            }
+            steps.push(step);
+        }
+        use Step::*;
+        assert_eq!(
+            steps,
+            vec![Wait, Wait, Wait, Wait, Add(1), Wait, GiveBack(1)]
         );
     }
 

@@ -18,7 +18,7 @@
 //! 14-17% against one at 100 ms and 23-25% at 240 ms (BENCHMARKS.md).
 
 use crate::client::sftp::parallel::Streams;
-use crate::client::streams_auto::{Steer, Step, AUTO_MAX};
+use crate::client::streams_auto::{self, Steer, Step, AUTO_MAX};
 use crate::client::{ClientOptions, Dial};
 use crate::log;
 use crate::net::crypto_pool::CryptoThreads;
@@ -40,9 +40,6 @@ const AUTO_STREAMS: u32 = 4;
 /// Round trips in one of `auto`'s measurements (and in the warm-up before
 /// it, while new connections' TCP windows open), at least a second.
 const AUTO_PERIOD_RTTS: u32 = 10;
-/// The rate `auto` assumes a path may carry, to size its bandwidth-delay
-/// product against one socket's buffer cap (1 Gbit/s).
-const AUTO_ASSUMED_RATE: f64 = 125e6;
 
 /// Where striping stands on the primary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -498,7 +495,7 @@ impl ClientStripe {
 }
 
 /// `Streams auto`'s counts: when the path's bandwidth-delay product (at
-/// [`AUTO_ASSUMED_RATE`]) exceeds what one socket may buffer, a grant of
+/// [`streams_auto::ASSUMED_RATE`]) exceeds what one socket may buffer, a grant of
 /// [`AUTO_MAX`] asked and [`AUTO_STREAMS`] to start with (measurements add
 /// the rest); else one connection and no grant.
 fn auto_counts(conn: &Connection) -> (u32, u32) {
@@ -509,8 +506,7 @@ fn auto_counts(conn: &Connection) -> (u32, u32) {
         );
         return (1, 1);
     };
-    let cap = socket_cap();
-    let bdp = (AUTO_ASSUMED_RATE * rtt.as_secs_f64()) as u64;
+    let (bdp, cap) = streams_auto::bdp_and_cap(rtt);
     let stripe = bdp > cap;
     log!(
         Debug1,
@@ -529,18 +525,6 @@ fn auto_counts(conn: &Connection) -> (u32, u32) {
     } else {
         (1, 1)
     }
-}
-
-/// The most one TCP socket may buffer to send: the larger of autotuning's
-/// maximum and twice net.core.wmem_max (what an explicit size reaches).
-fn socket_cap() -> u64 {
-    let auto = crate::net::sockbuf::read_sysctl("/proc/sys/net/ipv4/tcp_wmem")
-        .and_then(|v| v.get(2).copied())
-        .unwrap_or(4 << 20);
-    let core = crate::net::sockbuf::read_sysctl("/proc/sys/net/core/wmem_max")
-        .and_then(|v| v.first().copied())
-        .unwrap_or(208 << 10);
-    auto.max(core * 2)
 }
 
 /// One secondary connection: dial, key exchange showing the primary's host

@@ -105,7 +105,9 @@ const BDPS: f64 = 4.0;
 /// over `rtt`.
 fn want(bytes: u64, elapsed: Duration, rtt: Duration, len: u64) -> usize {
     let bdp = rate(bytes, elapsed) * rtt.as_secs_f64();
-    (BDPS * bdp / len as f64).ceil().min(usize::MAX as f64 / 2.0) as usize
+    (BDPS * bdp / len as f64)
+        .ceil()
+        .min(usize::MAX as f64 / 2.0) as usize
 }
 
 #[cfg(test)]

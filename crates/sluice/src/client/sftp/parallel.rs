@@ -207,9 +207,37 @@ impl Parallel {
         }
     }
 
-    /// Whether a file of `size` bytes goes in ranges.
-    pub fn splits(&self, size: u64) -> bool {
-        size >= MIN_SPLIT && self.shared.streams != Streams::Fixed(1)
+    /// Whether a file of `size` bytes goes in ranges over the session `s`.
+    /// `auto` copies on one connection where one can fill the path: into
+    /// sluiced (whose windows follow the path; its sha256-range extension
+    /// says it is sluiced) when one socket's buffer cap covers the path's
+    /// bandwidth-delay product, as a striped channel decides (stripe.rs).
+    /// Measuring would open a second connection to find that out, and its
+    /// slow start and split ranges cost more than it gives (at 240 ms with
+    /// raised buffers: 1-2 s of a 1 GiB upload).
+    pub fn splits(&self, s: &Sftp, size: u64) -> bool {
+        if size < MIN_SPLIT {
+            return false;
+        }
+        match self.shared.streams {
+            Streams::Fixed(n) => n > 1,
+            Streams::Auto => {
+                let sluiced = s.has("sha256-range@sluice.dev", "1");
+                match s.rtt.filter(|_| sluiced) {
+                    Some(rtt) => {
+                        let (bdp, cap) = crate::client::streams_auto::bdp_and_cap(rtt);
+                        crate::log!(
+                            Debug2,
+                            "Streams auto: round trip {rtt:?}, bandwidth-delay product at 1 Gbit/s {} against one socket's send buffer cap {}",
+                            crate::net::sockbuf::human(bdp),
+                            crate::net::sockbuf::human(cap)
+                        );
+                        bdp > cap
+                    }
+                    None => true,
+                }
+            }
+        }
     }
 
     /// Ends the extra connections (their sessions close cleanly).
@@ -361,13 +389,15 @@ impl Parallel {
     }
 
     /// `Streams auto` (streams_auto.rs), measured over a second once a
-    /// step's connections are up.
+    /// step's connections are up, and decided once the rate stops growing
+    /// (connections start cold: slow start is not a buffer cap).
     fn steer(&self) {
         let sh = &self.shared;
         let mut g = sh.steer.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
         let moved = sh.moved.load(Ordering::Relaxed);
-        let steer = g.get_or_insert_with(|| Steer::new(now, moved, Duration::from_secs(1)));
+        let steer =
+            g.get_or_insert_with(|| Steer::new(now, moved, Duration::from_secs(1)).on_plateaus());
         let mut st = sh.lock();
         if st.starting > 0 {
             // Measure from when the new ones are up.

@@ -280,7 +280,7 @@ pub fn download_stated(
     // A copy in ranges goes to `.NAME.sluice-part` with a record of its
     // completed ranges (resume.rs); resuming one skips those.
     let split = match (&o.parallel, size) {
-        (Some(p), Some(sz)) if p.splits(sz) => Some((p, sz)),
+        (Some(p), Some(sz)) if p.splits(s, sz) => Some((p, sz)),
         _ => None,
     };
     let part = || path_of(&resume::part_beside(local.as_os_str().as_bytes()));
@@ -664,7 +664,7 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
     // A copy in ranges goes to `.NAME.sluice-part` on the server (when it
     // can rename it into place) with a record of its completed ranges
     // kept here (resume.rs); resuming one skips those.
-    let split = o.parallel.as_ref().filter(|p| p.splits(size));
+    let split = o.parallel.as_ref().filter(|p| p.splits(s, size));
     let posix = s.has("posix-rename@openssh.com", "1");
     let part = resume::part_beside(remote);
     let record = match split {
