@@ -8,10 +8,11 @@
 //! sender filling a path's queue (BBR's startup, a drop-tail queue of one
 //! BDP) has two BDPs in flight, and while a loss is repaired the server
 //! answers nothing for a round trip, so a pipeline of 2 BDPs ran dry and the
-//! link idled at each loss (measured at 240 ms, 1 Gbit/s: 0.1-0.2 s a loss). [`MAX_IN_FLIGHT`] bounds it whatever
-//! the measurements say: requests beyond what the channel's window carries
-//! wait in the channel's bounded queue (`channel::OUT_MAX`) or, for READs,
-//! cost the server a queued request each.
+//! link idled at each loss (measured at 240 ms, 1 Gbit/s: 0.1-0.2 s a loss).
+//! [`MAX_IN_FLIGHT`] bounds it whatever the measurements say: requests
+//! beyond what the channel's window carries wait in the channel's bounded
+//! queue (`channel::OUT_MAX`) or, for READs, cost the server a queued
+//! request each.
 
 use std::time::{Duration, Instant};
 
