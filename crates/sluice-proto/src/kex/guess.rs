@@ -56,6 +56,14 @@ impl Connection {
         if !taken {
             self.kex.client = None;
         }
+        self.kex.guess_outcome = Some(taken);
         Ok(taken)
+    }
+
+    /// Client: `Some(true)` when the server took the KEX packet guessed with
+    /// our first KEXINIT (a round trip saved), `Some(false)` when it dropped
+    /// it, `None` when no guess was sent.
+    pub fn kex_guess_stood(&self) -> Option<bool> {
+        self.kex.guess_outcome
     }
 }

@@ -59,6 +59,8 @@ pub(crate) struct KexMachine {
     ignore_guess: bool,
     /// Client: the method our first KEX packet guessed (sent with our KEXINIT).
     guessed: Option<String>,
+    /// Client: whether the server took our guess (None: no guess was sent).
+    guess_outcome: Option<bool>,
     /// Client: the server's host key blob from the first exchange.
     host_key: Option<Vec<u8>>,
     /// The keys in force per direction, kept (zeroized on drop) so the

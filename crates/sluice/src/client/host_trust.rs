@@ -285,11 +285,15 @@ fn validity(c: &Cert) -> String {
     }
 }
 
-/// HostKeyAlgorithms when not configured, ordered as ssh's
-/// order_hostkeyalgs: first the algorithms of key types known for the
-/// host (a certificate's with its plain type's), and every certificate
-/// algorithm when a CA is named for the host; then the rest, in `default`'s
-/// order.
+/// HostKeyAlgorithms when not configured, ordered much as ssh's
+/// order_hostkeyalgs: every certificate algorithm first when a CA is named
+/// for the host; then the algorithms of key types known for the host; then
+/// the rest, in `default`'s order. One difference: without a CA for the
+/// host, certificate algorithms go last, since a host certificate could
+/// only be checked as its plain key anyway. That keeps a plain algorithm
+/// first, as servers without certificates list theirs, so the KEX guess
+/// sent with our KEXINIT (RFC 4253 7.1: same first method and first host
+/// key algorithm on both sides) stands and saves a round trip.
 pub(super) fn order_host_key_algs(
     r: &Resolved,
     host: &str,
@@ -311,16 +315,27 @@ pub(super) fn order_host_key_algs(
             plain.to_owned()
         }
     };
-    let first = |a: &String| {
-        keys.contains(&key_type(a))
-            || (!cas.is_empty() && hostkey::cert::plain_sig_alg(a).is_some())
+    let rank = |a: &String| {
+        let cert = hostkey::cert::plain_sig_alg(a).is_some();
+        match (cert, !cas.is_empty(), keys.contains(&key_type(a))) {
+            (true, true, _) => 0,
+            (_, _, true) if !cert => 1,
+            (false, _, false) => 2,
+            _ => 3,
+        }
     };
-    let (mut front, back): (Vec<String>, Vec<String>) = default.iter().cloned().partition(first);
+    let mut order: Vec<String> = default.to_vec();
+    // A stable sort keeps `default`'s order within each rank.
+    order.sort_by_key(|a| rank(a));
+    let front: Vec<&str> = order
+        .iter()
+        .filter(|a| rank(a) < 2)
+        .map(String::as_str)
+        .collect();
     if !front.is_empty() {
         log!(Debug1, "prefer hostkeyalgs: {}", front.join(","));
     }
-    front.extend(back);
-    front
+    order
 }
 
 /// StrictHostKeyChecking ask: ssh's question on /dev/tty, asked again

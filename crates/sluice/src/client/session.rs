@@ -282,6 +282,14 @@ impl Handler for ClientSession {
                     }
                     log!(Debug1, "kex: algorithm: {}", algorithms.kex);
                     log!(Debug1, "kex: host key algorithm: {}", algorithms.host_key);
+                    match conn.kex_guess_stood() {
+                        Some(true) => log!(Debug1, "kex: the server took our KEX guess"),
+                        Some(false) => log!(
+                            Debug1,
+                            "kex: the server dropped our KEX guess (its first method or host key algorithm differs from ours); one more round trip"
+                        ),
+                        None => {}
+                    }
                 }
                 // Every exchange, as ssh does: a re-key may change them (NONE).
                 log!(
