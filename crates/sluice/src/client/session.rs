@@ -212,7 +212,7 @@ impl ClientSession {
             self.stdio_source = source;
             return Ok(());
         }
-        self.attach_stdio(fds, id, source);
+        self.attach_stdio(conn, fds, id, source);
         Ok(())
     }
 
@@ -229,8 +229,15 @@ impl ClientSession {
     }
 
     /// The session channel's ordinary ends: the in-process end, or fds 0-2.
-    fn attach_stdio(&mut self, fds: &mut ChannelFds, id: ChannelId, source: i32) {
-        if let Some(end) = self.plan.channel_end.take() {
+    fn attach_stdio(
+        &mut self,
+        conn: &Connection,
+        fds: &mut ChannelFds,
+        id: ChannelId,
+        source: i32,
+    ) {
+        if let Some(mut end) = self.plan.channel_end.take() {
+            end.on_attach(conn.peer_version().unwrap_or_default());
             self.own_end = true;
             fds.insert(id, ChanIo::in_process(end));
         } else if self.plan.stdio {
@@ -419,7 +426,7 @@ impl Handler for ClientSession {
                     Some(true) => {}
                     Some(false) => {
                         let source = self.stdio_source;
-                        self.attach_stdio(fds, channel, source);
+                        self.attach_stdio(conn, fds, channel, source);
                     }
                     None if !success => return Err(self.request_failed()),
                     None => {}

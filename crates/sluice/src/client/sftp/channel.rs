@@ -53,6 +53,8 @@ struct Queues {
     closed: Option<String>,
     /// Largest reply packet accepted.
     max_packet: u32,
+    /// The server's SSH identification line, once the end is attached.
+    peer: Option<String>,
 }
 
 struct Shared {
@@ -163,6 +165,21 @@ impl Link {
         }
     }
 
+    /// The server's SSH identification line, waiting until the end is
+    /// attached to its channel; None if the connection ended first.
+    pub fn peer_version(&self) -> Option<String> {
+        let mut q = self.0.lock();
+        loop {
+            if let Some(v) = &q.peer {
+                return Some(v.clone());
+            }
+            if q.closed.is_some() {
+                return None;
+            }
+            q = self.0.cv.wait(q).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
     /// Nothing more will be sent: the channel's EOF follows the last byte.
     pub fn finish(&self) {
         self.0.lock().out_done = true;
@@ -194,6 +211,11 @@ impl SftpChannel {
 }
 
 impl ChannelEndpoint for SftpChannel {
+    fn on_attach(&mut self, peer_version: &str) {
+        self.shared.lock().peer = Some(peer_version.to_owned());
+        self.shared.cv.notify_all();
+    }
+
     fn on_data(&mut self, ext: Ext, data: &[u8]) -> usize {
         if ext == Ext::Stderr {
             // The server's stderr (sftp-server's complaints), as ssh shows it.

@@ -74,6 +74,14 @@ pub enum WriteFromError {
     Remote(SftpError),
 }
 
+/// The ids of the session's first requests.
+#[derive(Clone, Copy)]
+struct FirstIds {
+    limits: Option<u32>,
+    cwd: u32,
+    stat: Option<u32>,
+}
+
 /// The session: the channel, request ids and what the server offers.
 pub struct Sftp {
     link: Link,
@@ -124,6 +132,18 @@ impl Sftp {
         };
         let asked = Instant::now();
         s.send(&init)?;
+        // sluiced answers requests in order from INIT on, so the limits, the
+        // start directory and the STAT go right behind INIT (a round trip
+        // less). Others get them once VERSION says what they offer: the
+        // drafts do not say a server must take requests before VERSION.
+        let behind_init = s
+            .link
+            .peer_version()
+            .is_some_and(|v| v.starts_with("SSH-2.0-sluice"));
+        let early = match behind_init {
+            true => Some(s.send_first_requests(true, stat)?),
+            false => None,
+        };
         let body = s.recv()?;
         s.note_rtt(asked);
         match Reply::decode(&body) {
@@ -149,24 +169,26 @@ impl Sftp {
                 String::from_utf8_lossy(d)
             );
         }
-        // The limits and the start directory in one round trip: both are
-        // asked at once and answered in order (ids checked).
+        // Otherwise the limits and the start directory in one round trip:
+        // both are asked at once and answered in order (ids checked).
         let asked = Instant::now();
-        let limits = match s.has("limits@openssh.com", "1") {
-            true => Some(s.send(&Request::Extended(Extended::Limits))?),
-            false => None,
+        let ids = match early {
+            Some(ids) => ids,
+            None => {
+                let limits = s.has("limits@openssh.com", "1");
+                s.send_first_requests(limits, stat)?
+            }
         };
-        let cwd = s.send(&Request::Realpath { path: b"." })?;
-        let stat = match stat {
-            Some(path) => Some(s.send(&Request::Stat { path })?),
-            None => None,
-        };
-        if let Some(id) = limits {
+        if let Some(id) = ids.limits {
             let body = s.recv()?;
             match Reply::decode(&body) {
                 Ok(Reply::ExtendedReply { id: got, data }) if got == id => {
                     let l = Limits::decode(data).map_err(|_| bad("limits"))?;
                     s.apply_limits(&l);
+                }
+                // Asked before VERSION of a server without the extension.
+                Ok(Reply::Status { id: got, .. }) if got == id && early.is_some() => {
+                    crate::log!(Debug2, "Server has no limits@openssh.com");
                 }
                 Ok(Reply::Status { id: got, code, .. }) if got == id => {
                     return Err(SftpError::Remote(code))
@@ -175,12 +197,14 @@ impl Sftp {
             }
         }
         let body = s.recv()?;
-        s.note_rtt(asked);
+        if early.is_none() {
+            s.note_rtt(asked);
+        }
         s.start_dir = Some(match Reply::decode(&body) {
-            Ok(r) if r.id() == Some(cwd) => one_name(&body),
+            Ok(r) if r.id() == Some(ids.cwd) => one_name(&body),
             _ => Err(bad("wrong id")),
         });
-        if let Some(id) = stat {
+        if let Some(id) = ids.stat {
             let body = s.recv()?;
             s.early_stat = Some(match Reply::decode(&body) {
                 Ok(r) if r.id() == Some(id) => attrs_of(&body),
@@ -188,6 +212,21 @@ impl Sftp {
             });
         }
         Ok(s)
+    }
+
+    /// Sends the session's first requests: limits@openssh.com (when
+    /// `limits`), REALPATH of "." and the STAT of `stat`.
+    fn send_first_requests(&mut self, limits: bool, stat: Option<&[u8]>) -> SftpResult<FirstIds> {
+        let limits = match limits {
+            true => Some(self.send(&Request::Extended(Extended::Limits))?),
+            false => None,
+        };
+        let cwd = self.send(&Request::Realpath { path: b"." })?;
+        let stat = match stat {
+            Some(path) => Some(self.send(&Request::Stat { path })?),
+            None => None,
+        };
+        Ok(FirstIds { limits, cwd, stat })
     }
 
     /// The answer to the STAT asked by [`Sftp::init_with_stat`], once.

@@ -16,6 +16,9 @@ struct Quirks {
     reverse: bool,
     /// Answer READs with at most this many bytes.
     short_reads: Option<usize>,
+    /// The SSH identification the end is attached with (sluice's own
+    /// servers get the first requests right behind INIT).
+    peer: &'static str,
 }
 
 /// Serves one file (`/f`, `content`) and takes writes to `/up`; returns
@@ -26,6 +29,10 @@ fn serve(mut end: SftpChannel, content: Vec<u8>, q: Quirks) -> Vec<u8> {
     let mut handles: HashMap<Vec<u8>, &'static str> = HashMap::new();
     let mut held: Vec<Vec<u8>> = Vec::new();
     let mut buf = vec![0u8; 1 << 20];
+    end.on_attach(q.peer);
+    // Toward sluiced the client must not wait for VERSION before its next
+    // requests: VERSION is held until the REALPATH is in.
+    let mut hold_version = q.peer.starts_with("SSH-2.0-sluice");
     loop {
         match end.produce(Ext::Data, &mut buf) {
             Produced::Data(n) => {
@@ -42,7 +49,10 @@ fn serve(mut end: SftpChannel, content: Vec<u8>, q: Quirks) -> Vec<u8> {
             let mut out = Vec::new();
             match req {
                 Request::Init { .. } => reply::version(&mut out, 3, &[]),
-                Request::Realpath { .. } => reply::name(&mut out, id, &[]),
+                Request::Realpath { .. } => {
+                    hold_version = false;
+                    reply::name(&mut out, id, &[])
+                }
                 Request::Stat { .. } | Request::Lstat { .. } => {
                     let a = Attrs {
                         size: Some(content.len() as u64),
@@ -86,7 +96,7 @@ fn serve(mut end: SftpChannel, content: Vec<u8>, q: Quirks) -> Vec<u8> {
             }
             held.push(out);
         }
-        if held.is_empty() {
+        if held.is_empty() || hold_version {
             std::thread::sleep(std::time::Duration::from_millis(1));
             continue;
         }
@@ -138,6 +148,7 @@ fn replies_out_of_order_land_at_their_offsets() {
     round_trip(Quirks {
         reverse: true,
         short_reads: None,
+        peer: "SSH-2.0-OpenSSH_9.2p1",
     });
 }
 
@@ -146,5 +157,15 @@ fn short_reads_are_asked_for_again() {
     round_trip(Quirks {
         reverse: true,
         short_reads: Some(1000),
+        peer: "SSH-2.0-OpenSSH_9.2p1",
+    });
+}
+
+#[test]
+fn first_requests_ride_behind_init_to_sluiced() {
+    round_trip(Quirks {
+        reverse: false,
+        short_reads: None,
+        peer: "SSH-2.0-sluice_0.1",
     });
 }

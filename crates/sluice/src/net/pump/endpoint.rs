@@ -49,6 +49,10 @@ pub enum Produced {
 /// channel; [`on_close`](ChannelEndpoint::on_close) says it is closed (or
 /// the connection ended) and nothing more will be called.
 pub trait ChannelEndpoint {
+    /// The endpoint is attached to its channel on a connection to a peer
+    /// that identified as `peer_version` (its SSH identification line).
+    fn on_attach(&mut self, _peer_version: &str) {}
+
     /// The peer sent `data` on stream `ext`. Returns how many bytes from the
     /// front were taken (at most `data.len()`); the rest is offered again
     /// later, and the peer's window reopens only by what was taken.
