@@ -391,3 +391,73 @@ fn ten_thousand_open_handles_get_clean_errors() {
     assert_eq!(r.last().unwrap().0, fxp::NAME);
     still_serving(&s, &server);
 }
+
+/// close-rename@sluice.dev (PROTOCOL.md): the file goes under its final
+/// name only when every WRITE on the handle succeeded; the handle is closed
+/// either way.
+#[test]
+fn close_rename_moves_only_files_whose_writes_all_landed() {
+    let s = Setup::new("sftp-close-rename");
+    let server = start_sftp(&s, "internal-sftp", "");
+    let p = |n: &str| s.dir.path(n).to_str().unwrap().as_bytes().to_vec();
+    let (tmp, done, bad_tmp, bad_done) = (p("up.tmp"), p("up"), p("bad.tmp"), p("bad"));
+    std::fs::write(s.dir.path("bad.tmp"), b"old").unwrap();
+    let mut input = init();
+    let open = |path: &[u8], flags: u32, id: u32, out: &mut Vec<u8>| {
+        Request::Open {
+            path,
+            pflags: flags,
+            attrs: Default::default(),
+        }
+        .encode(id, out)
+    };
+    let write = |handle: &[u8], id: u32, out: &mut Vec<u8>| {
+        Request::Write {
+            handle,
+            offset: 0,
+            data: b"hello",
+        }
+        .encode(id, out)
+    };
+    use sluice_proto::sftp::pflags;
+    // Handles are numbered from 1 in a session.
+    let (h1, h2) = (&[0u8, 0, 0, 1][..], &[0u8, 0, 0, 2][..]);
+    open(
+        &tmp,
+        pflags::WRITE | pflags::CREAT | pflags::TRUNC,
+        1,
+        &mut input,
+    );
+    write(h1, 2, &mut input);
+    Request::Extended(Extended::CloseRename {
+        handle: h1,
+        to: &done,
+    })
+    .encode(3, &mut input);
+    // Opened for reading only: its WRITE fails, so no rename.
+    open(&bad_tmp, pflags::READ, 4, &mut input);
+    write(h2, 5, &mut input);
+    Request::Extended(Extended::CloseRename {
+        handle: h2,
+        to: &bad_done,
+    })
+    .encode(6, &mut input);
+    Request::Close { handle: h2 }.encode(7, &mut input);
+    let (out, code) = raw_session(&s, &server, &input);
+    assert_eq!(code, Some(0));
+    let r = replies(&out);
+    let status = |i: usize| (r[i].1, status_code(&r[i].2));
+    assert_eq!(r.len(), 8, "{r:?}");
+    assert_eq!(status(2), (2, Status::OK.0));
+    assert_eq!(status(3), (3, Status::OK.0));
+    assert_eq!(std::fs::read(s.dir.path("up")).unwrap(), b"hello");
+    assert!(!s.dir.path("up.tmp").exists());
+    assert_eq!(status(5).0, 5);
+    assert_ne!(status(5).1, Status::OK.0);
+    assert_eq!(status(6), (6, Status::FAILURE.0));
+    assert!(!s.dir.path("bad").exists(), "renamed after a failed WRITE");
+    assert_eq!(std::fs::read(s.dir.path("bad.tmp")).unwrap(), b"old");
+    // The handle was closed all the same.
+    assert_eq!(status(7), (7, Status::FAILURE.0));
+    still_serving(&s, &server);
+}

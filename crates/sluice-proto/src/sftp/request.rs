@@ -225,6 +225,16 @@ pub enum Extended<'a> {
         /// Its length.
         len: u64,
     },
+    /// close-rename@sluice.dev (sluice's, PROTOCOL.md): CLOSE the handle,
+    /// then, only if every WRITE on it succeeded, rename its file to `to`
+    /// (replacing it, as posix-rename). An upload to a temporary name ends
+    /// in one round trip instead of two.
+    CloseRename {
+        /// The handle of the file written.
+        handle: &'a [u8],
+        /// The final name.
+        to: &'a [u8],
+    },
 }
 
 /// The longest range one sha256-range@sluice.dev request may ask for: the
@@ -246,6 +256,7 @@ pub const EXTENSIONS: &[(&str, &str)] = &[
     ("home-directory", "1"),
     ("users-groups-by-id@openssh.com", "1"),
     ("sha256-range@sluice.dev", "1"),
+    ("close-rename@sluice.dev", "1"),
 ];
 
 /// At most this many ids in one users-groups-by-id request.
@@ -505,6 +516,7 @@ impl<'a> Extended<'a> {
             Extended::HomeDirectory { .. } => "home-directory",
             Extended::UsersGroupsById { .. } => "users-groups-by-id@openssh.com",
             Extended::Sha256Range { .. } => "sha256-range@sluice.dev",
+            Extended::CloseRename { .. } => "close-rename@sluice.dev",
         }
     }
 
@@ -548,6 +560,10 @@ impl<'a> Extended<'a> {
                 path: r.string()?,
                 offset: r.u64()?,
                 len: r.u64()?,
+            },
+            b"close-rename@sluice.dev" => Extended::CloseRename {
+                handle: r.string()?,
+                to: r.string()?,
             },
             _ => return Ok(None),
         }))
@@ -595,6 +611,9 @@ impl<'a> Extended<'a> {
             }
             Extended::Sha256Range { path, offset, len } => {
                 w.string(path).u64(*offset).u64(*len);
+            }
+            Extended::CloseRename { handle, to } => {
+                w.string(handle).string(to);
             }
         }
     }
@@ -712,6 +731,10 @@ mod tests {
                 path,
                 offset: 1 << 33,
                 len: 4096,
+            }),
+            Request::Extended(Extended::CloseRename {
+                handle: h,
+                to: b"final",
             }),
             Request::UnknownExtended { name: b"x@y" },
             Request::Unknown { kind: 99 },

@@ -599,7 +599,16 @@ impl Shared {
         let (file, local, remote, o) = (&c.file, &c.local, &c.remote, &c.o);
         if c.up {
             transfer::send_file(
-                s, &h, file, first, local, remote, o, &mut more, &mut tally, false,
+                s,
+                &h,
+                file,
+                first,
+                local,
+                remote,
+                o,
+                &mut more,
+                &mut tally,
+                transfer::Closing::No,
             )
             .map(|_| ())
         } else {

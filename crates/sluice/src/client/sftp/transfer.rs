@@ -16,7 +16,7 @@ use super::depth::Depth;
 use super::progress::Meter;
 use super::resume::{self, Record};
 use super::session::{self, Sftp, SftpError, SftpResult, WriteFromError};
-use sluice_proto::sftp::{pflags, Attrs, Reply, Request, Status, MAX_HASH_RANGE};
+use sluice_proto::sftp::{pflags, Attrs, Extended, Reply, Request, Status, MAX_HASH_RANGE};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -810,14 +810,25 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
     let rec = record.clone().filter(|_| target == part);
     // The CLOSE's answer when it went right behind the data.
     let mut close_status: Option<SftpResult<()>> = None;
+    // Whether that CLOSE was close-rename@sluice.dev.
+    let mut renamed_at_close = false;
     let mut r = match split {
         Some(p) if start == 0 => p.copy(
             s, &handle, true, &file, local, &target, size, o, meter, &done, rec,
         ),
         _ => {
             // With nothing to do between the last WRITE and the CLOSE
-            // (-f, -p), the CLOSE follows the data at once.
+            // (-f, -p), the CLOSE follows the data at once; into sluiced
+            // the rename into place goes with it.
             let early = !o.fsync && !o.preserve;
+            let closing = if !early {
+                Closing::No
+            } else if atomic && target != remote && s.has("close-rename@sluice.dev", "1") {
+                renamed_at_close = true;
+                Closing::CloseRenameTo(remote)
+            } else {
+                Closing::Close
+            };
             let r = send_file(
                 s,
                 &handle,
@@ -828,7 +839,7 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
                 o,
                 &mut || None,
                 &mut |_, n| meter.add(n),
-                early,
+                closing,
             );
             if r.is_ok() {
                 meter.done();
@@ -863,12 +874,19 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
         Some(c) => c,
         None => s.close(&handle),
     };
-    if r.is_ok() {
+    if r.is_ok() && renamed_at_close {
+        r = closed.map_err(|e| {
+            TransferError::remote(
+                format!("Couldn't close and rename file into \"{}\"", show(remote)),
+                e,
+            )
+        });
+    } else if r.is_ok() {
         r = closed.map_err(|e| {
             TransferError::remote(format!("Couldn't close file \"{}\"", show(remote)), e)
         });
     }
-    if r.is_ok() && atomic {
+    if r.is_ok() && atomic && !renamed_at_close {
         r = s.rename(&target, remote, true).map_err(|e| {
             TransferError::remote(format!("Couldn't rename file into \"{}\"", show(remote)), e)
         });
@@ -893,6 +911,18 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
     r
 }
 
+/// What [`send_file`] sends right behind the last WRITE.
+#[derive(Clone, Copy)]
+pub enum Closing<'a> {
+    /// Nothing: the caller goes on with the handle.
+    No,
+    /// CLOSE.
+    Close,
+    /// close-rename@sluice.dev to this name: the file is renamed into
+    /// place only if every WRITE on the handle succeeded (PROTOCOL.md).
+    CloseRenameTo(&'a [u8]),
+}
+
 /// The WRITE loop: `requests` WRITEs in flight, each acknowledged by a
 /// STATUS and counted through `tally` (offset, length). With `close` the
 /// handle's CLOSE goes right behind the last WRITE instead of a round trip
@@ -912,7 +942,7 @@ pub fn send_file(
     o: &Options,
     more: &mut dyn FnMut() -> Option<Span>,
     tally: &mut dyn FnMut(u64, u64),
-    close: bool,
+    close: Closing<'_>,
 ) -> TransferResult<Option<SftpResult<()>>> {
     let len = chunk(o, s.max_write) as usize;
     let mut depth = Depth::new(o.requests, len as u32, s.rtt);
@@ -976,8 +1006,17 @@ pub fn send_file(
             inflight.insert(id, (next, n));
             next += n as u64;
         }
-        if close && local_eof && close_id.is_none() {
-            close_id = Some(s.send(&Request::Close { handle }).map_err(fatal)?);
+        if local_eof && close_id.is_none() {
+            let req = match close {
+                Closing::No => None,
+                Closing::Close => Some(Request::Close { handle }),
+                Closing::CloseRenameTo(to) => {
+                    Some(Request::Extended(Extended::CloseRename { handle, to }))
+                }
+            };
+            if let Some(req) = req {
+                close_id = Some(s.send(&req).map_err(fatal)?);
+            }
         }
         if inflight.is_empty() && (close_id.is_none() || closed.is_some()) {
             break;

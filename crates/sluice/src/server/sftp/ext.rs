@@ -138,6 +138,29 @@ pub(super) fn answer(
             )?;
             reply::status(out, id, Status::OK, "");
         }
+        Extended::CloseRename { handle, to } => {
+            // Closed whatever follows, as CLOSE; renamed only when every
+            // WRITE landed (PROTOCOL.md).
+            let f = match s.close(handle)? {
+                super::serve::Handle::File(f) => f,
+                super::serve::Handle::Dir(_) => return Err(Status::FAILURE),
+            };
+            drop(f.file);
+            if f.failed {
+                s.log(&format!(
+                    "close-rename \"{}\": a write failed, not renamed",
+                    files::show(&f.path)
+                ));
+                return Err(Status::FAILURE);
+            }
+            s.log(&format!(
+                "posix-rename old \"{}\" new \"{}\"",
+                files::show(&f.path),
+                files::show(to)
+            ));
+            std::fs::rename(files::path(&f.path), files::path(to)).map_err(st)?;
+            reply::status(out, id, Status::OK, "");
+        }
         Extended::Sha256Range { path, offset, len } => {
             let (n, hash) = sha256_range(path, offset, len)?;
             reply::extended(out, id, |w| {
@@ -269,8 +292,12 @@ fn copy_data(
             }
             break;
         }
-        dst.write_all_at(buf.get(..n).unwrap_or_default(), woff)
-            .map_err(st)?;
+        if let Err(e) = dst.write_all_at(buf.get(..n).unwrap_or_default(), woff) {
+            if let Some(f) = s.file(wh) {
+                f.failed = true;
+            }
+            return Err(st(e));
+        }
         roff += n as u64;
         woff += n as u64;
         left -= n as u64;

@@ -57,6 +57,9 @@ pub(super) struct OpenFile {
     pub(super) path: Vec<u8>,
     pub(super) read: u64,
     pub(super) written: u64,
+    /// A WRITE (or copy-data into it) failed: close-rename@sluice.dev
+    /// must not put this file under its final name.
+    pub(super) failed: bool,
 }
 
 /// An open directory: "." and ".." first, as readdir(3) gives them.
@@ -208,6 +211,27 @@ impl Server {
         }
     }
 
+    /// CLOSE: the handle goes (a file's descriptor is closed); what it was.
+    pub(super) fn close(&mut self, handle: &[u8]) -> Result<Handle, Status> {
+        let hid = u32::from_be_bytes(
+            *handle
+                .first_chunk::<4>()
+                .filter(|_| handle.len() == 4)
+                .ok_or(Status::FAILURE)?,
+        );
+        let h = self.handles.remove(&hid).ok_or(Status::FAILURE)?;
+        match &h {
+            Handle::File(f) => self.log(&format!(
+                "close \"{}\" bytes read {} written {}",
+                files::show(&f.path),
+                f.read,
+                f.written
+            )),
+            Handle::Dir(d) => self.log(&format!("closedir \"{}\"", files::show(&d.path))),
+        }
+        Ok(h)
+    }
+
     /// A handle for `h`, or None when the table is full.
     fn new_handle(&mut self, h: Handle) -> Option<[u8; 4]> {
         if self.handles.len() >= self.max_handles {
@@ -305,6 +329,7 @@ impl Server {
                     path: path.to_vec(),
                     read: 0,
                     written: 0,
+                    failed: false,
                 });
                 let h = self.new_handle(h).ok_or_else(|| self.too_many())?;
                 reply::handle(out, id, &h);
@@ -321,21 +346,7 @@ impl Server {
                 reply::handle(out, id, &h);
             }
             Request::Close { handle } => {
-                let hid = u32::from_be_bytes(
-                    *handle
-                        .first_chunk::<4>()
-                        .filter(|_| handle.len() == 4)
-                        .ok_or(Status::FAILURE)?,
-                );
-                match self.handles.remove(&hid).ok_or(Status::FAILURE)? {
-                    Handle::File(f) => self.log(&format!(
-                        "close \"{}\" bytes read {} written {}",
-                        files::show(&f.path),
-                        f.read,
-                        f.written
-                    )),
-                    Handle::Dir(d) => self.log(&format!("closedir \"{}\"", files::show(&d.path))),
-                }
+                self.close(handle)?;
                 reply::status(out, id, Status::OK, "");
             }
             Request::Read {
@@ -371,7 +382,10 @@ impl Server {
                 data,
             } => {
                 let f = self.file(handle).ok_or(Status::FAILURE)?;
-                f.file.write_all_at(data, offset).map_err(st)?;
+                if let Err(e) = f.file.write_all_at(data, offset) {
+                    f.failed = true;
+                    return Err(st(e));
+                }
                 f.written += data.len() as u64;
                 reply::status(out, id, Status::OK, "");
             }
@@ -510,6 +524,7 @@ fn writes(req: &Request<'_>) -> bool {
                 | E::Fsync { .. }
                 | E::Lsetstat { .. }
                 | E::CopyData { .. }
+                | E::CloseRename { .. }
         ),
         _ => false,
     }
