@@ -461,7 +461,10 @@ impl Connection {
             if msg::msg_num(&p) != Some(MsgNum::EXT_INFO) {
                 self.noise_before_packet(out);
             }
-            self.send.send(&p, out, self.rng.as_mut());
+            match self.early_open_wire_form(&p) {
+                Some(w) => self.send.send(&w, out, self.rng.as_mut()),
+                None => self.send.send(&p, out, self.rng.as_mut()),
+            }
             self.after_sent(&p);
         }
     }

@@ -76,7 +76,7 @@ impl Run {
         self.client
             .auth_publickey_sign("alice", "ssh-ed25519", k.as_ref())
             .unwrap();
-        if self.early_open && self.channel.is_none() {
+        if self.early_open && self.channel.is_none() && self.client.early_open_possible() {
             self.channel = Some(self.client.open_session_early().unwrap());
         }
     }
@@ -247,6 +247,54 @@ fn pipelined_open_waits_for_success_after_rejected_keys() {
     let mut r = Run::new(cfg(kex, ED), cfg(kex, ED), "ssh-ed25519");
     r.keys = vec![key(1), key(2), key(9)];
     assert_eq!(r.waits_to_first_data(), 4);
+}
+
+/// Both ends offer only `engines` (delayed ones), compression preferred.
+fn compressed(engine: &str) -> (Config, Config) {
+    let kex = &["curve25519-sha256"];
+    let engines: Vec<_> = sluice_proto::transport::compress::after_auth_only(
+        &sluice_proto::transport::compress::default_engines(),
+    )
+    .into_iter()
+    .filter(|e| e.name() == engine)
+    .collect();
+    let (mut c, mut s) = (cfg(kex, ED), cfg(kex, ED));
+    for x in [&mut c, &mut s] {
+        x.compression_engines = engines.clone();
+        x.prefer_compression = true;
+    }
+    (c, s)
+}
+
+#[test]
+fn zstd_compression_keeps_the_early_open() {
+    // The open goes in zstd@sluice.dev's before-authentication form and the
+    // server, which inflates from right after the request that succeeded,
+    // reads it as the stream's first packet.
+    let (c, s) = compressed("zstd@sluice.dev");
+    let mut r = Run::new(c, s, "ssh-ed25519");
+    assert_eq!(r.waits_to_first_data(), 2, "{:?}", r.client_events);
+    assert_eq!(r.client.algorithms().unwrap().comp_c2s, "zstd@sluice.dev");
+    let (out, inc) = r.server.compression_stats();
+    assert!(out.is_some() && inc.is_some());
+}
+
+#[test]
+fn zstd_early_open_behind_a_rejected_key_goes_again() {
+    // The server reads the form without a stream: message 80, answered
+    // UNIMPLEMENTED; the open rides again behind the next key.
+    let (c, s) = compressed("zstd@sluice.dev");
+    let mut r = Run::new(c, s, "ssh-ed25519");
+    r.keys = vec![key(1), key(2), key(9)];
+    assert_eq!(r.waits_to_first_data(), 4, "{:?}", r.client_events);
+}
+
+#[test]
+fn zlib_delayed_compression_opens_after_success() {
+    // zlib@openssh.com has no such form: the open waits for success.
+    let (c, s) = compressed("zlib@openssh.com");
+    let mut r = Run::new(c, s, "ssh-ed25519");
+    assert_eq!(r.waits_to_first_data(), 3, "{:?}", r.client_events);
 }
 
 #[test]

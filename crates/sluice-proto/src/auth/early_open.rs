@@ -47,14 +47,28 @@ impl Connection {
     }
 
     /// Client: a signed publickey request awaits its answer and nothing
-    /// forbids an open behind it now. Not with zlib@openssh.com: the server
-    /// decompresses from right after its success, we compress only once we
-    /// have read it, so an open sent in between would be misread.
+    /// forbids an open behind it now. The server decompresses from right
+    /// after the request that succeeds, we compress only once we have read
+    /// its success: with a delayed engine the open goes in the engine's
+    /// before-authentication form (zstd@sluice.dev has one, PROTOCOL.md),
+    /// and with one that has none (zlib@openssh.com) not at all.
     pub fn early_open_possible(&self) -> bool {
         !self.auth.authenticated
             && self.auth.signed_request_in_flight()
             && self.auth.early_open.is_none()
-            && !self.send.compression.waits_for_auth()
+            && (!self.send.compression.waits_for_auth()
+                || self.send.compression.before_auth_form(&[]).is_some())
+    }
+
+    /// The bytes that go on the wire for payload `p`: for the early open
+    /// while our delayed compression waits for authentication, the
+    /// engine's before-authentication form; None: `p` as it is.
+    pub(crate) fn early_open_wire_form(&self, p: &[u8]) -> Option<Vec<u8>> {
+        let e = self.auth.early_open.as_ref()?;
+        if self.role != Role::Client || e.payload != p {
+            return None;
+        }
+        self.send.compression.before_auth_form(p)
     }
 
     /// Notes the early open's sequence number when it is sealed.

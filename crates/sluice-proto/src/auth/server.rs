@@ -297,6 +297,12 @@ impl Connection {
         }
         self.auth.authenticated = true;
         self.auth.user = Some(p.user.clone());
+        // The client compresses what it sends after this request (what it
+        // sends once it reads our success, and an early open in its
+        // engine's before-authentication form), so the next packet read is
+        // inflated even if the runtime reads it before our success is
+        // framed. Our own stream starts when the success is framed.
+        self.recv.compression.authenticated();
         self.queue_with(|out| out.push(MsgNum::USERAUTH_SUCCESS.0));
         self.events.push_back(Event::Authenticated { user: p.user });
     }

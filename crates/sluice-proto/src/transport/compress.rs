@@ -65,6 +65,15 @@ pub trait CompressionEngine: Send + Sync {
     fn level(&self) -> Option<Arc<Level>> {
         None
     }
+    /// A delayed engine's form for a packet sent before the client knows
+    /// whether authentication succeeded (the early CHANNEL_OPEN): appends
+    /// to `out` bytes that a receiver whose stream started reads as exactly
+    /// `payload`, leaving its stream as if none had gone through, and that
+    /// a receiver without the stream reads as a message it answers with
+    /// UNIMPLEMENTED (number 80 or more). False (the default): none.
+    fn before_auth_form(&self, _payload: &[u8], _out: &mut Vec<u8>) -> bool {
+        false
+    }
 }
 
 /// An outgoing stream, in one of the two shapes the send state drives.

@@ -147,6 +147,22 @@ impl OutCompression {
         self.stream.is_none() && self.schedule.delayed()
     }
 
+    /// A packet sent while [`OutCompression::waits_for_auth`]: the
+    /// delayed engine's self-contained form of it (see
+    /// [`CompressionEngine::before_auth_form`]), if the engine has one.
+    pub(crate) fn before_auth_form(&self, payload: &[u8]) -> Option<Vec<u8>> {
+        if !self.waits_for_auth() {
+            return None;
+        }
+        let e = self
+            .schedule
+            .next
+            .as_ref()
+            .or(self.schedule.engine.as_ref())?;
+        let mut out = Vec::new();
+        e.before_auth_form(payload, &mut out).then_some(out)
+    }
+
     /// Compresses or queues `payload` as the stream's shape asks; with
     /// `can_store` (room for a prefix in front of it) a batch engine may
     /// take it in its stored form instead.

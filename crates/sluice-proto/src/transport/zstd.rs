@@ -49,6 +49,9 @@ pub(crate) const END_FRAME: [u8; 3] = [0x01, 0x00, 0x00];
 /// (`zstd_in.rs`).
 pub(crate) const RAW_FRAME_HEADER: [u8; 6] = [0x28, 0xb5, 0x2f, 0xfd, 0x00, (17 - 10) << 3];
 
+/// An empty skippable frame (RFC 8878 3.1.2): magic 0x184D2A50, size 0.
+pub(crate) const SKIPPABLE_EMPTY: [u8; 8] = [0x50, 0x2a, 0x4d, 0x18, 0, 0, 0, 0];
+
 /// The zstd engine, steered by a connection's level handle.
 #[derive(Debug, Clone)]
 pub struct ZstdEngine {
@@ -98,6 +101,26 @@ impl CompressionEngine for ZstdEngine {
 
     fn decompressor(&self) -> Box<dyn Decompressor> {
         Box::new(ZstdIn::default())
+    }
+
+    /// An empty skippable frame (its first byte, 0x50, is message 80 to a
+    /// reader without the stream), then a whole raw-only frame: the stream
+    /// is back between frames afterwards (PROTOCOL.md).
+    fn before_auth_form(&self, payload: &[u8], out: &mut Vec<u8>) -> bool {
+        out.extend_from_slice(&SKIPPABLE_EMPTY);
+        out.extend_from_slice(&RAW_FRAME_HEADER);
+        if payload.is_empty() {
+            out.extend_from_slice(&END_FRAME);
+            return true;
+        }
+        let blocks = payload.len().div_ceil(MAX_BLOCK);
+        for (i, block) in payload.chunks(MAX_BLOCK).enumerate() {
+            // Raw block header: last on the final one, size in bits 3-23.
+            let h = ((block.len() as u32) << 3) | u32::from(i + 1 == blocks);
+            out.extend_from_slice(&h.to_le_bytes()[..3]);
+            out.extend_from_slice(block);
+        }
+        true
     }
 
     fn level(&self) -> Option<Arc<Level>> {
@@ -437,6 +460,46 @@ mod tests {
         let mut stream: Vec<u8> = wire.iter().flat_map(|(z, _)| z.clone()).collect();
         stream.extend_from_slice(&END_FRAME);
         assert!(zstd::stream::decode_all(&stream[..]).unwrap() == sent.concat());
+    }
+
+    /// The before-authentication form: read as exactly the packet by the
+    /// receiver (in place refused, decompress takes it), which then reads
+    /// the ordinary stream that follows; libzstd reads the same bytes as
+    /// one valid stream; and to a reader without the stream its first byte
+    /// is message 80.
+    #[test]
+    fn before_auth_form_is_one_whole_frame_ahead_of_the_stream() {
+        let level = Level::new(3);
+        let e = ZstdEngine::new(level);
+        for first in [Vec::new(), text(60, 1), text(MAX_BLOCK + 5, 2)] {
+            let mut wire = Vec::new();
+            assert!(e.before_auth_form(&first, &mut wire));
+            assert_eq!(wire[0], 80);
+            let Compressor::Batch(mut batch) = e.compressor() else {
+                unreachable!("zstd runs in batches")
+            };
+            let mut q = BatchQueue::default();
+            let next = [text(5000, 3), text(70, 4)];
+            next.iter().for_each(|p| q.push(p));
+            q.compress(batch.as_mut(), &mut |jobs| {
+                jobs.iter_mut().for_each(|j| j.run())
+            })
+            .unwrap();
+            let rest: Vec<Vec<u8>> = q.packets().map(|(_, b)| b.to_vec()).collect();
+            let mut d = ZstdIn::default();
+            assert!(d.in_place(&wire, 256 << 10).unwrap().is_none());
+            let mut back = Vec::new();
+            d.decompress(&wire, &mut back, 256 << 10).unwrap();
+            assert!(back == first);
+            for (z, p) in rest.iter().zip(&next) {
+                d.decompress(z, &mut back, 256 << 10).unwrap();
+                assert!(back == *p);
+            }
+            let mut stream = [wire, rest.concat()].concat();
+            stream.extend_from_slice(&END_FRAME);
+            let all = [first, next.concat()].concat();
+            assert!(zstd::stream::decode_all(&stream[..]).unwrap() == all);
+        }
     }
 
     /// A stored prefix that does not fit the receiver's state is refused.
