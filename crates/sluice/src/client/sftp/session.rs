@@ -101,6 +101,8 @@ pub struct Sftp {
     start_dir: Option<SftpResult<Vec<u8>>>,
     /// The STAT asked at the start ([`Sftp::init_with_stat`]), until taken.
     early_stat: Option<SftpResult<Attrs>>,
+    /// Ids whose replies nobody waits for ([`Sftp::close_unanswered`]).
+    unanswered: Vec<u32>,
 }
 
 impl Sftp {
@@ -125,6 +127,7 @@ impl Sftp {
             scratch: Vec::new(),
             start_dir: None,
             early_stat: None,
+            unanswered: Vec::new(),
         };
         let init = Request::Init {
             version: sluice_proto::sftp::VERSION,
@@ -338,7 +341,22 @@ impl Sftp {
 
     /// The next reply body, in the order the server sent them.
     pub fn recv(&mut self) -> SftpResult<Vec<u8>> {
-        self.link.recv().map_err(SftpError::Fatal)
+        loop {
+            let body = self.link.recv().map_err(SftpError::Fatal)?;
+            // Replies to requests sent with `close_unanswered` are dropped.
+            let id = body
+                .get(1..5)
+                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+            match id.and_then(|id| self.unanswered.iter().position(|&u| u == id)) {
+                Some(i) => {
+                    self.unanswered.swap_remove(i);
+                    if let Err(e) = status_of(&body) {
+                        crate::log!(Debug1, "close of a read handle: {e}");
+                    }
+                }
+                None => return Ok(body),
+            }
+        }
     }
 
     /// A lone request asked at `asked` was just answered.
@@ -421,6 +439,15 @@ impl Sftp {
     /// CLOSE.
     pub fn close(&mut self, handle: &[u8]) -> SftpResult<()> {
         self.call_status(&Request::Close { handle })
+    }
+
+    /// CLOSE of a handle that was only read, without waiting for the
+    /// answer (a round trip less per download): nothing depends on it,
+    /// so the reply is dropped when it comes.
+    pub fn close_unanswered(&mut self, handle: &[u8]) -> SftpResult<()> {
+        let id = self.send(&Request::Close { handle })?;
+        self.unanswered.push(id);
+        Ok(())
     }
 
     /// Every entry of a directory (OPENDIR, READDIR until EOF, CLOSE).

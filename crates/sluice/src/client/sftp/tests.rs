@@ -16,6 +16,9 @@ struct Quirks {
     reverse: bool,
     /// Answer READs with at most this many bytes.
     short_reads: Option<usize>,
+    /// STAT reports the file this many bytes shorter than it is (it grew
+    /// after the STAT): the download must probe on past the size.
+    understate: usize,
     /// The SSH identification the end is attached with (sluice's own
     /// servers get the first requests right behind INIT).
     peer: &'static str,
@@ -55,7 +58,7 @@ fn serve(mut end: SftpChannel, content: Vec<u8>, q: Quirks) -> Vec<u8> {
                 }
                 Request::Stat { .. } | Request::Lstat { .. } => {
                     let a = Attrs {
-                        size: Some(content.len() as u64),
+                        size: Some(content.len().saturating_sub(q.understate) as u64),
                         permissions: Some(0o100644),
                         ..Attrs::default()
                     };
@@ -123,9 +126,12 @@ fn round_trip(q: Quirks) {
     let server = std::thread::spawn(move || serve(end, c, q));
     let mut s = Sftp::init(link).unwrap();
     let dir = std::env::temp_dir().join(format!(
-        "sluice-sftpc-unit-{}-{:?}",
+        "sluice-sftpc-unit-{}-{:?}-{}-{}-{}",
         std::process::id(),
-        q.short_reads
+        q.short_reads,
+        q.reverse,
+        q.understate,
+        q.peer.len()
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -148,6 +154,7 @@ fn replies_out_of_order_land_at_their_offsets() {
     round_trip(Quirks {
         reverse: true,
         short_reads: None,
+        understate: 0,
         peer: "SSH-2.0-OpenSSH_9.2p1",
     });
 }
@@ -157,6 +164,7 @@ fn short_reads_are_asked_for_again() {
     round_trip(Quirks {
         reverse: true,
         short_reads: Some(1000),
+        understate: 0,
         peer: "SSH-2.0-OpenSSH_9.2p1",
     });
 }
@@ -166,6 +174,21 @@ fn first_requests_ride_behind_init_to_sluiced() {
     round_trip(Quirks {
         reverse: false,
         short_reads: None,
+        understate: 0,
         peer: "SSH-2.0-sluice_0.1",
     });
+}
+
+#[test]
+fn a_file_that_grew_since_its_stat_is_fetched_whole() {
+    // The probe past the size goes with the last READs, and finds more.
+    for (reverse, understate) in [(false, 1), (true, 700_000), (false, 3 * 1024 * 1024)] {
+        round_trip(Quirks {
+            reverse,
+            short_reads: None,
+            understate,
+            // (A server that reverses replies must see VERSION asked alone.)
+            peer: "SSH-2.0-OpenSSH_9.2p1",
+        });
+    }
 }

@@ -433,7 +433,8 @@ pub fn download_stated(
             r
         }
     };
-    let closed = s.close(&handle);
+    // A read handle's CLOSE is not waited for: every byte is in.
+    let closed = s.close_unanswered(&handle);
     let r = r.and_then(|end| {
         file.set_len(end)
             .map_err(|e| TransferError::local(format!("truncate \"{}\"", local.display()), e))?;
@@ -535,7 +536,9 @@ pub fn fetch(
     let mut depth = Depth::new(o.requests, len, s.rtt);
     let start = span.start;
     // Requests go out up to the known size; past it one READ at a time
-    // probes for the end (the file may have grown).
+    // probes for the end (the file may have grown), the first right
+    // behind the last READ within the size, so its EOF comes with the
+    // data instead of a round trip later.
     let mut horizon = span.end.unwrap_or(u64::MAX);
     let mut next = start;
     let mut inflight: HashMap<u32, (u64, u32)> = HashMap::new();
@@ -558,7 +561,9 @@ pub fn fetch(
             }
             let (off, n) = if let Some(h) = holes.pop() {
                 h
-            } else if eof_at.is_none() && (next < horizon || (inflight.is_empty() && !span.exact)) {
+            } else if eof_at.is_none()
+                && (next < horizon || (!span.exact && !inflight.values().any(|r| r.0 >= horizon)))
+            {
                 let n = if next < horizon {
                     (horizon - next).min(u64::from(len)) as u32
                 } else {
@@ -616,9 +621,10 @@ pub fn fetch(
                 if got < n {
                     holes.push((off + u64::from(got), n - got));
                 }
-                if next >= horizon && high >= horizon && eof_at.is_none() && !span.exact {
-                    // Past the size we were told: keep going, one more chunk each time.
-                    horizon = horizon.saturating_add(u64::from(len));
+                if off >= horizon && eof_at.is_none() && !span.exact {
+                    // A probe past the size we were told found data (the
+                    // file grew): keep going, one more chunk each time.
+                    horizon = next;
                 }
                 depth.delivered(u64::from(got));
                 tally(off, u64::from(got));
