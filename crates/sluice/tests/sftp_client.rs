@@ -298,6 +298,22 @@ fn scp_up_down_recursive_and_preserve() {
             text(&o.stderr)
         );
         assert!(!d.join("x").exists());
+        // The file a copy will need is opened with the session's first
+        // requests on a guess: a destination that turns out to be a
+        // directory, or a source that is one, leaves nothing behind.
+        std::fs::create_dir(d.join("into")).unwrap();
+        ok(scp(&[src.to_str().unwrap(), &at(&d.join("into"))]));
+        assert_eq!(sha(&d.join("into/src.bin")), sha(&src), "{label}");
+        ok(scp(&[src.to_str().unwrap(), &at(&d.join("up"))]));
+        let o = scp(&[&at(&d.join("into")), d.join("y").to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{label}");
+        assert!(!d.join("y").exists());
+        let hidden: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.as_bytes().starts_with(b"."))
+            .collect();
+        assert!(hidden.is_empty(), "{label}: left behind: {hidden:?}");
     }
 }
 

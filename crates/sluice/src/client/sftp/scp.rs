@@ -8,10 +8,10 @@
 use super::commands::{put_tree_quiet, Failure};
 use super::many_down::{self, Downloads};
 use super::remote::{self, absolute, basename};
-use super::session::{Sftp, SftpError};
+use super::session::{EarlyOpen, First, Sftp, SftpError};
 use super::transfer::{self, os_text, Options, TransferError};
 use super::Link;
-use sluice_proto::sftp::Attrs;
+use sluice_proto::sftp::{pflags, Attrs};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -64,7 +64,24 @@ pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -
         (Place::Local(_), [Place::Remote(p)]) if !remote::has_glob(p) => Some(dot(p)),
         _ => None,
     };
-    let mut s = match Sftp::init_with_stat(link, early.as_deref()) {
+    // And the file its one copy will need is opened with them on a guess
+    // (the source for reading; a temporary name beside the destination
+    // for writing), used if the STAT bears it out, else dropped.
+    let guessable = |p: &[u8]| !matches!(basename(p), b"" | b"." | b"..");
+    let open = match (&target, sources.as_slice()) {
+        (Place::Remote(t), [Place::Local(l)]) if !set.transfer.resume && guessable(t) => {
+            transfer::early_temp(l, t)
+        }
+        (Place::Local(_), [Place::Remote(p)]) if !remote::has_glob(p) && guessable(p) => {
+            Some((p.clone(), pflags::READ, Attrs::default()))
+        }
+        _ => None,
+    };
+    let first = First {
+        stat: early.as_deref(),
+        open: open.as_ref().map(|(p, f, a)| (p.as_slice(), *f, a.clone())),
+    };
+    let mut s = match Sftp::init_with(link, first) {
         Ok(s) => s,
         Err(e) => {
             say(&e.text());
@@ -83,10 +100,18 @@ pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -
             };
         }
     };
+    // Relative paths start at the login directory on the server.
+    let mut pre = s.take_early_open().map(|mut e| {
+        e.path = absolute(&home, &e.path);
+        e
+    });
     let r = match target {
-        Place::Local(t) => download(&mut s, &set, &home, &sources, &t),
-        Place::Remote(t) => upload(&mut s, &set, &home, &sources, &t),
+        Place::Local(t) => download(&mut s, &set, &home, &sources, &t, &mut pre),
+        Place::Remote(t) => upload(&mut s, &set, &home, &sources, &t, &mut pre),
     };
+    if let Some(e) = pre {
+        s.discard_early_open(e);
+    }
     s.finish();
     match r {
         Ok(true) => 0,
@@ -105,6 +130,7 @@ fn download(
     home: &[u8],
     sources: &[Place],
     target: &Path,
+    pre: &mut Option<EarlyOpen>,
 ) -> Result<bool, String> {
     let target_dir = target.is_dir();
     let mut ok = true;
@@ -170,7 +196,9 @@ fn download(
                 say(&format!("{}: not a regular file", lossy(&m)));
                 Ok(false)
             } else {
-                copy_down(s, &m, a.filter(|_| stated), &local, &set.transfer)
+                // The OPEN asked ahead, if it was of this very file.
+                let opened = pre.take_if(|e| stated && e.path == m).map(|e| e.result);
+                copy_down(s, &m, a.filter(|_| stated), opened, &local, &set.transfer)
             };
             ok &= r?;
         }
@@ -182,10 +210,11 @@ fn copy_down(
     s: &mut Sftp,
     m: &[u8],
     stated: Option<Attrs>,
+    opened: Option<super::session::SftpResult<Vec<u8>>>,
     local: &Path,
     o: &Options,
 ) -> Result<bool, String> {
-    match transfer::download_stated(s, m, stated, local, o) {
+    match transfer::download_opened(s, m, stated, opened, local, o) {
         Ok(()) => Ok(true),
         Err(TransferError::Fatal(f)) => Err(f),
         Err(TransferError::Failed(f)) => {
@@ -242,7 +271,7 @@ fn walk_down(
                 batch.get(s, r, l, e.attrs, &mut say)?;
                 true
             }
-            Some(0o100000) => batch.finish(s, &mut say)? & copy_down(s, &r, None, &l, o)?,
+            Some(0o100000) => batch.finish(s, &mut say)? & copy_down(s, &r, None, None, &l, o)?,
             _ => true,
         };
     }
@@ -255,6 +284,7 @@ fn upload(
     home: &[u8],
     sources: &[Place],
     target: &[u8],
+    pre: &mut Option<EarlyOpen>,
 ) -> Result<bool, String> {
     let t = absolute(home, if target.is_empty() { b"." } else { target });
     let stat = match s.take_early_stat() {
@@ -302,7 +332,7 @@ fn upload(
             }
             continue;
         }
-        match transfer::upload(s, l, &dest, &set.transfer) {
+        match transfer::upload_opened(s, l, &dest, &set.transfer, pre.take()) {
             Ok(()) => {}
             Err(TransferError::Fatal(f)) => return Err(f),
             Err(TransferError::Failed(f)) => {

@@ -80,6 +80,7 @@ struct FirstIds {
     limits: Option<u32>,
     cwd: u32,
     stat: Option<u32>,
+    open: Option<u32>,
 }
 
 /// The session: the channel, request ids and what the server offers.
@@ -103,6 +104,29 @@ pub struct Sftp {
     early_stat: Option<SftpResult<Attrs>>,
     /// Ids whose replies nobody waits for ([`Sftp::close_unanswered`]).
     unanswered: Vec<u32>,
+    /// The OPEN asked at the start ([`First::open`]), until taken.
+    early_open: Option<EarlyOpen>,
+}
+
+/// What the session asks with its first requests, besides the limits and
+/// the start directory: scp knows its one file before the session starts.
+#[derive(Default)]
+pub struct First<'a> {
+    /// STAT this path (following links).
+    pub stat: Option<&'a [u8]>,
+    /// OPEN this path with these flags and attributes, on the guess that
+    /// the STAT will show it is the one to use (a round trip less).
+    pub open: Option<(&'a [u8], u32, Attrs)>,
+}
+
+/// The answer to [`First::open`].
+pub struct EarlyOpen {
+    /// The path as opened.
+    pub path: Vec<u8>,
+    /// It was opened to create a file (to be removed if not used).
+    pub created: bool,
+    /// The handle, or the server's refusal.
+    pub result: SftpResult<Vec<u8>>,
 }
 
 impl Sftp {
@@ -117,6 +141,13 @@ impl Sftp {
     /// knows its destination (or source) before the session starts: a
     /// round trip less per run.
     pub fn init_with_stat(link: Link, stat: Option<&[u8]>) -> SftpResult<Sftp> {
+        Sftp::init_with(link, First { stat, open: None })
+    }
+
+    /// [`Sftp::init_with_stat`], with an OPEN too ([`First`]); its answer
+    /// is [`Sftp::take_early_open`].
+    pub fn init_with(link: Link, first: First<'_>) -> SftpResult<Sftp> {
+        let stat = first.stat;
         let mut s = Sftp {
             link,
             next_id: 1,
@@ -128,6 +159,7 @@ impl Sftp {
             start_dir: None,
             early_stat: None,
             unanswered: Vec::new(),
+            early_open: None,
         };
         let init = Request::Init {
             version: sluice_proto::sftp::VERSION,
@@ -144,7 +176,7 @@ impl Sftp {
             .peer_version()
             .is_some_and(|v| v.starts_with("SSH-2.0-sluice"));
         let early = match behind_init {
-            true => Some(s.send_first_requests(true, stat)?),
+            true => Some(s.send_first_requests(true, stat, first.open.as_ref())?),
             false => None,
         };
         let body = s.recv()?;
@@ -179,7 +211,7 @@ impl Sftp {
             Some(ids) => ids,
             None => {
                 let limits = s.has("limits@openssh.com", "1");
-                s.send_first_requests(limits, stat)?
+                s.send_first_requests(limits, stat, first.open.as_ref())?
             }
         };
         if let Some(id) = ids.limits {
@@ -214,12 +246,54 @@ impl Sftp {
                 _ => return Err(bad("wrong id")),
             });
         }
+        if let (Some(id), Some((path, flags, _))) = (ids.open, first.open) {
+            let body = s.recv()?;
+            s.early_open = Some(EarlyOpen {
+                path: path.to_vec(),
+                created: flags & pflags::CREAT != 0,
+                result: match Reply::decode(&body) {
+                    Ok(r) if r.id() == Some(id) => handle_of(&body),
+                    _ => return Err(bad("wrong id")),
+                },
+            });
+        }
         Ok(s)
+    }
+
+    /// The answer to the OPEN asked by [`Sftp::init_with`], once. Whoever
+    /// takes it owns the handle (and the file it created).
+    pub fn take_early_open(&mut self) -> Option<EarlyOpen> {
+        self.early_open.take()
+    }
+
+    /// Gives up an OPEN that was asked at the start and not used: its
+    /// handle is closed (without waiting) and a file it created removed.
+    /// The REMOVE is waited for: the client may end right after its last
+    /// request, and a server that sees the connection go first (sshd)
+    /// would leave the file.
+    pub fn discard_early_open(&mut self, e: EarlyOpen) {
+        if let Ok(h) = &e.result {
+            let _ = self.close_unanswered(h);
+            if e.created {
+                if let Err(err) = self.remove(&e.path) {
+                    crate::log!(
+                        Debug1,
+                        "removing \"{}\", opened ahead: {err}",
+                        String::from_utf8_lossy(&e.path)
+                    );
+                }
+            }
+        }
     }
 
     /// Sends the session's first requests: limits@openssh.com (when
     /// `limits`), REALPATH of "." and the STAT of `stat`.
-    fn send_first_requests(&mut self, limits: bool, stat: Option<&[u8]>) -> SftpResult<FirstIds> {
+    fn send_first_requests(
+        &mut self,
+        limits: bool,
+        stat: Option<&[u8]>,
+        open: Option<&(&[u8], u32, Attrs)>,
+    ) -> SftpResult<FirstIds> {
         let limits = match limits {
             true => Some(self.send(&Request::Extended(Extended::Limits))?),
             false => None,
@@ -229,7 +303,20 @@ impl Sftp {
             Some(path) => Some(self.send(&Request::Stat { path })?),
             None => None,
         };
-        Ok(FirstIds { limits, cwd, stat })
+        let open = match open {
+            Some((path, pflags, attrs)) => Some(self.send(&Request::Open {
+                path,
+                pflags: *pflags,
+                attrs: attrs.clone(),
+            })?),
+            None => None,
+        };
+        Ok(FirstIds {
+            limits,
+            cwd,
+            stat,
+            open,
+        })
     }
 
     /// The answer to the STAT asked by [`Sftp::init_with_stat`], once.
@@ -351,7 +438,7 @@ impl Sftp {
                 Some(i) => {
                     self.unanswered.swap_remove(i);
                     if let Err(e) = status_of(&body) {
-                        crate::log!(Debug1, "close of a read handle: {e}");
+                        crate::log!(Debug1, "unanswered request {}: {e}", id.unwrap_or(0));
                     }
                 }
                 None => return Ok(body),
@@ -385,7 +472,10 @@ impl Sftp {
     }
 
     /// The session is over: EOF on the channel.
-    pub fn finish(&self) {
+    pub fn finish(&mut self) {
+        if let Some(e) = self.early_open.take() {
+            self.discard_early_open(e);
+        }
         self.link.finish();
     }
 
@@ -445,7 +535,12 @@ impl Sftp {
     /// answer (a round trip less per download): nothing depends on it,
     /// so the reply is dropped when it comes.
     pub fn close_unanswered(&mut self, handle: &[u8]) -> SftpResult<()> {
-        let id = self.send(&Request::Close { handle })?;
+        self.send_unanswered(&Request::Close { handle })
+    }
+
+    /// Sends `req` whose STATUS nobody waits for (dropped when it comes).
+    fn send_unanswered(&mut self, req: &Request<'_>) -> SftpResult<()> {
+        let id = self.send(req)?;
         self.unanswered.push(id);
         Ok(())
     }

@@ -15,7 +15,7 @@
 use super::depth::Depth;
 use super::progress::Meter;
 use super::resume::{self, Record};
-use super::session::{self, Sftp, SftpError, SftpResult, WriteFromError};
+use super::session::{self, EarlyOpen, Sftp, SftpError, SftpResult, WriteFromError};
 use sluice_proto::sftp::{pflags, Attrs, Extended, Reply, Request, Status, MAX_HASH_RANGE};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -131,6 +131,17 @@ pub(super) fn temp_beside(target: &[u8], salt: u64) -> Vec<u8> {
     t.extend_from_slice(base);
     t.extend_from_slice(format!(".sluice-{:06x}", salt & 0xff_ffff).as_bytes());
     t
+}
+
+/// `temp` if it is a temporary name [`temp_beside`] makes for `target`
+/// (whatever its salt), else an empty name.
+fn temp_beside_of(temp: &[u8], target: &[u8]) -> Vec<u8> {
+    let unsalted = temp_beside(target, 0);
+    let keep = unsalted.len() - 6;
+    match (temp.get(..keep), unsalted.get(..keep)) {
+        (Some(a), Some(b)) if a == b && temp.len() == unsalted.len() => temp.to_vec(),
+        _ => Vec::new(),
+    }
 }
 
 pub(super) fn salt() -> u64 {
@@ -261,6 +272,46 @@ pub fn download_stated(
     local: &Path,
     o: &Options,
 ) -> TransferResult<()> {
+    download_opened(s, remote, stated, None, local, o)
+}
+
+/// [`download_stated`] with the remote file already opened for reading
+/// (scp's OPEN asked with the session's first requests): `pre` is that
+/// OPEN's answer.
+pub fn download_opened(
+    s: &mut Sftp,
+    remote: &[u8],
+    stated: Option<Attrs>,
+    pre: Option<SftpResult<Vec<u8>>>,
+    local: &Path,
+    o: &Options,
+) -> TransferResult<()> {
+    let mut pre = match pre {
+        Some(Ok(h)) => Some(h),
+        Some(Err(e)) => {
+            return Err(TransferError::remote(
+                format!("open remote \"{}\"", show(remote)),
+                e,
+            ))
+        }
+        None => None,
+    };
+    let r = download_inner(s, remote, stated, &mut pre, local, o);
+    // A handle opened ahead and not used (a local failure came first).
+    if let Some(h) = pre {
+        let _ = s.close_unanswered(&h);
+    }
+    r
+}
+
+fn download_inner(
+    s: &mut Sftp,
+    remote: &[u8],
+    stated: Option<Attrs>,
+    pre: &mut Option<Vec<u8>>,
+    local: &Path,
+    o: &Options,
+) -> TransferResult<()> {
     let a = match stated {
         Some(a) => a,
         None => s
@@ -383,7 +434,11 @@ pub fn download_stated(
             Err(e) => return Err(open_local(e)),
         }
     };
-    let handle = match s.open_read(remote) {
+    let opened = match pre.take() {
+        Some(h) => Ok(h),
+        None => s.open_read(remote),
+    };
+    let handle = match opened {
         Ok(h) => h,
         Err(e) => {
             if let Some(t) = &tmp {
@@ -654,6 +709,47 @@ pub fn fetch(
 
 /// Uploads `local` to `remote`.
 pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> TransferResult<()> {
+    upload_opened(s, local, remote, o, None)
+}
+
+/// [`upload`] with a temporary name beside `remote` perhaps already
+/// created and opened (scp's OPEN asked with the session's first
+/// requests, see [`early_temp`]): used if the upload goes to a temporary
+/// name at all, else closed and removed.
+pub fn upload_opened(
+    s: &mut Sftp,
+    local: &Path,
+    remote: &[u8],
+    o: &Options,
+    pre: Option<EarlyOpen>,
+) -> TransferResult<()> {
+    let mut pre = pre;
+    let r = upload_inner(s, local, remote, o, &mut pre);
+    if let Some(e) = pre {
+        s.discard_early_open(e);
+    }
+    r
+}
+
+/// The temporary name and OPEN an upload of `local` to `remote` would use
+/// when it goes to a temporary name (see [`upload_opened`]).
+pub fn early_temp(local: &Path, remote: &[u8]) -> Option<(Vec<u8>, u32, Attrs)> {
+    let meta = std::fs::metadata(local).ok().filter(|m| m.is_file())?;
+    let attrs = Attrs {
+        permissions: Some(meta.permissions().mode() & 0o777),
+        ..Attrs::default()
+    };
+    let flags = pflags::WRITE | pflags::CREAT | pflags::EXCL;
+    Some((temp_beside(remote, salt()), flags, attrs))
+}
+
+fn upload_inner(
+    s: &mut Sftp,
+    local: &Path,
+    remote: &[u8],
+    o: &Options,
+    pre: &mut Option<EarlyOpen>,
+) -> TransferResult<()> {
     let file = File::open(local)
         .map_err(|e| TransferError::local(format!("open local \"{}\"", local.display()), e))?;
     let meta = file
@@ -769,12 +865,22 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
     } else if atomic {
         // A directory we may not create in (a writable file in /etc):
         // in place after all, as sftp writes.
-        let t = temp_beside(remote, salt());
-        match s.open(
-            &t,
-            pflags::WRITE | pflags::CREAT | pflags::EXCL,
-            attrs.clone(),
-        ) {
+        let early = pre
+            .take_if(|e| e.result.is_ok() && e.path == temp_beside_of(&e.path, remote))
+            .map(|e| (e.path, e.result));
+        let (t, r) = match early {
+            Some(x) => x,
+            None => {
+                let t = temp_beside(remote, salt());
+                let r = s.open(
+                    &t,
+                    pflags::WRITE | pflags::CREAT | pflags::EXCL,
+                    attrs.clone(),
+                );
+                (t, r)
+            }
+        };
+        match r {
             Ok(h) => {
                 target = t;
                 opened = Some(h);
