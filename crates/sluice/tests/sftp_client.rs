@@ -81,7 +81,8 @@ fn batch_commands_move_files_intact() {
             "put {src} {r}/up.bin\nget {r}/up.bin {r}/down.bin\nmkdir {r}/sub\n\
              rename {r}/up.bin {r}/sub/moved.bin\nchmod 640 {r}/sub/moved.bin\nls -1 {r}/sub\n\
              ln -s moved.bin {r}/sub/link\nlcd {r}\ncd {r}\nget sub/moved.bin local.bin\npwd\ndf\nversion\n\
-             rm {r}/sub/link\nrm {r}/sub/moved.bin\nrmdir {r}/sub\nbye\n",
+             rm {r}/sub/link\nrm {r}/sub/moved.bin\nrmdir {r}/sub\n\
+             mkdir {r}/into\nput {src} {r}/into\n-get {r}/into {r}/notafile\nbye\n",
             src = src.display()
         );
         let out = batch(&s, &server, &s.dir.0, script.as_bytes());
@@ -102,6 +103,9 @@ fn batch_commands_move_files_intact() {
         assert_eq!(sha(&d.join("down.bin")), sha(&src), "{label}");
         assert_eq!(sha(&d.join("local.bin")), sha(&src), "{label}");
         assert!(!d.join("sub").exists(), "{label}: rmdir");
+        // Into a directory, from one (the guessed OPENs dropped).
+        assert_eq!(sha(&d.join("into/src.bin")), sha(&src), "{label}");
+        assert!(!d.join("notafile").exists(), "{label}");
         // No temporary names left behind.
         let left: Vec<_> = std::fs::read_dir(&d)
             .unwrap()

@@ -499,6 +499,41 @@ impl Sftp {
         attrs_of(&body)
     }
 
+    /// STAT `path` (following links) and, in the same round trip, OPEN
+    /// `open` on the guess that the STAT shows it is the file to use (as
+    /// [`First::open`]; the caller uses or discards the handle).
+    pub fn stat_with_open(
+        &mut self,
+        path: &[u8],
+        open: (&[u8], u32, Attrs),
+    ) -> SftpResult<(SftpResult<Attrs>, EarlyOpen)> {
+        let asked = Instant::now();
+        let stat = self.send(&Request::Stat { path })?;
+        let (p, pflags, attrs) = open;
+        let opened = self.send(&Request::Open {
+            path: p,
+            pflags,
+            attrs,
+        })?;
+        let body = self.recv()?;
+        self.note_rtt(asked);
+        let a = match Reply::decode(&body) {
+            Ok(r) if r.id() == Some(stat) => attrs_of(&body),
+            _ => return Err(bad("wrong id")),
+        };
+        let body = self.recv()?;
+        let result = match Reply::decode(&body) {
+            Ok(r) if r.id() == Some(opened) => handle_of(&body),
+            _ => return Err(bad("wrong id")),
+        };
+        let e = EarlyOpen {
+            path: p.to_vec(),
+            created: pflags & pflags::CREAT != 0,
+            result,
+        };
+        Ok((a, e))
+    }
+
     /// FSTAT.
     pub fn fstat(&mut self, handle: &[u8]) -> SftpResult<Attrs> {
         let body = self.call(&Request::Fstat { handle })?;

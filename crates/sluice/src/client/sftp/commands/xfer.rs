@@ -23,15 +23,34 @@ impl Shell {
         let mut matches =
             remote::glob(&mut self.s, &self.cwd, src).map_err(|e| remote_err("get", e))?;
         // A STAT (not a listing's entry): the download need not ask again.
+        // The file is opened in the same round trip, on the guess that it
+        // is one (used below, or dropped).
         let mut stated = false;
+        let mut pre = None;
         if matches.len() == 1 && matches[0].1.is_none() {
-            match self.s.stat(&matches[0].0, true) {
+            let m = matches[0].0.clone();
+            let stat = match self
+                .s
+                .stat_with_open(&m, (&m, sluice_proto::sftp::pflags::READ, Attrs::default()))
+            {
+                Ok((a, e)) => {
+                    pre = Some(e);
+                    a
+                }
+                Err(e) => Err(e),
+            };
+            match stat {
                 Ok(a) => {
                     matches[0].1 = Some(a);
                     stated = true;
                 }
                 Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
-                Err(_) => matches.clear(),
+                Err(_) => {
+                    if let Some(e) = pre.take() {
+                        self.s.discard_early_open(e);
+                    }
+                    matches.clear()
+                }
             }
         }
         if matches.is_empty() {
@@ -73,13 +92,19 @@ impl Shell {
                     println!("Fetching {} to {}", lossy(&m), local.display());
                 }
                 let known = a.filter(|_| stated);
-                transfer::download_stated(&mut self.s, &m, known, &local, &o).map_err(transfer_err)
+                let opened = pre.take().map(|e| e.result);
+                transfer::download_opened(&mut self.s, &m, known, opened, &local, &o)
+                    .map_err(transfer_err)
             };
             match r {
                 Ok(()) => {}
                 Err(Fail::Fatal(f)) => return Err(Fail::Fatal(f)),
                 Err(Fail::Failed) => failed = true,
             }
+        }
+        // Opened on a guess that did not hold (a directory).
+        if let Some(e) = pre.take() {
+            self.s.discard_early_open(e);
         }
         if failed {
             Err(Fail::Failed)
@@ -200,13 +225,33 @@ impl Shell {
             return Err(err(&format!("File \"{}\" not found.", lossy(src))));
         }
         let dst = ops.get(1).map(|d| absolute(&self.cwd, d));
+        // One file to a named destination: the temporary name the upload
+        // would write is opened with the destination's STAT, on the guess
+        // that it is not a directory (used below, or dropped).
+        let guess = match (&dst, locals.as_slice()) {
+            (Some(d), [l]) if !o.resume => transfer::early_temp(l, d),
+            _ => None,
+        };
+        let mut pre = None;
         let dst_dir = match &dst {
             None => true,
-            Some(d) => match self.s.stat(d, true) {
-                Ok(a) => a.permissions.is_some_and(|m| m & 0o170000 == 0o040000),
-                Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
-                Err(_) => false,
-            },
+            Some(d) => {
+                let stat = match &guess {
+                    Some((p, f, a)) => match self.s.stat_with_open(d, (p, *f, a.clone())) {
+                        Ok((st, e)) => {
+                            pre = Some(e);
+                            st
+                        }
+                        Err(e) => Err(e),
+                    },
+                    None => self.s.stat(d, true),
+                };
+                match stat {
+                    Ok(a) => a.permissions.is_some_and(|m| m & 0o170000 == 0o040000),
+                    Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
+                    Err(_) => false,
+                }
+            }
         };
         if locals.len() > 1 && !dst_dir {
             return Err(err(&format!(
@@ -230,13 +275,17 @@ impl Shell {
                 if !self.set.quiet {
                     println!("Uploading {} to {}", l.display(), lossy(&target));
                 }
-                transfer::upload(&mut self.s, &l, &target, &o).map_err(transfer_err)
+                transfer::upload_opened(&mut self.s, &l, &target, &o, pre.take())
+                    .map_err(transfer_err)
             };
             match r {
                 Ok(()) => {}
                 Err(Fail::Fatal(f)) => return Err(Fail::Fatal(f)),
                 Err(Fail::Failed) => failed = true,
             }
+        }
+        if let Some(e) = pre.take() {
+            self.s.discard_early_open(e);
         }
         if failed {
             Err(Fail::Failed)
