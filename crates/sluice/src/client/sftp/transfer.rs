@@ -133,15 +133,13 @@ pub(super) fn temp_beside(target: &[u8], salt: u64) -> Vec<u8> {
     t
 }
 
-/// `temp` if it is a temporary name [`temp_beside`] makes for `target`
-/// (whatever its salt), else an empty name.
-fn temp_beside_of(temp: &[u8], target: &[u8]) -> Vec<u8> {
+/// Whether `temp` is a temporary name [`temp_beside`] makes for `target`
+/// (whatever its salt).
+fn is_temp_beside(temp: &[u8], target: &[u8]) -> bool {
     let unsalted = temp_beside(target, 0);
-    let keep = unsalted.len() - 6;
-    match (temp.get(..keep), unsalted.get(..keep)) {
-        (Some(a), Some(b)) if a == b && temp.len() == unsalted.len() => temp.to_vec(),
-        _ => Vec::new(),
-    }
+    // The salt is the last six characters.
+    let keep = unsalted.len().saturating_sub(6);
+    temp.len() == unsalted.len() && temp.get(..keep) == unsalted.get(..keep)
 }
 
 pub(super) fn salt() -> u64 {
@@ -866,7 +864,7 @@ fn upload_inner(
         // A directory we may not create in (a writable file in /etc):
         // in place after all, as sftp writes.
         let early = pre
-            .take_if(|e| e.result.is_ok() && e.path == temp_beside_of(&e.path, remote))
+            .take_if(|e| e.result.is_ok() && is_temp_beside(&e.path, remote))
             .map(|e| (e.path, e.result));
         let (t, r) = match early {
             Some(x) => x,
@@ -906,6 +904,12 @@ fn upload_inner(
             s.open(&target, flags, attrs).map_err(dest_open)?
         }
     };
+    // A temporary name opened ahead that this upload does not use (it
+    // resumes, or goes to the partial name of a copy in ranges) goes now,
+    // not after the copy.
+    if let Some(e) = pre.take() {
+        s.discard_early_open(e);
+    }
     let skipped: u64 = resume::merge(done.clone()).iter().map(|(a, b)| b - a).sum();
     let mut meter = Meter::new(
         o.progress,
