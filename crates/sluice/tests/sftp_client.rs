@@ -63,6 +63,15 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The names starting with a dot in `d` (temporary names left behind).
+fn hidden(d: &Path) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.as_bytes().starts_with(b"."))
+        .collect()
+}
+
 fn dir(s: &Setup, name: &str) -> PathBuf {
     let d = s.dir.path(name);
     std::fs::create_dir_all(&d).unwrap();
@@ -107,11 +116,7 @@ fn batch_commands_move_files_intact() {
         assert_eq!(sha(&d.join("into/src.bin")), sha(&src), "{label}");
         assert!(!d.join("notafile").exists(), "{label}");
         // No temporary names left behind.
-        let left: Vec<_> = std::fs::read_dir(&d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .filter(|n| n.as_bytes().starts_with(b"."))
-            .collect();
+        let left = hidden(&d);
         assert!(left.is_empty(), "{label}: {left:?}");
     }
 }
@@ -312,12 +317,8 @@ fn scp_up_down_recursive_and_preserve() {
         let o = scp(&[&at(&d.join("into")), d.join("y").to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(1), "{label}");
         assert!(!d.join("y").exists());
-        let hidden: Vec<_> = std::fs::read_dir(&d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .filter(|n| n.as_bytes().starts_with(b"."))
-            .collect();
-        assert!(hidden.is_empty(), "{label}: left behind: {hidden:?}");
+        let left = hidden(&d);
+        assert!(left.is_empty(), "{label}: left behind: {left:?}");
     }
 }
 
