@@ -315,14 +315,13 @@ pub(super) fn order_host_key_algs(
             plain.to_owned()
         }
     };
-    let rank = |a: &String| {
-        let cert = hostkey::cert::plain_sig_alg(a).is_some();
-        match (cert, !cas.is_empty(), keys.contains(&key_type(a))) {
-            (true, true, _) => 0,
-            (_, _, true) if !cert => 1,
-            (false, _, false) => 2,
-            _ => 3,
-        }
+    // Certificates when a CA names the host; known plain types; other
+    // plain types; certificates without a CA.
+    let rank = |a: &String| match hostkey::cert::plain_sig_alg(a) {
+        Some(_) if !cas.is_empty() => 0,
+        None if keys.contains(&key_type(a)) => 1,
+        None => 2,
+        Some(_) => 3,
     };
     let mut order: Vec<String> = default.to_vec();
     // A stable sort keeps `default`'s order within each rank.

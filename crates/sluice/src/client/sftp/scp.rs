@@ -8,7 +8,7 @@
 use super::commands::{put_tree_quiet, Failure};
 use super::many_down::{self, Downloads};
 use super::remote::{self, absolute, basename};
-use super::session::{EarlyOpen, First, Sftp, SftpError};
+use super::session::{EarlyOpen, First, OpenAhead, Sftp, SftpError};
 use super::transfer::{self, os_text, Options, TransferError};
 use super::Link;
 use sluice_proto::sftp::{pflags, Attrs};
@@ -73,13 +73,17 @@ pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -
             transfer::early_temp(l, t)
         }
         (Place::Local(_), [Place::Remote(p)]) if !remote::has_glob(p) && guessable(p) => {
-            Some((p.clone(), pflags::READ, Attrs::default()))
+            Some(OpenAhead {
+                path: p.clone(),
+                flags: pflags::READ,
+                attrs: Attrs::default(),
+            })
         }
         _ => None,
     };
     let first = First {
         stat: early.as_deref(),
-        open: open.as_ref().map(|(p, f, a)| (p.as_slice(), *f, a.clone())),
+        open: open.as_ref(),
     };
     let mut s = match Sftp::init_with(link, first) {
         Ok(s) => s,

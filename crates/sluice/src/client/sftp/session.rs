@@ -114,9 +114,20 @@ pub struct Sftp {
 pub struct First<'a> {
     /// STAT this path (following links).
     pub stat: Option<&'a [u8]>,
-    /// OPEN this path with these flags and attributes, on the guess that
-    /// the STAT will show it is the one to use (a round trip less).
-    pub open: Option<(&'a [u8], u32, Attrs)>,
+    /// OPEN this, on the guess that the STAT will show it is the file to
+    /// use (a round trip less).
+    pub open: Option<&'a OpenAhead>,
+}
+
+/// An OPEN sent on a guess, ahead of the answer that decides it.
+#[derive(Clone)]
+pub struct OpenAhead {
+    /// The path.
+    pub path: Vec<u8>,
+    /// pflags.
+    pub flags: u32,
+    /// The attributes of a file it creates.
+    pub attrs: Attrs,
 }
 
 /// The answer to [`First::open`].
@@ -176,7 +187,7 @@ impl Sftp {
             .peer_version()
             .is_some_and(|v| v.starts_with("SSH-2.0-sluice"));
         let early = match behind_init {
-            true => Some(s.send_first_requests(true, stat, first.open.as_ref())?),
+            true => Some(s.send_first_requests(true, stat, first.open)?),
             false => None,
         };
         let body = s.recv()?;
@@ -211,7 +222,7 @@ impl Sftp {
             Some(ids) => ids,
             None => {
                 let limits = s.has("limits@openssh.com", "1");
-                s.send_first_requests(limits, stat, first.open.as_ref())?
+                s.send_first_requests(limits, stat, first.open)?
             }
         };
         if let Some(id) = ids.limits {
@@ -246,16 +257,8 @@ impl Sftp {
                 _ => return Err(bad("wrong id")),
             });
         }
-        if let (Some(id), Some((path, flags, _))) = (ids.open, first.open) {
-            let body = s.recv()?;
-            s.early_open = Some(EarlyOpen {
-                path: path.to_vec(),
-                created: flags & pflags::CREAT != 0,
-                result: match Reply::decode(&body) {
-                    Ok(r) if r.id() == Some(id) => handle_of(&body),
-                    _ => return Err(bad("wrong id")),
-                },
-            });
+        if let (Some(id), Some(o)) = (ids.open, first.open) {
+            s.early_open = Some(s.recv_open_ahead(id, o)?);
         }
         Ok(s)
     }
@@ -264,6 +267,20 @@ impl Sftp {
     /// takes it owns the handle (and the file it created).
     pub fn take_early_open(&mut self) -> Option<EarlyOpen> {
         self.early_open.take()
+    }
+
+    /// Reads the answer to `o`, sent as request `id`.
+    fn recv_open_ahead(&mut self, id: u32, o: &OpenAhead) -> SftpResult<EarlyOpen> {
+        let body = self.recv()?;
+        let result = match Reply::decode(&body) {
+            Ok(r) if r.id() == Some(id) => handle_of(&body),
+            _ => return Err(bad("wrong id")),
+        };
+        Ok(EarlyOpen {
+            path: o.path.clone(),
+            created: o.flags & pflags::CREAT != 0,
+            result,
+        })
     }
 
     /// Gives up an OPEN that was asked at the start and not used: its
@@ -292,7 +309,7 @@ impl Sftp {
         &mut self,
         limits: bool,
         stat: Option<&[u8]>,
-        open: Option<&(&[u8], u32, Attrs)>,
+        open: Option<&OpenAhead>,
     ) -> SftpResult<FirstIds> {
         let limits = match limits {
             true => Some(self.send(&Request::Extended(Extended::Limits))?),
@@ -304,11 +321,7 @@ impl Sftp {
             None => None,
         };
         let open = match open {
-            Some((path, pflags, attrs)) => Some(self.send(&Request::Open {
-                path,
-                pflags: *pflags,
-                attrs: attrs.clone(),
-            })?),
+            Some(o) => Some(self.send_open_ahead(o)?),
             None => None,
         };
         Ok(FirstIds {
@@ -433,7 +446,8 @@ impl Sftp {
             // Replies to requests sent with `close_unanswered` are dropped.
             let id = body
                 .get(1..5)
-                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                .and_then(|b| b.try_into().ok())
+                .map(u32::from_be_bytes);
             match id.and_then(|id| self.unanswered.iter().position(|&u| u == id)) {
                 Some(i) => {
                     self.unanswered.swap_remove(i);
@@ -505,33 +519,26 @@ impl Sftp {
     pub fn stat_with_open(
         &mut self,
         path: &[u8],
-        open: (&[u8], u32, Attrs),
+        open: &OpenAhead,
     ) -> SftpResult<(SftpResult<Attrs>, EarlyOpen)> {
         let asked = Instant::now();
         let stat = self.send(&Request::Stat { path })?;
-        let (p, pflags, attrs) = open;
-        let opened = self.send(&Request::Open {
-            path: p,
-            pflags,
-            attrs,
-        })?;
+        let opened = self.send_open_ahead(open)?;
         let body = self.recv()?;
         self.note_rtt(asked);
         let a = match Reply::decode(&body) {
             Ok(r) if r.id() == Some(stat) => attrs_of(&body),
             _ => return Err(bad("wrong id")),
         };
-        let body = self.recv()?;
-        let result = match Reply::decode(&body) {
-            Ok(r) if r.id() == Some(opened) => handle_of(&body),
-            _ => return Err(bad("wrong id")),
-        };
-        let e = EarlyOpen {
-            path: p.to_vec(),
-            created: pflags & pflags::CREAT != 0,
-            result,
-        };
-        Ok((a, e))
+        Ok((a, self.recv_open_ahead(opened, open)?))
+    }
+
+    fn send_open_ahead(&mut self, o: &OpenAhead) -> SftpResult<u32> {
+        self.send(&Request::Open {
+            path: &o.path,
+            pflags: o.flags,
+            attrs: o.attrs.clone(),
+        })
     }
 
     /// FSTAT.
@@ -570,12 +577,7 @@ impl Sftp {
     /// answer (a round trip less per download): nothing depends on it,
     /// so the reply is dropped when it comes.
     pub fn close_unanswered(&mut self, handle: &[u8]) -> SftpResult<()> {
-        self.send_unanswered(&Request::Close { handle })
-    }
-
-    /// Sends `req` whose STATUS nobody waits for (dropped when it comes).
-    fn send_unanswered(&mut self, req: &Request<'_>) -> SftpResult<()> {
-        let id = self.send(req)?;
+        let id = self.send(&Request::Close { handle })?;
         self.unanswered.push(id);
         Ok(())
     }

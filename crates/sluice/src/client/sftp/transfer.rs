@@ -15,7 +15,7 @@
 use super::depth::Depth;
 use super::progress::Meter;
 use super::resume::{self, Record};
-use super::session::{self, EarlyOpen, Sftp, SftpError, SftpResult, WriteFromError};
+use super::session::{self, EarlyOpen, OpenAhead, Sftp, SftpError, SftpResult, WriteFromError};
 use sluice_proto::sftp::{pflags, Attrs, Extended, Reply, Request, Status, MAX_HASH_RANGE};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -731,14 +731,16 @@ pub fn upload_opened(
 
 /// The temporary name and OPEN an upload of `local` to `remote` would use
 /// when it goes to a temporary name (see [`upload_opened`]).
-pub fn early_temp(local: &Path, remote: &[u8]) -> Option<(Vec<u8>, u32, Attrs)> {
+pub fn early_temp(local: &Path, remote: &[u8]) -> Option<OpenAhead> {
     let meta = std::fs::metadata(local).ok().filter(|m| m.is_file())?;
-    let attrs = Attrs {
-        permissions: Some(meta.permissions().mode() & 0o777),
-        ..Attrs::default()
-    };
-    let flags = pflags::WRITE | pflags::CREAT | pflags::EXCL;
-    Some((temp_beside(remote, salt()), flags, attrs))
+    Some(OpenAhead {
+        path: temp_beside(remote, salt()),
+        flags: pflags::WRITE | pflags::CREAT | pflags::EXCL,
+        attrs: Attrs {
+            permissions: Some(meta.permissions().mode() & 0o777),
+            ..Attrs::default()
+        },
+    })
 }
 
 fn upload_inner(

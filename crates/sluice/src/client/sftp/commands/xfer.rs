@@ -5,6 +5,7 @@
 use super::*;
 use crate::client::sftp::many_down::{self, Downloads};
 use crate::client::sftp::many_up::{self as many, Uploads};
+use crate::client::sftp::session::OpenAhead;
 
 impl Shell {
     pub(super) fn get(&mut self, args: &[Vec<u8>], resume: bool) -> Done {
@@ -28,11 +29,12 @@ impl Shell {
         let mut stated = false;
         let mut pre = None;
         if matches.len() == 1 && matches[0].1.is_none() {
-            let m = matches[0].0.clone();
-            let stat = match self
-                .s
-                .stat_with_open(&m, (&m, sluice_proto::sftp::pflags::READ, Attrs::default()))
-            {
+            let open = OpenAhead {
+                path: matches[0].0.clone(),
+                flags: sluice_proto::sftp::pflags::READ,
+                attrs: Attrs::default(),
+            };
+            let stat = match self.s.stat_with_open(&open.path, &open) {
                 Ok((a, e)) => {
                     pre = Some(e);
                     a
@@ -237,7 +239,7 @@ impl Shell {
             None => true,
             Some(d) => {
                 let stat = match &guess {
-                    Some((p, f, a)) => match self.s.stat_with_open(d, (p, *f, a.clone())) {
+                    Some(g) => match self.s.stat_with_open(d, g) {
                         Ok((st, e)) => {
                             pre = Some(e);
                             st
