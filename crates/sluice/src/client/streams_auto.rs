@@ -34,12 +34,29 @@ pub fn bdp_and_cap(rtt: Duration) -> (u64, u64) {
     (bdp, socket_cap())
 }
 
+/// How many connections a copy starts with under auto: enough that, with
+/// at most `per_conn` bytes in flight on each (the server's fixed channel
+/// window, or one socket's buffer cap), they cover the bandwidth-delay
+/// product of a path of `rtt` at [`ASSUMED_RATE`]; 1 to [`AUTO_MAX`]. The
+/// steps measured from there decide the rest.
+pub fn start_count(rtt: Duration, per_conn: u64) -> usize {
+    let bdp = ASSUMED_RATE * rtt.as_secs_f64();
+    let n = (bdp / per_conn.max(1) as f64).ceil();
+    (n as usize).clamp(1, AUTO_MAX)
+}
+
+/// What one TCP socket may buffer to send when its size is left to the
+/// kernel (a stock server's): autotuning's maximum.
+pub fn autotune_cap() -> u64 {
+    crate::net::sockbuf::read_sysctl("/proc/sys/net/ipv4/tcp_wmem")
+        .and_then(|v| v.get(2).copied())
+        .unwrap_or(4 << 20)
+}
+
 /// The most one TCP socket may buffer to send: the larger of autotuning's
 /// maximum and twice net.core.wmem_max (what an explicit size reaches).
-fn socket_cap() -> u64 {
-    let auto = crate::net::sockbuf::read_sysctl("/proc/sys/net/ipv4/tcp_wmem")
-        .and_then(|v| v.get(2).copied())
-        .unwrap_or(4 << 20);
+pub fn socket_cap() -> u64 {
+    let auto = autotune_cap();
     let core = crate::net::sockbuf::read_sysctl("/proc/sys/net/core/wmem_max")
         .and_then(|v| v.first().copied())
         .unwrap_or(208 << 10);
@@ -239,6 +256,17 @@ mod tests {
             steps,
             vec![Wait, Wait, Wait, Wait, Add(1), Wait, GiveBack(1)]
         );
+    }
+
+    #[test]
+    fn starts_with_enough_windows_for_the_path() {
+        let ms = Duration::from_millis;
+        // A stock sshd's 2 MiB window at 100 ms: 12.5 MB needs 6.
+        assert_eq!(start_count(ms(100), 2 << 20), 6);
+        // One 8 MiB socket covers 50 ms; 240 ms needs more than auto opens.
+        assert_eq!(start_count(ms(50), 8 << 20), 1);
+        assert_eq!(start_count(ms(240), 2 << 20), AUTO_MAX);
+        assert_eq!(start_count(ms(0), 0), 1);
     }
 
     #[test]

@@ -55,6 +55,8 @@ struct Queues {
     max_packet: u32,
     /// The server's SSH identification line, once the end is attached.
     peer: Option<String>,
+    /// The largest window the server has granted on the channel.
+    peer_window: u32,
 }
 
 struct Shared {
@@ -180,6 +182,13 @@ impl Link {
         }
     }
 
+    /// The largest window the server has granted on the channel so far (0
+    /// before any): what one connection may have in flight toward a server
+    /// that keeps its window at that size, as OpenSSH's sshd does.
+    pub fn peer_window(&self) -> u32 {
+        self.0.lock().peer_window
+    }
+
     /// Nothing more will be sent: the channel's EOF follows the last byte.
     pub fn finish(&self) {
         self.0.lock().out_done = true;
@@ -214,6 +223,10 @@ impl ChannelEndpoint for SftpChannel {
     fn on_attach(&mut self, peer_version: &str) {
         self.shared.lock().peer = Some(peer_version.to_owned());
         self.shared.cv.notify_all();
+    }
+
+    fn on_peer_window(&mut self, window: u32) {
+        self.shared.lock().peer_window = window;
     }
 
     fn on_data(&mut self, ext: Ext, data: &[u8]) -> usize {

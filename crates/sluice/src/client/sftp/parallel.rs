@@ -109,6 +109,8 @@ struct State {
     settled: bool,
     /// The run is over: workers end their sessions.
     closed: bool,
+    /// Auto's first step was taken ([`Parallel::start_auto`]).
+    auto_started: bool,
 }
 
 /// One file being copied in ranges.
@@ -311,6 +313,9 @@ impl Parallel {
             }
         }
         self.shared.cv.notify_all();
+        if self.shared.streams == Streams::Auto {
+            self.start_auto(s, up);
+        }
         self.grow();
         // This connection takes ranges too, with the handle it has.
         let mut open: Open = Some((copy.clone(), handle.to_vec()));
@@ -360,6 +365,44 @@ impl Parallel {
         }
     }
 
+    /// `Streams auto`'s first step, once per run: as many connections as
+    /// the path needs when each carries what one may have in flight
+    /// (streams_auto::start_count): toward sluiced, whose windows follow
+    /// the path, one socket's buffer cap; toward another server, its
+    /// channel window for an upload (a stock sshd keeps it at 2 MiB: 20
+    /// MB/s per connection at 100 ms) and what autotuning lets its socket
+    /// buffer for a download. Measured steps go on from there: ramping up
+    /// from one connection cost seconds of a copy (each step waits for its
+    /// connections' rate to settle).
+    fn start_auto(&self, s: &Sftp, up: bool) {
+        use crate::client::streams_auto::{autotune_cap, socket_cap, start_count};
+        let Some(rtt) = s.rtt else { return };
+        let mut st = self.shared.lock();
+        if st.auto_started || st.settled || st.closed {
+            return;
+        }
+        st.auto_started = true;
+        let sluiced = s.has("sha256-range@sluice.dev", "1");
+        let (per_conn, what) = match (sluiced, up) {
+            (true, _) => (socket_cap(), "one socket's buffer cap"),
+            (false, true) if s.peer_window() > 0 => (
+                u64::from(s.peer_window()).min(socket_cap()),
+                "the server's channel window",
+            ),
+            (false, _) => (autotune_cap(), "the server's autotuned socket buffer"),
+        };
+        let n = start_count(rtt, per_conn);
+        crate::log!(
+            Debug1,
+            "Streams auto: round trip {rtt:?}, {} in flight per connection ({what}): starting with {n}",
+            crate::net::sockbuf::human(per_conn)
+        );
+        let add = n.saturating_sub(1 + st.live + st.starting);
+        for _ in 0..add {
+            self.spawn(&mut st);
+        }
+    }
+
     /// Opens connections: all of `Streams N` at once; for auto, the next
     /// one when the rate says so (called often, cheap).
     fn grow(&self) {
@@ -376,8 +419,9 @@ impl Parallel {
                     n.saturating_sub(1 + st.live + st.starting)
                 );
                 while 1 + st.live + st.starting < n {
-                    st.starting += 1;
-                    self.spawn();
+                    if !self.spawn(&mut st) {
+                        break;
+                    }
                 }
                 st.settled = true;
             }
@@ -413,16 +457,18 @@ impl Parallel {
             }
             Step::Settle => st.settled = true,
             Step::Add(add) => {
-                st.starting += add;
                 for _ in 0..add {
-                    self.spawn();
+                    self.spawn(&mut st);
                 }
             }
         }
     }
 
-    /// Starts one extra connection on its own threads.
-    fn spawn(&self) {
+    /// Starts one extra connection on its own threads, counted in
+    /// `st.starting` (the caller holds the state's lock); false if no
+    /// thread could be made.
+    fn spawn(&self, st: &mut State) -> bool {
+        st.starting += 1;
         let sh = self.shared.clone();
         let started = std::thread::Builder::new()
             .name("sftp-stream".into())
@@ -443,8 +489,10 @@ impl Parallel {
             });
         if let Err(e) = started {
             crate::log!(Debug1, "Streams: no thread for a connection: {e}");
-            self.shared.lock().starting -= 1;
+            st.starting -= 1;
+            return false;
         }
+        true
     }
 }
 

@@ -372,6 +372,13 @@ impl Sftp {
         );
     }
 
+    /// The largest window the server has granted on the channel so far:
+    /// the most it lets be in flight if it never grows it (OpenSSH's sshd:
+    /// 2 MiB).
+    pub fn peer_window(&self) -> u32 {
+        self.link.peer_window()
+    }
+
     /// Whether the server announced extension `name` at version `ver`.
     pub fn has(&self, name: &str, ver: &str) -> bool {
         self.extensions

@@ -49,6 +49,8 @@ pub struct ChanIo {
     sink_failed: bool,
     /// Our receive window as last logged.
     pub(crate) recv_window: u32,
+    /// The largest send window the in-process end was told of.
+    peer_window: u32,
 }
 
 impl std::fmt::Debug for ChanIo {
@@ -150,6 +152,18 @@ impl ChanIo {
     /// it if ours, so a command writing to it gets SIGPIPE.
     pub fn close_source(&mut self) {
         self.outgoing[DATA] = None;
+    }
+
+    /// Tells the in-process end when the peer's window (`send_window` now)
+    /// is the largest yet ([`ChannelEndpoint::on_peer_window`]).
+    pub(crate) fn note_peer_window(&mut self, send_window: u32) {
+        if send_window <= self.peer_window {
+            return;
+        }
+        self.peer_window = send_window;
+        if let Some(ep) = self.endpoint.as_mut() {
+            ep.get().on_peer_window(send_window);
+        }
     }
 
     /// The channel has an in-process end.

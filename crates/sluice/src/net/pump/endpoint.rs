@@ -53,6 +53,11 @@ pub trait ChannelEndpoint {
     /// that identified as `peer_version` (its SSH identification line).
     fn on_attach(&mut self, _peer_version: &str) {}
 
+    /// The peer's window for this channel reached `window` bytes, the most
+    /// it has let us send at once so far (a stock sshd grants 2 MiB to a
+    /// session and never more: what one connection may have in flight).
+    fn on_peer_window(&mut self, _window: u32) {}
+
     /// The peer sent `data` on stream `ext`. Returns how many bytes from the
     /// front were taken (at most `data.len()`); the rest is offered again
     /// later, and the peer's window reopens only by what was taken.

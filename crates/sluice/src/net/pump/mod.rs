@@ -324,6 +324,11 @@ impl Pump {
         'channels: for id in self.fds.ids() {
             if let Some(io) = self.fds.get_mut(id) {
                 io.rearm();
+                if io.is_in_process() {
+                    if let Some(info) = conn.channel_info(id) {
+                        io.note_peer_window(info.send_window);
+                    }
+                }
             }
             for ext in Ext::BOTH {
                 loop {

@@ -27,9 +27,16 @@ struct Source {
     received: Arc<AtomicU64>,
     mismatches: Arc<AtomicU64>,
     peer_eof: bool,
+    /// The largest window the pump said the peer granted.
+    peer_window: Arc<AtomicU64>,
 }
 
 impl ChannelEndpoint for Source {
+    fn on_peer_window(&mut self, window: u32) {
+        let was = self.peer_window.swap(u64::from(window), Ordering::Relaxed);
+        assert!(u64::from(window) > was, "told of a window no larger");
+    }
+
     fn on_data(&mut self, ext: Ext, data: &[u8]) -> usize {
         assert_eq!(ext, Ext::Data);
         let at = self.received.load(Ordering::Relaxed);
@@ -267,6 +274,7 @@ struct Counters {
     mismatches: Arc<AtomicU64>,
     taken: Arc<AtomicU64>,
     closed: Arc<AtomicUsize>,
+    peer_window: Arc<AtomicU64>,
 }
 
 fn ends(total: u64, limit: Option<u64>) -> (Counters, Source, Echo) {
@@ -276,6 +284,7 @@ fn ends(total: u64, limit: Option<u64>) -> (Counters, Source, Echo) {
         mismatches: Arc::default(),
         taken: Arc::default(),
         closed: Arc::default(),
+        peer_window: Arc::default(),
     };
     let source = Source {
         total,
@@ -283,6 +292,7 @@ fn ends(total: u64, limit: Option<u64>) -> (Counters, Source, Echo) {
         received: c.received.clone(),
         mismatches: c.mismatches.clone(),
         peer_eof: false,
+        peer_window: c.peer_window.clone(),
     };
     let echo = Echo {
         buf: VecDeque::with_capacity(ECHO_BUF),
@@ -322,6 +332,11 @@ fn in_process_ends_echo_megabytes_with_eof_and_close_both_ways() {
         1,
         "the echo end heard of the close"
     );
+    // The sending end heard of the server's window (at least its first
+    // grant, which a 6 MiB stream outruns).
+    let w = c.peer_window.load(Ordering::Relaxed);
+    let first = u64::from(sluice_proto::Config::default().window);
+    assert!(w >= first, "peer window told: {w}, first grant {first}");
 }
 
 #[test]
