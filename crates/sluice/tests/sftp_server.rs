@@ -461,3 +461,79 @@ fn close_rename_moves_only_files_whose_writes_all_landed() {
     assert_eq!(status(7), (7, Status::FAILURE.0));
     still_serving(&s, &server);
 }
+
+/// open-as@sluice.dev (PROTOCOL.md): requests on the handle the client
+/// names go right behind the open; a handle outside the client's space or
+/// in use is refused before anything is created, and WRITEs behind a
+/// refused open reach no file.
+#[test]
+fn open_as_takes_writes_behind_it_and_refuses_foreign_handles() {
+    use sluice_proto::sftp::pflags;
+    let s = Setup::new("sftp-open-as");
+    let server = start_sftp(&s, "internal-sftp", "");
+    let p = |n: &str| s.dir.path(n).to_str().unwrap().as_bytes().to_vec();
+    let (up, other, clash) = (p("up"), p("other"), p("clash"));
+    let create = pflags::WRITE | pflags::CREAT | pflags::TRUNC;
+    let open_as = |handle: &[u8], path: &[u8], id: u32, out: &mut Vec<u8>| {
+        Request::Extended(Extended::OpenAs {
+            handle,
+            path,
+            pflags: create,
+            attrs: Default::default(),
+        })
+        .encode(id, out)
+    };
+    let write = |handle: &[u8], offset: u64, data: &[u8], id: u32, out: &mut Vec<u8>| {
+        Request::Write {
+            handle,
+            offset,
+            data,
+        }
+        .encode(id, out)
+    };
+    let named = [0x80u8, 0, 0, 7];
+    let mut input = init();
+    open_as(&named, &up, 1, &mut input);
+    write(&named, 0, b"hello ", 2, &mut input);
+    write(&named, 6, b"world", 3, &mut input);
+    // In use: refused, "clash" not created; the first file untouched.
+    open_as(&named, &clash, 4, &mut input);
+    Request::Close { handle: &named }.encode(5, &mut input);
+    // Not the client's space (a handle sluiced makes itself): refused.
+    open_as(&[0, 0, 0, 1], &other, 6, &mut input);
+    // A refused open (no such directory): its WRITE fails.
+    let missing = p("no/such/dir");
+    open_as(&[0x80, 0, 0, 8], &missing, 7, &mut input);
+    write(&[0x80, 0, 0, 8], 0, b"lost", 8, &mut input);
+    let (out, code) = raw_session(&s, &server, &input);
+    assert_eq!(code, Some(0));
+    let r = replies(&out);
+    let status = |i: usize| (r[i].1, status_code(&r[i].2));
+    assert_eq!(r.len(), 9, "{r:?}");
+    for i in 1..=3 {
+        assert_eq!(status(i), (i as u32, Status::OK.0));
+    }
+    assert_eq!(status(4), (4, Status::FAILURE.0));
+    assert_eq!(status(5), (5, Status::OK.0));
+    assert_eq!(status(6), (6, Status::BAD_MESSAGE.0));
+    assert_eq!(status(7).0, 7);
+    assert_ne!(status(7).1, Status::OK.0);
+    assert_eq!(status(8), (8, Status::FAILURE.0));
+    assert_eq!(std::fs::read(s.dir.path("up")).unwrap(), b"hello world");
+    assert!(
+        !s.dir.path("clash").exists(),
+        "created for a refused handle"
+    );
+    assert!(!s.dir.path("other").exists());
+    still_serving(&s, &server);
+    // Read-only: an open-as that writes is refused like OPEN.
+    let s2 = Setup::new("sftp-open-as-ro");
+    let ro = start_sftp(&s2, "internal-sftp", "ForceCommand internal-sftp -R");
+    let ro_path = s2.dir.path("ro").to_str().unwrap().as_bytes().to_vec();
+    let mut input = init();
+    open_as(&named, &ro_path, 1, &mut input);
+    let (out, _) = raw_session(&s2, &ro, &input);
+    let r = replies(&out);
+    assert_eq!(status_code(&r[1].2), Status::PERMISSION_DENIED.0, "{r:?}");
+    assert!(!s2.dir.path("ro").exists());
+}

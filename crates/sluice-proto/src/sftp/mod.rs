@@ -22,7 +22,9 @@ pub mod response;
 pub use attrs::Attrs;
 pub use deframe::Deframer;
 pub use reply::NameEntry;
-pub use request::{Extended, Request, EXTENSIONS, MAX_HASH_RANGE};
+pub use request::{
+    is_open_as_handle, Extended, Request, EXTENSIONS, MAX_HASH_RANGE, OPEN_AS_LEN, OPEN_AS_SPACE,
+};
 pub use response::Reply;
 
 use crate::wire::WireError;

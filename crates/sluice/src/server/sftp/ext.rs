@@ -161,6 +161,18 @@ pub(super) fn answer(
             std::fs::rename(files::path(&f.path), files::path(to)).map_err(st)?;
             reply::status(out, id, Status::OK, "");
         }
+        Extended::OpenAs {
+            handle,
+            path,
+            pflags,
+            attrs,
+        } => {
+            // Checked first: nothing is created for a handle refused.
+            let hid = s.client_handle(handle)?;
+            let h = s.open_file(path, pflags, &attrs)?;
+            s.insert_handle(hid, h);
+            reply::status(out, id, Status::OK, "");
+        }
         Extended::Sha256Range { path, offset, len } => {
             let (n, hash) = sha256_range(path, offset, len)?;
             reply::extended(out, id, |w| {

@@ -11,7 +11,10 @@ use super::endpoint::{Queues, Shared, REPLY_QUEUE_BYTES};
 use super::files::{self, Names};
 use super::{ext, Options};
 use crate::log::Level;
-use sluice_proto::sftp::{pflags, reply, DecodeError, Request, Status, EXTENSIONS, MAX_READ_WRITE};
+use sluice_proto::sftp::{
+    is_open_as_handle, pflags, reply, Attrs, DecodeError, Request, Status, EXTENSIONS,
+    MAX_READ_WRITE, OPEN_AS_SPACE,
+};
 use std::collections::HashMap;
 use std::fs::{File, ReadDir};
 use std::os::unix::fs::FileExt;
@@ -232,7 +235,58 @@ impl Server {
         Ok(h)
     }
 
-    /// A handle for `h`, or None when the table is full.
+    /// OPEN's work: the file `path` opened with `fl` (creating it with
+    /// `attrs`), logged as sftp-server does.
+    pub(super) fn open_file(
+        &mut self,
+        path: &[u8],
+        fl: u32,
+        attrs: &Attrs,
+    ) -> Result<Handle, Status> {
+        let file = files::open(path, fl, attrs).map_err(|e| files::status_of(&e))?;
+        self.log(&format!(
+            "open \"{}\" flags {} mode 0{:o}",
+            files::show(path),
+            flag_names(fl),
+            attrs.permissions.unwrap_or(0o666) & 0o7777
+        ));
+        if fl & pflags::WRITE == 0 {
+            files::advise_sequential(&file);
+        }
+        Ok(Handle::File(OpenFile {
+            file,
+            path: path.to_vec(),
+            read: 0,
+            written: 0,
+            failed: false,
+        }))
+    }
+
+    /// The handle the client names for an open-as@sluice.dev, checked
+    /// before anything is opened: one of the client's space
+    /// ([`is_open_as_handle`]), not in use, and within the handle limit.
+    pub(super) fn client_handle(&self, name: &[u8]) -> Result<u32, Status> {
+        let id = match name.first_chunk::<4>() {
+            Some(b) if is_open_as_handle(name) => u32::from_be_bytes(*b),
+            _ => return Err(Status::BAD_MESSAGE),
+        };
+        if self.handles.len() >= self.max_handles {
+            return Err(self.too_many());
+        }
+        if self.handles.contains_key(&id) {
+            crate::log!(Debug1, "sftp: open-as: handle {id:#x} is in use");
+            return Err(Status::FAILURE);
+        }
+        Ok(id)
+    }
+
+    /// Keeps `h` under `id` from [`Server::client_handle`].
+    pub(super) fn insert_handle(&mut self, id: u32, h: Handle) {
+        self.handles.insert(id, h);
+    }
+
+    /// A handle for `h`, or None when the table is full. Ours never have
+    /// the top bit set: those are the client's to name (open-as).
     fn new_handle(&mut self, h: Handle) -> Option<[u8; 4]> {
         if self.handles.len() >= self.max_handles {
             return None;
@@ -240,6 +294,10 @@ impl Server {
         loop {
             let id = self.next_handle;
             self.next_handle = self.next_handle.wrapping_add(1);
+            if id == 0 || id & (u32::from(OPEN_AS_SPACE) << 24) != 0 {
+                self.next_handle = 1;
+                continue;
+            }
             if let std::collections::hash_map::Entry::Vacant(e) = self.handles.entry(id) {
                 e.insert(h);
                 return Some(id.to_be_bytes());
@@ -314,23 +372,7 @@ impl Server {
                 pflags: fl,
                 attrs,
             } => {
-                let file = files::open(path, fl, &attrs).map_err(st)?;
-                self.log(&format!(
-                    "open \"{}\" flags {} mode 0{:o}",
-                    files::show(path),
-                    flag_names(fl),
-                    attrs.permissions.unwrap_or(0o666) & 0o7777
-                ));
-                if fl & pflags::WRITE == 0 {
-                    files::advise_sequential(&file);
-                }
-                let h = Handle::File(OpenFile {
-                    file,
-                    path: path.to_vec(),
-                    read: 0,
-                    written: 0,
-                    failed: false,
-                });
+                let h = self.open_file(path, fl, &attrs)?;
                 let h = self.new_handle(h).ok_or_else(|| self.too_many())?;
                 reply::handle(out, id, &h);
             }
@@ -517,15 +559,18 @@ fn writes(req: &Request<'_>) -> bool {
         | Request::Rmdir { .. }
         | Request::Rename { .. }
         | Request::Symlink { .. } => true,
-        Request::Extended(e) => matches!(
-            e,
-            E::PosixRename { .. }
-                | E::Hardlink { .. }
-                | E::Fsync { .. }
-                | E::Lsetstat { .. }
-                | E::CopyData { .. }
-                | E::CloseRename { .. }
-        ),
+        Request::Extended(e) => {
+            matches!(
+                e,
+                E::PosixRename { .. }
+                    | E::Hardlink { .. }
+                    | E::Fsync { .. }
+                    | E::Lsetstat { .. }
+                    | E::CopyData { .. }
+                    | E::CloseRename { .. }
+            ) || matches!(e, E::OpenAs { pflags: f, .. }
+            if f & (pflags::WRITE | pflags::APPEND | pflags::CREAT | pflags::TRUNC) != 0)
+        }
         _ => false,
     }
 }
