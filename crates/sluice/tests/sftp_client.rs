@@ -317,6 +317,27 @@ fn scp_up_down_recursive_and_preserve() {
         let o = scp(&[&at(&d.join("into")), d.join("y").to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(1), "{label}");
         assert!(!d.join("y").exists());
+        // Files shorter than what goes behind an open-as (sluiced), and
+        // empty ones, land whole; -v says when the handle was ours.
+        for (name, len) in [("short", 6), ("empty", 0)] {
+            std::fs::write(d.join(name), data(len, 9)).unwrap();
+            let mut c = Command::new(SCP);
+            ssh_opts(&mut c, &s, &server);
+            c.args([
+                "-v",
+                d.join(name).to_str().unwrap(),
+                &at(&d.join(format!("{name}.up"))),
+            ]);
+            let o = run(c, b"", 120);
+            ok(o.clone());
+            let named = text(&o.stderr).contains("opened under a handle we named");
+            assert_eq!(named, label == "sluiced", "{label}: {}", text(&o.stderr));
+            assert_eq!(
+                sha(&d.join(format!("{name}.up"))),
+                sha(&d.join(name)),
+                "{label}"
+            );
+        }
         let left = hidden(&d);
         assert!(left.is_empty(), "{label}: left behind: {left:?}");
     }

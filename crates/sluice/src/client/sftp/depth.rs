@@ -23,6 +23,9 @@ pub const START: usize = 64;
 /// 255 KiB), a 1 Gbit/s path of over a second's round trip.
 pub const MAX_IN_FLIGHT: u64 = 128 << 20;
 
+/// The fewest requests [`Depth::within`] leaves in flight.
+const MIN_WITHIN: u64 = 8;
+
 /// The shortest period measured, so a loopback RTT does not make every
 /// reply a decision.
 const MIN_PERIOD: Duration = Duration::from_millis(20);
@@ -64,6 +67,19 @@ impl Depth {
     /// Requests to keep in flight now.
     pub fn get(&self) -> usize {
         self.n
+    }
+
+    /// Requests to keep in flight when at most `bytes` can be on the way
+    /// at once (0: no such bound). A server that keeps its channel window
+    /// fixed (sshd's 2 MiB) takes no more than that per round trip, and
+    /// WRITEs past a few windows only wait in our queue: in a copy in
+    /// ranges they are what each connection must still drain once the
+    /// ranges run out. A fixed count (`-R`) is kept as asked.
+    pub fn within(&self, bytes: u64) -> usize {
+        if bytes == 0 || self.rtt.is_none() {
+            return self.n;
+        }
+        self.n.min((bytes / self.len).max(MIN_WITHIN) as usize)
     }
 
     /// A reply delivered `bytes` of payload (written or read).
@@ -159,6 +175,18 @@ mod tests {
         // Small requests: the count grows, the bytes stay bounded.
         let d = Depth::new(0, 512, None);
         assert_eq!(d.max as u64 * 512, MAX_IN_FLIGHT);
+    }
+
+    #[test]
+    fn within_a_fixed_window() {
+        let rtt = Some(Duration::from_millis(100));
+        let d = Depth::new(0, LEN, rtt);
+        // Four 2 MiB windows: 32 requests of 255 KiB, not 64.
+        assert_eq!(d.within(4 * (2 << 20)), 32);
+        assert_eq!(d.within(0), START);
+        assert_eq!(d.within(1), MIN_WITHIN as usize);
+        // -R is kept.
+        assert_eq!(Depth::new(100, LEN, rtt).within(1 << 20), 100);
     }
 
     #[test]

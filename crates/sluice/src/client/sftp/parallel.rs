@@ -651,6 +651,7 @@ impl Shared {
                 &h,
                 file,
                 first,
+                &[],
                 local,
                 remote,
                 o,
@@ -661,7 +662,19 @@ impl Shared {
             .map(|_| ())
         } else {
             // An exact span fails on an early EOF: the file shrank.
-            transfer::fetch(s, &h, remote, file, first, local, o, &mut more, &mut tally).map(|_| ())
+            transfer::fetch(
+                s,
+                &h,
+                remote,
+                file,
+                first,
+                &[],
+                local,
+                o,
+                &mut more,
+                &mut tally,
+            )
+            .map(|_| ())
         }
     }
 

@@ -8,7 +8,7 @@
 use super::commands::{put_tree_quiet, Failure};
 use super::many_down::{self, Downloads};
 use super::remote::{self, absolute, basename};
-use super::session::{EarlyOpen, First, OpenAhead, Sftp, SftpError};
+use super::session::{Behind, EarlyOpen, First, OpenAhead, Sftp, SftpError};
 use super::transfer::{self, os_text, Options, TransferError};
 use super::Link;
 use sluice_proto::sftp::{pflags, Attrs};
@@ -81,9 +81,25 @@ pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -
         }
         _ => None,
     };
+    // The file's first bytes go (an upload) or are asked for (a download)
+    // right behind that open where the server takes a handle we name
+    // (sluiced), unless -l paces every byte or -B sizes the requests.
+    let plain = set.transfer.limit.is_none() && set.transfer.buffer == 0;
+    let local = match (&target, sources.as_slice()) {
+        (Place::Remote(_), [Place::Local(l)]) if plain && open.is_some() => {
+            std::fs::File::open(l).ok()
+        }
+        _ => None,
+    };
+    let behind = match (&local, &target) {
+        (Some(f), _) => Behind::Write(f),
+        (None, Place::Local(_)) if plain && !set.transfer.resume && open.is_some() => Behind::Read,
+        _ => Behind::Nothing,
+    };
     let first = First {
         stat: early.as_deref(),
         open: open.as_ref(),
+        behind,
     };
     let mut s = match Sftp::init_with(link, first) {
         Ok(s) => s,
@@ -201,7 +217,7 @@ fn download(
                 Ok(false)
             } else {
                 // The OPEN asked ahead, if it was of this very file.
-                let opened = pre.take_if(|e| stated && e.path == m).map(|e| e.result);
+                let opened = pre.take_if(|e| stated && e.path == m);
                 copy_down(s, &m, a.filter(|_| stated), opened, &local, &set.transfer)
             };
             ok &= r?;
@@ -214,7 +230,7 @@ fn copy_down(
     s: &mut Sftp,
     m: &[u8],
     stated: Option<Attrs>,
-    opened: Option<super::session::SftpResult<Vec<u8>>>,
+    opened: Option<EarlyOpen>,
     local: &Path,
     o: &Options,
 ) -> Result<bool, String> {

@@ -6,7 +6,9 @@
 
 use super::channel::Link;
 use sluice_proto::sftp::response::{self, Limits};
-use sluice_proto::sftp::{pflags, Attrs, Extended, NameEntry, Reply, Request, Status};
+use sluice_proto::sftp::{
+    pflags, Attrs, Extended, NameEntry, Reply, Request, Status, MAX_READ_WRITE,
+};
 use std::time::{Duration, Instant};
 
 /// Why a request failed.
@@ -75,12 +77,39 @@ pub enum WriteFromError {
 }
 
 /// The ids of the session's first requests.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct FirstIds {
     limits: Option<u32>,
     cwd: u32,
     stat: Option<u32>,
     open: Option<u32>,
+    /// The OPEN went as open-as@sluice.dev naming this handle, with
+    /// these WRITEs or READs behind it.
+    open_as: Option<[u8; 4]>,
+    sent: Vec<InFlight>,
+}
+
+/// A WRITE (or READ) sent and not yet answered: id, offset, length.
+pub type InFlight = (u32, u64, usize);
+
+/// A file's first bytes written (or read) right behind its
+/// open-as@sluice.dev: they go a round trip before the handle could be
+/// known. TCP's first round trips carry little more anyway; the rest
+/// follows once the answers are in. Wasted when the guess behind the open
+/// was wrong (an upload's file is then removed).
+const AHEAD_BYTES: u64 = 1 << 20;
+
+/// What goes right behind an OPEN ahead, where the server takes a handle
+/// named by the client (sluiced: open-as@sluice.dev).
+#[derive(Clone, Copy, Default)]
+pub enum Behind<'a> {
+    /// Nothing: a plain OPEN.
+    #[default]
+    Nothing,
+    /// An upload: WRITEs of this local file's first bytes.
+    Write(&'a std::fs::File),
+    /// A download: READs of the file's first bytes.
+    Read,
 }
 
 /// The session: the channel, request ids and what the server offers.
@@ -106,6 +135,15 @@ pub struct Sftp {
     unanswered: Vec<u32>,
     /// The OPEN asked at the start ([`First::open`]), until taken.
     early_open: Option<EarlyOpen>,
+    /// The last handle named with open-as@sluice.dev (counted up in the
+    /// client's space).
+    open_as: u32,
+    /// WRITEs sent behind an open ahead whose handle was granted, until
+    /// their transfer takes them ([`Sftp::take_sent_ahead`]): replies to
+    /// them that come first (the caller asks something else in between)
+    /// are kept here rather than handed to that caller.
+    ahead: Vec<u32>,
+    ahead_done: Vec<(u32, Vec<u8>)>,
 }
 
 /// What the session asks with its first requests, besides the limits and
@@ -117,6 +155,11 @@ pub struct First<'a> {
     /// OPEN this, on the guess that the STAT will show it is the file to
     /// use (a round trip less).
     pub open: Option<&'a OpenAhead>,
+    /// The WRITEs or READs that go right behind that open, where the
+    /// server takes a handle named by the client (sluiced:
+    /// open-as@sluice.dev); another round trip less. Only toward a sluiced
+    /// (sent before VERSION says what it offers).
+    pub behind: Behind<'a>,
 }
 
 /// An OPEN sent on a guess, ahead of the answer that decides it.
@@ -138,6 +181,10 @@ pub struct EarlyOpen {
     pub created: bool,
     /// The handle, or the server's refusal.
     pub result: SftpResult<Vec<u8>>,
+    /// WRITEs or READs of the file's first bytes sent behind the open
+    /// and not yet taken ([`First::behind`]): the taker reads their answers
+    /// ([`Sftp::take_sent_ahead`]).
+    pub sent: Vec<InFlight>,
 }
 
 impl Sftp {
@@ -152,7 +199,13 @@ impl Sftp {
     /// knows its destination (or source) before the session starts: a
     /// round trip less per run.
     pub fn init_with_stat(link: Link, stat: Option<&[u8]>) -> SftpResult<Sftp> {
-        Sftp::init_with(link, First { stat, open: None })
+        Sftp::init_with(
+            link,
+            First {
+                stat,
+                ..First::default()
+            },
+        )
     }
 
     /// [`Sftp::init_with_stat`], with an OPEN too ([`First`]); its answer
@@ -171,6 +224,9 @@ impl Sftp {
             early_stat: None,
             unanswered: Vec::new(),
             early_open: None,
+            open_as: 0,
+            ahead: Vec::new(),
+            ahead_done: Vec::new(),
         };
         let init = Request::Init {
             version: sluice_proto::sftp::VERSION,
@@ -187,7 +243,7 @@ impl Sftp {
             .peer_version()
             .is_some_and(|v| v.starts_with("SSH-2.0-sluice"));
         let early = match behind_init {
-            true => Some(s.send_first_requests(true, stat, first.open)?),
+            true => Some(s.send_first_requests(true, stat, first.open, first.behind)?),
             false => None,
         };
         let body = s.recv()?;
@@ -218,11 +274,12 @@ impl Sftp {
         // Otherwise the limits and the start directory in one round trip:
         // both are asked at once and answered in order (ids checked).
         let asked = Instant::now();
+        let was_early = early.is_some();
         let ids = match early {
             Some(ids) => ids,
             None => {
                 let limits = s.has("limits@openssh.com", "1");
-                s.send_first_requests(limits, stat, first.open)?
+                s.send_first_requests(limits, stat, first.open, Behind::Nothing)?
             }
         };
         if let Some(id) = ids.limits {
@@ -233,7 +290,7 @@ impl Sftp {
                     s.apply_limits(&l);
                 }
                 // Asked before VERSION of a server without the extension.
-                Ok(Reply::Status { id: got, .. }) if got == id && early.is_some() => {
+                Ok(Reply::Status { id: got, .. }) if got == id && was_early => {
                     crate::log!(Debug2, "Server has no limits@openssh.com");
                 }
                 Ok(Reply::Status { id: got, code, .. }) if got == id => {
@@ -243,7 +300,7 @@ impl Sftp {
             }
         }
         let body = s.recv()?;
-        if early.is_none() {
+        if !was_early {
             s.note_rtt(asked);
         }
         s.start_dir = Some(match Reply::decode(&body) {
@@ -258,7 +315,7 @@ impl Sftp {
             });
         }
         if let (Some(id), Some(o)) = (ids.open, first.open) {
-            s.early_open = Some(s.recv_open_ahead(id, o)?);
+            s.early_open = Some(s.recv_open_ahead(id, o, ids.open_as, ids.sent)?);
         }
         Ok(s)
     }
@@ -269,17 +326,49 @@ impl Sftp {
         self.early_open.take()
     }
 
-    /// Reads the answer to `o`, sent as request `id`.
-    fn recv_open_ahead(&mut self, id: u32, o: &OpenAhead) -> SftpResult<EarlyOpen> {
+    /// Reads the answer to `o`, sent as request `id` (as open-as naming
+    /// `open_as`, with `sent` behind it).
+    fn recv_open_ahead(
+        &mut self,
+        id: u32,
+        o: &OpenAhead,
+        open_as: Option<[u8; 4]>,
+        mut sent: Vec<InFlight>,
+    ) -> SftpResult<EarlyOpen> {
         let body = self.recv()?;
-        let result = match Reply::decode(&body) {
-            Ok(r) if r.id() == Some(id) => handle_of(&body),
+        let result = match (Reply::decode(&body), open_as) {
+            (Ok(r), Some(h)) if r.id() == Some(id) => status_of(&body).map(|()| h.to_vec()),
+            (Ok(r), None) if r.id() == Some(id) => handle_of(&body),
             _ => return Err(bad("wrong id")),
         };
+        match &result {
+            // Nothing was opened under the handle: what went behind it
+            // fails (an older sluiced without open-as, or a refused open).
+            Err(e) => {
+                crate::log!(
+                    Debug2,
+                    "open ahead of \"{}\": {e}",
+                    String::from_utf8_lossy(&o.path)
+                );
+                self.unanswered.extend(sent.drain(..).map(|(id, _, _)| id));
+            }
+            Ok(_) => {
+                if open_as.is_some() {
+                    crate::log!(
+                        Debug1,
+                        "sftp: \"{}\" opened under a handle we named (open-as), {} bytes' WRITEs or READs behind it",
+                        String::from_utf8_lossy(&o.path),
+                        sent.iter().map(|w| w.2 as u64).sum::<u64>()
+                    );
+                }
+                self.ahead.extend(sent.iter().map(|&(id, _, _)| id));
+            }
+        }
         Ok(EarlyOpen {
             path: o.path.clone(),
             created: o.flags & pflags::CREAT != 0,
             result,
+            sent,
         })
     }
 
@@ -289,6 +378,7 @@ impl Sftp {
     /// request, and a server that sees the connection go first (sshd)
     /// would leave the file.
     pub fn discard_early_open(&mut self, e: EarlyOpen) {
+        self.drop_sent_ahead(&e.sent);
         if let Ok(h) = &e.result {
             let _ = self.close_unanswered(h);
             if e.created {
@@ -304,12 +394,15 @@ impl Sftp {
     }
 
     /// Sends the session's first requests: limits@openssh.com (when
-    /// `limits`), REALPATH of "." and the STAT of `stat`.
+    /// `limits`), REALPATH of "." and the STAT of `stat`, and the OPEN of
+    /// `open`, with `behind` it (sent before VERSION to sluiced) as
+    /// open-as@sluice.dev.
     fn send_first_requests(
         &mut self,
         limits: bool,
         stat: Option<&[u8]>,
         open: Option<&OpenAhead>,
+        behind: Behind<'_>,
     ) -> SftpResult<FirstIds> {
         let limits = match limits {
             true => Some(self.send(&Request::Extended(Extended::Limits))?),
@@ -320,16 +413,120 @@ impl Sftp {
             Some(path) => Some(self.send(&Request::Stat { path })?),
             None => None,
         };
-        let open = match open {
-            Some(o) => Some(self.send_open_ahead(o)?),
-            None => None,
+        let (open, open_as, sent) = match open {
+            Some(o) => {
+                let (id, named, sent) = self.send_open_ahead_with(o, behind)?;
+                (Some(id), named, sent)
+            }
+            None => (None, None, Vec::new()),
         };
         Ok(FirstIds {
             limits,
             cwd,
             stat,
             open,
+            open_as,
+            sent,
         })
+    }
+
+    /// Takes over `sent` (an [`EarlyOpen`]'s): each with its answer's body
+    /// if it came already; the caller reads the others' answers.
+    pub fn take_sent_ahead(&mut self, sent: &[InFlight]) -> Vec<(InFlight, Option<Vec<u8>>)> {
+        sent.iter()
+            .map(|&w| {
+                self.ahead.retain(|&id| id != w.0);
+                let done = self
+                    .ahead_done
+                    .iter()
+                    .position(|(id, _)| *id == w.0)
+                    .map(|i| self.ahead_done.swap_remove(i).1);
+                (w, done)
+            })
+            .collect()
+    }
+
+    /// Gives up what of `sent` no transfer took: answers kept are dropped,
+    /// answers still to come will be.
+    pub fn drop_sent_ahead(&mut self, sent: &[InFlight]) {
+        for &(id, _, _) in sent {
+            if let Some(i) = self.ahead.iter().position(|&a| a == id) {
+                self.ahead.swap_remove(i);
+                self.unanswered.push(id);
+            }
+            self.ahead_done.retain(|(a, _)| *a != id);
+        }
+    }
+
+    /// Sends the OPEN of `o`; with something `behind` it, as
+    /// open-as@sluice.dev naming a handle of ours, followed by those WRITEs
+    /// or READs (the caller knows the server takes it: sluiced). Returns
+    /// the request's id, the handle named, and what went behind.
+    fn send_open_ahead_with(
+        &mut self,
+        o: &OpenAhead,
+        behind: Behind<'_>,
+    ) -> SftpResult<(u32, Option<[u8; 4]>, Vec<InFlight>)> {
+        if matches!(behind, Behind::Nothing) {
+            return Ok((self.send_open_ahead(o)?, None, Vec::new()));
+        }
+        self.open_as = (self.open_as + 1) & 0x7fff_ffff;
+        let space = u32::from(sluice_proto::sftp::OPEN_AS_SPACE) << 24;
+        let handle = (self.open_as | space).to_be_bytes();
+        let id = self.send(&Request::Extended(Extended::OpenAs {
+            handle: &handle,
+            path: &o.path,
+            pflags: o.flags,
+            attrs: o.attrs.clone(),
+        }))?;
+        let sent = match behind {
+            Behind::Write(f) => self.send_early_writes(&handle, f)?,
+            _ => self.send_early_reads(&handle)?,
+        };
+        Ok((id, Some(handle), sent))
+    }
+
+    /// READs of the first [`AHEAD_BYTES`] of the file open as `handle`
+    /// (past a shorter file's end they find EOF, as a download expects).
+    fn send_early_reads(&mut self, handle: &[u8]) -> SftpResult<Vec<InFlight>> {
+        let mut sent = Vec::new();
+        let mut off = 0u64;
+        while off < AHEAD_BYTES {
+            let len = (AHEAD_BYTES - off).min(u64::from(MAX_READ_WRITE)) as u32;
+            let id = self.send(&Request::Read {
+                handle,
+                offset: off,
+                len,
+            })?;
+            sent.push((id, off, len as usize));
+            off += u64::from(len);
+        }
+        Ok(sent)
+    }
+
+    /// WRITEs of `f`'s first [`AHEAD_BYTES`] bytes on `handle` (a shorter
+    /// file: all of it). A local read error sends no more: the transfer
+    /// reads the file again and reports it.
+    fn send_early_writes(&mut self, handle: &[u8], f: &std::fs::File) -> SftpResult<Vec<InFlight>> {
+        use std::os::unix::fs::FileExt;
+        let mut writes = Vec::new();
+        let mut off = 0u64;
+        while off < AHEAD_BYTES {
+            let want = (AHEAD_BYTES - off).min(u64::from(MAX_READ_WRITE)) as usize;
+            let fill = |b: &mut [u8]| f.read_at(b, off);
+            match self.send_write_from(handle, off, want, fill) {
+                Ok((_, 0)) | Err(WriteFromError::Local(_)) => break,
+                Ok((id, n)) => {
+                    writes.push((id, off, n));
+                    off += n as u64;
+                    if n < want {
+                        break;
+                    }
+                }
+                Err(WriteFromError::Remote(e)) => return Err(e),
+            }
+        }
+        Ok(writes)
     }
 
     /// The answer to the STAT asked by [`Sftp::init_with_stat`], once.
@@ -462,6 +659,12 @@ impl Sftp {
                         crate::log!(Debug1, "unanswered request {}: {e}", id.unwrap_or(0));
                     }
                 }
+                // A WRITE sent ahead, not yet taken by its transfer.
+                None if id.is_some_and(|id| self.ahead.contains(&id)) => {
+                    let id = id.unwrap_or(0);
+                    self.ahead.retain(|&a| a != id);
+                    self.ahead_done.push((id, body));
+                }
                 None => return Ok(body),
             }
         }
@@ -522,22 +725,29 @@ impl Sftp {
 
     /// STAT `path` (following links) and, in the same round trip, OPEN
     /// `open` on the guess that the STAT shows it is the file to use (as
-    /// [`First::open`]; the caller uses or discards the handle).
+    /// [`First::open`]; the caller uses or discards the handle), with the
+    /// WRITEs or READs `behind` it where the server offers
+    /// open-as@sluice.dev ([`First::behind`]).
     pub fn stat_with_open(
         &mut self,
         path: &[u8],
         open: &OpenAhead,
+        behind: Behind<'_>,
     ) -> SftpResult<(SftpResult<Attrs>, EarlyOpen)> {
         let asked = Instant::now();
         let stat = self.send(&Request::Stat { path })?;
-        let opened = self.send_open_ahead(open)?;
+        let behind = match self.has("open-as@sluice.dev", "1") {
+            true => behind,
+            false => Behind::Nothing,
+        };
+        let (opened, named, sent) = self.send_open_ahead_with(open, behind)?;
         let body = self.recv()?;
         self.note_rtt(asked);
         let a = match Reply::decode(&body) {
             Ok(r) if r.id() == Some(stat) => attrs_of(&body),
             _ => return Err(bad("wrong id")),
         };
-        Ok((a, self.recv_open_ahead(opened, open)?))
+        Ok((a, self.recv_open_ahead(opened, open, named, sent)?))
     }
 
     fn send_open_ahead(&mut self, o: &OpenAhead) -> SftpResult<u32> {

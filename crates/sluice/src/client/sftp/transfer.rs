@@ -15,7 +15,9 @@
 use super::depth::Depth;
 use super::progress::Meter;
 use super::resume::{self, Record};
-use super::session::{self, EarlyOpen, OpenAhead, Sftp, SftpError, SftpResult, WriteFromError};
+use super::session::{
+    self, EarlyOpen, InFlight, OpenAhead, Sftp, SftpError, SftpResult, WriteFromError,
+};
 use sluice_proto::sftp::{pflags, Attrs, Extended, Reply, Request, Status, MAX_HASH_RANGE};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -280,21 +282,27 @@ pub fn download_opened(
     s: &mut Sftp,
     remote: &[u8],
     stated: Option<Attrs>,
-    pre: Option<SftpResult<Vec<u8>>>,
+    pre: Option<EarlyOpen>,
     local: &Path,
     o: &Options,
 ) -> TransferResult<()> {
-    let mut pre = match pre {
-        Some(Ok(h)) => Some(h),
-        Some(Err(e)) => {
+    let (mut pre, sent) = match pre {
+        Some(EarlyOpen {
+            result: Ok(h),
+            sent,
+            ..
+        }) => (Some(h), sent),
+        Some(EarlyOpen { result: Err(e), .. }) => {
             return Err(TransferError::remote(
                 format!("open remote \"{}\"", show(remote)),
                 e,
             ))
         }
-        None => None,
+        None => (None, Vec::new()),
     };
-    let r = download_inner(s, remote, stated, &mut pre, local, o);
+    let r = download_inner(s, remote, stated, &mut pre, &sent, local, o);
+    // READs sent ahead that the download did not take (it went in ranges).
+    s.drop_sent_ahead(&sent);
     // A handle opened ahead and not used (a local failure came first).
     if let Some(h) = pre {
         let _ = s.close_unanswered(&h);
@@ -307,6 +315,7 @@ fn download_inner(
     remote: &[u8],
     stated: Option<Attrs>,
     pre: &mut Option<Vec<u8>>,
+    sent: &[InFlight],
     local: &Path,
     o: &Options,
 ) -> TransferResult<()> {
@@ -432,9 +441,9 @@ fn download_inner(
             Err(e) => return Err(open_local(e)),
         }
     };
-    let opened = match pre.take() {
-        Some(h) => Ok(h),
-        None => s.open_read(remote),
+    let (opened, from_pre) = match pre.take() {
+        Some(h) => (Ok(h), true),
+        None => (s.open_read(remote), false),
     };
     let handle = match opened {
         Ok(h) => h,
@@ -475,6 +484,7 @@ fn download_inner(
                 remote,
                 &file,
                 span,
+                if from_pre { sent } else { &[] },
                 local,
                 o,
                 &mut || None,
@@ -580,6 +590,7 @@ pub fn fetch(
     remote: &[u8],
     file: &File,
     span: Span,
+    sent: &[InFlight],
     local: &Path,
     o: &Options,
     more: &mut dyn FnMut() -> Option<Span>,
@@ -600,6 +611,14 @@ pub fn fetch(
     let mut eof_at: Option<u64> = None;
     let mut high = start;
     let fatal = |e: SftpError| TransferError::remote(format!("read \"{}\"", show(remote)), e);
+    // READs already on their way (behind an open-as, session.rs), and the
+    // answers to them that came already, read before any other.
+    let mut ready = std::collections::VecDeque::new();
+    for ((id, off, n), body) in s.take_sent_ahead(sent) {
+        inflight.insert(id, (off, n as u32));
+        next = next.max(off + n as u64);
+        ready.extend(body);
+    }
     loop {
         while inflight.len() < depth.get() {
             if span.exact && next >= horizon && holes.is_empty() {
@@ -643,7 +662,10 @@ pub fn fetch(
         if inflight.is_empty() {
             break;
         }
-        let body = s.recv().map_err(fatal)?;
+        let body = match ready.pop_front() {
+            Some(b) => b,
+            None => s.recv().map_err(fatal)?,
+        };
         let reply = Reply::decode(&body)
             .map_err(|e| TransferError::Fatal(format!("Server sent a malformed reply: {e}")))?;
         let id = reply.id().unwrap_or(0);
@@ -838,6 +860,8 @@ fn upload_inner(
     let mut target = remote.to_vec();
     let mut opened = None;
     let mut done = Vec::new();
+    // WRITEs sent behind the open ahead (open-as), still unanswered.
+    let mut sent_ahead: Vec<InFlight> = Vec::new();
     if let Some((h, d)) = resumed {
         target = part.clone();
         opened = Some(h);
@@ -867,7 +891,10 @@ fn upload_inner(
         // in place after all, as sftp writes.
         let early = pre
             .take_if(|e| e.result.is_ok() && is_temp_beside(&e.path, remote))
-            .map(|e| (e.path, e.result));
+            .map(|mut e| {
+                sent_ahead = std::mem::take(&mut e.sent);
+                (e.path, e.result)
+            });
         let (t, r) = match early {
             Some(x) => x,
             None => {
@@ -952,6 +979,7 @@ fn upload_inner(
                 &handle,
                 &file,
                 span,
+                &sent_ahead,
                 local,
                 remote,
                 o,
@@ -1048,13 +1076,15 @@ pub enum Closing<'a> {
 /// sftp-server and sluiced take all in order), so the WRITEs are done when
 /// it closes. Some(the CLOSE's status) once everything was answered; a
 /// failed WRITE is reported as before (the file is then removed or kept for
-/// a resume by the caller).
+/// a resume by the caller). `sent`: WRITEs of the span's first bytes
+/// already on their way (behind an open-as, session.rs), taken as in flight.
 #[allow(clippy::too_many_arguments)]
 pub fn send_file(
     s: &mut Sftp,
     handle: &[u8],
     file: &File,
     span: Span,
+    sent: &[InFlight],
     local: &Path,
     remote: &[u8],
     o: &Options,
@@ -1071,6 +1101,20 @@ pub fn send_file(
         _ => u64::MAX,
     };
     let mut inflight: HashMap<u32, (u64, usize)> = HashMap::new();
+    let mut failed_ahead = None;
+    for ((id, off, n), done) in s.take_sent_ahead(sent) {
+        next = next.max(off + n as u64);
+        match done.map(|b| session::status_of(&b)) {
+            None => {
+                inflight.insert(id, (off, n));
+            }
+            Some(Ok(())) => {
+                depth.delivered(n as u64);
+                tally(off, n as u64);
+            }
+            Some(Err(e)) => failed_ahead = failed_ahead.or(Some(e)),
+        }
+    }
     let mut local_eof = false;
     // The CLOSE's id once sent, and its answer once read.
     let mut close_id: Option<u32> = None;
@@ -1081,8 +1125,20 @@ pub fn send_file(
             e,
         )
     };
+    if let Some(e) = failed_ahead {
+        // As a failed WRITE below: the others' answers first.
+        while !inflight.is_empty() {
+            let b = s.recv().map_err(fatal)?;
+            if let Ok(r) = Reply::decode(&b) {
+                inflight.remove(&r.id().unwrap_or(0));
+            }
+        }
+        return Err(fatal(e));
+    }
     loop {
-        while inflight.len() < depth.get() && !local_eof {
+        // Four of the server's largest windows in flight at most
+        // (Depth::within): what it grants is what moves per round trip.
+        while inflight.len() < depth.within(4 * u64::from(s.peer_window())) && !local_eof {
             if span.exact && next >= end {
                 // An exact span sent: the next one, on the same pipeline.
                 match more() {

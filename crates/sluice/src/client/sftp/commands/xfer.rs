@@ -5,7 +5,7 @@
 use super::*;
 use crate::client::sftp::many_down::{self, Downloads};
 use crate::client::sftp::many_up::{self as many, Uploads};
-use crate::client::sftp::session::OpenAhead;
+use crate::client::sftp::session::{Behind, OpenAhead};
 
 impl Shell {
     pub(super) fn get(&mut self, args: &[Vec<u8>], resume: bool) -> Done {
@@ -34,7 +34,13 @@ impl Shell {
                 flags: sluice_proto::sftp::pflags::READ,
                 attrs: Attrs::default(),
             };
-            let stat = match self.s.stat_with_open(&open.path, &open) {
+            // Its first bytes are asked for behind the open (sluiced), unless
+            // -l paces every byte or -B sizes the READs.
+            let behind = match o.limit.is_none() && o.buffer == 0 && !o.resume {
+                true => Behind::Read,
+                false => Behind::Nothing,
+            };
+            let stat = match self.s.stat_with_open(&open.path, &open, behind) {
                 Ok((a, e)) => {
                     pre = Some(e);
                     a
@@ -94,7 +100,7 @@ impl Shell {
                     println!("Fetching {} to {}", lossy(&m), local.display());
                 }
                 let known = a.filter(|_| stated);
-                let opened = pre.take().map(|e| e.result);
+                let opened = pre.take();
                 transfer::download_opened(&mut self.s, &m, known, opened, &local, &o)
                     .map_err(transfer_err)
             };
@@ -234,12 +240,23 @@ impl Shell {
             (Some(d), [l]) if !o.resume => transfer::early_temp(l, d),
             _ => None,
         };
+        // Its first bytes go right behind that open where the server takes
+        // a handle we name (sluiced), unless -l paces every byte or -B
+        // sizes the WRITEs.
+        let first = match (&guess, locals.as_slice()) {
+            (Some(_), [l]) if o.limit.is_none() && o.buffer == 0 => std::fs::File::open(l).ok(),
+            _ => None,
+        };
+        let behind = match &first {
+            Some(f) => Behind::Write(f),
+            None => Behind::Nothing,
+        };
         let mut pre = None;
         let dst_dir = match &dst {
             None => true,
             Some(d) => {
                 let stat = match &guess {
-                    Some(g) => match self.s.stat_with_open(d, g) {
+                    Some(g) => match self.s.stat_with_open(d, g, behind) {
                         Ok((st, e)) => {
                             pre = Some(e);
                             st
