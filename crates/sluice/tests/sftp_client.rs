@@ -337,6 +337,13 @@ fn scp_up_down_recursive_and_preserve() {
                 sha(&d.join(name)),
                 "{label}"
             );
+            // And back: READs asked ahead past the end find it at once.
+            let back = d.join(format!("{name}.down"));
+            ok(scp(&[
+                &at(&d.join(format!("{name}.up"))),
+                back.to_str().unwrap(),
+            ]));
+            assert_eq!(sha(&back), sha(&d.join(name)), "{label}");
         }
         let left = hidden(&d);
         assert!(left.is_empty(), "{label}: left behind: {left:?}");

@@ -693,8 +693,14 @@ pub fn fetch(
                 })?;
                 let got = data.len() as u32;
                 high = high.max(off + u64::from(got));
-                if got < n {
-                    holes.push((off + u64::from(got), n - got));
+                let end = off + u64::from(got);
+                if got < n && !span.exact && end >= horizon {
+                    // Short at or past the size we were told (a READ sent
+                    // ahead of the STAT's answer): the file ends there, as
+                    // a probe's EOF would say; nothing to ask again.
+                    eof_at = Some(eof_at.map_or(end, |e| e.min(end)));
+                } else if got < n {
+                    holes.push((end, n - got));
                 }
                 if off >= horizon && eof_at.is_none() && !span.exact {
                     // A probe past the size we were told found data (the
