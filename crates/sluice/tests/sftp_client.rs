@@ -121,6 +121,65 @@ fn batch_commands_move_files_intact() {
     }
 }
 
+/// The first command of a run goes with the session's first requests
+/// when it is known before connecting (a batch file's first `get` or
+/// `put` of one file, `sftp host:file`): files land whole, and a guess
+/// that meets a directory leaves nothing behind.
+#[test]
+fn a_first_get_or_put_rides_with_the_sessions_start() {
+    let s = Setup::new("sftpc-first");
+    let src = s.dir.path("src.bin");
+    std::fs::write(&src, data((3 << 20) + 5, 11)).unwrap();
+    for (label, server) in servers(&s) {
+        let d = dir(&s, &format!("first_{label}"));
+        let cwd = dir(&s, &format!("first_cwd_{label}"));
+        let into = d.join("into");
+        std::fs::create_dir(&into).unwrap();
+        let line = |cmd: &str, a: &Path, b: &Path| -> Vec<u8> {
+            let mut v = format!("{cmd} ").into_bytes();
+            v.extend_from_slice(a.as_os_str().as_bytes());
+            v.push(b' ');
+            v.extend_from_slice(b.as_os_str().as_bytes());
+            v.extend_from_slice(b"\nbye\n");
+            v
+        };
+        let ok = |o: std::process::Output| {
+            assert!(o.status.success(), "{label}: {}", text(&o.stderr));
+        };
+        ok(batch(&s, &server, &cwd, &line("put", &src, &d.join("up"))));
+        assert_eq!(sha(&d.join("up")), sha(&src), "{label}");
+        // The destination is a directory: the guessed name is dropped.
+        ok(batch(&s, &server, &cwd, &line("put", &src, &into)));
+        assert_eq!(sha(&into.join("src.bin")), sha(&src), "{label}");
+        ok(batch(
+            &s,
+            &server,
+            &cwd,
+            &line("get", &d.join("up"), &cwd.join("down")),
+        ));
+        assert_eq!(sha(&cwd.join("down")), sha(&src), "{label}");
+        // A directory to get: refused, nothing left behind.
+        let o = batch(&s, &server, &cwd, &line("get", &into, &cwd.join("x")));
+        assert_eq!(o.status.code(), Some(1), "{label}");
+        assert!(!cwd.join("x").exists(), "{label}");
+        // sftp host:file fetches into the current directory.
+        let mut c = Command::new(SFTP);
+        ssh_opts(&mut c, &s, &server);
+        c.arg(format!("127.0.0.1:{}", d.join("up").display()))
+            .current_dir(&cwd);
+        ok(run(c, b"", 120));
+        assert_eq!(sha(&cwd.join("up")), sha(&src), "{label}");
+        for p in [&d, &into, &cwd] {
+            let left = hidden(p);
+            assert!(
+                left.is_empty(),
+                "{label}: left behind in {}: {left:?}",
+                p.display()
+            );
+        }
+    }
+}
+
 #[test]
 fn errors_use_sftps_messages_and_abort_the_batch() {
     let s = Setup::new("sftpc-errors");

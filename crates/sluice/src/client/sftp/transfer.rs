@@ -137,7 +137,7 @@ pub(super) fn temp_beside(target: &[u8], salt: u64) -> Vec<u8> {
 
 /// Whether `temp` is a temporary name [`temp_beside`] makes for `target`
 /// (whatever its salt).
-fn is_temp_beside(temp: &[u8], target: &[u8]) -> bool {
+pub fn is_temp_beside(temp: &[u8], target: &[u8]) -> bool {
     let unsalted = temp_beside(target, 0);
     // The salt is the last six characters.
     let keep = unsalted.len().saturating_sub(6);

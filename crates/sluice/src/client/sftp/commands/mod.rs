@@ -5,12 +5,13 @@
 //! codes are OpenSSH's: in batch mode the first failing command ends the
 //! run with exit 1 unless its line starts with `-`.
 
+mod first;
 mod ops;
 mod words;
 mod xfer;
 
 use super::remote::{self, absolute, basename};
-use super::session::{Sftp, SftpError};
+use super::session::{EarlyOpen, Sftp, SftpError, SftpResult};
 use super::transfer::{self, os_text, Options, TransferError};
 use super::Link;
 use ops::lcd;
@@ -91,11 +92,17 @@ struct Shell {
     s: Sftp,
     cwd: Vec<u8>,
     set: Settings,
+    /// The first command's requests, sent with the session's (first.rs),
+    /// and their answers until that command takes them.
+    guess: Option<first::Guess>,
+    early: Option<first::Early>,
 }
 
 /// Runs sftp over `link`; returns the exit code.
 pub fn main(link: Link, set: Settings) -> i32 {
-    let s = match Sftp::init(link) {
+    let guess = first::guess(&set);
+    let firsts = guess.as_ref().map(first::Guess::first).unwrap_or_default();
+    let s = match Sftp::init_with(link, firsts) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{}", fatal_text(&e.text()));
@@ -106,8 +113,11 @@ pub fn main(link: Link, set: Settings) -> i32 {
         s,
         cwd: b"/".to_vec(),
         set,
+        guess,
+        early: None,
     };
     let code = sh.run();
+    sh.drop_early();
     sh.s.finish();
     code
 }
@@ -133,8 +143,13 @@ impl Shell {
                 return 1;
             }
         }
+        if let Some(g) = self.guess.take() {
+            self.early = first::answers(&mut self.s, &self.cwd, &g);
+        }
         if let Some(p) = self.set.start_path.clone().filter(|p| !p.is_empty()) {
-            match self.start_at(p.as_bytes()) {
+            let r = self.start_at(p.as_bytes());
+            self.drop_early();
+            match r {
                 Ok(Some(code)) => return code,
                 Ok(None) => {}
                 Err(Fail::Fatal(m)) => {
@@ -195,7 +210,9 @@ impl Shell {
             if text.is_empty() || text.first() == Some(&b'#') {
                 continue;
             }
-            match self.dispatch(text) {
+            let r = self.dispatch(text);
+            self.drop_early();
+            match r {
                 Ok(true) => {}
                 Ok(false) => return 0,
                 Err(Fail::Fatal(m)) => {
@@ -208,11 +225,41 @@ impl Shell {
         }
     }
 
+    /// The answers to the first command's requests, if they were for
+    /// `stat_path` and an open of a path `open_ok` accepts; taken.
+    fn take_early(
+        &mut self,
+        stat_path: &[u8],
+        open_ok: impl Fn(&[u8]) -> bool,
+    ) -> Option<(SftpResult<Attrs>, EarlyOpen)> {
+        let e = self
+            .early
+            .take_if(|e| e.stat_path == stat_path && open_ok(&e.open.path))?;
+        Some((e.stat, e.open))
+    }
+
+    /// Drops what the first command did not take.
+    fn drop_early(&mut self) {
+        if let Some(e) = self.early.take() {
+            self.s.discard_early_open(e.open);
+        }
+    }
+
     /// The destination's path: cd into a directory, or fetch a file into
     /// the local directory and end (Some(exit code)).
     fn start_at(&mut self, p: &[u8]) -> Result<Option<i32>, Fail> {
         let abs = absolute(&self.cwd, p);
-        let is_dir = match self.s.stat(&abs, true) {
+        // The STAT went with the session's first requests (first.rs); the
+        // get below takes it with the open.
+        let known = match &self.early {
+            Some(e) if e.stat_path == abs => Some(e.stat.clone()),
+            _ => None,
+        };
+        let stat = match known {
+            Some(r) => r,
+            None => self.s.stat(&abs, true),
+        };
+        let is_dir = match stat {
             Ok(a) => a.permissions.is_some_and(|m| m & 0o170000 == 0o040000),
             Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
             Err(_) => false,

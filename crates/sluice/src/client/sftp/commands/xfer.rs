@@ -40,7 +40,13 @@ impl Shell {
                 true => Behind::Read,
                 false => Behind::Nothing,
             };
-            let stat = match self.s.stat_with_open(&open.path, &open, behind) {
+            // Asked with the session's first requests already (first.rs)?
+            let path = open.path.clone();
+            let asked = match self.take_early(&path, |p| p == path) {
+                Some(x) => Ok(x),
+                None => self.s.stat_with_open(&open.path, &open, behind),
+            };
+            let stat = match asked {
                 Ok((a, e)) => {
                     pre = Some(e);
                     a
@@ -255,15 +261,21 @@ impl Shell {
         let dst_dir = match &dst {
             None => true,
             Some(d) => {
-                let stat = match &guess {
-                    Some(g) => match self.s.stat_with_open(d, g, behind) {
+                let early = self.take_early(d, |p| transfer::is_temp_beside(p, d));
+                let stat = match (&guess, early) {
+                    // Asked with the session's first requests (first.rs).
+                    (_, Some((st, e))) => {
+                        pre = Some(e);
+                        st
+                    }
+                    (Some(g), None) => match self.s.stat_with_open(d, g, behind) {
                         Ok((st, e)) => {
                             pre = Some(e);
                             st
                         }
                         Err(e) => Err(e),
                     },
-                    None => self.s.stat(d, true),
+                    (None, None) => self.s.stat(d, true),
                 };
                 match stat {
                     Ok(a) => a.permissions.is_some_and(|m| m & 0o170000 == 0o040000),
