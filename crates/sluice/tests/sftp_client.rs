@@ -162,6 +162,14 @@ fn a_first_get_or_put_rides_with_the_sessions_start() {
         let o = batch(&s, &server, &cwd, &line("get", &into, &cwd.join("x")));
         assert_eq!(o.status.code(), Some(1), "{label}");
         assert!(!cwd.join("x").exists(), "{label}");
+        // The same from stdin (`-b -`), with more commands behind it.
+        let mut c = Command::new(SFTP);
+        ssh_opts(&mut c, &s, &server);
+        c.args(["-b", "-", "127.0.0.1"]).current_dir(&cwd);
+        let mut input = line("put", &src, &d.join("piped"));
+        input.extend_from_slice(b"ls\n");
+        ok(run(c, &input, 120));
+        assert_eq!(sha(&d.join("piped")), sha(&src), "{label}");
         // sftp host:file fetches into the current directory.
         let mut c = Command::new(SFTP);
         ssh_opts(&mut c, &s, &server);

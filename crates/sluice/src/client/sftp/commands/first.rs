@@ -54,10 +54,11 @@ pub(super) struct Early {
 }
 
 /// The guess for a run with these settings: `sftp host:path` (a get
-/// unless the path is a directory), else a batch file's first command when
-/// it is `get SRC [DST]` or `put LOCAL DST` of one file, without flags or
-/// globs.
-pub(super) fn guess(set: &Settings) -> Option<Guess> {
+/// unless the path is a directory), else the first command of a batch
+/// (file, or stdin when it is not a terminal) when it is `get SRC [DST]`
+/// or `put LOCAL DST` of one file, without flags or globs. `stdin` gets
+/// what was read of stdin for that (the commands read it first).
+pub(super) fn guess(set: &Settings, stdin: &mut Vec<u8>) -> Option<Guess> {
     let o = &set.transfer;
     // -l paces every byte, -B sizes the requests, a resume starts later.
     let behind = o.limit.is_none() && o.buffer == 0 && !o.resume;
@@ -74,7 +75,15 @@ pub(super) fn guess(set: &Settings) -> Option<Guess> {
     if let Some(p) = set.start_path.as_deref().filter(|p| !p.is_empty()) {
         return Some(get(p.as_bytes()));
     }
-    let words = first_line(set.batch.as_deref()?)?;
+    let text = match set.batch.as_deref() {
+        Some("-") | None if !crate::client::tty::stdin_is_tty() => {
+            *stdin = waiting_stdin();
+            stdin.clone()
+        }
+        Some("-") | None => return None,
+        Some(f) => std::fs::read(f).ok()?,
+    };
+    let words = first_line(&text)?;
     let plain = |w: &[u8]| !w.starts_with(b"-") && !has_glob(w);
     match words.as_slice() {
         [cmd, src] | [cmd, src, _] if cmd == b"get" && plain(src) => Some(get(src)),
@@ -92,14 +101,34 @@ pub(super) fn guess(set: &Settings) -> Option<Guess> {
     }
 }
 
-/// The words of a batch file's first command (not stdin: it is read
-/// once, by the commands).
-fn first_line(batch: &str) -> Option<Vec<Vec<u8>>> {
-    if batch == "-" {
-        return None;
+/// What stdin holds already, without waiting (one read, if poll says
+/// there is something): a program that feeds commands only once sftp is
+/// connected must not be waited for.
+fn waiting_stdin() -> Vec<u8> {
+    let mut pfd = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd, no timeout.
+    if unsafe { libc::poll(&mut pfd, 1, 0) } != 1 || pfd.revents & libc::POLLIN == 0 {
+        return Vec::new();
     }
-    let text = std::fs::read(batch).ok()?;
-    let line = text
+    let mut buf = vec![0u8; 64 << 10];
+    // SAFETY: a read into our own buffer of its length; poll said it will
+    // not block.
+    let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+    buf.truncate(usize::try_from(n).unwrap_or(0));
+    buf
+}
+
+/// The words of the first command in a batch's `text` (only a whole line).
+fn first_line(text: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let complete = text
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(&[][..], |i| &text[..i]);
+    let line = complete
         .split(|b| *b == b'\n')
         .map(|l| l.trim_ascii())
         .find(|l| !l.is_empty() && !l.starts_with(b"#"))?;

@@ -17,7 +17,7 @@ use super::Link;
 use ops::lcd;
 use sluice_proto::sftp::{Attrs, Status};
 use std::ffi::OsStr;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use words::{arg, flags, local_glob, tokenize, HELP};
@@ -96,11 +96,15 @@ struct Shell {
     /// and their answers until that command takes them.
     guess: Option<first::Guess>,
     early: Option<first::Early>,
+    /// Bytes of stdin read before connecting (first.rs): the commands'
+    /// input starts with them.
+    stdin: Vec<u8>,
 }
 
 /// Runs sftp over `link`; returns the exit code.
 pub fn main(link: Link, set: Settings) -> i32 {
-    let guess = first::guess(&set);
+    let mut stdin = Vec::new();
+    let guess = first::guess(&set, &mut stdin);
     let firsts = guess.as_ref().map(first::Guess::first).unwrap_or_default();
     let s = match Sftp::init_with(link, firsts) {
         Ok(s) => s,
@@ -115,6 +119,7 @@ pub fn main(link: Link, set: Settings) -> i32 {
         set,
         guess,
         early: None,
+        stdin,
     };
     let code = sh.run();
     sh.drop_early();
@@ -162,7 +167,10 @@ impl Shell {
         let batch = self.set.batch.clone();
         let interactive = batch.is_none() && crate::client::tty::stdin_is_tty();
         let mut input: Box<dyn BufRead> = match batch.as_deref() {
-            None | Some("-") => Box::new(std::io::BufReader::new(std::io::stdin())),
+            None | Some("-") => {
+                let read = std::io::Cursor::new(std::mem::take(&mut self.stdin));
+                Box::new(std::io::BufReader::new(read.chain(std::io::stdin())))
+            }
             Some(f) => match std::fs::File::open(f) {
                 Ok(f) => Box::new(std::io::BufReader::new(f)),
                 Err(e) => {
