@@ -77,7 +77,6 @@ pub enum WriteFromError {
 }
 
 /// The ids of the session's first requests.
-#[derive(Clone)]
 struct FirstIds {
     limits: Option<u32>,
     cwd: u32,
@@ -138,10 +137,10 @@ pub struct Sftp {
     /// The last handle named with open-as@sluice.dev (counted up in the
     /// client's space).
     open_as: u32,
-    /// WRITEs sent behind an open ahead whose handle was granted, until
-    /// their transfer takes them ([`Sftp::take_sent_ahead`]): replies to
-    /// them that come first (the caller asks something else in between)
-    /// are kept here rather than handed to that caller.
+    /// WRITEs or READs sent behind an open ahead whose handle was
+    /// granted, until their transfer takes them ([`Sftp::take_sent_ahead`]):
+    /// replies to them that come first (the caller asks something else in
+    /// between) are kept here rather than handed to that caller.
     ahead: Vec<u32>,
     ahead_done: Vec<(u32, Vec<u8>)>,
 }
@@ -659,7 +658,7 @@ impl Sftp {
                         crate::log!(Debug1, "unanswered request {}: {e}", id.unwrap_or(0));
                     }
                 }
-                // A WRITE sent ahead, not yet taken by its transfer.
+                // A WRITE or READ sent ahead, not yet taken by its transfer.
                 None if id.is_some_and(|id| self.ahead.contains(&id)) => {
                     let id = id.unwrap_or(0);
                     self.ahead.retain(|&a| a != id);

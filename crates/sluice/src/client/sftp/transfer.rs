@@ -1043,6 +1043,8 @@ fn upload_inner(
             TransferError::remote(format!("Couldn't rename file into \"{}\"", show(remote)), e)
         });
     }
+    // WRITEs sent ahead that no send_file took (the copy went in ranges).
+    s.drop_sent_ahead(&sent_ahead);
     let kept = target == part && matches!(r, Err(TransferError::Fatal(_)));
     if let Some(rec) = &record {
         if kept {
