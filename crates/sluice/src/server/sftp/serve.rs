@@ -548,9 +548,7 @@ fn handle_in<'a>(map: &'a mut HashMap<u32, Handle>, h: &[u8]) -> Option<&'a mut 
 fn writes(req: &Request<'_>) -> bool {
     use sluice_proto::sftp::Extended as E;
     match req {
-        Request::Open { pflags: f, .. } => {
-            f & (pflags::WRITE | pflags::APPEND | pflags::CREAT | pflags::TRUNC) != 0
-        }
+        Request::Open { pflags: f, .. } => opens_to_write(*f),
         Request::Write { .. }
         | Request::Setstat { .. }
         | Request::Fsetstat { .. }
@@ -568,11 +566,15 @@ fn writes(req: &Request<'_>) -> bool {
                     | E::Lsetstat { .. }
                     | E::CopyData { .. }
                     | E::CloseRename { .. }
-            ) || matches!(e, E::OpenAs { pflags: f, .. }
-            if f & (pflags::WRITE | pflags::APPEND | pflags::CREAT | pflags::TRUNC) != 0)
+            ) || matches!(e, E::OpenAs { pflags: f, .. } if opens_to_write(*f))
         }
         _ => false,
     }
+}
+
+/// An OPEN (or open-as) with these pflags changes the file.
+fn opens_to_write(f: u32) -> bool {
+    f & (pflags::WRITE | pflags::APPEND | pflags::CREAT | pflags::TRUNC) != 0
 }
 
 /// pflags for log lines, as sftp-server names them.
