@@ -30,6 +30,10 @@ fn sandboxed_child() {
         return;
     }
     let (mut a, mut b) = UnixStream::pair().unwrap();
+    // A TCP connection made before the sandbox, as the peer's socket is.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let tcp_fd = std::os::fd::AsRawFd::as_raw_fd(&tcp);
     let sandbox = match Sandbox::prepare(Path::new(CHROOT_DIR)) {
         Ok(s) => s,
         Err(e) => return say(&format!("prepare failed: {e}\n")),
@@ -61,6 +65,26 @@ fn sandboxed_child() {
     // SAFETY: a valid buffer.
     let n = unsafe { libc::getrandom(rnd.as_mut_ptr().cast(), rnd.len(), 0) };
     out += &format!("getrandom: {n}\n");
+    let set = |level: i32, name: i32| {
+        let one: libc::c_int = 1;
+        // SAFETY: setsockopt reads one c_int from `one`.
+        let r = unsafe {
+            libc::setsockopt(
+                tcp_fd,
+                level,
+                name,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        format!("{r} {}", if r == 0 { 0 } else { errno() })
+    };
+    out += &format!(
+        "quickack: {}\nnodelay: {}\nsndbuf: {}\n",
+        set(libc::IPPROTO_TCP, libc::TCP_QUICKACK),
+        set(libc::IPPROTO_TCP, libc::TCP_NODELAY),
+        set(libc::SOL_SOCKET, libc::SO_SNDBUF)
+    );
     say(&out);
     say("ready\n");
     let mut buf = [0u8; 1];
@@ -152,6 +176,11 @@ fn sandbox_applies() {
     );
     assert!(report.contains("socketpair: true"), "{report}");
     assert!(report.contains("getrandom: 32"), "{report}");
+    // setsockopt: only TCP_QUICKACK (the loop's small-read ACKs); others EPERM.
+    assert!(report.contains("quickack: 0 0\n"), "{report}");
+    let eperm = format!("-1 {}\n", libc::EPERM);
+    assert!(report.contains(&format!("nodelay: {eperm}")), "{report}");
+    assert!(report.contains(&format!("sndbuf: {eperm}")), "{report}");
     assert!(st.success(), "{st:?}\n{report}");
     eprintln!("{report}");
 }

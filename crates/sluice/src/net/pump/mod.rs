@@ -48,6 +48,9 @@ const IN_BUF: usize = 1 << 20;
 const OUT_HIGH_WATER: usize = 1 << 20;
 /// Socket read size.
 const SOCK_READ: usize = 512 * 1024;
+/// A read this small is a handshake, a request or a keystroke, not bulk data:
+/// the kernel is asked to acknowledge it at once ([`fdio::quick_ack`]).
+const QUICK_ACK_BELOW: usize = 4096;
 /// Unsent output past which the peer is taken for one that asks and never
 /// reads (data stops at [`OUT_HIGH_WATER`]; only replies can pile up here):
 /// the connection ends, as sshd's output buffer limit ends it.
@@ -77,6 +80,8 @@ pub struct Pump {
     /// Times data waited for the peer's window since the controller last
     /// looked.
     window_stalls: u32,
+    /// Small reads are acknowledged at once (cleared when the socket is not TCP).
+    quick_ack: bool,
 }
 
 impl Pump {
@@ -97,6 +102,7 @@ impl Pump {
             level_ctl: None,
             level_fixed: false,
             window_stalls: 0,
+            quick_ack: true,
         }
     }
 
@@ -256,8 +262,11 @@ impl Pump {
                     self.sock_eof = true;
                     return Ok(());
                 }
-                Ok(_) => {
+                Ok(n) => {
                     progressed = true;
+                    if self.quick_ack && n < QUICK_ACK_BELOW {
+                        self.quick_ack = fdio::quick_ack(self.sock);
+                    }
                     handler.input_received(Instant::now());
                 }
                 Err(e) if fdio::would_block(&e) => {}

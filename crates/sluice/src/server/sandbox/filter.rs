@@ -17,7 +17,8 @@
 //!   there, so such a call means it was subverted.
 //!
 //! mmap and mprotect are allowed only without PROT_EXEC (no new code may
-//! be mapped), madvise only with the advice values an allocator uses.
+//! be mapped), madvise only with the advice values an allocator uses,
+//! setsockopt only for TCP_QUICKACK (EPERM for any other option).
 
 use super::SandboxError;
 use crate::log;
@@ -49,7 +50,16 @@ enum Rule {
     NoExec(libc::c_long, u32),
     /// Allowed when argument `arg` is one of the values (else EPERM).
     ArgIn(libc::c_long, u32, &'static [u32]),
+    /// Allowed when every (argument, value) pair matches (else EPERM).
+    ArgsEq(libc::c_long, &'static [(u32, u32)]),
 }
+
+/// setsockopt's level and option the loop uses pre-auth: TCP_QUICKACK on the
+/// peer's socket, so a client with Nagle on is not held by our delayed ACKs.
+const SETSOCKOPT_OK: &[(u32, u32)] = &[
+    (1, libc::IPPROTO_TCP as u32),
+    (2, libc::TCP_QUICKACK as u32),
+];
 
 /// madvise advice an allocator uses to give memory back.
 const MADVISE_OK: &[u32] = &[
@@ -112,6 +122,7 @@ fn rules() -> Vec<Rule> {
         // The loop reads TCP_INFO and SO_RCVBUF for window growth; refused,
         // it stops asking (pre-auth needs no large windows).
         Errno(libc::SYS_getsockopt, EACCES),
+        ArgsEq(libc::SYS_setsockopt, SETSOCKOPT_OK),
         // std's available_parallelism asks when the loop sizes its crypto
         // pool; refused, it falls back to one thread.
         Errno(libc::SYS_sched_getaffinity, EPERM),
@@ -196,6 +207,16 @@ fn program() -> Vec<libc::sock_filter> {
                     p.push(jump(JEQ, *v, n - i as u8, 0));
                 }
                 p.extend([ret_errno(libc::EPERM), allow]);
+            }
+            Rule::ArgsEq(nr, pairs) => {
+                let n = pairs.len() as u8;
+                p.push(jump(JEQ, nr as u32, 0, 2 * n + 2));
+                for (i, (arg, v)) in pairs.iter().enumerate() {
+                    // Different: skip the remaining tests and the allow.
+                    let rest = 2 * (n - 1 - i as u8) + 1;
+                    p.extend([stmt(LD, off_arg(*arg)), jump(JEQ, *v, 0, rest)]);
+                }
+                p.extend([allow, ret_errno(libc::EPERM)]);
             }
         }
     }
