@@ -188,6 +188,89 @@ fn a_first_get_or_put_rides_with_the_sessions_start() {
     }
 }
 
+/// `ls` in its forms (long, -h, sorted by size and time, reversed,
+/// columns, a single file, a glob), `df` in its three forms, `lls`,
+/// `lumask` and `cp` print what Debian's sftp prints for the same batch
+/// against the same server, byte for byte (df's figures aside: the disk
+/// changes). `ls -n` shows ids, as sftp(1) documents (Debian's 9.2 shows
+/// names when the server offers users-groups-by-id).
+#[test]
+fn listings_and_local_commands_print_as_stock_sftp() {
+    if missing("/usr/bin/sftp") {
+        eprintln!("skipped: /usr/bin/sftp not installed");
+        return;
+    }
+    let s = Setup::new("sftpc-ls");
+    let now = std::time::SystemTime::now();
+    let ago = |secs: u64| now - Duration::from_secs(secs);
+    for (label, server) in servers(&s) {
+        let d = dir(&s, &format!("ls_{label}"));
+        let files: [(&str, usize, u32, u64); 3] = [
+            ("a.txt", 5000, 0o644, 300),
+            ("b.bin", 3, 0o600, 200),
+            ("x.sh", 1_500_000, 0o4750, 400 * 86400),
+        ];
+        for (name, len, mode, age) in files {
+            let p = d.join(name);
+            std::fs::write(&p, data(len, 3)).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            let f = std::fs::File::options().write(true).open(&p).unwrap();
+            f.set_modified(ago(age)).unwrap();
+        }
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        std::fs::write(d.join(".hidden"), b"h").unwrap();
+        let r = d.display();
+        let script = format!(
+            "cd {r}\nls\nls -l\nls -la\nls -lh\nls -lS\nls -ltr\nls -1S\nls -l a.txt\n\
+             ls -lh sub/..\nls -l *.bin\ndf\ndf -h\ndf -i\nlumask 027\nlls -a {r}/sub\n\
+             cp a.txt ../copy_{label}_{{}}.txt\nls -l ../copy_{label}_{{}}.txt\nbye\n"
+        );
+        let run_with = |prog: &str, tag: &str| {
+            let b = s.dir.path(&format!("lsbatch_{label}_{tag}"));
+            std::fs::write(&b, script.replace("{}", tag)).unwrap();
+            let mut c = Command::new(prog);
+            ssh_opts(&mut c, &s, &server);
+            c.arg("-b").arg(&b).arg("127.0.0.1").current_dir(&s.dir.0);
+            c.env("TZ", "UTC");
+            let out = run(c, b"", 60);
+            assert!(
+                out.status.success(),
+                "{label} {prog}: {}",
+                text(&out.stderr)
+            );
+            (text(&out.stdout).replace(tag, "N"), text(&out.stderr))
+        };
+        let (stock, _) = run_with("/usr/bin/sftp", "stock");
+        let (ours, err) = run_with(SFTP, "ours");
+        assert!(err.is_empty(), "{label}: {err}");
+        // df's figures move with the disk: compare headers, and the
+        // figures' line by its length (fixed-width columns).
+        let (a, b): (Vec<_>, Vec<_>) = (stock.lines().collect(), ours.lines().collect());
+        assert_eq!(a.len(), b.len(), "{label}:\n{stock}\n---\n{ours}");
+        for i in 0..a.len() {
+            let figures = i >= 2 && a[i - 2].starts_with("sftp> df");
+            if figures {
+                assert_eq!(a[i].len(), b[i].len(), "{label}: {}\n{}", a[i], b[i]);
+            } else {
+                assert_eq!(a[i], b[i], "{label}: line {i}\n{stock}\n---\n{ours}");
+            }
+        }
+        let copy = s.dir.path(&format!("copy_{label}_ours.txt"));
+        assert_eq!(sha(&copy), sha(&d.join("a.txt")));
+        let out = batch(&s, &server, &d, format!("ls -ln {r}/b.bin\n").as_bytes());
+        // SAFETY: geteuid has no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let want = format!("-rw-------    ? {uid:<8} {gid:<8}        3 ");
+        assert!(
+            text(&out.stdout).contains(&want),
+            "{label}: {}",
+            text(&out.stdout)
+        );
+        let m = std::fs::metadata(&copy).unwrap();
+        assert_eq!(m.permissions().mode() & 0o7777, 0o644, "{label}");
+    }
+}
+
 #[test]
 fn errors_use_sftps_messages_and_abort_the_batch() {
     let s = Setup::new("sftpc-errors");

@@ -226,6 +226,27 @@ pub fn sha256_range(data: &[u8]) -> Result<(u64, [u8; 32]), WireError> {
     Ok((n, h))
 }
 
+/// User names and group names, in the order of the ids asked.
+pub type NameLists = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+/// users-groups-by-id@openssh.com's reply (PROTOCOL 4.x): a string of
+/// user names and one of group names, each a run of strings in the order
+/// the ids were asked; an empty name means the server knows none.
+pub fn users_groups(data: &[u8]) -> Result<NameLists, WireError> {
+    let mut r = Reader::new(data);
+    let (users, groups) = (r.string()?, r.string()?);
+    r.finish()?;
+    let list = |b: &[u8]| -> Result<Vec<Vec<u8>>, WireError> {
+        let mut r = Reader::new(b);
+        let mut v = Vec::new();
+        while !r.is_empty() {
+            v.push(r.string()?.to_vec());
+        }
+        Ok(v)
+    };
+    Ok((list(users)?, list(groups)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,6 +255,27 @@ mod tests {
     fn body(out: &[u8]) -> &[u8] {
         assert_eq!(frame(out), Ok(Some(out.len())));
         &out[4..]
+    }
+
+    #[test]
+    fn users_groups_lists_decode() {
+        let mut out = Vec::new();
+        reply::extended(&mut out, 5, |w| {
+            w.nested(|w| {
+                w.utf8("root").utf8("");
+            });
+            w.nested(|w| {
+                w.utf8("wheel");
+            });
+        });
+        let Reply::ExtendedReply { id: 5, data } = Reply::decode(body(&out)).unwrap() else {
+            panic!("not an extended reply")
+        };
+        let (u, g) = users_groups(data).unwrap();
+        assert_eq!(u, vec![b"root".to_vec(), Vec::new()]);
+        assert_eq!(g, vec![b"wheel".to_vec()]);
+        // A truncated inner list is an error, not a panic.
+        assert!(users_groups(&[0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]).is_err());
     }
 
     #[test]

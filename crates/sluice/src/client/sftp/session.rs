@@ -884,6 +884,34 @@ impl Sftp {
         response::statvfs(&data).map_err(|_| bad("statvfs"))
     }
 
+    /// copy-data: the server copies `read_handle`'s bytes from 0 to its
+    /// end into `write_handle` from 0.
+    pub fn copy_data(&mut self, read_handle: &[u8], write_handle: &[u8]) -> SftpResult<()> {
+        let body = self.call(&Request::Extended(Extended::CopyData {
+            read_handle,
+            read_offset: 0,
+            read_len: 0,
+            write_handle,
+            write_offset: 0,
+        }))?;
+        status_of(&body)
+    }
+
+    /// users-groups-by-id@openssh.com: the server's names for `uids` and
+    /// `gids`, in order (empty where it knows none).
+    pub fn users_groups_by_id(
+        &mut self,
+        uids: Vec<u32>,
+        gids: Vec<u32>,
+    ) -> SftpResult<response::NameLists> {
+        let (nu, ng) = (uids.len(), gids.len());
+        let data = self.extended(Extended::UsersGroupsById { uids, gids })?;
+        match response::users_groups(&data) {
+            Ok((u, g)) if u.len() == nu && g.len() == ng => Ok((u, g)),
+            _ => Err(bad("users-groups-by-id")),
+        }
+    }
+
     /// sha256-range@sluice.dev: the bytes hashed and their SHA-256.
     pub fn sha256_range(
         &mut self,

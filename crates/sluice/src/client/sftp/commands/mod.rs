@@ -1,11 +1,12 @@
 //! sftp(1)'s commands, from a batch file (`-b`) or the prompt: get/put
 //! (and reget/reput) with -a -f -p -r, ls, cd, lcd, pwd, lpwd, mkdir,
-//! lmkdir, rmdir, rm, rename, chmod, chown, chgrp, ln/symlink, df,
-//! version, progress, help, `!command`, bye/quit/exit. Messages and exit
+//! lmkdir, lls, lumask, rmdir, rm, rename, copy/cp, chmod, chown, chgrp,
+//! ln/symlink, df, version, progress, help, `!command`, bye/quit/exit. Messages and exit
 //! codes are OpenSSH's: in batch mode the first failing command ends the
 //! run with exit 1 unless its line starts with `-`.
 
 mod first;
+mod listing;
 mod ops;
 mod words;
 mod xfer;
@@ -14,8 +15,9 @@ use super::remote::{self, absolute, basename};
 use super::session::{EarlyOpen, Sftp, SftpError, SftpResult};
 use super::transfer::{self, os_text, Options, TransferError};
 use super::Link;
+use listing::fmt_scaled;
 use ops::lcd;
-use sluice_proto::sftp::{Attrs, Status};
+use sluice_proto::sftp::{pflags, Attrs, Status};
 use std::ffi::OsStr;
 use std::io::{BufRead, Read, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -375,6 +377,31 @@ impl Shell {
                 self.chown(&args, which, id)
             }
             b"ln" | b"symlink" => self.ln(&args),
+            b"copy" | b"cp" => self.copy(&args),
+            b"lls" | b"ldir" => {
+                // The rest of the line goes to the local ls as typed.
+                let rest = line.get(cmd.len()..).unwrap_or_default();
+                let rest = rest.trim_ascii_start();
+                let mut c = b"ls".to_vec();
+                if !rest.is_empty() {
+                    c.push(b' ');
+                    c.extend_from_slice(rest);
+                }
+                self.shell(&c)
+            }
+            b"lumask" => {
+                let mask = args
+                    .get(1)
+                    .and_then(|m| std::str::from_utf8(m).ok())
+                    .and_then(|m| u32::from_str_radix(m, 8).ok())
+                    .ok_or_else(|| {
+                        err("You must supply a numeric argument to the lumask command.")
+                    })?;
+                // SAFETY: umask only sets the process's mask.
+                unsafe { libc::umask((mask & 0o777) as libc::mode_t) };
+                println!("Local umask: {:03o}", mask & 0o777);
+                Ok(true)
+            }
             b"df" => self.df(&args),
             b"version" => {
                 println!("SFTP protocol version 3");

@@ -145,7 +145,7 @@ impl Shell {
     }
 
     pub(super) fn df(&mut self, args: &[Vec<u8>]) -> Done {
-        let (_, ops) = flags(&args[1..], "hi", "df")?;
+        let (fl, ops) = flags(&args[1..], "hi", "df")?;
         let p = absolute(&self.cwd, ops.first().map_or(&b"."[..], |v| v.as_slice()));
         if !self.s.has("statvfs@openssh.com", "2") {
             return Err(err(
@@ -156,21 +156,98 @@ impl Shell {
             .s
             .statvfs(&p)
             .map_err(|e| remote_err("Couldn't statvfs", e))?;
-        let kib = |blocks: u64| v.frsize.saturating_mul(blocks) / 1024;
+        // sftp's columns for each form, byte for byte.
+        let pct = |used: u64, all: u64| used.saturating_mul(100).checked_div(all).unwrap_or(0);
         let used = v.blocks.saturating_sub(v.bfree);
-        let cap = used.saturating_mul(100).checked_div(v.blocks).unwrap_or(0);
-        println!(
-            "{:>12} {:>12} {:>12} {:>12} %Capacity",
-            "Size", "Used", "Avail", "(root)"
-        );
-        println!(
-            "{:>12} {:>12} {:>12} {:>12} {:>8}%",
-            kib(v.blocks),
-            kib(used),
-            kib(v.bavail),
-            kib(v.bfree),
-            cap
-        );
+        if fl.contains(&'i') {
+            println!("     Inodes        Used       Avail      (root)    %Capacity");
+            let iused = v.files.saturating_sub(v.ffree);
+            println!(
+                "{:>11} {:>11} {:>11} {:>11}         {:>3}%",
+                v.files,
+                iused,
+                v.favail,
+                v.ffree,
+                pct(iused, v.files)
+            );
+        } else if fl.contains(&'h') {
+            let b = |blocks: u64| fmt_scaled(v.frsize.saturating_mul(blocks));
+            println!("    Size     Used    Avail   (root)    %Capacity");
+            println!(
+                "{:>7}B {:>7}B {:>7}B {:>7}B         {:>3}%",
+                b(v.blocks),
+                b(used),
+                b(v.bavail),
+                b(v.bfree),
+                pct(used, v.blocks)
+            );
+        } else {
+            let kib = |blocks: u64| v.frsize.saturating_mul(blocks) / 1024;
+            println!("        Size         Used        Avail       (root)    %Capacity");
+            println!(
+                "{:>12} {:>12} {:>12} {:>12}         {:>3}%",
+                kib(v.blocks),
+                kib(used),
+                kib(v.bavail),
+                kib(v.bfree),
+                pct(used, v.blocks)
+            );
+        }
+        Ok(true)
+    }
+
+    /// copy/cp: a server-side copy (copy-data), as sftp makes it: a regular
+    /// file only, its permission bits (not set-id) on the new file.
+    pub(super) fn copy(&mut self, args: &[Vec<u8>]) -> Done {
+        let (from, to) = (arg(args, 1, "copy")?, arg(args, 2, "copy")?);
+        let (from, to) = (absolute(&self.cwd, from), absolute(&self.cwd, to));
+        if !self.s.has("copy-data", "1") {
+            return Err(err("Server does not support copy-data extension"));
+        }
+        let a = self
+            .s
+            .stat(&from, true)
+            .map_err(|e| remote_err(&format!("stat \"{}\"", lossy(&from)), e))?;
+        let mode = match a.permissions {
+            Some(m) if m & 0o170000 != 0o100000 => {
+                return Err(err(&format!(
+                    "Cannot copy non-regular file: {}",
+                    lossy(&from)
+                )))
+            }
+            Some(m) => m & 0o777,
+            None => 0o666,
+        };
+        let src = self
+            .s
+            .open_read(&from)
+            .map_err(|e| remote_err(&format!("remote open(\"{}\")", lossy(&from)), e))?;
+        let attrs = Attrs {
+            permissions: Some(mode),
+            ..Attrs::default()
+        };
+        let flags = pflags::WRITE | pflags::CREAT | pflags::TRUNC;
+        let dst = match self.s.open(&to, flags, attrs) {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = self.s.close(&src);
+                return Err(remote_err(&format!("remote open(\"{}\")", lossy(&to)), e));
+            }
+        };
+        let r = self.s.copy_data(&src, &dst);
+        let c1 = self.s.close(&src);
+        let c2 = self.s.close(&dst);
+        r.map_err(|e| {
+            remote_err(
+                &format!(
+                    "Couldn't copy file \"{}\" to \"{}\"",
+                    lossy(&from),
+                    lossy(&to)
+                ),
+                e,
+            )
+        })?;
+        c1.and(c2).map_err(|e| remote_err("close", e))?;
         Ok(true)
     }
 
@@ -196,114 +273,6 @@ impl Shell {
         self.cwd = target;
         Ok(true)
     }
-
-    pub(super) fn ls(&mut self, args: &[Vec<u8>]) -> Done {
-        let (fl, ops) = flags(&args[1..], "1afhlnrSt", "ls")?;
-        let long = fl.contains(&'l') || fl.contains(&'n');
-        let all = fl.contains(&'a');
-        let given = ops.first().cloned();
-        let p = given.clone().unwrap_or_default();
-        let abs = absolute(&self.cwd, &p);
-        let mut names: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        if !remote::has_glob(&abs) {
-            let a = self.s.stat(&abs, true).map_err(|e| match e {
-                SftpError::Remote(Status::NO_SUCH_FILE) => {
-                    err(&format!("Can't ls: \"{}\" not found", lossy(&abs)))
-                }
-                e => remote_err(&format!("Can't ls: \"{}\"", lossy(&abs)), e),
-            })?;
-            if a.permissions.is_some_and(|m| m & 0o170000 == 0o040000) {
-                let entries = self
-                    .s
-                    .read_dir(&abs)
-                    .map_err(|e| remote_err("Couldn't read directory", e))?;
-                for e in entries {
-                    if !all && e.filename.first() == Some(&b'.') {
-                        continue;
-                    }
-                    let shown = match &given {
-                        Some(g) => remote::join(g, &e.filename),
-                        None => e.filename.clone(),
-                    };
-                    names.push((shown, e.longname));
-                }
-            } else {
-                names.push((p.clone(), long_of(&a, &p)));
-            }
-        } else {
-            let matches =
-                remote::glob(&mut self.s, &self.cwd, &p).map_err(|e| remote_err("ls", e))?;
-            if matches.is_empty() {
-                return Err(err(&format!("Can't ls: \"{}\" not found", lossy(&abs))));
-            }
-            for (m, a) in matches {
-                let shown = if p.first() == Some(&b'/') {
-                    m.clone()
-                } else {
-                    m.get(self.cwd.len()..)
-                        .map(|r| r.strip_prefix(b"/").unwrap_or(r).to_vec())
-                        .unwrap_or(m.clone())
-                };
-                let l = long_of(&a.unwrap_or_default(), &shown);
-                names.push((shown, l));
-            }
-        }
-        names.sort();
-        if fl.contains(&'r') {
-            names.reverse();
-        }
-        let mut out = std::io::stdout().lock();
-        if long || fl.contains(&'1') {
-            for (n, l) in &names {
-                let _ = out.write_all(&printable(if long && !l.is_empty() { l } else { n }));
-                let _ = out.write_all(b"\n");
-            }
-            return Ok(true);
-        }
-        // Row-major columns, as sftp prints them.
-        let width = crate::client::sftp::progress::terminal_width();
-        let m = names.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-        let colspace = m + 2;
-        let columns = (width / colspace.max(1)).max(1);
-        let mut c = 1;
-        for (n, _) in &names {
-            let _ = out.write_all(&printable(n));
-            if c >= columns {
-                let _ = out.write_all(b"\n");
-                c = 1;
-            } else {
-                let pad = colspace.saturating_sub(n.len());
-                let _ = out.write_all(&vec![b' '; pad]);
-                c += 1;
-            }
-        }
-        if c != 1 {
-            let _ = out.write_all(b"\n");
-        }
-        Ok(true)
-    }
-}
-
-/// An ATTRS shown as an `ls -l` line when the server gave none.
-pub(super) fn long_of(a: &Attrs, name: &[u8]) -> Vec<u8> {
-    let mode = a.permissions.unwrap_or(0);
-    let kind = match mode & 0o170000 {
-        0o040000 => 'd',
-        0o120000 => 'l',
-        _ => '-',
-    };
-    let mut s = String::new();
-    s.push(kind);
-    for (i, c) in ['r', 'w', 'x', 'r', 'w', 'x', 'r', 'w', 'x']
-        .iter()
-        .enumerate()
-    {
-        s.push(if mode & (0o400 >> i) != 0 { *c } else { '-' });
-    }
-    let (u, g) = a.uid_gid.unwrap_or((0, 0));
-    let mut out = format!("{s}    ? {u:<8} {g:<8} {:>8} ", a.size.unwrap_or(0)).into_bytes();
-    out.extend_from_slice(name);
-    out
 }
 
 pub(super) fn lcd(args: &[Vec<u8>]) -> Done {
@@ -316,13 +285,4 @@ pub(super) fn lcd(args: &[Vec<u8>]) -> Done {
         ))
     })?;
     Ok(true)
-}
-
-/// A server's name for the terminal: control bytes shown as `?`, so a
-/// name cannot move the cursor or send escape sequences (other bytes,
-/// UTF-8 or not, go through).
-pub(super) fn printable(b: &[u8]) -> Vec<u8> {
-    b.iter()
-        .map(|&c| if c < 0x20 || c == 0x7f { b'?' } else { c })
-        .collect()
 }

@@ -119,6 +119,8 @@ cd path                            Change remote directory to 'path'
 chgrp grp path                     Change group of file 'path' to 'grp'
 chmod mode path                    Change permissions of file 'path' to 'mode'
 chown own path                     Change owner of file 'path' to 'own'
+copy oldpath newpath               Copy remote file
+cp oldpath newpath                 Copy remote file
 df [-hi] [path]                    Display statistics for current directory or
                                    filesystem containing 'path'
 exit                               Quit sftp
@@ -127,9 +129,11 @@ reget [-fpPr] remote [local]       Resume download file
 reput [-fpPr] [local] remote       Resume upload file
 help                               Display this help text
 lcd path                           Change local directory to 'path'
+lls [ls-options [path]]            Display local directory listing
 lmkdir path                        Create local directory
 ln [-s] oldpath newpath            Link remote file (-s for symlink)
 lpwd                               Print local working directory
+lumask umask                       Set local umask to 'umask'
 ls [-1afhlnrSt] [path]             Display remote directory listing
 mkdir path                         Create remote directory
 progress                           Toggle display of progress meter
