@@ -500,6 +500,90 @@ fn scp_up_down_recursive_and_preserve() {
     }
 }
 
+/// `-O`: the legacy SCP protocol through the `sluice` client and the
+/// server's own `scp -t`/`scp -f`: files, trees with -p (modes and times),
+/// several sources into a directory, a glob, and scp's errors and exit
+/// codes.
+#[test]
+fn scp_legacy_protocol_with_dash_o() {
+    if missing("/usr/bin/scp") {
+        eprintln!("skipped: no scp on the server side");
+        return;
+    }
+    let s = Setup::new("sftpc-scpO");
+    let src = s.dir.path("src.bin");
+    std::fs::write(&src, data(3 << 20, 11)).unwrap();
+    for (label, server) in servers(&s) {
+        let d = dir(&s, &format!("scpO_{label}"));
+        let tree = d.join("tree");
+        std::fs::create_dir_all(tree.join("sub")).unwrap();
+        std::fs::copy(&src, tree.join("sub/a")).unwrap();
+        std::fs::write(tree.join("b"), b"hello\n").unwrap();
+        std::fs::set_permissions(tree.join("b"), std::fs::Permissions::from_mode(0o640)).unwrap();
+        let mtime = std::time::UNIX_EPOCH + Duration::from_secs(978_307_200);
+        let f = std::fs::File::options()
+            .write(true)
+            .open(tree.join("b"))
+            .unwrap();
+        f.set_modified(mtime).unwrap();
+        let scp = |args: &[&str]| {
+            let mut c = Command::new(SCP);
+            ssh_opts(&mut c, &s, &server);
+            c.arg("-O").args(args);
+            run(c, b"", 120)
+        };
+        let at = |p: &Path| format!("127.0.0.1:{}", p.display());
+        let ok = |o: std::process::Output| {
+            assert!(o.status.success(), "{label}: {}", text(&o.stderr));
+        };
+        let path = |p: PathBuf| p.to_str().unwrap().to_owned();
+        ok(scp(&[&path(src.clone()), &at(&d.join("up"))]));
+        ok(scp(&[&at(&d.join("up")), &path(d.join("down"))]));
+        ok(scp(&["-rp", &path(tree.clone()), &at(&d.join("tree2"))]));
+        ok(scp(&["-rp", &at(&d.join("tree2")), &path(d.join("tree3"))]));
+        std::fs::create_dir(d.join("many")).unwrap();
+        ok(scp(&[
+            &path(src.clone()),
+            &path(tree.join("b")),
+            &at(&d.join("many")),
+        ]));
+        std::fs::create_dir(d.join("globbed")).unwrap();
+        ok(scp(&[
+            &at(&d.join("tree2/sub/*")),
+            &path(d.join("globbed")),
+        ]));
+        for f in [
+            "up",
+            "down",
+            "tree2/sub/a",
+            "tree3/sub/a",
+            "many/src.bin",
+            "globbed/a",
+        ] {
+            assert_eq!(sha(&d.join(f)), sha(&src), "{label}: {f}");
+        }
+        assert_eq!(std::fs::read(d.join("many/b")).unwrap(), b"hello\n");
+        for f in ["tree2/b", "tree3/b"] {
+            let m = std::fs::metadata(d.join(f)).unwrap();
+            assert_eq!(m.permissions().mode() & 0o777, 0o640, "{label}: {f}");
+            assert_eq!(m.modified().unwrap(), mtime, "{label}: {f}");
+        }
+        let o = scp(&["127.0.0.1:/nonexistent/file", &path(d.join("x"))]);
+        assert_eq!(o.status.code(), Some(1), "{label}");
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("scp: /nonexistent/file: No such file or directory"),
+            "{label}: {e}"
+        );
+        assert!(!d.join("x").exists());
+        // A directory without -r: said, skipped, exit 1.
+        let o = scp(&[&path(tree.clone()), &at(&d.join("norec"))]);
+        assert_eq!(o.status.code(), Some(1), "{label}");
+        assert!(text(&o.stderr).contains("not a regular file"), "{label}");
+        assert!(!d.join("norec").exists());
+    }
+}
+
 #[test]
 fn a_killed_download_leaves_no_file_under_the_final_name() {
     let s = Setup::new("sftpc-kill");

@@ -1,14 +1,17 @@
 //! `sluice-scp`'s main: scp(1)'s command line (cli/xfer_args.rs for the
-//! parts shared with sftp), then client/sftp/scp.rs copies over SFTP.
+//! parts shared with sftp), then client/sftp/scp.rs copies over SFTP, or
+//! client/scp_legacy.rs over the legacy protocol with -O.
 
 use crate::cli::sftp_main::stdout_is_tty;
 use crate::cli::xfer_args::{getopt, parallel, split_remote, x_option, SshSide};
+use crate::client::scp_legacy::{self, Legacy};
 use crate::client::sftp::run;
 use crate::client::sftp::scp::{self, Place};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 const USAGE: &str =
-    "usage: sluice-scp [-346ABCpqrTv] [-c cipher] [-F ssh_config] [-i identity_file]
+    "usage: sluice-scp [-346ABCOpqrTv] [-c cipher] [-F ssh_config] [-i identity_file]
            [-J destination] [-l limit] [-o ssh_option] [-P port]
            [-X sftp_option] source ... target";
 
@@ -38,6 +41,7 @@ pub fn main(argv: &[String]) -> i32 {
     };
     let mut ssh = SshSide::default();
     let mut set = scp::Settings::default();
+    let mut legacy = false;
     for (c, v) in &opts {
         match ssh.take(*c, v) {
             Ok(true) => continue,
@@ -65,10 +69,10 @@ pub fn main(argv: &[String]) -> i32 {
             '3' | 'R' => Err(format!(
                 "sluice-scp: -{c} (copies between two remote hosts) is not supported"
             )),
-            'O' => Err(
-                "sluice-scp: -O (the legacy SCP protocol) is not supported; sluice-scp speaks SFTP"
-                    .into(),
-            ),
+            'O' => {
+                legacy = true;
+                Ok(())
+            }
             'S' | 'D' => Err(format!(
                 "sluice-scp: -{c} is not supported: the connection is sluice's own, in this process"
             )),
@@ -129,6 +133,16 @@ pub fn main(argv: &[String]) -> i32 {
         eprintln!("sluice-scp: remote to remote copies are not supported");
         return 1;
     }
+    if legacy {
+        let l = Legacy {
+            recursive: set.recursive,
+            preserve: set.transfer.preserve,
+            verbose: ssh.verbose > 0,
+            limit: ssh.limit,
+        };
+        let cmd = scp_legacy::ssh_command(legacy_ssh_args(&ssh, user.as_deref()), &host);
+        return scp_legacy::run(cmd, &sources, &target, &l);
+    }
     let copts = match ssh.client_options(user.as_deref(), &host, "sftp") {
         Ok(o) => o,
         Err(e) => {
@@ -148,6 +162,39 @@ pub fn main(argv: &[String]) -> i32 {
         }
         code
     })
+}
+
+/// The `sluice` client's arguments for -O, from scp's own (as scp hands
+/// them to ssh).
+fn legacy_ssh_args(ssh: &SshSide, user: Option<&str>) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    if !ssh.options.iter().any(|o| o == "ForwardAgent=yes") {
+        a.extend(["-o".into(), "ForwardAgent=no".into()]);
+    }
+    for o in &ssh.options {
+        a.extend(["-o".into(), o.into()]);
+    }
+    if let Some(f) = &ssh.config_file {
+        a.extend(["-F".into(), f.into()]);
+    }
+    for i in &ssh.identities {
+        a.extend(["-i".into(), i.into()]);
+    }
+    match ssh.family {
+        Some(4) => a.push("-4".into()),
+        Some(6) => a.push("-6".into()),
+        _ => {}
+    }
+    for _ in 0..ssh.verbose {
+        a.push("-v".into());
+    }
+    if ssh.quiet {
+        a.push("-q".into());
+    }
+    if let Some(u) = user {
+        a.extend(["-l".into(), u.into()]);
+    }
+    a
 }
 
 /// Both sides local: cp, as scp runs it.

@@ -17,6 +17,7 @@ pub mod keepalive;
 pub mod mux;
 pub mod prompt;
 pub mod proxy;
+pub mod scp_legacy;
 pub mod session;
 pub mod setup;
 pub mod sftp;
