@@ -502,10 +502,10 @@ fn scp_up_down_recursive_and_preserve() {
 
 /// `-O`: the legacy SCP protocol through the `sluice` client and the
 /// server's own `scp -t`/`scp -f`: files, trees with -p (modes and times),
-/// several sources into a directory, a glob, and scp's errors and exit
-/// codes.
+/// several sources into a directory, a glob, copies between two remote
+/// hosts (-3), and scp's errors and exit codes.
 #[test]
-fn scp_legacy_protocol_with_dash_o() {
+fn scp_legacy_protocol_and_remote_to_remote() {
     if missing("/usr/bin/scp") {
         eprintln!("skipped: no scp on the server side");
         return;
@@ -552,6 +552,28 @@ fn scp_legacy_protocol_with_dash_o() {
             &at(&d.join("tree2/sub/*")),
             &path(d.join("globbed")),
         ]));
+        // Between two remote hosts (here the same server twice), through
+        // this one: -3, the default.
+        ok(scp(&[&at(&d.join("up")), &at(&d.join("r2r"))]));
+        ok(scp(&[
+            "-3",
+            "-rp",
+            &at(&d.join("tree2")),
+            &at(&d.join("tree4")),
+        ]));
+        let o = scp(&["127.0.0.1:/nonexistent/r2r", &at(&d.join("r2r_x"))]);
+        assert_eq!(o.status.code(), Some(1), "{label}");
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("scp: /nonexistent/r2r: No such file or directory"),
+            "{label}: {e}"
+        );
+        assert!(!d.join("r2r_x").exists());
+        for f in ["r2r", "tree4/sub/a"] {
+            assert_eq!(sha(&d.join(f)), sha(&src), "{label}: {f}");
+        }
+        let m = std::fs::metadata(d.join("tree4/b")).unwrap();
+        assert_eq!(m.modified().unwrap(), mtime, "{label}");
         for f in [
             "up",
             "down",

@@ -42,6 +42,7 @@ pub fn main(argv: &[String]) -> i32 {
     let mut ssh = SshSide::default();
     let mut set = scp::Settings::default();
     let mut legacy = false;
+    let mut by_origin = false;
     for (c, v) in &opts {
         match ssh.take(*c, v) {
             Ok(true) => continue,
@@ -66,9 +67,15 @@ pub fn main(argv: &[String]) -> i32 {
             }
             's' | 'T' => Ok(()),
             'X' => x_option(v, &mut set.transfer),
-            '3' | 'R' => Err(format!(
-                "sluice-scp: -{c} (copies between two remote hosts) is not supported"
-            )),
+            // -3 is the default for copies between two remote hosts.
+            '3' => {
+                by_origin = false;
+                Ok(())
+            }
+            'R' => {
+                by_origin = true;
+                Ok(())
+            }
             'O' => {
                 legacy = true;
                 Ok(())
@@ -89,6 +96,15 @@ pub fn main(argv: &[String]) -> i32 {
     }
     set.transfer.progress = !ssh.quiet && stdout_is_tty();
     let (srcs, target) = operands.split_at(operands.len() - 1);
+    if place(&target[0]).is_some() && srcs.iter().any(|a| place(a).is_some()) {
+        let l = Legacy {
+            recursive: set.recursive,
+            preserve: set.transfer.preserve,
+            verbose: ssh.verbose > 0,
+            limit: ssh.limit,
+        };
+        return remote_to_remote(&ssh, srcs, &target[0], &l, by_origin);
+    }
     let mut host: Option<(Option<String>, String)> = None;
     let mut to_place = |a: &str| -> Result<Place, String> {
         match place(a) {
@@ -195,6 +211,56 @@ fn legacy_ssh_args(ssh: &SshSide, user: Option<&str>) -> Vec<OsString> {
         a.extend(["-l".into(), u.into()]);
     }
     a
+}
+
+/// Copies between two remote hosts: through this one (-3, the default),
+/// or by the source host's own scp connecting to the target (-R).
+fn remote_to_remote(
+    ssh: &SshSide,
+    srcs: &[String],
+    target: &str,
+    l: &Legacy,
+    by_origin: bool,
+) -> i32 {
+    let Some((tu, th, tp)) = place(target) else {
+        return 1;
+    };
+    let mut code = 0;
+    for src in srcs {
+        let Some((su, sh, sp)) = place(src) else {
+            eprintln!("sluice-scp: {src}: local and remote sources with a remote target in one run are not supported");
+            code = 1;
+            continue;
+        };
+        let from = scp_legacy::ssh_command(legacy_ssh_args(ssh, su.as_deref()), &sh);
+        let r = if by_origin {
+            // The origin's scp, with its own keys and config, reaches the target.
+            let mut c = from;
+            let mut cmd = String::from("scp");
+            if l.recursive {
+                cmd.push_str(" -r");
+            }
+            if l.preserve {
+                cmd.push_str(" -p");
+            }
+            if l.verbose {
+                cmd.push_str(" -v");
+            }
+            cmd.push_str(&format!(" -- {sp} {target}"));
+            c.arg(cmd).stdin(std::process::Stdio::null());
+            match c.status() {
+                Ok(st) if st.success() => 0,
+                _ => 1,
+            }
+        } else {
+            let to = scp_legacy::ssh_command(legacy_ssh_args(ssh, tu.as_deref()), &th);
+            scp_legacy::relay(from, sp.as_bytes(), to, tp.as_bytes(), srcs.len() > 1, l)
+        };
+        if r != 0 {
+            code = 1;
+        }
+    }
+    code
 }
 
 /// Both sides local: cp, as scp runs it.

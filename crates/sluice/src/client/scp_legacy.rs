@@ -9,6 +9,9 @@
 //! - each answered by one byte: 0 (go on), 1 (an error message follows to
 //!   the newline; the copy goes on) or 2 (the same, fatal).
 //!
+//! A copy between two remote hosts (scp -3) relays the same protocol
+//! between the source host's `scp -f` and the destination's `scp -t`.
+//!
 //! Names the server sends are checked before any file is touched: no `/`,
 //! no `.` or `..`, and at the top level the name asked for (or one the
 //! glob asked for matches), so a server cannot write outside the target.
@@ -113,6 +116,113 @@ pub fn run(ssh: Command, sources: &[Place], target: &Place, set: &Legacy) -> i32
             code
         }
     }
+}
+
+/// A copy between two remote hosts through this one (scp -3, OpenSSH's
+/// default since 8.7): the source host's `scp -f` and the destination
+/// host's `scp -t` talk the protocol to each other through us, bytes
+/// relayed both ways. Messages the destination sends back (its answers
+/// are only status bytes and messages) and a source's opening error are
+/// printed here.
+pub fn relay(
+    src: Command,
+    src_path: &[u8],
+    dst: Command,
+    dst_path: &[u8],
+    many: bool,
+    set: &Legacy,
+) -> i32 {
+    let mut flags = String::new();
+    if set.recursive {
+        flags.push_str(" -r");
+    }
+    if set.preserve {
+        flags.push_str(" -p");
+    }
+    let d = if many { " -d" } else { "" };
+    let spawn = |mut c: Command, cmd: Vec<u8>| {
+        c.arg(std::ffi::OsStr::from_bytes(&cmd));
+        c.stdin(Stdio::piped()).stdout(Stdio::piped());
+        c.spawn().map_err(|e| {
+            say(&format!(
+                "cannot run {}: {e}",
+                Path::new(c.get_program()).display()
+            ))
+        })
+    };
+    let dst_path = if dst_path.is_empty() {
+        &b"."[..]
+    } else {
+        dst_path
+    };
+    let Ok(mut a) = spawn(
+        src,
+        [format!("scp{flags} -f -- ").as_bytes(), src_path].concat(),
+    ) else {
+        return 1;
+    };
+    let Ok(mut b) = spawn(
+        dst,
+        [format!("scp{flags}{d} -t -- ").as_bytes(), dst_path].concat(),
+    ) else {
+        let _ = a.kill();
+        let _ = a.wait();
+        return 1;
+    };
+    let (Some(mut a_out), Some(mut a_in), Some(mut b_out), Some(mut b_in)) = (
+        a.stdout.take(),
+        a.stdin.take(),
+        b.stdout.take(),
+        b.stdin.take(),
+    ) else {
+        return 1;
+    };
+    let forward = std::thread::spawn(move || {
+        // A first line that is an error (a missing source) is shown.
+        let mut first = [0u8; 1];
+        if a_out.read(&mut first).unwrap_or(0) == 1 {
+            let mut line = Vec::new();
+            if first[0] == 1 || first[0] == 2 {
+                let _ =
+                    BufReader::new((&mut a_out).take(MAX_LINE as u64)).read_until(b'\n', &mut line);
+                eprint!("{}", String::from_utf8_lossy(&line));
+            }
+            if b_in.write_all(&first).is_ok() && b_in.write_all(&line).is_ok() {
+                let _ = std::io::copy(&mut a_out, &mut b_in);
+            }
+        }
+    });
+    // The destination's answers: a zero byte, or a message to a newline.
+    let mut answers = BufReader::new(b_out.by_ref());
+    loop {
+        let mut byte = [0u8; 1];
+        if answers.read(&mut byte).unwrap_or(0) == 0 {
+            break;
+        }
+        let mut msg = Vec::new();
+        if byte[0] != 0 {
+            let _ = (&mut answers)
+                .take(MAX_LINE as u64)
+                .read_until(b'\n', &mut msg);
+            let mut shown = Vec::new();
+            if byte[0] != 1 && byte[0] != 2 {
+                shown.push(byte[0]);
+            }
+            shown.extend_from_slice(&msg);
+            eprint!("{}", String::from_utf8_lossy(&shown));
+        }
+        if a_in
+            .write_all(&byte)
+            .and_then(|_| a_in.write_all(&msg))
+            .is_err()
+        {
+            break;
+        }
+    }
+    drop(a_in);
+    let _ = forward.join();
+    let (sa, sb) = (a.wait(), b.wait());
+    i32::from(!(sa.is_ok_and(|s| s.success()) && sb.is_ok_and(|s| s.success())))
 }
 
 /// The same program and arguments (a Command cannot be cloned).
