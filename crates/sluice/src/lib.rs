@@ -14,6 +14,7 @@ pub mod demo;
 pub mod keys;
 mod layers;
 pub mod log;
+pub mod ls_style;
 pub mod net;
 pub mod server;
 pub mod ttymodes;

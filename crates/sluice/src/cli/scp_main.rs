@@ -236,17 +236,7 @@ fn remote_to_remote(
         let r = if by_origin {
             // The origin's scp, with its own keys and config, reaches the target.
             let mut c = from;
-            let mut cmd = String::from("scp");
-            if l.recursive {
-                cmd.push_str(" -r");
-            }
-            if l.preserve {
-                cmd.push_str(" -p");
-            }
-            if l.verbose {
-                cmd.push_str(" -v");
-            }
-            cmd.push_str(&format!(" -- {sp} {target}"));
+            let cmd = format!("scp{} -- {sp} {target}", l.flags());
             c.arg(cmd).stdin(std::process::Stdio::null());
             match c.status() {
                 Ok(st) if st.success() => 0,

@@ -47,6 +47,21 @@ pub struct Legacy {
     pub limit: Option<u64>,
 }
 
+impl Legacy {
+    /// The remote scp's flags for these settings (` -v -r -p`).
+    pub fn flags(&self) -> String {
+        [
+            (self.verbose, " -v"),
+            (self.recursive, " -r"),
+            (self.preserve, " -p"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, f)| *f)
+        .collect()
+    }
+}
+
 /// The remote end: the child's pipes, the error count.
 struct Remote {
     child: Child,
@@ -73,16 +88,7 @@ fn say(msg: &str) {
 /// Copies `sources` to `target` with the remote `scp`; `ssh` runs the
 /// `sluice` client (its arguments up to the host). Returns the exit code.
 pub fn run(ssh: Command, sources: &[Place], target: &Place, set: &Legacy) -> i32 {
-    let mut flags = String::new();
-    if set.verbose {
-        flags.push_str(" -v");
-    }
-    if set.recursive {
-        flags.push_str(" -r");
-    }
-    if set.preserve {
-        flags.push_str(" -p");
-    }
+    let flags = set.flags();
     match target {
         Place::Remote(t) => {
             let t = if t.is_empty() { &b"."[..] } else { t };
@@ -132,13 +138,7 @@ pub fn relay(
     many: bool,
     set: &Legacy,
 ) -> i32 {
-    let mut flags = String::new();
-    if set.recursive {
-        flags.push_str(" -r");
-    }
-    if set.preserve {
-        flags.push_str(" -p");
-    }
+    let flags = set.flags();
     let d = if many { " -d" } else { "" };
     let spawn = |mut c: Command, cmd: Vec<u8>| {
         c.arg(std::ffi::OsStr::from_bytes(&cmd));

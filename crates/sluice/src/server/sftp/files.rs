@@ -321,68 +321,16 @@ pub(super) fn longname(name: &[u8], m: &Metadata, names: &mut Names) -> Vec<u8> 
     let group = names.group(m.gid()).unwrap_or_else(|| m.gid().to_string());
     let mut s = format!(
         "{} {:>3} {:<8} {:<8} {:>8} {} ",
-        mode_string(m.mode()),
+        crate::ls_style::mode_string(m.mode()),
         m.nlink(),
         user,
         group,
         m.size(),
-        date(m.mtime())
+        crate::ls_style::mtime_string(m.mtime())
     )
     .into_bytes();
     s.extend_from_slice(name);
     s
-}
-
-/// `drwxr-xr-x` from st_mode (setuid, setgid and sticky shown as ls does).
-pub(super) fn mode_string(mode: u32) -> String {
-    let kind = match mode & libc::S_IFMT {
-        libc::S_IFDIR => 'd',
-        libc::S_IFLNK => 'l',
-        libc::S_IFCHR => 'c',
-        libc::S_IFBLK => 'b',
-        libc::S_IFIFO => 'p',
-        libc::S_IFSOCK => 's',
-        _ => '-',
-    };
-    let mut s = String::from(kind);
-    for (shift, special, lower, upper) in [
-        (6, 0o4000, 's', 'S'),
-        (3, 0o2000, 's', 'S'),
-        (0, 0o1000, 't', 'T'),
-    ] {
-        let bits = (mode >> shift) & 7;
-        s.push(if bits & 4 != 0 { 'r' } else { '-' });
-        s.push(if bits & 2 != 0 { 'w' } else { '-' });
-        s.push(match (bits & 1 != 0, mode & special != 0) {
-            (true, true) => lower,
-            (false, true) => upper,
-            (true, false) => 'x',
-            (false, false) => '-',
-        });
-    }
-    s
-}
-
-/// "Nov 24 15:30" within six months of now, else "Nov 24  2025" (local time).
-fn date(t: i64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let recent = (now - t).abs() < 182 * 24 * 3600;
-    // SAFETY: localtime_r fills the struct we pass; strftime writes at most
-    // the buffer's length.
-    unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        let tt = t as libc::time_t;
-        if libc::localtime_r(&tt, &mut tm).is_null() {
-            return String::new();
-        }
-        let fmt: &std::ffi::CStr = if recent { c"%b %e %H:%M" } else { c"%b %e  %Y" };
-        let mut buf = [0 as libc::c_char; 64];
-        let n = libc::strftime(buf.as_mut_ptr(), buf.len(), fmt.as_ptr(), &tm);
-        let b: Vec<u8> = buf.iter().take(n).map(|c| *c as u8).collect();
-        String::from_utf8_lossy(&b).into_owned()
-    }
 }
 
 #[cfg(test)]
@@ -390,11 +338,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn modes_and_errors() {
-        assert_eq!(mode_string(0o040755), "drwxr-xr-x");
-        assert_eq!(mode_string(0o104711), "-rws--x--x");
-        assert_eq!(mode_string(0o041777), "drwxrwxrwt");
-        assert_eq!(mode_string(0o120777), "lrwxrwxrwx");
+    fn errors_map_to_status_codes() {
         let e = |n| status_of(&io::Error::from_raw_os_error(n));
         assert_eq!(e(libc::EACCES), Status::PERMISSION_DENIED);
         assert_eq!(e(libc::ENOENT), Status::NO_SUCH_FILE);

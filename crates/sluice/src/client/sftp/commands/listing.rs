@@ -221,76 +221,14 @@ fn ls_line(name: &[u8], a: &Attrs, si: bool, names: &Names) -> Vec<u8> {
     };
     let mtime = a.atime_mtime.map_or(0, |t| t.1);
     let mut out = format!(
-        "{} {:>3} {user:<8} {group:<8} {size} {} ",
-        strmode(a.permissions.unwrap_or(0)),
+        "{} {:>4} {user:<8} {group:<8} {size} {} ",
+        crate::ls_style::mode_string(a.permissions.unwrap_or(0)),
         "?",
-        when(i64::from(mtime))
+        crate::ls_style::mtime_string(i64::from(mtime))
     )
     .into_bytes();
     out.extend_from_slice(name);
     out
-}
-
-/// strmode(3): the type letter, nine permission letters (s/S, t/T for the
-/// set-id and sticky bits) and a space.
-fn strmode(mode: u32) -> String {
-    let kind = match mode & 0o170000 {
-        0o040000 => 'd',
-        0o020000 => 'c',
-        0o060000 => 'b',
-        0o100000 => '-',
-        0o120000 => 'l',
-        0o140000 => 's',
-        0o010000 => 'p',
-        _ => '?',
-    };
-    let x = |exec: bool, special: bool, on: char, off: char| match (exec, special) {
-        (false, false) => '-',
-        (true, false) => 'x',
-        (false, true) => off,
-        (true, true) => on,
-    };
-    let rw = |shift: u32| {
-        [
-            if mode & (0o4 << shift) != 0 { 'r' } else { '-' },
-            if mode & (0o2 << shift) != 0 { 'w' } else { '-' },
-        ]
-    };
-    let mut s = String::with_capacity(11);
-    s.push(kind);
-    s.extend(rw(6));
-    s.push(x(mode & 0o100 != 0, mode & 0o4000 != 0, 's', 'S'));
-    s.extend(rw(3));
-    s.push(x(mode & 0o010 != 0, mode & 0o2000 != 0, 's', 'S'));
-    s.extend(rw(0));
-    s.push(x(mode & 0o001 != 0, mode & 0o1000 != 0, 't', 'T'));
-    s.push(' ');
-    s
-}
-
-/// `ls -l`'s time: month, day and time within half a year past, else
-/// month, day and year; in local time.
-fn when(t: i64) -> String {
-    let tt = t as libc::time_t;
-    // SAFETY: tm is plain data; all zeroes is a valid value.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: localtime_r reads a valid time_t and fills the tm we own.
-    if unsafe { libc::localtime_r(&tt, &mut tm) }.is_null() {
-        return String::new();
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let fmt = if now - 365 * 24 * 60 * 60 / 2 < t && now >= t {
-        c"%b %e %H:%M"
-    } else {
-        c"%b %e  %Y"
-    };
-    let mut buf = [0u8; 64];
-    // SAFETY: strftime writes at most buf.len() bytes, a NUL-terminated
-    // format and the tm filled above.
-    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm) };
-    String::from_utf8_lossy(buf.get(..n).unwrap_or_default()).into_owned()
 }
 
 /// fmt_scaled(3) as sftp uses it: bytes below 1 KiB as `123B`, else one
@@ -346,18 +284,6 @@ mod tests {
         assert_eq!(fmt_scaled(20_600 * 1024 * 1024), "20.1G");
         assert_eq!(fmt_scaled(252 * (1 << 30)), "252G");
         assert_eq!(fmt_scaled(u64::MAX), "16.0E");
-    }
-
-    #[test]
-    fn modes_as_strmode_prints() {
-        assert_eq!(strmode(0o100644), "-rw-r--r-- ");
-        assert_eq!(strmode(0o040755), "drwxr-xr-x ");
-        assert_eq!(strmode(0o120777), "lrwxrwxrwx ");
-        assert_eq!(strmode(0o104755), "-rwsr-xr-x ");
-        assert_eq!(strmode(0o102644), "-rw-r-Sr-- ");
-        assert_eq!(strmode(0o041777), "drwxrwxrwt ");
-        assert_eq!(strmode(0o041776), "drwxrwxrwT ");
-        assert_eq!(strmode(0), "?--------- ");
     }
 
     #[test]
