@@ -193,16 +193,7 @@ fn peek(fd: i32, buf: &mut [u8]) -> std::io::Result<usize> {
 /// and would otherwise wake the loop again and again.
 fn set_lowat(fd: i32, n: usize) {
     let v = n.min(MAX_REQUEST) as libc::c_int;
-    // SAFETY: setsockopt with an int option on our socket.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
+    crate::net::fdio::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v);
 }
 
 /// The client shut down its side (its bytes so far are all there will be).

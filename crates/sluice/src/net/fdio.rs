@@ -98,14 +98,18 @@ pub fn would_block(e: &io::Error) -> bool {
 /// costs it up to 40 ms per such pair. False when the fd is not a TCP socket
 /// (a pipe, a Unix socket): the caller stops asking.
 pub fn quick_ack(fd: RawFd) -> bool {
-    let one: libc::c_int = 1;
-    // SAFETY: setsockopt reads one c_int from `one`.
+    set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_QUICKACK, 1)
+}
+
+/// setsockopt with an int value; false when the socket refuses it.
+pub fn set_int_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> bool {
+    // SAFETY: setsockopt reads one c_int from `value`.
     let r = unsafe {
         libc::setsockopt(
             fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_QUICKACK,
-            (&one as *const libc::c_int).cast(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };

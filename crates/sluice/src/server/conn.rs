@@ -304,17 +304,8 @@ impl ServerConn {
         self.sock = Some(fd);
         // TCPKeepAlive (default yes): the kernel notices a peer gone for good.
         let on = libc::c_int::from(self.cfg.tcp_keep_alive);
-        // SAFETY: SO_KEEPALIVE from an int of the given length; a failure
-        // (not a TCP socket, as with a relayed -i) changes nothing.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_KEEPALIVE,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+        // A failure (not a TCP socket, as with a relayed -i) changes nothing.
+        crate::net::fdio::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, on);
     }
 
     /// The client's RemoteRcvBuf / RemoteSndBuf (`sockbuf-v00@sluice.dev`):
