@@ -6,6 +6,7 @@
 //! run with exit 1 unless its line starts with `-`.
 
 mod first;
+mod line_edit;
 mod listing;
 mod ops;
 mod words;
@@ -182,20 +183,22 @@ impl Shell {
             },
         };
         let mut line = Vec::new();
+        let mut editor = line_edit::Editor::default();
         loop {
             if interactive {
-                print!("sftp> ");
-                let _ = std::io::stdout().flush();
-            }
-            line.clear();
-            match input.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => {
-                    if interactive {
+                match editor.read_line("sftp> ") {
+                    Some(l) => line = l,
+                    None => {
                         println!();
+                        return 0;
                     }
-                    return 0;
                 }
-                Ok(_) => {}
+            } else {
+                line.clear();
+                match input.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return 0,
+                    Ok(_) => {}
+                }
             }
             if !interactive {
                 // As sftp: batch commands are echoed.
