@@ -1,8 +1,9 @@
 //! The prompt's line editing when stdin is a terminal, as sftp's libedit
 //! gives it: arrows move and recall earlier commands, Home/End and ^A/^E,
-//! Backspace/Delete, ^U/^K/^W to cut, ^D on an empty line to leave. The
-//! terminal is raw only while a line is read, so `!command` and transfers
-//! see it as usual. Characters are taken as one column each.
+//! Backspace/Delete, ^U/^K/^W to cut, ^C to drop the line, ^D on an empty
+//! line to leave. The terminal is raw only while a line is read, so
+//! `!command` and transfers see it as usual. Characters are taken as one
+//! column each.
 
 use std::io::Write;
 
@@ -23,6 +24,7 @@ enum Key {
     KillWord,
     Enter,
     Eof,
+    Cancel,
     Ignore,
 }
 
@@ -133,6 +135,7 @@ fn key(next: &mut dyn FnMut() -> Option<u8>) -> Key {
         0x0b => Key::KillEnd,
         0x17 => Key::KillWord,
         0x04 => Key::Eof,
+        0x03 => Key::Cancel,
         0x1b => match next() {
             Some(b'[') | Some(b'O') => {
                 let mut p = next();
@@ -179,7 +182,9 @@ impl Raw {
             return None;
         }
         let saved = t;
-        t.c_lflag &= !(libc::ICANON | libc::ECHO | libc::IEXTEN);
+        // No ISIG: ^C drops the line here instead of killing the program
+        // with the terminal still raw.
+        t.c_lflag &= !(libc::ICANON | libc::ECHO | libc::IEXTEN | libc::ISIG);
         t.c_iflag &= !(libc::ICRNL | libc::IXON);
         t.c_cc[libc::VMIN] = 1;
         t.c_cc[libc::VTIME] = 0;
@@ -245,6 +250,11 @@ impl Editor {
                     return Some(line.buf);
                 }
                 Key::Eof if line.buf.is_empty() => return None,
+                Key::Cancel => {
+                    let _ = out.write_all(b"^C\r\n");
+                    let _ = out.flush();
+                    return Some(Vec::new());
+                }
                 Key::Eof => line.apply(Key::Delete),
                 Key::Up if at > 0 => {
                     if at == self.history.len() {
