@@ -102,6 +102,7 @@ pub fn main(argv: &[String]) -> i32 {
             preserve: set.transfer.preserve,
             verbose: ssh.verbose > 0,
             limit: ssh.limit,
+            progress: set.transfer.progress,
         };
         return remote_to_remote(&ssh, srcs, &target[0], &l, by_origin);
     }
@@ -155,6 +156,7 @@ pub fn main(argv: &[String]) -> i32 {
             preserve: set.transfer.preserve,
             verbose: ssh.verbose > 0,
             limit: ssh.limit,
+            progress: set.transfer.progress,
         };
         let cmd = scp_legacy::ssh_command(legacy_ssh_args(&ssh, user.as_deref()), &host);
         return scp_legacy::run(cmd, &sources, &target, &l);

@@ -17,6 +17,7 @@
 //! glob asked for matches), so a server cannot write outside the target.
 
 use crate::client::sftp::bwlimit::BwLimit;
+use crate::client::sftp::progress::Meter;
 use crate::client::sftp::scp::Place;
 use std::ffi::{CString, OsString};
 use std::fs::{File, FileTimes};
@@ -45,6 +46,8 @@ pub struct Legacy {
     pub verbose: bool,
     /// -l, in Kbit/s.
     pub limit: Option<u64>,
+    /// The progress meter (stdout a terminal, no -q).
+    pub progress: bool,
 }
 
 impl Legacy {
@@ -365,6 +368,7 @@ impl Remote {
         }
         // Exactly `size` bytes go, whatever the file does meanwhile (a read
         // error is padded with zeros and reported after, as scp does).
+        let mut meter = Meter::new(set.progress, &p.to_string_lossy(), size, 0);
         let mut buf = vec![0u8; BUF];
         let (mut left, mut failed) = (size, None);
         while left > 0 {
@@ -395,13 +399,16 @@ impl Remote {
                 l.pace(n as u64);
             }
             self.send(&buf[..n])?;
+            meter.add(n as u64);
             left -= n as u64;
         }
         match failed {
             None => self.send(b"\0")?,
             Some(m) => self.error(&format!("{}: {m}", p.display()))?,
         }
-        self.response().map(|_| ())
+        let r = self.response().map(|_| ());
+        meter.done();
+        r
     }
 
     fn send_dir(&mut self, p: &Path, set: &Legacy) -> Res<()> {
@@ -572,6 +579,7 @@ impl Remote {
         };
         self.send(b"\0")?;
         self.w.flush().map_err(|_| lost())?;
+        let mut meter = Meter::new(set.progress, &dest.to_string_lossy(), size, 0);
         let mut buf = vec![0u8; BUF];
         let (mut left, mut wrerr) = (size, None);
         while left > 0 {
@@ -588,8 +596,10 @@ impl Remote {
                     wrerr = Some(os_text(&e));
                 }
             }
+            meter.add(n as u64);
             left -= n as u64;
         }
+        meter.done();
         if wrerr.is_none() {
             if let Err(e) = file.set_len(size) {
                 wrerr = Some(os_text(&e));
