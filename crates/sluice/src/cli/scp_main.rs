@@ -96,14 +96,15 @@ pub fn main(argv: &[String]) -> i32 {
     }
     set.transfer.progress = !ssh.quiet && stdout_is_tty();
     let (srcs, target) = operands.split_at(operands.len() - 1);
+    // The settings of the legacy protocol (-O, and copies between hosts).
+    let l = Legacy {
+        recursive: set.recursive,
+        preserve: set.transfer.preserve,
+        verbose: ssh.verbose > 0,
+        limit: ssh.limit,
+        progress: set.transfer.progress,
+    };
     if place(&target[0]).is_some() && srcs.iter().any(|a| place(a).is_some()) {
-        let l = Legacy {
-            recursive: set.recursive,
-            preserve: set.transfer.preserve,
-            verbose: ssh.verbose > 0,
-            limit: ssh.limit,
-            progress: set.transfer.progress,
-        };
         return remote_to_remote(&ssh, srcs, &target[0], &l, by_origin);
     }
     let mut host: Option<(Option<String>, String)> = None;
@@ -114,7 +115,7 @@ pub fn main(argv: &[String]) -> i32 {
                 match &host {
                     Some(prev) if prev != &(u.clone(), h.clone()) => {
                         return Err(
-                            "sluice-scp: one remote host per run (remote to remote copies are not supported)"
+                            "sluice-scp: sources on more than one remote host are not supported with a local target"
                                 .into(),
                         )
                     }
@@ -147,17 +148,12 @@ pub fn main(argv: &[String]) -> i32 {
         return local_copy(&sources, &target, set.recursive);
     };
     if mixed {
-        eprintln!("sluice-scp: remote to remote copies are not supported");
+        eprintln!(
+            "sluice-scp: local and remote sources with a local target in one run are not supported"
+        );
         return 1;
     }
     if legacy {
-        let l = Legacy {
-            recursive: set.recursive,
-            preserve: set.transfer.preserve,
-            verbose: ssh.verbose > 0,
-            limit: ssh.limit,
-            progress: set.transfer.progress,
-        };
         let cmd = scp_legacy::ssh_command(legacy_ssh_args(&ssh, user.as_deref()), &host);
         return scp_legacy::run(cmd, &sources, &target, &l);
     }

@@ -1,6 +1,6 @@
 //! scp(1)'s copies over SFTP, as OpenSSH 9's scp does by default: remote
-//! to local and local to remote (one remote host per run; remote to
-//! remote, `-3`, is refused). Remote sources are globbed on the server's
+//! to local and local to remote (one remote host per run; copies between
+//! two remote hosts are client/scp_legacy.rs's). Remote sources are globbed on the server's
 //! listing; relative remote paths start at the login directory. Errors
 //! name the file, `scp: path: reason`, the other files still go, and the
 //! exit code is 1 when any failed (255 when the connection failed).
