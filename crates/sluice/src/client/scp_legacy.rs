@@ -535,7 +535,8 @@ impl Remote {
                 return Err(Stop::Fatal);
             }
             Err(_) => {
-                if let Err(e) = std::fs::DirBuilder::new().mode(mode | 0o700).create(dest) {
+                let m = created_mode(mode, set) | 0o700;
+                if let Err(e) = std::fs::DirBuilder::new().mode(m).create(dest) {
                     self.error(&format!("{}: {}", dest.display(), os_text(&e)))?;
                     return Err(Stop::Fatal);
                 }
@@ -564,7 +565,7 @@ impl Remote {
             .write(true)
             .create(true)
             .truncate(false)
-            .mode(mode)
+            .mode(created_mode(mode, set))
             .open(dest);
         let mut f = match opened {
             Ok(f) => Some(f),
@@ -617,6 +618,17 @@ impl Remote {
             None if sent_ok => self.send(b"\0"),
             None => Ok(()),
         }
+    }
+}
+
+/// The mode a new file or directory gets from the server's: set-id bits
+/// only with -p (a root user's download never turns setuid by the server's
+/// say), and the umask applies as always.
+fn created_mode(mode: u32, set: &Legacy) -> u32 {
+    if set.preserve {
+        mode
+    } else {
+        mode & 0o777
     }
 }
 
