@@ -50,18 +50,20 @@ impl Reassembler {
 
     /// Takes one chunk from any carrier.
     pub fn on_chunk(&mut self, chunk: Chunk<'_>) -> Result<(), StripeError> {
-        if self.eof {
-            return Err(StripeError::AfterEof);
-        }
         let end = chunk
             .offset
             .checked_add(chunk.data.len() as u64)
             .ok_or(StripeError::OffsetOverflow)?;
+        if end <= self.received {
+            // Sent again after its carrier closed or was lost: had it. A
+            // copy may trail the EOF on another connection.
+            return Ok(());
+        }
+        if self.eof {
+            return Err(StripeError::AfterEof);
+        }
         if end > self.limit() {
             return Err(StripeError::BeyondLimit);
-        }
-        if end <= self.received {
-            return Ok(()); // Sent again after its carrier was lost: had it.
         }
         let start = chunk.offset.max(self.received);
         let skip = usize::try_from(start - chunk.offset).map_err(|_| StripeError::BeyondLimit)?;

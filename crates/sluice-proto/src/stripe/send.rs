@@ -88,6 +88,12 @@ impl StripeSender {
         }
     }
 
+    /// Whether chunks sent on `carrier` wait for their acknowledgement (a
+    /// carrier given back closes once none do, so nothing goes twice).
+    pub fn carries(&self, carrier: CarrierId) -> bool {
+        self.pieces.values().any(|p| p.carrier == Some(carrier))
+    }
+
     /// Bytes [`StripeSender::push`] would take now.
     pub fn room(&self) -> usize {
         if self.finished {
@@ -106,6 +112,11 @@ impl StripeSender {
     /// The stream has ended: nothing more will be pushed.
     pub fn finish(&mut self) {
         self.finished = true;
+    }
+
+    /// Whether [`StripeSender::finish`] was called: the stream has ended.
+    pub fn is_finished(&self) -> bool {
+        self.finished
     }
 
     /// Takes the receiver's acknowledgement. It must not go backwards, not

@@ -344,6 +344,9 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
     let (conn, result) = loop {
         let common = proto.clone();
         let mut conn = Connection::client(ClientConfig { common }, Box::new(SystemRng));
+        if let Some(st) = handler.stripe.as_mut() {
+            st.set_primary_fd(sock.as_raw_fd());
+        }
         let result = run_pump(
             &mut conn,
             &mut handler,

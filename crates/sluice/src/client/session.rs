@@ -140,7 +140,6 @@ impl ClientSession {
             && known
             && !self.plan.no_session
             && self.plan.none_switch.is_none()
-            && !self.stripe.as_mut().is_some_and(|st| st.wanted(conn))
         {
             log!(
                 Debug1,
@@ -358,12 +357,12 @@ impl Handler for ClientSession {
                     );
                     conn.request_sockbuf(rcv, snd).map_err(|e| e.to_string())?;
                 }
-                self.fwd.start(conn)?;
-                self.fork_pending = self.plan.fork_after_auth;
                 if let Some(st) = self.stripe.as_mut() {
                     // Before anything else that gets a global reply.
                     st.on_authenticated(conn)?;
                 }
+                self.fwd.start(conn)?;
+                self.fork_pending = self.plan.fork_after_auth;
                 if self.channel.is_some() {
                     no_more_sessions(conn)?; // opened early; it stands now
                 } else if !self.plan.no_session {

@@ -126,11 +126,31 @@ impl Steer {
         self.period
     }
 
+    /// Whether a whole period has passed since it started.
+    pub fn due(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.since) >= self.period
+    }
+
+    /// Bytes per second since the period started.
+    pub fn rate(&self, now: Instant, moved: u64) -> f64 {
+        let secs = now.saturating_duration_since(self.since).as_secs_f64();
+        moved.saturating_sub(self.at) as f64 / secs.max(1e-3)
+    }
+
     /// Starts the period again from `now`: while connections of a step are
     /// still coming up, the rate is not theirs yet.
     pub fn mark(&mut self, now: Instant, moved: u64) {
         self.since = now;
         self.at = moved;
+    }
+
+    /// A step taken on a rate measured elsewhere (over a longer time than
+    /// a period): `added` connections on top of `before` bytes per second.
+    /// The next decision weighs the step against `before`.
+    pub fn stepped(&mut self, now: Instant, moved: u64, before: f64, added: usize) {
+        self.before = Some(before);
+        self.added = added;
+        self.mark(now, moved);
     }
 
     /// The decision once a period has passed with `live` connections up

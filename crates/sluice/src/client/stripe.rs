@@ -1,21 +1,31 @@
 //! The client's side of channel striping (PROTOCOL.md, "Channel
 //! striping"): `Streams N|auto` for a plain `sluice host command` (no pty,
 //! no in-process end). After authentication on the primary it asks for a
-//! grant; granted, it stripes the session channel before `exec`, opens a
-//! carrier on the primary, and dials the secondaries, each in its own
+//! grant and, granted (from sluiced: without waiting for the answer), it
+//! stripes the session channel before `exec`, with the carrier on the
+//! primary and its first acknowledgement right behind the request (no
+//! round trip more than an unstriped channel's for a download), and
+//! dials the secondaries, each in its own
 //! thread with a pump of its own: same address, the primary's host key
 //! required, joined with the grant's token, one carrier each. A grant
 //! refused, a join failed or a secondary lost leaves the transfer on what
 //! remains; chunks left with no carrier fail it loudly (exit 255).
 //!
-//! `Streams auto` stripes when one socket's buffer cannot cover the path
-//! at 1 Gbit/s: it asks for a grant of [`AUTO_MAX`] connections, starts
-//! with [`AUTO_STREAMS`] and adds the rest in steps while each raises the
-//! rate the channel moves (streams_auto.rs); connections of a step that
-//! did not help stay (a carrier is not taken back), but no more are added.
-//! Where one socket covers the path it keeps one connection and no grant
-//! is asked: with raised buffers, a second connection tried and kept cost
-//! 14-17% against one at 100 ms and 23-25% at 240 ms (BENCHMARKS.md).
+//! `Streams auto` stripes where one connection may fall short. When one
+//! socket's buffer cannot cover the path at 1 Gbit/s, it asks for a grant
+//! of [`AUTO_MAX`] connections, starts with [`AUTO_STREAMS`] and adds the
+//! rest in steps while each raises the rate the channel moves
+//! (streams_auto.rs). On a long path one socket can cover, it stripes the
+//! channel over the primary alone and watches the primary's TCP for loss
+//! (segments sent again or arriving out of order, after a warm-up): one
+//! loss-bound connection moves a fraction of what several do, so a loss
+//! seen while it moves little per round trip ([`AUTO_LOSS_INFLIGHT`])
+//! opens [`AUTO_STREAMS`] at once, weighed against the lone connection's
+//! average since the watch began, and the steps go on from there. A step
+//! that did not help is given
+//! back (its carriers close; their chunks go again on the others) and no
+//! more are added. Short paths keep one plain connection: a loss there is
+//! repaired within a few milliseconds.
 
 use crate::client::sftp::parallel::Streams;
 use crate::client::streams_auto::{self, Steer, Step, AUTO_MAX};
@@ -30,7 +40,8 @@ use sluice_proto::stripe::codec::{CarrierOpen, StripeGrant, StripeWanted};
 use sluice_proto::stripe::token::Joiner;
 use sluice_proto::stripe::{ACK_REQUEST, CARRIER_CHANNEL, STRIPE_REQUEST};
 use sluice_proto::{ChannelId, ClientConfig, Config, Connection, Event};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -40,6 +51,16 @@ const AUTO_STREAMS: u32 = 4;
 /// Round trips in one of `auto`'s measurements (and in the warm-up before
 /// it, while new connections' TCP windows open), at least a second.
 const AUTO_PERIOD_RTTS: u32 = 10;
+/// How often `auto` looks at the rates (and the loss signs).
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+/// The shortest path on which `auto` stripes to watch for loss.
+const AUTO_LOSS_RTT: Duration = Duration::from_millis(20);
+/// Bytes one connection moves per round trip below which its losses are
+/// taken to hold it back: a loss-bound connection keeps a few hundred
+/// segments in flight, a path-filling one thousands (1 Gbit/s at 20 ms is
+/// 2.5 MB). A trial on a path one connection fills costs: a new connection
+/// ramping up disturbs the others for seconds (bbr at 240 ms: 27%).
+const AUTO_LOSS_INFLIGHT: f64 = 2.0 * 1024.0 * 1024.0;
 
 /// Where striping stands on the primary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +88,8 @@ pub struct ClientStripe {
     /// The primary's host key blob: every secondary must show the same.
     host_key: Option<Vec<u8>>,
     grant: Option<StripeGrant>,
+    /// The grant's answer is still to come.
+    grant_pending: bool,
     hub: Option<Arc<Hub>>,
     channel: Option<ChannelId>,
     /// The carrier on the primary.
@@ -80,6 +103,8 @@ pub struct ClientStripe {
     dialler: Option<Dialler>,
     /// `auto`'s measurement; None: not steering (fixed, or settled).
     steer: Option<AutoSteer>,
+    /// The primary's socket, for `auto`'s loss watch.
+    primary_fd: Option<RawFd>,
 }
 
 /// Everything a secondary is dialled with, kept for `auto`'s later steps.
@@ -91,6 +116,12 @@ struct Dialler {
     allowed: u32,
     dialled: u32,
     counts: Arc<Counts>,
+    /// The secondaries' connection keys, in the order dialled (to withdraw
+    /// the last step's).
+    keys: Vec<ConnKey>,
+    /// Bytes each secondary's TCP moved (acknowledged + received), as its
+    /// thread last read them.
+    moved: Vec<Arc<AtomicU64>>,
 }
 
 /// Secondaries coming up and up, counted by their threads.
@@ -107,6 +138,26 @@ struct AutoSteer {
     steer: Steer,
     /// When the last step's connections were all up (warm-up from there).
     up_since: Option<Instant>,
+    /// Steps wait for a loss on the primary (a path one socket covers).
+    gate: Option<LossGate>,
+    /// When the rates were last looked at (the loop turns far more often).
+    looked: Option<Instant>,
+}
+
+/// Holds `auto`'s first step until the primary's TCP shows a loss while
+/// it moves little per round trip.
+struct LossGate {
+    /// The primary's socket.
+    sock: RawFd,
+    /// The path's round trip.
+    rtt: Duration,
+    /// Loss signs counted at the start of the current period (None: the
+    /// warm-up just ended).
+    base: Option<u64>,
+    /// When the watch began and the bytes moved then: the lone
+    /// connection's rate to beat is its average since (a loss-bound cubic
+    /// flow's rate swings by several times within a second).
+    watched: Option<(Instant, u64)>,
 }
 
 impl ClientStripe {
@@ -140,6 +191,7 @@ impl ClientStripe {
             user: opts.user.clone(),
             host_key: None,
             grant: None,
+            grant_pending: false,
             hub: None,
             channel: None,
             carrier: None,
@@ -148,7 +200,13 @@ impl ClientStripe {
             counts: None,
             dialler: None,
             steer: None,
+            primary_fd: None,
         })
+    }
+
+    /// The primary's socket (set again if the client reconnects).
+    pub fn set_primary_fd(&mut self, fd: RawFd) {
+        self.primary_fd = Some(fd);
     }
 
     /// The primary's host key as the key exchange showed it.
@@ -166,12 +224,6 @@ impl ClientStripe {
             Streams::Fixed(n) => (n as u32, n as u32),
             Streams::Auto => auto_counts(conn),
         })
-    }
-
-    /// Whether striping will be asked for: then the session is not opened
-    /// ahead of the authentication answer (its channel waits for the grant).
-    pub fn wanted(&mut self, conn: &Connection) -> bool {
-        self.counts(conn).1 > 1
     }
 
     /// After authentication: asks for the grant (before anything else
@@ -194,16 +246,20 @@ impl ClientStripe {
         conn.global_request(STRIPE_REQUEST, true, &wanted.encode())
             .map_err(|e| e.to_string())?;
         self.phase = Phase::AskingGrant;
+        self.grant_pending = true;
         Ok(())
     }
 
     /// A global reply: ours while the grant is asked for (returns true).
     pub fn on_global_reply(&mut self, success: bool, data: &[u8]) -> Result<bool, String> {
-        if self.phase != Phase::AskingGrant {
+        if !self.grant_pending {
             return Ok(false);
         }
-        self.phase = Phase::Off;
+        self.grant_pending = false;
         if !success {
+            if self.phase == Phase::AskingGrant {
+                self.phase = Phase::Off;
+            }
             log!(
                 Debug1,
                 "Striping declined by the server (not sluiced, or its MaxStreams is 1): one connection"
@@ -217,19 +273,33 @@ impl ClientStripe {
             g.allowed
         );
         self.grant = Some(g);
-        self.phase = Phase::Idle;
+        if self.phase == Phase::AskingGrant {
+            self.phase = Phase::Idle;
+        }
         Ok(true)
     }
 
     /// On the session channel's open, before `exec`: asks to stripe it
-    /// when granted. Returns true when the channel's ends wait for the
-    /// answer (no data before it).
+    /// when granted, or, from sluiced, while the grant's answer is still
+    /// on its way (the server answers the grant first). The hub, its first
+    /// acknowledgement and the carrier on the primary go right behind the
+    /// request (PROTOCOL.md): the server's data moves as soon as it has
+    /// accepted, with no round trip of ours in between. Returns true when
+    /// the channel's ends wait for the answer (no data before it).
     pub fn on_session_opened(
         &mut self,
         conn: &mut Connection,
         id: ChannelId,
     ) -> Result<bool, String> {
-        if self.grant.is_none() || self.phase != Phase::Idle {
+        let sluiced = conn
+            .peer_version()
+            .is_some_and(|v| v.starts_with("SSH-2.0-sluice"));
+        let ask = match self.phase {
+            Phase::Idle => self.grant.is_some(),
+            Phase::AskingGrant => sluiced,
+            _ => false,
+        };
+        if !ask {
             return Ok(false);
         }
         let req = ChannelRequestKind::Other {
@@ -240,6 +310,21 @@ impl ClientStripe {
             .map_err(|e| e.to_string())?;
         self.channel = Some(id);
         self.phase = Phase::AskingChannel;
+        let hub = Hub::new(id.0).map_err(|e| format!("striping: {e}"))?;
+        hub.no_stderr();
+        let remote = conn
+            .channel_info(id)
+            .map(|i| i.remote)
+            .ok_or("striping: the session channel is gone")?;
+        let open = CarrierOpen {
+            striped_channel: remote,
+        }
+        .encode();
+        self.carrier = Some(
+            conn.open_channel(CARRIER_CHANNEL, &open)
+                .map_err(|e| e.to_string())?,
+        );
+        self.hub = Some(hub);
         Ok(true)
     }
 
@@ -263,12 +348,16 @@ impl ClientStripe {
                 "channel {}: stripe request refused: one connection",
                 id.0
             );
+            // The carrier sent behind the request is refused in turn.
             self.phase = Phase::Off;
+            self.hub = None;
             return Ok(Some(false));
         }
         self.phase = Phase::Striped;
-        let hub = Hub::new(id.0).map_err(|e| format!("striping: {e}"))?;
-        hub.no_stderr();
+        let hub = self
+            .hub
+            .clone()
+            .ok_or("striping: the channel's hub is gone")?;
         fds.insert(
             id,
             ChanIo::in_process(Box::new(StripedEnd::new(&hub, Stderr::Sink(2)))),
@@ -280,25 +369,28 @@ impl ClientStripe {
             .channel_info(id)
             .map(|i| i.remote)
             .ok_or("striping: the session channel is gone")?;
-        let open = CarrierOpen {
-            striped_channel: remote,
-        }
-        .encode();
-        self.carrier = Some(
-            conn.open_channel(CARRIER_CHANNEL, &open)
-                .map_err(|e| e.to_string())?,
-        );
-        self.hub = Some(hub);
         if let (Some(g), Some(sid), Some(blob)) =
             (self.grant.take(), conn.session_id(), self.host_key.clone())
         {
             let first = self.counts(conn).0.saturating_sub(1).min(g.allowed);
-            log!(
-                Debug1,
-                "channel {}: striped; dialling {first} secondary connections ({} granted)",
-                id.0,
-                g.allowed
-            );
+            // Auto on a path one socket covers: the primary alone until a
+            // loss shows.
+            let gated = self.streams == Streams::Auto && first == 0;
+            if gated {
+                log!(
+                    Debug1,
+                    "channel {}: striped over this connection alone; more ({} granted) if it loses segments",
+                    id.0,
+                    g.allowed
+                );
+            } else {
+                log!(
+                    Debug1,
+                    "channel {}: striped; dialling {first} secondary connections ({} granted)",
+                    id.0,
+                    g.allowed
+                );
+            }
             self.dialler = Some(Dialler {
                 joiner: Arc::new(Mutex::new(Joiner::new(&g, sid))),
                 host_key: blob,
@@ -306,14 +398,27 @@ impl ClientStripe {
                 allowed: g.allowed,
                 dialled: 0,
                 counts: Arc::default(),
+                keys: Vec::new(),
+                moved: Vec::new(),
             });
             self.dial(first);
             if self.streams == Streams::Auto && first < g.allowed {
                 let rtt = conn.path_rtt().unwrap_or_default();
                 let period = (rtt * AUTO_PERIOD_RTTS).max(Duration::from_secs(1));
+                let gate = match (gated, self.primary_fd) {
+                    (true, Some(sock)) => Some(LossGate {
+                        sock,
+                        rtt,
+                        base: None,
+                        watched: None,
+                    }),
+                    _ => None,
+                };
                 self.steer = Some(AutoSteer {
                     steer: Steer::new(Instant::now(), 0, period),
                     up_since: None,
+                    gate,
+                    looked: None,
                 });
             }
         }
@@ -328,6 +433,10 @@ impl ClientStripe {
         for _ in 0..k.min(d.allowed - d.dialled) {
             d.dialled += 1;
             let n = d.dialled;
+            let key = ConnKey::next();
+            d.keys.push(key);
+            let moved = Arc::new(AtomicU64::new(0));
+            d.moved.push(moved.clone());
             let s = Secondary {
                 n,
                 user: self.user.clone(),
@@ -335,10 +444,13 @@ impl ClientStripe {
                 joiner: d.joiner.clone(),
                 hub: hub.clone(),
                 remote: d.remote,
-                key: ConnKey::next(),
+                key,
                 done: false,
                 counts: d.counts.clone(),
                 live: false,
+                sock: None,
+                moved,
+                sampled: None,
             };
             d.counts.pending.fetch_add(1, Ordering::Relaxed);
             let (dial, proto) = (self.dial.clone(), self.proto.clone());
@@ -359,9 +471,25 @@ impl ClientStripe {
             return;
         };
         let now = Instant::now();
+        if a.looked.is_some_and(|t| now.duration_since(t) < LOOK_EVERY) {
+            return;
+        }
+        a.looked = Some(now);
         let (acked, received) = hub.progress();
-        let moved = acked + received;
-        if d.counts.pending.load(Ordering::Relaxed) > 0 || moved == 0 {
+        let flowing = acked + received > 0;
+        // The rate by TCP's count on every connection: the channel's own
+        // (in order, acknowledged a quarter of its budget at a time) stalls
+        // for seconds behind one connection's repair on a lossy path.
+        let primary = self
+            .primary_fd
+            .and_then(crate::net::path::tcp_info)
+            .map_or(acked + received, |i| i.bytes_acked + i.bytes_received);
+        let moved = primary
+            + d.moved
+                .iter()
+                .map(|m| m.load(Ordering::Relaxed))
+                .sum::<u64>();
+        if d.counts.pending.load(Ordering::Relaxed) > 0 || !flowing {
             // Connections still coming up, or nothing flowing yet.
             a.up_since = None;
             a.steer.mark(now, moved);
@@ -371,6 +499,50 @@ impl ClientStripe {
         if now.duration_since(up) < a.steer.period() {
             // Warm-up: the new connections' TCP windows are still opening.
             a.steer.mark(now, moved);
+            return;
+        }
+        if let Some(g) = a.gate.as_mut() {
+            // One connection covers the path unless it loses: each period
+            // (its rate the first step's "before") ends with a look at the
+            // primary's loss signs; none, and it starts again.
+            let Some(signs) = crate::net::path::tcp_info(g.sock).map(|i| i.loss_signs()) else {
+                self.steer = None;
+                return;
+            };
+            let Some(base) = g.base else {
+                g.base = Some(signs);
+                g.watched = Some((now, moved));
+                a.steer.mark(now, moved);
+                return;
+            };
+            if !a.steer.due(now) {
+                return;
+            }
+            let per_rtt = a.steer.rate(now, moved) * g.rtt.as_secs_f64();
+            if signs == base || per_rtt >= AUTO_LOSS_INFLIGHT {
+                g.base = Some(signs);
+                a.steer.mark(now, moved);
+                return;
+            }
+            // Several connections at once, as on a path one socket cannot
+            // cover: each loss-bound flow adds about as much as the first,
+            // and a step of one reads as noise beside a cubic flow's swings.
+            let (t0, m0) = g.watched.unwrap_or((now, moved));
+            let lone =
+                moved.saturating_sub(m0) as f64 / now.duration_since(t0).as_secs_f64().max(1e-3);
+            let add = (AUTO_STREAMS - 1).min(d.allowed - d.dialled);
+            log!(
+                Debug1,
+                "Streams auto: the connection showed {} signs of loss (segments sent again or out of order) in {:.1} s, moves {} per round trip and {:.1} MB/s on average: opening {add} more",
+                signs - base,
+                a.steer.period().as_secs_f64(),
+                crate::net::sockbuf::human(per_rtt as u64),
+                lone / 1e6
+            );
+            a.gate = None;
+            a.up_since = None;
+            a.steer.stepped(now, moved, lone, add as usize);
+            self.dial(add);
             return;
         }
         let live = 1 + d.counts.live.load(Ordering::Relaxed) as usize;
@@ -388,11 +560,23 @@ impl ClientStripe {
                 );
                 self.steer = None;
             }
+            Step::GiveBack(_) if hub.sending_ended() => {
+                // An upload that sent its last bytes: the period saw the
+                // data run out, not the step fail.
+                log!(
+                    Debug1,
+                    "Streams auto: all the data has been sent, so that period's rate says nothing of the step: keeping the connections, no more steps"
+                );
+                self.steer = None;
+            }
             Step::GiveBack(k) => {
                 log!(
                     Debug1,
-                    "Streams auto: the last {k} connection(s) stay (a carrier is not taken back); no more are added"
+                    "Streams auto: closing the last {k} connection(s)' carriers; no more are added"
                 );
+                for key in d.keys.iter().rev().take(k) {
+                    hub.withdraw(*key);
+                }
                 self.steer = None;
             }
             Step::Settle => self.steer = None,
@@ -401,7 +585,7 @@ impl ClientStripe {
 
     /// How soon the primary's loop should turn for `auto`'s measurements.
     pub fn tick_interval(&self) -> Option<Duration> {
-        self.steer.as_ref().map(|_| Duration::from_millis(100))
+        self.steer.as_ref().map(|_| LOOK_EVERY)
     }
 
     /// The carrier on the primary opened (true) or not ours (false).
@@ -419,6 +603,10 @@ impl ClientStripe {
     pub fn on_open_failed(&mut self, id: ChannelId, description: &str) -> Result<bool, String> {
         if self.carrier != Some(id) {
             return Ok(false);
+        }
+        if self.phase == Phase::Off {
+            // Sent behind a stripe request that was refused: expected.
+            return Ok(true);
         }
         Err(format!(
             "channel {}: the server refused the striped channel's carrier: {description}",
@@ -497,7 +685,9 @@ impl ClientStripe {
 /// `Streams auto`'s counts: when the path's bandwidth-delay product (at
 /// [`streams_auto::ASSUMED_RATE`]) exceeds what one socket may buffer, a grant of
 /// [`AUTO_MAX`] asked and [`AUTO_STREAMS`] to start with (measurements add
-/// the rest); else one connection and no grant.
+/// the rest); on a path of [`AUTO_LOSS_RTT`] or more, the grant asked and
+/// one to start with (a loss starts the steps); else one connection and no
+/// grant.
 fn auto_counts(conn: &Connection) -> (u32, u32) {
     let Some(rtt) = conn.path_rtt() else {
         log!(
@@ -516,12 +706,16 @@ fn auto_counts(conn: &Connection) -> (u32, u32) {
         crate::net::sockbuf::human(cap),
         if stripe {
             format!("starting with {AUTO_STREAMS} connections, up to {AUTO_MAX} while each step helps")
+        } else if rtt >= AUTO_LOSS_RTT {
+            format!("one connection, up to {AUTO_MAX} while each step helps if it loses segments")
         } else {
             "one connection".to_owned()
         }
     );
     if stripe {
         (AUTO_STREAMS, AUTO_MAX as u32)
+    } else if rtt >= AUTO_LOSS_RTT {
+        (1, AUTO_MAX as u32)
     } else {
         (1, 1)
     }
@@ -541,6 +735,11 @@ struct Secondary {
     counts: Arc<Counts>,
     /// Its carrier is open (counted live).
     live: bool,
+    /// Its socket, and what its TCP moved for `auto`'s measurements.
+    sock: Option<RawFd>,
+    moved: Arc<AtomicU64>,
+    /// When `moved` was last read (the pump ticks every loop turn).
+    sampled: Option<Instant>,
 }
 
 impl Secondary {
@@ -554,11 +753,23 @@ impl Secondary {
             }
         };
         let mut conn = Connection::client(ClientConfig { common: proto }, Box::new(SystemRng));
-        let mut pump = Pump::new(std::os::fd::AsRawFd::as_raw_fd(&sock));
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
+        self.sock = Some(fd);
+        let mut pump = Pump::new(fd);
         pump.set_crypto_threads(&mut conn, CryptoThreads::Fixed(1));
-        match pump.run(&mut conn, &mut self) {
+        let r = pump.run(&mut conn, &mut self);
+        self.count_moved();
+        match r {
             Ok(()) => log!(Debug1, "secondary {n}: closed"),
             Err(e) => log!(Debug1, "{e}; going on without it"),
+        }
+    }
+
+    /// What its TCP moved so far, for `auto` (the socket is still open).
+    fn count_moved(&self) {
+        if let Some(i) = self.sock.and_then(crate::net::path::tcp_info) {
+            self.moved
+                .store(i.bytes_acked + i.bytes_received, Ordering::Relaxed);
         }
     }
 }
@@ -641,8 +852,20 @@ impl Handler for Secondary {
         Ok(())
     }
 
+    fn tick(&mut self, _conn: &mut Connection, _fds: &mut ChannelFds) -> Result<(), String> {
+        let now = Instant::now();
+        if self
+            .sampled
+            .is_none_or(|t| now.duration_since(t) >= LOOK_EVERY)
+        {
+            self.sampled = Some(now);
+            self.count_moved();
+        }
+        Ok(())
+    }
+
     fn tick_interval(&self) -> Option<Duration> {
-        None
+        Some(LOOK_EVERY)
     }
 
     fn finished(&self) -> bool {

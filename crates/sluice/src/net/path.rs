@@ -62,8 +62,15 @@ pub struct TcpInfo {
     pub delivery_rate: u64,
     /// Bytes of ours the peer has acknowledged (kernel 4.1+; 0 before).
     pub bytes_acked: u64,
+    /// Bytes of the peer's received in order (kernel 4.1+; 0 before).
+    pub bytes_received: u64,
     /// Bytes in the send queue not yet sent (kernel 4.6+; 0 before).
     pub notsent_bytes: u32,
+    /// Segments of ours sent again, since the connection began.
+    pub total_retrans: u32,
+    /// Segments received out of order, since the connection began
+    /// (kernel 5.4+; 0 before): a receiver's sign of losses upstream.
+    pub rcv_ooopack: u32,
 }
 
 impl TcpInfo {
@@ -77,6 +84,13 @@ impl TcpInfo {
             .into_iter()
             .find(|d| !d.is_zero())
             .unwrap_or_default()
+    }
+
+    /// Signs of loss on the path either way, counted since the connection
+    /// began: our segments sent again, and the peer's arriving out of
+    /// order (each loss the peer repairs shows as a run of them).
+    pub fn loss_signs(&self) -> u64 {
+        u64::from(self.total_retrans) + u64::from(self.rcv_ooopack)
     }
 }
 
@@ -104,7 +118,10 @@ fn parse(b: &[u8]) -> TcpInfo {
         snd_cwnd: u32_at(b, 80),
         delivery_rate: u64_at(b, 160),
         bytes_acked: u64_at(b, 120),
+        bytes_received: u64_at(b, 128),
         notsent_bytes: u32_at(b, 144),
+        total_retrans: u32_at(b, 100),
+        rcv_ooopack: u32_at(b, 224),
     }
 }
 
@@ -167,5 +184,10 @@ mod tests {
         b.resize(200, 0);
         b[148..152].copy_from_slice(&700u32.to_ne_bytes());
         assert_eq!(parse(&b).path_rtt(), Duration::from_micros(700));
+        b[100..104].copy_from_slice(&3u32.to_ne_bytes());
+        assert_eq!(parse(&b).loss_signs(), 3, "no rcv_ooopack before 5.4");
+        b.resize(232, 0);
+        b[224..228].copy_from_slice(&40u32.to_ne_bytes());
+        assert_eq!(parse(&b).loss_signs(), 43);
     }
 }

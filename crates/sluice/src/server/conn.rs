@@ -51,6 +51,9 @@ struct Session {
     /// The channel is striped (`stripe-v00@sluice.dev`): its data goes
     /// through this hub and the carriers (server/conn/stripe.rs).
     stripe: Option<std::sync::Arc<crate::net::stripe::Hub>>,
+    /// Its stripe request was refused: the client's first acknowledgement,
+    /// sent behind the request (PROTOCOL.md), is dropped.
+    stripe_refused: bool,
 }
 
 /// Server-side event handling for one connection.

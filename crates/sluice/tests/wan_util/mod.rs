@@ -29,6 +29,11 @@ impl Line {
     /// Two namespaces joined with `rtt_ms` of round trip at `rate`
     /// (delayline's syntax, e.g. "100mbit"); Err says why it cannot run.
     pub(crate) fn up(rtt_ms: u64, rate: &str) -> Result<Line, String> {
+        Line::up_with(rtt_ms, rate, &[])
+    }
+
+    /// As [`Line::up`], with more of delayline's options (`--loss 1%`).
+    pub(crate) fn up_with(rtt_ms: u64, rate: &str, extra: &[&str]) -> Result<Line, String> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
             return Err("needs root and /dev/net/tun".into());
@@ -40,6 +45,7 @@ impl Line {
         let mut child = Command::new(bin)
             .args(["up", "--rtt", &format!("{rtt_ms}ms"), "--rate", rate])
             .args(["--ns-a", &ns_a, "--ns-b", &ns_b, "--net", &net])
+            .args(extra)
             .stdout(Stdio::piped())
             .spawn()
             .map_err(|e| e.to_string())?;

@@ -3,7 +3,7 @@
 //! buffer has room, and [`StripeSender::fill`](sluice_proto::stripe::send::StripeSender::fill)
 //! writes header and data straight into the packet slot; what arrives is
 //! one chunk per CHANNEL_DATA, decoded into the reassembler. It closes
-//! when the striped channel closes.
+//! when the striped channel closes, or when its connection is withdrawn.
 
 use super::hub::Hub;
 use crate::net::pump::{ChannelEndpoint, Ext, Produced, WakeFd};
@@ -15,6 +15,8 @@ use std::sync::Arc;
 pub struct CarrierEnd {
     hub: Arc<Hub>,
     id: CarrierId,
+    /// Its connection's key: a withdrawn connection's carrier closes.
+    conn: u64,
     wake: Arc<WakeFd>,
 }
 
@@ -28,6 +30,7 @@ impl CarrierEnd {
         Some(CarrierEnd {
             hub: hub.clone(),
             id,
+            conn: conn.0,
             wake,
         })
     }
@@ -53,7 +56,7 @@ impl ChannelEndpoint for CarrierEnd {
             return Produced::Eof;
         }
         let mut st = self.hub.lock();
-        if st.closed || st.failed.is_some() {
+        if st.closed || st.failed.is_some() || Hub::is_withdrawn(&st, self.conn) {
             return Produced::WouldBlock;
         }
         match st.tx.fill(self.id, buf) {
@@ -63,11 +66,14 @@ impl ChannelEndpoint for CarrierEnd {
     }
 
     fn closing(&self) -> bool {
-        self.hub.is_closed()
+        // Withdrawn: closes once what it carried is acknowledged, so no
+        // copy is sent again that could trail the EOF (PROTOCOL.md).
+        let st = self.hub.lock();
+        st.closed || (Hub::is_withdrawn(&st, self.conn) && !st.tx.carries(self.id))
     }
 
     fn on_close(&mut self) {
-        self.hub.carrier_lost(self.id);
+        self.hub.carrier_lost(self.id, self.conn);
     }
 
     fn wake_fd(&self) -> Option<RawFd> {

@@ -40,6 +40,9 @@ pub(super) struct State {
     carriers: Vec<(CarrierId, Arc<WakeFd>)>,
     /// Connections with a carrier of this channel (at most one each).
     pub(super) conns: Vec<u64>,
+    /// Connections whose carrier is to close (given back by `Streams
+    /// auto`): their chunks go again on the others once it has.
+    withdrawn: Vec<u64>,
     /// An acknowledgement for the primary to send.
     pub(super) ack_due: Option<Ack>,
     /// The local sink has every byte (the writer thread is done).
@@ -75,6 +78,7 @@ impl Hub {
                 rx,
                 carriers: Vec::new(),
                 conns: Vec::new(),
+                withdrawn: Vec::new(),
                 ack_due,
                 output_done: false,
                 stderr: VecDeque::new(),
@@ -148,10 +152,16 @@ impl Hub {
         Some(id)
     }
 
-    /// A carrier closed or its connection ended: its chunks go again on
-    /// the others; with none left and bytes outstanding, the transfer fails.
-    pub(super) fn carrier_lost(&self, id: CarrierId) {
+    /// A carrier closed or its connection ended (`conn`'s): its chunks go
+    /// again on the others; with none left and bytes outstanding, the
+    /// transfer fails.
+    pub(super) fn carrier_lost(&self, id: CarrierId, conn: u64) {
         let mut st = self.lock();
+        let how = if Self::is_withdrawn(&st, conn) {
+            "closed as asked"
+        } else {
+            "was lost"
+        };
         st.tx.carrier_lost(id);
         st.carriers.retain(|(c, _)| *c != id);
         if st.tx.is_stranded() && !st.closed && st.failed.is_none() {
@@ -165,12 +175,29 @@ impl Hub {
         } else if st.failed.is_none() && !st.closed {
             crate::log!(
                 Debug1,
-                "channel {}: a carrier was lost; its unacknowledged chunks go again on the {} left",
+                "channel {}: a carrier {how}; its unacknowledged chunks go again on the {} left",
                 self.channel,
                 st.carriers.len()
             );
         }
         self.wake_all(&st);
+    }
+
+    /// Closes the carrier on connection `conn` (a step of `Streams auto`
+    /// that did not help): it takes no new chunk and its pump closes the
+    /// channel; what went on it unacknowledged goes again on the others
+    /// (PROTOCOL.md: a carrier that closes).
+    pub fn withdraw(&self, conn: super::ConnKey) {
+        let mut st = self.lock();
+        if !st.withdrawn.contains(&conn.0) {
+            st.withdrawn.push(conn.0);
+        }
+        self.wake_carriers(&st);
+    }
+
+    /// Whether the carrier on connection `conn` is to close.
+    pub(super) fn is_withdrawn(st: &State, conn: u64) -> bool {
+        st.withdrawn.contains(&conn)
     }
 
     /// A chunk from a carrier, into the reassembler.
@@ -244,6 +271,15 @@ impl Hub {
     pub fn progress(&self) -> (u64, u64) {
         let st = self.lock();
         (st.tx.acked(), st.rx.received())
+    }
+
+    /// The bulk of the transfer is ours to send and all of it has gone out
+    /// (its source ended, nothing waits to be sent): nothing more to speed
+    /// up.
+    pub fn sending_ended(&self) -> bool {
+        let st = self.lock();
+        let pushed = st.tx.acked() + st.tx.retained() as u64;
+        st.tx.is_finished() && st.tx.sent() >= pushed && pushed > st.rx.received()
     }
 
     /// The peer's CHANNEL_EOF on the striped channel (from the handler,

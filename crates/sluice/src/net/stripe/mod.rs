@@ -32,11 +32,10 @@ pub use striped::{handle_ack, tick, Stderr, StripedEnd};
 
 /// Bytes a sender keeps (sent and not acknowledged, or not yet sent), and
 /// a receiver's reassembly budget: several connections' worth of a long
-/// path in flight, bounded. Acknowledgements come every quarter of it.
-/// 32 MiB held 8 connections to 55-64 MB/s at 240 ms; 64 MiB still holds a
-/// channel striped over one connection to about 94 MB/s steady there,
-/// against 116-124 unstriped (128 MiB: 118 down, one run; BENCHMARKS.md).
-pub const WINDOW: usize = 64 << 20;
+/// path in flight, bounded. Acknowledgements come every quarter of it, so
+/// about three quarters are in flight: 48 MiB, 200 MB/s over 240 ms
+/// (32 MiB held 8 connections to 55-64 MB/s there; BENCHMARKS.md).
+pub const WINDOW: usize = 128 << 20;
 
 #[cfg(test)]
 mod tests;

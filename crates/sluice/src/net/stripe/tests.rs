@@ -3,8 +3,9 @@
 //! its own thread, both directions at once through the local threads'
 //! pipes, one carrier per connection. Every byte arrives in order (a
 //! position-dependent pattern), EOF only after all of it; a secondary
-//! killed mid-transfer leaves the rest to the others; losing every carrier
-//! fails the channel instead of ending it short.
+//! killed mid-transfer, or one whose carrier the client withdraws, leaves
+//! the rest to the others; losing every carrier fails the channel instead
+//! of ending it short.
 
 use super::*;
 use crate::net::pump::{ChanFd, ChanIo, ChannelFds, Handler, Pump};
@@ -247,13 +248,14 @@ struct Outcome {
 }
 
 /// Runs a session of `links` connections moving `total` bytes each way;
-/// `kill` says which connections' sockets to shut down once this many
-/// bytes went up.
+/// `kill` says which connections' sockets to shut down, `withdraw` whose
+/// carriers the client closes, once this many bytes went up.
 fn session(
     links: usize,
     primary_carrier: bool,
     total: u64,
     kill: &[usize],
+    withdraw: &[usize],
     kill_after: u64,
 ) -> Outcome {
     let chub = Hub::new(0).unwrap();
@@ -269,6 +271,7 @@ fn session(
     let stop = Arc::new(AtomicBool::new(false));
     let mut socks = Vec::new();
     let mut threads = Vec::new();
+    let ckeys: Vec<ConnKey> = (0..links).map(|_| ConnKey::next()).collect();
     for i in 0..links {
         let (a, b) = UnixStream::pair().unwrap();
         a.set_nonblocking(true).unwrap();
@@ -294,13 +297,14 @@ fn session(
             (r.map_err(|e| e.to_string()), end.failed)
         }));
         let ch = chub.clone();
+        let ckey = ckeys[i];
         threads.push(std::thread::spawn(move || {
             let mut end = End {
                 hub: ch,
                 primary,
                 server: false,
                 session: None,
-                key: ConnKey::next(),
+                key: ckey,
                 done: false,
                 failed: None,
                 carrier: !(primary && !primary_carrier),
@@ -310,15 +314,19 @@ fn session(
             (r.map_err(|e| e.to_string()), end.failed)
         }));
     }
-    if !kill.is_empty() {
+    if !kill.is_empty() || !withdraw.is_empty() {
         let (chub, stop) = (chub.clone(), stop.clone());
         let victims = std::mem::take(&mut socks);
+        let withdrawn: Vec<ConnKey> = withdraw.iter().map(|&i| ckeys[i]).collect();
         std::thread::spawn(move || {
             while chub.progress().0 < kill_after && !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(1));
             }
             for v in victims {
                 let _ = v.shutdown(std::net::Shutdown::Both);
+            }
+            for k in withdrawn {
+                chub.withdraw(k);
             }
         });
     }
@@ -353,7 +361,7 @@ fn session(
 #[test]
 fn both_directions_over_three_connections_arrive_in_order() {
     const TOTAL: u64 = 24 << 20;
-    let o = session(3, true, TOTAL, &[], 0);
+    let o = session(3, true, TOTAL, &[], &[], 0);
     assert_eq!(o.client, Ok(()));
     assert_eq!(o.ended_badly, [false, false, false]);
     assert_eq!(o.up, (TOTAL, 0));
@@ -363,7 +371,7 @@ fn both_directions_over_three_connections_arrive_in_order() {
 #[test]
 fn a_secondary_killed_mid_transfer_leaves_the_rest_to_the_others() {
     const TOTAL: u64 = 48 << 20;
-    let o = session(3, true, TOTAL, &[2], 4 << 20);
+    let o = session(3, true, TOTAL, &[2], &[], 4 << 20);
     assert_eq!(o.client, Ok(()));
     assert_eq!(
         o.ended_badly,
@@ -375,10 +383,23 @@ fn a_secondary_killed_mid_transfer_leaves_the_rest_to_the_others() {
 }
 
 #[test]
+fn a_withdrawn_carrier_closes_and_leaves_its_chunks_to_the_others() {
+    // `Streams auto` giving a connection back: the client closes its
+    // carrier mid-transfer; both directions still arrive whole, and every
+    // connection ends cleanly.
+    const TOTAL: u64 = 48 << 20;
+    let o = session(3, true, TOTAL, &[], &[2], 4 << 20);
+    assert_eq!(o.client, Ok(()));
+    assert_eq!(o.ended_badly, [false, false, false]);
+    assert_eq!(o.up, (TOTAL, 0));
+    assert_eq!(o.down, (TOTAL, 0));
+}
+
+#[test]
 fn losing_every_carrier_fails_the_channel_loudly() {
     // The primary carries no chunks; its only secondary dies early.
     const TOTAL: u64 = 64 << 20;
-    let o = session(2, false, TOTAL, &[1], 1 << 20);
+    let o = session(2, false, TOTAL, &[1], &[], 1 << 20);
     let err = o.client.expect_err("a stranded transfer must fail");
     assert!(
         err.contains("channel 0") && err.contains("acknowledged"),

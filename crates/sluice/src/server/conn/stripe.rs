@@ -68,8 +68,14 @@ impl ServerConn {
         want_reply: bool,
     ) -> Result<bool, String> {
         if name == ACK_REQUEST {
-            let hub = self.sessions.get(&id).and_then(|s| s.stripe.clone());
+            let (hub, refused) = self
+                .sessions
+                .get(&id)
+                .map_or((None, false), |s| (s.stripe.clone(), s.stripe_refused));
             match hub {
+                // The client's first acknowledgement goes right behind its
+                // request, before our answer: dropped with the request.
+                None if refused => {}
                 Some(h) => {
                     if let Err(e) = stripe::handle_ack(&h, data) {
                         conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &e.to_string());
@@ -116,6 +122,9 @@ impl ServerConn {
             }
             _ => None,
         };
+        if let (None, Some(s)) = (&hub, self.sessions.get_mut(&id)) {
+            s.stripe_refused = true;
+        }
         log!(
             Debug1,
             "channel {}: stripe request {}",
