@@ -32,9 +32,10 @@ pub use striped::{handle_ack, tick, Stderr, StripedEnd};
 
 /// Bytes a sender keeps (sent and not acknowledged, or not yet sent), and
 /// a receiver's reassembly budget: several connections' worth of a long
-/// path in flight, bounded. Acknowledgements come every quarter of it, so
-/// about three quarters are in flight: 48 MiB, 200 MB/s over 240 ms
-/// (32 MiB held 8 connections to 55-64 MB/s there; BENCHMARKS.md).
+/// path in flight, bounded. Acknowledgements come every quarter of it.
+/// 32 MiB held 8 connections to 55-64 MB/s at 240 ms and 64 MiB one carrier
+/// to about 94 MB/s steady there; with 128 MiB one carrier moves 110-115
+/// (256 MiB: no better, one run; BENCHMARKS.md).
 pub const WINDOW: usize = 128 << 20;
 
 #[cfg(test)]
