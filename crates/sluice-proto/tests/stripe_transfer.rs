@@ -476,3 +476,33 @@ fn the_sender_refuses_bad_acknowledgements() {
     s.carrier_lost(d);
     assert!(s.is_stranded());
 }
+
+#[test]
+fn the_end_may_go_behind_unacknowledged_chunks_only_when_all_are_on_one_carrier() {
+    let mut tx = StripeSender::new(1 << 20, 1000);
+    let (a, b) = (tx.add_carrier(), tx.add_carrier());
+    assert_eq!(tx.push(&[7u8; 3000]), 3000);
+    tx.finish();
+    tx.on_ack(Ack {
+        received: 0,
+        limit: 1 << 20,
+    })
+    .unwrap();
+    let mut slot = vec![0u8; CHUNK_HEADER + 1000];
+    tx.fill(a, &mut slot).unwrap();
+    tx.fill(b, &mut slot).unwrap();
+    // Bytes not sent yet: never.
+    assert!(!tx.ends_behind(a));
+    tx.fill(a, &mut slot).unwrap();
+    // One chunk not acknowledged on b: neither carrier alone holds the rest.
+    assert!(!tx.ends_behind(a) && !tx.ends_behind(b));
+    tx.on_ack(Ack {
+        received: 2000,
+        limit: 1 << 20,
+    })
+    .unwrap();
+    assert!(tx.ends_behind(a) && !tx.ends_behind(b) && !tx.all_acked());
+    // Lost with a, its chunk waits to be sent again: no longer on a.
+    tx.carrier_lost(a);
+    assert!(!tx.ends_behind(a));
+}

@@ -254,6 +254,16 @@ impl StripeSender {
         self.finished && self.retained.is_empty() && self.pieces.is_empty()
     }
 
+    /// The stream ended, every byte of it went out, and every chunk not
+    /// acknowledged is on `carrier`: an EOF sent behind them on the same
+    /// connection reaches the receiver after all of them (PROTOCOL.md,
+    /// "Order of the end"), so it need not wait for their acknowledgement.
+    pub fn ends_behind(&self, carrier: CarrierId) -> bool {
+        self.finished
+            && self.next_new == self.acked + self.retained.len() as u64
+            && self.pieces.values().all(|p| p.carrier == Some(carrier))
+    }
+
     /// No carrier is left and bytes are still to be delivered: the channel
     /// cannot complete (the caller fails it loudly, without EOF).
     pub fn is_stranded(&self) -> bool {

@@ -311,6 +311,7 @@ impl ClientStripe {
         self.channel = Some(id);
         self.phase = Phase::AskingChannel;
         let hub = Hub::new(id.0).map_err(|e| format!("striping: {e}"))?;
+        hub.set_primary(self.key);
         hub.no_stderr();
         let remote = conn
             .channel_info(id)

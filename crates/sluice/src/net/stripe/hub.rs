@@ -40,6 +40,11 @@ pub(super) struct State {
     carriers: Vec<(CarrierId, Arc<WakeFd>)>,
     /// Connections with a carrier of this channel (at most one each).
     pub(super) conns: Vec<u64>,
+    /// The primary connection (where the striped channel is), once set.
+    primary: Option<u64>,
+    /// The carrier on the primary, while it is up: what it carries arrives
+    /// before anything sent on the striped channel after it.
+    primary_carrier: Option<CarrierId>,
     /// Connections whose carrier is to close (given back by `Streams
     /// auto`): their chunks go again on the others once it has.
     withdrawn: Vec<u64>,
@@ -78,6 +83,8 @@ impl Hub {
                 rx,
                 carriers: Vec::new(),
                 conns: Vec::new(),
+                primary: None,
+                primary_carrier: None,
                 withdrawn: Vec::new(),
                 ack_due,
                 output_done: false,
@@ -138,6 +145,26 @@ impl Hub {
         self.channel
     }
 
+    /// Names the primary connection (before any carrier opens): chunks on
+    /// its carrier travel in order with the striped channel's EOF.
+    pub fn set_primary(&self, conn: super::ConnKey) {
+        self.lock().primary = Some(conn.0);
+    }
+
+    /// Whether CHANNEL_EOF may go out on the striped channel: every byte
+    /// sent is acknowledged, or the bytes not acknowledged are all on the
+    /// primary's carrier, ahead of the EOF on the same connection (an
+    /// upload's end then costs no round trip more than an unstriped one's).
+    pub(super) fn eof_may_go(st: &State) -> bool {
+        if st.tx.all_acked() {
+            return true;
+        }
+        match (st.primary, st.primary_carrier) {
+            (Some(p), Some(c)) => !Self::is_withdrawn(st, p) && st.tx.ends_behind(c),
+            _ => false,
+        }
+    }
+
     /// A new carrier on connection `conn`; None when that connection has
     /// one for this channel already, or the channel is closed.
     pub(super) fn add_carrier(&self, conn: u64, wake: Arc<WakeFd>) -> Option<CarrierId> {
@@ -147,6 +174,9 @@ impl Hub {
         }
         st.conns.push(conn);
         let id = st.tx.add_carrier();
+        if st.primary == Some(conn) {
+            st.primary_carrier = Some(id);
+        }
         st.carriers.push((id, wake));
         self.wake_all(&st);
         Some(id)
@@ -163,6 +193,9 @@ impl Hub {
             "was lost"
         };
         st.tx.carrier_lost(id);
+        if st.primary_carrier == Some(id) {
+            st.primary_carrier = None;
+        }
         st.carriers.retain(|(c, _)| *c != id);
         if st.tx.is_stranded() && !st.closed && st.failed.is_none() {
             let msg = format!(

@@ -2,7 +2,8 @@
 //! carriers, so its in-process end ([`StripedEnd`]) sends none and takes
 //! none (CHANNEL_DATA on it is the peer's protocol error). It sends
 //! CHANNEL_EOF once the local source ended and every byte sent is
-//! acknowledged, so EOF, exit status and close follow all of the data;
+//! acknowledged or on the primary's carrier ahead of it, so EOF, exit
+//! status and close follow all of the data;
 //! stderr stays on it as extended data. [`tick`] sends the due
 //! acknowledgement and reports a failure; [`handle_ack`] takes the peer's.
 
@@ -63,7 +64,7 @@ impl ChannelEndpoint for StripedEnd {
     fn produce(&mut self, ext: Ext, buf: &mut [u8]) -> Produced {
         let mut st = self.hub.lock();
         match ext {
-            Ext::Data if st.failed.is_none() && st.tx.all_acked() => Produced::Eof,
+            Ext::Data if st.failed.is_none() && Hub::eof_may_go(&st) => Produced::Eof,
             Ext::Data => Produced::WouldBlock,
             Ext::Stderr => {
                 if matches!(self.stderr, Stderr::Sink(_)) {

@@ -272,6 +272,9 @@ fn session(
     let mut socks = Vec::new();
     let mut threads = Vec::new();
     let ckeys: Vec<ConnKey> = (0..links).map(|_| ConnKey::next()).collect();
+    let skeys: Vec<ConnKey> = (0..links).map(|_| ConnKey::next()).collect();
+    chub.set_primary(ckeys[0]);
+    shub.set_primary(skeys[0]);
     for i in 0..links {
         let (a, b) = UnixStream::pair().unwrap();
         a.set_nonblocking(true).unwrap();
@@ -281,13 +284,14 @@ fn session(
         }
         let primary = i == 0;
         let sh = shub.clone();
+        let skeys = skeys.clone();
         threads.push(std::thread::spawn(move || {
             let mut end = End {
                 hub: sh,
                 primary,
                 server: true,
                 session: None,
-                key: ConnKey::next(),
+                key: skeys[i],
                 done: false,
                 failed: None,
                 carrier: true,
@@ -364,6 +368,18 @@ fn both_directions_over_three_connections_arrive_in_order() {
     let o = session(3, true, TOTAL, &[], &[], 0);
     assert_eq!(o.client, Ok(()));
     assert_eq!(o.ended_badly, [false, false, false]);
+    assert_eq!(o.up, (TOTAL, 0));
+    assert_eq!(o.down, (TOTAL, 0));
+}
+
+#[test]
+fn over_the_primary_alone_the_end_follows_the_chunks_in_order() {
+    // Every chunk on the primary's carrier: EOF goes right behind the last
+    // one, before its acknowledgement, and both directions arrive whole.
+    const TOTAL: u64 = 24 << 20;
+    let o = session(1, true, TOTAL, &[], &[], 0);
+    assert_eq!(o.client, Ok(()));
+    assert_eq!(o.ended_badly, [false]);
     assert_eq!(o.up, (TOTAL, 0));
     assert_eq!(o.down, (TOTAL, 0));
 }

@@ -101,6 +101,7 @@ impl ServerConn {
             return Err(e.to_string());
         }
         let allowed = self.cfg.max_streams > 1;
+        let primary = self.stripe_key;
         let hub = match self.sessions.get_mut(&id) {
             Some(s)
                 if allowed
@@ -111,6 +112,7 @@ impl ServerConn {
             {
                 match Hub::new(id.0) {
                     Ok(h) => {
+                        h.set_primary(primary);
                         s.stripe = Some(h.clone());
                         Some(h)
                     }
