@@ -492,17 +492,74 @@ fn the_end_may_go_behind_unacknowledged_chunks_only_when_all_are_on_one_carrier(
     tx.fill(a, &mut slot).unwrap();
     tx.fill(b, &mut slot).unwrap();
     // Bytes not sent yet: never.
-    assert!(!tx.ends_behind(a));
+    assert!(!tx.ends_behind(Some(a)));
     tx.fill(a, &mut slot).unwrap();
     // One chunk not acknowledged on b: neither carrier alone holds the rest.
-    assert!(!tx.ends_behind(a) && !tx.ends_behind(b));
+    assert!(!tx.ends_behind(Some(a)) && !tx.ends_behind(Some(b)));
     tx.on_ack(Ack {
         received: 2000,
         limit: 1 << 20,
     })
     .unwrap();
-    assert!(tx.ends_behind(a) && !tx.ends_behind(b) && !tx.all_acked());
+    assert!(tx.ends_behind(Some(a)) && !tx.ends_behind(Some(b)) && !tx.all_acked());
     // Lost with a, its chunk waits to be sent again: no longer on a.
     tx.carrier_lost(a);
-    assert!(!tx.ends_behind(a));
+    assert!(!tx.ends_behind(Some(a)));
+}
+
+#[test]
+fn plain_data_goes_first_and_stops_at_the_first_chunk() {
+    let mut tx = StripeSender::new(1 << 20, 1000);
+    tx.allow_plain(2500);
+    let data: Vec<u8> = (0..6000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(tx.push(&data), 6000);
+    tx.finish();
+    let mut rx = Reassembler::new(1 << 20);
+    let first = rx.poll_ack().unwrap();
+    let mut slot = vec![0u8; 1500];
+    // Before any acknowledgement, within the cap only.
+    let n = tx.fill_plain(&mut slot).unwrap();
+    assert_eq!(n, 1500);
+    rx.on_chunk(Chunk { offset: 0, data: &slot[..n] }).unwrap();
+    let n2 = tx.fill_plain(&mut slot).unwrap();
+    assert_eq!(n2, 1000, "cut at the cap");
+    rx.on_chunk(Chunk { offset: 1500, data: &slot[..n2] }).unwrap();
+    assert!(tx.fill_plain(&mut slot).is_none());
+    tx.on_ack(first).unwrap();
+    let c = tx.add_carrier();
+    let mut cslot = vec![0u8; CHUNK_HEADER + 1000];
+    // The rest as chunks; plain data is closed from the first one on.
+    while let Some(len) = tx.fill(c, &mut cslot) {
+        rx.on_chunk(Chunk::decode(&cslot[..len]).unwrap()).unwrap();
+        assert!(!tx.plain_open());
+    }
+    // Every byte sent, the unacknowledged ones as plain data or on c: the
+    // end may go behind them on the primary.
+    assert!(tx.ends_behind(Some(c)) && !tx.ends_behind(None));
+    let ack = rx.poll_ack().unwrap();
+    tx.on_ack(ack).unwrap();
+    assert!(tx.all_acked());
+    let mut out = Vec::new();
+    while !rx.readable().is_empty() {
+        let r = rx.readable().to_vec();
+        rx.consume(r.len());
+        out.extend(r);
+    }
+    assert_eq!(out, data);
+}
+
+#[test]
+fn refused_striping_sends_the_rest_plain_and_keeps_nothing() {
+    let mut tx = StripeSender::new(1 << 20, 1000);
+    tx.allow_plain(1000);
+    assert_eq!(tx.push(&[1u8; 3000]), 3000);
+    let mut slot = vec![0u8; 4096];
+    assert_eq!(tx.fill_plain(&mut slot), Some(1000));
+    assert!(tx.fill_plain(&mut slot).is_none());
+    tx.plain_only();
+    assert_eq!(tx.fill_plain(&mut slot), Some(2000));
+    tx.finish();
+    assert!(tx.all_acked() && tx.retained() == 0);
+    let c = tx.add_carrier();
+    assert!(tx.fill(c, &mut slot).is_none());
 }

@@ -88,6 +88,21 @@ fn max_streams_one_and_stock_sshd_decline_and_the_hash_is_right() {
     assert_eq!(hash, sha256(&data));
     assert!(err.contains("Striping declined"), "{err}");
     assert!(!err.contains("striped;"), "{err}");
+    assert!(err.contains("goes on as an ordinary channel"), "{err}");
+    // Refused after our first bytes went as plain data: the rest of the
+    // channel is an ordinary one both ways (a download, stderr, status).
+    let file = s.dir.path("declined-down.bin");
+    std::fs::write(&file, &data).unwrap();
+    let mut c = s.client_at(false, &server, "DEBUG1", &["-o", "Streams=4"]);
+    c.arg(format!("wc -c >&2; cat {}; exit 3", file.display()));
+    let out = run(c, &data[..3 << 20], 120);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert_eq!(sha256(&out.stdout), sha256(&data), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains(&format!("{}\n", 3 << 20)),
+        "{}",
+        stderr_of(&out)
+    );
     drop(server);
 
     if missing("/usr/sbin/sshd") {

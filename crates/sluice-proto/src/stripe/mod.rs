@@ -48,6 +48,11 @@ pub const MAX_UNACKED_CHUNKS: usize = 1024;
 /// and to fit a carrier's packet (sluice's are 255 KiB; a smaller slot
 /// cuts the chunk).
 pub const DEFAULT_CHUNK: usize = 128 * 1024;
+/// Most of a stream's first bytes a client sends as plain data on the
+/// striped channel before its first chunk (PROTOCOL.md): what TCP moves in
+/// the round trip before the carrier is confirmed, many times over; a
+/// reassembly budget is never smaller.
+pub const PLAIN_MAX: u64 = 4 << 20;
 /// Bytes of the chunk header (the offset).
 pub const CHUNK_HEADER: usize = 8;
 

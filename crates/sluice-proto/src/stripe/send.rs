@@ -16,6 +16,11 @@
 
 use super::codec::Ack;
 use super::{StripeError, CHUNK_HEADER, MAX_UNACKED_CHUNKS};
+
+/// Where plain data is booked: the striped channel itself, on the primary
+/// (never a carrier, so never lost or sent again: the primary's loss ends
+/// the session).
+const PLAIN: CarrierId = CarrierId(u32::MAX);
 use std::collections::{BTreeMap, VecDeque};
 
 /// A carrier, by the sender's own number (in order of [`StripeSender::add_carrier`]).
@@ -49,6 +54,12 @@ pub struct StripeSender {
     max_retained: usize,
     chunk: usize,
     finished: bool,
+    /// Bytes before this offset may go as plain data (CHANNEL_DATA on the
+    /// striped channel) until the first chunk goes; 0: none.
+    plain_cap: u64,
+    /// The receiver refused to stripe: everything goes as plain data and
+    /// nothing waits for an acknowledgement.
+    plain_only: bool,
 }
 
 impl StripeSender {
@@ -66,7 +77,70 @@ impl StripeSender {
             max_retained: max_retained.max(1),
             chunk: chunk.max(1),
             finished: false,
+            plain_cap: 0,
+            plain_only: false,
         }
+    }
+
+    /// The stream's first `cap` bytes may go as plain data, ahead of the
+    /// receiver's first acknowledgement and of any carrier (PROTOCOL.md,
+    /// "Striping a channel"), until the first chunk goes.
+    pub fn allow_plain(&mut self, cap: u64) {
+        if self.next_new == 0 {
+            self.plain_cap = cap;
+        }
+    }
+
+    /// Whether plain data may still go.
+    pub fn plain_open(&self) -> bool {
+        self.plain_only || self.next_new < self.plain_cap
+    }
+
+    /// The receiver refused to stripe and took the plain data as ordinary
+    /// channel data: what went is delivered, and the rest goes the same way.
+    pub fn plain_only(&mut self) {
+        let sent = usize::try_from(self.next_new - self.acked).unwrap_or(usize::MAX);
+        self.retained.drain(..sent.min(self.retained.len()));
+        self.acked = self.next_new;
+        self.pieces.clear();
+        self.plain_only = true;
+    }
+
+    /// Fills `slot` with the stream's next bytes as plain data; returns how
+    /// many (None: none may go now). Within the plain cap and the receiver's
+    /// limit once known; kept until acknowledged, as chunks are (refused:
+    /// dropped at once).
+    pub fn fill_plain(&mut self, slot: &mut [u8]) -> Option<usize> {
+        if !self.plain_open() {
+            return None;
+        }
+        let held_end = self.acked.saturating_add(self.retained.len() as u64);
+        let mut n = held_end.saturating_sub(self.next_new).min(slot.len() as u64);
+        if !self.plain_only {
+            if self.pieces.len() >= MAX_UNACKED_CHUNKS {
+                return None;
+            }
+            let limit = self.limit.unwrap_or(u64::MAX).min(self.plain_cap);
+            n = n.min(limit.saturating_sub(self.next_new));
+        }
+        let n = usize::try_from(n).ok().filter(|&n| n > 0)?;
+        let off = self.next_new;
+        let from = usize::try_from(off - self.acked).unwrap_or(usize::MAX);
+        self.copy_out(from, slot.get_mut(..n)?);
+        self.next_new += n as u64;
+        if self.plain_only {
+            self.retained.drain(..n.min(self.retained.len()));
+            self.acked = self.next_new;
+        } else {
+            self.pieces.insert(
+                off,
+                Piece {
+                    len: n,
+                    carrier: Some(PLAIN),
+                },
+            );
+        }
+        Some(n)
     }
 
     /// A new carrier is open (on any connection of the session).
@@ -151,7 +225,7 @@ impl StripeSender {
     /// None when there is nothing `carrier` may send. Chunks to be sent
     /// again go first, lowest offset first.
     pub fn fill(&mut self, carrier: CarrierId, slot: &mut [u8]) -> Option<usize> {
-        if !self.live.contains(&carrier) || slot.len() <= CHUNK_HEADER {
+        if self.plain_only || !self.live.contains(&carrier) || slot.len() <= CHUNK_HEADER {
             return None;
         }
         let room = slot.len() - CHUNK_HEADER;
@@ -174,6 +248,9 @@ impl StripeSender {
                 }
                 let off = self.next_new;
                 self.next_new += n;
+                // No plain data after a chunk: the receiver counts plain
+                // bytes from 0 on, in order.
+                self.plain_cap = 0;
                 (off, n as usize)
             }
         };
@@ -255,13 +332,17 @@ impl StripeSender {
     }
 
     /// The stream ended, every byte of it went out, and every chunk not
-    /// acknowledged is on `carrier`: an EOF sent behind them on the same
+    /// acknowledged is on `carrier` (the primary's) or went as plain data:
+    /// an EOF sent behind them on the same
     /// connection reaches the receiver after all of them (PROTOCOL.md,
     /// "Order of the end"), so it need not wait for their acknowledgement.
-    pub fn ends_behind(&self, carrier: CarrierId) -> bool {
+    pub fn ends_behind(&self, carrier: Option<CarrierId>) -> bool {
         self.finished
             && self.next_new == self.acked + self.retained.len() as u64
-            && self.pieces.values().all(|p| p.carrier == Some(carrier))
+            && self
+                .pieces
+                .values()
+                .all(|p| p.carrier == Some(PLAIN) || (p.carrier.is_some() && p.carrier == carrier))
     }
 
     /// No carrier is left and bytes are still to be delivered: the channel

@@ -201,7 +201,7 @@ impl ClientSession {
         // The stripe request goes before exec; the channel's ends wait for
         // its answer (no data before it).
         let held = match self.stripe.as_mut() {
-            Some(st) => st.on_session_opened(conn, id)?,
+            Some(st) => st.on_session_opened(conn, fds, id)?,
             None => false,
         };
         conn.channel_request(id, req, true)

@@ -3,8 +3,9 @@
 //! no in-process end). After authentication on the primary it asks for a
 //! grant and, granted (from sluiced: without waiting for the answer), it
 //! stripes the session channel before `exec`, with the carrier on the
-//! primary and its first acknowledgement right behind the request (no
-//! round trip more than an unstriped channel's for a download), and
+//! primary, its first acknowledgement and (toward sluiced) the stream's
+//! first bytes as plain data right behind the request (no round trip
+//! more than an unstriped channel's, either way), and
 //! dials the secondaries, each in its own
 //! thread with a pump of its own: same address, the primary's host key
 //! required, joined with the grant's token, one carrier each. A grant
@@ -38,7 +39,7 @@ use sluice_proto::crypto::SystemRng;
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::stripe::codec::{CarrierOpen, StripeGrant, StripeWanted};
 use sluice_proto::stripe::token::Joiner;
-use sluice_proto::stripe::{ACK_REQUEST, CARRIER_CHANNEL, STRIPE_REQUEST};
+use sluice_proto::stripe::{ACK_REQUEST, CARRIER_CHANNEL, PLAIN_MAX, STRIPE_REQUEST};
 use sluice_proto::{ChannelId, ClientConfig, Config, Connection, Event};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -105,6 +106,9 @@ pub struct ClientStripe {
     steer: Option<AutoSteer>,
     /// The primary's socket, for `auto`'s loss watch.
     primary_fd: Option<RawFd>,
+    /// The stream's first bytes go as plain data ahead of the answer: the
+    /// channel's ends were set with the request.
+    plain: bool,
 }
 
 /// Everything a secondary is dialled with, kept for `auto`'s later steps.
@@ -201,6 +205,7 @@ impl ClientStripe {
             dialler: None,
             steer: None,
             primary_fd: None,
+            plain: false,
         })
     }
 
@@ -284,11 +289,14 @@ impl ClientStripe {
     /// on its way (the server answers the grant first). The hub, its first
     /// acknowledgement and the carrier on the primary go right behind the
     /// request (PROTOCOL.md): the server's data moves as soon as it has
-    /// accepted, with no round trip of ours in between. Returns true when
-    /// the channel's ends wait for the answer (no data before it).
+    /// accepted, with no round trip of ours in between. Toward sluiced our
+    /// first bytes go too, as plain data on the channel, so the channel's
+    /// ends are set here. Returns true when the session must not attach
+    /// its ordinary ends (set here, or after the answer).
     pub fn on_session_opened(
         &mut self,
         conn: &mut Connection,
+        fds: &mut ChannelFds,
         id: ChannelId,
     ) -> Result<bool, String> {
         let sluiced = conn
@@ -325,12 +333,26 @@ impl ClientStripe {
             conn.open_channel(CARRIER_CHANNEL, &open)
                 .map_err(|e| e.to_string())?,
         );
+        if sluiced {
+            // The stream's first bytes go at once as plain data on the
+            // channel (PROTOCOL.md): an upload waits no round trip for the
+            // answer and the carrier. Refused, they were ordinary data.
+            hub.allow_plain(PLAIN_MAX);
+            fds.insert(
+                id,
+                ChanIo::in_process(Box::new(StripedEnd::new(&hub, Stderr::Sink(2)))),
+            );
+            stripe::spawn_input(&hub, ChanFd::Borrowed(0))
+                .map_err(|e| format!("striping: cannot start a thread: {e}"))?;
+            self.plain = true;
+        }
         self.hub = Some(hub);
         Ok(true)
     }
 
     /// A reply on the session channel: ours while the stripe request is
-    /// out (returns Some(whether the channel is striped)).
+    /// out (returns Some(whether the channel's ends are set: striped, or
+    /// refused after plain data went)).
     pub fn on_channel_reply(
         &mut self,
         conn: &mut Connection,
@@ -351,6 +373,23 @@ impl ClientStripe {
             );
             // The carrier sent behind the request is refused in turn.
             self.phase = Phase::Off;
+            if self.plain {
+                // Our first bytes went as the channel's ordinary data: the
+                // rest follows them the same way, and the server's data
+                // goes straight to stdout and stderr.
+                if let Some(h) = &self.hub {
+                    h.plain_only();
+                }
+                log!(
+                    Debug1,
+                    "channel {}: the stream's first bytes went as plain data; it goes on as an ordinary channel",
+                    id.0
+                );
+                if let Some(io) = fds.get_mut(id) {
+                    io.route_incoming_to(1, 2);
+                }
+                return Ok(Some(true));
+            }
             self.hub = None;
             return Ok(Some(false));
         }
@@ -359,12 +398,14 @@ impl ClientStripe {
             .hub
             .clone()
             .ok_or("striping: the channel's hub is gone")?;
-        fds.insert(
-            id,
-            ChanIo::in_process(Box::new(StripedEnd::new(&hub, Stderr::Sink(2)))),
-        );
         let spawn = |e: std::io::Error| format!("striping: cannot start a thread: {e}");
-        stripe::spawn_input(&hub, ChanFd::Borrowed(0)).map_err(spawn)?;
+        if !self.plain {
+            fds.insert(
+                id,
+                ChanIo::in_process(Box::new(StripedEnd::new(&hub, Stderr::Sink(2)))),
+            );
+            stripe::spawn_input(&hub, ChanFd::Borrowed(0)).map_err(spawn)?;
+        }
         self.output = Some(stripe::spawn_output(&hub, ChanFd::Borrowed(1)).map_err(spawn)?);
         let remote = conn
             .channel_info(id)

@@ -123,6 +123,15 @@ impl ChanIo {
         }
     }
 
+    /// From now on what the peer sends goes to the lent fds `sink` and
+    /// `err_sink` as on an ordinary channel, not to the in-process end, which
+    /// keeps sending (a striped channel the server refused after plain data
+    /// went: client/stripe.rs). Nothing may have arrived for the end yet.
+    pub fn route_incoming_to(&mut self, sink: RawFd, err_sink: RawFd) {
+        self.incoming = streams([Some(sink), Some(err_sink)], ChanFd::Borrowed);
+        self.close_when_sink_fails = true;
+    }
+
     /// The fds behind the channel, sources first.
     pub fn raw_fds(&self) -> Vec<RawFd> {
         self.outgoing

@@ -15,7 +15,7 @@ use crate::net::pump::WakeFd;
 use sluice_proto::stripe::codec::{Ack, Chunk};
 use sluice_proto::stripe::reassemble::Reassembler;
 use sluice_proto::stripe::send::{CarrierId, StripeSender};
-use sluice_proto::stripe::{StripeError, DEFAULT_CHUNK};
+use sluice_proto::stripe::{StripeError, DEFAULT_CHUNK, PLAIN_MAX};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -45,6 +45,12 @@ pub(super) struct State {
     /// The carrier on the primary, while it is up: what it carries arrives
     /// before anything sent on the striped channel after it.
     primary_carrier: Option<CarrierId>,
+    /// Plain data received so far (the stream's first bytes, sent as
+    /// CHANNEL_DATA on the striped channel before the first chunk).
+    plain_in: u64,
+    /// The server refused to stripe after plain data went: the channel is
+    /// an ordinary one, sent through the sender as plain data.
+    pub(super) plain_only: bool,
     /// Connections whose carrier is to close (given back by `Streams
     /// auto`): their chunks go again on the others once it has.
     withdrawn: Vec<u64>,
@@ -85,6 +91,8 @@ impl Hub {
                 conns: Vec::new(),
                 primary: None,
                 primary_carrier: None,
+                plain_in: 0,
+                plain_only: false,
                 withdrawn: Vec::new(),
                 ack_due,
                 output_done: false,
@@ -159,10 +167,58 @@ impl Hub {
         if st.tx.all_acked() {
             return true;
         }
-        match (st.primary, st.primary_carrier) {
-            (Some(p), Some(c)) => !Self::is_withdrawn(st, p) && st.tx.ends_behind(c),
-            _ => false,
+        let carrier = st
+            .primary_carrier
+            .filter(|_| st.primary.is_some_and(|p| !Self::is_withdrawn(st, p)));
+        st.tx.ends_behind(carrier)
+    }
+
+    /// Lets the stream's first `cap` bytes go as plain data on the striped
+    /// channel, ahead of the stripe request's answer (client).
+    pub fn allow_plain(&self, cap: u64) {
+        self.lock().tx.allow_plain(cap);
+    }
+
+    /// The server refused to stripe after plain data went (it took that as
+    /// ordinary data): the rest goes the same way, nothing is acknowledged,
+    /// and the server's data goes to our fds, not through the hub.
+    pub fn plain_only(&self) {
+        let mut st = self.lock();
+        st.tx.plain_only();
+        st.plain_only = true;
+        st.ack_due = None;
+        st.output_done = true;
+        self.wake_all(&st);
+    }
+
+    /// Wakes whoever sends what was just pushed: the carriers, and the
+    /// primary while plain data may go.
+    pub(super) fn wake_senders(&self, st: &State) {
+        self.wake_carriers(st);
+        if st.tx.plain_open() {
+            self.primary.wake();
         }
+    }
+
+    /// Plain data from the client on the striped channel (server): the
+    /// stream's bytes from 0 on, in order, at most [`PLAIN_MAX`] of them.
+    pub(super) fn on_plain(&self, data: &[u8]) {
+        let mut st = self.lock();
+        let at = st.plain_in;
+        if at.saturating_add(data.len() as u64) > PLAIN_MAX {
+            self.fail_protocol(
+                &mut st,
+                StripeError::Malformed("more plain data on a striped channel than allowed"),
+            );
+            return;
+        }
+        st.plain_in = at + data.len() as u64;
+        let r = st.rx.on_chunk(Chunk { offset: at, data });
+        if let Err(e) = r {
+            self.fail_protocol(&mut st, e);
+            return;
+        }
+        self.after_receipt(&mut st);
     }
 
     /// A new carrier on connection `conn`; None when that connection has
@@ -241,6 +297,11 @@ impl Hub {
             self.fail_protocol(&mut st, e);
             return;
         }
+        self.after_receipt(&mut st);
+    }
+
+    /// Bytes arrived: the local writer may go on, an acknowledgement may be due.
+    fn after_receipt(&self, st: &mut State) {
         if !st.rx.readable().is_empty() {
             self.notify_local();
         }

@@ -75,7 +75,7 @@ pub fn spawn_input(hub: &Arc<Hub>, src: ChanFd) -> std::io::Result<JoinHandle<()
                         return;
                     }
                     off += st.tx.push(buf.get(off..).unwrap_or_default());
-                    hub.wake_carriers(&st);
+                    hub.wake_senders(&st);
                 }
             }
             let mut st = hub.lock();

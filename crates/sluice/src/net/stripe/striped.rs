@@ -1,6 +1,8 @@
-//! The striped channel itself, on the primary: its data travels only on
-//! carriers, so its in-process end ([`StripedEnd`]) sends none and takes
-//! none (CHANNEL_DATA on it is the peer's protocol error). It sends
+//! The striped channel itself, on the primary: its data travels on
+//! carriers, except the client's first bytes, which may go on it as plain
+//! data before the first chunk (and all of them if the server refused to
+//! stripe); CHANNEL_DATA on it from the server is a protocol error. Its
+//! in-process end ([`StripedEnd`]) sends
 //! CHANNEL_EOF once the local source ended and every byte sent is
 //! acknowledged or on the primary's carrier ahead of it, so EOF, exit
 //! status and close follow all of the data;
@@ -44,7 +46,12 @@ impl StripedEnd {
 impl ChannelEndpoint for StripedEnd {
     fn on_data(&mut self, ext: Ext, data: &[u8]) -> usize {
         match (ext, &self.stderr) {
-            (Ext::Data, _) => {
+            // The server: the client's first bytes, before its first chunk.
+            (Ext::Data, Stderr::Source) => {
+                self.hub.on_plain(data);
+                data.len()
+            }
+            (Ext::Data, Stderr::Sink(_)) => {
                 let mut st = self.hub.lock();
                 self.hub.fail_protocol(
                     &mut st,
@@ -64,8 +71,20 @@ impl ChannelEndpoint for StripedEnd {
     fn produce(&mut self, ext: Ext, buf: &mut [u8]) -> Produced {
         let mut st = self.hub.lock();
         match ext {
-            Ext::Data if st.failed.is_none() && Hub::eof_may_go(&st) => Produced::Eof,
-            Ext::Data => Produced::WouldBlock,
+            Ext::Data if st.failed.is_some() => Produced::WouldBlock,
+            Ext::Data => {
+                if let Some(n) = st.tx.fill_plain(buf) {
+                    if st.plain_only {
+                        // Sent is delivered: room for the local reader.
+                        self.hub.notify_local();
+                    }
+                    Produced::Data(n)
+                } else if Hub::eof_may_go(&st) {
+                    Produced::Eof
+                } else {
+                    Produced::WouldBlock
+                }
+            }
             Ext::Stderr => {
                 if matches!(self.stderr, Stderr::Sink(_)) {
                     return Produced::Eof;
@@ -118,7 +137,8 @@ pub fn handle_ack(hub: &Hub, data: &[u8]) -> Result<(), StripeError> {
 pub fn tick(hub: &Hub, conn: &mut Connection, id: ChannelId) -> Result<(), String> {
     let (ack, failed) = {
         let mut st = hub.lock();
-        (st.ack_due.take(), st.failed.clone())
+        let ack = st.ack_due.take().filter(|_| !st.plain_only);
+        (ack, st.failed.clone())
     };
     if let Some(a) = ack {
         let req = ChannelRequestKind::Other {
