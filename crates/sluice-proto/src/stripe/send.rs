@@ -16,16 +16,16 @@
 
 use super::codec::Ack;
 use super::{StripeError, CHUNK_HEADER, MAX_UNACKED_CHUNKS};
-
-/// Where plain data is booked: the striped channel itself, on the primary
-/// (never a carrier, so never lost or sent again: the primary's loss ends
-/// the session).
-const PLAIN: CarrierId = CarrierId(u32::MAX);
 use std::collections::{BTreeMap, VecDeque};
 
 /// A carrier, by the sender's own number (in order of [`StripeSender::add_carrier`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CarrierId(pub u32);
+
+/// Where plain data is booked: the striped channel itself, on the primary
+/// (never a carrier, so never lost or sent again: the primary's loss ends
+/// the session).
+const PLAIN: CarrierId = CarrierId(u32::MAX);
 
 /// A chunk sent or to be sent again: its length, and the carrier it is on
 /// (None: waiting to be sent again).
