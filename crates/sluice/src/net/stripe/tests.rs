@@ -429,3 +429,21 @@ fn losing_every_carrier_fails_the_channel_loudly() {
         o.down
     );
 }
+
+#[test]
+fn plain_data_is_the_streams_start_and_past_its_cap_a_protocol_error() {
+    use sluice_proto::stripe::PLAIN_MAX;
+    let hub = Hub::new(0).unwrap();
+    // Up to the cap, plain data is the stream's bytes from 0 on.
+    let block = vec![7u8; 1 << 20];
+    for _ in 0..(PLAIN_MAX >> 20) {
+        hub.on_plain(&block);
+    }
+    assert!(hub.failure().is_none(), "{:?}", hub.failure());
+    // One byte past the cap: a clean protocol failure, not a panic.
+    hub.on_plain(&[1]);
+    match hub.failure() {
+        Some(Failure::Protocol(t)) => assert!(t.contains("plain data"), "{t}"),
+        other => panic!("expected a protocol failure, got {other:?}"),
+    }
+}
