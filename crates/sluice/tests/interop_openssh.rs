@@ -136,6 +136,46 @@ fn user_key_types_authenticate() {
     }
 }
 
+/// ECDSA keys whose private scalar ssh-keygen wrote shorter than the
+/// curve's size (about one P-521 key in four): ssh-key 0.6 alone refuses
+/// them (keys/ecdsa_pad.rs). Only they are authorized, so the login shows
+/// the identity loaded; sluiced also serves the P-521 one as its host key.
+#[test]
+fn ecdsa_keys_with_a_short_scalar_load_as_identity_and_host_key() {
+    use std::os::unix::fs::PermissionsExt;
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    let s = Setup::new("shortkeys");
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/src/keys/testdata/");
+    let mut ak = String::new();
+    for name in ["p521_short", "p256_short"] {
+        let k = s.dir.path(name);
+        std::fs::copy(format!("{data}{name}"), &k).unwrap();
+        std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600)).unwrap();
+        ak.push_str(&std::fs::read_to_string(format!("{data}{name}.pub")).unwrap());
+    }
+    std::fs::write(s.dir.path("authorized_keys"), ak).unwrap();
+    let host_key = format!("HostKey {}", s.dir.path("p521_short").display());
+    for &(oc, os, label) in PAIRS {
+        let server = s.start(os, &host_key);
+        for (name, host_alg) in [
+            ("p521_short", "ecdsa-sha2-nistp521"),
+            ("p256_short", "ssh-ed25519"),
+        ] {
+            let k = s.dir.path(name);
+            let alg = format!("HostKeyAlgorithms={host_alg}");
+            echo_ok(
+                &s,
+                &server,
+                oc,
+                &["-i", k.to_str().unwrap(), "-o", &alg],
+                label,
+            );
+        }
+    }
+}
+
 #[test]
 fn first_offered_key_refused_then_second_accepted() {
     // sluice signs unencrypted keys at once and pipelines the session's

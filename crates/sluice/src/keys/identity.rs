@@ -61,14 +61,13 @@ pub fn public_blob(path: &Path) -> Result<Vec<u8>, String> {
     if let Ok(k) = PublicKey::read_openssh_file(&pubpath) {
         return k.to_bytes().map_err(|e| e.to_string());
     }
-    let key =
-        PrivateKey::read_openssh_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let key = super::ecdsa_pad::read_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
     key.public_key().to_bytes().map_err(|e| e.to_string())
 }
 
 /// True when the private key file loads without a passphrase.
 pub fn is_unencrypted(path: &Path) -> bool {
-    PrivateKey::read_openssh_file(path).is_ok_and(|k| !k.is_encrypted())
+    super::ecdsa_pad::read_file(path).is_ok_and(|k| !k.is_encrypted())
 }
 
 /// Loads a private key, refusing one readable by others as ssh does, and
@@ -91,14 +90,14 @@ pub fn load(
             path.display()
         ));
     }
-    let key = PrivateKey::read_openssh_file(path)
+    let key = super::ecdsa_pad::read_file(path)
         .map_err(|e| format!("Load key \"{}\": invalid format ({e})", path.display()))?;
     if !key.is_encrypted() {
         return to_keypair(&key);
     }
     for _ in 0..3 {
         let Some(pass) = passphrase(path) else { break };
-        match key.decrypt(pass.as_bytes()) {
+        match super::ecdsa_pad::decrypt(&key, pass.as_bytes()) {
             Ok(k) => return to_keypair(&k),
             Err(_) => log!(Info, "Bad passphrase, try again for {}", path.display()),
         }

@@ -1,11 +1,13 @@
 //! Key material: identity and host key files (OpenSSH format, through
 //! ssh-key), authorized_keys with options, known_hosts, and the pattern
 //! matching both share; reading a user's file as that user (user_file);
-//! RevokedKeys files (revoked); OpenSSH certificates (cert).
+//! RevokedKeys files (revoked); OpenSSH certificates (cert); ECDSA key files
+//! whose short private scalar ssh-key 0.6 refuses (ecdsa_pad).
 
 pub mod agent;
 pub mod authorized_keys;
 pub mod cert;
+pub mod ecdsa_pad;
 pub mod host_keys;
 pub mod identity;
 pub mod known_hosts;
