@@ -176,6 +176,44 @@ fn ecdsa_keys_with_a_short_scalar_load_as_identity_and_host_key() {
     }
 }
 
+/// Private keys in OpenSSL's PEM formats (keys/pem_key.rs), as cloud
+/// providers hand them out: no `.pub` beside them, so sluice derives the
+/// public key from the private one. Only they are authorized; sluiced also
+/// serves the SEC1 P-384 one as its host key.
+#[test]
+fn pem_private_keys_load_as_identity_and_host_key() {
+    use std::os::unix::fs::PermissionsExt;
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    let s = Setup::new("pemkeys");
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/src/keys/testdata/");
+    let mut ak = String::new();
+    let names = ["pem_rsa", "pem_ec", "pkcs8_rsa", "pkcs8_ec"];
+    for name in names {
+        // The private file alone, under a name of its own.
+        let k = s.dir.path(&format!("{name}.pem"));
+        std::fs::copy(format!("{data}{name}"), &k).unwrap();
+        std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600)).unwrap();
+        ak.push_str(&std::fs::read_to_string(format!("{data}{name}.pub")).unwrap());
+    }
+    std::fs::write(s.dir.path("authorized_keys"), ak).unwrap();
+    let host_key = format!("HostKey {}", s.dir.path("pem_ec.pem").display());
+    for &(oc, os, label) in PAIRS {
+        let server = s.start(os, &host_key);
+        for name in names {
+            let k = s.dir.path(&format!("{name}.pem"));
+            let opts = [
+                "-i",
+                k.to_str().unwrap(),
+                "-o",
+                "HostKeyAlgorithms=ecdsa-sha2-nistp384",
+            ];
+            echo_ok(&s, &server, oc, &opts, label);
+        }
+    }
+}
+
 #[test]
 fn first_offered_key_refused_then_second_accepted() {
     // sluice signs unencrypted keys at once and pipelines the session's

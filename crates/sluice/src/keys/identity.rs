@@ -2,7 +2,7 @@
 //! for encrypted keys), conversion to the engine's key pairs, fingerprints.
 
 use crate::log;
-use sluice_proto::crypto::hostkey::KeyPair;
+use sluice_proto::crypto::hostkey::{KeyPair, Signer};
 use ssh_key::private::KeypairData;
 use ssh_key::{HashAlg, PrivateKey, PublicKey};
 use std::os::unix::fs::PermissionsExt;
@@ -61,13 +61,27 @@ pub fn public_blob(path: &Path) -> Result<Vec<u8>, String> {
     if let Ok(k) = PublicKey::read_openssh_file(&pubpath) {
         return k.to_bytes().map_err(|e| e.to_string());
     }
+    if let Some(k) = pem(path) {
+        return k.map(|k| k.public_blob());
+    }
     let key = super::ecdsa_pad::read_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
     key.public_key().to_bytes().map_err(|e| e.to_string())
 }
 
 /// True when the private key file loads without a passphrase.
 pub fn is_unencrypted(path: &Path) -> bool {
+    if let Some(k) = pem(path) {
+        return k.is_ok();
+    }
     super::ecdsa_pad::read_file(path).is_ok_and(|k| !k.is_encrypted())
+}
+
+/// The key of a file in one of OpenSSL's PEM formats (None: some other
+/// file, e.g. OpenSSH's own format).
+fn pem(path: &Path) -> Option<Result<KeyPair, String>> {
+    let text = Zeroizing::new(std::fs::read_to_string(path).ok()?);
+    let key = super::pem_key::parse(&text)?;
+    Some(key.map_err(|e| format!("Load key \"{}\": {e}", path.display())))
 }
 
 /// Loads a private key, refusing one readable by others as ssh does, and
@@ -89,6 +103,9 @@ pub fn load(
              This private key will be ignored.",
             path.display()
         ));
+    }
+    if let Some(key) = pem(path) {
+        return key;
     }
     let key = super::ecdsa_pad::read_file(path)
         .map_err(|e| format!("Load key \"{}\": invalid format ({e})", path.display()))?;

@@ -2,7 +2,8 @@
 //! ssh-key), authorized_keys with options, known_hosts, and the pattern
 //! matching both share; reading a user's file as that user (user_file);
 //! RevokedKeys files (revoked); OpenSSH certificates (cert); ECDSA key files
-//! whose short private scalar ssh-key 0.6 refuses (ecdsa_pad).
+//! whose short private scalar ssh-key 0.6 refuses (ecdsa_pad); OpenSSL's PEM
+//! private keys (pem_key).
 
 pub mod agent;
 pub mod authorized_keys;
@@ -14,5 +15,6 @@ pub mod known_hosts;
 pub mod known_hosts_edit;
 pub mod krl;
 pub mod pattern;
+pub mod pem_key;
 pub mod revoked;
 pub mod user_file;
