@@ -520,10 +520,18 @@ fn plain_data_goes_first_and_stops_at_the_first_chunk() {
     // Before any acknowledgement, within the cap only.
     let n = tx.fill_plain(&mut slot).unwrap();
     assert_eq!(n, 1500);
-    rx.on_chunk(Chunk { offset: 0, data: &slot[..n] }).unwrap();
+    rx.on_chunk(Chunk {
+        offset: 0,
+        data: &slot[..n],
+    })
+    .unwrap();
     let n2 = tx.fill_plain(&mut slot).unwrap();
     assert_eq!(n2, 1000, "cut at the cap");
-    rx.on_chunk(Chunk { offset: 1500, data: &slot[..n2] }).unwrap();
+    rx.on_chunk(Chunk {
+        offset: 1500,
+        data: &slot[..n2],
+    })
+    .unwrap();
     assert!(tx.fill_plain(&mut slot).is_none());
     tx.on_ack(first).unwrap();
     let c = tx.add_carrier();

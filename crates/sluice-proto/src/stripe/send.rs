@@ -115,7 +115,9 @@ impl StripeSender {
             return None;
         }
         let held_end = self.acked.saturating_add(self.retained.len() as u64);
-        let mut n = held_end.saturating_sub(self.next_new).min(slot.len() as u64);
+        let mut n = held_end
+            .saturating_sub(self.next_new)
+            .min(slot.len() as u64);
         if !self.plain_only {
             if self.pieces.len() >= MAX_UNACKED_CHUNKS {
                 return None;
