@@ -136,80 +136,54 @@ fn user_key_types_authenticate() {
     }
 }
 
-/// ECDSA keys whose private scalar ssh-keygen wrote shorter than the
-/// curve's size (about one P-521 key in four): ssh-key 0.6 alone refuses
-/// them (keys/ecdsa_pad.rs). Only they are authorized, so the login shows
-/// the identity loaded; sluiced also serves the P-521 one as its host key.
-#[test]
-fn ecdsa_keys_with_a_short_scalar_load_as_identity_and_host_key() {
+/// Copies the private key files `names` of src/keys/testdata into the
+/// setup as `<name>.key`, with no `.pub` beside them (so the client derives
+/// the public key from the private one), and authorizes only them: a login
+/// then shows that the identity loaded.
+fn only_test_keys_authorized(s: &Setup, names: &[&str]) -> Vec<String> {
     use std::os::unix::fs::PermissionsExt;
-    if missing("/usr/sbin/sshd") {
-        return;
-    }
-    let s = Setup::new("shortkeys");
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/src/keys/testdata/");
     let mut ak = String::new();
-    for name in ["p521_short", "p256_short"] {
-        let k = s.dir.path(name);
+    let mut paths = Vec::new();
+    for name in names {
+        let k = s.dir.path(&format!("{name}.key"));
         std::fs::copy(format!("{data}{name}"), &k).unwrap();
         std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600)).unwrap();
         ak.push_str(&std::fs::read_to_string(format!("{data}{name}.pub")).unwrap());
+        paths.push(k.to_str().unwrap().to_owned());
     }
     std::fs::write(s.dir.path("authorized_keys"), ak).unwrap();
-    let host_key = format!("HostKey {}", s.dir.path("p521_short").display());
-    for &(oc, os, label) in PAIRS {
-        let server = s.start(os, &host_key);
-        for (name, host_alg) in [
-            ("p521_short", "ecdsa-sha2-nistp521"),
-            ("p256_short", "ssh-ed25519"),
-        ] {
-            let k = s.dir.path(name);
-            let alg = format!("HostKeyAlgorithms={host_alg}");
-            echo_ok(
-                &s,
-                &server,
-                oc,
-                &["-i", k.to_str().unwrap(), "-o", &alg],
-                label,
-            );
-        }
-    }
+    paths
 }
 
-/// Private keys in OpenSSL's PEM formats (keys/pem_key.rs), as cloud
-/// providers hand them out: no `.pub` beside them, so sluice derives the
-/// public key from the private one. Only they are authorized; sluiced also
-/// serves the SEC1 P-384 one as its host key.
+/// ECDSA keys whose private scalar ssh-keygen wrote shorter than the
+/// curve's size (about one P-521 key in four; ssh-key 0.6 alone refuses
+/// them, keys/ecdsa_pad.rs), and private keys in OpenSSL's PEM formats
+/// (keys/pem_key.rs), as cloud providers hand them out: as identities, and
+/// as sluiced's host keys (the P-521 and the SEC1 P-384 ones).
 #[test]
-fn pem_private_keys_load_as_identity_and_host_key() {
-    use std::os::unix::fs::PermissionsExt;
+fn short_ecdsa_scalars_and_pem_keys_load_as_identity_and_host_key() {
     if missing("/usr/sbin/sshd") {
         return;
     }
-    let s = Setup::new("pemkeys");
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/src/keys/testdata/");
-    let mut ak = String::new();
-    let names = ["pem_rsa", "pem_ec", "pkcs8_rsa", "pkcs8_ec"];
-    for name in names {
-        // The private file alone, under a name of its own.
-        let k = s.dir.path(&format!("{name}.pem"));
-        std::fs::copy(format!("{data}{name}"), &k).unwrap();
-        std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600)).unwrap();
-        ak.push_str(&std::fs::read_to_string(format!("{data}{name}.pub")).unwrap());
-    }
-    std::fs::write(s.dir.path("authorized_keys"), ak).unwrap();
-    let host_key = format!("HostKey {}", s.dir.path("pem_ec.pem").display());
+    let s = Setup::new("keyfiles");
+    let names = [
+        "p521_short",
+        "p256_short",
+        "pem_rsa",
+        "pem_ec",
+        "pkcs8_rsa",
+        "pkcs8_ec",
+    ];
+    let keys = only_test_keys_authorized(&s, &names);
+    let host_keys = format!("HostKey {}\nHostKey {}", keys[0], keys[3]);
     for &(oc, os, label) in PAIRS {
-        let server = s.start(os, &host_key);
-        for name in names {
-            let k = s.dir.path(&format!("{name}.pem"));
-            let opts = [
-                "-i",
-                k.to_str().unwrap(),
-                "-o",
-                "HostKeyAlgorithms=ecdsa-sha2-nistp384",
-            ];
-            echo_ok(&s, &server, oc, &opts, label);
+        let server = s.start(os, &host_keys);
+        for (i, key) in keys.iter().enumerate() {
+            // Each host key in turn, by the algorithm the client accepts.
+            let alg = ["ecdsa-sha2-nistp521", "ecdsa-sha2-nistp384"][i % 2];
+            let alg = format!("HostKeyAlgorithms={alg}");
+            echo_ok(&s, &server, oc, &["-i", key, "-o", &alg], label);
         }
     }
 }
