@@ -1,6 +1,7 @@
 //! Private key files in OpenSSH format: loading (with a passphrase prompt
 //! for encrypted keys), conversion to the engine's key pairs, fingerprints.
 
+use super::pem_key::PemError;
 use crate::log;
 use sluice_proto::crypto::hostkey::{KeyPair, Signer};
 use ssh_key::private::KeypairData;
@@ -77,11 +78,15 @@ pub fn is_unencrypted(path: &Path) -> bool {
 }
 
 /// The key of a file in one of OpenSSL's PEM formats (None: some other
-/// file, e.g. OpenSSH's own format).
+/// file, e.g. OpenSSH's own format), without a passphrase.
 fn pem(path: &Path) -> Option<Result<KeyPair, String>> {
-    let text = Zeroizing::new(std::fs::read_to_string(path).ok()?);
-    let key = super::pem_key::parse(&text)?;
+    let key = pem_with(path, None)?;
     Some(key.map_err(|e| format!("Load key \"{}\": {e}", path.display())))
+}
+
+fn pem_with(path: &Path, pass: Option<&[u8]>) -> Option<Result<KeyPair, PemError>> {
+    let text = Zeroizing::new(std::fs::read_to_string(path).ok()?);
+    super::pem_key::parse(&text, pass)
 }
 
 /// Loads a private key, refusing one readable by others as ssh does, and
@@ -104,8 +109,27 @@ pub fn load(
             path.display()
         ));
     }
-    if let Some(key) = pem(path) {
-        return key;
+    match pem_with(path, None) {
+        None => {}
+        Some(Err(PemError::NeedPassphrase)) => {
+            for _ in 0..3 {
+                let Some(pass) = passphrase(path) else { break };
+                match pem_with(path, Some(pass.as_bytes())) {
+                    Some(Err(PemError::WrongPassphrase)) => {
+                        log!(Info, "Bad passphrase, try again for {}", path.display())
+                    }
+                    Some(r) => {
+                        return r.map_err(|e| format!("Load key \"{}\": {e}", path.display()))
+                    }
+                    None => break,
+                }
+            }
+            return Err(format!(
+                "Load key \"{}\": incorrect passphrase supplied to decrypt private key",
+                path.display()
+            ));
+        }
+        Some(r) => return r.map_err(|e| format!("Load key \"{}\": {e}", path.display())),
     }
     let key = super::ecdsa_pad::read_file(path)
         .map_err(|e| format!("Load key \"{}\": invalid format ({e})", path.display()))?;
@@ -163,4 +187,38 @@ pub fn prompt_passphrase(path: &Path) -> Option<Zeroizing<String>> {
     r.ok()?;
     let trimmed = Zeroizing::new(line.trim_end_matches(['\n', '\r']).to_owned());
     Some(trimmed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// An encrypted PEM key (ssh-keygen -m PEM -N "sluice test") asks for
+    /// its passphrase as an encrypted OpenSSH key does: three tries.
+    #[test]
+    fn an_encrypted_pem_key_asks_for_its_passphrase() {
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src/keys/testdata/pem_rsa_enc");
+        let path = std::env::temp_dir().join(format!("sluice-identity-{}", std::process::id()));
+        std::fs::copy(src, &path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(!is_unencrypted(&path));
+        let mut tries = 0;
+        let r = load(&path, &mut |_| {
+            tries += 1;
+            Some(Zeroizing::new(
+                if tries < 3 { "no" } else { "sluice test" }.to_owned(),
+            ))
+        });
+        assert_eq!(tries, 3);
+        let key = r.unwrap();
+        let want = std::fs::read_to_string(format!("{src}.pub")).unwrap();
+        let want = super::super::known_hosts::base64_decode(want.split(' ').nth(1).unwrap());
+        assert_eq!(Some(key.public_blob()), want);
+        let e = load(&path, &mut |_| Some(Zeroizing::new("no".to_owned()))).unwrap_err();
+        assert!(e.contains("incorrect passphrase"), "{e}");
+        let e = load(&path, &mut |_| None).unwrap_err();
+        assert!(e.contains("incorrect passphrase"), "{e}");
+        std::fs::remove_file(&path).unwrap();
+    }
 }

@@ -1,53 +1,170 @@
 //! Private keys in OpenSSL's PEM formats, which ssh reads through libcrypto
 //! and ssh-key does not: `RSA PRIVATE KEY` (PKCS#1, what `ssh-keygen -m
-//! PEM` writes and cloud providers hand out as `.pem` files), `EC PRIVATE
-//! KEY` (SEC1) and `PRIVATE KEY` (PKCS#8, with an RSA, ECDSA or Ed25519
-//! key). The DER inside is decoded by RustCrypto's pkcs1, sec1 and pkcs8
-//! crates; the numbers go to the engine's key pair as an OpenSSH file's do.
-//! Encrypted PEM keys are refused with the command that converts them.
+//! PEM` writes, and what ssh-keygen wrote by default before OpenSSH 7.8;
+//! cloud providers hand them out as `.pem` files), `EC PRIVATE KEY` (SEC1)
+//! and `PRIVATE KEY` (PKCS#8, with an RSA, ECDSA or Ed25519 key). The DER
+//! inside is decoded by RustCrypto's pkcs1, sec1 and pkcs8 crates; the
+//! numbers go to the engine's key pair as an OpenSSH file's do. A
+//! passphrase-protected PKCS#1 or SEC1 file (RFC 1421 headers, AES-CBC, the
+//! key from OpenSSL's EVP_BytesToKey with MD5, as ssh-keygen wrote them) is
+//! decrypted with aws-lc; other encrypted files are refused with the command
+//! that converts them.
 
+use md5::{Digest, Md5};
 use sluice_proto::crypto::hostkey::KeyPair;
+use zeroize::Zeroizing;
 
 const RSA: &str = "1.2.840.113549.1.1.1";
 const EC: &str = "1.2.840.10045.2.1";
 const ED25519: &str = "1.3.101.112";
 
+/// Why a PEM key did not load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PemError {
+    /// The file is encrypted and no passphrase was given.
+    NeedPassphrase,
+    /// The passphrase does not decrypt it.
+    WrongPassphrase,
+    /// Anything else, with what to do.
+    Bad(String),
+}
+
+impl std::fmt::Display for PemError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PemError::NeedPassphrase => f.write_str("the key is encrypted"),
+            PemError::WrongPassphrase => {
+                f.write_str("incorrect passphrase supplied to decrypt private key")
+            }
+            PemError::Bad(e) => f.write_str(e),
+        }
+    }
+}
+
+const CONVERT: &str = "convert the key to OpenSSH's format with ssh-keygen -p -f FILE";
+
 /// The key in `text` if it is a PEM private key of OpenSSL's (None: not
-/// one, e.g. OpenSSH's own format); an error says what to do.
-pub fn parse(text: &str) -> Option<Result<KeyPair, String>> {
+/// one, e.g. OpenSSH's own format), decrypted with `passphrase` if it is
+/// encrypted.
+pub fn parse(text: &str, passphrase: Option<&[u8]>) -> Option<Result<KeyPair, PemError>> {
     let text = text.trim_start();
     let label = text.strip_prefix("-----BEGIN ")?.split("-----").next()?;
     let kind = match label {
         "RSA PRIVATE KEY" | "EC PRIVATE KEY" | "PRIVATE KEY" => label,
-        "ENCRYPTED PRIVATE KEY" => return Some(Err(ENCRYPTED.to_owned())),
+        "ENCRYPTED PRIVATE KEY" => {
+            return Some(Err(PemError::Bad(format!(
+                "encrypted PKCS#8 keys are not supported; {CONVERT}"
+            ))))
+        }
         _ => return None,
     };
-    Some(decode(text, kind))
+    Some(decode(text, kind, passphrase))
 }
 
-const ENCRYPTED: &str = "encrypted PEM private keys are not supported; \
-     convert the key to OpenSSH's format with ssh-keygen -p -f FILE";
-
-fn decode(text: &str, kind: &str) -> Result<KeyPair, String> {
+fn decode(text: &str, kind: &str, passphrase: Option<&[u8]>) -> Result<KeyPair, PemError> {
+    let bad = |e: String| PemError::Bad(e);
     let end = format!("-----END {kind}-----");
     let body = text
         .split_once('\n')
         .map(|(_, rest)| rest)
         .and_then(|rest| rest.split_once(end.as_str()))
         .map(|(body, _)| body)
-        .ok_or_else(|| format!("no \"{end}\" line"))?;
-    // RFC 1421 headers (Proc-Type, DEK-Info) mean OpenSSL's encryption.
-    if body.lines().any(|l| l.contains(':')) {
-        return Err(ENCRYPTED.to_owned());
+        .ok_or_else(|| bad(format!("no \"{end}\" line")))?;
+    // RFC 1421 headers ("Name: value") come before the base64.
+    let mut dek_info = None;
+    let mut b64 = String::new();
+    for line in body.lines() {
+        match line.split_once(':') {
+            Some(("DEK-Info", v)) => dek_info = Some(v.trim()),
+            Some(_) => {}
+            None => b64.push_str(line.trim()),
+        }
     }
-    let b64: String = body.split_whitespace().collect();
-    let der =
-        zeroize::Zeroizing::new(super::known_hosts::base64_decode(&b64).ok_or("invalid base64")?);
-    match kind {
+    let mut der = Zeroizing::new(
+        super::known_hosts::base64_decode(&b64).ok_or(bad("invalid base64".into()))?,
+    );
+    if let Some(dek) = dek_info {
+        let pass = passphrase.ok_or(PemError::NeedPassphrase)?;
+        let len = decrypt(dek, pass, &mut der)?;
+        der.truncate(len);
+    }
+    let key = match kind {
         "RSA PRIVATE KEY" => rsa(&der),
         "EC PRIVATE KEY" => ec(&der, None),
         _ => pkcs8(&der),
+    };
+    // Decrypted with a wrong passphrase, the padding may still pass by
+    // chance; the DER then does not parse.
+    key.map_err(|e| {
+        if dek_info.is_some() {
+            PemError::WrongPassphrase
+        } else {
+            bad(e)
+        }
+    })
+}
+
+/// Decrypts `data` in place as `DEK-Info: <cipher>,<iv in hex>` says;
+/// returns the plaintext's length.
+fn decrypt(dek: &str, pass: &[u8], data: &mut [u8]) -> Result<usize, PemError> {
+    use aws_lc_rs::cipher::{
+        DecryptionContext, PaddedBlockDecryptingKey, UnboundCipherKey, AES_128, AES_192, AES_256,
+    };
+    let (name, iv_hex) = dek
+        .split_once(',')
+        .ok_or(PemError::Bad("bad DEK-Info".into()))?;
+    let (alg, key_len) = match name {
+        "AES-128-CBC" => (&AES_128, 16),
+        "AES-192-CBC" => (&AES_192, 24),
+        "AES-256-CBC" => (&AES_256, 32),
+        other => {
+            return Err(PemError::Bad(format!(
+                "PEM cipher {other} is not supported; {CONVERT}"
+            )))
+        }
+    };
+    let iv = hex16(iv_hex).ok_or(PemError::Bad("bad DEK-Info IV".into()))?;
+    let key = bytes_to_key(pass, &iv[..8], key_len);
+    let bad = |_| PemError::WrongPassphrase;
+    let key = UnboundCipherKey::new(alg, &key).map_err(bad)?;
+    let key = PaddedBlockDecryptingKey::cbc_pkcs7(key).map_err(bad)?;
+    let plain = key
+        .decrypt(data, DecryptionContext::Iv128(iv.into()))
+        .map_err(bad)?;
+    Ok(plain.len())
+}
+
+/// OpenSSL's EVP_BytesToKey with MD5 and one round, as its PEM encryption
+/// derives the key: D1 = MD5(pass || salt), Dn = MD5(Dn-1 || pass || salt).
+fn bytes_to_key(pass: &[u8], salt: &[u8], len: usize) -> Zeroizing<Vec<u8>> {
+    let mut out = Zeroizing::new(Vec::with_capacity(len + 16));
+    let mut prev: Option<[u8; 16]> = None;
+    while out.len() < len {
+        let mut h = Md5::new();
+        if let Some(p) = prev {
+            h.update(p);
+        }
+        h.update(pass);
+        h.update(salt);
+        let d: [u8; 16] = h.finalize().into();
+        out.extend_from_slice(&d);
+        prev = Some(d);
     }
+    out.truncate(len);
+    out
+}
+
+fn hex16(s: &str) -> Option<[u8; 16]> {
+    let s = s.as_bytes();
+    if s.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (o, pair) in out.iter_mut().zip(s.chunks(2)) {
+        let d = |c: u8| (c as char).to_digit(16);
+        *o = u8::try_from(d(pair[0])? * 16 + d(pair[1])?).ok()?;
+    }
+    Some(out)
 }
 
 fn rsa(der: &[u8]) -> Result<KeyPair, String> {
@@ -117,13 +234,16 @@ mod tests {
     /// Made for these tests by ssh-keygen 9.2 (`-m PEM`, `-m PKCS8`) and,
     /// for Ed25519, which ssh-keygen writes only in its own format, by
     /// `openssl genpkey`; the `.pub` files by ssh-keygen.
-    fn key(name: &str) -> KeyPair {
-        let text = std::fs::read_to_string(format!(
+    fn read(name: &str) -> String {
+        std::fs::read_to_string(format!(
             "{}/src/keys/testdata/{name}",
             env!("CARGO_MANIFEST_DIR")
         ))
-        .unwrap();
-        parse(&text).expect("a PEM key").unwrap()
+        .unwrap()
+    }
+
+    fn key(name: &str) -> KeyPair {
+        parse(&read(name), None).expect("a PEM key").unwrap()
     }
 
     fn ssh_blob(name: &str) -> Vec<u8> {
@@ -167,33 +287,46 @@ mod tests {
     }
 
     #[test]
-    fn encrypted_pem_is_refused_with_the_conversion_and_other_text_is_not_ours() {
-        let text = std::fs::read_to_string(format!(
-            "{}/src/keys/testdata/pem_rsa_enc",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap();
-        let e = parse(&text).unwrap().unwrap_err();
-        assert!(e.contains("ssh-keygen -p -f"), "{e}");
-        let e = parse(
-            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n",
-        )
-        .unwrap()
-        .unwrap_err();
-        assert!(e.contains("ssh-keygen -p -f"), "{e}");
-        assert!(parse("-----BEGIN OPENSSH PRIVATE KEY-----\n").is_none());
-        assert!(parse("ssh-ed25519 AAAA").is_none());
-        // Damaged files are errors, never panics.
-        let good = std::fs::read_to_string(format!(
-            "{}/src/keys/testdata/pem_ec",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap();
-        // (Cut anywhere before the END line's last dash; a missing final
-        // newline is a whole file.)
-        for n in 0..good.trim_end().len() {
-            if let Some(Ok(_)) = parse(&good[..n]) {
-                panic!("a cut key parsed at {n}");
+    fn encrypted_pkcs1_and_sec1_decrypt_with_the_passphrase() {
+        // ssh-keygen -m PEM -N: AES-128-CBC; openssl ec -aes256: AES-256-CBC.
+        for (name, public) in [("pem_rsa_enc", "pem_rsa_enc"), ("pem_ec_aes256", "pem_ec")] {
+            let text = read(name);
+            assert_eq!(
+                parse(&text, None).unwrap().unwrap_err(),
+                PemError::NeedPassphrase
+            );
+            let k = parse(&text, Some(b"sluice test")).unwrap().unwrap();
+            assert_eq!(k.public_blob(), ssh_blob(public), "{name}");
+            assert_eq!(
+                parse(&text, Some(b"sluice tesT")).unwrap().unwrap_err(),
+                PemError::WrongPassphrase,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_encryption_is_refused_with_the_conversion_and_other_text_is_not_ours() {
+        let pkcs8 =
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        let des = "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\
+                   DEK-Info: DES-EDE3-CBC,0011223344556677\n\nAAAA\n-----END RSA PRIVATE KEY-----\n";
+        for text in [pkcs8, des] {
+            match parse(text, Some(b"pass")).unwrap() {
+                Err(PemError::Bad(e)) => assert!(e.contains("ssh-keygen -p -f"), "{e}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(parse("-----BEGIN OPENSSH PRIVATE KEY-----\n", None).is_none());
+        assert!(parse("ssh-ed25519 AAAA", None).is_none());
+        // Damaged files are errors, never panics (cut anywhere before the
+        // END line's last dash; a missing final newline is a whole file).
+        for name in ["pem_ec", "pem_rsa_enc"] {
+            let good = read(name);
+            for n in 0..good.trim_end().len() {
+                if let Some(Ok(_)) = parse(&good[..n], Some(b"sluice test")) {
+                    panic!("{name} cut at {n} parsed");
+                }
             }
         }
     }
