@@ -1,4 +1,4 @@
-//! Private key files in OpenSSH format: loading (with a passphrase prompt
+//! Private key files (OpenSSH's format; OpenSSL's PEM through pem_key): loading (with a passphrase prompt
 //! for encrypted keys), conversion to the engine's key pairs, fingerprints.
 
 use super::pem_key::PemError;
