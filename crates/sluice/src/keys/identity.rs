@@ -1,5 +1,6 @@
-//! Private key files (OpenSSH's format; OpenSSL's PEM through pem_key): loading (with a passphrase prompt
-//! for encrypted keys), conversion to the engine's key pairs, fingerprints.
+//! Private key files (OpenSSH's format; OpenSSL's PEM through pem_key):
+//! loading (with a passphrase prompt for encrypted keys), conversion to the
+//! engine's key pairs, fingerprints.
 
 use super::pem_key::PemError;
 use crate::log;
