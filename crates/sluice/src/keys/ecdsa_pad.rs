@@ -12,6 +12,7 @@
 //! usual; a file this cannot mend keeps ssh-key's error.
 
 use super::known_hosts::base64_decode;
+use sluice_proto::wire::{Reader, Writer};
 use ssh_key::PrivateKey;
 use std::path::Path;
 use zeroize::Zeroizing;
@@ -56,20 +57,20 @@ fn unarmor(text: &str) -> Option<Zeroizing<Vec<u8>>> {
 /// The container `raw` again, unencrypted and with the scalar padded, as
 /// ssh-key's key; None when there is nothing to mend.
 fn mend(raw: &[u8], decrypt_with: Option<(&PrivateKey, &[u8])>) -> Option<PrivateKey> {
-    let mut r = Reader(raw.strip_prefix(MAGIC)?);
-    let cipher = r.string()?;
-    let _kdf = r.string()?;
-    let _kdf_options = r.string()?;
-    if r.u32()? != 1 {
+    let mut r = Reader::new(raw.strip_prefix(MAGIC)?);
+    let cipher = r.string().ok()?;
+    let _kdf = r.string().ok()?;
+    let _kdf_options = r.string().ok()?;
+    if r.u32().ok()? != 1 {
         return None;
     }
-    let public = r.string()?;
-    let sealed = r.string()?;
+    let public = r.string().ok()?;
+    let sealed = r.string().ok()?;
     let plain = match decrypt_with {
         None if cipher == b"none" => Zeroizing::new(sealed.to_vec()),
         Some((key, pass)) if cipher != b"none" => {
             // An AEAD cipher's tag follows the private section.
-            let tag = match r.0 {
+            let tag = match r.remaining() {
                 [] => None,
                 rest => Some(<[u8; 16]>::try_from(rest).ok()?),
             };
@@ -83,25 +84,26 @@ fn mend(raw: &[u8], decrypt_with: Option<(&PrivateKey, &[u8])>) -> Option<Privat
     let section = padded_section(&plain)?;
     let mut out = Zeroizing::new(Vec::with_capacity(raw.len() + 64));
     out.extend_from_slice(MAGIC);
-    for s in [&b"none"[..], b"none", b""] {
-        put_string(&mut out, s);
-    }
-    out.extend_from_slice(&1u32.to_be_bytes());
-    put_string(&mut out, public);
-    put_string(&mut out, &section);
+    Writer::new(&mut out)
+        .string(b"none")
+        .string(b"none")
+        .string(b"")
+        .u32(1)
+        .string(public)
+        .string(&section);
     PrivateKey::from_bytes(&out).ok()
 }
 
 /// The private section with its ECDSA scalar at full size and the padding
 /// of cipher "none"; None unless it is one ECDSA key with a short scalar.
 fn padded_section(plain: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
-    let mut r = Reader(plain);
-    let check = r.take(8)?;
-    let key_type = r.string()?;
-    let curve = r.string()?;
-    let point = r.string()?;
-    let scalar = r.string()?;
-    let comment = r.string()?;
+    let mut r = Reader::new(plain);
+    let check = r.bytes(8).ok()?;
+    let key_type = r.string().ok()?;
+    let curve = r.string().ok()?;
+    let point = r.string().ok()?;
+    let scalar = r.string().ok()?;
+    let comment = r.string().ok()?;
     let size = match (key_type, curve) {
         (b"ecdsa-sha2-nistp256", b"nistp256") => 32,
         (b"ecdsa-sha2-nistp384", b"nistp384") => 48,
@@ -116,45 +118,19 @@ fn padded_section(plain: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
     let mut full = Zeroizing::new(vec![0u8; size]);
     full[size - scalar.len()..].copy_from_slice(scalar);
     let mut out = Zeroizing::new(Vec::with_capacity(plain.len() + size));
-    out.extend_from_slice(check);
-    for s in [key_type, curve, point, &full[..], comment] {
-        put_string(&mut out, s);
-    }
+    Writer::new(&mut out)
+        .bytes(check)
+        .string(key_type)
+        .string(curve)
+        .string(point)
+        .string(&full)
+        .string(comment);
     let mut pad = 1u8;
     while out.len() % NONE_BLOCK != 0 {
         out.push(pad);
         pad += 1;
     }
     Some(out)
-}
-
-fn put_string(out: &mut Vec<u8>, s: &[u8]) {
-    // Every field here came from a file of a few KiB.
-    out.extend_from_slice(&(s.len() as u32).to_be_bytes());
-    out.extend_from_slice(s);
-}
-
-/// SSH wire fields from a byte slice; None past its end.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_be_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn string(&mut self) -> Option<&'a [u8]> {
-        let n = usize::try_from(self.u32()?).ok()?;
-        self.take(n)
-    }
 }
 
 #[cfg(test)]
