@@ -40,7 +40,14 @@
 //! - data that does not compress (ratio below [`MIN_RATIO`]) goes to
 //!   level 0 at once and is probed again after [`PROBE_EVERY`] bytes
 //!   (doubling while it stays so, up to [`PROBE_MAX`]), so text after
-//!   random data is noticed within a few MiB.
+//!   random data is noticed within a few MiB;
+//! - a peer's channel window that the path's round trip fills (a stock
+//!   sshd's 2 MiB at 10 ms: the payload in flight at the rate is at least
+//!   [`WINDOW_SHARE`] of it) counts payload, so no ratio raises it: behind
+//!   it level 1 (the least work that still shortens the wire's queue) is
+//!   the level, kept unless clearly slower ([`WINDOW_SLACK`]), with no
+//!   probes up or down from it. Window by window the data's own ratio moves
+//!   the rate more than a level does there, and each probe cost 3-7%.
 //!
 //! Each decision is logged at debug1 (`-v`) with its figures, each window
 //! at debug2.
@@ -106,15 +113,64 @@ const LINK_BOUND: u64 = 256 << 10;
 /// limit (one may be a burst at the window's edge).
 const STALLS_BOUND: u32 = 2;
 
+/// Share of the peer's window that the payload in flight over the path's
+/// round trip must reach for the window itself (not the peer's CPU) to be
+/// what holds the rate back. On loopback behind a busy sshd it is about
+/// 1%, through 10 ms at 1 Gbit/s about 60%.
+const WINDOW_SHARE: f64 = 0.3;
+
+/// What a level-0 copy moves here, at least (bytes per second): a peer's
+/// window that the path's round trip fills at this rate (a stock sshd's
+/// 2 MiB over more than 0.6 ms) holds back the setup's window too.
+const COPY_RATE: f64 = 1e9;
+
+/// Behind such a window, a level 1 at this share of the rate before still
+/// counts as no slower.
+const WINDOW_SLACK: f64 = 0.9;
+
+/// Waits for the peer's channel window since the controller last looked.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stalls {
+    /// How many times data waited.
+    pub count: u32,
+    /// The largest window those peers granted (payload bytes).
+    pub window: u64,
+}
+
 /// What held a window's rate back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Limit {
     /// Data waited unsent in the socket: the link.
     Link,
-    /// Data waited for the peer's channel window.
+    /// Data waited for the peer's channel window, and the path's round trip
+    /// at this rate fills a good part of it: the window is the limit.
+    Window,
+    /// Data waited for the peer's channel window, far from filled by the
+    /// path: the peer's work is what returns it.
     Peer,
     /// Neither: our own work.
     Cpu,
+}
+
+impl Limit {
+    /// The link when data waited in the socket unsent; the peer when data
+    /// waited for its window more than once: the window itself when the
+    /// payload in flight at `rate` over the path's round trip fills a good
+    /// part of it, else the peer's work; otherwise our own.
+    fn of(socket: Option<Socket>, stalls: Stalls, rate: f64) -> Limit {
+        if socket.is_some_and(|k| k.unsent >= LINK_BOUND) {
+            Limit::Link
+        } else if stalls.count >= STALLS_BOUND {
+            let in_flight = socket.map_or(0.0, |k| rate * k.rtt.as_secs_f64());
+            if in_flight >= WINDOW_SHARE * stalls.window as f64 {
+                Limit::Window
+            } else {
+                Limit::Peer
+            }
+        } else {
+            Limit::Cpu
+        }
+    }
 }
 
 /// What the socket says, read once or twice per window.
@@ -126,6 +182,8 @@ pub struct Socket {
     pub queued: u64,
     /// Bytes in the send queue not sent yet.
     pub unsent: u64,
+    /// The path's round trip (TCP_INFO's minimum).
+    pub rtt: Duration,
 }
 
 /// What the controller is doing.
@@ -167,6 +225,8 @@ pub struct LevelControl {
     cpu_wait: f64,
     /// Waits for the peer's window in this window so far.
     stalls: u32,
+    /// The largest window of a peer waited for in this window.
+    stalled_window: u64,
     /// The last probe behind the peer's window went down.
     peer_down: bool,
     /// Seconds that must go by before any probe up: what the last failed
@@ -204,6 +264,7 @@ impl LevelControl {
             since_probe: 0.0,
             cpu_wait: CPU_PROBE_WAIT,
             stalls: 0,
+            stalled_window: 0,
             peer_down: true,
             fail_wait: 0.0,
         }
@@ -221,10 +282,11 @@ impl LevelControl {
     pub fn after_batch(
         &mut self,
         (raw, z): (u64, u64),
-        stalls: u32,
+        stalls: Stalls,
         socket: impl Fn() -> Option<Socket>,
     ) {
-        self.stalls = self.stalls.saturating_add(stalls);
+        self.stalls = self.stalls.saturating_add(stalls.count);
+        self.stalled_window = self.stalled_window.max(stalls.window);
         if let Some(target) = self.settle {
             match socket() {
                 Some(k) if k.acked < target => {
@@ -234,6 +296,7 @@ impl LevelControl {
                     self.queued = Some(k.queued);
                     self.started = Instant::now();
                     self.stalls = 0;
+                    self.stalled_window = 0;
                     return;
                 }
                 _ => self.settle = None,
@@ -259,23 +322,20 @@ impl LevelControl {
         // came out of it) is not delivered payload.
         let k = socket();
         let queued = k.map(|k| k.queued);
-        // The link is the limit when data waits in the socket unsent; the
-        // peer (its window, its CPU, or the link behind a window about the
-        // path's size) when data waited for the peer's window more than once.
-        let stalls = std::mem::take(&mut self.stalls);
-        let limit = if k.is_some_and(|k| k.unsent >= LINK_BOUND) {
-            Limit::Link
-        } else if stalls >= STALLS_BOUND {
-            Limit::Peer
-        } else {
-            Limit::Cpu
-        };
         let grown = match (self.queued, queued) {
             (Some(q0), Some(q)) => (q as f64 - q0 as f64) * ratio,
             _ => 0.0,
         };
         self.queued = queued;
         let rate = (bytes as f64 - grown).max(0.0) / secs;
+        let stalls = Stalls {
+            count: std::mem::take(&mut self.stalls),
+            window: std::mem::take(&mut self.stalled_window),
+        };
+        let limit = Limit::of(k, stalls, rate);
+        // The setup's rate says nothing; a window that over the path's
+        // round trip allows less than a copy moves is the limit all the same.
+        let setup_limit = Limit::of(k, stalls, COPY_RATE);
         log!(
             Debug2,
             "compression: window {:.0} ms at level {}: {:.1} MB/s, ratio {ratio:.2}, {}",
@@ -284,6 +344,7 @@ impl LevelControl {
             rate / 1e6,
             match limit {
                 Limit::Link => "link-bound",
+                Limit::Window => "window-bound (the peer's window fills the path)",
                 Limit::Peer => "peer-bound (waits for its window)",
                 Limit::Cpu => "CPU-bound",
             }
@@ -293,10 +354,14 @@ impl LevelControl {
         let now = self.level.get();
         let next = if std::mem::replace(&mut self.warm, true) {
             self.decide(now, rate, ratio, raw, limit, secs)
-        } else if limit == Limit::Link && now == 0 && self.max_level > 0 {
+        } else if matches!(setup_limit, Limit::Link | Limit::Window)
+            && now == 0
+            && self.max_level > 0
+        {
             // The setup's window: its rate says nothing, but a socket that
-            // already backs up says the link is the limit. Level 1 at once,
-            // kept only if it stays ahead of the link (no rate to beat).
+            // already backs up says the link is the limit, and waits for a
+            // window the path fills say that window is. Level 1 at once,
+            // kept only if it stays ahead of them (no rate to beat).
             log!(
                 Debug2,
                 "compression: {} probing level 1 at once",
@@ -346,6 +411,7 @@ impl LevelControl {
         // A probe up now would add work where work is the limit: only
         // once its expected cost fits the budget.
         let link_bound = limit == Limit::Link;
+        let window_bound = limit == Limit::Window;
         let ahead = limit != Limit::Cpu;
         let cpu_probe_due =
             self.since_probe >= self.fail_wait && (ahead || self.since_probe >= self.cpu_wait);
@@ -372,7 +438,9 @@ impl LevelControl {
                 // Waits for the peer do not count here: with data that did
                 // not compress, they say the peer's CPU is the limit, and a
                 // probe only adds to its work.
-                if raw < until || !(link_bound || self.since_probe >= self.cpu_wait) {
+                if raw < until
+                    || !(link_bound || window_bound || self.since_probe >= self.cpu_wait)
+                {
                     return 0;
                 }
                 log!(Debug2, "compression: {} probing level 1", self.engine);
@@ -398,8 +466,13 @@ impl LevelControl {
                 // The probe after the setup has no rate to beat: kept while
                 // ahead of either.
                 let unmeasured = !from_rate.is_finite();
+                // Behind a window the path fills, level 1 (or a step down to
+                // at least 1) carries as much with less work: kept unless
+                // clearly slower.
+                let least_work = window_bound && now >= 1 && (now == 1 || now < from);
                 let keep = (now > from && (link_bound || (ahead && unmeasured)))
-                    || rate > from_rate * GAIN;
+                    || rate > from_rate * GAIN
+                    || (least_work && rate >= from_rate * WINDOW_SLACK);
                 if keep {
                     log!(
                         Debug1,
@@ -412,7 +485,7 @@ impl LevelControl {
                     // Still ahead of the link after a step up: the next
                     // step is worth trying at once, against this window
                     // (it measured this level alone, after the settle).
-                    if now > from && ahead && now < self.max_level {
+                    if now > from && ahead && !window_bound && now < self.max_level {
                         log!(
                             Debug2,
                             "compression: {} probing level {} from {now} ({mbs:.0} MB/s, ratio {ratio:.2})",
@@ -467,6 +540,13 @@ impl LevelControl {
                 let try_up = match limit {
                     Limit::Link => true,
                     Limit::Cpu => false,
+                    // Level 1 is the one behind such a window: from 0 up,
+                    // from above it down, at 1 no probe at all.
+                    Limit::Window if now == 1 => {
+                        self.phase = Phase::Hold { left: self.hold };
+                        return now;
+                    }
+                    Limit::Window => now == 0,
                     Limit::Peer => {
                         self.peer_down = !self.peer_down;
                         !self.peer_down
@@ -645,11 +725,12 @@ mod tests {
         let mut raw = 0;
         let mut window = |c: &mut LevelControl, unsent: u64| {
             raw += WINDOW_FAST_BYTES;
-            c.after_batch((raw, raw), 0, || {
+            c.after_batch((raw, raw), Stalls::default(), || {
                 Some(Socket {
                     acked: u64::MAX,
                     queued: 0,
                     unsent,
+                    rtt: Duration::from_micros(50),
                 })
             });
             c.level.get()
@@ -672,11 +753,16 @@ mod tests {
                 acked: 1,
                 queued: 0,
                 unsent: 0,
+                rtt: Duration::from_micros(50),
             })
         };
         let mut raw = 0;
-        let mut window = |c: &mut LevelControl, stalls: u32| {
+        let mut window = |c: &mut LevelControl, count: u32| {
             raw += WINDOW_FAST_BYTES;
+            let stalls = Stalls {
+                count,
+                window: 2 << 20,
+            };
             c.after_batch((raw, raw), stalls, socket);
             c.level.get()
         };
@@ -687,6 +773,93 @@ mod tests {
         assert_eq!(window(&mut c, 0), 0);
         // Stalls: the next window probes level 1.
         assert_eq!(window(&mut c, STALLS_BOUND), 1);
+    }
+
+    #[test]
+    fn a_window_the_path_fills_is_told_from_a_busy_peer() {
+        let socket = |unsent, rtt_us| {
+            Some(Socket {
+                acked: 1,
+                queued: 0,
+                unsent,
+                rtt: Duration::from_micros(rtt_us),
+            })
+        };
+        let sshd = |count| Stalls {
+            count,
+            window: 2 << 20,
+        };
+        // A stock sshd's 2 MiB through 10 ms at 120 MB/s: 1.2 MB in flight.
+        assert_eq!(Limit::of(socket(0, 10_000), sshd(5), 120e6), Limit::Window);
+        // The same window on loopback behind a busy sshd: its CPU.
+        assert_eq!(Limit::of(socket(0, 50), sshd(5), 400e6), Limit::Peer);
+        // Unsent bytes in the socket say the link, whatever the stalls.
+        assert_eq!(
+            Limit::of(socket(LINK_BOUND, 10_000), sshd(5), 120e6),
+            Limit::Link
+        );
+        // One stall may be a burst at the window's edge.
+        assert_eq!(Limit::of(socket(0, 10_000), sshd(1), 120e6), Limit::Cpu);
+    }
+
+    #[test]
+    fn a_window_the_path_fills_in_the_setups_window_probes_at_once() {
+        let mut raw = 0;
+        let mut window = |c: &mut LevelControl, rtt_us: u64| {
+            raw += WINDOW_BYTES;
+            let stalls = Stalls {
+                count: 3,
+                window: 2 << 20,
+            };
+            c.after_batch((raw, raw), stalls, || {
+                Some(Socket {
+                    acked: u64::MAX,
+                    queued: 0,
+                    unsent: 0,
+                    rtt: Duration::from_micros(rtt_us),
+                })
+            });
+            c.level.get()
+        };
+        // Through 10 ms: level 1 at once.
+        let mut c = ctl(0, "zlib@openssh.com");
+        assert_eq!(window(&mut c, 10_000), 1);
+        // On loopback the stalls say the peer's CPU: no probe yet.
+        let mut c = ctl(0, "zlib@openssh.com");
+        assert_eq!(window(&mut c, 50), 0);
+    }
+
+    #[test]
+    fn behind_a_window_the_path_fills_level_1_stays() {
+        // sluice -C into a stock sshd at 10 ms, 1 Gbit/s: the data's own
+        // ratio moves the rate from window to window more than the level.
+        let mut c = ctl(0, "zlib@openssh.com");
+        c.warm = true;
+        let mut raw = 0;
+        let mut step = |c: &mut LevelControl, rate: f64| {
+            raw += WINDOW_BYTES;
+            let next = c.decide(c.level.get(), rate, 2.5, raw, Limit::Window, 0.1);
+            c.level.set(next);
+            next
+        };
+        assert_eq!(step(&mut c, 120e6), 1);
+        // A first window at level 1 a little slower (its data) is kept.
+        assert_eq!(step(&mut c, 110e6), 1);
+        let seen: Vec<u8> = (0..40)
+            .map(|i| step(&mut c, if i % 3 == 0 { 105e6 } else { 150e6 }))
+            .collect();
+        assert!(seen.iter().all(|&l| l == 1), "{seen:?}");
+        // From above (the link was the limit before), steps down to 1.
+        let mut c = ctl(3, "zlib@openssh.com");
+        c.level.set(3);
+        c.warm = true;
+        let seen: Vec<u8> = (0..12).map(|_| step(&mut c, 140e6)).collect();
+        assert_eq!(seen.last(), Some(&1), "{seen:?}");
+        // Level 1 clearly slower than 0 behind the window: back to 0.
+        let mut c = ctl(0, "zlib@openssh.com");
+        c.warm = true;
+        assert_eq!(step(&mut c, 120e6), 1);
+        assert_eq!(step(&mut c, 80e6), 0);
     }
 
     #[test]

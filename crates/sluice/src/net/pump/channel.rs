@@ -49,7 +49,8 @@ pub struct ChanIo {
     sink_failed: bool,
     /// Our receive window as last logged.
     pub(crate) recv_window: u32,
-    /// The largest send window the in-process end was told of.
+    /// The largest send window the peer granted (an in-process end is
+    /// told each new largest).
     peer_window: u32,
 }
 
@@ -173,6 +174,11 @@ impl ChanIo {
         if let Some(ep) = self.endpoint.as_mut() {
             ep.get().on_peer_window(send_window);
         }
+    }
+
+    /// The largest window the peer granted so far.
+    pub(crate) fn peer_window(&self) -> u32 {
+        self.peer_window
     }
 
     /// The channel has an in-process end.

@@ -78,8 +78,9 @@ pub struct Pump {
     /// The level was fixed by configuration: not steered.
     level_fixed: bool,
     /// Times data waited for the peer's window since the controller last
-    /// looked.
+    /// looked, and the largest window those peers ever granted.
     window_stalls: u32,
+    stalled_window: u32,
     /// Small reads are acknowledged at once (cleared when the socket is not TCP).
     quick_ack: bool,
 }
@@ -102,6 +103,7 @@ impl Pump {
             level_ctl: None,
             level_fixed: false,
             window_stalls: 0,
+            stalled_window: 0,
             quick_ack: true,
         }
     }
@@ -333,10 +335,8 @@ impl Pump {
         'channels: for id in self.fds.ids() {
             if let Some(io) = self.fds.get_mut(id) {
                 io.rearm();
-                if io.is_in_process() {
-                    if let Some(info) = conn.channel_info(id) {
-                        io.note_peer_window(info.send_window);
-                    }
+                if let Some(info) = conn.channel_info(id) {
+                    io.note_peer_window(info.send_window);
                 }
             }
             for ext in Ext::BOTH {
@@ -357,6 +357,7 @@ impl Pump {
                         // Data waits for the peer's window (or a key
                         // exchange): the level controller wants to know.
                         self.window_stalls = self.window_stalls.saturating_add(1);
+                        self.stalled_window = self.stalled_window.max(io.peer_window());
                         break;
                     };
                     match io.read_into(ext, &mut self.out, slot.max) {
@@ -400,7 +401,10 @@ impl Pump {
         }
         if let Some(c) = self.level_ctl.as_mut() {
             let sock = self.sock;
-            let stalls = std::mem::take(&mut self.window_stalls);
+            let stalls = super::compress_ctl::Stalls {
+                count: std::mem::take(&mut self.window_stalls),
+                window: u64::from(std::mem::take(&mut self.stalled_window)),
+            };
             c.after_batch(stats, stalls, || {
                 let info = super::path::tcp_info(sock)?;
                 let queued = super::path::send_queue(sock)?;
@@ -408,6 +412,7 @@ impl Pump {
                     acked: info.bytes_acked,
                     queued,
                     unsent: u64::from(info.notsent_bytes),
+                    rtt: info.path_rtt(),
                 })
             });
         }
