@@ -128,6 +128,10 @@ const COPY_RATE: f64 = 1e9;
 /// counts as no slower.
 const WINDOW_SLACK: f64 = 0.9;
 
+/// A window that put this share of the link's measured capacity on the
+/// wire counts as link-bound.
+const AT_LINK: f64 = 0.8;
+
 /// Waits for the peer's channel window since the controller last looked.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Stalls {
@@ -229,6 +233,8 @@ pub struct LevelControl {
     stalled_window: u64,
     /// The last probe behind the peer's window went down.
     peer_down: bool,
+    /// The most payload/ratio per second of a link-bound window (bytes/s).
+    link_wire: f64,
     /// Seconds that must go by before any probe up: what the last failed
     /// one cost, within [`PROBE_BUDGET`].
     fail_wait: f64,
@@ -266,6 +272,7 @@ impl LevelControl {
             stalls: 0,
             stalled_window: 0,
             peer_down: true,
+            link_wire: 0.0,
             fail_wait: 0.0,
         }
     }
@@ -332,7 +339,7 @@ impl LevelControl {
             count: std::mem::take(&mut self.stalls),
             window: std::mem::take(&mut self.stalled_window),
         };
-        let limit = Limit::of(k, stalls, rate);
+        let limit = self.with_link_capacity(Limit::of(k, stalls, rate), rate / ratio.max(1.0));
         // The setup's rate says nothing; a window that over the path's
         // round trip allows less than a copy moves is the limit all the same.
         let setup_limit = Limit::of(k, stalls, COPY_RATE);
@@ -379,6 +386,23 @@ impl LevelControl {
             self.level.set(next);
             self.settle = socket().map(|k| k.acked + k.queued);
         }
+    }
+
+    /// The link's capacity as measured: the most a window put on the wire
+    /// (`wire`, bytes/s) while the socket backed up. A window that put
+    /// nearly as much on the wire was at the link too, whatever the socket
+    /// showed at its end: a probe down from there (more bytes for the same
+    /// wire) can only lose.
+    fn with_link_capacity(&mut self, limit: Limit, wire: f64) -> Limit {
+        if !self.warm {
+            return limit;
+        }
+        if limit == Limit::Link {
+            self.link_wire = self.link_wire.max(wire);
+        } else if limit == Limit::Cpu && self.link_wire > 0.0 && wire >= AT_LINK * self.link_wire {
+            return Limit::Link;
+        }
+        limit
     }
 
     /// A probe up that runs at under [`EARLY_LOSS`] of the level before
@@ -827,6 +851,23 @@ mod tests {
         // On loopback the stalls say the peer's CPU: no probe yet.
         let mut c = ctl(0, "zlib@openssh.com");
         assert_eq!(window(&mut c, 50), 0);
+    }
+
+    #[test]
+    fn a_window_at_the_links_measured_capacity_is_link_bound() {
+        let mut c = ctl(1, "zstd@sluice.dev");
+        // The setup's window measures nothing.
+        assert_eq!(c.with_link_capacity(Limit::Link, 500e6), Limit::Link);
+        c.warm = true;
+        assert_eq!(c.with_link_capacity(Limit::Cpu, 100e6), Limit::Cpu);
+        // 1 Gbit/s: a link-bound window put 118 MB/s on the wire.
+        assert_eq!(c.with_link_capacity(Limit::Link, 118e6), Limit::Link);
+        // The socket did not back up, but 417 MB/s at ratio 3.5 is the link.
+        assert_eq!(c.with_link_capacity(Limit::Cpu, 119e6), Limit::Link);
+        // Half the wire: our CPU after all.
+        assert_eq!(c.with_link_capacity(Limit::Cpu, 60e6), Limit::Cpu);
+        // Waits for the peer's window stay what they are.
+        assert_eq!(c.with_link_capacity(Limit::Window, 119e6), Limit::Window);
     }
 
     #[test]
