@@ -188,6 +188,8 @@ pub struct Socket {
     pub unsent: u64,
     /// The path's round trip (TCP_INFO's minimum).
     pub rtt: Duration,
+    /// The kernel's recent delivery rate, bytes/s (0 if unknown).
+    pub delivery_rate: u64,
 }
 
 /// What the controller is doing.
@@ -235,6 +237,8 @@ pub struct LevelControl {
     peer_down: bool,
     /// The most payload/ratio per second of a link-bound window (bytes/s).
     link_wire: f64,
+    /// The last probe was one down, and it lost.
+    down_missed: bool,
     /// Seconds that must go by before any probe up: what the last failed
     /// one cost, within [`PROBE_BUDGET`].
     fail_wait: f64,
@@ -273,6 +277,7 @@ impl LevelControl {
             stalled_window: 0,
             peer_down: true,
             link_wire: 0.0,
+            down_missed: false,
             fail_wait: 0.0,
         }
     }
@@ -339,7 +344,9 @@ impl LevelControl {
             count: std::mem::take(&mut self.stalls),
             window: std::mem::take(&mut self.stalled_window),
         };
-        let limit = self.with_link_capacity(Limit::of(k, stalls, rate), rate / ratio.max(1.0));
+        let delivered = k.map_or(0.0, |k| k.delivery_rate as f64);
+        let limit =
+            self.with_link_capacity(Limit::of(k, stalls, rate), rate / ratio.max(1.0), delivered);
         // The setup's rate says nothing; a window that over the path's
         // round trip allows less than a copy moves is the limit all the same.
         let setup_limit = Limit::of(k, stalls, COPY_RATE);
@@ -389,20 +396,30 @@ impl LevelControl {
     }
 
     /// The link's capacity as measured: the most a window put on the wire
-    /// (`wire`, bytes/s) while the socket backed up. A window that put
-    /// nearly as much on the wire was at the link too, whatever the socket
-    /// showed at its end: a probe down from there (more bytes for the same
-    /// wire) can only lose.
-    fn with_link_capacity(&mut self, limit: Limit, wire: f64) -> Limit {
-        if !self.warm {
-            return limit;
-        }
+    /// (`wire`, bytes/s) while the socket backed up, or the kernel's
+    /// delivery rate then (`delivered`: the setup's window, whose own rate
+    /// includes the setup, has only that). A window that put nearly as much
+    /// on the wire was at the link too, whatever the socket showed at its
+    /// end: a probe down from there (more bytes for the same wire) can only
+    /// lose.
+    fn with_link_capacity(&mut self, limit: Limit, wire: f64, delivered: f64) -> Limit {
         if limit == Limit::Link {
-            self.link_wire = self.link_wire.max(wire);
-        } else if limit == Limit::Cpu && self.link_wire > 0.0 && wire >= AT_LINK * self.link_wire {
+            let own = if self.warm { wire } else { 0.0 };
+            self.link_wire = self.link_wire.max(own).max(delivered);
+        } else if self.warm
+            && limit == Limit::Cpu
+            && self.link_wire > 0.0
+            && wire >= AT_LINK * self.link_wire
+        {
             return Limit::Link;
         }
         limit
+    }
+
+    /// Our CPU held a window back while it put well under the link's
+    /// measured capacity on the wire.
+    fn below_link(&self, limit: Limit, wire: f64) -> bool {
+        limit == Limit::Cpu && wire < AT_LINK * self.link_wire
     }
 
     /// A probe up that runs at under [`EARLY_LOSS`] of the level before
@@ -532,6 +549,7 @@ impl LevelControl {
                     );
                     self.hold = (self.hold * 2).min(HOLD_MAX);
                     self.phase = Phase::Hold { left: self.hold };
+                    self.down_missed = now < from;
                     if now > from {
                         // The probe after the setup had nothing to lose
                         // against: take it as having cost half its window.
@@ -550,7 +568,15 @@ impl LevelControl {
                     from
                 }
             }
-            Phase::Hold { left } if left > 1 => {
+            // A probe down that lost says nothing against one up: once the
+            // link is the limit, that one goes at once. And a level that
+            // leaves the measured link well short is our CPU's limit: a
+            // step down goes at once too.
+            Phase::Hold { left }
+                if left > 1
+                    && !(link_bound && self.down_missed)
+                    && !(now > 0 && self.below_link(limit, rate / ratio.max(1.0))) =>
+            {
                 self.phase = Phase::Hold { left: left - 1 };
                 now
             }
@@ -592,6 +618,7 @@ impl LevelControl {
                     "compression: {} probing level {probe} from {now} ({mbs:.0} MB/s, ratio {ratio:.2})",
                     self.engine
                 );
+                self.down_missed = false;
                 self.phase = Phase::Probe {
                     from: now,
                     from_rate: rate,
@@ -755,6 +782,7 @@ mod tests {
                     queued: 0,
                     unsent,
                     rtt: Duration::from_micros(50),
+                    delivery_rate: 0,
                 })
             });
             c.level.get()
@@ -778,6 +806,7 @@ mod tests {
                 queued: 0,
                 unsent: 0,
                 rtt: Duration::from_micros(50),
+                delivery_rate: 0,
             })
         };
         let mut raw = 0;
@@ -807,6 +836,7 @@ mod tests {
                 queued: 0,
                 unsent,
                 rtt: Duration::from_micros(rtt_us),
+                delivery_rate: 0,
             })
         };
         let sshd = |count| Stalls {
@@ -841,6 +871,7 @@ mod tests {
                     queued: 0,
                     unsent: 0,
                     rtt: Duration::from_micros(rtt_us),
+                    delivery_rate: 0,
                 })
             });
             c.level.get()
@@ -856,18 +887,64 @@ mod tests {
     #[test]
     fn a_window_at_the_links_measured_capacity_is_link_bound() {
         let mut c = ctl(1, "zstd@sluice.dev");
-        // The setup's window measures nothing.
-        assert_eq!(c.with_link_capacity(Limit::Link, 500e6), Limit::Link);
+        // The setup's own rate measures nothing; no delivery rate either.
+        assert_eq!(c.with_link_capacity(Limit::Link, 500e6, 0.0), Limit::Link);
         c.warm = true;
-        assert_eq!(c.with_link_capacity(Limit::Cpu, 100e6), Limit::Cpu);
+        assert_eq!(c.with_link_capacity(Limit::Cpu, 100e6, 0.0), Limit::Cpu);
         // 1 Gbit/s: a link-bound window put 118 MB/s on the wire.
-        assert_eq!(c.with_link_capacity(Limit::Link, 118e6), Limit::Link);
+        assert_eq!(c.with_link_capacity(Limit::Link, 118e6, 0.0), Limit::Link);
         // The socket did not back up, but 417 MB/s at ratio 3.5 is the link.
-        assert_eq!(c.with_link_capacity(Limit::Cpu, 119e6), Limit::Link);
+        assert_eq!(c.with_link_capacity(Limit::Cpu, 119e6, 0.0), Limit::Link);
         // Half the wire: our CPU after all.
-        assert_eq!(c.with_link_capacity(Limit::Cpu, 60e6), Limit::Cpu);
+        assert_eq!(c.with_link_capacity(Limit::Cpu, 60e6, 0.0), Limit::Cpu);
         // Waits for the peer's window stay what they are.
-        assert_eq!(c.with_link_capacity(Limit::Window, 119e6), Limit::Window);
+        assert_eq!(c.with_link_capacity(Limit::Window, 119e6, 0.0), Limit::Window);
+        // The setup's window knows the link from the kernel's delivery rate.
+        let mut c = ctl(0, "zstd@sluice.dev");
+        assert_eq!(c.with_link_capacity(Limit::Link, 50e6, 120e6), Limit::Link);
+        c.warm = true;
+        assert_eq!(c.with_link_capacity(Limit::Cpu, 117e6, 0.0), Limit::Link);
+    }
+
+    #[test]
+    fn a_lost_probe_down_does_not_hold_back_one_up() {
+        // Between sluice peers at 1 Gbit/s: a window that looked CPU-bound
+        // probes level 0, which loses; the next windows are link-bound.
+        let mut c = ctl(1, "zstd@sluice.dev");
+        c.level.set(1);
+        c.warm = true;
+        c.phase = Phase::Hold { left: 1 };
+        let mut raw = 0;
+        let mut step = |c: &mut LevelControl, rate: f64, limit: Limit| {
+            raw += WINDOW_BYTES;
+            let next = c.decide(c.level.get(), rate, 3.0, raw, limit, 0.1);
+            c.level.set(next);
+            next
+        };
+        assert_eq!(step(&mut c, 420e6, Limit::Cpu), 0);
+        assert_eq!(step(&mut c, 130e6, Limit::Link), 1);
+        // Held four windows for the loss, but link-bound: up at once.
+        assert_eq!(step(&mut c, 300e6, Limit::Link), 2);
+    }
+
+    #[test]
+    fn a_level_that_leaves_the_link_short_steps_down_at_once() {
+        // Climbed to 6 while ahead of a 1 Gbit/s link; then data that
+        // compresses slowly makes it CPU-bound at 94 MB/s (20 on the wire).
+        let mut c = ctl(6, "zstd@sluice.dev");
+        c.level.set(6);
+        c.warm = true;
+        c.link_wire = 120e6;
+        c.phase = Phase::Hold { left: 4 };
+        let next = c.decide(6, 94e6, 4.8, WINDOW_BYTES, Limit::Cpu, 0.1);
+        assert_eq!(next, 5);
+        // CPU-bound with the link full: the hold stands.
+        let mut c = ctl(2, "zstd@sluice.dev");
+        c.level.set(2);
+        c.warm = true;
+        c.link_wire = 120e6;
+        c.phase = Phase::Hold { left: 4 };
+        assert_eq!(c.decide(2, 400e6, 3.5, WINDOW_BYTES, Limit::Cpu, 0.1), 2);
     }
 
     #[test]
