@@ -413,7 +413,6 @@ impl Pump {
                     queued,
                     unsent: u64::from(info.notsent_bytes),
                     rtt: info.path_rtt(),
-                    delivery_rate: info.delivery_rate,
                 })
             });
         }

@@ -1,0 +1,383 @@
+//! The level controller's decisions, window by window, without a socket.
+
+use super::*;
+
+fn ctl(level: u8, engine: &str) -> LevelControl {
+    LevelControl::new(Level::new(level), engine, (0, 0))
+}
+
+/// Runs windows whose rate at each level comes from `rate_at`.
+fn run(c: &mut LevelControl, windows: usize, rate_at: impl Fn(u8) -> (f64, f64, bool)) -> Vec<u8> {
+    let mut raw = c.start.0;
+    let mut seen = Vec::new();
+    for _ in 0..windows {
+        let now = c.level.get();
+        let (rate, ratio, link) = rate_at(now);
+        raw += WINDOW_BYTES;
+        let limit = if link { Limit::Link } else { Limit::Cpu };
+        let next = c.decide(now, rate, ratio, raw, limit, 0.1);
+        c.level.set(next);
+        seen.push(next);
+    }
+    c.start.0 = raw;
+    seen
+}
+
+#[test]
+fn climbs_to_the_fastest_level_and_stays() {
+    let mut c = ctl(1, "zstd@sluice.dev");
+    // Payload rate per level: the link gains from ratio up to level 5,
+    // where the CPU becomes the limit.
+    let seen = run(&mut c, 200, |l| {
+        let mbs = [
+            100.0, 110.0, 120.0, 130.0, 140.0, 150.0, 140.0, 130.0, 120.0, 110.0,
+        ];
+        (mbs[l as usize] * 1e6, 2.0 + f64::from(l) * 0.1, l < 5)
+    });
+    let tail = &seen[150..];
+    let at5 = tail.iter().filter(|&&l| l == 5).count();
+    assert!(at5 * 10 > tail.len() * 8, "{seen:?}");
+}
+
+#[test]
+fn goes_off_on_a_fast_link() {
+    let mut c = ctl(1, "zstd@sluice.dev");
+    // Loopback: the copy (level 0) is the fastest; the peer's CPU is
+    // the limit there (the socket fills), ours above it.
+    let seen = run(&mut c, 100, |l| {
+        (
+            if l == 0 { 800e6 } else { 400e6 / f64::from(l) },
+            3.0,
+            l == 0,
+        )
+    });
+    let tail = &seen[50..];
+    assert!(
+        tail.iter().filter(|&&l| l == 0).count() * 10 > tail.len() * 9,
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn random_data_goes_to_zero_and_text_comes_back() {
+    let mut c = ctl(3, "zlib@openssh.com");
+    c.level.set(3);
+    let seen = run(&mut c, 20, |_| (100e6, 1.0, true));
+    assert_eq!(seen[0], 0);
+    // Probes every PROBE_EVERY bytes, and goes back to 0 each time.
+    assert!(seen.iter().filter(|&&l| l == 1).count() >= 3, "{seen:?}");
+    // Text again: the next probe (at most PROBE_MAX later) finds it
+    // and stays.
+    let seen = run(&mut c, 20, |l| {
+        (
+            if l == 0 { 11e6 } else { 30e6 },
+            if l == 0 { 1.0 } else { 3.0 },
+            true,
+        )
+    });
+    assert!(seen.iter().skip(10).all(|&l| l >= 1), "{seen:?}");
+}
+
+#[test]
+fn cpu_bound_probes_up_are_rare() {
+    // Loopback: level 0 is CPU-bound at 800 MB/s, level 1 gives 300.
+    let mut c = ctl(0, "zstd@sluice.dev");
+    let seen = run(&mut c, 200, |l| {
+        (if l == 0 { 800e6 } else { 300e6 }, 3.0, false)
+    });
+    let probes = seen.iter().filter(|&&l| l > 0).count();
+    // 20 s of 0.1 s windows: the first probe after 1 s, the next ones
+    // further apart each time (1 s, 2 s, 4 s, 8 s: loss 0.625 for
+    // 0.1 s needs 2 s at 3%).
+    assert!(seen[..9].iter().all(|&l| l == 0), "{seen:?}");
+    assert!((1..=5).contains(&probes), "{probes} probes: {seen:?}");
+}
+
+#[test]
+fn a_costly_miss_ahead_of_the_link_waits_its_budget() {
+    // Loopback behind a busy peer: the socket backs up at level 0
+    // (1000 MB/s), level 1 is 40% slower. One miss, then a wait of
+    // 0.1 s * 0.4 / 3% = 1.3 s (13 windows) before the next probe.
+    let mut c = ctl(0, "zstd@sluice.dev");
+    let seen = run(&mut c, 40, |l| {
+        (if l == 0 { 1000e6 } else { 600e6 }, 3.0, l == 0)
+    });
+    let probes = seen.iter().filter(|&&l| l > 0).count();
+    assert!((2..=4).contains(&probes), "{probes} probes: {seen:?}");
+}
+
+#[test]
+fn link_bound_probes_start_at_once() {
+    let mut c = ctl(0, "zstd@sluice.dev");
+    let seen = run(&mut c, 4, |l| {
+        (if l == 0 { 110e6 } else { 200e6 }, 3.0, true)
+    });
+    // The window after the warm-up one already probes level 1.
+    assert_eq!(seen[0], 1, "{seen:?}");
+}
+
+#[test]
+fn climbs_a_level_per_window_while_ahead_of_the_link() {
+    let mut c = ctl(0, "zstd@sluice.dev");
+    // Link-bound up to level 4, CPU-bound above, where level 5 is slower.
+    let seen = run(&mut c, 8, |l| {
+        (
+            if l <= 4 {
+                110e6 * f64::from(l + 1)
+            } else {
+                300e6
+            },
+            3.0,
+            l <= 4,
+        )
+    });
+    assert_eq!(&seen[..6], &[1, 2, 3, 4, 5, 4], "{seen:?}");
+    assert!(seen[6..].iter().all(|&l| l == 4), "{seen:?}");
+}
+
+#[test]
+fn a_backed_up_socket_in_the_setups_window_probes_at_once() {
+    let mut c = ctl(0, "zstd@sluice.dev");
+    let mut raw = 0;
+    let mut window = |c: &mut LevelControl, unsent: u64| {
+        raw += WINDOW_FAST_BYTES;
+        c.after_batch((raw, raw), Stalls::default(), || {
+            Some(Socket {
+                acked: u64::MAX,
+                queued: 0,
+                unsent,
+                rtt: Duration::from_micros(50),
+            })
+        });
+        c.level.get()
+    };
+    assert_eq!(window(&mut c, LINK_BOUND), 1);
+    // Level 1 no longer ahead of the link: back to 0, no rate to beat.
+    assert_eq!(window(&mut c, 0), 0);
+    // The setup's window with a socket that did not back up: no probe.
+    let mut c = ctl(0, "zstd@sluice.dev");
+    assert_eq!(window(&mut c, 0), 0);
+}
+
+#[test]
+fn waits_for_the_peers_window_count_as_link_bound() {
+    // A window that saw no unsent bytes in the socket but data waiting
+    // for the peer's window: probe up, as when the socket backs up.
+    let mut c = ctl(0, "zlib@openssh.com");
+    let socket = || {
+        Some(Socket {
+            acked: 1,
+            queued: 0,
+            unsent: 0,
+            rtt: Duration::from_micros(50),
+        })
+    };
+    let mut raw = 0;
+    let mut window = |c: &mut LevelControl, count: u32| {
+        raw += WINDOW_FAST_BYTES;
+        let stalls = Stalls {
+            count,
+            window: 2 << 20,
+        };
+        c.after_batch((raw, raw), stalls, socket);
+        c.level.get()
+    };
+    // The warm-up window, then one without stalls: CPU-bound, so a
+    // probe up waits.
+    assert_eq!(window(&mut c, 0), 0);
+    assert_eq!(window(&mut c, 0), 0);
+    assert_eq!(window(&mut c, 0), 0);
+    // Stalls: the next window probes level 1.
+    assert_eq!(window(&mut c, STALLS_BOUND), 1);
+}
+
+#[test]
+fn a_window_the_path_fills_is_told_from_a_busy_peer() {
+    let socket = |unsent, rtt_us| {
+        Some(Socket {
+            acked: 1,
+            queued: 0,
+            unsent,
+            rtt: Duration::from_micros(rtt_us),
+        })
+    };
+    let sshd = |count| Stalls {
+        count,
+        window: 2 << 20,
+    };
+    // A stock sshd's 2 MiB through 10 ms at 120 MB/s: 1.2 MB in flight.
+    assert_eq!(Limit::of(socket(0, 10_000), sshd(5), 120e6), Limit::Window);
+    // The same window on loopback behind a busy sshd: its CPU.
+    assert_eq!(Limit::of(socket(0, 50), sshd(5), 400e6), Limit::Peer);
+    // Unsent bytes in the socket say the link, whatever the stalls.
+    assert_eq!(
+        Limit::of(socket(LINK_BOUND, 10_000), sshd(5), 120e6),
+        Limit::Link
+    );
+    // One stall may be a burst at the window's edge.
+    assert_eq!(Limit::of(socket(0, 10_000), sshd(1), 120e6), Limit::Cpu);
+}
+
+#[test]
+fn a_window_the_path_fills_in_the_setups_window_probes_at_once() {
+    let mut raw = 0;
+    let mut window = |c: &mut LevelControl, rtt_us: u64| {
+        raw += WINDOW_BYTES;
+        let stalls = Stalls {
+            count: 3,
+            window: 2 << 20,
+        };
+        c.after_batch((raw, raw), stalls, || {
+            Some(Socket {
+                acked: u64::MAX,
+                queued: 0,
+                unsent: 0,
+                rtt: Duration::from_micros(rtt_us),
+            })
+        });
+        c.level.get()
+    };
+    // Through 10 ms: level 1 at once.
+    let mut c = ctl(0, "zlib@openssh.com");
+    assert_eq!(window(&mut c, 10_000), 1);
+    // On loopback the stalls say the peer's CPU: no probe yet.
+    let mut c = ctl(0, "zlib@openssh.com");
+    assert_eq!(window(&mut c, 50), 0);
+}
+
+#[test]
+fn the_links_capacity_comes_from_warm_link_bound_windows_only() {
+    let mut c = ctl(1, "zstd@sluice.dev");
+    // The setup's own rate includes the setup.
+    c.note_link(Limit::Link, 50e6);
+    assert_eq!(c.link_wire, 0.0);
+    c.warm = true;
+    c.note_link(Limit::Cpu, 300e6);
+    c.note_link(Limit::Window, 300e6);
+    assert_eq!(c.link_wire, 0.0);
+    c.note_link(Limit::Link, 118e6);
+    c.note_link(Limit::Link, 90e6);
+    assert_eq!(c.link_wire, 118e6);
+    // A CPU-bound window near it is not below it; half of it is.
+    assert!(!c.below_link(Limit::Cpu, 117e6));
+    assert!(c.below_link(Limit::Cpu, 60e6));
+    assert!(!c.below_link(Limit::Link, 60e6));
+}
+
+#[test]
+fn a_lost_probe_down_does_not_hold_back_one_up() {
+    // Between sluice peers at 1 Gbit/s: a window that looked CPU-bound
+    // probes level 0, which loses; the next windows are link-bound.
+    let mut c = ctl(1, "zstd@sluice.dev");
+    c.level.set(1);
+    c.warm = true;
+    c.phase = Phase::Hold { left: 1 };
+    let mut raw = 0;
+    let mut step = |c: &mut LevelControl, rate: f64, limit: Limit| {
+        raw += WINDOW_BYTES;
+        let next = c.decide(c.level.get(), rate, 3.0, raw, limit, 0.1);
+        c.level.set(next);
+        next
+    };
+    assert_eq!(step(&mut c, 420e6, Limit::Cpu), 0);
+    assert_eq!(step(&mut c, 130e6, Limit::Link), 1);
+    // Held four windows for the loss, but link-bound: up at once.
+    assert_eq!(step(&mut c, 300e6, Limit::Link), 2);
+}
+
+#[test]
+fn a_level_that_leaves_the_link_short_steps_down_at_once() {
+    // Climbed to 6 while ahead of a 1 Gbit/s link; then data that
+    // compresses slowly makes it CPU-bound at 94 MB/s (20 on the wire).
+    let mut c = ctl(6, "zstd@sluice.dev");
+    c.level.set(6);
+    c.warm = true;
+    c.link_wire = 120e6;
+    c.phase = Phase::Hold { left: 4 };
+    let next = c.decide(6, 94e6, 4.8, WINDOW_BYTES, Limit::Cpu, 0.1);
+    assert_eq!(next, 5);
+    // CPU-bound with the link full: the hold stands.
+    let mut c = ctl(2, "zstd@sluice.dev");
+    c.level.set(2);
+    c.warm = true;
+    c.link_wire = 120e6;
+    c.phase = Phase::Hold { left: 4 };
+    assert_eq!(c.decide(2, 400e6, 3.5, WINDOW_BYTES, Limit::Cpu, 0.1), 2);
+}
+
+#[test]
+fn behind_a_window_the_path_fills_level_1_stays() {
+    // sluice -C into a stock sshd at 10 ms, 1 Gbit/s: the data's own
+    // ratio moves the rate from window to window more than the level.
+    let mut c = ctl(0, "zlib@openssh.com");
+    c.warm = true;
+    let mut raw = 0;
+    let mut step = |c: &mut LevelControl, rate: f64| {
+        raw += WINDOW_BYTES;
+        let next = c.decide(c.level.get(), rate, 2.5, raw, Limit::Window, 0.1);
+        c.level.set(next);
+        next
+    };
+    assert_eq!(step(&mut c, 120e6), 1);
+    // A first window at level 1 a little slower (its data) is kept.
+    assert_eq!(step(&mut c, 110e6), 1);
+    let seen: Vec<u8> = (0..40)
+        .map(|i| step(&mut c, if i % 3 == 0 { 105e6 } else { 150e6 }))
+        .collect();
+    assert!(seen.iter().all(|&l| l == 1), "{seen:?}");
+    // From above (the link was the limit before), steps down to 1.
+    let mut c = ctl(3, "zlib@openssh.com");
+    c.level.set(3);
+    c.warm = true;
+    let seen: Vec<u8> = (0..12).map(|_| step(&mut c, 140e6)).collect();
+    assert_eq!(seen.last(), Some(&1), "{seen:?}");
+    // Level 1 clearly slower than 0 behind the window: back to 0.
+    let mut c = ctl(0, "zlib@openssh.com");
+    c.warm = true;
+    assert_eq!(step(&mut c, 120e6), 1);
+    assert_eq!(step(&mut c, 80e6), 0);
+}
+
+#[test]
+fn ahead_of_the_peers_window_a_probe_up_must_be_faster() {
+    // The peer's window counts payload: more ratio behind it helps
+    // only if the rate says so.
+    let mut c = ctl(0, "zlib@openssh.com");
+    c.warm = true;
+    let mut raw = 0;
+    let mut step = |c: &mut LevelControl, rate: f64| {
+        raw += WINDOW_BYTES;
+        let next = c.decide(c.level.get(), rate, 3.0, raw, Limit::Peer, 0.1);
+        c.level.set(next);
+        next
+    };
+    assert_eq!(step(&mut c, 100e6), 1);
+    // Level 1 faster: kept, level 2 probed at once; slower: back to 1.
+    assert_eq!(step(&mut c, 140e6), 2);
+    assert_eq!(step(&mut c, 120e6), 1);
+    let seen: Vec<u8> = (0..20).map(|_| step(&mut c, 140e6)).collect();
+    assert!(seen.iter().all(|&l| l <= 2), "{seen:?}");
+    // Behind the peer, a probe down comes in turn with one up.
+    assert!(seen.contains(&0) && seen.contains(&2), "{seen:?}");
+}
+
+#[test]
+fn a_probe_down_that_loses_ends_early_too() {
+    let mut c = ctl(1, "zstd@sluice.dev");
+    c.warm = true;
+    c.level.set(0);
+    c.phase = Phase::Probe {
+        from: 1,
+        from_rate: 384e6,
+    };
+    let none = || None;
+    let ms = Duration::from_millis;
+    // Level 0 at 140 MB/s against 384 at level 1: lost after 4 MiB.
+    assert!(c.losing_probe(WINDOW_BYTES, ms(30), 1.0, &none));
+    // Not before EARLY_MIN, and not when it keeps up.
+    assert!(!c.losing_probe(WINDOW_BYTES, ms(5), 1.0, &none));
+    assert!(!c.losing_probe(WINDOW_BYTES, ms(12), 1.0, &none));
+    // Still at the level it came from: no probe.
+    c.level.set(1);
+    assert!(!c.losing_probe(WINDOW_BYTES, ms(30), 1.0, &none));
+}
