@@ -29,7 +29,9 @@
 //!   otherwise a probe is
 //!   kept only when its rate beats the level before by [`GAIN`]. Each
 //!   failed probe doubles the time before the next (up to [`HOLD_MAX`]
-//!   windows), each move starts again at [`HOLD_MIN`];
+//!   windows), each move starts again at [`HOLD_MIN`]. A probe up whose
+//!   socket still backs up after [`WINDOW_BYTES`] has won already, and its
+//!   window ends there;
 //! - a probe up while the CPU, not the link, is the limit (loopback, a
 //!   fast LAN) adds work where work is what limits: it rarely wins and
 //!   costs a slower window, a good part of a short transfer. So such
@@ -331,7 +333,10 @@ impl LevelControl {
         // a level above 0 need not go on for a whole window to say so.
         let futile = self.level.get() > 0 && ratio < MIN_RATIO;
         if bytes < WINDOW_BYTES
-            || (short && !futile && !self.losing_probe(bytes, secs, ratio, &socket))
+            || (short
+                && !futile
+                && !self.losing_probe(bytes, secs, ratio, &socket)
+                && !self.ahead_probe(secs, &socket))
         {
             return;
         }
@@ -440,6 +445,20 @@ impl LevelControl {
             _ => 0.0,
         };
         (bytes as f64 - grown).max(0.0) / secs.as_secs_f64() < from_rate * EARLY_LOSS
+    }
+
+    /// A probe up whose socket still backs up has won already: more ratio
+    /// through the same link is more payload, which is all a link-bound
+    /// window would say after 100 ms. Its window ends after
+    /// [`WINDOW_BYTES`] of this level's own data, so a climb takes a level
+    /// per few MiB instead of per window.
+    fn ahead_probe(&self, secs: Duration, socket: &impl Fn() -> Option<Socket>) -> bool {
+        let Phase::Probe { from, .. } = self.phase else {
+            return false;
+        };
+        self.level.get() > from
+            && secs >= EARLY_MIN
+            && socket().is_some_and(|k| k.unsent >= LINK_BOUND)
     }
 
     /// The next level and phase from one window's figures.

@@ -381,3 +381,32 @@ fn a_probe_down_that_loses_ends_early_too() {
     c.level.set(1);
     assert!(!c.losing_probe(WINDOW_BYTES, ms(30), 1.0, &none));
 }
+
+#[test]
+fn a_probe_up_still_ahead_of_the_link_ends_early() {
+    let mut c = ctl(1, "zstd@sluice.dev");
+    c.warm = true;
+    c.level.set(2);
+    c.phase = Phase::Probe {
+        from: 1,
+        from_rate: 300e6,
+    };
+    let backed = |unsent| {
+        move || {
+            Some(Socket {
+                acked: 1,
+                queued: unsent,
+                unsent,
+                rtt: Duration::from_millis(10),
+            })
+        }
+    };
+    let ms = Duration::from_millis;
+    assert!(c.ahead_probe(ms(20), &backed(LINK_BOUND)));
+    // The socket drained: the window goes on and the rate decides.
+    assert!(!c.ahead_probe(ms(20), &backed(0)));
+    assert!(!c.ahead_probe(ms(5), &backed(LINK_BOUND)));
+    // A probe down never wins early.
+    c.level.set(0);
+    assert!(!c.ahead_probe(ms(20), &backed(LINK_BOUND)));
+}
