@@ -73,7 +73,7 @@ pub struct Pump {
     /// An in-process end moved bytes this turn: run the next one at once.
     again: bool,
     /// Steers the outgoing compression level, once a stream with a level
-    /// handle runs (net/compress_ctl.rs).
+    /// handle runs (net/compress_ctl/).
     level_ctl: Option<LevelControl>,
     /// The level was fixed by configuration: not steered.
     level_fixed: bool,
