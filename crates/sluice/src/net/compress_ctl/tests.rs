@@ -6,6 +6,17 @@ fn ctl(level: u8, engine: &str) -> LevelControl {
     LevelControl::new(Level::new(level), engine, (0, 0))
 }
 
+/// What a socket says: `unsent` bytes not sent yet over a path of
+/// `rtt_us`; nothing else in flight, so a change of level settles at once.
+fn sock(unsent: u64, rtt_us: u64) -> Option<Socket> {
+    Some(Socket {
+        acked: 1,
+        queued: 0,
+        unsent,
+        rtt: Duration::from_micros(rtt_us),
+    })
+}
+
 /// Runs windows whose rate at each level comes from `rate_at`.
 fn run(c: &mut LevelControl, windows: usize, rate_at: impl Fn(u8) -> (f64, f64, bool)) -> Vec<u8> {
     let mut raw = c.start.0;
@@ -141,14 +152,7 @@ fn a_backed_up_socket_in_the_setups_window_probes_at_once() {
     let mut raw = 0;
     let mut window = |c: &mut LevelControl, unsent: u64| {
         raw += WINDOW_FAST_BYTES;
-        c.after_batch((raw, raw), Stalls::default(), || {
-            Some(Socket {
-                acked: u64::MAX,
-                queued: 0,
-                unsent,
-                rtt: Duration::from_micros(50),
-            })
-        });
+        c.after_batch((raw, raw), Stalls::default(), || sock(unsent, 50));
         c.level.get()
     };
     assert_eq!(window(&mut c, LINK_BOUND), 1);
@@ -164,14 +168,7 @@ fn waits_for_the_peers_window_count_as_link_bound() {
     // A window that saw no unsent bytes in the socket but data waiting
     // for the peer's window: probe up, as when the socket backs up.
     let mut c = ctl(0, "zlib@openssh.com");
-    let socket = || {
-        Some(Socket {
-            acked: 1,
-            queued: 0,
-            unsent: 0,
-            rtt: Duration::from_micros(50),
-        })
-    };
+    let socket = || sock(0, 50);
     let mut raw = 0;
     let mut window = |c: &mut LevelControl, count: u32| {
         raw += WINDOW_FAST_BYTES;
@@ -193,14 +190,7 @@ fn waits_for_the_peers_window_count_as_link_bound() {
 
 #[test]
 fn a_window_the_path_fills_is_told_from_a_busy_peer() {
-    let socket = |unsent, rtt_us| {
-        Some(Socket {
-            acked: 1,
-            queued: 0,
-            unsent,
-            rtt: Duration::from_micros(rtt_us),
-        })
-    };
+    let socket = sock;
     let sshd = |count| Stalls {
         count,
         window: 2 << 20,
@@ -227,14 +217,7 @@ fn a_window_the_path_fills_in_the_setups_window_probes_at_once() {
             count: 3,
             window: 2 << 20,
         };
-        c.after_batch((raw, raw), stalls, || {
-            Some(Socket {
-                acked: u64::MAX,
-                queued: 0,
-                unsent: 0,
-                rtt: Duration::from_micros(rtt_us),
-            })
-        });
+        c.after_batch((raw, raw), stalls, || sock(0, rtt_us));
         c.level.get()
     };
     // Through 10 ms: level 1 at once.
@@ -391,16 +374,7 @@ fn a_probe_up_still_ahead_of_the_link_ends_early() {
         from: 1,
         from_rate: 300e6,
     };
-    let backed = |unsent| {
-        move || {
-            Some(Socket {
-                acked: 1,
-                queued: unsent,
-                unsent,
-                rtt: Duration::from_millis(10),
-            })
-        }
-    };
+    let backed = |unsent| move || sock(unsent, 10_000);
     let ms = Duration::from_millis;
     assert!(c.ahead_probe(ms(20), &backed(LINK_BOUND)));
     // The socket drained: the window goes on and the rate decides.
