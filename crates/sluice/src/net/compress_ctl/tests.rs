@@ -17,6 +17,18 @@ fn sock(unsent: u64, rtt_us: u64) -> Option<Socket> {
     })
 }
 
+/// Windows one after another at `ratio` behind `limit`: each call takes
+/// a window's rate and gives the level decided.
+fn steps(ratio: f64, limit: Limit) -> impl FnMut(&mut LevelControl, f64) -> u8 {
+    let mut raw = 0;
+    move |c, rate| {
+        raw += WINDOW_BYTES;
+        let next = c.decide(c.level.get(), rate, ratio, raw, limit, 0.1);
+        c.level.set(next);
+        next
+    }
+}
+
 /// Runs windows whose rate at each level comes from `rate_at`.
 fn run(c: &mut LevelControl, windows: usize, rate_at: impl Fn(u8) -> (f64, f64, bool)) -> Vec<u8> {
     let mut raw = c.start.0;
@@ -294,13 +306,7 @@ fn behind_a_window_the_path_fills_level_1_stays() {
     // ratio moves the rate from window to window more than the level.
     let mut c = ctl(0, "zlib@openssh.com");
     c.warm = true;
-    let mut raw = 0;
-    let mut step = |c: &mut LevelControl, rate: f64| {
-        raw += WINDOW_BYTES;
-        let next = c.decide(c.level.get(), rate, 2.5, raw, Limit::Window, 0.1);
-        c.level.set(next);
-        next
-    };
+    let mut step = steps(2.5, Limit::Window);
     assert_eq!(step(&mut c, 120e6), 1);
     // A first window at level 1 a little slower (its data) is kept.
     assert_eq!(step(&mut c, 110e6), 1);
@@ -327,13 +333,7 @@ fn ahead_of_the_peers_window_a_probe_up_must_be_faster() {
     // only if the rate says so.
     let mut c = ctl(0, "zlib@openssh.com");
     c.warm = true;
-    let mut raw = 0;
-    let mut step = |c: &mut LevelControl, rate: f64| {
-        raw += WINDOW_BYTES;
-        let next = c.decide(c.level.get(), rate, 3.0, raw, Limit::Peer, 0.1);
-        c.level.set(next);
-        next
-    };
+    let mut step = steps(3.0, Limit::Peer);
     assert_eq!(step(&mut c, 100e6), 1);
     // Level 1 faster: kept, level 2 probed at once; slower: back to 1.
     assert_eq!(step(&mut c, 140e6), 2);
