@@ -100,21 +100,6 @@ const PROBE_BUDGET: f64 = 0.03;
 /// is still found within this.
 const CPU_PROBE_WAIT_MAX: f64 = 30.0;
 
-/// Logs a connection's compression totals as ssh and sshd do at its end
-/// (debug1): `compress outgoing: raw data N, compressed M, factor F`.
-pub fn log_summary(conn: &sluice_proto::Connection) {
-    let (out, inc) = conn.compression_stats();
-    for (dir, counts) in [("outgoing", out), ("incoming", inc)] {
-        if let Some((raw, z)) = counts {
-            log!(
-                Debug1,
-                "compress {dir}: raw data {raw}, compressed {z}, factor {:.2}",
-                z as f64 / raw.max(1) as f64
-            );
-        }
-    }
-}
-
 /// Unsent bytes in the socket above which the link (or the peer's
 /// window) is taken as the limit: compression is keeping ahead of it.
 const LINK_BOUND: u64 = 256 << 10;
@@ -141,6 +126,21 @@ const WINDOW_SLACK: f64 = 0.9;
 /// A CPU-bound window that put less than this share of the link's
 /// measured capacity on the wire steps down at once.
 const AT_LINK: f64 = 0.8;
+
+/// Logs a connection's compression totals as ssh and sshd do at its end
+/// (debug1): `compress outgoing: raw data N, compressed M, factor F`.
+pub fn log_summary(conn: &sluice_proto::Connection) {
+    let (out, inc) = conn.compression_stats();
+    for (dir, counts) in [("outgoing", out), ("incoming", inc)] {
+        if let Some((raw, z)) = counts {
+            log!(
+                Debug1,
+                "compress {dir}: raw data {raw}, compressed {z}, factor {:.2}",
+                z as f64 / raw.max(1) as f64
+            );
+        }
+    }
+}
 
 /// Waits for the peer's channel window since the controller last looked.
 #[derive(Debug, Clone, Copy, Default)]
