@@ -238,9 +238,7 @@ pub struct LevelControl {
     /// Seconds that must go by before a probe up while CPU-bound.
     cpu_wait: f64,
     /// Waits for the peer's window in this window so far.
-    stalls: u32,
-    /// The largest window of a peer waited for in this window.
-    stalled_window: u64,
+    stalls: Stalls,
     /// The last probe behind the peer's window went down.
     peer_down: bool,
     /// The most payload/ratio per second of a link-bound window (bytes/s).
@@ -281,8 +279,7 @@ impl LevelControl {
             stored_gap: PROBE_EVERY,
             since_probe: 0.0,
             cpu_wait: CPU_PROBE_WAIT,
-            stalls: 0,
-            stalled_window: 0,
+            stalls: Stalls::default(),
             peer_down: true,
             link_wire: 0.0,
             down_missed: false,
@@ -305,8 +302,10 @@ impl LevelControl {
         stalls: Stalls,
         socket: impl Fn() -> Option<Socket>,
     ) {
-        self.stalls = self.stalls.saturating_add(stalls.count);
-        self.stalled_window = self.stalled_window.max(stalls.window);
+        self.stalls = Stalls {
+            count: self.stalls.count.saturating_add(stalls.count),
+            window: self.stalls.window.max(stalls.window),
+        };
         if let Some(target) = self.settle {
             match socket() {
                 Some(k) if k.acked < target => {
@@ -315,8 +314,7 @@ impl LevelControl {
                     self.start = (raw, z);
                     self.queued = Some(k.queued);
                     self.started = Instant::now();
-                    self.stalls = 0;
-                    self.stalled_window = 0;
+                    self.stalls = Stalls::default();
                     return;
                 }
                 _ => self.settle = None,
@@ -351,10 +349,7 @@ impl LevelControl {
         };
         self.queued = queued;
         let rate = (bytes as f64 - grown).max(0.0) / secs;
-        let stalls = Stalls {
-            count: std::mem::take(&mut self.stalls),
-            window: std::mem::take(&mut self.stalled_window),
-        };
+        let stalls = std::mem::take(&mut self.stalls);
         let limit = Limit::of(k, stalls, rate);
         self.note_link(limit, rate / ratio.max(1.0));
         // The setup's rate says nothing; a window that over the path's

@@ -32,7 +32,7 @@ pub use endpoint::{ChannelEndpoint, Produced, WakeFd};
 pub use handler::{Handler, PumpError};
 pub use stream::{ChanFd, Ext};
 
-use super::compress_ctl::LevelControl;
+use super::compress_ctl::{LevelControl, Stalls};
 use super::crypto_pool::{CryptoPool, CryptoThreads};
 use super::fdio;
 use super::path::PathFeed;
@@ -79,8 +79,7 @@ pub struct Pump {
     level_fixed: bool,
     /// Times data waited for the peer's window since the controller last
     /// looked, and the largest window those peers ever granted.
-    window_stalls: u32,
-    stalled_window: u32,
+    window_stalls: Stalls,
     /// Small reads are acknowledged at once (cleared when the socket is not TCP).
     quick_ack: bool,
 }
@@ -102,8 +101,7 @@ impl Pump {
             again: false,
             level_ctl: None,
             level_fixed: false,
-            window_stalls: 0,
-            stalled_window: 0,
+            window_stalls: Stalls::default(),
             quick_ack: true,
         }
     }
@@ -356,8 +354,9 @@ impl Pump {
                     else {
                         // Data waits for the peer's window (or a key
                         // exchange): the level controller wants to know.
-                        self.window_stalls = self.window_stalls.saturating_add(1);
-                        self.stalled_window = self.stalled_window.max(io.peer_window());
+                        let w = &mut self.window_stalls;
+                        w.count = w.count.saturating_add(1);
+                        w.window = w.window.max(u64::from(io.peer_window()));
                         break;
                     };
                     match io.read_into(ext, &mut self.out, slot.max) {
@@ -401,10 +400,7 @@ impl Pump {
         }
         if let Some(c) = self.level_ctl.as_mut() {
             let sock = self.sock;
-            let stalls = super::compress_ctl::Stalls {
-                count: std::mem::take(&mut self.window_stalls),
-                window: u64::from(std::mem::take(&mut self.stalled_window)),
-            };
+            let stalls = std::mem::take(&mut self.window_stalls);
             c.after_batch(stats, stalls, || {
                 let info = super::path::tcp_info(sock)?;
                 let queued = super::path::send_queue(sock)?;
