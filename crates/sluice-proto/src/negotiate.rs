@@ -39,10 +39,16 @@ pub struct Algorithms {
     pub strict: bool,
     /// The peer wants an EXT_INFO message (server side: client sent `ext-info-c`).
     pub peer_wants_ext_info: bool,
+    /// The peer lists `zstd-long-stored-v00@sluice.dev`: it reads zstd
+    /// stored packets longer than one zstd block.
+    pub peer_reads_long_stored: bool,
 }
 
 fn is_pseudo(name: &str) -> bool {
-    name == EXT_INFO_C || name == EXT_INFO_S || name.starts_with("kex-strict-")
+    name == EXT_INFO_C
+        || name == EXT_INFO_S
+        || name.starts_with("kex-strict-")
+        || name == crate::transport::zstd::LONG_STORED
 }
 
 fn choose(what: &'static str, client: &[String], server: &[String]) -> Result<String, Violation> {
@@ -134,6 +140,13 @@ pub fn negotiate(
     let strict =
         first && has(&client.kex_algorithms, STRICT_C) && has(&server.kex_algorithms, STRICT_S);
     let peer_wants_ext_info = first && we_are_server && has(&client.kex_algorithms, EXT_INFO_C);
+    let peer = if we_are_server { client } else { server };
+    let peer_reads_long_stored = [
+        &peer.compression_client_to_server,
+        &peer.compression_server_to_client,
+    ]
+    .iter()
+    .any(|l| has(l, crate::transport::zstd::LONG_STORED));
     Ok(Algorithms {
         kex,
         host_key,
@@ -145,6 +158,7 @@ pub fn negotiate(
         comp_s2c,
         strict,
         peer_wants_ext_info,
+        peer_reads_long_stored,
     })
 }
 
@@ -211,6 +225,27 @@ mod tests {
         let s = init(&["curve25519-sha256"], &["aes256-ctr"]);
         let e = negotiate(&c, &s, true, false, &crate::crypto::aws_lc_provider()).unwrap_err();
         assert!(e.to_string().contains("aes256-ctr"));
+    }
+
+    #[test]
+    fn the_long_stored_marker_is_the_peers_and_never_chosen() {
+        use crate::transport::zstd::{LONG_STORED, NAME};
+        let with = |names: &[&str]| {
+            let mut i = init(&["curve25519-sha256"], &["aes128-ctr"]);
+            i.compression_client_to_server = names.iter().map(|n| n.to_string()).collect();
+            i
+        };
+        let p = crate::crypto::aws_lc_provider();
+        // The server reads the client's marker; the client the server's.
+        let c = with(&[NAME, LONG_STORED, "none"]);
+        let s = with(&["none", NAME]);
+        let a = negotiate(&c, &s, true, true, &p).unwrap();
+        assert!(a.peer_reads_long_stored);
+        assert_eq!(a.comp_c2s, NAME);
+        assert!(!negotiate(&c, &s, true, false, &p).unwrap().peer_reads_long_stored);
+        // Listed alone on both sides it is no method.
+        let m = with(&[LONG_STORED]);
+        assert!(negotiate(&m, &m, true, false, &p).is_err());
     }
 
     #[test]

@@ -231,11 +231,11 @@ fn registry_drives_kexinit_names() {
     };
     assert_eq!(
         kexinit_names(&mut mk(engines.clone(), true)),
-        [DELTA, "zstd@sluice.dev", "zlib@openssh.com", "zlib", "none"]
+        [DELTA, "zstd@sluice.dev", LONG, "zlib@openssh.com", "zlib", "none"]
     );
     assert_eq!(
         kexinit_names(&mut mk(engines, false)),
-        ["none", DELTA, "zstd@sluice.dev", "zlib@openssh.com", "zlib"]
+        ["none", DELTA, "zstd@sluice.dev", LONG, "zlib@openssh.com", "zlib"]
     );
     assert_eq!(kexinit_names(&mut mk(Vec::new(), true)), ["none"]);
     // The default: the methods that start after authentication.
@@ -245,9 +245,12 @@ fn registry_drives_kexinit_names() {
     );
     assert_eq!(
         kexinit_names(&mut c),
-        ["none", "zstd@sluice.dev", "zlib@openssh.com"]
+        ["none", "zstd@sluice.dev", LONG, "zlib@openssh.com"]
     );
 }
+
+/// The pseudo-name that says we read long stored zstd packets.
+const LONG: &str = "zstd-long-stored-v00@sluice.dev";
 
 fn text(n: usize) -> Vec<u8> {
     let mut v: Vec<u8> = b"a line of compressible text for the slot tests\n"
@@ -498,4 +501,40 @@ fn held_packets_wait_for_the_flush_and_poll_transmit_flushes() {
     assert!(!p.client.has_uncompressed());
     let want: Vec<u8> = (0..10u8).flat_map(|i| [i; 100]).collect();
     assert_eq!(p.server_data, want);
+}
+
+#[test]
+fn zstd_stored_packets_fill_a_packet_between_sluice_peers() {
+    use sluice_proto::transport::compress::Level;
+    use sluice_proto::transport::zstd::ZstdEngine;
+    let level = Level::new(0);
+    let zstd: Arc<dyn CompressionEngine> = Arc::new(ZstdEngine::new(level.clone()));
+    let mut p = pair_with(vec![zstd]);
+    p.establish();
+    assert!(p.client.algorithms().unwrap().peer_reads_long_stored);
+    let ch = p.client_channel.unwrap();
+    // Level 0 toward a peer that lists the pseudo-name: a stored packet
+    // fills a packet's room, beyond zstd's 128 KiB block.
+    let long = p.client.send_capacity(ch);
+    assert!(long > 200_000, "{long}");
+    let data = pattern(6 << 20, 7);
+    let (head, rest) = data.split_at(2 << 20);
+    p.upload(head);
+    let (raw, z) = p.client.compression_stats().0.unwrap();
+    assert!(z - raw < 12 * (raw / 200_000 + 2), "{raw} raw, {z} on the wire");
+    // A level above 0: packets of one block, compressed; then a re-key and
+    // level 0 again, stored packets in the new epoch's stream.
+    level.set(3);
+    let short = p.client.send_capacity(ch);
+    assert!(short <= 128 * 1024, "{short}");
+    let (mid, tail) = rest.split_at(1 << 20);
+    p.upload(mid);
+    p.client.rekey();
+    p.drive().unwrap();
+    level.set(0);
+    p.upload(tail);
+    assert!(p.server_data == data, "upload differs");
+    // The server sends long stored packets too.
+    p.download(&data[..3 << 20]);
+    assert!(p.client_data == data[..3 << 20], "download differs");
 }

@@ -91,8 +91,11 @@ impl Connection {
                     && !ch.close_sent =>
             {
                 // An engine's stored form takes whole packets up to its
-                // limit (zstd: one block): the header is 13 bytes at most.
+                // limit (zstd: one block, or a packet's room for a peer that
+                // reads long ones, which are never compressed): the header
+                // is 13 bytes at most.
                 let limit = match self.send.stored_max() {
+                    Some(max) if max > MAX_DATA_COMPRESSED => MAX_DATA.min(max.saturating_sub(13)),
                     Some(max) => MAX_DATA_COMPRESSED.min(max.saturating_sub(13)),
                     None if self.send.compression.active() => MAX_DATA_COMPRESSED,
                     None => MAX_DATA,

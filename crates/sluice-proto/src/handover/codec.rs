@@ -7,11 +7,11 @@
 //! state the importing engine can run: known cipher and MAC names with key
 //! lengths that fit them, no NONE cipher, no immediate `zlib`.
 //!
-//! Format, version 1, in the SSH data types of RFC 4251 section 5:
+//! Format, version 2, in the SSH data types of RFC 4251 section 5:
 //!
 //! ```text
 //! string   "sluice-transport-state"
-//! uint32   1                        format version
+//! uint32   2                        format version
 //! string   V_C                      client identification line
 //! string   V_S                      server identification line
 //! string   session identifier
@@ -20,6 +20,7 @@
 //! byte     the last exchange's strict flag (0 or 1)
 //! byte     the client asked for EXT_INFO (0 or 1)
 //! byte     strict KEX in force, from the first exchange (0 or 1)
+//! byte     the client reads long zstd stored packets (0 or 1; version 2)
 //! uint32   key exchanges completed (>= 1)
 //! uint64   milliseconds since the last one completed
 //! 2 x      direction (server to client, then client to server):
@@ -39,7 +40,7 @@ use zeroize::Zeroizing;
 /// First field of every encoding.
 const MAGIC: &[u8] = b"sluice-transport-state";
 /// The format this code writes and reads.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Largest encoding accepted; a real one is well under 2 KiB.
 pub const MAX_ENCODED: usize = 4096;
 /// Longest identification line (RFC 4253 4.2: 255 with CR LF).
@@ -203,6 +204,7 @@ impl TransportState {
         w.u8(u8::from(a.strict))
             .u8(u8::from(a.peer_wants_ext_info))
             .u8(u8::from(self.strict))
+            .u8(u8::from(a.peer_reads_long_stored))
             .u32(self.exchanges)
             .u64(self.since_kex_ms);
         for d in [&self.send, &self.recv] {
@@ -252,6 +254,7 @@ impl TransportState {
         algorithms.strict = flag(&mut r)?;
         algorithms.peer_wants_ext_info = flag(&mut r)?;
         let strict = flag(&mut r)?;
+        algorithms.peer_reads_long_stored = flag(&mut r)?;
         let exchanges = r.u32()?;
         let since_kex_ms = r.u64()?;
         let send = direction(&mut r, &algorithms.cipher_s2c, &algorithms.mac_s2c)?;

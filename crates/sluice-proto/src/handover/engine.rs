@@ -158,6 +158,9 @@ impl Connection {
         c.recv
             .compression
             .negotiated(&state.algorithms.comp_c2s, registry)?;
+        c.send
+            .compression
+            .set_peer_reads_long(state.algorithms.peer_reads_long_stored);
         // The epoch of the keys in force: its engine takes over now (a
         // delayed one starts below, authentication being done).
         c.send.compression.new_epoch();

@@ -161,6 +161,7 @@ impl Connection {
             Role::Client => (send, recv),
             Role::Server => (recv, send),
         };
+        let (c2s, s2c) = (with_long_stored(c2s), with_long_stored(s2c));
         let init = KexInit {
             cookie,
             kex_algorithms: kex_list,
@@ -278,6 +279,9 @@ impl Connection {
         let registry = &self.config.compression_engines;
         self.send.compression.negotiated(send, registry)?;
         self.recv.compression.negotiated(recv, registry)?;
+        self.send
+            .compression
+            .set_peer_reads_long(algs.peer_reads_long_stored);
         if self.role == Role::Client && self.guess_stands(client, server, &algs)? {
             // The server takes the packet we sent with our KEXINIT.
         } else if self.role == Role::Client && self.method_is_gex(&algs.kex) {
@@ -597,4 +601,14 @@ impl Connection {
     pub fn algorithms(&self) -> Option<&Algorithms> {
         self.kex.algorithms()
     }
+}
+
+/// A compression name-list with `zstd@sluice.dev` in it gets the pseudo-name
+/// saying we read its long stored packets right after it (never chosen:
+/// negotiation skips it, and the real name comes first in both lists).
+fn with_long_stored(mut names: Vec<String>) -> Vec<String> {
+    if let Some(i) = names.iter().position(|n| n == crate::transport::zstd::NAME) {
+        names.insert(i + 1, crate::transport::zstd::LONG_STORED.to_owned());
+    }
+    names
 }

@@ -45,6 +45,13 @@ pub trait BatchCompressor: Send {
     fn stored_max(&self) -> Option<usize> {
         None
     }
+    /// A larger limit than [`BatchCompressor::stored_max`] for a peer that
+    /// reads long stored packets, while the stored form is what the engine
+    /// would use now (its level is 0); [`BatchCompressor::stored`] then
+    /// takes packets up to it. None (the default): no such form.
+    fn stored_long(&self) -> Option<usize> {
+        None
+    }
     /// Zero-copy framing while the engine would not compress anyway (its
     /// level is 0): the next packet of the stream, `len` raw bytes after
     /// `at` raw bytes of it, goes on the wire as [`STORED_PREFIX`] bytes the

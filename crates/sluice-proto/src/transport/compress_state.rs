@@ -101,6 +101,8 @@ pub(crate) struct OutCompression {
     level: Option<Arc<Level>>,
     /// The running engine's wire name.
     name: Option<String>,
+    /// The peer reads long stored packets.
+    peer_reads_long: bool,
 }
 
 impl OutCompression {
@@ -201,12 +203,23 @@ impl OutCompression {
     }
 
     /// The largest payload the running engine's stored form takes, if it
-    /// has one.
+    /// has one: its long form while the peer reads that, nothing is queued
+    /// (so the next packet is stored at once, not compressed) and the
+    /// engine would store anyway.
     pub(crate) fn stored_max(&self) -> Option<usize> {
         match self.stream.as_ref() {
-            Some(Compressor::Batch(engine)) => engine.stored_max(),
+            Some(Compressor::Batch(engine)) => engine
+                .stored_long()
+                .filter(|_| self.peer_reads_long && self.queue.is_empty())
+                .or(engine.stored_max()),
             _ => None,
         }
+    }
+
+    /// What the peer listed in its KEXINIT: it reads stored packets longer
+    /// than the engine's block (`zstd.rs` `LONG_STORED`).
+    pub(crate) fn set_peer_reads_long(&mut self, yes: bool) {
+        self.peer_reads_long = yes;
     }
 
     /// The last payload compressed by [`OutCompression::stage`].

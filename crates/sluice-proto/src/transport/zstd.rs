@@ -49,6 +49,18 @@ pub(crate) const END_FRAME: [u8; 3] = [0x01, 0x00, 0x00];
 /// (`zstd_in.rs`).
 pub(crate) const RAW_FRAME_HEADER: [u8; 6] = [0x28, 0xb5, 0x2f, 0xfd, 0x00, (17 - 10) << 3];
 
+/// The pseudo-name a sluice peer lists right after [`NAME`] in its KEXINIT
+/// to say that it reads stored packets of any length up to the packet
+/// limit, one raw block each, beyond zstd's 128 KiB block (PROTOCOL.md). It
+/// is never chosen (negotiation skips it, and [`NAME`] comes first wherever
+/// it is listed).
+pub const LONG_STORED: &str = "zstd-long-stored-v00@sluice.dev";
+/// The longest stored payload such a peer takes: a data packet's whole
+/// room. Half as many packets as at [`MAX_BLOCK`] is what makes level 0 as
+/// cheap as no compression on loopback (a packet costs reads, writes and
+/// wakeups at each end, whatever its length).
+pub(crate) const LONG_MAX: usize = crate::transport::MAX_PACKET_LEN - 1024;
+
 /// An empty skippable frame (RFC 8878 3.1.2): magic 0x184D2A50, size 0.
 pub(crate) const SKIPPABLE_EMPTY: [u8; 8] = [0x50, 0x2a, 0x4d, 0x18, 0, 0, 0, 0];
 
@@ -161,12 +173,19 @@ impl BatchCompressor for Batch {
         Some(MAX_BLOCK)
     }
 
+    fn stored_long(&self) -> Option<usize> {
+        (self.level.get() == 0).then_some(LONG_MAX)
+    }
+
     /// At level 0, a packet is one raw block of a raw-only frame: inside
     /// the frame three empty blocks pad the prefix to its fixed length;
     /// after a compressed frame the prefix ends that frame first; at the
-    /// stream's start an empty block follows the frame header.
+    /// stream's start an empty block follows the frame header. A packet
+    /// longer than [`MAX_BLOCK`] (given only to a peer that reads long
+    /// ones) is stored whatever the level: compressed, data that does not
+    /// compress could outgrow the packet limit.
     fn stored(&mut self, at: u64, len: usize, prefix: &mut [u8; STORED_PREFIX]) -> bool {
-        if self.level.get() != 0 || len == 0 || len > MAX_BLOCK {
+        if len == 0 || len > LONG_MAX || (len <= MAX_BLOCK && self.level.get() != 0) {
             return false;
         }
         let h = ((len as u32) << 3).to_le_bytes();

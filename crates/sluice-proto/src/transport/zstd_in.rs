@@ -8,12 +8,13 @@
 //! `Compression auto` cost nothing on links where it stays off. Any other
 //! shape of a raw-only frame is still read here (copied), and everything
 //! else goes to libzstd, whose frames are only ever handed over whole, so
-//! each decoder sees complete frames. Both are valid zstd: a receiver that
-//! sends everything to libzstd decodes the same bytes.
+//! each decoder sees complete frames. Both are valid zstd up to zstd's
+//! 128 KiB block; stored packets longer than that (sent only to a peer that
+//! lists `LONG_STORED`, as we do) are not, and only this reader takes them.
 
 use crate::error::Violation;
 use crate::transport::compress::Decompressor;
-use crate::transport::zstd::{END_FRAME, MAX_BLOCK, RAW_FRAME_HEADER, WINDOW_LOG};
+use crate::transport::zstd::{END_FRAME, LONG_MAX, RAW_FRAME_HEADER, WINDOW_LOG};
 use std::ops::Range;
 use zstd::stream::raw::{DParameter, Decoder, InBuffer, Operation, OutBuffer};
 
@@ -31,14 +32,16 @@ pub(crate) struct ZstdIn {
 }
 
 /// A raw block's header (RFC 8878 3.1.1.2.2): (last, size); any other
-/// block type or a size over the frame's block limit is refused.
+/// block type or a size over a stored packet's limit is refused. Raw-only
+/// frames are read here, never by libzstd, so their blocks may be longer
+/// than zstd's 128 KiB: we list [`crate::transport::zstd::LONG_STORED`].
 fn raw_block(h: &[u8]) -> Result<(bool, usize), Violation> {
     let [a, b, c] = *h else {
         return Err(Violation::BadCompression);
     };
     let v = u32::from_le_bytes([a, b, c, 0]);
     let size = (v >> 3) as usize;
-    if (v >> 1) & 3 != 0 || size > MAX_BLOCK {
+    if (v >> 1) & 3 != 0 || size > LONG_MAX {
         return Err(Violation::BadCompression);
     }
     Ok((v & 1 == 1, size))
