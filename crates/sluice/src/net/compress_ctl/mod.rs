@@ -42,11 +42,18 @@
 //! - data that does not compress (ratio below [`MIN_RATIO`]) goes to
 //!   level 0 at once and is probed again after [`PROBE_EVERY`] bytes
 //!   (doubling while it stays so, up to [`PROBE_MAX`]), so text after
-//!   random data is noticed within a few MiB;
+//!   random data is noticed within a few MiB; such a probe ends after
+//!   [`FUTILE_BYTES`], and one that cost (slower than the copy, as on
+//!   loopback; through a link both go at the link's rate) makes the next
+//!   wait until the loss is [`PROBE_BUDGET`] of the time since;
+//! - the probe straight after the setup's window (which has no rate to
+//!   beat) ends as soon as it keeps ahead of neither the link nor the
+//!   peer's window;
 //! - the link's capacity as measured (the most a window put on the wire
 //!   while the socket backed up): a CPU-bound window that puts less than
 //!   [`AT_LINK`] of it on the wire has a level too slow for the link, and
-//!   steps down at once rather than after its hold. The estimate may be
+//!   steps down at once rather than after its hold (after a few MiB when
+//!   it puts under [`EARLY_SHORT`] of it there). The estimate may be
 //!   low (a socket backs up behind a slow receiver too), so it is never
 //!   taken to say a window was at the link: a window taken as link-bound
 //!   on a low estimate had levels up kept whatever they cost (zstd climbed
@@ -81,6 +88,10 @@ const WINDOW_FAST_BYTES: u64 = 24 << 20;
 /// early, once it ran for [`EARLY_MIN`] and [`WINDOW_BYTES`].
 const EARLY_LOSS: f64 = 0.6;
 const EARLY_MIN: Duration = Duration::from_millis(10);
+/// Payload bytes after which a probe up from level 0 that still finds the
+/// data incompressible ends: one compression job (zstd's and zlib's are
+/// 1 MiB and 512 KiB), enough to tell random data from text.
+const FUTILE_BYTES: u64 = 1 << 20;
 /// Below this ratio the data is taken as incompressible.
 const MIN_RATIO: f64 = 1.05;
 /// Payload bytes sent at level 0 for incompressible data before a probe
@@ -126,6 +137,9 @@ const WINDOW_SLACK: f64 = 0.9;
 /// A CPU-bound window that put less than this share of the link's
 /// measured capacity on the wire steps down at once.
 const AT_LINK: f64 = 0.8;
+/// ... and one that puts less than this share on it after a few MiB ends
+/// there (few MiB are a noisy measure: only a clear shortfall counts).
+const EARLY_SHORT: f64 = 0.5;
 
 /// Logs a connection's compression totals as ssh and sshd do at its end
 /// (debug1): `compress outgoing: raw data N, compressed M, factor F`.
@@ -330,11 +344,16 @@ impl LevelControl {
         // Data that does not compress is plain from the first few MiB:
         // a level above 0 need not go on for a whole window to say so.
         let futile = self.level.get() > 0 && ratio < MIN_RATIO;
-        if bytes < WINDOW_BYTES
+        // A probe from level 0 that finds the data still plain says so after
+        // one job's worth (a probe on loopback ran at a fifth of the copy).
+        let probing_plain = futile && matches!(self.phase, Phase::Probe { from: 0, .. });
+        if (bytes < WINDOW_BYTES && !(probing_plain && bytes >= FUTILE_BYTES))
             || (short
                 && !futile
                 && !self.losing_probe(bytes, secs, ratio, &socket)
-                && !self.ahead_probe(secs, &socket))
+                && !self.ahead_probe(secs, &socket)
+                && !self.idle_setup_probe(secs, &socket)
+                && !self.short_of_link(bytes, secs, ratio, &socket))
         {
             return;
         }
@@ -456,6 +475,52 @@ impl LevelControl {
             && socket().is_some_and(|k| k.unsent >= LINK_BOUND)
     }
 
+    /// A window at a level above 0 that so far puts under [`EARLY_SHORT`]
+    /// of the link's measured capacity on the wire, with nothing waiting in
+    /// the socket or for the peer, is CPU-bound below the link: it ends
+    /// now, so the step down (see [`LevelControl::below_link`]) comes after
+    /// [`WINDOW_BYTES`] rather than a whole window (on loopback, level 1 kept for a stretch
+    /// of text at ratio 18 ran the next 24 MiB at 509 MB/s against the
+    /// copy's 1156).
+    fn short_of_link(
+        &self,
+        bytes: u64,
+        secs: Duration,
+        ratio: f64,
+        socket: &impl Fn() -> Option<Socket>,
+    ) -> bool {
+        if self.level.get() == 0 || self.link_wire <= 0.0 || secs < EARLY_MIN {
+            return false;
+        }
+        let Some(k) = socket() else {
+            return false;
+        };
+        if k.unsent >= LINK_BOUND || self.stalls.count > 0 {
+            return false;
+        }
+        let grown = self
+            .queued
+            .map_or(0.0, |q0| (k.queued as f64 - q0 as f64) * ratio);
+        let rate = (bytes as f64 - grown).max(0.0) / secs.as_secs_f64();
+        rate / ratio.max(1.0) < EARLY_SHORT * self.link_wire
+    }
+
+    /// The probe straight after the setup has no rate to beat: only
+    /// keeping ahead of the link or the peer's window keeps it. One that
+    /// after [`WINDOW_BYTES`] has nothing unsent in the socket and never
+    /// waited for the peer's window is ahead of neither, and has lost
+    /// (on loopback it ran 24 MiB at level 1 against a copy about 2.5 times
+    /// as fast: 5% of a 1 GiB upload).
+    fn idle_setup_probe(&self, secs: Duration, socket: &impl Fn() -> Option<Socket>) -> bool {
+        let Phase::Probe { from_rate, .. } = self.phase else {
+            return false;
+        };
+        !from_rate.is_finite()
+            && secs >= EARLY_MIN
+            && self.stalls.count == 0
+            && socket().is_some_and(|k| k.unsent < LINK_BOUND)
+    }
+
     /// The next level and phase from one window's figures.
     fn decide(&mut self, now: u8, rate: f64, ratio: f64, raw: u64, limit: Limit, secs: f64) -> u8 {
         let mbs = rate / 1e6;
@@ -480,6 +545,20 @@ impl LevelControl {
             } else {
                 PROBE_EVERY
             };
+            // What the probe cost against the copy before it: the next one
+            // also waits until that is at most PROBE_BUDGET of the time
+            // (on loopback PROBE_MAX goes by every 15 ms, and a probe of
+            // random data at level 1 ran at half the copy's rate). Through
+            // a link both rates are the link's, and nothing waits.
+            if let Phase::Probe { from: 0, from_rate } = self.phase {
+                let loss = if from_rate.is_finite() {
+                    (1.0 - rate / from_rate.max(1.0)).clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+                self.fail_wait = (secs * loss / PROBE_BUDGET).min(CPU_PROBE_WAIT_MAX);
+                self.since_probe = 0.0;
+            }
             self.phase = Phase::Incompressible {
                 until: raw + self.stored_gap,
             };
@@ -490,7 +569,9 @@ impl LevelControl {
                 // Waits for the peer do not count here: with data that did
                 // not compress, they say the peer's CPU is the limit, and a
                 // probe only adds to its work.
-                if raw < until || !(link_bound || window_bound || self.since_probe >= self.cpu_wait)
+                if raw < until
+                    || self.since_probe < self.fail_wait
+                    || !(link_bound || window_bound || self.since_probe >= self.cpu_wait)
                 {
                     return 0;
                 }

@@ -384,3 +384,103 @@ fn a_probe_up_still_ahead_of_the_link_ends_early() {
     c.level.set(0);
     assert!(!c.ahead_probe(ms(20), &backed(LINK_BOUND)));
 }
+
+#[test]
+fn the_setups_probe_ahead_of_nothing_ends_early() {
+    let mut c = ctl(0, "zstd@sluice.dev");
+    c.level.set(1);
+    c.phase = Phase::Probe {
+        from: 0,
+        from_rate: f64::INFINITY,
+    };
+    let socket = |unsent| move || sock(unsent, 50);
+    let ms = Duration::from_millis;
+    // Loopback: nothing unsent, no waits for the peer: lost already.
+    assert!(c.idle_setup_probe(ms(20), &socket(0)));
+    assert!(!c.idle_setup_probe(ms(5), &socket(0)));
+    // Still ahead of the link, or of the peer's window: the window goes on.
+    assert!(!c.idle_setup_probe(ms(20), &socket(LINK_BOUND)));
+    c.stalls.count = 1;
+    assert!(!c.idle_setup_probe(ms(20), &socket(0)));
+    // A probe with a rate to beat is not this one.
+    c.stalls.count = 0;
+    c.phase = Phase::Probe {
+        from: 0,
+        from_rate: 1e9,
+    };
+    assert!(!c.idle_setup_probe(ms(20), &socket(0)));
+}
+
+#[test]
+fn probes_of_random_data_that_cost_wait_their_budget() {
+    // Loopback: the copy moves 2 GB/s, level 1 on random data 1 GB/s.
+    let mut c = ctl(0, "zstd@sluice.dev");
+    c.warm = true;
+    let mut raw = 0;
+    let mut probes = 0;
+    // 1 GiB in windows of 4 MiB.
+    for _ in 0..256 {
+        let now = c.level.get();
+        let rate = if now == 0 { 2e9 } else { 1e9 };
+        raw += WINDOW_BYTES;
+        let next = c.decide(now, rate, 1.0, raw, Limit::Link, WINDOW_BYTES as f64 / rate);
+        probes += usize::from(next > 0);
+        c.level.set(next);
+    }
+    // Without the budget a probe went every PROBE_MAX (32 of them); with
+    // it each waits until its loss is 3% of the time since.
+    assert!((1..=12).contains(&probes), "{probes} probes");
+}
+
+#[test]
+fn a_probe_of_plain_data_ends_after_one_job() {
+    let mut c = ctl(0, "zstd@sluice.dev");
+    c.warm = true;
+    c.level.set(1);
+    c.phase = Phase::Probe {
+        from: 0,
+        from_rate: 2e9,
+    };
+    // One MiB at ratio 1: the probe has found random data, back to 0.
+    c.after_batch((FUTILE_BYTES, FUTILE_BYTES), Stalls::default(), || {
+        sock(0, 50)
+    });
+    assert_eq!(c.level.get(), 0);
+    // Text: the window goes on.
+    let mut c = ctl(0, "zstd@sluice.dev");
+    c.warm = true;
+    c.level.set(1);
+    c.phase = Phase::Probe {
+        from: 0,
+        from_rate: 2e9,
+    };
+    c.after_batch((FUTILE_BYTES, FUTILE_BYTES / 3), Stalls::default(), || {
+        sock(0, 50)
+    });
+    assert_eq!(c.level.get(), 1);
+    assert!(matches!(c.phase, Phase::Probe { .. }));
+}
+
+#[test]
+fn a_level_well_short_of_the_link_ends_its_window_early() {
+    let mut c = ctl(0, "zstd@sluice.dev");
+    c.warm = true;
+    c.level.set(1);
+    c.link_wire = 1156e6;
+    let socket = |unsent| move || sock(unsent, 50);
+    let ms = Duration::from_millis;
+    // 4 MiB at ratio 4.2 in 12 ms: 83 MB/s on the wire against 1156.
+    assert!(c.short_of_link(WINDOW_BYTES, ms(12), 4.2, &socket(0)));
+    // Backed up, or waiting for the peer: the link or the peer is the limit.
+    assert!(!c.short_of_link(WINDOW_BYTES, ms(12), 4.2, &socket(LINK_BOUND)));
+    c.stalls.count = 1;
+    assert!(!c.short_of_link(WINDOW_BYTES, ms(12), 4.2, &socket(0)));
+    c.stalls.count = 0;
+    // Near the link, or at level 0, or with no capacity measured: no.
+    assert!(!c.short_of_link(4 * WINDOW_BYTES, ms(12), 1.0, &socket(0)));
+    c.level.set(0);
+    assert!(!c.short_of_link(WINDOW_BYTES, ms(12), 4.2, &socket(0)));
+    c.level.set(1);
+    c.link_wire = 0.0;
+    assert!(!c.short_of_link(WINDOW_BYTES, ms(12), 4.2, &socket(0)));
+}
