@@ -162,17 +162,20 @@ fn climbs_a_level_per_window_while_ahead_of_the_link() {
 fn a_backed_up_socket_in_the_setups_window_probes_at_once() {
     let mut c = ctl(0, "zstd@sluice.dev");
     let mut raw = 0;
-    let mut window = |c: &mut LevelControl, unsent: u64| {
+    let mut window = |c: &mut LevelControl, unsent: u64, rtt_us: u64| {
         raw += WINDOW_FAST_BYTES;
-        c.after_batch((raw, raw), Stalls::default(), || sock(unsent, 50));
+        c.after_batch((raw, raw), Stalls::default(), || sock(unsent, rtt_us));
         c.level.get()
     };
-    assert_eq!(window(&mut c, LINK_BOUND), 1);
-    // Level 1 no longer ahead of the link: back to 0, no rate to beat.
-    assert_eq!(window(&mut c, 0), 0);
+    assert_eq!(window(&mut c, LINK_BOUND, 10_000), 1);
+    // Level 1 on data that does not compress: back to 0.
+    assert_eq!(window(&mut c, 0, 10_000), 0);
     // The setup's window with a socket that did not back up: no probe.
     let mut c = ctl(0, "zstd@sluice.dev");
-    assert_eq!(window(&mut c, 0), 0);
+    assert_eq!(window(&mut c, 0, 10_000), 0);
+    // On loopback the backlog is the peer starting its command: no probe.
+    let mut c = ctl(0, "zstd@sluice.dev");
+    assert_eq!(window(&mut c, LINK_BOUND, 50), 0);
 }
 
 #[test]
@@ -386,32 +389,6 @@ fn a_probe_up_still_ahead_of_the_link_ends_early() {
 }
 
 #[test]
-fn the_setups_probe_ahead_of_nothing_ends_early() {
-    let mut c = ctl(0, "zstd@sluice.dev");
-    c.level.set(1);
-    c.phase = Phase::Probe {
-        from: 0,
-        from_rate: f64::INFINITY,
-    };
-    let socket = |unsent| move || sock(unsent, 50);
-    let ms = Duration::from_millis;
-    // Loopback: nothing unsent, no waits for the peer: lost already.
-    assert!(c.idle_setup_probe(ms(20), &socket(0)));
-    assert!(!c.idle_setup_probe(ms(5), &socket(0)));
-    // Still ahead of the link, or of the peer's window: the window goes on.
-    assert!(!c.idle_setup_probe(ms(20), &socket(LINK_BOUND)));
-    c.stalls.count = 1;
-    assert!(!c.idle_setup_probe(ms(20), &socket(0)));
-    // A probe with a rate to beat is not this one.
-    c.stalls.count = 0;
-    c.phase = Phase::Probe {
-        from: 0,
-        from_rate: 1e9,
-    };
-    assert!(!c.idle_setup_probe(ms(20), &socket(0)));
-}
-
-#[test]
 fn probes_of_random_data_that_cost_wait_their_budget() {
     // Loopback: the copy moves 2 GB/s, level 1 on random data 1 GB/s.
     let mut c = ctl(0, "zstd@sluice.dev");
@@ -483,4 +460,34 @@ fn a_level_well_short_of_the_link_ends_its_window_early() {
     c.level.set(1);
     c.link_wire = 0.0;
     assert!(!c.short_of_link(WINDOW_BYTES, ms(12), 4.2, &socket(0)));
+}
+
+#[test]
+fn a_setup_probe_ahead_of_nothing_is_measured_against_the_copy() {
+    // 1 Gbit/s: level 1 on text at ratio 25 runs 1.7 GB/s, CPU-bound (the
+    // link idles), and the copy then moves 120 MB/s: level 1 it is.
+    let mut c = ctl(0, "zstd@sluice.dev");
+    c.warm = true;
+    c.level.set(1);
+    c.phase = Phase::Probe {
+        from: 0,
+        from_rate: f64::INFINITY,
+    };
+    let mut step = steps(25.0, Limit::Cpu);
+    assert_eq!(step(&mut c, 1.7e9), 0);
+    let mut step = steps(1.0, Limit::Link);
+    assert_eq!(step(&mut c, 120e6), 1);
+    // Loopback-like: the copy beats level 1, and stays.
+    let mut c = ctl(0, "zstd@sluice.dev");
+    c.warm = true;
+    c.level.set(1);
+    c.phase = Phase::Probe {
+        from: 0,
+        from_rate: f64::INFINITY,
+    };
+    let mut step = steps(4.0, Limit::Cpu);
+    assert_eq!(step(&mut c, 1.1e9), 0);
+    let mut step = steps(1.0, Limit::Cpu);
+    assert_eq!(step(&mut c, 2.5e9), 0);
+    assert!(matches!(c.phase, Phase::Hold { .. }));
 }
