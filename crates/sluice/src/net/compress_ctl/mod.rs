@@ -48,7 +48,8 @@
 //!   wait until the loss is [`PROBE_BUDGET`] of the time since;
 //! - a socket that backs up during the setup's window over a path of at
 //!   least [`SETUP_RTT`] gets level 1 at once (no rate to beat: kept while
-//!   ahead); on loopback that backlog is the peer starting its command;
+//!   ahead, else level 0 is probed against it); on loopback that backlog
+//!   is the peer starting its command;
 //! - the link's capacity as measured (the most a window put on the wire
 //!   while the socket backed up): a CPU-bound window that puts less than
 //!   [`AT_LINK`] of it on the wire has a level too slow for the link, and
@@ -448,75 +449,6 @@ impl LevelControl {
         limit == Limit::Cpu && wire < AT_LINK * self.link_wire
     }
 
-    /// A probe (up or down) that runs at under [`EARLY_LOSS`] of the level
-    /// before has lost already: its window need not go on (on loopback,
-    /// where windows are short anyway, each probe is a good part of a
-    /// transfer; at 1 Gbit/s level 0 probed from a level 1 that kept the
-    /// link full ran 109 ms at 139 MB/s against 384).
-    fn losing_probe(
-        &self,
-        bytes: u64,
-        secs: Duration,
-        ratio: f64,
-        socket: &impl Fn() -> Option<Socket>,
-    ) -> bool {
-        let Phase::Probe { from, from_rate } = self.phase else {
-            return false;
-        };
-        if self.level.get() == from || !from_rate.is_finite() || secs < EARLY_MIN {
-            return false;
-        }
-        let grown = match (self.queued, socket()) {
-            (Some(q0), Some(k)) => (k.queued as f64 - q0 as f64) * ratio,
-            _ => 0.0,
-        };
-        (bytes as f64 - grown).max(0.0) / secs.as_secs_f64() < from_rate * EARLY_LOSS
-    }
-
-    /// A probe up whose socket still backs up has won already: more ratio
-    /// through the same link is more payload, which is all a link-bound
-    /// window would say after 100 ms. Its window ends after
-    /// [`WINDOW_BYTES`] of this level's own data, so a climb takes a level
-    /// per few MiB instead of per window.
-    fn ahead_probe(&self, secs: Duration, socket: &impl Fn() -> Option<Socket>) -> bool {
-        let Phase::Probe { from, .. } = self.phase else {
-            return false;
-        };
-        self.level.get() > from
-            && secs >= EARLY_MIN
-            && socket().is_some_and(|k| k.unsent >= LINK_BOUND)
-    }
-
-    /// A window at a level above 0 that so far puts under [`EARLY_SHORT`]
-    /// of the link's measured capacity on the wire, with nothing waiting in
-    /// the socket or for the peer, is CPU-bound below the link: it ends
-    /// now, so the step down (see [`LevelControl::below_link`]) comes after
-    /// [`WINDOW_BYTES`] rather than a whole window (on loopback, level 1 kept for a stretch
-    /// of text at ratio 18 ran the next 24 MiB at 509 MB/s against the
-    /// copy's 1156).
-    fn short_of_link(
-        &self,
-        bytes: u64,
-        secs: Duration,
-        ratio: f64,
-        socket: &impl Fn() -> Option<Socket>,
-    ) -> bool {
-        if self.level.get() == 0 || self.link_wire <= 0.0 || secs < EARLY_MIN {
-            return false;
-        }
-        let Some(k) = socket() else {
-            return false;
-        };
-        if k.unsent >= LINK_BOUND || self.stalls.count > 0 {
-            return false;
-        }
-        let grown = self
-            .queued
-            .map_or(0.0, |q0| (k.queued as f64 - q0 as f64) * ratio);
-        let rate = (bytes as f64 - grown).max(0.0) / secs.as_secs_f64();
-        rate / ratio.max(1.0) < EARLY_SHORT * self.link_wire
-    }
-
     /// The next level and phase from one window's figures.
     fn decide(&mut self, now: u8, rate: f64, ratio: f64, raw: u64, limit: Limit, secs: f64) -> u8 {
         let mbs = rate / 1e6;
@@ -725,5 +657,6 @@ impl LevelControl {
     }
 }
 
+mod early;
 #[cfg(test)]
 mod tests;
