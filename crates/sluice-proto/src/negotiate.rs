@@ -242,7 +242,11 @@ mod tests {
         let a = negotiate(&c, &s, true, true, &p).unwrap();
         assert!(a.peer_reads_long_stored);
         assert_eq!(a.comp_c2s, NAME);
-        assert!(!negotiate(&c, &s, true, false, &p).unwrap().peer_reads_long_stored);
+        assert!(
+            !negotiate(&c, &s, true, false, &p)
+                .unwrap()
+                .peer_reads_long_stored
+        );
         // Listed alone on both sides it is no method.
         let m = with(&[LONG_STORED]);
         assert!(negotiate(&m, &m, true, false, &p).is_err());

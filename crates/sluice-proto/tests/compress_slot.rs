@@ -231,11 +231,25 @@ fn registry_drives_kexinit_names() {
     };
     assert_eq!(
         kexinit_names(&mut mk(engines.clone(), true)),
-        [DELTA, "zstd@sluice.dev", LONG, "zlib@openssh.com", "zlib", "none"]
+        [
+            DELTA,
+            "zstd@sluice.dev",
+            LONG,
+            "zlib@openssh.com",
+            "zlib",
+            "none"
+        ]
     );
     assert_eq!(
         kexinit_names(&mut mk(engines, false)),
-        ["none", DELTA, "zstd@sluice.dev", LONG, "zlib@openssh.com", "zlib"]
+        [
+            "none",
+            DELTA,
+            "zstd@sluice.dev",
+            LONG,
+            "zlib@openssh.com",
+            "zlib"
+        ]
     );
     assert_eq!(kexinit_names(&mut mk(Vec::new(), true)), ["none"]);
     // The default: the methods that start after authentication.
@@ -521,7 +535,10 @@ fn zstd_stored_packets_fill_a_packet_between_sluice_peers() {
     let (head, rest) = data.split_at(2 << 20);
     p.upload(head);
     let (raw, z) = p.client.compression_stats().0.unwrap();
-    assert!(z - raw < 12 * (raw / 200_000 + 2), "{raw} raw, {z} on the wire");
+    assert!(
+        z - raw < 12 * (raw / 200_000 + 2),
+        "{raw} raw, {z} on the wire"
+    );
     // A level above 0: packets of one block, compressed; then a re-key and
     // level 0 again, stored packets in the new epoch's stream.
     level.set(3);

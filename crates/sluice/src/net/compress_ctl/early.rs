@@ -3,9 +3,9 @@
 //! [`WINDOW_BYTES`] went by, so the decision comes after a few MiB rather
 //! than a whole window (on loopback a window is much of a transfer).
 
-use super::{LevelControl, Phase, Socket, EARLY_LOSS, EARLY_MIN, EARLY_SHORT, LINK_BOUND};
 #[cfg(doc)]
 use super::WINDOW_BYTES;
+use super::{LevelControl, Phase, Socket, EARLY_LOSS, EARLY_MIN, EARLY_SHORT, LINK_BOUND};
 use std::time::Duration;
 
 impl LevelControl {
@@ -27,11 +27,17 @@ impl LevelControl {
         if self.level.get() == from || !from_rate.is_finite() || secs < EARLY_MIN {
             return false;
         }
-        let grown = match (self.queued, socket()) {
+        self.rate_so_far(bytes, secs, ratio, socket()) < from_rate * EARLY_LOSS
+    }
+
+    /// The payload rate of the window so far: what went into the socket's
+    /// buffer rather than to the peer since its start does not count.
+    fn rate_so_far(&self, bytes: u64, secs: Duration, ratio: f64, k: Option<Socket>) -> f64 {
+        let grown = match (self.queued, k) {
             (Some(q0), Some(k)) => (k.queued as f64 - q0 as f64) * ratio,
             _ => 0.0,
         };
-        (bytes as f64 - grown).max(0.0) / secs.as_secs_f64() < from_rate * EARLY_LOSS
+        (bytes as f64 - grown).max(0.0) / secs.as_secs_f64()
     }
 
     /// A probe up whose socket still backs up has won already: more ratio
@@ -51,10 +57,10 @@ impl LevelControl {
     /// A window at a level above 0 that so far puts under [`EARLY_SHORT`]
     /// of the link's measured capacity on the wire, with nothing waiting in
     /// the socket or for the peer, is CPU-bound below the link: it ends
-    /// now, so the step down (see [`LevelControl::below_link`]) comes after
-    /// [`WINDOW_BYTES`] rather than a whole window (on loopback, level 1 kept for a stretch
-    /// of text at ratio 18 ran the next 24 MiB at 509 MB/s against the
-    /// copy's 1156).
+    /// now, so the step down (see [`LevelControl::below_link`]) comes
+    /// after [`WINDOW_BYTES`] rather than a whole window (on loopback,
+    /// level 1 kept for a stretch of text at ratio 18 ran the next 24 MiB
+    /// at 509 MB/s against the copy's 1156).
     pub(super) fn short_of_link(
         &self,
         bytes: u64,
@@ -71,10 +77,7 @@ impl LevelControl {
         if k.unsent >= LINK_BOUND || self.stalls.count > 0 {
             return false;
         }
-        let grown = self
-            .queued
-            .map_or(0.0, |q0| (k.queued as f64 - q0 as f64) * ratio);
-        let rate = (bytes as f64 - grown).max(0.0) / secs.as_secs_f64();
-        rate / ratio.max(1.0) < EARLY_SHORT * self.link_wire
+        self.rate_so_far(bytes, secs, ratio, Some(k)) / ratio.max(1.0)
+            < EARLY_SHORT * self.link_wire
     }
 }

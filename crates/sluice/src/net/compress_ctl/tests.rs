@@ -17,6 +17,16 @@ fn sock(unsent: u64, rtt_us: u64) -> Option<Socket> {
     })
 }
 
+/// A warm controller probing `level` from `from` against `from_rate`
+/// (infinite: the probe after the setup's window).
+fn probing(from: u8, level: u8, from_rate: f64) -> LevelControl {
+    let mut c = ctl(0, "zstd@sluice.dev");
+    c.warm = true;
+    c.level.set(level);
+    c.phase = Phase::Probe { from, from_rate };
+    c
+}
+
 /// Windows one after another at `ratio` behind `limit`: each call takes
 /// a window's rate and gives the level decided.
 fn steps(ratio: f64, limit: Limit) -> impl FnMut(&mut LevelControl, f64) -> u8 {
@@ -411,26 +421,14 @@ fn probes_of_random_data_that_cost_wait_their_budget() {
 
 #[test]
 fn a_probe_of_plain_data_ends_after_one_job() {
-    let mut c = ctl(0, "zstd@sluice.dev");
-    c.warm = true;
-    c.level.set(1);
-    c.phase = Phase::Probe {
-        from: 0,
-        from_rate: 2e9,
-    };
+    let mut c = probing(0, 1, 2e9);
     // One MiB at ratio 1: the probe has found random data, back to 0.
     c.after_batch((FUTILE_BYTES, FUTILE_BYTES), Stalls::default(), || {
         sock(0, 50)
     });
     assert_eq!(c.level.get(), 0);
     // Text: the window goes on.
-    let mut c = ctl(0, "zstd@sluice.dev");
-    c.warm = true;
-    c.level.set(1);
-    c.phase = Phase::Probe {
-        from: 0,
-        from_rate: 2e9,
-    };
+    let mut c = probing(0, 1, 2e9);
     c.after_batch((FUTILE_BYTES, FUTILE_BYTES / 3), Stalls::default(), || {
         sock(0, 50)
     });
@@ -466,25 +464,13 @@ fn a_level_well_short_of_the_link_ends_its_window_early() {
 fn a_setup_probe_ahead_of_nothing_is_measured_against_the_copy() {
     // 1 Gbit/s: level 1 on text at ratio 25 runs 1.7 GB/s, CPU-bound (the
     // link idles), and the copy then moves 120 MB/s: level 1 it is.
-    let mut c = ctl(0, "zstd@sluice.dev");
-    c.warm = true;
-    c.level.set(1);
-    c.phase = Phase::Probe {
-        from: 0,
-        from_rate: f64::INFINITY,
-    };
+    let mut c = probing(0, 1, f64::INFINITY);
     let mut step = steps(25.0, Limit::Cpu);
     assert_eq!(step(&mut c, 1.7e9), 0);
     let mut step = steps(1.0, Limit::Link);
     assert_eq!(step(&mut c, 120e6), 1);
     // Loopback-like: the copy beats level 1, and stays.
-    let mut c = ctl(0, "zstd@sluice.dev");
-    c.warm = true;
-    c.level.set(1);
-    c.phase = Phase::Probe {
-        from: 0,
-        from_rate: f64::INFINITY,
-    };
+    let mut c = probing(0, 1, f64::INFINITY);
     let mut step = steps(4.0, Limit::Cpu);
     assert_eq!(step(&mut c, 1.1e9), 0);
     let mut step = steps(1.0, Limit::Cpu);
