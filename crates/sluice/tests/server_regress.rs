@@ -112,14 +112,26 @@ fn expose_auth_info_names_the_key_and_the_file_goes_afterwards() {
 /// Starts `bin` as a daemon on `cfg`'s port (Setup::start for a copy of sluiced).
 fn start_binary(bin: &std::path::Path, s: &Setup, port: u16, cfg: &std::path::Path) -> Server {
     let log = s.dir.path(&format!("server_{port}.log"));
-    let child = std::process::Command::new(bin)
-        .args(["-D", "-e", "-f"])
-        .arg(cfg)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
+    // A copy just written may be held open for writing for a moment by a
+    // child another test thread forked before it execs (ETXTBSY): retry.
+    let child = loop {
+        let spawned = std::process::Command::new(bin)
+            .args(["-D", "-e", "-f"])
+            .arg(cfg)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn();
+        match spawned {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ExecutableFileBusy
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => break r.unwrap(),
+        }
+    };
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "{} did not start", bin.display());
         std::thread::sleep(Duration::from_millis(20));
