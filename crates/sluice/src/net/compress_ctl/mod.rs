@@ -479,12 +479,7 @@ impl LevelControl {
             // random data at level 1 ran at half the copy's rate). Through
             // a link both rates are the link's, and nothing waits.
             if let Phase::Probe { from: 0, from_rate } = self.phase {
-                let loss = if from_rate.is_finite() {
-                    (1.0 - rate / from_rate.max(1.0)).clamp(0.0, 1.0)
-                } else {
-                    0.0
-                };
-                self.fail_wait = (secs * loss / PROBE_BUDGET).min(CPU_PROBE_WAIT_MAX);
+                self.fail_wait = budget_wait(secs, rate, from_rate);
                 self.since_probe = 0.0;
             }
             self.phase = Phase::Incompressible {
@@ -585,8 +580,7 @@ impl LevelControl {
                     self.phase = Phase::Hold { left: self.hold };
                     self.down_missed = now < from;
                     if now > from {
-                        let loss = (1.0 - rate / from_rate.max(1.0)).clamp(0.0, 1.0);
-                        let budget = (secs * loss / PROBE_BUDGET).min(CPU_PROBE_WAIT_MAX);
+                        let budget = budget_wait(secs, rate, from_rate);
                         self.cpu_wait = (self.cpu_wait * 2.0).max(budget).min(CPU_PROBE_WAIT_MAX);
                         // Ahead of the link or not, a costly miss waits
                         // (loopback: a socket that backs up behind a busy
@@ -655,6 +649,17 @@ impl LevelControl {
             }
         }
     }
+}
+
+/// How long the next probe waits after one of `secs` that ran at `rate`
+/// against `from_rate` before it: until its loss is at most
+/// [`PROBE_BUDGET`] of the time since (none without a rate to lose against).
+fn budget_wait(secs: f64, rate: f64, from_rate: f64) -> f64 {
+    if !from_rate.is_finite() {
+        return 0.0;
+    }
+    let loss = (1.0 - rate / from_rate.max(1.0)).clamp(0.0, 1.0);
+    (secs * loss / PROBE_BUDGET).min(CPU_PROBE_WAIT_MAX)
 }
 
 mod early;
