@@ -39,7 +39,6 @@ pub fn main(argv: &[String]) -> i32 {
         }),
         Invocation::BenchCrypto(opts) => crate::bench_crypto::run(&opts),
         Invocation::Connect(args) => {
-            warm_rng();
             // As ssh: the log file is opened before the configuration is read.
             if let Some(f) = &args.log_file {
                 if let Err(e) = log::use_file(f) {
@@ -56,21 +55,6 @@ pub fn main(argv: &[String]) -> i32 {
             }
         }
     }
-}
-
-/// aws-lc seeds its generator from CPU jitter on the first use in a process
-/// (about 20 ms of CPU here). Started on a thread of its own now, that
-/// overlaps reading the configuration and the TCP handshake instead of
-/// holding back our first packets, which need randomness (the KEXINIT
-/// cookie, the key exchange's first share). A thread that never finishes
-/// is harmless: the first real use just waits for the same seeding.
-fn warm_rng() {
-    let _ = std::thread::Builder::new()
-        .name("rng-seed".into())
-        .spawn(|| {
-            use aws_lc_rs::rand::SecureRandom;
-            let _ = aws_lc_rs::rand::SystemRandom::new().fill(&mut [0u8; 1]);
-        });
 }
 
 /// Command-line settings as `-o` options, first wins, in ssh's
