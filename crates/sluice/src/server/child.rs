@@ -56,10 +56,21 @@ impl SessionChild {
         self.child.id()
     }
 
+    /// A descriptor that polls readable once the child exited (its pidfd),
+    /// while it is not reaped; None without a pidfd.
+    pub fn exit_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.pidfd
+            .as_ref()
+            .filter(|_| !self.reaped)
+            .map(|fd| fd.as_raw_fd())
+    }
+
     /// Reaps the child if it has exited.
     pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
         let r = self.child.try_wait();
-        if let Ok(Some(_)) = r {
+        // An error (ECHILD: reaped elsewhere) also ends it: the pid must not
+        // be trusted, and its pidfd, readable for good, is no longer polled.
+        if !matches!(r, Ok(None)) {
             self.reaped = true;
         }
         r
@@ -183,5 +194,29 @@ mod tests {
         assert!(z.signal_group("HUP"));
         assert!(z.try_wait().unwrap().is_some());
         assert!(!z.signal_group("HUP"));
+    }
+
+    #[test]
+    fn the_exit_fd_wakes_a_poll_at_exit_and_goes_once_reaped() {
+        let mut c = SessionChild::new(sleeper(false));
+        let fd = c.exit_fd().expect("pidfd (Linux 5.3)");
+        let poll = |ms| {
+            let mut p = [libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(p.as_mut_ptr(), 1, ms) }
+        };
+        assert_eq!(poll(0), 0, "readable while the child runs");
+        assert!(c.signal("TERM"));
+        assert_eq!(poll(5000), 1, "not readable after the child exited");
+        assert!(c.try_wait().unwrap().is_some());
+        assert_eq!(c.exit_fd(), None);
+        let mut n = SessionChild::without_pidfd(sleeper(false));
+        assert_eq!(n.exit_fd(), None);
+        assert!(n.signal("KILL"));
+        n.wait().unwrap();
     }
 }

@@ -632,13 +632,29 @@ impl Handler for ServerConn {
         self.agent.watch_fds(out);
         self.fwd.watch_fds(out);
         self.watch_joins(out);
+        // A command's exit wakes the loop through its pidfd: the exit
+        // status goes out at once, not at the next reap tick.
+        for s in self.sessions.values().filter(|s| s.exit.is_none()) {
+            if let Some(fd) = s.child.as_ref().and_then(SessionChild::exit_fd) {
+                out.push(libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+            }
+        }
     }
 
     fn tick_interval(&self) -> Option<Duration> {
+        // Without a pidfd (kernels before 5.3) exits are polled for; an
+        // internal-sftp session's end is too.
         let reap = self
             .sessions
             .values()
-            .any(|s| (s.child.is_some() || s.sftp.is_some()) && !s.done)
+            .any(|s| {
+                !s.done
+                    && (s.sftp.is_some() || s.child.as_ref().is_some_and(|c| c.exit_fd().is_none()))
+            })
             .then_some(Duration::from_millis(20));
         let auth = self.auth.tick_interval(&self.cfg, self.user.is_some());
         [reap, self.alive.wait(), auth, self.fwd.tick_interval()]

@@ -339,12 +339,17 @@ impl ChanIo {
 
     /// After the sources were read: sends our EOF once they are all done,
     /// and closes the channel where the policy or the in-process end says.
-    /// True when it closed the channel now (the handler may want to know
-    /// at once, see `ClientSession`'s in-process end).
+    /// True when it sent EOF or closed the channel now (the handler may
+    /// want to know at once: an exit status to send, `ClientSession`'s
+    /// in-process end).
     pub(crate) fn after_fill(&mut self, conn: &mut Connection, id: ChannelId) -> bool {
         let any_source = self.outgoing.iter().any(Option::is_some);
         let all_done = self.outgoing.iter().flatten().all(|s| s.eof);
-        if all_done && any_source && !self.eof_sent {
+        // EOF sent now: the handler's next tick may have an exit status
+        // waiting for it (the command exited before its pipes were read to
+        // the end), so it runs at once rather than at its next interval.
+        let eof_now = all_done && any_source && !self.eof_sent;
+        if eof_now {
             self.eof_sent = true;
             let _ = conn.send_eof(id);
         }
@@ -359,7 +364,7 @@ impl ChanIo {
             let _ = conn.close_channel(id);
             return true;
         }
-        false
+        eof_now
     }
 
     /// Writes a closing channel's remaining data, waiting for slow fd sinks
