@@ -477,3 +477,74 @@ fn a_setup_probe_ahead_of_nothing_is_measured_against_the_copy() {
     assert_eq!(step(&mut c, 2.5e9), 0);
     assert!(matches!(c.phase, Phase::Hold { .. }));
 }
+
+/// A probe of level 0 from level 1 (400 MB/s) that changed `ms` ago with
+/// the socket's acknowledged count at 0 then, still settling.
+fn copy_probe(ms: u64) -> LevelControl {
+    let mut c = probing(1, 0, 400e6);
+    c.changed = Some((Instant::now() - Duration::from_millis(ms), 0));
+    c.settle = Some(u64::MAX);
+    c
+}
+
+fn backed_up(acked: u64) -> Socket {
+    Socket {
+        acked,
+        queued: 16 << 20,
+        unsent: 12 << 20,
+        rtt: Duration::from_millis(10),
+    }
+}
+
+#[test]
+fn a_copy_probe_that_floods_a_slow_link_ends_before_its_window() {
+    // 2 MB drained in 20 ms: 100 MB/s at ratio 1 against 400.
+    let c = copy_probe(20);
+    let (drain, secs) = c.copy_probe_lost(backed_up(2_000_000)).unwrap();
+    assert!(
+        (80e6..=100e6).contains(&drain) && secs >= 0.02,
+        "{drain} {secs}"
+    );
+    // Not before a round trip; not while the link keeps up (7 MB: 350
+    // MB/s); not while the copy does not back up in the socket.
+    assert!(copy_probe(5).copy_probe_lost(backed_up(500_000)).is_none());
+    assert!(c.copy_probe_lost(backed_up(7_000_000)).is_none());
+    let quiet = Socket {
+        unsent: 0,
+        ..backed_up(2_000_000)
+    };
+    assert!(c.copy_probe_lost(quiet).is_none());
+    // A probe up is never a copy probe.
+    let mut up = copy_probe(20);
+    up.level.set(2);
+    assert!(up.copy_probe_lost(backed_up(2_000_000)).is_none());
+
+    // Through after_batch: back to level 1 at once, the link's drain kept
+    // as its capacity, the next probe further off.
+    let mut c = copy_probe(20);
+    c.after_batch((8 << 20, 2 << 20), Stalls::default(), || {
+        Some(backed_up(2_000_000))
+    });
+    assert_eq!(c.level.get(), 1);
+    assert!(matches!(c.phase, Phase::Hold { left } if left > HOLD_MIN));
+    assert!(c.link_wire > 50e6, "{}", c.link_wire);
+}
+
+#[test]
+fn no_copy_probe_from_a_level_well_above_the_link() {
+    // Level 1 held back by our CPU at 400 MB/s on a link measured at
+    // 117 MB/s: a copy cannot do better, and is not tried.
+    let mut c = ctl(1, "zstd@sluice.dev");
+    c.warm = true;
+    c.level.set(1);
+    c.link_wire = 117e6;
+    let mut step = steps(3.4, Limit::Cpu);
+    let seen: Vec<u8> = (0..40).map(|_| step(&mut c, 400e6)).collect();
+    assert!(seen.iter().all(|&l| l == 1), "{seen:?}");
+    // Unmeasured link: the copy is probed.
+    let mut c = ctl(1, "zstd@sluice.dev");
+    c.warm = true;
+    c.level.set(1);
+    let seen: Vec<u8> = (0..40).map(|_| step(&mut c, 400e6)).collect();
+    assert!(seen.contains(&0), "{seen:?}");
+}
