@@ -180,12 +180,29 @@ fn a_backed_up_socket_in_the_setups_window_probes_at_once() {
     assert_eq!(window(&mut c, LINK_BOUND, 10_000), 1);
     // Level 1 on data that does not compress: back to 0.
     assert_eq!(window(&mut c, 0, 10_000), 0);
-    // The setup's window with a socket that did not back up: no probe.
+    // Through 10 ms level 1 is where it starts (TCP's slow start): a setup
+    // whose socket did not back up keeps it for the first warm window,
+    // which, held back by our CPU alone, probes level 0 against it.
     let mut c = ctl(0, "zstd@sluice.dev");
+    assert_eq!(window(&mut c, 0, 10_000), 1);
     assert_eq!(window(&mut c, 0, 10_000), 0);
     // On loopback the backlog is the peer starting its command: no probe.
     let mut c = ctl(0, "zstd@sluice.dev");
     assert_eq!(window(&mut c, LINK_BOUND, 50), 0);
+}
+
+#[test]
+fn starts_at_level_1_over_a_path_of_a_millisecond_or_more() {
+    for (rtt_us, level) in [(50, 0), (999, 0), (1_000, 1), (10_000, 1)] {
+        let mut c = ctl(0, "zstd@sluice.dev");
+        // The first batch, well short of a window.
+        c.after_batch((1 << 20, 1 << 18), Stalls::default(), || sock(0, rtt_us));
+        assert_eq!(c.level.get(), level, "{rtt_us} us");
+    }
+    // Without a TCP socket (a ProxyCommand's pipe): level 0.
+    let mut c = ctl(0, "zstd@sluice.dev");
+    c.after_batch((1 << 20, 1 << 18), Stalls::default(), || None);
+    assert_eq!(c.level.get(), 0);
 }
 
 #[test]
@@ -482,6 +499,7 @@ fn a_setup_probe_ahead_of_nothing_is_measured_against_the_copy() {
 /// the socket's acknowledged count at 0 then, still settling.
 fn copy_probe(ms: u64) -> LevelControl {
     let mut c = probing(1, 0, 400e6);
+    c.begun = true;
     c.changed = Some((Instant::now() - Duration::from_millis(ms), 0));
     c.settle = Some(u64::MAX);
     c
