@@ -46,10 +46,17 @@
 //!   [`FUTILE_BYTES`], and one that cost (slower than the copy, as on
 //!   loopback; through a link both go at the link's rate) makes the next
 //!   wait until the loss is [`PROBE_BUDGET`] of the time since;
-//! - a socket that backs up during the setup's window over a path of at
-//!   least [`SETUP_RTT`] gets level 1 at once (no rate to beat: kept while
-//!   ahead, else level 0 is probed against it); on loopback that backlog
-//!   is the peer starting its command;
+//! - over a path of at least [`SETUP_RTT`] it starts at level 1 from the
+//!   first batch: the transfer starts in TCP's slow start, where the link
+//!   is the limit (no rate to beat: kept while ahead, else level 0 is
+//!   probed against it). Under it (loopback, a LAN) it starts at 0, and a
+//!   socket that backs up in the setup's window is the peer starting its
+//!   command, not the link;
+//! - level 0 carries at most the link: no probe of it from a window that
+//!   delivered well over the link's measured capacity, and a probe of it
+//!   whose copy backs up in the socket while the link drains it under
+//!   [`EARLY_LOSS`] of the level before has lost before its window (the
+//!   copy fills a large socket buffer with uncompressed data fast);
 //! - the link's capacity as measured (the most a window put on the wire
 //!   while the socket backed up): a CPU-bound window that puts less than
 //!   [`AT_LINK`] of it on the wire has a level too slow for the link, and
