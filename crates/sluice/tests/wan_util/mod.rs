@@ -94,6 +94,27 @@ impl Line {
 
 impl Drop for Line {
     fn drop(&mut self) {
+        // What still runs in the namespaces goes first: a server's
+        // connection processes outlive its listener (as sshd's do), and a
+        // test that ended with its client cut off would leave them waiting
+        // for keepalives.
+        for ns in [&self.ns_a, &self.ns_b] {
+            let pids = Command::new("ip")
+                .args(["netns", "pids", ns])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            for pid in pids
+                .split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+            {
+                if pid != self.child.id() as i32 && pid != std::process::id() as i32 {
+                    // SAFETY: kill(2); the pid was just listed in our test's
+                    // own namespace.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        }
         // SAFETY: plain kill(2) of our own child; SIGTERM lets it clean up
         // (SIGCONT first, in case it was frozen).
         unsafe {
