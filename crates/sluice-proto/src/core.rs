@@ -198,6 +198,14 @@ impl Connection {
         self.events.pop_front()
     }
 
+    /// Events wait to be polled. Sending can queue one too (a key
+    /// exchange completes when our NEWKEYS goes out after the peer's
+    /// arrived): a runtime that sleeps after transmitting checks this first.
+    #[must_use]
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// Processes input from the peer: at most one line or packet per call.
     ///
     /// Returns how much input was used (0: need more bytes) and, for

@@ -166,6 +166,10 @@ impl Pump {
             self.drain_sinks(conn);
             self.fill_output(conn);
             self.flush_socket()?;
+            // An event queued by sending (KexDone once our NEWKEYS went out)
+            // is handled now, not after the next packet arrives: a session
+            // waiting for the NONE switch waited for its command's exit.
+            self.again |= conn.has_events();
             if conn.is_closed() {
                 return Ok(());
             }
