@@ -165,3 +165,31 @@ fn none_mac_is_reported() {
     p.drive().unwrap();
     assert!(p.server.none_mac_active() && p.client.none_mac_active());
 }
+
+#[test]
+fn a_switch_finished_by_our_newkeys_is_an_event_before_more_input() {
+    // The client's NONE re-key: the server's NEWKEYS arrives first, the
+    // exchange completes when ours is framed, so KexDone is queued by
+    // sending. A runtime asks has_events() before it sleeps (sluice's pump
+    // once slept on it until the next packet: a command's exit).
+    let mut p = established();
+    p.server.allow_none(false).unwrap();
+    p.client.switch_to_none(false).unwrap();
+    for _ in 0..20 {
+        let mut out = Vec::new();
+        p.client.poll_transmit(p.now, &mut out);
+        let done_by_sending = p.client.has_events();
+        p.c2s.extend_from_slice(&out);
+        if done_by_sending {
+            let e = p.client.poll_event();
+            assert!(
+                matches!(e, Some(sluice_proto::Event::KexDone { initial: false, .. })),
+                "{e:?}"
+            );
+            assert!(p.client.none_active());
+            return;
+        }
+        p.step().unwrap();
+    }
+    panic!("the NONE switch never completed on sending");
+}

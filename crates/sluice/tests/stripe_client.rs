@@ -171,7 +171,7 @@ fn cutting_relay(port: u16, cut_after: u64) -> u16 {
 fn the_primary_cut_mid_transfer_fails_loudly() {
     let s = Setup::new("stripe-cut");
     let server = s.start(false, "");
-    let port = cutting_relay(server.port, 16 << 20);
+    let port = cutting_relay(server.port, 8 << 20);
     let data = random_data(SIZE, 23);
     let mut c = s.client_to(false, port, "ERROR", &["-o", "Streams=4"]);
     c.arg("sha256sum");
