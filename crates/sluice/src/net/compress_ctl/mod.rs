@@ -495,7 +495,7 @@ impl LevelControl {
         if let Some(k) = k {
             log!(
                 Debug3,
-                "compression: level {level}: {} KiB in the socket to drain first ({} unsent)",
+                "compression: level {level}: {} KiB in the socket to drain first ({} KiB unsent)",
                 k.queued >> 10,
                 k.unsent >> 10
             );

@@ -56,6 +56,26 @@ fn run(c: &mut LevelControl, windows: usize, rate_at: impl Fn(u8) -> (f64, f64, 
     seen
 }
 
+/// Runs windows whose (rate, ratio, limit) come from `window(level, i)`,
+/// the link's capacity noted as `after_batch` notes it.
+fn run_limited(
+    c: &mut LevelControl,
+    windows: usize,
+    window: impl Fn(u8, usize) -> (f64, f64, Limit),
+) -> Vec<u8> {
+    (0..windows)
+        .map(|i| {
+            c.start.0 += WINDOW_BYTES;
+            let now = c.level.get();
+            let (rate, ratio, limit) = window(now, i);
+            c.note_link(limit, rate / ratio);
+            let next = c.decide(now, rate, ratio, c.start.0, limit, 0.1);
+            c.level.set(next);
+            next
+        })
+        .collect()
+}
+
 #[test]
 fn climbs_to_the_fastest_level_and_stays() {
     let mut c = ctl(1, "zstd@sluice.dev");
@@ -348,22 +368,11 @@ fn behind_a_window_the_path_fills_level_1_stays_where_the_copy_fills_the_link() 
     c.level.set(next);
     // From then on the data's own ratio moves the rate more than a level
     // would: level 1 stays, no probes.
-    let mut raw = 1 << 30;
-    let seen: Vec<u8> = (0..40)
-        .map(|i| {
-            raw += WINDOW_BYTES;
-            let now = c.level.get();
-            let (rate, ratio, limit) = match now {
-                0 => (114e6, 1.0, Limit::Link),
-                _ if i % 3 == 0 => (105e6, 2.5, Limit::Window),
-                _ => (150e6, 2.5, Limit::Window),
-            };
-            c.note_link(limit, rate / ratio);
-            let next = c.decide(now, rate, ratio, raw, limit, 0.1);
-            c.level.set(next);
-            next
-        })
-        .collect();
+    let seen = run_limited(&mut c, 40, |level, i| match level {
+        0 => (114e6, 1.0, Limit::Link),
+        _ if i % 3 == 0 => (105e6, 2.5, Limit::Window),
+        _ => (150e6, 2.5, Limit::Window),
+    });
     assert!(seen.iter().filter(|&&l| l == 1).count() >= 36, "{seen:?}");
     // From above (the link was the limit before), steps down to 1.
     let mut c = ctl(3, "zlib@openssh.com");
@@ -382,17 +391,10 @@ fn behind_a_window_with_room_on_the_link_the_copy_wins() {
     let mut c = ctl(0, "zlib@openssh.com");
     c.warm = true;
     c.level.set(1);
-    let mut raw = 0;
-    let seen: Vec<u8> = (0..40)
-        .map(|_| {
-            raw += WINDOW_BYTES;
-            let now = c.level.get();
-            let (rate, ratio) = if now == 0 { (173e6, 1.0) } else { (120e6, 2.5) };
-            let next = c.decide(now, rate, ratio, raw, Limit::Window, 0.1);
-            c.level.set(next);
-            next
-        })
-        .collect();
+    let seen = run_limited(&mut c, 40, |level, _| match level {
+        0 => (173e6, 1.0, Limit::Window),
+        _ => (120e6, 2.5, Limit::Window),
+    });
     let first0 = seen.iter().position(|&l| l == 0).unwrap();
     assert!(first0 <= 3, "{seen:?}");
     assert!(seen[first0..].iter().all(|&l| l == 0), "{seen:?}");
