@@ -576,7 +576,7 @@ fn a_copy_probe_that_floods_a_slow_link_ends_before_its_window() {
     };
     assert!(c.copy_probe_lost(quiet).is_none());
     // A probe up is never a copy probe.
-    let mut up = copy_probe(20);
+    let up = copy_probe(20);
     up.level.set(2);
     assert!(up.copy_probe_lost(backed_up(2_000_000)).is_none());
 
