@@ -4,7 +4,7 @@
 //! cli (argv), demo, bench_crypto      the programs' front ends
 //!   -> client, server                 one connection's side each
 //!     -> config, keys, net            files, keys, sockets and the loop
-//!       -> users, log, ttymodes, datagen
+//!       -> users, log, ttymodes, datagen, fds
 //!         -> sluice-proto
 //! ```
 //!
@@ -39,6 +39,7 @@ mod tests {
         ("keys", UPWARD),
         ("net", UPWARD),
         ("users.rs", UPWARD),
+        ("fds.rs", UPWARD),
         ("log.rs", UPWARD),
         ("ttymodes.rs", UPWARD),
         ("datagen.rs", UPWARD),

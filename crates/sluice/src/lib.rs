@@ -11,6 +11,7 @@ pub mod client;
 pub mod config;
 pub mod datagen;
 pub mod demo;
+pub mod fds;
 pub mod keys;
 mod layers;
 pub mod log;

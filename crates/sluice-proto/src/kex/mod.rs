@@ -320,6 +320,18 @@ impl Connection {
         q_s: &[u8],
         k: &SharedSecret,
     ) -> Vec<u8> {
+        hash.digest(&self.exchange_transcript(k_s, q_c, q_s, k))
+    }
+
+    /// What [`Connection::exchange_hash`] hashes (a host key kept in
+    /// another process is sent this, see `Signer::sign_exchange`).
+    fn exchange_transcript(
+        &self,
+        k_s: &[u8],
+        q_c: &[u8],
+        q_s: &[u8],
+        k: &SharedSecret,
+    ) -> zeroize::Zeroizing<Vec<u8>> {
         let ours = self.kex.our_kexinit.as_deref().unwrap_or_default();
         let peer = self.kex.peer_kexinit.as_deref().unwrap_or_default();
         let peer_v = self.peer_version.as_deref().unwrap_or_default();
@@ -334,7 +346,7 @@ impl Connection {
             g.hash_prefix(&mut w);
         }
         w.string(q_c).string(q_s).bytes(k.encoded());
-        hash.digest(&buf)
+        zeroize::Zeroizing::new(buf)
     }
 
     fn on_ecdh_init(&mut self, q_c: &[u8]) -> Result<(), Error> {
@@ -384,9 +396,10 @@ impl Connection {
                 "no host key for the negotiated algorithm",
             ))?;
         let k_s = signer.public_blob();
-        let h = self.exchange_hash(hash, &k_s, q_c, &q_s, &k);
+        let transcript = self.exchange_transcript(&k_s, q_c, &q_s, &k);
+        let h = hash.digest(&transcript);
         let signature = signer
-            .sign(&algs.host_key, &h)
+            .sign_exchange(&algs.host_key, hash, &transcript)
             .map_err(|_| Error::InvalidState("host key signing failed"))?;
         if self.kex.gex.is_some() {
             self.queue_with(|p| {

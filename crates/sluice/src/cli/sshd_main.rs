@@ -7,6 +7,8 @@ use crate::cli::sshd_args;
 pub fn main(argv: &[String]) -> i32 {
     match sshd_args::parse_with_log_file(argv) {
         Ok((args, log_file)) => {
+            // First: nothing inherited reaches a connection or a user's command.
+            crate::server::daemon::close_inherited_fds(&args);
             // -E: opened here, before the daemon forks, re-executes (each
             // connection's process opens it again from argv) or chroots.
             if let Some(f) = log_file {

@@ -116,6 +116,8 @@ pub trait MonitorRequests {
     /// A striping grant for `wanted` secondaries: the REQUEST_SUCCESS
     /// data, or none (declined).
     fn stripe_grant(&mut self, wanted: u32) -> Option<zeroize::Zeroizing<Vec<u8>>>;
+    /// The session on pty `tty` (one [`MonitorRequests::pty`] gave) ended.
+    fn pty_released(&mut self, tty: &str);
 }
 
 impl ServerConn {
@@ -487,6 +489,13 @@ impl Handler for ServerConn {
                             c.signal("HUP");
                             let _ = c.wait();
                         }
+                    }
+                    // Its pty goes back: the monitor writes the logout
+                    // and counts it no longer against MaxSessions.
+                    if let (Some(p), Some(m)) = (s.pty.take(), self.monitor.as_mut()) {
+                        let tty = p.name().to_owned();
+                        drop(p);
+                        m.pty_released(&tty);
                     }
                 }
             }

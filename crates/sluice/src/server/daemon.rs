@@ -218,13 +218,24 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
             return 255;
         }
     }
-    let host_keys = match crate::keys::host_keys::load(&cfg.host_keys) {
-        Ok(k) => k,
-        Err(e) => {
-            crate::log!(Fatal, "{e}");
-            return 1;
+    // The host keys are checked at start, as sshd does, but never read by
+    // a process that will fork a pre-auth child: a connection's monitor
+    // (`-R`, `-i`, `-d`) reads them after that fork (privsep/monitor.rs).
+    // The listener reads them here; its connections are fresh images.
+    let serves_here = args.reexec || args.inetd || args.debug > 0;
+    let checked = if serves_here && !(args.print_config || args.test_config) {
+        if args.reexec {
+            Ok(())
+        } else {
+            check_host_keys_apart(&cfg)
         }
+    } else {
+        crate::keys::host_keys::load(&cfg.host_keys).map(drop)
     };
+    if let Err(e) = checked {
+        crate::log!(Fatal, "{e}");
+        return 1;
+    }
     if args.print_config {
         // Without -C, a blank spec: only `Match All` blocks apply.
         return match cfg.for_test(&ctx.unwrap_or_default()) {
@@ -258,7 +269,7 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
             }
         }
         let startup = listen::startup_fd_from_env();
-        return crate::server::privsep::serve(cfg, host_keys, sock, startup, argv);
+        return crate::server::privsep::serve(cfg, sock, startup, argv);
     }
     let addrs = match cfg.listen_addrs() {
         Ok(a) => a,
@@ -280,7 +291,7 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
         return match listener.accept_one() {
-            Some(sock) => crate::server::privsep::serve(cfg, host_keys, sock, None, argv),
+            Some(sock) => crate::server::privsep::serve(cfg, sock, None, argv),
             None => 255,
         };
     }
@@ -330,6 +341,38 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
     0
 }
 
+/// Reads the host keys in a short-lived child, so that this process (which
+/// forks the pre-auth child later) never held them; the child's log lines
+/// say which key failed; the error is the exit message.
+fn check_host_keys_apart(cfg: &Sshd) -> Result<(), String> {
+    // SAFETY: no thread has been started yet; the child only loads keys
+    // (log lines go to stderr or syslog) and leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let code = match crate::keys::host_keys::load(&cfg.host_keys) {
+            Ok(_) => 0,
+            Err(_) => 1,
+        };
+        // SAFETY: leaving the child without the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+    }
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else {
+        Err("sluiced: no hostkeys available -- exiting.".to_owned())
+    }
+}
+
 fn daemonize() -> bool {
     // SAFETY: fork/setsid/dup2 in a single-threaded process before any threads start.
     unsafe {
@@ -348,4 +391,38 @@ fn daemonize() -> bool {
     }
     let _ = std::env::set_current_dir(Path::new("/"));
     true
+}
+
+/// At start, before anything is opened: closes every descriptor above 2
+/// that sluiced inherited (sshd's closefrom), except those a sluiced
+/// parent passed on purpose and named in the environment: the listener's
+/// startup pipe and configuration snapshot for a connection process
+/// (`-R`), the monitor's sockets and the snapshot for a post-auth process.
+/// Anywhere else those variables mean nothing and are dropped.
+pub fn close_inherited_fds(args: &ServerArgs) {
+    use crate::server::privsep::{postauth::JOIN_ENV, POSTAUTH_ENV};
+    let named = |var: &str| -> Option<std::os::fd::RawFd> { std::env::var(var).ok()?.parse().ok() };
+    let postauth = std::env::var_os(POSTAUTH_ENV).is_some();
+    let keep: Vec<std::os::fd::RawFd> = if postauth {
+        [POSTAUTH_ENV, JOIN_ENV, snapshot::CONFIG_ENV]
+            .iter()
+            .filter_map(|v| named(v))
+            .collect()
+    } else if args.reexec {
+        [listen::STARTUP_ENV, snapshot::CONFIG_ENV]
+            .iter()
+            .filter_map(|v| named(v))
+            .collect()
+    } else {
+        for v in [
+            POSTAUTH_ENV,
+            JOIN_ENV,
+            listen::STARTUP_ENV,
+            snapshot::CONFIG_ENV,
+        ] {
+            std::env::remove_var(v);
+        }
+        Vec::new()
+    };
+    crate::fds::close_inherited(&keep);
 }

@@ -312,7 +312,7 @@ impl Started {
 }
 
 /// The environment variable naming the startup pipe's fd in the child.
-const STARTUP_ENV: &str = "SLUICED_STARTUP_FD";
+pub(crate) const STARTUP_ENV: &str = "SLUICED_STARTUP_FD";
 
 fn spawn_child(
     exe: &std::path::Path,

@@ -62,6 +62,18 @@ impl Logins {
     }
 }
 
+impl Logins {
+    /// The session on `tty` ended: its logout record, now.
+    pub fn logout(&mut self, tty: &str) {
+        let line = tty.strip_prefix("/dev/").unwrap_or(tty);
+        if let Some(i) = self.open.iter().position(|l| l.line == line) {
+            let l = self.open.swap_remove(i);
+            write(&entry(libc::DEAD_PROCESS, &l.line, l.pid));
+            crate::log!(Debug1, "recorded logout on {}", l.line);
+        }
+    }
+}
+
 impl Drop for Logins {
     fn drop(&mut self) {
         for l in self.open.drain(..) {

@@ -140,6 +140,11 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
             });
         }
     }
+    // Last, after the pty's and the user's setup: the program holds 0, 1
+    // and 2 and nothing else of the server's (the monitor's socket, other
+    // channels' sockets, what sluiced itself inherited).
+    // SAFETY: cloexec_from_3 makes system calls only (async-signal-safe).
+    unsafe { cmd.pre_exec(crate::fds::cloexec_from_3) };
     Ok(cmd)
 }
 

@@ -318,4 +318,17 @@ pub trait Signer: Send + Sync {
     fn sig_algs(&self) -> Vec<&'static str>;
     /// Signs `data`, returning the signature blob `string alg || string sig`.
     fn sign(&self, sig_alg: &str, data: &[u8]) -> Result<Vec<u8>, CryptoError>;
+    /// Signs a key exchange's hash H = `hash`(`transcript`) (RFC 4253 8:
+    /// V_C, V_S, I_C, I_S, K_S, then the method's values and K). A key kept
+    /// in another process (sluiced's monitor) is sent the transcript
+    /// rather than H, so that its holder signs only exchange hashes it
+    /// computed itself from a transcript it checked.
+    fn sign_exchange(
+        &self,
+        sig_alg: &str,
+        hash: crate::crypto::kex::HashAlg,
+        transcript: &[u8],
+    ) -> Result<Vec<u8>, CryptoError> {
+        self.sign(sig_alg, &hash.digest(transcript))
+    }
 }

@@ -212,6 +212,25 @@ impl MonitorAuth {
         }
     }
 
+    /// Where authentication is, for the monitor's table (policy.rs);
+    /// `keyed`: the session id is fixed.
+    pub fn phase(&self, keyed: bool) -> super::policy::Pre {
+        use super::policy::Pre;
+        if !keyed {
+            Pre::Kex
+        } else if self.rec.closed {
+            Pre::Closed
+        } else if self.handover_user().is_some() {
+            Pre::Accepted
+        } else if self.awaiting {
+            Pre::Waiting
+        } else if self.prompted {
+            Pre::Prompted
+        } else {
+            Pre::Auth
+        }
+    }
+
     /// The striping join admitted, if this connection is a secondary.
     pub fn take_join(&mut self) -> Option<Joined> {
         self.joined.take()
@@ -548,8 +567,10 @@ mod tests {
         let host: std::sync::Arc<dyn sluice_proto::crypto::hostkey::Signer> = std::sync::Arc::new(
             sluice_proto::crypto::hostkey::KeyPair::generate_ed25519().unwrap(),
         );
+        let host_blob = host.public_blob();
         let mut keys = KeyHolder::new(vec![host]);
-        keys.sign(0, "ssh-ed25519", &[7; 32]).unwrap();
+        let t = super::super::signer::test_transcript("SSH-2.0-OpenSSH_9.2", &host_blob, 7);
+        keys.sign_exchange(0, "ssh-ed25519", 2, &t).unwrap();
         let mut m = auth();
         let wrong =
             sluice_proto::crypto::hostkey::Signer::sign(&kp, "ssh-ed25519", b"other").unwrap();

@@ -29,15 +29,20 @@
 //! secondary's bytes are parsed in U, as the user, from then on.
 
 pub mod datagram;
+pub mod harness;
 pub mod join_inbox;
 pub mod mauth;
 pub mod monitor;
+pub mod policy;
 pub mod postauth;
 pub mod preauth;
 pub mod signer;
 pub mod stripe;
 pub mod stripe_join;
 pub mod wire;
+
+#[cfg(test)]
+mod hostile_tests;
 
 use crate::log;
 use crate::net::pump::PumpError;

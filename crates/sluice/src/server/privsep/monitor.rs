@@ -4,6 +4,7 @@
 //! handover and start the post-auth process (postauth.rs).
 
 use super::mauth::{Joined, MonitorAuth};
+use super::policy::{Req, Turns};
 use super::preauth::{self, ChildSetup};
 use super::signer::{KeyHolder, Link};
 use super::wire::{self, Msg, WireError};
@@ -11,14 +12,12 @@ use crate::config::sshd::ServerConfig as Sshd;
 use crate::log::{self, Level};
 use crate::server::penalty::{EXIT_AUTH_ATTEMPTED, EXIT_CHILD_CRASH, EXIT_LOGIN_GRACE};
 use crate::server::sandbox::{Sandbox, CHROOT_DIR};
-use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::handover::TransportState;
 use sluice_proto::ServerConfig;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zeroize::Zeroizing;
 
@@ -33,16 +32,27 @@ pub struct Handover {
     pub rest: Vec<u8>,
 }
 
+impl std::fmt::Debug for Handover {
+    /// Sizes only: the state holds the session's keys.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Handover {{ state: {} bytes, rest: {} bytes }}",
+            self.state.len(),
+            self.rest.len()
+        )
+    }
+}
+
 /// One connection on `sock` under privilege separation (the `-R`, `-i`
 /// and `-d` connection process); `startup` is closed once the user is
 /// authenticated. `argv` re-executes `sluiced` for the post-auth process.
-pub fn serve(
-    cfg: Sshd,
-    host_keys: Vec<Arc<dyn Signer>>,
-    sock: TcpStream,
-    startup: Option<OwnedFd>,
-    argv: &[String],
-) -> i32 {
+///
+/// The host keys are read only after the pre-auth child is forked: no
+/// copy of a private key (heap, stack or a buffer of the loader) can be
+/// in the memory of the process that parses the peer's bytes. The
+/// caller must not have read them either.
+pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[String]) -> i32 {
     let Some((peer, local)) = super::addresses(&sock) else {
         crate::log!(Error, "stdin is not a socket");
         return 1;
@@ -91,7 +101,6 @@ pub fn serve(
             return 255;
         }
     };
-    let holder = KeyHolder::new(host_keys);
     let banner = cfg
         .banner
         .as_ref()
@@ -104,7 +113,6 @@ pub fn serve(
             max_auth_tries: cfg.max_auth_tries,
             banner,
         },
-        host_blobs: holder.public_blobs(),
         sock: sock.as_raw_fd(),
         peer,
         stripe_join: cfg.striping_possible(),
@@ -121,14 +129,28 @@ pub fn serve(
         // The child dies with the monitor (whose grace backstop may end it).
         // SAFETY: prctl with a signal number.
         unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-        // The child keeps no host key, no startup fd, no monitor end.
-        drop(holder);
+        // The child keeps no startup fd and no monitor end; no host key
+        // was ever read in this image.
         drop(startup);
         drop(m_end);
         preauth::run(setup, sandbox, Link::new(c_end));
     }
     drop(c_end);
     drop(setup);
+    // Now the keys, in the monitor alone; the child gets their public halves.
+    let holder = match crate::keys::host_keys::load(&cfg.host_keys) {
+        Ok(k) => KeyHolder::new(k),
+        Err(e) => {
+            crate::log!(Fatal, "{e}");
+            kill_and_reap(pid);
+            return 1;
+        }
+    };
+    if let Err(e) = send(&m_end, &Msg::HostKeys(holder.public_blobs())) {
+        crate::log!(Error, "monitor: pre-auth child for {ip} port {port}: {e}");
+        kill_and_reap(pid);
+        return 255;
+    }
     // LoginGraceTime even when the monitor blocks (a hung home directory,
     // a FIFO as Banner): a thread (now that the child is forked) kills the
     // child and ends the monitor, as server/grace.rs does for one process.
@@ -149,7 +171,7 @@ pub fn serve(
         .flatten();
     let mut auth = MonitorAuth::new(cfg.clone(), peer, local);
     let mut holder = holder;
-    let handover = match preauth_phase(pid, &m_end, &mut holder, &mut auth) {
+    let handover = match preauth_phase(Some(pid), &m_end, &mut holder, &mut auth) {
         Ok(Some(h)) => h,
         Ok(None) => {
             let status = wait_status(pid);
@@ -220,14 +242,18 @@ pub fn serve(
 }
 
 /// Answers the child until it hands over (`Some`), ends by itself (`None`:
-/// a failed login, a closed connection), or breaks a rule (`Err`).
-fn preauth_phase(
-    pid: libc::pid_t,
+/// a failed login, a closed connection), or breaks a rule (`Err`): each
+/// request is checked against the monitor's table (policy.rs) first.
+/// `pid` is the child's, killed when LoginGraceTime runs out (None: the
+/// caller's harness has no process).
+pub(super) fn preauth_phase(
+    pid: Option<libc::pid_t>,
     fd: &OwnedFd,
     keys: &mut KeyHolder,
     auth: &mut MonitorAuth,
 ) -> Result<Option<Handover>, String> {
     let mut out = Vec::new();
+    let mut turns = Turns::new();
     loop {
         let timeout = auth
             .tick_interval()
@@ -237,11 +263,24 @@ fn preauth_phase(
             Err(WireError::Closed) => return Ok(None),
             Err(e) => return Err(e.to_string()),
         };
+        if let Some(m) = &msg {
+            let state = auth.phase(keys.session_id().is_some());
+            turns
+                .pre(state, Req::of(m), auth.config().max_auth_tries)
+                .map_err(|e| e.to_string())?;
+        }
         match msg {
             None => auth.tick(),
-            Some(Msg::Log { level, line }) => relay_log(level, &line)?,
-            Some(Msg::Sign { key, alg, data }) => {
-                let sig = keys.sign(key, &alg, &data).map_err(|r| r.to_string())?;
+            Some(Msg::Log { level, line }) => relay_log(level, &line, " [preauth]")?,
+            Some(Msg::SignExchange {
+                key,
+                alg,
+                hash,
+                transcript,
+            }) => {
+                let sig = keys
+                    .sign_exchange(key, &alg, hash, &transcript)
+                    .map_err(|r| r.to_string())?;
                 send(fd, &Msg::Signature(sig))?;
             }
             Some(Msg::Auth { user, method }) => auth
@@ -253,6 +292,7 @@ fn preauth_phase(
             Some(Msg::State(state)) => {
                 return receive_handover(fd, keys, auth.handover_user(), state).map(Some)
             }
+            // The table lets nothing else through.
             Some(_) => return Err("unexpected request".into()),
         }
         for m in out.drain(..) {
@@ -263,7 +303,9 @@ fn preauth_phase(
         }
         if auth.timed_out() {
             // The log line is ServerAuth's ("Timeout before authentication").
-            kill_and_reap(pid);
+            if let Some(pid) = pid {
+                kill_and_reap(pid);
+            }
             return Ok(None);
         }
     }
@@ -314,7 +356,7 @@ fn receive_handover(
                 rest.extend_from_slice(&b)
             }
             Some(Msg::End) => break,
-            Some(Msg::Log { level, line }) => relay_log(level, &line)?,
+            Some(Msg::Log { level, line }) => relay_log(level, &line, " [preauth]")?,
             None => return Err("handover timed out".into()),
             Some(_) => return Err("unexpected message in the handover".into()),
         }
@@ -334,15 +376,17 @@ fn receive_handover(
     Ok(Handover { state, rest })
 }
 
-/// A child's log line, logged here at its level (bounded by the decoder;
-/// control characters replaced so a line cannot forge another).
-pub(super) fn relay_log(level: u8, line: &str) -> Result<(), String> {
+/// A child's log line, logged here at its level with `mark` after it
+/// (sshd's " [preauth]"), so that no child's line reads as one of the
+/// monitor's; bounded by the decoder, control characters replaced so a
+/// line cannot forge another.
+pub(super) fn relay_log(level: u8, line: &str, mark: &str) -> Result<(), String> {
     let level = Level::from_u8(level).ok_or("log line with a bad level")?;
     let clean: String = line
         .chars()
         .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
         .collect();
-    log::write(level, format_args!("{clean}"));
+    log::write(level, format_args!("{clean}{mark}"));
     Ok(())
 }
 

@@ -15,7 +15,8 @@
 //! then serves the connection as that user.
 
 use super::mauth::Accepted;
-use super::monitor::{kill_and_reap, reap, relay_log, Handover};
+use super::monitor::{kill_and_reap, reap, Handover};
+use super::policy::{Req, Turns};
 use super::signer::{KeyHolder, Link, ProxySigner};
 use super::wire::{self, Msg, WireError, INPUT_CHUNK, R, W};
 use crate::config::sshd::ServerConfig as Sshd;
@@ -44,7 +45,7 @@ const CHILD_FD: i32 = 3;
 /// (stripe_join.rs), named to the post-auth process by [`JOIN_ENV`].
 const CHILD_JOIN_FD: i32 = 4;
 /// The environment variable naming [`CHILD_JOIN_FD`].
-const JOIN_ENV: &str = "SLUICED_JOIN_FD";
+pub(crate) const JOIN_ENV: &str = "SLUICED_JOIN_FD";
 
 /// What the monitor starts the post-auth process with.
 pub struct Start<'a> {
@@ -198,20 +199,53 @@ fn serve_postauth(
     }
     send(&Msg::End)?;
     let mut stripe = super::stripe::GrantKeeper::new(super::stripe_join::STRIPE_DIR, Some(join_fd));
+    serve_requests(fd, sock, peer, keys, accepted, cfg, &mut stripe, logins)
+}
+
+/// The post-auth process's requests, each checked against the monitor's
+/// table (policy.rs) first, until it closes the socket (`Ok`) or breaks a
+/// rule (`Err`: the caller kills it).
+pub(super) fn serve_requests(
+    fd: &OwnedFd,
+    sock: &TcpStream,
+    peer: SocketAddr,
+    keys: &mut KeyHolder,
+    accepted: &Accepted,
+    cfg: &Sshd,
+    stripe: &mut super::stripe::GrantKeeper,
+    logins: &mut Logins,
+) -> Result<(), String> {
+    let send = |m: &Msg| wire::send(fd, m).map_err(|e| e.to_string());
+    let mut turns = Turns::new();
+    // The ptys given out and still open, by name.
+    let mut ptys: Vec<String> = Vec::new();
     loop {
-        match wire::recv(fd, -1) {
+        let msg = match wire::recv(fd, -1) {
             Err(WireError::Closed) => return Ok(()),
             Err(e) => return Err(e.to_string()),
-            Ok(None) => {}
-            Ok(Some(Msg::Sign { key, alg, data })) => {
-                let sig = keys.sign(key, &alg, &data).map_err(|r| r.to_string())?;
+            Ok(None) => continue,
+            Ok(Some(m)) => m,
+        };
+        turns
+            .post(Req::of(&msg), cfg.max_sessions)
+            .map_err(|e| e.to_string())?;
+        match msg {
+            Msg::SignExchange {
+                key,
+                alg,
+                hash,
+                transcript,
+            } => {
+                let sig = keys
+                    .sign_exchange(key, &alg, hash, &transcript)
+                    .map_err(|r| r.to_string())?;
                 send(&Msg::Signature(sig))?;
             }
-            Ok(Some(Msg::ProveHostKey { key, alg })) => {
+            Msg::ProveHostKey { key, alg } => {
                 let sig = keys.prove(key, &alg).map_err(|r| r.to_string())?;
                 send(&Msg::Signature(sig))?;
             }
-            Ok(Some(Msg::SockBuf { rcvbuf, sndbuf })) => {
+            Msg::SockBuf { rcvbuf, sndbuf } => {
                 let g = crate::server::conn::remote_sockbuf(
                     cfg,
                     Some(sock.as_raw_fd()),
@@ -221,27 +255,38 @@ fn serve_postauth(
                 );
                 send(&Msg::SockBufGranted(g))?;
             }
-            Ok(Some(Msg::StripeGrant { wanted })) => {
+            Msg::StripeGrant { wanted } => {
                 let sid = keys.session_id().ok_or("striping without a key exchange")?;
                 let g = stripe.grant(wanted, cfg.max_streams, sid, &accepted.user.name);
                 send(&Msg::StripeGranted(g))?;
             }
-            Ok(Some(Msg::Log { level, line })) => relay_log(level, &line)?,
-            Ok(Some(Msg::PtyRequest)) => match pty_for(accepted, cfg) {
-                Ok(p) => {
-                    match crate::server::pty::slave_name(&p.slave) {
-                        Ok(tty) => logins.login(&tty, &accepted.user.name, accepted.user.uid),
-                        Err(e) => crate::log!(Info, "monitor: no login record: {e}"),
-                    }
+            Msg::PtyRequest => match pty_for(accepted, cfg).and_then(|p| {
+                let tty = crate::server::pty::slave_name(&p.slave)?;
+                Ok((p, tty))
+            }) {
+                Ok((p, tty)) => {
+                    logins.login(&tty, &accepted.user.name, accepted.user.uid);
                     let fds = [p.master.as_fd(), p.slave.as_fd()];
                     wire::send_fds(fd, &Msg::PtyGranted, &fds).map_err(|e| e.to_string())?;
+                    ptys.push(tty);
                 }
                 Err(why) => {
+                    turns.pty_released();
                     crate::log!(Info, "monitor: pty for {}: {why}", accepted.user.name);
                     send(&Msg::Reject)?;
                 }
             },
-            Ok(Some(_)) => return Err("unexpected request".into()),
+            Msg::PtyRelease { tty } => {
+                let i = ptys
+                    .iter()
+                    .position(|t| *t == tty)
+                    .ok_or("release of a pty the monitor did not give")?;
+                ptys.swap_remove(i);
+                turns.pty_released();
+                logins.logout(&tty);
+            }
+            // The table lets nothing else through.
+            _ => return Err("unexpected request".into()),
         }
     }
 }
@@ -265,8 +310,9 @@ fn pty_for(accepted: &Accepted, cfg: &Sshd) -> Result<PtyPair, String> {
     Ok(p)
 }
 
-/// The user's process's requests to the monitor.
-struct MonitorLink(Arc<Link>);
+/// The user's process's requests to the monitor (and whether a striping
+/// grant was asked for already).
+struct MonitorLink(Arc<Link>, bool);
 
 impl MonitorRequests for MonitorLink {
     fn sockbuf(&mut self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)> {
@@ -300,16 +346,35 @@ impl MonitorRequests for MonitorLink {
     }
 
     fn stripe_grant(&mut self, wanted: u32) -> Option<zeroize::Zeroizing<Vec<u8>>> {
+        // The monitor answers one grant request a connection; a second is
+        // declined here, as the monitor used to.
+        if std::mem::replace(&mut self.1, true) {
+            crate::log!(Verbose, "striping: a second grant request, declined");
+            return None;
+        }
         match self.0.request(&Msg::StripeGrant { wanted }) {
             Ok(Msg::StripeGranted(g)) => g,
             _ => None,
         }
+    }
+
+    fn pty_released(&mut self, tty: &str) {
+        let _ = self.0.tell(&Msg::PtyRelease {
+            tty: tty.to_owned(),
+        });
     }
 }
 
 /// Post-auth process side (`sluiced` started with [`super::POSTAUTH_ENV`]):
 /// `cfg` is the startup configuration; returns the exit code.
 pub fn run(cfg: Sshd, fd: i32) -> i32 {
+    // The monitor's socket is this process's alone: close-on-exec, so no
+    // command of the user's holds it.
+    // SAFETY: fcntl on a descriptor number.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+        crate::log!(Error, "post-auth: the monitor socket (fd {fd}) is not open");
+        return 255;
+    }
     // SAFETY: the monitor put its socket at this fd for us.
     let link = Link::new(unsafe { OwnedFd::from_raw_fd(fd) });
     let (user, key_options, blobs, state, rest, auth_info, pam_env) = match receive(&link) {
@@ -356,6 +421,12 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         crate::log!(Error, "post-auth: becoming {}: {e}", info.name);
         return 255;
     }
+    // Not dumpable, as sshd's post-auth process: the user may not ptrace
+    // it nor open its /proc/PID/fd or mem, which would reach the monitor's
+    // socket. The uid change leaves /proc/sys/fs/suid_dumpable's value,
+    // which an administrator may have set to 1; this does not depend on it.
+    // SAFETY: prctl on this process.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0) };
     // The connection lives as long as its monitor: a killed monitor (an
     // administrator ending the session, as with sshd's [priv] process)
     // ends it now, not at the next re-key. Set after the uid change,
@@ -416,7 +487,7 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         }
     };
     let threads = cfg.crypto_threads;
-    let monitor = Box::new(MonitorLink(link.clone()));
+    let monitor = Box::new(MonitorLink(link.clone(), false));
     let mut handler =
         ServerConn::authenticated(cfg, matched, peer, local, info, key_options, monitor);
     handler.set_socket(sock.as_raw_fd());

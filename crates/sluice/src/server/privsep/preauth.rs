@@ -1,4 +1,5 @@
-//! The pre-auth child: forked by the monitor, it applies the sandbox
+//! The pre-auth child: forked by the monitor before it reads any host
+//! key (its public halves come over the link), it applies the sandbox
 //! (chroot, the unprivileged user, rlimits, seccomp) before it reads the
 //! peer's first byte, then runs the engine in handover mode. Host keys are
 //! proxies ([`ProxySigner`]); each authentication request goes to the
@@ -46,8 +47,6 @@ fn log_to_monitor(level: Level, line: &str) {
 pub struct ChildSetup {
     /// The engine's configuration, host keys left out.
     pub server_cfg: ServerConfig,
-    /// Public blobs of the monitor's host keys.
-    pub host_blobs: Vec<Vec<u8>>,
     /// The peer's socket (non-blocking).
     pub sock: RawFd,
     /// The client's address, for log lines.
@@ -87,9 +86,19 @@ pub fn run(setup: ChildSetup, sandbox: Option<Sandbox>, link: Arc<Link>) -> ! {
 }
 
 fn serve(setup: ChildSetup, link: Arc<Link>) -> i32 {
+    // The monitor reads the host keys after the fork; their public halves
+    // come first on the link.
+    let blobs = match link.next() {
+        Ok(Msg::HostKeys(b)) if !b.is_empty() => b,
+        Ok(_) => {
+            crate::log!(Error, "expected the host keys from the monitor");
+            return 255;
+        }
+        // The monitor could not read them (it says why) or is gone.
+        Err(_) => return 255,
+    };
     let mut cfg = setup.server_cfg;
-    cfg.host_keys = setup
-        .host_blobs
+    cfg.host_keys = blobs
         .into_iter()
         .enumerate()
         .map(|(i, blob)| {

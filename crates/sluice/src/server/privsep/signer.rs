@@ -1,20 +1,25 @@
 //! Host keys across the privilege boundary. In the sandboxed pre-auth
 //! child and the user's post-auth process a host key is a [`ProxySigner`]:
-//! its public half is known, `sign()` asks the monitor. The monitor's side
-//! is [`KeyHolder`]: it signs only what looks like an exchange hash (a
-//! hash output's length) with a key and algorithm that exist, and takes
-//! the first thing it signs as the connection's session id (RFC 4253 7.2:
-//! the first exchange hash), as sshd's monitor does; it checks the
-//! publickey signatures and the handover against that id, never the
-//! child's word. After authentication it also signs host key proofs
-//! (`hostkeys-prove-00@openssh.com`, OpenSSH PROTOCOL 2.5), over data it
-//! builds itself from that session id and its own key.
+//! its public half is known, signing asks the monitor. The monitor's side
+//! is [`KeyHolder`]: it signs only key exchange hashes it computes itself,
+//! from a transcript the child sends (RFC 4253 8: V_C, V_S, I_C, I_S, K_S,
+//! the method's values, K) and that it checks first: two KEXINITs, its
+//! own host key as K_S, and the version strings of the connection's first
+//! exchange for every later one (re-keys). The first hash it signs is the
+//! connection's session id (RFC 4253 7.2), as sshd's monitor takes it; it
+//! checks the publickey signatures and the handover against that id,
+//! never the child's word. After authentication it also signs host key
+//! proofs (`hostkeys-prove-00@openssh.com`, OpenSSH PROTOCOL 2.5), over
+//! data it builds itself from that session id and its own key. How often
+//! each may be asked, and when, is policy.rs's.
 
 use super::wire::{self, Msg, WireError};
 use sluice_proto::crypto::hostkey::{self, Signer};
+use sluice_proto::crypto::kex::HashAlg;
 use sluice_proto::crypto::CryptoError;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
+use zeroize::Zeroizing;
 
 /// The child's end of the monitor socket, shared by its host key proxies
 /// and other requests; requests are made one at a time.
@@ -89,17 +94,50 @@ impl Signer for ProxySigner {
             .unwrap_or_default()
     }
 
-    fn sign(&self, sig_alg: &str, data: &[u8]) -> Result<Vec<u8>, CryptoError> {
-        let req = Msg::Sign {
+    /// Nothing but key exchanges is signed with a host key here (the
+    /// proofs go through [`ProxySigner::prove`]); the monitor has no
+    /// request for raw data.
+    fn sign(&self, _sig_alg: &str, _data: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        Err(CryptoError)
+    }
+
+    fn sign_exchange(
+        &self,
+        sig_alg: &str,
+        hash: HashAlg,
+        transcript: &[u8],
+    ) -> Result<Vec<u8>, CryptoError> {
+        let req = Msg::SignExchange {
             key: self.index,
             alg: sig_alg.to_owned(),
-            data: data.to_vec(),
+            hash: hash_code(hash),
+            transcript: Zeroizing::new(transcript.to_vec()),
         };
         match self.link.request(&req) {
             Ok(Msg::Signature(sig)) if !sig.is_empty() => Ok(sig),
             _ => Err(CryptoError),
         }
     }
+}
+
+/// The wire's number for a key exchange hash.
+pub fn hash_code(h: HashAlg) -> u8 {
+    match h {
+        HashAlg::Sha1 => 1,
+        HashAlg::Sha256 => 2,
+        HashAlg::Sha384 => 3,
+        HashAlg::Sha512 => 4,
+    }
+}
+
+fn hash_from_code(c: u8) -> Option<HashAlg> {
+    Some(match c {
+        1 => HashAlg::Sha1,
+        2 => HashAlg::Sha256,
+        3 => HashAlg::Sha384,
+        4 => HashAlg::Sha512,
+        _ => return None,
+    })
 }
 
 /// Why the monitor refused to sign.
@@ -109,8 +147,11 @@ pub enum SignRefusal {
     NoSuchKey,
     /// The algorithm does not belong to the key.
     WrongAlgorithm,
-    /// The data is not a hash output's length.
-    NotAHash,
+    /// The transcript is not a key exchange of this connection with this
+    /// host key.
+    NotAnExchange,
+    /// An unknown hash function.
+    BadHash,
     /// A host key proof before any key exchange.
     NoSession,
     /// The key failed to sign.
@@ -122,7 +163,10 @@ impl std::fmt::Display for SignRefusal {
         f.write_str(match self {
             SignRefusal::NoSuchKey => "sign request for a host key that does not exist",
             SignRefusal::WrongAlgorithm => "sign request with an algorithm the key has not",
-            SignRefusal::NotAHash => "sign request for data that is not an exchange hash",
+            SignRefusal::NotAnExchange => {
+                "sign request for data that is not a key exchange of this connection"
+            }
+            SignRefusal::BadHash => "sign request with an unknown hash",
             SignRefusal::NoSession => "host key proof requested before a key exchange",
             SignRefusal::Failed => "host key signing failed",
         })
@@ -133,6 +177,10 @@ impl std::fmt::Display for SignRefusal {
 pub struct KeyHolder {
     keys: Vec<Arc<dyn Signer>>,
     session_id: Option<Vec<u8>>,
+    /// V_C and V_S of the first exchange: every later one must have them.
+    versions: Option<(Vec<u8>, Vec<u8>)>,
+    /// Exchange hashes signed so far.
+    signed: u32,
 }
 
 impl KeyHolder {
@@ -141,7 +189,25 @@ impl KeyHolder {
         KeyHolder {
             keys,
             session_id: None,
+            versions: None,
+            signed: 0,
         }
+    }
+
+    /// How many exchange hashes were signed (tests: a refused request
+    /// signed nothing).
+    pub fn signed(&self) -> u32 {
+        self.signed
+    }
+
+    /// The number of host keys.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// No host key at all.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
     }
 
     /// Public blobs, in index order.
@@ -154,8 +220,15 @@ impl KeyHolder {
         self.session_id.as_deref()
     }
 
-    /// Signs `data` with key `index` after the checks in the module doc.
-    pub fn sign(&mut self, index: u32, alg: &str, data: &[u8]) -> Result<Vec<u8>, SignRefusal> {
+    /// Signs the hash of `transcript` with key `index` after the checks in
+    /// the module doc; the first one fixes the session id.
+    pub fn sign_exchange(
+        &mut self,
+        index: u32,
+        alg: &str,
+        hash: u8,
+        transcript: &[u8],
+    ) -> Result<Vec<u8>, SignRefusal> {
         let key = self
             .keys
             .get(index as usize)
@@ -163,17 +236,65 @@ impl KeyHolder {
         if !key.sig_algs().contains(&alg) {
             return Err(SignRefusal::WrongAlgorithm);
         }
-        // SHA-1 (the legacy DH methods a configuration names), SHA-256,
-        // SHA-384, SHA-512 outputs: what every KEX method's exchange hash is.
-        if ![20, 32, 48, 64].contains(&data.len()) {
-            return Err(SignRefusal::NotAHash);
+        let hash = hash_from_code(hash).ok_or(SignRefusal::BadHash)?;
+        let versions =
+            exchange_versions(transcript, &key.public_blob()).ok_or(SignRefusal::NotAnExchange)?;
+        if self.versions.as_ref().is_some_and(|v| *v != versions) {
+            return Err(SignRefusal::NotAnExchange);
         }
-        let sig = key.sign(alg, data).map_err(|_| SignRefusal::Failed)?;
+        let h = hash.digest(transcript);
+        let sig = key.sign(alg, &h).map_err(|_| SignRefusal::Failed)?;
         if self.session_id.is_none() {
-            self.session_id = Some(data.to_vec());
+            self.session_id = Some(h);
+            self.versions = Some(versions);
         }
+        self.signed += 1;
         Ok(sig)
     }
+}
+
+/// (V_C, V_S) of a key exchange transcript whose K_S is `host_key`: both
+/// version strings SSH-2.0 ones, I_C and I_S KEXINITs, the method's
+/// values and K after them. None for anything else.
+fn exchange_versions(t: &[u8], host_key: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut r = sluice_proto::wire::Reader::new(t);
+    let v_c = r.string().ok()?;
+    let v_s = r.string().ok()?;
+    let i_c = r.string().ok()?;
+    let i_s = r.string().ok()?;
+    let k_s = r.string().ok()?;
+    // RFC 4253 4.2: "SSH-protoversion-softwareversion", at most 255
+    // bytes with CR LF, no CR or LF inside.
+    let version = |v: &[u8]| {
+        (v.starts_with(b"SSH-2.0-") || v.starts_with(b"SSH-1.99-"))
+            && v.len() <= 253
+            && !v.iter().any(|b| *b == b'\r' || *b == b'\n')
+    };
+    // A KEXINIT: its number, the 16-byte cookie, ten name-lists, a
+    // boolean and a reserved u32 (at least 17 + 40 + 5 bytes).
+    let kexinit = |i: &[u8]| i.first() == Some(&20) && i.len() >= 62;
+    let ok = version(v_c)
+        && version(v_s)
+        && kexinit(i_c)
+        && kexinit(i_s)
+        && k_s == host_key
+        && exchange_values(r.remaining());
+    ok.then(|| (v_c.to_vec(), v_s.to_vec()))
+}
+
+/// What follows K_S in a transcript, exactly: Q_C, Q_S and K (RFC 5656 4,
+/// RFC 8731, the hybrid methods: three strings or mpints), or a group
+/// exchange's min, n, max, p, g, e, f and K (RFC 4419 3).
+fn exchange_values(rest: &[u8]) -> bool {
+    let strings = |mut r: sluice_proto::wire::Reader<'_>, n: usize| {
+        (0..n).all(|_| r.string().is_ok_and(|s| !s.is_empty())) && r.is_empty()
+    };
+    let plain = strings(sluice_proto::wire::Reader::new(rest), 3);
+    let gex = {
+        let mut r = sluice_proto::wire::Reader::new(rest);
+        r.u32().is_ok() && r.u32().is_ok() && r.u32().is_ok() && strings(r, 5)
+    };
+    plain || gex
 }
 
 impl KeyHolder {
@@ -208,38 +329,94 @@ impl ProxySigner {
     }
 }
 
+/// A transcript as an engine builds it, with client version `v_c` and
+/// host key `k_s` (`q` varies the values), for tests.
+#[cfg(test)]
+pub(crate) fn test_transcript(v_c: &str, k_s: &[u8], q: u8) -> Vec<u8> {
+    tests::transcript(v_c, k_s, q)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use sluice_proto::crypto::hostkey::KeyPair;
+    use sluice_proto::wire::Writer;
+
+    pub(super) fn transcript(v_c: &str, k_s: &[u8], q: u8) -> Vec<u8> {
+        let kexinit = [vec![20u8], vec![q; 16], vec![0; 45]].concat();
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf);
+        w.utf8(v_c)
+            .utf8("SSH-2.0-sluice_0.1")
+            .string(&kexinit)
+            .string(&kexinit)
+            .string(k_s)
+            .string(&[q; 32])
+            .string(&[q; 32])
+            .string(&[1; 33]);
+        buf
+    }
 
     #[test]
-    fn signs_only_exchange_hashes_and_fixes_the_session_id() {
+    fn signs_only_exchanges_of_this_connection_and_fixes_the_session_id() {
         let key: Arc<dyn Signer> = Arc::new(KeyPair::generate_ed25519().unwrap());
+        let blob = key.public_blob();
         let mut h = KeyHolder::new(vec![key]);
+        let t = transcript("SSH-2.0-OpenSSH_9.2", &blob, 1);
+        let sign = |h: &mut KeyHolder, i, alg, hash, t: &[u8]| h.sign_exchange(i, alg, hash, t);
         assert_eq!(
-            h.sign(1, "ssh-ed25519", &[0; 32]),
+            sign(&mut h, 1, "ssh-ed25519", 2, &t),
             Err(SignRefusal::NoSuchKey)
         );
         assert_eq!(
-            h.sign(0, "rsa-sha2-256", &[0; 32]),
+            sign(&mut h, 0, "rsa-sha2-256", 2, &t),
             Err(SignRefusal::WrongAlgorithm)
         );
-        for n in [0, 19, 31, 33, 100] {
+        assert_eq!(
+            sign(&mut h, 0, "ssh-ed25519", 9, &t),
+            Err(SignRefusal::BadHash)
+        );
+        // Not a transcript: a bare hash (what an attacker wants signed),
+        // another host key, cut short, no KEXINITs.
+        let other = KeyPair::generate_ed25519().unwrap().public_blob();
+        let not_kexinit = {
+            let mut b = t.clone();
+            b[4 + 19 + 4 + 18 + 4] = 21;
+            b
+        };
+        for bad in [
+            vec![7u8; 32],
+            transcript("SSH-2.0-OpenSSH_9.2", &other, 1),
+            t[..t.len() - 38].to_vec(),
+            transcript("SSH-1.5-old", &blob, 1),
+            not_kexinit,
+        ] {
             assert_eq!(
-                h.sign(0, "ssh-ed25519", &vec![0; n]),
-                Err(SignRefusal::NotAHash)
+                sign(&mut h, 0, "ssh-ed25519", 2, &bad),
+                Err(SignRefusal::NotAnExchange)
             );
         }
         assert!(h.session_id().is_none(), "refusals fix nothing");
+        assert_eq!(h.signed(), 0);
         assert_eq!(h.prove(0, "ssh-ed25519"), Err(SignRefusal::NoSession));
-        h.sign(0, "ssh-ed25519", &[1; 32]).unwrap();
-        h.sign(0, "ssh-ed25519", &[2; 64]).unwrap();
-        assert_eq!(h.session_id(), Some(&[1u8; 32][..]));
+        let sig = sign(&mut h, 0, "ssh-ed25519", 2, &t).unwrap();
+        let sid = HashAlg::Sha256.digest(&t);
+        assert!(hostkey::verify("ssh-ed25519", &blob, &sig, &sid).is_ok());
+        assert_eq!(h.session_id(), Some(&sid[..]));
+        // A re-key: same versions, new values; another client version is
+        // another connection's exchange.
+        let t2 = transcript("SSH-2.0-OpenSSH_9.2", &blob, 2);
+        sign(&mut h, 0, "ssh-ed25519", 4, &t2).unwrap();
+        assert_eq!(h.session_id(), Some(&sid[..]));
+        let elsewhere = transcript("SSH-2.0-PuTTY_0.81", &blob, 3);
+        assert_eq!(
+            sign(&mut h, 0, "ssh-ed25519", 2, &elsewhere),
+            Err(SignRefusal::NotAnExchange)
+        );
+        assert_eq!(h.signed(), 2);
         // A proof is over the monitor's session id and key, nothing else.
         let sig = h.prove(0, "ssh-ed25519").unwrap();
-        let blob = h.public_blobs().remove(0);
-        let data = sluice_proto::msg::prove_signed_data(&[1; 32], &blob);
+        let data = sluice_proto::msg::prove_signed_data(&sid, &blob);
         assert!(hostkey::verify_hostkeys_proof("ssh-ed25519", &blob, &sig, &data).is_ok());
         assert_eq!(h.prove(1, "ssh-ed25519"), Err(SignRefusal::NoSuchKey));
         assert_eq!(h.prove(0, "rsa-sha2-512"), Err(SignRefusal::WrongAlgorithm));

@@ -19,6 +19,10 @@ pub const MAX_MSG: usize = 128 * 1024;
 pub const INPUT_CHUNK: usize = 64 * 1024;
 /// Cap on a user name, an algorithm name, a log line.
 const MAX_NAME: usize = 4096;
+/// Cap on a key exchange transcript: two KEXINITs, a host key, the
+/// largest method's values (sntrup761: 1158 + 1039 bytes; a group
+/// exchange's 8192-bit prime) and K.
+const MAX_TRANSCRIPT: usize = 64 * 1024;
 /// Cap on list lengths (prompts, answers, methods, host keys).
 const MAX_LIST: u32 = 128;
 
@@ -78,17 +82,26 @@ pub enum Msg {
         /// The line.
         line: String,
     },
-    /// Child -> M: sign `data` with host key number `key`.
-    Sign {
+    /// Child -> M: sign the exchange hash of a key exchange with host key
+    /// number `key`. The child sends what is hashed, never the hash: the
+    /// monitor checks the transcript (its own host key, the connection's
+    /// version strings, two KEXINITs) and hashes it itself (signer.rs).
+    SignExchange {
         /// Index into the monitor's host keys.
         key: u32,
         /// Signature algorithm.
         alg: String,
-        /// The exchange hash.
-        data: Vec<u8>,
+        /// The method's hash: 1 SHA-1, 2 SHA-256, 3 SHA-384, 4 SHA-512.
+        hash: u8,
+        /// V_C, V_S, I_C, I_S, K_S, the method's values, K (RFC 4253 8).
+        transcript: Zeroizing<Vec<u8>>,
     },
     /// M -> child: the signature blob.
     Signature(Vec<u8>),
+    /// M -> pre-auth child, first: the host keys' public blobs, in the
+    /// monitor's order. The child is forked before the monitor reads any
+    /// host key (monitor.rs), so these come afterwards.
+    HostKeys(Vec<Vec<u8>>),
     /// Post-auth process -> M: sign host key number `key`'s
     /// `hostkeys-prove-00@openssh.com` proof (OpenSSH PROTOCOL 2.5); the
     /// monitor builds the signed data from the session id it fixed.
@@ -165,6 +178,12 @@ pub enum Msg {
     SockBufGranted(Option<(u64, u64)>),
     /// Post-auth process -> M: a pty for a pty-req.
     PtyRequest,
+    /// Post-auth process -> M: the session on this pty (its name, e.g.
+    /// /dev/pts/3) ended; M writes its logout record (no answer).
+    PtyRelease {
+        /// The pty's name, as M gave it.
+        tty: String,
+    },
     /// M -> post-auth process: the pty's master and slave travel with this
     /// message (SCM_RIGHTS), the slave owned by the user; `Reject` instead
     /// when refused.
@@ -203,7 +222,7 @@ pub enum Msg {
 
 mod code {
     pub(super) const LOG: u8 = 1;
-    pub(super) const SIGN: u8 = 2;
+    pub(super) const SIGN_EXCHANGE: u8 = 2;
     pub(super) const SIGNATURE: u8 = 3;
     pub(super) const AUTH: u8 = 4;
     pub(super) const INFO_RESPONSE: u8 = 5;
@@ -226,6 +245,8 @@ mod code {
     pub(super) const JOIN_ASK: u8 = 22;
     pub(super) const JOIN_ADMITTED: u8 = 23;
     pub(super) const JOIN_REFUSED: u8 = 24;
+    pub(super) const HOST_KEYS: u8 = 25;
+    pub(super) const PTY_RELEASE: u8 = 26;
 }
 
 /// Field writer.
@@ -316,11 +337,26 @@ impl Msg {
             Msg::Log { level, line } => {
                 w.u8(code::LOG).u8(*level).bytes(line.as_bytes());
             }
-            Msg::Sign { key, alg, data } => {
-                w.u8(code::SIGN).u32(*key).bytes(alg.as_bytes()).bytes(data);
+            Msg::SignExchange {
+                key,
+                alg,
+                hash,
+                transcript,
+            } => {
+                w.u8(code::SIGN_EXCHANGE)
+                    .u32(*key)
+                    .bytes(alg.as_bytes())
+                    .u8(*hash)
+                    .bytes(transcript);
             }
             Msg::Signature(sig) => {
                 w.u8(code::SIGNATURE).bytes(sig);
+            }
+            Msg::HostKeys(blobs) => {
+                w.u8(code::HOST_KEYS).u32(blobs.len() as u32);
+                for b in blobs {
+                    w.bytes(b);
+                }
             }
             Msg::ProveHostKey { key, alg } => {
                 w.u8(code::PROVE_HOST_KEY).u32(*key).bytes(alg.as_bytes());
@@ -433,6 +469,9 @@ impl Msg {
             Msg::PtyRequest => {
                 w.u8(code::PTY_REQUEST);
             }
+            Msg::PtyRelease { tty } => {
+                w.u8(code::PTY_RELEASE).bytes(tty.as_bytes());
+            }
             Msg::StripeGrant { wanted } => {
                 w.u8(code::STRIPE_GRANT).u32(*wanted);
             }
@@ -474,12 +513,21 @@ impl Msg {
                 level: r.u8()?,
                 line: String::from_utf8_lossy(r.bytes(MAX_NAME)?).into_owned(),
             },
-            code::SIGN => Msg::Sign {
+            code::SIGN_EXCHANGE => Msg::SignExchange {
                 key: r.u32()?,
                 alg: r.string(MAX_NAME)?,
-                data: r.bytes(MAX_NAME)?.to_vec(),
+                hash: r.u8()?,
+                transcript: Zeroizing::new(r.bytes(MAX_TRANSCRIPT)?.to_vec()),
             },
             code::SIGNATURE => Msg::Signature(r.bytes(MAX_MSG)?.to_vec()),
+            code::HOST_KEYS => {
+                let n = r.list_len()?;
+                let mut blobs = Vec::new();
+                for _ in 0..n {
+                    blobs.push(r.bytes(MAX_NAME)?.to_vec());
+                }
+                Msg::HostKeys(blobs)
+            }
             code::PROVE_HOST_KEY => Msg::ProveHostKey {
                 key: r.u32()?,
                 alg: r.string(MAX_NAME)?,
@@ -596,6 +644,9 @@ impl Msg {
                 None
             }),
             code::PTY_REQUEST => Msg::PtyRequest,
+            code::PTY_RELEASE => Msg::PtyRelease {
+                tty: r.string(MAX_NAME)?,
+            },
             code::PTY_GRANTED => Msg::PtyGranted,
             code::STRIPE_GRANT => Msg::StripeGrant { wanted: r.u32()? },
             // A grant is at most 4 + 4 + 64 + 4 + 32 bytes.
@@ -632,10 +683,11 @@ mod tests {
     #[test]
     fn round_trip_and_strictness() {
         let msgs = [
-            Msg::Sign {
+            Msg::SignExchange {
                 key: 1,
                 alg: "ssh-ed25519".into(),
-                data: vec![7; 32],
+                hash: 2,
+                transcript: Zeroizing::new(vec![7; 900]),
             },
             Msg::Auth {
                 user: "bob".into(),
@@ -680,6 +732,10 @@ mod tests {
             },
             Msg::JoinAdmitted(3),
             Msg::JoinRefused("join number already used".into()),
+            Msg::HostKeys(vec![vec![1; 51], vec![2; 104]]),
+            Msg::PtyRelease {
+                tty: "/dev/pts/4".into(),
+            },
         ];
         for m in msgs {
             let b = m.encode();

@@ -1,0 +1,157 @@
+//! Descriptor hygiene, as sshd's closefrom: a process holds only the
+//! descriptors it was given on purpose. sluiced closes what it inherited
+//! from whatever started it (a shell, a supervisor) before it opens
+//! anything, and every program it starts for a user (a command, a shell,
+//! a subsystem, a pty session) gets 0, 1 and 2 and nothing else, whatever
+//! the server held at the time: the monitor's socket, a listener, a
+//! socket of another channel.
+
+use std::os::fd::RawFd;
+
+/// Closes every descriptor from 3 up except those in `keep` (descriptors
+/// a parent of ours passed on purpose). For a process's start, before it
+/// opens anything of its own.
+pub fn close_inherited(keep: &[RawFd]) {
+    let mut keep: Vec<RawFd> = keep.iter().copied().filter(|f| *f > 2).collect();
+    keep.sort_unstable();
+    keep.dedup();
+    let mut from: u32 = 3;
+    for k in keep {
+        let k = k as u32;
+        if k > from {
+            close_span(from, k - 1);
+        }
+        from = k + 1;
+    }
+    close_span(from, u32::MAX);
+}
+
+/// Marks every descriptor from 3 up close-on-exec. For a child between
+/// fork and exec (async-signal-safe: system calls only, nothing
+/// allocated), so that the program run holds exactly 0, 1 and 2; std's
+/// own exec-error pipe is close-on-exec already, so a failed exec is
+/// still reported.
+pub fn cloexec_from_3() -> std::io::Result<()> {
+    // SAFETY: close_range(2) with a flag that closes nothing now.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    // Kernels before 5.11: one fcntl per possible descriptor.
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct.
+    let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+        lim.rlim_cur.min(1 << 20) as RawFd
+    } else {
+        65536
+    };
+    for fd in 3..max {
+        // SAFETY: fcntl on a number; EBADF for one that is not open.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+            // SAFETY: as above.
+            if unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Closes `first..=last`.
+fn close_span(first: u32, last: u32) {
+    // SAFETY: close_range(2) on descriptors nothing in this process owns
+    // yet (called at start, before anything is opened).
+    let r = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0 as libc::c_uint) };
+    if r == 0 {
+        return;
+    }
+    // Kernels before 5.9: the open ones, from /proc.
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let open: Vec<u32> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|fd| (first..=last).contains(fd))
+        .collect();
+    for fd in open {
+        // SAFETY: as above; the directory's own descriptor is closed by
+        // now (the iterator was consumed), so at worst EBADF.
+        unsafe { libc::close(fd as RawFd) };
+    }
+}
+
+/// The descriptors open in this process (from /proc/self/fd), for tests
+/// and diagnostics.
+pub fn open_fds() -> Vec<RawFd> {
+    let mut v: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    // The directory's own descriptor was open while listing.
+    v.retain(|fd| {
+        // SAFETY: fcntl on a number.
+        unsafe { libc::fcntl(*fd, libc::F_GETFD) >= 0 }
+    });
+    v.sort_unstable();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+
+    #[test]
+    fn a_child_marked_from_3_holds_only_its_stdio() {
+        // A descriptor that is not close-on-exec, as one inherited would be.
+        // SAFETY: dup of stdin, returned without close-on-exec.
+        let leaked = unsafe { libc::dup(0) };
+        assert!(leaked > 2);
+        let list = |mark: bool| {
+            let mut c = Command::new("/bin/sh");
+            c.args(["-c", "echo $$; exec sleep 1"]);
+            c.stdout(std::process::Stdio::piped());
+            if mark {
+                // SAFETY: cloexec_from_3 is async-signal-safe.
+                unsafe { c.pre_exec(cloexec_from_3) };
+            }
+            let mut child = c.spawn().unwrap();
+            let mut line = String::new();
+            use std::io::BufRead;
+            std::io::BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            let pid: u32 = line.trim().parse().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let mut fds: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .unwrap()
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect();
+            fds.sort_unstable();
+            let _ = child.kill();
+            let _ = child.wait();
+            fds
+        };
+        assert!(list(false).contains(&leaked), "the probe sees a leak");
+        assert_eq!(list(true), vec![0, 1, 2]);
+        // SAFETY: our own dup.
+        unsafe { libc::close(leaked) };
+    }
+}
