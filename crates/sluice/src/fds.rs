@@ -32,12 +32,33 @@ pub fn close_inherited(keep: &[RawFd]) {
 /// own exec-error pipe is close-on-exec already, so a failed exec is
 /// still reported.
 pub fn cloexec_from_3() -> std::io::Result<()> {
+    cloexec_except(&[])
+}
+
+/// As [`cloexec_from_3`], except the descriptors in `keep` (sorted,
+/// ascending): those a sluiced child is given on purpose.
+pub fn cloexec_except(keep: &[RawFd]) -> std::io::Result<()> {
+    let mut from: libc::c_uint = 3;
+    for &k in keep {
+        let Ok(k) = libc::c_uint::try_from(k) else {
+            continue;
+        };
+        if k > from {
+            cloexec_span(from, k - 1)?;
+        }
+        from = from.max(k.saturating_add(1));
+    }
+    cloexec_span(from, libc::c_uint::MAX)
+}
+
+/// Marks `first..=last` close-on-exec; async-signal-safe.
+fn cloexec_span(first: libc::c_uint, last: libc::c_uint) -> std::io::Result<()> {
     // SAFETY: close_range(2) with a flag that closes nothing now.
     let r = unsafe {
         libc::syscall(
             libc::SYS_close_range,
-            3 as libc::c_uint,
-            libc::c_uint::MAX,
+            first,
+            last,
             libc::CLOSE_RANGE_CLOEXEC,
         )
     };
@@ -51,11 +72,12 @@ pub fn cloexec_from_3() -> std::io::Result<()> {
     };
     // SAFETY: getrlimit fills the struct.
     let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
-        lim.rlim_cur.min(1 << 20) as RawFd
+        lim.rlim_cur.min(1 << 20) as libc::c_uint
     } else {
         65536
     };
-    for fd in 3..max {
+    for fd in first..max.min(last.saturating_add(1)) {
+        let fd = fd as RawFd;
         // SAFETY: fcntl on a number; EBADF for one that is not open.
         let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
         if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {

@@ -336,12 +336,22 @@ fn spawn_child(
     // is single-threaded, so no other child can inherit it by accident.
     // SAFETY: clearing FD_CLOEXEC on an fd we own.
     unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETFD, 0) };
-    let child = Command::new(exe)
-        .args(args)
+    let mut keep = vec![w.as_raw_fd()];
+    keep.extend(crate::config::sshd::snapshot::fd_for_children());
+    keep.sort_unstable();
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
         .env(STARTUP_ENV, w.as_raw_fd().to_string())
         .stdin(Stdio::from(OwnedFd::from(stream)))
-        .stdout(Stdio::from(OwnedFd::from(out)))
-        .spawn()?;
+        .stdout(Stdio::from(OwnedFd::from(out)));
+    // The connection process gets its socket, its startup pipe and the
+    // configuration; nothing else of the listener's.
+    // SAFETY: cloexec_except makes system calls only (async-signal-safe).
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(move || crate::fds::cloexec_except(&keep));
+    }
+    let child = cmd.spawn()?;
     drop(w);
     Ok(Started {
         child,

@@ -105,6 +105,11 @@ pub fn start(s: Start<'_>) -> i32 {
                 if let Some(fd) = config {
                     ok &= libc::fcntl(fd, libc::F_SETFD, 0) == 0;
                 }
+                // Nothing else of the monitor's reaches the user's process:
+                // a descriptor a PAM module opened without close-on-exec,
+                // say.
+                let keep = [CHILD_FD, CHILD_JOIN_FD, config.unwrap_or(CHILD_JOIN_FD)];
+                ok &= crate::fds::cloexec_except(&keep).is_ok();
                 if ok {
                     Ok(())
                 } else {
