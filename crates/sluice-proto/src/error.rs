@@ -92,6 +92,15 @@ pub enum Violation {
     KexGuessNotIgnored,
     /// The peer made us queue more than a cap allows (what was queued).
     Flood(&'static str),
+    /// A user authentication request named another user than the first
+    /// (RFC 4252 5: a server that cannot flush its state for the old name
+    /// must disconnect; sshd always does).
+    UserChanged {
+        /// The first request's user.
+        from: String,
+        /// This request's.
+        to: String,
+    },
 }
 
 impl Violation {
@@ -159,6 +168,11 @@ impl fmt::Display for Violation {
                 "the server does not ignore a wrong KEX guess (connect with -o KexGuess=no)",
             ),
             Violation::Flood(what) => write!(f, "too many {what}: peer flooding, disconnecting"),
+            // sshd's words; the service is always ssh-connection here.
+            Violation::UserChanged { from, to } => write!(
+                f,
+                "Change of username or service not allowed: ({from},ssh-connection) -> ({to},ssh-connection)"
+            ),
         }
     }
 }

@@ -6,7 +6,7 @@ mod common;
 use common::{host_key_for, owned, Pair};
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::msg::Prompt;
-use sluice_proto::{AuthMethodRequest, Connection, Error, Event, ServerConfig};
+use sluice_proto::{AuthMethodRequest, Connection, Error, Event, ServerConfig, Violation};
 
 /// A pair whose server offers `methods`, with MaxAuthTries `max`.
 fn pair(methods: &[&str], max: u32) -> Pair {
@@ -359,4 +359,61 @@ fn another_user_after_partial_success_ends_the_connection() {
     let p = partial_then(true);
     assert!(!authenticated(&p.server_events));
     assert!(p.server.is_closed());
+}
+
+/// sshd's rule from the first request on, not only after a partial
+/// success: another user (Match and MaxAuthTries are per user) ends the
+/// connection with PROTOCOL_ERROR and sshd's words; the BSD auth style of
+/// `user:style` may vary.
+#[test]
+fn another_user_in_any_later_request_ends_the_connection() {
+    let mut p = pair(&["password"], 6);
+    let mut failures = 0;
+    let mut client = |c: &mut Connection, e: Event| match e {
+        Event::AuthReady => c.auth_none("alice:pam"),
+        Event::AuthFailure { .. } => {
+            failures += 1;
+            c.auth_password(if failures == 1 { "alice" } else { "bob" }, "x");
+        }
+        _ => {}
+    };
+    let mut users = Vec::new();
+    let mut server = |s: &mut Connection, e: Event| {
+        if let Event::AuthRequest { user, .. } = e {
+            users.push(user);
+            s.auth_reject();
+        }
+    };
+    let err = run(&mut p, &mut client, &mut server).unwrap_err();
+    assert_eq!(
+        err,
+        Error::Protocol(Violation::UserChanged {
+            from: "alice".into(),
+            to: "bob".into()
+        })
+    );
+    // The runtime saw only alice's requests, the name as sent.
+    assert_eq!(users, ["alice:pam", "alice"]);
+    assert!(p.server.is_closed());
+    p.server.poll_transmit(p.now, &mut p.s2c);
+    let told = Pair::feed(
+        &mut p.client,
+        &mut p.s2c,
+        usize::MAX,
+        p.now,
+        &mut Vec::new(),
+        true,
+    );
+    let Err(Error::PeerDisconnected {
+        reason,
+        description,
+    }) = told
+    else {
+        panic!("{told:?}");
+    };
+    assert_eq!(reason, 2, "SSH_DISCONNECT_PROTOCOL_ERROR");
+    assert_eq!(
+        description,
+        "Change of username or service not allowed: (alice,ssh-connection) -> (bob,ssh-connection)"
+    );
 }

@@ -2,7 +2,8 @@
 //! finite-field Diffie-Hellman (group1/14/16/18), group exchange (RFC 4419)
 //! and the sntrup761x25519 hybrid, each forced with `-o KexAlgorithms=X`
 //! both ways (ssh -> sluiced, sluice -> sshd) and sluice -> sluiced, with
-//! data checked by SHA-256 in each direction.
+//! data checked by SHA-256 in each direction. And sluiced's default list,
+//! OpenSSH 10 sshd's: the NIST curves in, finite-field DH out.
 
 mod common;
 use common::*;
@@ -125,4 +126,92 @@ fn group_exchange_reads_moduli_file() {
         log.contains("could not open") && log.contains("no-such-moduli"),
         "{log}"
     );
+}
+
+/// sshd_config(5) of OpenSSH 10.x: the default KexAlgorithms.
+const SSHD_10_KEX: &str = "mlkem768x25519-sha256,sntrup761x25519-sha512,\
+sntrup761x25519-sha512@openssh.com,curve25519-sha256,curve25519-sha256@libssh.org,\
+ecdh-sha2-nistp256,ecdh-sha2-nistp384,ecdh-sha2-nistp521";
+
+/// `sluiced -T`'s kexalgorithms line for a config with `extra`.
+fn dumped_kex(s: &Setup, extra: &str) -> String {
+    let cfg = s.config(22, extra);
+    let out = std::process::Command::new(SLUICED)
+        .arg("-T")
+        .arg("-f")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    ok(&out, "sluiced -T");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("kexalgorithms ").map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// A client that speaks only NIST-curve ECDH (FIPS-mode and appliance
+/// clients) logs in to sluiced as configured by default; finite-field
+/// DH is refused until the configuration names it, as by sshd 10.
+#[test]
+fn default_kex_is_sshd_10s() {
+    if missing("ssh") {
+        return;
+    }
+    let s = Setup::new("kexdefault");
+    assert_eq!(dumped_kex(&s, ""), SSHD_10_KEX);
+    // The client's default, ssh_config(5)'s, keeps the DH methods.
+    let out = std::process::Command::new(SLUICE)
+        .args(["-F", "/dev/null", "-G", "h"])
+        .output()
+        .unwrap();
+    let g = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        g.lines().any(|l| l
+            == format!(
+                "kexalgorithms {SSHD_10_KEX},diffie-hellman-group-exchange-sha256,\
+diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,diffie-hellman-group14-sha256"
+            )),
+        "{g}"
+    );
+    let server = s.start(false, "");
+    for curve in [
+        "ecdh-sha2-nistp256",
+        "ecdh-sha2-nistp384",
+        "ecdh-sha2-nistp521",
+    ] {
+        let kex = format!("KexAlgorithms={curve}");
+        let mut c = s.client_at(true, &server, "DEBUG", &["-o", &kex]);
+        c.arg("echo in");
+        let out = run(c, b"", 60);
+        ok(&out, &format!("{curve}\n{}", server.log_text()));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "in\n", "{curve}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("kex: algorithm: {curve}")), "{err}");
+    }
+    let dh = "diffie-hellman-group14-sha256";
+    // ssh says why at INFO.
+    let mut c = s.client_at(
+        true,
+        &server,
+        "INFO",
+        &["-o", &format!("KexAlgorithms={dh}")],
+    );
+    c.arg("true");
+    let out = run(c, b"", 60);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no matching key exchange method found"),
+        "{err}"
+    );
+    drop(server);
+
+    // Named, it is offered after the defaults.
+    let extra = format!("KexAlgorithms +{dh}");
+    assert_eq!(dumped_kex(&s, &extra), format!("{SSHD_10_KEX},{dh}"));
+    let server = s.start(false, &extra);
+    let mut c = s.client(true, &server, &["-o", &format!("KexAlgorithms={dh}")]);
+    c.arg("echo in");
+    let out = run(c, b"", 60);
+    ok(&out, &format!("{dh}\n{}", server.log_text()));
 }

@@ -1,6 +1,6 @@
-//! The MACs sluice implements but does not offer by default (hmac-sha1,
-//! hmac-md5, their -96 forms, umac-64/128@openssh.com, and the
-//! -etm@openssh.com form of each), each forced with aes128-ctr against
+//! The MACs besides the SHA-2 HMACs (umac-64/128@openssh.com and hmac-sha1,
+//! offered by default as OpenSSH 10 does; hmac-md5 and the -96 forms, only
+//! when named; and the -etm@openssh.com form of each), each forced with aes128-ctr against
 //! Debian's OpenSSH both ways and between sluice and sluiced: a few MiB each
 //! way, checked by SHA-256, across re-keys (so the MAC keys are replaced
 //! mid-stream); and how `-Q mac`, `-G`, `sluiced -T` and the MACs keyword
@@ -41,8 +41,7 @@ fn each_mac_carries_data(openssh_client: bool, openssh_server: bool, label: &str
     let hash = sha256(&data);
     let src = s.dir.path("src.bin");
     std::fs::write(&src, &data).unwrap();
-    // Both servers offer only the SHA-2 HMACs (sluiced) or no MD5 and
-    // -96 forms (sshd) by default: allow all of them.
+    // Neither server offers the MD5 and -96 forms by default: allow all.
     let server = s.start(
         openssh_server,
         &format!("MACs {OPENSSH_MACS}\nRekeyLimit 1M"),
@@ -111,12 +110,24 @@ fn g_macs(extra: &[&str]) -> String {
         .to_owned()
 }
 
-const DEFAULT: &str = "hmac-sha2-256-etm@openssh.com,hmac-sha2-512-etm@openssh.com,\
-hmac-sha2-256,hmac-sha2-512";
+/// OpenSSH 10's default MACs (ssh_config(5), sshd_config(5)).
+const DEFAULT: &str = "umac-64-etm@openssh.com,umac-128-etm@openssh.com,\
+hmac-sha2-256-etm@openssh.com,hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,\
+umac-64@openssh.com,umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1";
+
+/// DEFAULT without `drop` (a comma-separated list).
+fn default_without(drop: &str) -> String {
+    let drop: Vec<&str> = drop.split(',').collect();
+    DEFAULT
+        .split(',')
+        .filter(|m| !drop.contains(m))
+        .collect::<Vec<_>>()
+        .join(",")
+}
 
 #[test]
-fn query_lists_every_mac_and_the_default_stays_sha2() {
-    // -Q lists what is implemented, in ssh's order; the offer is unchanged.
+fn query_lists_every_mac_and_the_default_is_openssh_10s() {
+    // -Q lists what is implemented, in ssh's order; the offer is OpenSSH 10's.
     let q = stdout(Command::new(SLUICE).args(["-Q", "mac"]));
     assert_eq!(q.trim_end().replace('\n', ","), OPENSSH_MACS);
     assert_eq!(g_macs(&[]), DEFAULT);
@@ -131,11 +142,14 @@ fn query_lists_every_mac_and_the_default_stays_sha2() {
     );
     assert_eq!(
         g_macs(&["-o", "MACs=^umac-128-etm@openssh.com"]),
-        format!("umac-128-etm@openssh.com,{DEFAULT}")
+        format!(
+            "umac-128-etm@openssh.com,{}",
+            default_without("umac-128-etm@openssh.com")
+        )
     );
     assert_eq!(
         g_macs(&["-o", "MACs=-*-etm@openssh.com"]),
-        "hmac-sha2-256,hmac-sha2-512"
+        "umac-64@openssh.com,umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1"
     );
     assert_eq!(
         g_macs(&["-m", "umac-*"]),
@@ -158,14 +172,16 @@ fn sluiced_accepts_and_prints_every_mac() {
     for (line, want) in [
         ("", DEFAULT.to_owned()),
         (&*format!("MACs {OPENSSH_MACS}"), OPENSSH_MACS.to_owned()),
+        // Already in the default: nothing added.
         (
             "MACs +umac-64-etm@openssh.com,hmac-sha1",
-            format!("{DEFAULT},umac-64-etm@openssh.com,hmac-sha1"),
+            DEFAULT.to_owned(),
         ),
+        ("MACs +hmac-md5,hmac-sha1", format!("{DEFAULT},hmac-md5")),
         ("MACs ^hmac-md5-96", format!("hmac-md5-96,{DEFAULT}")),
         (
             "MACs -hmac-sha2-512*",
-            "hmac-sha2-256-etm@openssh.com,hmac-sha2-256".to_owned(),
+            default_without("hmac-sha2-512-etm@openssh.com,hmac-sha2-512"),
         ),
     ] {
         std::fs::write(&cfg, format!("HostKey {d}/host_ed25519\n{line}\n")).unwrap();

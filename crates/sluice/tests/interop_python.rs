@@ -218,6 +218,54 @@ fn user_names_are_escaped_in_the_log() {
     );
 }
 
+/// paramiko names one user, then another on the same transport: sluiced
+/// ends the connection as sshd does ("Change of username or service not
+/// allowed"), before any step was met. `user:style` then `user` is the same
+/// user (the style may vary) and logs in.
+#[test]
+fn a_change_of_user_ends_the_connection() {
+    let Some(_) = peers() else { return };
+    let s = Setup::new("userchange");
+    let server = s.start(false, "");
+    let me = user();
+    let other = if me == "nobody" { "root" } else { "nobody" };
+    let script = format!(
+        "import paramiko, socket\n\
+         key = paramiko.Ed25519Key.from_private_key_file('{key}')\n\
+         for second in ('{other}', '{me}'):\n    \
+             s = socket.create_connection(('127.0.0.1', {port}))\n    \
+             t = paramiko.Transport(s)\n    \
+             t.start_client(timeout=20)\n    \
+             try:\n        t.auth_none('{me}:pam')\n    \
+             except paramiko.BadAuthenticationType:\n        pass\n    \
+             try:\n        t.auth_publickey(second, key)\n        \
+                 print(second, 'accepted', t.is_authenticated())\n    \
+             except Exception as e:\n        \
+                 print(second, 'ended', type(e).__name__)\n    \
+             t.close()\n",
+        key = s.user_key.display(),
+        port = server.port
+    );
+    let mut c = Command::new("python3");
+    c.args(["-c", &script]);
+    let out = run(c, b"", 60);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let log = server.log_text();
+    let why = format!("{text}\n{}\n{log}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("{other} ended")), "{why}");
+    assert!(text.contains(&format!("{me} accepted True")), "{why}");
+    assert!(
+        log.contains(&format!(
+            "Change of username or service not allowed: ({me},ssh-connection) -> ({other},ssh-connection)"
+        )),
+        "{why}"
+    );
+    assert!(
+        !log.contains(&format!("Accepted publickey for {other}")),
+        "{why}"
+    );
+}
+
 /// A refused key takes sshd's per-user minimum (5-9 ms) whether the user
 /// exists or not, so the answer's timing does not tell which.
 #[test]

@@ -239,6 +239,29 @@ fn check(bin: &str, cfg: &std::path::Path) -> (i32, String) {
     )
 }
 
+/// `-V`, as `sshd -V`: the version line on stderr, exit 0, acted on where
+/// it stands, so the flags before it (a foreground daemon here) are not:
+/// nothing listens. The line is `sluice -V`'s.
+#[test]
+fn dash_v_prints_the_version_and_exits() {
+    let s = Setup::new("dashv");
+    let port = free_port();
+    let cfg = s.config(port, "");
+    let mut c = Command::new(SLUICED);
+    c.args(["-D", "-e", "-f"]).arg(&cfg).arg("-V");
+    let out = run(c, b"", 10);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("sluice_{}, aws-lc-rs\n", env!("CARGO_PKG_VERSION"))
+    );
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+    let mut c = Command::new(SLUICE);
+    c.arg("-V");
+    assert_eq!(run(c, b"", 10).stderr, out.stderr);
+}
+
 #[test]
 fn dash_t_exit_codes_and_messages() {
     let s = Setup::new("dasht");

@@ -36,9 +36,9 @@ pub(crate) struct AuthState {
     info_prompts: Option<usize>,
     /// Server: the banner went out already.
     banner_sent: bool,
-    /// Server: the user a partial success was given to; later requests
-    /// must name the same user (sshd refuses a change of user).
-    partial_user: Option<String>,
+    /// Server: the user the first request named (without a `:style`);
+    /// later requests must name the same (sshd refuses a change of user).
+    first_user: Option<String>,
     /// Client: the session's CHANNEL_OPEN sent ahead of success.
     pub(crate) early_open: Option<early_open::EarlyOpen>,
     /// Server: non-authentication messages answered UNIMPLEMENTED so far.

@@ -125,18 +125,21 @@ impl Connection {
             );
             return Ok(());
         }
-        if self
-            .auth
-            .partial_user
-            .as_ref()
-            .is_some_and(|u| *u != req.user)
-        {
-            // Steps already met belong to that user (sshd's words).
-            self.disconnect(
-                DisconnectReason::PROTOCOL_ERROR,
-                "Change of username or service not allowed",
-            );
-            return Ok(());
+        // Every request names the first one's user, as sshd requires: the
+        // user's policy (Match, MaxAuthTries, steps met) holds for the whole
+        // exchange. The BSD auth style of `user:style` may vary (sshd
+        // compares the name without it).
+        let name = req.user.split_once(':').map_or(&*req.user, |(u, _)| u);
+        match &self.auth.first_user {
+            None => self.auth.first_user = Some(name.to_owned()),
+            Some(first) if first != name => {
+                return Err(Violation::UserChanged {
+                    from: first.clone(),
+                    to: name.to_owned(),
+                }
+                .into());
+            }
+            Some(_) => {}
         }
         if self.auth.stripe_join {
             if let Some(join) = JoinRequest::from_method(&req.method) {
@@ -324,12 +327,11 @@ impl Connection {
         if unsigned {
             return self.auth_accept();
         }
-        let Some(p) = self.auth.pending.take() else {
+        if self.auth.pending.take().is_none() {
             return;
-        };
+        }
         self.auth.info_prompts = None;
         self.send_banner_once();
-        self.auth.partial_user = Some(p.user);
         if let Some(s) = self.server.as_mut() {
             s.auth_methods = methods.clone();
         }

@@ -23,7 +23,7 @@ pub fn main(argv: &[String]) -> i32 {
     };
     match inv {
         Invocation::Version => {
-            eprintln!("sluice_{}, aws-lc-rs", env!("CARGO_PKG_VERSION"));
+            eprintln!("{}", super::VERSION);
             0
         }
         Invocation::Query(what) => app::query(&what),

@@ -1,21 +1,28 @@
 //! `sluiced` arguments, as sshd's: `-D -d -e -E log_file -f config -p port
-//! -h hostkey -o opt -T -t -C spec`.
+//! -h hostkey -o opt -T -t -C spec`, and `-V`.
 
 pub use crate::server::daemon::ServerArgs;
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Invocation {
+    /// Run (or test, or print) the server: the arguments, and the
+    /// `-E log_file` given (the last one).
+    Serve(ServerArgs, Option<String>),
+    /// `-V`: the version line on stderr, exit 0, as `sshd -V`.
+    Version,
+}
 
 /// The usage text.
 pub const USAGE: &str = "usage: sluiced [-46DdeiqTtV] [-C connection_spec] [-c host_cert_file]
             [-E log_file] [-f config_file] [-g login_grace_time]
             [-h host_key_file] [-o option] [-p port] [-u len]";
 
-/// Parses argv (without the program name).
-pub fn parse(argv: &[String]) -> Result<ServerArgs, String> {
-    parse_with_log_file(argv).map(|(a, _)| a)
-}
-
-/// [`parse`], and the `-E log_file` given (the last one). As sshd's, `-E`
-/// implies `-e`: lines go to the file rather than syslog.
-pub fn parse_with_log_file(argv: &[String]) -> Result<(ServerArgs, Option<String>), String> {
+/// Parses argv (without the program name). As sshd's, `-E` implies `-e`:
+/// lines go to the file rather than syslog; `-V` is acted on where it
+/// stands (an illegal option before it is still an error, what follows
+/// it is not looked at).
+pub fn parse(argv: &[String]) -> Result<Invocation, String> {
     let mut a = ServerArgs::default();
     let mut log_file = None;
     let mut i = 0;
@@ -38,7 +45,8 @@ pub fn parse_with_log_file(argv: &[String]) -> Result<(ServerArgs, Option<String
                 'i' => a.inetd = true,
                 'R' => a.reexec = true,
                 'q' => a.quiet = true,
-                '4' | '6' | 'V' => {}
+                'V' => return Ok(Invocation::Version),
+                '4' | '6' => {}
                 'f' | 'p' | 'h' | 'o' | 'C' | 'c' | 'E' | 'g' | 'u' => {
                     let rest = &flags[pos + 1..];
                     let v = if rest.is_empty() {
@@ -75,29 +83,43 @@ pub fn parse_with_log_file(argv: &[String]) -> Result<(ServerArgs, Option<String
         }
         i += 1;
     }
-    Ok((a, log_file))
+    Ok(Invocation::Serve(a, log_file))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn serve(argv: &[&str]) -> (ServerArgs, Option<String>) {
+        let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
+        match parse(&argv) {
+            Ok(Invocation::Serve(a, f)) => (a, f),
+            other => panic!("{argv:?}: {other:?}"),
+        }
+    }
+
     #[test]
     fn like_sshd() {
-        let a = parse(&[
-            "-De".into(),
-            "-f".into(),
-            "/x".into(),
-            "-p2222".into(),
-            "-oPort=1".into(),
-        ])
-        .unwrap();
+        let (a, _) = serve(&["-De", "-f", "/x", "-p2222", "-oPort=1"]);
         assert!(a.foreground && a.log_stderr);
         assert_eq!(a.config_file.as_deref(), Some("/x"));
         assert_eq!(a.ports, ["2222"]);
         assert!(parse(&["-Z".into()]).is_err());
-        let (a, f) = parse_with_log_file(&["-E/tmp/l".into(), "-D".into()]).unwrap();
+        let (a, f) = serve(&["-E/tmp/l", "-D"]);
         assert!(a.log_stderr && a.foreground);
         assert_eq!(f.as_deref(), Some("/tmp/l"));
+    }
+
+    #[test]
+    fn version_where_it_stands() {
+        let v = |argv: &[&str]| {
+            let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
+            matches!(parse(&argv), Ok(Invocation::Version))
+        };
+        assert!(v(&["-V"]));
+        assert!(v(&["-DeV"]));
+        assert!(v(&["-f", "/x", "-V", "-Z"]));
+        assert!(!v(&["-Z", "-V"]));
+        assert!(!v(&["-D"]));
     }
 }

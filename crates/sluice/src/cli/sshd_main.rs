@@ -1,12 +1,16 @@
 //! `sluiced`'s main: argv parsed as sshd's (cli/sshd_args.rs), then the
-//! server runs (server/daemon.rs).
+//! server runs (server/daemon.rs), or `-V` prints the version.
 
-use crate::cli::sshd_args;
+use crate::cli::sshd_args::{self, Invocation};
 
 /// Runs `sluiced`; returns the exit code.
 pub fn main(argv: &[String]) -> i32 {
-    match sshd_args::parse_with_log_file(argv) {
-        Ok((args, log_file)) => {
+    match sshd_args::parse(argv) {
+        Ok(Invocation::Version) => {
+            eprintln!("{}", super::VERSION);
+            0
+        }
+        Ok(Invocation::Serve(args, log_file)) => {
             // First: nothing inherited reaches a connection or a user's command.
             crate::server::daemon::close_inherited_fds(&args);
             // -E: opened here, before the daemon forks, re-executes (each

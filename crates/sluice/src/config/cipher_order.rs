@@ -144,6 +144,15 @@ mod tests {
         a.sort_unstable();
         b.sort_unstable();
         assert_eq!(a, b);
+        // AES-GCM moved ahead, everything else in OpenSSH's order.
+        let gcm = |c: &&str| c.contains("-gcm@");
+        let moved: Vec<&str> = DEFAULT_CIPHERS
+            .iter()
+            .copied()
+            .filter(gcm)
+            .chain(DEFAULT_CIPHERS.iter().copied().filter(|c| !gcm(c)))
+            .collect();
+        assert_eq!(AES_FIRST, moved);
     }
 
     #[test]

@@ -15,9 +15,9 @@
 //! least 16 bytes) re-keys before that, as RFC 4344 3.1 asks.
 //!
 //! What the MAC covers is the caller's business ([`super::ctr`]); this file
-//! only signs and verifies `seq || data` with a key built once. Only
-//! `hmac-sha2-*` are offered by default ([`super::DEFAULT_MACS`]); the rest
-//! are here for peers and configurations that ask for them.
+//! only signs and verifies `seq || data` with a key built once. OpenSSH
+//! 10's default MACs are offered ([`super::DEFAULT_MACS`]); MD5 and the
+//! -96 forms are here for peers and configurations that ask for them.
 
 use super::mac_info;
 use super::umac::Umac;

@@ -65,16 +65,24 @@ pub const DEFAULT_CIPHERS: &[&str] = &[
     "aes256-ctr",
 ];
 
-/// MACs we offer, in OpenSSH 10's default order restricted to those we implement.
+/// MACs we offer: OpenSSH 10's default (ssh_config(5) and sshd_config(5)
+/// MACs, the same list), in its order. Used only with the CTR ciphers: the
+/// AEAD ciphers ahead of them carry their own tag.
 pub const DEFAULT_MACS: &[&str] = &[
+    "umac-64-etm@openssh.com",
+    "umac-128-etm@openssh.com",
     "hmac-sha2-256-etm@openssh.com",
     "hmac-sha2-512-etm@openssh.com",
+    "hmac-sha1-etm@openssh.com",
+    "umac-64@openssh.com",
+    "umac-128@openssh.com",
     "hmac-sha2-256",
     "hmac-sha2-512",
+    "hmac-sha1",
 ];
 
 /// Every MAC sluice implements, in the order `ssh -Q mac` lists them: what
-/// `MACs` may name. SHA-1, MD5 and UMAC are never offered by default.
+/// `MACs` may name. MD5 and the -96 forms are never offered by default.
 pub const SUPPORTED_MACS: &[&str] = &[
     "hmac-sha1",
     "hmac-sha1-96",

@@ -67,10 +67,10 @@ impl HashAlg {
     }
 }
 
-/// Methods we offer, in OpenSSH 10's default order (OpenSSH 9.2 adds the
-/// sntrup761 hybrid in front of curve25519, and both offer the group
-/// exchange and the RFC 8268 groups after the curves). The SHA-1 methods and
-/// group 1 are implemented but offered only when configured.
+/// The client's default (ssh_config(5) KexAlgorithms of OpenSSH 10.x, in
+/// its order): the post-quantum hybrids, the curves, then group exchange
+/// and the RFC 8268 groups. The SHA-1 methods and group 1 are implemented
+/// but offered only when configured ([`LEGACY_KEX`]).
 pub const DEFAULT_KEX: &[&str] = &[
     "mlkem768x25519-sha256",
     "sntrup761x25519-sha512",
@@ -84,6 +84,22 @@ pub const DEFAULT_KEX: &[&str] = &[
     "diffie-hellman-group16-sha512",
     "diffie-hellman-group18-sha512",
     "diffie-hellman-group14-sha256",
+];
+
+/// The server's default (sshd_config(5) KexAlgorithms of OpenSSH 10.x):
+/// the client's without finite-field Diffie-Hellman, which sshd 10.0 took
+/// out of its default (each such exchange costs the server a large modular
+/// exponentiation per unauthenticated connection). A configuration may
+/// still name them.
+pub const SERVER_DEFAULT_KEX: &[&str] = &[
+    "mlkem768x25519-sha256",
+    "sntrup761x25519-sha512",
+    "sntrup761x25519-sha512@openssh.com",
+    "curve25519-sha256",
+    "curve25519-sha256@libssh.org",
+    "ecdh-sha2-nistp256",
+    "ecdh-sha2-nistp384",
+    "ecdh-sha2-nistp521",
 ];
 
 /// Implemented but not offered unless configured: SHA-1 and 1024-bit group 1.
@@ -318,6 +334,13 @@ mod tests {
         assert!(server_respond("nope", &[4; 65], &mut SystemRng).is_err());
         assert_eq!(METHODS.len(), DEFAULT_KEX.len() + LEGACY_KEX.len());
         assert_eq!(ALL_KEX, [DEFAULT_KEX, LEGACY_KEX].concat());
+        // The server's list is the client's without finite-field DH.
+        let no_dh: Vec<&str> = DEFAULT_KEX
+            .iter()
+            .copied()
+            .filter(|k| !k.starts_with("diffie-hellman"))
+            .collect();
+        assert_eq!(SERVER_DEFAULT_KEX, no_dh);
     }
 
     #[test]

@@ -29,19 +29,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// sluiced's default KexAlgorithms: the post-quantum hybrids and curve25519
-/// (`kex::ALL_KEX` is what `+` can still add from). Left out: the NIST-curve
-/// ECDH ones, which ssh-audit fails ("curves suspected as backdoored") and
-/// which no client needs (every OpenSSH since 6.5, paramiko and asyncssh
-/// speak curve25519), and the finite-field DH methods, whose server-side
-/// exponentiations are what the DHEat flood exploits (SECURITY.md, "ssh-audit").
-pub const SERVER_DEFAULT_KEX: &[&str] = &[
-    "mlkem768x25519-sha256",
-    "sntrup761x25519-sha512",
-    "sntrup761x25519-sha512@openssh.com",
-    "curve25519-sha256",
-    "curve25519-sha256@libssh.org",
-];
+/// sluiced's default KexAlgorithms: sshd 10's (the post-quantum hybrids,
+/// curve25519, the NIST curves; no finite-field DH). `kex::ALL_KEX` is what
+/// a configuration may name besides.
+pub use sluice_proto::crypto::kex::SERVER_DEFAULT_KEX;
 
 /// PermitRootLogin values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

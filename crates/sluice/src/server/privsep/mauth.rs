@@ -38,8 +38,9 @@ pub enum Violation {
     NoSession,
     /// A publickey algorithm the configuration or key does not allow.
     BadAlgorithm,
-    /// Another user named after a step of AuthenticationMethods was met
-    /// (the child's engine should have ended the connection).
+    /// Another user named than in the first request (the child's engine
+    /// should have ended the connection: "Change of username or service
+    /// not allowed").
     UserChanged,
 }
 
@@ -53,9 +54,7 @@ impl std::fmt::Display for Violation {
             Violation::BadSignature => f.write_str("publickey signature does not verify"),
             Violation::NoSession => f.write_str("signed publickey request before the key exchange"),
             Violation::BadAlgorithm => f.write_str("publickey algorithm not allowed"),
-            Violation::UserChanged => {
-                f.write_str("another user named after partial authentication")
-            }
+            Violation::UserChanged => f.write_str("another user named than at first"),
         }
     }
 }
@@ -288,7 +287,8 @@ impl MonitorAuth {
         // `user:style` logs in `user`; a signature covers the name as sent.
         let sent = user;
         let user = crate::server::auth::without_style(sent.clone());
-        if !self.auth.same_user(&user) {
+        let first = self.match_user.as_deref().unwrap_or(&user);
+        if first != user || !self.auth.same_user(&user) {
             return Err(Violation::UserChanged);
         }
         self.user_config(&user, out);
@@ -598,5 +598,18 @@ mod tests {
         assert_eq!(m.take_verdict(), Some(Msg::Reject));
         m.on_request(&keys, "nosuchuser-privsep".into(), Method::None, &mut out)
             .unwrap();
+        // Another user than the first request's, even before any step was
+        // met; `user:style` is the user (the style may vary).
+        assert_eq!(m.take_verdict(), Some(Msg::Reject));
+        m.on_request(
+            &keys,
+            "nosuchuser-privsep:pam".into(),
+            Method::None,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(m.take_verdict(), Some(Msg::Reject));
+        let other = m.on_request(&keys, "nosuchuser-other".into(), Method::None, &mut out);
+        assert_eq!(other, Err(Violation::UserChanged));
     }
 }
