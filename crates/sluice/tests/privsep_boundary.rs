@@ -305,9 +305,19 @@ fn ppid(pid: u32) -> Option<u32> {
         .ok()
 }
 
+/// A client process killed when dropped (also when an assertion fails).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A paramiko client that finishes the key exchange, fails `none`
 /// authentication and then waits, so the pre-auth child is mid-login.
-fn stalled_client(port: u16) -> Child {
+fn stalled_client(port: u16) -> Killed {
     let script = format!(
         "import paramiko, socket, sys, time\n\
          s = socket.create_connection(('127.0.0.1', {port}))\n\
@@ -329,7 +339,7 @@ fn stalled_client(port: u16) -> Child {
         .read_line(&mut line)
         .unwrap();
     assert_eq!(line.trim(), "ready", "paramiko client did not get past KEX");
-    child
+    Killed(child)
 }
 
 fn python_paramiko() -> bool {
@@ -397,7 +407,7 @@ fn no_host_private_key_in_the_pre_auth_child_or_the_post_auth_process() {
         let listener = server.child.id();
 
         // Mid-login: the pre-auth child, and (the control) its monitor.
-        let mut client = stalled_client(port);
+        let client = stalled_client(port);
         let child = wait_for("the pre-auth child", || {
             sandboxed_children(listener).into_iter().next()
         });
@@ -412,8 +422,7 @@ fn no_host_private_key_in_the_pre_auth_child_or_the_post_auth_process() {
             in_child.is_empty(),
             "the pre-auth child {child} holds {in_child:?} of {names:?}"
         );
-        let _ = client.kill();
-        let _ = client.wait();
+        drop(client);
 
         // Logged in: the post-auth process runs as the user.
         let mut c = s.client(false, &server, &["-l", &u.name]);
@@ -421,9 +430,9 @@ fn no_host_private_key_in_the_pre_auth_child_or_the_post_auth_process() {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        let mut session = c.spawn().unwrap();
+        let mut session = Killed(c.spawn().unwrap());
         let mut line = String::new();
-        BufReader::new(session.stdout.as_mut().unwrap())
+        BufReader::new(session.0.stdout.as_mut().unwrap())
             .read_line(&mut line)
             .unwrap();
         assert_eq!(line.trim(), "up");
@@ -437,7 +446,6 @@ fn no_host_private_key_in_the_pre_auth_child_or_the_post_auth_process() {
             in_post.is_empty(),
             "the post-auth process {post} holds {in_post:?} of {names:?}"
         );
-        let _ = session.kill();
-        let _ = session.wait();
+        drop(session);
     }
 }
