@@ -30,6 +30,7 @@
 
 pub mod datagram;
 pub mod join_inbox;
+pub mod join_policy;
 pub mod mauth;
 pub mod monitor;
 pub mod postauth;
