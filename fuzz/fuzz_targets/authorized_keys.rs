@@ -26,10 +26,11 @@ fuzz_target!(|data: &[u8]| {
     let _ = find_key(
         &files,
         b"no such key",
+        "fuzz",
         v4,
         Some("host.example"),
         1_700_000_000,
     );
     let _ = find_cert_authority(&files, b"no such ca", &names, "fuzz", v6, 1_700_000_000);
-    let _ = find_principal(&files, &names, v4, 1_700_000_000);
+    let _ = find_principal(&files, &names, "fuzz", v4, 1_700_000_000);
 });

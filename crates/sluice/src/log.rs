@@ -135,6 +135,27 @@ pub fn set_prefix(prefix: String) {
     let _ = PREFIX.set(prefix);
 }
 
+thread_local! {
+    /// What every line this thread logs starts with ([`with_context`]).
+    static CONTEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Runs `f` with every line this thread logs meanwhile starting with
+/// `context`: checks shared with logins (server/privsep/join_policy.rs)
+/// keep sshd's words and name what they were run for.
+pub fn with_context<T>(context: &str, f: impl FnOnce() -> T) -> T {
+    struct Restore(String);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let old = std::mem::take(&mut self.0);
+            CONTEXT.with(|c| *c.borrow_mut() = old);
+        }
+    }
+    let old = CONTEXT.with(|c| std::mem::replace(&mut *c.borrow_mut(), context.to_owned()));
+    let _restore = Restore(old);
+    f()
+}
+
 /// True if messages at `level` are printed.
 pub fn enabled(level: Level) -> bool {
     level as u8 <= LEVEL.load(Ordering::Relaxed)
@@ -205,7 +226,14 @@ pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
     if !enabled(level) {
         return;
     }
-    let msg = args.to_string();
+    let msg = CONTEXT.with(|c| {
+        let c = c.borrow();
+        if c.is_empty() {
+            args.to_string()
+        } else {
+            format!("{c}{args}")
+        }
+    });
     let msg = if ESCAPE.load(Ordering::Relaxed) {
         escape_controls(&msg)
     } else {
@@ -292,5 +320,23 @@ mod tests {
         );
         assert_eq!(super::escape_controls(&e), e);
         assert_eq!(super::escape_controls("ünïcode ok"), "ünïcode ok");
+    }
+
+    #[test]
+    fn context_prefixes_this_threads_lines_for_a_while() {
+        fn seen() -> String {
+            super::CONTEXT.with(|c| c.borrow().clone())
+        }
+        let inner = super::with_context("join 1: ", || {
+            std::thread::spawn(|| assert_eq!(seen(), ""))
+                .join()
+                .unwrap();
+            seen()
+        });
+        assert_eq!(inner, "join 1: ");
+        assert_eq!(seen(), "", "restored");
+        let caught = std::panic::catch_unwind(|| super::with_context("x: ", || panic!("inside")));
+        assert!(caught.is_err());
+        assert_eq!(seen(), "", "restored after a panic");
     }
 }

@@ -405,9 +405,10 @@ fn parse_line(line: &str) -> Result<Option<(LineOptions, Vec<u8>)>, Skip> {
 }
 
 /// The line's own conditions: `from=` (against `addr`, or `host`) and
-/// `expiry-time=`; a refusal is logged at `loc`.
+/// `expiry-time=`; a refusal is logged at `loc`, in sshd's words.
 fn line_usable(
     l: &LineOptions,
+    user: &str,
     addr: IpAddr,
     host: Option<&str>,
     now_unix: u64,
@@ -415,9 +416,10 @@ fn line_usable(
 ) -> bool {
     if let Some(from) = &l.from {
         if !pattern::match_host_and_ip(addr, host, from) {
+            let host = host.map_or_else(|| addr.to_string(), str::to_owned);
             log!(
                 Info,
-                "{loc}: Authentication tried with correct key but not from a permitted host (ip={addr}, required={from})."
+                "{loc}: Authentication tried for {user} with correct key but not from a permitted host (host={host}, ip={addr}, required={from})."
             );
             return false;
         }
@@ -465,16 +467,17 @@ fn lines(
 #[doc(hidden)]
 pub fn check_line(line: &str, addr: IpAddr, now_unix: u64) -> Option<KeyOptions> {
     let (l, _blob) = parse_line(line).ok()??;
-    line_usable(&l, addr, Some("fuzz.example"), now_unix, "fuzz:1").then_some(l.opts)
+    line_usable(&l, "fuzz", addr, Some("fuzz.example"), now_unix, "fuzz:1").then_some(l.opts)
 }
 
 /// Looks for `key_blob` in the files' contents (name, bytes: read by
-/// `keys::user_file`); returns its options if a usable line matches. A
+/// `keys::user_file`) for `user`; returns its options if a usable line matches. A
 /// matching line refused by its `from=` or `expiry-time=` does not end the
 /// search, as in sshd. `cert-authority` lines never match a plain key.
 pub fn find_key(
     files: &[(std::path::PathBuf, Vec<u8>)],
     key_blob: &[u8],
+    user: &str,
     addr: IpAddr,
     host: Option<&str>,
     now_unix: u64,
@@ -491,7 +494,7 @@ pub fn find_key(
             continue;
         }
         log!(Debug1, "{loc}: matching key found");
-        if line_usable(&l, addr, host, now_unix, &loc) {
+        if line_usable(&l, user, addr, host, now_unix, &loc) {
             return Some(l.opts);
         }
     }
@@ -530,7 +533,7 @@ pub fn find_cert_authority(
             );
             continue;
         }
-        if line_usable(&l, addr, None, now_unix, &loc) {
+        if line_usable(&l, user, addr, None, now_unix, &loc) {
             return Some((l.opts, loc));
         }
     }
@@ -543,6 +546,7 @@ pub fn find_cert_authority(
 pub fn find_principal(
     files: &[(std::path::PathBuf, Vec<u8>)],
     cert_principals: &[String],
+    user: &str,
     addr: IpAddr,
     now_unix: u64,
 ) -> Option<(KeyOptions, String)> {
@@ -584,7 +588,7 @@ pub fn find_principal(
                 continue;
             }
             log!(Debug1, "{loc}: matched principal \"{name}\"");
-            if line_usable(&l, addr, None, now_unix, &loc) {
+            if line_usable(&l, user, addr, None, now_unix, &loc) {
                 return Some((l.opts, loc));
             }
         }
@@ -692,7 +696,14 @@ mod tests {
             .unwrap();
         let a: IpAddr = "127.0.0.1".parse().unwrap();
         let find = |text: String, now: u64| {
-            find_key(&[("ak".into(), text.into_bytes())], &blob, a, None, now)
+            find_key(
+                &[("ak".into(), text.into_bytes())],
+                &blob,
+                "bob",
+                a,
+                None,
+                now,
+            )
         };
         assert!(find(format!("{b64}\n"), 0).is_some());
         assert!(find(format!("expiry-time=\"20230101Z\" {b64}\n"), 1_672_531_200).is_some());

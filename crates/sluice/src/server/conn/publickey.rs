@@ -157,7 +157,7 @@ pub(crate) fn decide(
         .map_or(0, |d| d.as_secs());
     let found = match &certificate {
         Some(c) => cert::allowed(cfg, peer, &info, c, &files, now),
-        None => authorized_keys::find_key(&files, key_blob, ip, None, now),
+        None => authorized_keys::find_key(&files, key_blob, user, ip, None, now),
     };
     let Some(opts) = found else {
         return fail("");

@@ -111,7 +111,9 @@ fn run(phase: Phase, m: OwnedFd, host: Arc<dyn Signer>) -> (Result<(), String>, 
                 key_options: None,
                 auth_info: String::new(),
             };
-            let mut stripe = super::stripe::GrantKeeper::new("/nonexistent", None);
+            let cfg = config();
+            let policy = super::join_policy::JoinPolicy::new(&accepted, &cfg);
+            let mut stripe = super::stripe::GrantKeeper::new("/nonexistent", None, policy);
             let mut logins = crate::server::logins::Logins::new(0, peer);
             super::postauth::serve_requests(
                 &m,
@@ -119,7 +121,7 @@ fn run(phase: Phase, m: OwnedFd, host: Arc<dyn Signer>) -> (Result<(), String>, 
                 peer,
                 &mut keys,
                 &accepted,
-                &config(),
+                &cfg,
                 &mut stripe,
                 &mut logins,
             )

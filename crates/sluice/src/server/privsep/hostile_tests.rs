@@ -145,6 +145,8 @@ fn every_message(host_blob: &[u8]) -> Vec<(&'static str, Msg)> {
                 session_id: vec![1; 32],
                 user: "root".into(),
                 request: join,
+                peer: PEER.parse().unwrap(),
+                local: LOCAL.parse().unwrap(),
             },
         ),
         ("JoinAdmitted", Msg::JoinAdmitted(1)),
@@ -440,7 +442,8 @@ fn monitor_post(sessions: u32) -> (OwnedFd, Vec<u8>, JoinHandle<PostResult>) {
         let mut cfg = Sshd::default();
         cfg.max_sessions = sessions;
         let mut keys = KeyHolder::new(vec![host]);
-        let mut stripe = super::stripe::GrantKeeper::new(std::env::temp_dir(), None);
+        let policy = super::join_policy::JoinPolicy::new(&accepted, &cfg);
+        let mut stripe = super::stripe::GrantKeeper::new(std::env::temp_dir(), None, policy);
         let mut logins = Logins::new(0, peer);
         let r = serve_requests(
             &m,

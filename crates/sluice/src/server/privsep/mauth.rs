@@ -11,7 +11,7 @@
 use super::signer::KeyHolder;
 use super::stripe_join::{self, Joining};
 use super::wire::{Method, Msg};
-use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
+use crate::config::sshd::{MatchContext, PermitRootLogin, ServerConfig as Sshd};
 use crate::keys::authorized_keys::KeyOptions;
 use crate::server::auth::{Answers, ServerAuth};
 use crate::server::auth_info;
@@ -421,8 +421,9 @@ impl MonitorAuth {
     /// A striping secondary's join (PROTOCOL.md "Channel striping"): the
     /// user's configuration must allow striping and the account this
     /// connection, then the session's monitor judges the proof against
-    /// the session id this monitor fixed. Any refusal is an ordinary
-    /// failure, logged with its reason here only.
+    /// the session id this monitor fixed, and the primary's credentials
+    /// against this connection's addresses (join_policy.rs). Any refusal
+    /// is an ordinary failure, logged with its reason here.
     fn stripe_join(
         &mut self,
         keys: &KeyHolder,
@@ -430,14 +431,16 @@ impl MonitorAuth {
         req: &JoinRequest,
     ) -> Result<(), Violation> {
         let sid = keys.session_id().ok_or(Violation::NoSession)?;
+        let (ip, port) = (super::show_ip(self.peer), self.peer.port());
         let verdict = if self.cfg.max_streams <= 1 {
             Err(format!("MaxStreams {}", self.cfg.max_streams))
-        } else if self.auth.valid_user(&self.cfg, user).is_none() {
-            Err("user not allowed from here".into())
         } else {
-            stripe_join::ask(&self.stripe_dir, sid, sent, req)
+            let context = format!("stripe-join for {user} from {ip} port {port}: ");
+            crate::log::with_context(&context, || self.join_account(user)).and_then(|()| {
+                let addrs = (self.peer, self.local);
+                stripe_join::ask(&self.stripe_dir, sid, sent, req, addrs)
+            })
         };
-        let (ip, port) = (super::show_ip(self.peer), self.peer.port());
         match verdict {
             Ok(joining) => {
                 crate::log!(
@@ -458,6 +461,28 @@ impl MonitorAuth {
                 );
                 self.auth.reject(&mut self.rec);
             }
+        }
+        Ok(())
+    }
+
+    /// What a login by `user` from this connection would pass whatever
+    /// its method (join_policy.rs judges the primary's methods): the
+    /// account exists and may log in from here (allow.rs: its state,
+    /// AllowUsers/DenyUsers/AllowGroups/DenyGroups, logged as sshd does),
+    /// root is not refused outright (`PermitRootLogin no`), and with UsePAM
+    /// the account modules agree with PAM_RHOST this connection's address.
+    fn join_account(&mut self, user: &str) -> Result<(), String> {
+        let Some(info) = self.auth.valid_user(&self.cfg, user) else {
+            return Err("user not allowed from here".into());
+        };
+        let (ip, port) = (super::show_ip(self.peer), self.peer.port());
+        if info.uid == 0 && self.cfg.permit_root_login == PermitRootLogin::No {
+            return Err(format!("ROOT LOGIN REFUSED FROM {ip} port {port}"));
+        }
+        if self.cfg.use_pam {
+            crate::server::pam_session::account(user, &self.peer.ip().to_string()).map_err(
+                |e| format!("Access denied for user {user} by PAM account configuration ({e})"),
+            )?;
         }
         Ok(())
     }

@@ -31,6 +31,7 @@
 pub mod datagram;
 pub mod harness;
 pub mod join_inbox;
+pub mod join_policy;
 pub mod mauth;
 pub mod monitor;
 pub mod policy;

@@ -203,7 +203,9 @@ fn serve_postauth(
         send(&Msg::Input(chunk.to_vec()))?;
     }
     send(&Msg::End)?;
-    let mut stripe = super::stripe::GrantKeeper::new(super::stripe_join::STRIPE_DIR, Some(join_fd));
+    let policy = super::join_policy::JoinPolicy::new(accepted, cfg);
+    let mut stripe =
+        super::stripe::GrantKeeper::new(super::stripe_join::STRIPE_DIR, Some(join_fd), policy);
     serve_requests(fd, sock, peer, keys, accepted, cfg, &mut stripe, logins)
 }
 

@@ -5,6 +5,7 @@
 //! hands the grant to the user's process to send. The user's process
 //! never holds the admission, so it cannot admit a secondary on its own.
 
+use super::join_policy::JoinPolicy;
 use super::stripe_join::JoinService;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use sluice_proto::stripe::token::{Admission, JOIN_SECRET_LEN};
@@ -28,6 +29,9 @@ pub struct GrantKeeper {
     /// Where admitted connections go: the user's process's join socket
     /// (taken by the service once a grant is issued).
     to_user: Option<OwnedFd>,
+    /// How the primary authenticated, to judge joins by (taken by the
+    /// service with `to_user`).
+    policy: Option<JoinPolicy>,
     /// A grant was asked for already (granted or not): later requests on
     /// the same connection are declined, as PROTOCOL.md says.
     asked: bool,
@@ -35,14 +39,20 @@ pub struct GrantKeeper {
 
 impl GrantKeeper {
     /// A keeper whose join socket will live in `dir` (normally
-    /// [`super::stripe_join::STRIPE_DIR`]), passing joined connections to
-    /// the user's process on `to_user` (none: every grant is declined).
-    pub fn new(dir: impl Into<PathBuf>, to_user: Option<OwnedFd>) -> GrantKeeper {
+    /// [`super::stripe_join::STRIPE_DIR`]), passing joined connections
+    /// `policy` allows to the user's process on `to_user` (none: every
+    /// grant is declined).
+    pub fn new(
+        dir: impl Into<PathBuf>,
+        to_user: Option<OwnedFd>,
+        policy: JoinPolicy,
+    ) -> GrantKeeper {
         GrantKeeper {
             dir: dir.into(),
             admission: None,
             service: None,
             to_user,
+            policy: Some(policy),
             asked: false,
         }
     }
@@ -73,7 +83,7 @@ impl GrantKeeper {
             );
             return None;
         }
-        let Some(to_user) = self.to_user.take() else {
+        let (Some(to_user), Some(policy)) = (self.to_user.take(), self.policy.take()) else {
             crate::log!(
                 Error,
                 "monitor: striping declined: no way to pass joined connections on"
@@ -97,7 +107,7 @@ impl GrantKeeper {
         )?;
         let admission = Arc::new(Mutex::new(admission));
         // No socket, no joins: decline rather than grant what cannot work.
-        let service = match JoinService::start(&self.dir, admission.clone(), to_user) {
+        let service = match JoinService::start(&self.dir, admission.clone(), policy, to_user) {
             Ok(s) => s,
             Err(why) => {
                 crate::log!(Error, "monitor: striping declined: join socket: {why}");
@@ -133,7 +143,14 @@ mod tests {
         }
         let base = std::env::temp_dir().join(format!("sluice-grant-{}", std::process::id()));
         let dir = base.join("stripe");
-        let keeper = || GrantKeeper::new(&dir, Some(super::super::wire::socketpair().unwrap().0));
+        let keeper = || {
+            let policy = super::super::join_policy::test_policy("bob", 1000, "password\n", "");
+            GrantKeeper::new(
+                &dir,
+                Some(super::super::wire::socketpair().unwrap().0),
+                policy,
+            )
+        };
         let mut k = keeper();
         let g = k.grant(20, 8, &[1; 32], "bob").expect("granted");
         let g = StripeGrant::decode(&g).unwrap();

@@ -4,9 +4,12 @@
 //! in a root-only directory, named after a hash of the session reference;
 //! a secondary connection's monitor M' connects there with what its own
 //! pre-auth child saw (its session identifier, the user name, the join
-//! request) and gets the join number admitted or a refusal with its
-//! reason (for the secondary's log; the client sees only
-//! USERAUTH_FAILURE). Once admitted, M' hands the secondary's transport
+//! request) and the secondary's addresses, and gets the join number
+//! admitted or a refusal with its reason (for the secondary's log; the
+//! client sees only USERAUTH_FAILURE). A proof that verifies uses its
+//! number up; the join is then judged as a login from the secondary's
+//! address with the primary's credentials (join_policy.rs) and may still
+//! be refused. Once admitted, M' hands the secondary's transport
 //! state, unread input and TCP socket (SCM_RIGHTS) over the same
 //! connection; M passes them on to the primary's user process U on a
 //! socketpair of their own (postauth.rs), and confirms.
@@ -17,10 +20,12 @@
 //! SOCK_SEQPACKET and speaks the monitor protocol (wire.rs), decoded
 //! strictly; one join per connection, each message within a time limit.
 
+use super::join_policy::JoinPolicy;
 use super::wire::{self, Msg, WireError, INPUT_CHUNK};
 use aws_lc_rs::digest;
 use sluice_proto::stripe::codec::JoinRequest;
 use sluice_proto::stripe::token::{Admission, JoinRefused};
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -108,11 +113,12 @@ pub struct JoinService {
 
 impl JoinService {
     /// Listens for joins to `admission`'s session in `dir`, answering on a
-    /// thread of its own for as long as the process lives; admitted
-    /// connections go to the user's process on `to_user`.
+    /// thread of its own for as long as the process lives; joins `policy`
+    /// allows go to the user's process on `to_user`.
     pub fn start(
         dir: &Path,
         admission: Arc<Mutex<Admission>>,
+        policy: JoinPolicy,
         to_user: OwnedFd,
     ) -> Result<JoinService, String> {
         root_only_dir(dir)?;
@@ -171,7 +177,7 @@ impl JoinService {
                 }
                 // SAFETY: a new descriptor we own.
                 let conn = unsafe { OwnedFd::from_raw_fd(fd) };
-                if let Err(why) = answer(&conn, &admission, &to_user) {
+                if let Err(why) = answer(&conn, &admission, &policy, &to_user) {
                     crate::log!(Info, "monitor: striping join refused: {why}");
                 }
             })
@@ -214,7 +220,12 @@ fn next(fd: &OwnedFd) -> Result<(Msg, Vec<OwnedFd>), String> {
 
 /// One asker: its request, the verdict; after an admission, the
 /// connection itself, passed on to the user's process.
-fn answer(conn: &OwnedFd, admission: &Mutex<Admission>, to_user: &OwnedFd) -> Result<(), String> {
+fn answer(
+    conn: &OwnedFd,
+    admission: &Mutex<Admission>,
+    policy: &JoinPolicy,
+    to_user: &OwnedFd,
+) -> Result<(), String> {
     if peer_uid(conn) != Some(0) {
         return Err("asker is not root".into());
     }
@@ -224,13 +235,23 @@ fn answer(conn: &OwnedFd, admission: &Mutex<Admission>, to_user: &OwnedFd) -> Re
                 session_id,
                 user,
                 request,
+                peer,
+                local,
             },
             fds,
         ) if fds.is_empty() => {
-            let mut a = admission.lock().map_err(|_| "admission lock poisoned")?;
-            a.admit(&session_id, &user, &request)
-                .map(|n| (n, user))
-                .map_err(|r: JoinRefused| r.to_string())
+            let admitted = {
+                let mut a = admission.lock().map_err(|_| "admission lock poisoned")?;
+                a.admit(&session_id, &user, &request)
+                    .map_err(|r: JoinRefused| r.to_string())
+            };
+            // The number is used up: a join refused from here on admits
+            // nothing again.
+            admitted.and_then(|n| {
+                let (ip, port) = (super::show_ip(peer), peer.port());
+                let context = format!("stripe-join {n} for {user} from {ip} port {port}: ");
+                crate::log::with_context(&context, || policy.check(peer, local)).map(|()| (n, user))
+            })
         }
         _ => Err("malformed request".to_owned()),
     };
@@ -292,15 +313,16 @@ pub struct Joining {
 }
 
 /// The asking side, in a secondary's monitor: the join admitted for a
-/// secondary whose session identifier is `session_id`, or why not (for
-/// the secondary's log; its client sees USERAUTH_FAILURE either way, and
-/// the reason is a fixed phrase of the primary's monitor, never text of
-/// the client's).
+/// secondary whose session identifier is `session_id`, connected from
+/// `peer` to `local`, or why not (for the secondary's log; its client
+/// sees USERAUTH_FAILURE either way, and the reason is the primary's
+/// monitor's, never text of the client's).
 pub fn ask(
     dir: &Path,
     session_id: &[u8],
     user: &str,
     req: &JoinRequest,
+    (peer, local): (SocketAddr, SocketAddr),
 ) -> Result<Joining, String> {
     let path = socket_path(dir, &req.session_ref);
     let (s, addr) = seqpacket(&path)?;
@@ -319,6 +341,8 @@ pub fn ask(
         session_id: session_id.to_vec(),
         user: user.to_owned(),
         request: req.clone(),
+        peer,
+        local,
     };
     wire::send(&s, &m).map_err(|e| format!("asking the session's monitor: {e}"))?;
     match wire::recv(&s, IO_TIMEOUT_MS) {
@@ -391,16 +415,30 @@ mod tests {
         let dir = tmp_dir("join");
         let primary = [7u8; 32];
         let (admission, grant) =
-            Admission::issue(vec![3; 32], [9; 32], &primary, "bob", 2, 7).unwrap();
+            Admission::issue(vec![3; 32], [9; 32], &primary, "bob", 3, 7).unwrap();
         let (to_user, at_user) = wire::socketpair().unwrap();
-        let service = JoinService::start(&dir, Arc::new(Mutex::new(admission)), to_user).unwrap();
+        // bob logged in with a password; not allowed from 10.0.0.0/8.
+        let policy = || {
+            super::super::join_policy::test_policy(
+                "bob",
+                1000,
+                "password\n",
+                "Match Address 10.0.0.0/8\n  PasswordAuthentication no\n",
+            )
+        };
+        let service =
+            JoinService::start(&dir, Arc::new(Mutex::new(admission)), policy(), to_user).unwrap();
+        let here = (
+            "127.0.0.1:40000".parse().unwrap(),
+            "127.0.0.1:22".parse().unwrap(),
+        );
         let number = |r: Result<Joining, String>| r.map(|j| j.number);
         let md = std::fs::metadata(&dir).unwrap();
         assert_eq!(md.mode() & 0o777, 0o700);
         let mut joiner = Joiner::new(&grant, &primary);
         let req = joiner.join(&[1; 32], "bob").unwrap();
         // Admitted, then the connection passes to the user's process.
-        let joining = ask(&dir, &[1; 32], "bob", &req).unwrap();
+        let joining = ask(&dir, &[1; 32], "bob", &req, here).unwrap();
         assert_eq!(joining.number, 1);
         assert!(receive(&at_user).unwrap().is_none(), "nothing yet");
         let (sock, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
@@ -409,37 +447,50 @@ mod tests {
         let (state, got, _fd) = receive(&at_user).unwrap().expect("handed over");
         assert_eq!((&state[..], got), (&b"state"[..], input));
         assert!(
-            number(ask(&dir, &[1; 32], "bob", &req)).is_err(),
+            number(ask(&dir, &[1; 32], "bob", &req, here)).is_err(),
             "replayed"
         );
         let req2 = joiner.join(&[2; 32], "bob").unwrap();
         assert!(
-            number(ask(&dir, &[3; 32], "bob", &req2)).is_err(),
+            number(ask(&dir, &[3; 32], "bob", &req2, here)).is_err(),
             "other session id"
         );
         assert!(
-            number(ask(&dir, &[2; 32], "alice", &req2)).is_err(),
+            number(ask(&dir, &[2; 32], "alice", &req2, here)).is_err(),
             "other user"
         );
         // Admitted but never handed over: the number stays used.
-        assert_eq!(number(ask(&dir, &[2; 32], "bob", &req2)), Ok(2));
+        assert_eq!(number(ask(&dir, &[2; 32], "bob", &req2, here)), Ok(2));
+        // A proof that verifies, from where bob's password would not do:
+        // refused, and its number used up.
+        let req3 = joiner.join(&[5; 32], "bob").unwrap();
+        let far = ("10.1.2.3:40000".parse().unwrap(), here.1);
+        let why = number(ask(&dir, &[5; 32], "bob", &req3, far)).unwrap_err();
+        assert!(
+            why.starts_with("password authentication for bob refused"),
+            "{why}"
+        );
+        assert_eq!(
+            number(ask(&dir, &[5; 32], "bob", &req3, here)),
+            Err("join number already used".into())
+        );
         // A key from another grant of the same reference does not verify.
         let (_, other) = Admission::issue(vec![3; 32], [8; 32], &primary, "bob", 2, 7).unwrap();
         let forged = Joiner::new(&other, &primary).join(&[4; 32], "bob").unwrap();
         assert!(
-            number(ask(&dir, &[4; 32], "bob", &forged)).is_err(),
+            number(ask(&dir, &[4; 32], "bob", &forged, here)).is_err(),
             "forged"
         );
         // A reference naming no session.
         let (_, none) = Admission::issue(vec![5; 32], [9; 32], &primary, "bob", 2, 7).unwrap();
         let stray = Joiner::new(&none, &primary).join(&[4; 32], "bob").unwrap();
         assert_eq!(
-            number(ask(&dir, &[4; 32], "bob", &stray)),
+            number(ask(&dir, &[4; 32], "bob", &stray, here)),
             Err("no such session".into())
         );
         // The reason reaches the asker's log.
         assert_eq!(
-            number(ask(&dir, &[1; 32], "bob", &req)),
+            number(ask(&dir, &[1; 32], "bob", &req, here)),
             Err("join number already used".into())
         );
         drop(service);
@@ -448,13 +499,13 @@ mod tests {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let (a, _) = Admission::issue(vec![6; 32], [9; 32], &primary, "bob", 2, 7).unwrap();
         let fd = || wire::socketpair().unwrap().0;
-        assert!(JoinService::start(&dir, Arc::new(Mutex::new(a)), fd()).is_err());
+        assert!(JoinService::start(&dir, Arc::new(Mutex::new(a)), policy(), fd()).is_err());
         // So is one whose parent others may write.
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
         let parent = dir.parent().unwrap();
         std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o777)).unwrap();
         let (a, _) = Admission::issue(vec![6; 32], [9; 32], &primary, "bob", 2, 7).unwrap();
-        assert!(JoinService::start(&dir, Arc::new(Mutex::new(a)), fd()).is_err());
+        assert!(JoinService::start(&dir, Arc::new(Mutex::new(a)), policy(), fd()).is_err());
         let _ = std::fs::remove_dir_all(dir.parent().unwrap());
     }
 }

@@ -9,6 +9,7 @@
 //! hostile input: any [`WireError`] ends the connection.
 
 use sluice_proto::stripe::codec::JoinRequest;
+use std::net::SocketAddr;
 use zeroize::Zeroizing;
 
 pub use super::datagram::{recv, recv_fds, send, send_fds, socketpair};
@@ -199,8 +200,9 @@ pub enum Msg {
     StripeGranted(Option<Zeroizing<Vec<u8>>>),
     /// A secondary's monitor -> the primary's monitor, on the join socket
     /// (stripe_join.rs): admit this join request, made on the connection
-    /// whose session identifier is `session_id`, for `user`. Answered
-    /// with `JoinAdmitted` or `Reject`; after `JoinAdmitted` the
+    /// whose session identifier is `session_id`, for `user`, from `peer`
+    /// to `local` (join_policy.rs). Answered with `JoinAdmitted` or
+    /// `JoinRefused`; after `JoinAdmitted` the
     /// connection follows as a handover (`State` carrying the socket,
     /// `Input`, `End`), confirmed with `Accept`.
     JoinAsk {
@@ -210,6 +212,10 @@ pub enum Msg {
         user: String,
         /// The join request's fields.
         request: JoinRequest,
+        /// The secondary's client address.
+        peer: SocketAddr,
+        /// The address the secondary arrived on.
+        local: SocketAddr,
     },
     /// The primary's monitor -> a secondary's monitor: the join number
     /// admitted.
@@ -489,11 +495,15 @@ impl Msg {
                 session_id,
                 user,
                 request,
+                peer,
+                local,
             } => {
                 w.u8(code::JOIN_ASK)
                     .bytes(session_id)
                     .bytes(user.as_bytes())
-                    .bytes(&request.encode());
+                    .bytes(&request.encode())
+                    .bytes(peer.to_string().as_bytes())
+                    .bytes(local.to_string().as_bytes());
             }
             Msg::JoinAdmitted(n) => {
                 w.u8(code::JOIN_ADMITTED).u32(*n);
@@ -660,6 +670,8 @@ impl Msg {
                 session_id: r.bytes(64)?.to_vec(),
                 user: r.string(MAX_NAME)?,
                 request: join_request(&mut r)?,
+                peer: address(&mut r)?,
+                local: address(&mut r)?,
             },
             code::JOIN_ADMITTED => Msg::JoinAdmitted(r.u32()?),
             code::JOIN_REFUSED => Msg::JoinRefused(r.string(MAX_NAME)?),
@@ -674,6 +686,13 @@ impl Msg {
 /// number, a 32-byte proof: well under 256 bytes).
 fn join_request(r: &mut R<'_>) -> Result<JoinRequest, WireError> {
     JoinRequest::decode(r.bytes(256)?).map_err(|_| WireError::Malformed("bad join request"))
+}
+
+/// A socket address in its text form (`1.2.3.4:22`, `[::1]:22`).
+fn address(r: &mut R<'_>) -> Result<SocketAddr, WireError> {
+    r.string(64)?
+        .parse()
+        .map_err(|_| WireError::Malformed("bad address"))
 }
 
 #[cfg(test)]
@@ -729,6 +748,8 @@ mod tests {
                     join_number: 1,
                     proof: [5; 32],
                 },
+                peer: "[2001:db8::7]:40000".parse().unwrap(),
+                local: "127.0.0.1:22".parse().unwrap(),
             },
             Msg::JoinAdmitted(3),
             Msg::JoinRefused("join number already used".into()),

@@ -111,7 +111,7 @@ fn trusted_ca(
         Some(p) => {
             let files = read_user_files(cfg, info, &[p], "authorized principals");
             let Some((opts, loc)) =
-                authorized_keys::find_principal(&files, c.principals(), ip, now)
+                authorized_keys::find_principal(&files, c.principals(), &info.name, ip, now)
             else {
                 log!(
                     Error,
