@@ -61,8 +61,20 @@ fn load_config(args: &ServerArgs) -> Result<(Sshd, Vec<String>), String> {
     Sshd::load_with_ports(&path, &overrides, &args.ports)
 }
 
-/// The protocol settings from the server config.
+/// The protocol settings from the server config, before authentication
+/// (the monitor, for its pre-auth child): no hardware deflate library is
+/// loaded (`net/hwzlib`, `server_engines`).
 pub fn proto_config(cfg: &Sshd) -> Config {
+    proto_config_with(cfg, false)
+}
+
+/// [`proto_config`] for the post-auth process, after its uid change: the
+/// only place EnableHwCompression's library is loaded.
+pub fn post_auth_proto_config(cfg: &Sshd) -> Config {
+    proto_config_with(cfg, true)
+}
+
+fn proto_config_with(cfg: &Sshd, load_hw: bool) -> Config {
     // `yes` (and `delayed`) as sshd: only methods that start after user
     // authentication, so nothing is inflated for an unauthenticated peer.
     let compression_engines = match cfg.compression.as_str() {
@@ -75,7 +87,8 @@ pub fn proto_config(cfg: &Sshd) -> Config {
                     .as_ref()
                     .map(|p| p.display().to_string()),
             };
-            compress::after_auth_only(&hwzlib::engines(compress::default_engines(), &hw))
+            let all = hwzlib::server_engines(compress::default_engines(), &hw, load_hw);
+            compress::after_auth_only(&all)
         }
     };
     Config {
