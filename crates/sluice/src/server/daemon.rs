@@ -6,6 +6,7 @@ use crate::config::sshd::{snapshot, MatchContext, ServerConfig as Sshd};
 use crate::log::{self, Level};
 use crate::net::hwzlib::{self, HwSettings};
 use crate::server::listen::{self, Listener};
+use crate::server::restart;
 use sluice_proto::transport::compress;
 use sluice_proto::Config;
 use std::os::fd::FromRawFd;
@@ -45,9 +46,28 @@ pub struct ServerArgs {
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
+/// SIGHUP: the listener restarts (server/restart.rs).
+static HUP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_term(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
+}
+
+extern "C" fn on_hup(_: libc::c_int) {
+    HUP.store(true, Ordering::Relaxed);
+}
+
+/// The listener's: SIGTERM and SIGINT stop it, SIGHUP restarts it.
+fn install_signal_handlers() {
+    // SAFETY: installing handlers that only store to an atomic.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_term as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGHUP, on_hup as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    // A restart blocked them across its exec (restart.rs).
+    restart::mask_listener_signals(libc::SIG_UNBLOCK, None);
 }
 
 fn load_config(args: &ServerArgs) -> Result<(Sshd, Vec<String>), String> {
@@ -280,7 +300,10 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
             return 255;
         }
     };
-    let mut listener = match Listener::bind(&addrs) {
+    // A listener restarted by SIGHUP gets its sockets back (restart.rs).
+    let kept = restart::inherited();
+    let restarted = kept.is_some();
+    let mut listener = match Listener::bind(&addrs, kept.unwrap_or_default()) {
         Ok(l) => l,
         Err(e) => {
             crate::log!(Fatal, "{e}");
@@ -297,7 +320,10 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
             None => 255,
         };
     }
-    if !args.foreground && !daemonize() {
+    // Before the daemon changes directory (a relative argv[0]).
+    let own_path = restart::own_path();
+    // Restarted, this process is the daemon already: the same pid.
+    if !args.foreground && !restarted && !daemonize() {
         return 255;
     }
     if let Some(p) = &cfg.pid_file {
@@ -305,25 +331,15 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
             crate::log!(Error, "Couldn't create pid file \"{}\": {e}", p.display());
         }
     }
-    // SAFETY: installing a handler that only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_term as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    install_signal_handlers();
     // Connections run this very image, even if the file was replaced or
     // removed since (sshd's re-exec fallback), with the configuration as
     // read now (snapshot.rs), which the children inherit.
     let exe = PathBuf::from("/proc/self/exe");
-    if let Some(fd) = snapshot::fd_for_children() {
-        // SAFETY: the listener is single-threaded; its children are the
-        // connection processes, which take the fd and make it close-on-exec.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
-        std::env::set_var(snapshot::CONFIG_ENV, fd.to_string());
-    }
+    listener.pass_config(snapshot::fd_for_children());
     let mut child_args: Vec<String> = argv.iter().filter(|a| *a != "-D").cloned().collect();
     child_args.push("-R".into());
-    let limits = listen::SourceLimits {
+    let mut limits = listen::SourceLimits {
         max_startups: cfg.max_startups,
         per_source_max: cfg.per_source_max_startups,
         bits: cfg.per_source_net_block_size,
@@ -335,7 +351,21 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
             )
         }),
     };
-    listener.serve(&exe, &child_args, limits, &STOP);
+    loop {
+        listener.serve(&exe, &child_args, &mut limits, &STOP, &HUP);
+        if STOP.load(Ordering::Relaxed) {
+            break;
+        }
+        HUP.store(false, Ordering::Relaxed);
+        // Returns only when it did not restart; serving goes on.
+        restart::on_sighup(
+            own_path.as_deref(),
+            argv,
+            &listener.socket_fds(),
+            cfg.pid_file.as_deref(),
+            &STOP,
+        );
+    }
     crate::log!(Info, "Received signal 15; terminating.");
     if let Some(p) = &cfg.pid_file {
         let _ = std::fs::remove_file(p);
