@@ -4,9 +4,12 @@
 //! read by stock OpenSSH and it reads OpenSSH's, across re-keys, text and
 //! random data checked by SHA-256; a missing library or one without the
 //! zlib functions falls back to software zlib with a clear message; `-G`
-//! and `sluiced -T` print the keywords.
+//! and `sluiced -T` print the keywords. In sluiced the library is loaded
+//! by the post-auth process only, as the user (a library built here notes
+//! who ran its constructor).
 
 mod common;
+mod privsep_util;
 
 use common::*;
 use std::process::{Command, Stdio};
@@ -389,4 +392,170 @@ fn config_dumps_print_the_keywords() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A "hardware" library built for the test: libz.so.1 as a dependency (its
+/// zlib functions are found through it) and a constructor that appends
+/// "pid uid euid" to `notes`. In a root-owned directory, as sluiced asks.
+struct NotingLibrary {
+    dir: std::path::PathBuf,
+    lib: std::path::PathBuf,
+    notes: std::path::PathBuf,
+}
+
+impl NotingLibrary {
+    fn build() -> NotingLibrary {
+        let dir = std::path::PathBuf::from(format!("/run/sluice-test-hwz-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let notes = dir.join("constructor-ran");
+        std::fs::write(&notes, "").unwrap();
+        // Any user's process may note itself.
+        std::fs::set_permissions(&notes, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let src = dir.join("noting.c");
+        std::fs::write(
+            &src,
+            format!(
+                "#include <stdio.h>\n#include <unistd.h>\n\
+                 __attribute__((constructor)) static void noting(void) {{\n\
+                 FILE *f = fopen(\"{}\", \"a\");\n\
+                 if (f) {{ fprintf(f, \"%d %d %d\\n\", (int)getpid(), (int)getuid(), (int)geteuid()); fclose(f); }}\n}}\n",
+                notes.display()
+            ),
+        )
+        .unwrap();
+        let lib = dir.join("libnotinghw.so");
+        let out = Command::new("cc")
+            .args(["-shared", "-fPIC", "-Wl,--no-as-needed", "-o"])
+            .arg(&lib)
+            .arg(&src)
+            .arg(STAND_IN)
+            .output()
+            .unwrap();
+        ok(&out, "cc the noting library");
+        NotingLibrary { dir, lib, notes }
+    }
+}
+
+impl Drop for NotingLibrary {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Whether `pid` has `file` mapped.
+fn maps(pid: u32, file: &std::path::Path) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap_or_default()
+        .contains(&file.display().to_string())
+}
+
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn sluiced_loads_the_library_only_in_the_post_auth_process_as_the_user() {
+    use privsep_util::*;
+    use std::io::{BufRead, BufReader, Write};
+    if skip() || stand_in_missing() || missing("cc") {
+        return;
+    }
+    let hw = NotingLibrary::build();
+    let user = TestUser::named("slhw");
+    let s = Setup::new("hwz_postauth");
+    let server = sluiced_debug(
+        &s,
+        &format!(
+            "EnableHwCompression yes\nHwCompressionLibrary {}",
+            hw.lib.display()
+        ),
+    );
+    let listener = server.child.id();
+
+    // A connection in key exchange: its monitor (root) and sandboxed
+    // pre-auth child have their engines, with nothing loaded.
+    let pre = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    pre.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut line = String::new();
+    BufReader::new(pre.try_clone().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (&pre).write_all(b"SSH-2.0-hw_test\r\n").unwrap();
+    let kid = wait_for("the pre-auth child", || sandboxed_children(listener).pop());
+
+    // A session of the user with ssh -C (zlib@openssh.com), held open.
+    let mut c = s.client(true, &server, &["-C", "-l", &user.name]);
+    c.arg("echo ready; read x")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut held = c.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(held.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready", "{}", server.log_text());
+    let postauth = wait_for("the post-auth process", || {
+        descendants(listener).into_iter().find(|p| {
+            comm(*p) == "sluiced" && uid_and_seccomp(*p).is_some_and(|(uid, _)| uid == user.uid)
+        })
+    });
+    assert!(
+        maps(postauth, &hw.lib),
+        "post-auth process {postauth}: not mapped"
+    );
+    let mut checked = 0;
+    for p in std::iter::once(listener).chain(descendants(listener)) {
+        if p == postauth || comm(p) != "sluiced" {
+            continue;
+        }
+        // The listener, every monitor (root) and the pre-auth child.
+        assert!(
+            !maps(p, &hw.lib),
+            "process {p} ({:?}) maps it",
+            uid_and_seccomp(p)
+        );
+        checked += 1;
+    }
+    assert!(checked >= 3, "{checked} processes checked");
+    assert!(
+        uid_and_seccomp(kid).is_some(),
+        "the pre-auth child ended early"
+    );
+    // The constructor ran in the post-auth process only, as the user.
+    let notes = std::fs::read_to_string(&hw.notes).unwrap();
+    assert!(!notes.is_empty(), "the constructor never ran");
+    for l in notes.lines() {
+        let f: Vec<u32> = l.split(' ').map(|v| v.parse().unwrap()).collect();
+        assert_eq!(f, [postauth, user.uid, user.uid], "{notes}");
+    }
+    let _ = held.stdin.as_mut().unwrap().write_all(b"\n");
+    let _ = held.wait();
+    drop(pre);
+
+    // And compression goes through it, both ways, for that user.
+    let data = text(4 << 20, 11);
+    let mut c = s.client(true, &server, &["-C", "-l", &user.name]);
+    c.arg("sha256sum && head -c 1000000 /dev/zero");
+    let out = run(c, &data, 60);
+    ok(&out, "ssh -C through the library");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(&sha256(&data)),
+        "{}",
+        server.log_text()
+    );
+    let log = server.log_text();
+    for want in [
+        format!("EnableHwCompression: using {} from", hw.lib.display()),
+        "zlib@openssh.com: inflating through".to_owned(),
+        "zlib@openssh.com: deflating through".to_owned(),
+    ] {
+        assert!(log.contains(&want), "{want}: {log}");
+    }
 }

@@ -227,3 +227,104 @@ fn remote_socket_buffers_are_set_within_the_servers_bound_and_stock_servers_decl
         );
     }
 }
+
+/// The kernel's SO_RCVBUF figures (`rb`, doubled as the kernel keeps them)
+/// of the established TCP connections on local port `port`, read with
+/// `ss -tm` on the server's host: what the server's socket really has.
+fn server_rcvbufs(s: &Setup, server: &Server, asked: &str) -> (Vec<u64>, String) {
+    let port = server.port;
+    let mut c = s.client(
+        false,
+        server,
+        &["-v", "-o", &format!("RemoteRcvBuf={asked}")],
+    );
+    // A moment for the grant (the reply is logged, the command runs after).
+    c.arg(format!(
+        "sleep 1; ss -tmn state established '( sport = :{port} )'"
+    ));
+    let out = run(c, b"", 60);
+    ok(&out, "ss through sluice");
+    let ss = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rbs = ss
+        .split("skmem:(")
+        .skip(1)
+        .filter_map(|m| {
+            let at = m.find(",rb")? + 3;
+            m[at..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()
+        })
+        .collect();
+    (
+        rbs,
+        format!("{ss}\n{}", String::from_utf8_lossy(&out.stderr)),
+    )
+}
+
+#[test]
+fn remote_socket_buffers_respect_the_sysctl_unless_remote_buf_max_is_set() {
+    if missing("ss") {
+        return;
+    }
+    let rmem_max: u64 = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Well past the sysctl, whatever this machine has.
+    let asked = (4 * rmem_max).max(64 << 20);
+    let s = Setup::new("remotebuf-sysctl");
+
+    // The default: the sysctl is the limit, nothing forced past it.
+    let server = s.start(false, "");
+    let (rbs, text) = server_rcvbufs(&s, &server, &asked.to_string());
+    assert!(!rbs.is_empty(), "no socket in: {text}");
+    for rb in &rbs {
+        assert!(*rb <= 2 * rmem_max, "rb {rb} over 2 * {rmem_max}: {text}");
+    }
+    let log = server.log_text();
+    assert!(
+        log.contains(&format!(
+            "RemoteRcvBuf from 127.0.0.1: asked {asked}, granted {rmem_max} (RemoteBufMax sysctl)"
+        )),
+        "{log}"
+    );
+
+    // Set by the administrator (here in a Match block): granted past the
+    // sysctl, up to it.
+    let server = s.start(
+        false,
+        &format!("Match Address 127.0.0.1\n  RemoteBufMax {asked}"),
+    );
+    let (rbs, text) = server_rcvbufs(&s, &server, &asked.to_string());
+    assert!(!rbs.is_empty(), "no socket in: {text}");
+    for rb in &rbs {
+        assert!(
+            *rb > 2 * rmem_max,
+            "rb {rb} not past 2 * {rmem_max}: {text}"
+        );
+        assert!(*rb <= 2 * asked, "rb {rb} over 2 * {asked}: {text}");
+    }
+
+    // -T shows what applies: the sysctl, or the administrator's size.
+    let cfg = s.config(free_port(), "Match User nobody\n  RemoteBufMax 1G");
+    let t = |spec: &str| {
+        let out = Command::new(SLUICED)
+            .args(["-T", "-C", spec, "-f"])
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        ok(&out, "sluiced -T");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let any = t("user=root,host=h,addr=127.0.0.1");
+    assert!(any.lines().any(|l| l == "remotebufmax sysctl"), "{any}");
+    let nobody = t("user=nobody,host=h,addr=127.0.0.1");
+    assert!(
+        nobody.lines().any(|l| l == "remotebufmax 1073741824"),
+        "{nobody}"
+    );
+}

@@ -1,7 +1,8 @@
 //! sluiced behaviours OpenSSH's regression suite checks (envpass, banner,
 //! authinfo), tested here with Debian's ssh as the client: sshd_config's
 //! SetEnv keeps the first value of a name and wins over the client's; a
-//! large Banner arrives whole; ExposeAuthInfo's SSH_USER_AUTH file.
+//! large Banner arrives whole; ExposeAuthInfo's SSH_USER_AUTH file;
+//! reconfigure: SIGHUP restarts the listener on its new configuration.
 
 mod common;
 use common::*;
@@ -236,4 +237,106 @@ fn openssh_algorithm_names_sluiced_lacks_are_left_out() {
         assert_eq!(out.status.code(), Some(255), "{line}: {err}");
         assert!(err.contains(want), "{line}: {err}");
     }
+}
+
+/// The sockets `pid` holds ("socket:[inode]"): a listener's listening ones.
+fn sockets_of(pid: u32) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .map(|l| l.display().to_string())
+        .filter(|l| l.starts_with("socket:"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn wait_for_count(server: &Server, needle: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.log_text().matches(needle).count() < n {
+        assert!(
+            Instant::now() < deadline,
+            "waiting for {n} x {needle:?}: {}",
+            server.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// OpenSSH's reconfigure.sh: SIGHUP restarts the listener on the new
+/// configuration, after a `-t` check that a broken one fails (it keeps
+/// serving then, and says why).
+#[test]
+fn sighup_restarts_on_the_new_configuration_and_connections_live_on() {
+    let s = Setup::new("srv-hup");
+    let port = free_port();
+    let cfg = s.config(port, "SetEnv _T_HUP=1");
+    let text_of = |p: &std::path::Path| std::fs::read_to_string(p).unwrap();
+    let first = text_of(&cfg);
+    let pid_file = s.dir.path("sluiced.pid");
+    let log = s.dir.path(&format!("server_{port}.log"));
+    let child = std::process::Command::new(SLUICED)
+        .args(["-D", "-e", "-o"])
+        .arg(format!("PidFile={}", pid_file.display()))
+        .arg("-f")
+        .arg(&cfg)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let server = Server { child, port, log };
+    let pid = server.child.id();
+    wait_for_count(&server, "Server listening on", 1);
+    let listening = sockets_of(pid);
+    assert!(!listening.is_empty());
+    assert_eq!(text_of(&pid_file), format!("{pid}\n"));
+    let env_now = || {
+        let mut c = s.client(false, &server, &[]);
+        c.arg("echo $_T_HUP");
+        let out = run(c, b"", 30);
+        ok(&out, &server.log_text());
+        text(&out.stdout)
+    };
+    assert_eq!(env_now(), "1\n");
+
+    // A long upload, held by the command's sleep while the restart happens.
+    let data = random_data(200 << 20, 21);
+    let hash = sha256(&data);
+    let mut c = s.client(false, &server, &[]);
+    c.arg("sleep 3; sha256sum");
+    let upload = std::thread::spawn(move || run(c, &data, 120));
+    wait_for_count(&server, "Accepted publickey", 2);
+    std::fs::write(&cfg, first.replace("_T_HUP=1", "_T_HUP=2")).unwrap();
+    // SAFETY: signalling the server under test.
+    unsafe { libc::kill(pid as i32, libc::SIGHUP) };
+    wait_for_count(&server, "Received SIGHUP; restarting.", 1);
+    wait_for_count(&server, "Server listening on", 2);
+    let out = upload.join().unwrap();
+    ok(&out, &server.log_text());
+    assert!(
+        text(&out.stdout).starts_with(&hash),
+        "{}",
+        text(&out.stdout)
+    );
+    // The same process, pid file and listening sockets; the new setting.
+    assert!(server.child.id() == pid && sockets_of(pid) == listening);
+    assert_eq!(text_of(&pid_file), format!("{pid}\n"));
+    assert_eq!(env_now(), "2\n");
+
+    // A broken configuration: no restart, the reason logged, still serving.
+    std::fs::write(&cfg, format!("{}Bogus yes\n", text_of(&cfg))).unwrap();
+    // SAFETY: as above.
+    unsafe { libc::kill(pid as i32, libc::SIGHUP) };
+    wait_for_count(&server, "configuration check failed; not restarting", 1);
+    let log = server.log_text();
+    assert!(log.contains("Bad configuration option: Bogus"), "{log}");
+    assert_eq!(
+        log.matches("Received SIGHUP; restarting.").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(env_now(), "2\n");
+    assert_eq!(sockets_of(pid), listening);
+    assert_eq!(text_of(&pid_file), format!("{pid}\n"));
 }

@@ -112,10 +112,15 @@ pub struct Granted {
 /// Sets `buf` on `fd` to `bytes`, forcing past the sysctl cap where the
 /// process may (root), and reads back what the kernel granted.
 pub fn set(fd: RawFd, buf: Buf, bytes: u64) -> Granted {
-    let (opt, force) = buf.opts();
+    set_with(fd, buf, bytes, true)
+}
+
+/// [`set`], forcing past the sysctl cap only when `force`.
+fn set_with(fd: RawFd, buf: Buf, bytes: u64, force: bool) -> Granted {
+    let (opt, force_opt) = buf.opts();
     set_raw(fd, opt, bytes);
     let mut granted = get(fd, buf).unwrap_or(0);
-    if granted < bytes && set_raw(fd, force, bytes) {
+    if force && granted < bytes && set_raw(fd, force_opt, bytes) {
         granted = get(fd, buf).unwrap_or(granted);
     }
     let advice = (granted < bytes).then(|| {
@@ -137,6 +142,79 @@ pub fn set(fd: RawFd, buf: Buf, bytes: u64) -> Granted {
         granted,
         advice,
     }
+}
+
+/// sshd_config's RemoteBufMax: how large a client's RemoteRcvBuf /
+/// RemoteSndBuf may make the server's socket buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteMax {
+    /// Not set (the default, `sysctl`): up to `net.core.rmem_max` /
+    /// `wmem_max`, never forced past them. The administrator's sysctl is
+    /// the limit an unprivileged program gets; a client must not get more
+    /// only because the monitor happens to be root.
+    Sysctl,
+    /// Set by the administrator: up to this many bytes, forced past the
+    /// sysctl where root may; 0 refuses the request.
+    Bytes(u64),
+}
+
+impl std::fmt::Display for RemoteMax {
+    /// As sshd_config and `-T` write it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RemoteMax::Sysctl => f.write_str("sysctl"),
+            RemoteMax::Bytes(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// What to ask the kernel for on a client's request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemotePlan {
+    /// Bytes to set.
+    pub bytes: u64,
+    /// Whether to force past the sysctl (SO_*BUFFORCE).
+    pub force: bool,
+    /// Set when the sysctl cut the request: the sysctl and its value.
+    pub clamped_by: Option<(&'static str, u64)>,
+}
+
+/// The decision for a client asking `asked` bytes (nonzero) of `buf` under
+/// `max`, where the sysctl maximum is `sysctl` (None: unreadable, and the
+/// kernel caps an unforced size itself). None: refused (`RemoteBufMax 0`).
+pub fn remote_plan(
+    buf: Buf,
+    asked: u64,
+    max: RemoteMax,
+    sysctl: Option<u64>,
+) -> Option<RemotePlan> {
+    match max {
+        RemoteMax::Bytes(0) => None,
+        RemoteMax::Bytes(n) => Some(RemotePlan {
+            bytes: asked.min(n),
+            force: true,
+            clamped_by: None,
+        }),
+        RemoteMax::Sysctl => {
+            let cap = sysctl.filter(|c| *c < asked);
+            Some(RemotePlan {
+                bytes: cap.unwrap_or(asked),
+                force: false,
+                clamped_by: cap.map(|c| (buf.sysctl(), c)),
+            })
+        }
+    }
+}
+
+/// The sysctl maximum for `buf` (`net.core.rmem_max` / `wmem_max`).
+pub fn sysctl_max(buf: Buf) -> Option<u64> {
+    let path = format!("/proc/sys/{}", buf.sysctl().replace('.', "/"));
+    read_sysctl(&path)?.first().copied()
+}
+
+/// Sets `buf` on `fd` as `plan` says and reads back what was granted.
+pub fn set_planned(fd: RawFd, buf: Buf, plan: &RemotePlan) -> Granted {
+    set_with(fd, buf, plan.bytes, plan.force)
 }
 
 /// Connects a TCP socket to `addr`, setting the buffers in `bufs` (0 =
@@ -276,6 +354,65 @@ mod tests {
             assert_eq!(Some(vec![n]), read_sysctl(core));
             assert!(2 * n > read_sysctl(tcp).unwrap()[2]);
         }
+    }
+
+    #[test]
+    fn remote_requests_stay_under_the_sysctl_unless_the_admin_set_a_max() {
+        // Unset: clamped to the sysctl, never forced.
+        let p = remote_plan(Buf::Recv, 64 << 20, RemoteMax::Sysctl, Some(212_992)).unwrap();
+        assert_eq!(
+            p,
+            RemotePlan {
+                bytes: 212_992,
+                force: false,
+                clamped_by: Some(("net.core.rmem_max", 212_992)),
+            }
+        );
+        // Under the sysctl: as asked, nothing to say.
+        let p = remote_plan(Buf::Send, 1 << 20, RemoteMax::Sysctl, Some(4 << 20)).unwrap();
+        assert_eq!((p.bytes, p.force, p.clamped_by), (1 << 20, false, None));
+        // The sysctl unreadable: asked unforced, the kernel caps it.
+        let p = remote_plan(Buf::Send, 1 << 30, RemoteMax::Sysctl, None).unwrap();
+        assert_eq!((p.bytes, p.force, p.clamped_by), (1 << 30, false, None));
+        // Set by the administrator: up to it, forced past the sysctl.
+        let p = remote_plan(
+            Buf::Recv,
+            64 << 20,
+            RemoteMax::Bytes(16 << 20),
+            Some(212_992),
+        )
+        .unwrap();
+        assert_eq!((p.bytes, p.force, p.clamped_by), (16 << 20, true, None));
+        let p = remote_plan(
+            Buf::Recv,
+            1 << 20,
+            RemoteMax::Bytes(16 << 20),
+            Some(212_992),
+        )
+        .unwrap();
+        assert_eq!(p.bytes, 1 << 20);
+        // 0 refuses.
+        assert_eq!(
+            remote_plan(Buf::Recv, 1 << 20, RemoteMax::Bytes(0), Some(1)),
+            None
+        );
+        assert_eq!(RemoteMax::Sysctl.to_string(), "sysctl");
+        assert_eq!(RemoteMax::Bytes(5).to_string(), "5");
+    }
+
+    #[test]
+    fn an_unforced_set_stays_under_the_sysctl() {
+        let Some(cap) = sysctl_max(Buf::Recv) else {
+            return;
+        };
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let plan = RemotePlan {
+            bytes: cap * 4,
+            force: false,
+            clamped_by: None,
+        };
+        let g = set_planned(l.as_raw_fd(), Buf::Recv, &plan);
+        assert!(g.granted <= cap, "{g:?} over {cap}");
     }
 
     #[test]

@@ -314,8 +314,9 @@ impl ServerConn {
     }
 
     /// The client's RemoteRcvBuf / RemoteSndBuf (`sockbuf-v00@sluice.dev`):
-    /// each size asked for is capped at RemoteBufMax and set (root may pass
-    /// the sysctl cap, as with TcpRcvBuf); 0 leaves a buffer alone. Declined
+    /// each size asked for is capped as RemoteBufMax says (by default the
+    /// sysctl maxima; past them, forced as root, only up to a RemoteBufMax
+    /// the administrator set) and set; 0 leaves a buffer alone. Declined
     /// when RemoteBufMax is 0 or the connection is not a TCP socket.
     fn remote_sockbuf(&mut self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)> {
         if let Some(m) = self.monitor.as_mut() {
@@ -335,32 +336,40 @@ pub(crate) fn remote_sockbuf(
     rcvbuf: u64,
     sndbuf: u64,
 ) -> Option<(u64, u64)> {
+    use crate::net::sockbuf::{self, Buf, RemoteMax};
+    let max = cfg.remote_buf_max;
+    let fd = sock.filter(|_| max != RemoteMax::Bytes(0))?;
+    let mut granted = [0u64; 2];
+    for (i, (b, asked)) in [(Buf::Recv, rcvbuf), (Buf::Send, sndbuf)]
+        .into_iter()
+        .enumerate()
     {
-        use crate::net::sockbuf::{self, Buf};
-        let max = cfg.remote_buf_max;
-        let fd = sock.filter(|_| max > 0)?;
-        let mut granted = [0u64; 2];
-        for (i, (b, asked)) in [(Buf::Recv, rcvbuf), (Buf::Send, sndbuf)]
-            .into_iter()
-            .enumerate()
-        {
-            if asked > 0 {
-                let g = sockbuf::set(fd, b, asked.min(max));
+        let what = &b.keyword()[3..];
+        let plan = (asked > 0)
+            .then(|| sockbuf::remote_plan(b, asked, max, sockbuf::sysctl_max(b)))
+            .flatten();
+        if let Some(plan) = plan {
+            if let Some((sysctl, cap)) = plan.clamped_by {
                 log!(
-                    Verbose,
-                    "Remote{} from {}: asked {asked}, granted {} (RemoteBufMax {max})",
-                    &b.keyword()[3..],
-                    peer.ip(),
-                    g.granted
+                    Debug1,
+                    "Remote{what} from {}: asked {asked}, clamped to {sysctl} = {cap}; raise it with sysctl -w {sysctl}={asked}, or set RemoteBufMax",
+                    peer.ip()
                 );
-                if let Some(a) = g.advice {
-                    log!(Info, "{a}");
-                }
             }
-            granted[i] = sockbuf::get(fd, b)?;
+            let g = sockbuf::set_planned(fd, b, &plan);
+            log!(
+                Verbose,
+                "Remote{what} from {}: asked {asked}, granted {} (RemoteBufMax {max})",
+                peer.ip(),
+                g.granted
+            );
+            if let Some(a) = g.advice.filter(|_| plan.force) {
+                log!(Info, "{a}");
+            }
         }
-        Some((granted[0], granted[1]))
+        granted[i] = sockbuf::get(fd, b)?;
     }
+    Some((granted[0], granted[1]))
 }
 
 impl Handler for ServerConn {

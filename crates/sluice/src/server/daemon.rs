@@ -6,6 +6,7 @@ use crate::config::sshd::{snapshot, MatchContext, ServerConfig as Sshd};
 use crate::log::{self, Level};
 use crate::net::hwzlib::{self, HwSettings};
 use crate::server::listen::{self, Listener};
+use crate::server::restart;
 use sluice_proto::transport::compress;
 use sluice_proto::Config;
 use std::os::fd::FromRawFd;
@@ -45,9 +46,28 @@ pub struct ServerArgs {
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
+/// SIGHUP: the listener restarts (server/restart.rs).
+static HUP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_term(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
+}
+
+extern "C" fn on_hup(_: libc::c_int) {
+    HUP.store(true, Ordering::Relaxed);
+}
+
+/// The listener's: SIGTERM and SIGINT stop it, SIGHUP restarts it.
+fn install_signal_handlers() {
+    // SAFETY: installing handlers that only store to an atomic.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_term as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGHUP, on_hup as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    // A restart blocked them across its exec (restart.rs).
+    restart::mask_listener_signals(libc::SIG_UNBLOCK, None);
 }
 
 fn load_config(args: &ServerArgs) -> Result<(Sshd, Vec<String>), String> {
@@ -61,8 +81,20 @@ fn load_config(args: &ServerArgs) -> Result<(Sshd, Vec<String>), String> {
     Sshd::load_with_ports(&path, &overrides, &args.ports)
 }
 
-/// The protocol settings from the server config.
+/// The protocol settings from the server config, before authentication
+/// (the monitor, for its pre-auth child): no hardware deflate library is
+/// loaded (`net/hwzlib`, `server_engines`).
 pub fn proto_config(cfg: &Sshd) -> Config {
+    proto_config_with(cfg, false)
+}
+
+/// [`proto_config`] for the post-auth process, after its uid change: the
+/// only place EnableHwCompression's library is loaded.
+pub fn post_auth_proto_config(cfg: &Sshd) -> Config {
+    proto_config_with(cfg, true)
+}
+
+fn proto_config_with(cfg: &Sshd, load_hw: bool) -> Config {
     // `yes` (and `delayed`) as sshd: only methods that start after user
     // authentication, so nothing is inflated for an unauthenticated peer.
     let compression_engines = match cfg.compression.as_str() {
@@ -75,7 +107,8 @@ pub fn proto_config(cfg: &Sshd) -> Config {
                     .as_ref()
                     .map(|p| p.display().to_string()),
             };
-            compress::after_auth_only(&hwzlib::engines(compress::default_engines(), &hw))
+            let all = hwzlib::server_engines(compress::default_engines(), &hw, load_hw);
+            compress::after_auth_only(&all)
         }
     };
     Config {
@@ -278,7 +311,10 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
             return 255;
         }
     };
-    let mut listener = match Listener::bind(&addrs) {
+    // A listener restarted by SIGHUP gets its sockets back (restart.rs).
+    let kept = restart::inherited();
+    let restarted = kept.is_some();
+    let mut listener = match Listener::bind(&addrs, kept.unwrap_or_default()) {
         Ok(l) => l,
         Err(e) => {
             crate::log!(Fatal, "{e}");
@@ -295,7 +331,10 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
             None => 255,
         };
     }
-    if !args.foreground && !daemonize() {
+    // Before the daemon changes directory (a relative argv[0]).
+    let own_path = restart::own_path();
+    // Restarted, this process is the daemon already: the same pid.
+    if !args.foreground && !restarted && !daemonize() {
         return 255;
     }
     if let Some(p) = &cfg.pid_file {
@@ -303,25 +342,15 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
             crate::log!(Error, "Couldn't create pid file \"{}\": {e}", p.display());
         }
     }
-    // SAFETY: installing a handler that only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_term as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    install_signal_handlers();
     // Connections run this very image, even if the file was replaced or
     // removed since (sshd's re-exec fallback), with the configuration as
     // read now (snapshot.rs), which the children inherit.
     let exe = PathBuf::from("/proc/self/exe");
-    if let Some(fd) = snapshot::fd_for_children() {
-        // SAFETY: the listener is single-threaded; its children are the
-        // connection processes, which take the fd and make it close-on-exec.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
-        std::env::set_var(snapshot::CONFIG_ENV, fd.to_string());
-    }
+    listener.pass_config(snapshot::fd_for_children());
     let mut child_args: Vec<String> = argv.iter().filter(|a| *a != "-D").cloned().collect();
     child_args.push("-R".into());
-    let limits = listen::SourceLimits {
+    let mut limits = listen::SourceLimits {
         max_startups: cfg.max_startups,
         per_source_max: cfg.per_source_max_startups,
         bits: cfg.per_source_net_block_size,
@@ -333,7 +362,21 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
             )
         }),
     };
-    listener.serve(&exe, &child_args, limits, &STOP);
+    loop {
+        listener.serve(&exe, &child_args, &mut limits, &STOP, &HUP);
+        if STOP.load(Ordering::Relaxed) {
+            break;
+        }
+        HUP.store(false, Ordering::Relaxed);
+        // Returns only when it did not restart; serving goes on.
+        restart::on_sighup(
+            own_path.as_deref(),
+            argv,
+            &listener.socket_fds(),
+            cfg.pid_file.as_deref(),
+            &STOP,
+        );
+    }
     crate::log!(Info, "Received signal 15; terminating.");
     if let Some(p) = &cfg.pid_file {
         let _ = std::fs::remove_file(p);
@@ -397,7 +440,8 @@ fn daemonize() -> bool {
 /// that sluiced inherited (sshd's closefrom), except those a sluiced
 /// parent passed on purpose and named in the environment: the listener's
 /// startup pipe and configuration snapshot for a connection process
-/// (`-R`), the monitor's sockets and the snapshot for a post-auth process.
+/// (`-R`), the monitor's sockets and the snapshot for a post-auth process,
+/// the listening sockets a restarting listener passed to its new image.
 /// Anywhere else those variables mean nothing and are dropped.
 pub fn close_inherited_fds(args: &ServerArgs) {
     use crate::server::privsep::{postauth::JOIN_ENV, POSTAUTH_ENV};
@@ -422,7 +466,9 @@ pub fn close_inherited_fds(args: &ServerArgs) {
         ] {
             std::env::remove_var(v);
         }
-        Vec::new()
+        // A listener re-executed by a SIGHUP restart keeps its listening
+        // sockets (restart.rs checks each is one).
+        crate::server::restart::inherited_fd_numbers()
     };
     crate::fds::close_inherited(&keep);
 }

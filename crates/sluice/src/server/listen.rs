@@ -6,19 +6,26 @@
 //! unauthenticated (each child tells the listener through its startup pipe
 //! once authenticated); PerSourcePenalties refuses sources whose earlier
 //! connections ended badly before authenticating (server/penalty.rs).
+//! A SIGHUP restart (server/restart.rs) passes the listening sockets to the
+//! new image, which takes back those its configuration still names.
 
 use crate::log;
 use crate::server::penalty::{self, Penalty, PenaltyBox};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-/// Listening sockets.
+/// Listening sockets, and the connection processes started from them.
 pub struct Listener {
     sockets: Vec<TcpListener>,
+    children: Vec<Started>,
+    /// The configuration snapshot's fd, passed to each child.
+    config_fd: Option<RawFd>,
+    rng_state: u64,
 }
 
 impl Listener {
@@ -54,11 +61,21 @@ impl Listener {
         }
     }
 
-    /// Binds every address, in sshd's words on failure.
-    pub fn bind(addrs: &[SocketAddr]) -> Result<Listener, String> {
+    /// Binds every address, in sshd's words on failure. `kept`: sockets a
+    /// restart passed on; one bound to an address still configured is used
+    /// as it is (no connection refused meanwhile), the others are closed.
+    pub fn bind(addrs: &[SocketAddr], mut kept: Vec<TcpListener>) -> Result<Listener, String> {
+        kept.retain(|s| s.local_addr().is_ok_and(|a| addrs.contains(&a)));
         let mut sockets = Vec::new();
         for a in addrs {
-            match TcpListener::bind(a) {
+            let reused = kept
+                .iter()
+                .position(|s| s.local_addr().is_ok_and(|l| l == *a))
+                .map(|i| kept.swap_remove(i));
+            if reused.is_some() {
+                log!(Debug1, "listening socket for {a} kept across the restart");
+            }
+            match reused.map_or_else(|| TcpListener::bind(a), Ok) {
                 Ok(s) => {
                     log!(Info, "Server listening on {} port {}.", a.ip(), a.port());
                     let _ = s.set_nonblocking(true);
@@ -78,7 +95,24 @@ impl Listener {
         if sockets.is_empty() {
             return Err("Cannot bind any address.".into());
         }
-        Ok(Listener { sockets })
+        Ok(Listener {
+            sockets,
+            children: Vec::new(),
+            config_fd: None,
+            rng_state: std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15,
+        })
+    }
+
+    /// The listening sockets' fds (for a restart to pass on).
+    pub fn socket_fds(&self) -> Vec<RawFd> {
+        self.sockets.iter().map(|s| s.as_raw_fd()).collect()
+    }
+
+    /// The configuration snapshot (config/sshd/snapshot.rs) each child
+    /// gets: `fd` stays close-on-exec here, so only connection processes
+    /// inherit it, not a restart's `-t` check or the restarted image.
+    pub fn pass_config(&mut self, fd: Option<RawFd>) {
+        self.config_fd = fd;
     }
 
     /// The bound addresses.
@@ -116,23 +150,26 @@ impl Listener {
             .collect()
     }
 
-    /// Accepts until `stop` is set, starting one `exe args...` per
-    /// connection. Each child holds the write end of a pipe, writes
-    /// [`AUTHENTICATED`] to it once its user is authenticated and closes
-    /// it (sshd's startup pipe): until then it counts against MaxStartups
-    /// and PerSourceMaxStartups, and if it ends first its exit status
-    /// decides the penalty its source is charged (server/penalty.rs).
+    /// Accepts until `stop` or `hup` is set, starting one `exe args...`
+    /// per connection; called again after a SIGHUP that did not restart, it
+    /// carries on with the same children. Each child holds the write end
+    /// of a pipe, writes [`AUTHENTICATED`] to it once its user is
+    /// authenticated and closes it (sshd's startup pipe): until then it
+    /// counts against MaxStartups and PerSourceMaxStartups, and if it ends
+    /// first its exit status decides the penalty its source is charged
+    /// (server/penalty.rs).
     pub fn serve(
         &mut self,
         exe: &std::path::Path,
         args: &[String],
-        mut limits: SourceLimits,
+        limits: &mut SourceLimits,
         stop: &AtomicBool,
+        hup: &AtomicBool,
     ) {
-        let mut children: Vec<Started> = Vec::new();
-        let mut rng_state = std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15;
-        while !stop.load(Ordering::Relaxed) {
+        let mut children = std::mem::take(&mut self.children);
+        while !stop.load(Ordering::Relaxed) && !hup.load(Ordering::Relaxed) {
             children.retain_mut(|c| !c.reap(limits.penalties.as_mut()));
+            reap_strays(&children);
             let mut fds = self.pollfds();
             let n = fds.len();
             fds.extend(
@@ -145,7 +182,10 @@ impl Listener {
                         revents: 0,
                     }),
             );
-            if crate::net::fdio::poll(&mut fds, 500).is_err() {
+            // Not fdio::poll, which retries on EINTR: a signal's flag is
+            // looked at now.
+            // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
+            if unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 500) } < 0 {
                 continue;
             }
             // A readable startup pipe: that child authenticated or ended.
@@ -161,15 +201,16 @@ impl Listener {
                     continue;
                 };
                 let pending = children.iter().filter(|c| c.startup.is_some()).count() as u32;
-                rng_state ^= rng_state << 13;
-                rng_state ^= rng_state >> 7;
-                rng_state ^= rng_state << 17;
-                let roll = (rng_state % 100) as u32;
+                let r = &mut self.rng_state;
+                *r ^= *r << 13;
+                *r ^= *r >> 7;
+                *r ^= *r << 17;
+                let roll = (*r % 100) as u32;
                 if let Some(reason) = limits.refusal(&children, peer, pending, roll) {
                     refuse(stream, peer, pending, &reason);
                     continue;
                 }
-                match spawn_child(exe, args, stream, peer) {
+                match spawn_child(exe, args, self.config_fd, stream, peer) {
                     Ok(c) => children.push(c),
                     Err(e) => log!(Error, "could not start a process for {peer}: {e}"),
                 }
@@ -177,6 +218,36 @@ impl Listener {
         }
         // Reap what has already exited; live connections keep running, as sshd's do.
         children.retain_mut(|c| !c.reap(limits.penalties.as_mut()));
+        self.children = children;
+    }
+}
+
+/// Reaps connection processes this image did not start: those a listener
+/// before a SIGHUP restart started (the same pid, so their parent) that
+/// have ended. Only peeks (WNOWAIT) until the exited one is not ours:
+/// `known` reap their own, for their exit status.
+fn reap_strays(known: &[Started]) {
+    loop {
+        // SAFETY: waitid fills a zeroed siginfo_t; WNOWAIT leaves the child.
+        let pid = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+            if libc::waitid(libc::P_ALL, 0, &mut info, flags) != 0 {
+                return;
+            }
+            info.si_pid()
+        };
+        if pid <= 0 || known.iter().any(|c| c.child.id() == pid as u32) {
+            return;
+        }
+        let mut status = 0;
+        // SAFETY: reaping a child of ours that has exited.
+        unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        log!(
+            Debug1,
+            "connection process {pid}, started before the restart, ended ({})",
+            std::process::ExitStatus::from_raw(status)
+        );
     }
 }
 
@@ -317,6 +388,7 @@ pub(crate) const STARTUP_ENV: &str = "SLUICED_STARTUP_FD";
 fn spawn_child(
     exe: &std::path::Path,
     args: &[String],
+    config_fd: Option<RawFd>,
     stream: TcpStream,
     peer: SocketAddr,
 ) -> std::io::Result<Started> {
@@ -336,22 +408,34 @@ fn spawn_child(
     // is single-threaded, so no other child can inherit it by accident.
     // SAFETY: clearing FD_CLOEXEC on an fd we own.
     unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETFD, 0) };
-    let mut keep = vec![w.as_raw_fd()];
-    keep.extend(crate::config::sshd::snapshot::fd_for_children());
-    keep.sort_unstable();
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .env(STARTUP_ENV, w.as_raw_fd().to_string())
         .stdin(Stdio::from(OwnedFd::from(stream)))
         .stdout(Stdio::from(OwnedFd::from(out)));
+    // The snapshot likewise, open across this one exec only.
+    if let Some(fd) = config_fd {
+        cmd.env(crate::config::sshd::snapshot::CONFIG_ENV, fd.to_string());
+        // SAFETY: clearing FD_CLOEXEC on the snapshot's fd, as above.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+    }
     // The connection process gets its socket, its startup pipe and the
-    // configuration; nothing else of the listener's.
+    // configuration; nothing else of the listener's (its listening
+    // sockets, kept open for a restart, included).
+    let mut keep = vec![w.as_raw_fd()];
+    keep.extend(config_fd);
+    keep.sort_unstable();
     // SAFETY: cloexec_except makes system calls only (async-signal-safe).
     unsafe {
         use std::os::unix::process::CommandExt;
         cmd.pre_exec(move || crate::fds::cloexec_except(&keep));
     }
-    let child = cmd.spawn()?;
+    let child = cmd.spawn();
+    if let Some(fd) = config_fd {
+        // SAFETY: setting it back.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    let child = child?;
     drop(w);
     Ok(Started {
         child,

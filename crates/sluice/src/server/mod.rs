@@ -22,6 +22,7 @@ pub mod pam_session;
 pub mod penalty;
 pub mod privsep;
 pub mod pty;
+pub mod restart;
 pub mod sandbox;
 pub mod session;
 pub mod session_env;

@@ -66,6 +66,8 @@ const MATCH_ALLOWED: &[&str] = &[
     "pubkeyauthentication",
     "pubkeyauthoptions",
     "rekeylimit",
+    // Ours: applied by the monitor with the connection's configuration.
+    "remotebufmax",
     "revokedkeys",
     "rdomain",
     "setenv",
@@ -531,7 +533,14 @@ impl ServerConfig {
             "banner" => self.banner = (first != "none").then(|| first.into()),
             "tcprcvbuf" => self.tcp_rcvbuf = size()?,
             "tcpsndbuf" => self.tcp_sndbuf = size()?,
-            "remotebufmax" => self.remote_buf_max = size()?,
+            "remotebufmax" => {
+                use crate::net::sockbuf::RemoteMax;
+                self.remote_buf_max = if first.eq_ignore_ascii_case("sysctl") {
+                    RemoteMax::Sysctl
+                } else {
+                    RemoteMax::Bytes(size()?)
+                }
+            }
             "maxforwardchannels" => self.max_forward_channels = num()?,
             // 1 = never grant striping; 0 would mean no connection at all.
             "maxstreams" => {

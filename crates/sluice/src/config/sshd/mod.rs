@@ -139,8 +139,9 @@ pub struct ServerConfig {
     /// TcpSndBuf.
     pub tcp_sndbuf: u64,
     /// Ours: RemoteBufMax, the largest socket buffer a client's RemoteRcvBuf
-    /// or RemoteSndBuf may ask for (bytes; 0 refuses the request).
-    pub remote_buf_max: u64,
+    /// or RemoteSndBuf may ask for: unset, the sysctl maxima; bytes (forced
+    /// past them as root) only where the administrator set it; 0 refuses.
+    pub remote_buf_max: crate::net::sockbuf::RemoteMax,
     /// Ours: ChannelWindow, the receive window a channel starts with.
     pub channel_window: u32,
     /// Ours: ChannelWindowMax, the most a bulk channel's window grows to.
@@ -281,7 +282,7 @@ impl Default for ServerConfig {
             deny_users: Vec::new(),
             tcp_rcvbuf: 0,
             tcp_sndbuf: 0,
-            remote_buf_max: 64 << 20,
+            remote_buf_max: crate::net::sockbuf::RemoteMax::Sysctl,
             channel_window: sluice_proto::Config::default().window,
             channel_window_max: sluice_proto::Config::default().window_max,
             max_forward_channels: 256,

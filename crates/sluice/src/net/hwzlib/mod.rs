@@ -14,6 +14,12 @@
 //! the reasons are logged and the software engines stay.
 //!
 //! A process loads at most once per library setting: a library stays mapped.
+//!
+//! sluiced loads it only in the post-auth process, after the uid change
+//! ([`server_engines`]): never in the root monitor, so the library's
+//! constructors never run as root and its code is not mapped in the
+//! sandboxed pre-auth child (which never compresses: a server offers only
+//! methods that start after authentication).
 
 pub mod engine;
 pub mod loader;
@@ -77,27 +83,41 @@ fn s390_has_dfltcc() -> bool {
 /// The library for `settings`, loaded (and logged) once per process; None
 /// when disabled or when nothing loads.
 pub fn library(settings: &HwSettings) -> Option<Arc<ZlibLibrary>> {
+    loaded(settings, Owner::RootIfRoot)
+}
+
+/// Who must own a library named by path before it is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Owner {
+    /// Root, when this process is root (a client: a user may load their own).
+    RootIfRoot,
+    /// Root, always (sluiced: its post-auth process runs as the user, who
+    /// must not get code of their own run in it, past a ForceCommand).
+    Root,
+}
+
+fn loaded(settings: &HwSettings, owner: Owner) -> Option<Arc<ZlibLibrary>> {
     if !settings.enabled {
         return None;
     }
     /// What each HwCompressionLibrary setting loaded (or not).
-    type Loaded = HashMap<Option<String>, Option<Arc<ZlibLibrary>>>;
+    type Loaded = HashMap<(Option<String>, Owner), Option<Arc<ZlibLibrary>>>;
     static LOADED: OnceLock<Mutex<Loaded>> = OnceLock::new();
     let mut cache = LOADED
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     cache
-        .entry(settings.library.clone())
-        .or_insert_with(|| first_that_loads(settings.library.as_deref()))
+        .entry((settings.library.clone(), owner))
+        .or_insert_with(|| first_that_loads(settings.library.as_deref(), owner))
         .clone()
 }
 
 /// Tries the candidates in order; logs which one is used, or why none is.
-fn first_that_loads(library: Option<&str>) -> Option<Arc<ZlibLibrary>> {
+fn first_that_loads(library: Option<&str>, owner: Owner) -> Option<Arc<ZlibLibrary>> {
     let mut tried = Vec::new();
     for name in candidates(library) {
-        match root_safe(&name).and_then(|()| ZlibLibrary::load(&name)) {
+        match root_safe(&name, owner).and_then(|()| ZlibLibrary::load(&name)) {
             Ok(lib) => {
                 log!(
                     Debug1,
@@ -128,14 +148,15 @@ fn first_that_loads(library: Option<&str>) -> Option<Arc<ZlibLibrary>> {
     None
 }
 
-/// As root (sluiced's monitor, or root's own ssh), a library named by path
-/// must be a file that only root can change: it and every directory above
-/// it owned by root and writable by neither group nor others, as sshd asks
-/// of AuthorizedKeysCommand. Names without a `/` are the dynamic loader's
-/// to find, in the system's library directories.
-fn root_safe(name: &str) -> Result<(), LoadError> {
+/// In sluiced, or as root (root's own ssh), a library named by path must
+/// be a file that only root can change: it and every directory above it
+/// owned by root and writable by neither group nor others, as sshd asks of
+/// AuthorizedKeysCommand. Names without a `/` are the dynamic loader's to
+/// find, in the system's library directories.
+fn root_safe(name: &str, owner: Owner) -> Result<(), LoadError> {
     // SAFETY: geteuid cannot fail.
-    if !name.contains('/') || unsafe { libc::geteuid() } != 0 {
+    let root = unsafe { libc::geteuid() } == 0;
+    if !name.contains('/') || (owner == Owner::RootIfRoot && !root) {
         return Ok(());
     }
     use std::os::unix::fs::MetadataExt;
@@ -171,10 +192,34 @@ pub fn engines(
         Arc::new(HwZlibEngine::new(lib.clone(), Activation::Delayed)),
         Arc::new(HwZlibEngine::new(lib, Activation::Immediate)),
     ];
-    v.extend(
-        base.into_iter()
-            .filter(|e| e.name() != "zlib@openssh.com" && e.name() != "zlib"),
-    );
+    v.extend(base.into_iter().filter(|e| !is_zlib(e.as_ref())));
+    v
+}
+
+fn is_zlib(e: &dyn CompressionEngine) -> bool {
+    e.name() == "zlib@openssh.com" || e.name() == "zlib"
+}
+
+/// sluiced's engines. Before authentication (`load` false: the root
+/// monitor, for itself and its sandboxed child) nothing is loaded: software
+/// zlib takes the places the library's engines would have, so KEXINIT lists
+/// the same names in the same order, and no library code runs as root or
+/// stays mapped in the sandbox; nothing compresses before authentication
+/// anyway. The post-auth process (`load`, after the uid change) loads the
+/// library; if none loads, software zlib serves the same names.
+pub fn server_engines(
+    base: Vec<Arc<dyn CompressionEngine>>,
+    settings: &HwSettings,
+    load: bool,
+) -> Vec<Arc<dyn CompressionEngine>> {
+    if !settings.enabled {
+        return base;
+    }
+    if load && loaded(settings, Owner::Root).is_some() {
+        return engines(base, settings);
+    }
+    let (mut v, rest): (Vec<_>, Vec<_>) = base.into_iter().partition(|e| is_zlib(e.as_ref()));
+    v.extend(rest);
     v
 }
 
@@ -235,22 +280,22 @@ mod tests {
         std::fs::copy(STAND_IN, &lib).unwrap();
         let name = lib.display().to_string();
         std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o646)).unwrap();
-        let e = root_safe(&name).unwrap_err();
+        let e = root_safe(&name, Owner::RootIfRoot).unwrap_err();
         assert!(
             e.to_string().contains("bad ownership or modes for file"),
             "{e}"
         );
         std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o644)).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let e = root_safe(&name).unwrap_err();
+        let e = root_safe(&name, Owner::RootIfRoot).unwrap_err();
         assert!(
             e.to_string()
                 .contains("bad ownership or modes for directory"),
             "{e}"
         );
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(root_safe(STAND_IN), Ok(()));
-        assert_eq!(root_safe("libz.so.1"), Ok(()));
+        assert_eq!(root_safe(STAND_IN, Owner::RootIfRoot), Ok(()));
+        assert_eq!(root_safe("libz.so.1", Owner::RootIfRoot), Ok(()));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -273,5 +318,55 @@ mod tests {
         );
         // The same library object for the same setting: loaded once.
         assert!(Arc::ptr_eq(&lib, &library(&s).unwrap()));
+    }
+
+    #[test]
+    fn a_server_offers_the_same_names_before_and_after_loading() {
+        let names = |s: &HwSettings, load: bool| {
+            let e = server_engines(default_engines(), s, load);
+            offered_names(
+                &sluice_proto::transport::compress::after_auth_only(&e),
+                false,
+            )
+        };
+        let off = HwSettings::default();
+        assert_eq!(names(&off, false), names(&off, true));
+        assert_eq!(
+            names(&off, false),
+            ["none", "zstd@sluice.dev", "zlib@openssh.com"]
+        );
+        // Enabled: zlib first either way, whether a library loads or not.
+        for library in [
+            Some(STAND_IN.to_owned()),
+            Some("/nonexistent/libhwz.so".into()),
+        ] {
+            let on = HwSettings {
+                enabled: true,
+                library,
+            };
+            let before = names(&on, false);
+            assert_eq!(before, ["none", "zlib@openssh.com", "zstd@sluice.dev"]);
+            assert_eq!(before, names(&on, true), "{on:?}");
+        }
+    }
+
+    #[test]
+    fn in_sluiced_a_library_must_be_roots_whoever_loads_it() {
+        // A library writable by others, checked as a user's process would
+        // (the post-auth process has the user's uid): refused in sluiced.
+        let dir = std::env::temp_dir().join(format!("hwzlib-owner-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let lib = dir.join("libz.so.1");
+        std::fs::write(&lib, b"not a library").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let name = lib.display().to_string();
+        let e = root_safe(&name, Owner::Root).unwrap_err();
+        assert!(e.to_string().contains("bad ownership or modes"), "{e}");
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            assert_eq!(root_safe(&name, Owner::RootIfRoot), Ok(()));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

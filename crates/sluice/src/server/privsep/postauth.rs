@@ -464,7 +464,7 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         })
         .collect();
     let server_cfg = ServerConfig {
-        common: crate::server::daemon::proto_config(&cfg),
+        common: crate::server::daemon::post_auth_proto_config(&cfg),
         host_keys,
         auth_methods: Vec::new(),
         max_auth_tries: cfg.max_auth_tries,

@@ -1,0 +1,335 @@
+//! SIGHUP: the listener restarts as sshd does ("Received SIGHUP;
+//! restarting."), re-executing the program it was started as with the same
+//! arguments, so the configuration (and, after an upgrade, the binary) is
+//! read afresh. Unlike sshd it first runs that program with `-t`: a
+//! configuration that fails the check leaves the listener serving as it
+//! was, with the reason logged.
+//!
+//! The process keeps its pid (exec, no new daemon fork), so PidFile names
+//! the same process; connection processes are its children and live on
+//! (an exec sends them nothing; none has a parent-death signal on the
+//! listener). Its listening sockets cross the exec, named in
+//! [`LISTEN_ENV`], rather than sshd's close and re-bind: connections
+//! arriving meanwhile wait in the backlog instead of being refused. The
+//! new image takes back those its configuration still names
+//! (`Listener::bind`). What it does not know: the connections still
+//! unauthenticated (their startup pipes close at the exec), so they no
+//! longer count against MaxStartups, and their exit statuses charge no
+//! PerSourcePenalties; they are reaped all the same (listen.rs).
+
+use std::ffi::{CString, OsStr};
+use std::io::{Read, Seek};
+use std::net::TcpListener;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The environment variable naming the listening sockets (comma-separated
+/// fds) in a restarted listener.
+pub const LISTEN_ENV: &str = "SLUICED_LISTEN_FDS";
+/// How long the `-t` check may take (a hung file system must not stop the
+/// listener for good; connections wait in the backlog meanwhile).
+const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most of the check's messages logged.
+const CHECK_OUTPUT_MAX: u64 = 4096;
+
+/// The program as it was started, made absolute now (before the daemon
+/// changes directory): argv[0], or for a bare name the PATH entry it was
+/// found in. Not /proc/self/exe: that names the image running now, which
+/// after a package upgrade is the replaced (deleted) file; sshd re-executes
+/// its argv[0] so that the upgraded binary is what runs.
+pub fn own_path() -> Option<PathBuf> {
+    let a0 = PathBuf::from(std::env::args_os().next()?);
+    if a0.is_absolute() {
+        return Some(a0);
+    }
+    if a0.as_os_str().as_bytes().contains(&b'/') {
+        return std::path::absolute(a0).ok();
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(&a0))
+        .find(|p| is_executable(p))
+        .and_then(|p| std::path::absolute(p).ok())
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Runs `exe args... -t` (the configuration and program a restart would
+/// start); Err: why it failed, from its messages.
+pub fn check(exe: &Path, args: &[String]) -> Result<(), String> {
+    let out = memfd()?;
+    let mut child = Command::new(exe)
+        .args(args)
+        .arg("-t")
+        .env_remove(LISTEN_ENV)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(
+            out.try_clone().map_err(|e| format!("check: {e}"))?,
+        ))
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    let deadline = Instant::now() + CHECK_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "`{} -t` did not finish in {} s",
+                    exe.display(),
+                    CHECK_TIMEOUT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("waiting for `{} -t`: {e}", exe.display())),
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let mut f = std::fs::File::from(out);
+    let mut text = String::new();
+    let _ = f.rewind();
+    let _ = f.take(CHECK_OUTPUT_MAX).read_to_string(&mut text);
+    let said: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let what = match status.code() {
+        Some(c) => format!("`{} -t` exited with {c}", exe.display()),
+        None => format!("`{} -t` ended by {status}", exe.display()),
+    };
+    Err(if said.is_empty() {
+        what
+    } else {
+        format!("{} ({what})", said.join("; "))
+    })
+}
+
+fn memfd() -> Result<OwnedFd, String> {
+    // SAFETY: a NUL-terminated name; the new fd is owned here.
+    let fd = unsafe { libc::memfd_create(c"sluiced-check".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(format!("check: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: just created.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Re-executes `exe` with `args` (argv without argv[0]), the listening
+/// `sockets` open across the exec and named in [`LISTEN_ENV`]. Returns
+/// only when the exec failed, with the error (the sockets close-on-exec
+/// again).
+pub fn exec(exe: &Path, args: &[String], sockets: &[RawFd]) -> std::io::Error {
+    let c = |b: &[u8]| CString::new(b).unwrap_or_default();
+    let path = c(exe.as_os_str().as_bytes());
+    let argv: Vec<CString> = std::iter::once(path.clone())
+        .chain(args.iter().map(|a| c(a.as_bytes())))
+        .collect();
+    let fds = sockets
+        .iter()
+        .map(|f| f.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut envp: Vec<CString> = std::env::vars_os()
+        .filter(|(k, _)| k != OsStr::new(LISTEN_ENV))
+        .map(|(k, v)| {
+            let mut b = k.as_bytes().to_vec();
+            b.push(b'=');
+            b.extend_from_slice(v.as_bytes());
+            c(&b)
+        })
+        .collect();
+    envp.push(c(format!("{LISTEN_ENV}={fds}").as_bytes()));
+    let ptrs = |v: &[CString]| -> Vec<*const libc::c_char> {
+        v.iter()
+            .map(|s| s.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect()
+    };
+    let (argv_p, envp_p) = (ptrs(&argv), ptrs(&envp));
+    for fd in sockets {
+        // SAFETY: our listening sockets, kept open across the exec.
+        unsafe { libc::fcntl(*fd, libc::F_SETFD, 0) };
+    }
+    // The signals the listener handles stay blocked across the exec (the
+    // mask is kept) until the new image has its handlers: a SIGTERM or
+    // another SIGHUP meanwhile waits for them instead of killing it.
+    let old = mask_listener_signals(libc::SIG_BLOCK, None);
+    // SAFETY: NUL-terminated strings and null-terminated arrays that
+    // outlive the call; the listener is single-threaded.
+    unsafe { libc::execve(path.as_ptr(), argv_p.as_ptr(), envp_p.as_ptr()) };
+    let e = std::io::Error::last_os_error();
+    match old {
+        Some(m) => mask_listener_signals(libc::SIG_SETMASK, Some(m)),
+        None => mask_listener_signals(libc::SIG_UNBLOCK, None),
+    };
+    for fd in sockets {
+        // SAFETY: as above, back to close-on-exec.
+        unsafe { libc::fcntl(*fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    e
+}
+
+/// Blocks or unblocks (`how`) SIGHUP, SIGTERM and SIGINT, or sets the
+/// whole mask to `set` when given; returns the mask before.
+pub fn mask_listener_signals(
+    how: libc::c_int,
+    set: Option<libc::sigset_t>,
+) -> Option<libc::sigset_t> {
+    // SAFETY: sigset_t is plain data, filled by sigemptyset/sigaddset;
+    // pthread_sigmask writes the old mask into `old`.
+    unsafe {
+        let mut s: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut s);
+        for sig in [libc::SIGHUP, libc::SIGTERM, libc::SIGINT] {
+            libc::sigaddset(&mut s, sig);
+        }
+        let s = set.unwrap_or(s);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        (libc::pthread_sigmask(how, &s, &mut old) == 0).then_some(old)
+    }
+}
+
+/// The fd numbers [`LISTEN_ENV`] names, unchecked and left in the
+/// environment: what a start that closes inherited descriptors must keep.
+pub fn inherited_fd_numbers() -> Vec<RawFd> {
+    std::env::var(LISTEN_ENV)
+        .map(|v| v.split(',').filter_map(|f| f.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// In a listener: None unless a restart started it; then the listening
+/// sockets it passed, each checked to be a listening TCP socket (anything
+/// else named is left alone). The variable is removed.
+pub fn inherited() -> Option<Vec<TcpListener>> {
+    std::env::var_os(LISTEN_ENV)?;
+    let mut fds = inherited_fd_numbers();
+    std::env::remove_var(LISTEN_ENV);
+    fds.sort_unstable();
+    fds.dedup();
+    Some(
+        fds.into_iter()
+            .filter(|fd| *fd > 2 && is_tcp_listener(*fd))
+            .map(|fd| {
+                // SAFETY: a listening socket our previous image passed to
+                // us on purpose, owned by nothing else here.
+                unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+                // SAFETY: as above.
+                unsafe { TcpListener::from_raw_fd(fd) }
+            })
+            .collect(),
+    )
+}
+
+fn is_tcp_listener(fd: RawFd) -> bool {
+    let get = |opt: libc::c_int| {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into `v`; a bad fd
+        // is EBADF or ENOTSOCK.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (r == 0).then_some(v)
+    };
+    get(libc::SO_ACCEPTCONN) == Some(1)
+        && get(libc::SO_TYPE) == Some(libc::SOCK_STREAM)
+        && get(libc::SO_PROTOCOL) == Some(libc::IPPROTO_TCP)
+        && matches!(get(libc::SO_DOMAIN), Some(libc::AF_INET | libc::AF_INET6))
+}
+
+/// SIGHUP in the listener: checks `exe args -t`, then re-executes with
+/// `sockets` kept, unless `stop` was set meanwhile (SIGTERM). Returns only
+/// when it did not restart (logged why).
+pub fn on_sighup(
+    exe: Option<&Path>,
+    args: &[String],
+    sockets: &[RawFd],
+    pid_file: Option<&Path>,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    let Some(exe) = exe else {
+        crate::log!(
+            Error,
+            "Received SIGHUP; not restarting: the path sluiced was started as is unknown (argv[0] {:?})",
+            std::env::args_os().next()
+        );
+        return;
+    };
+    if let Err(why) = check(exe, args) {
+        crate::log!(
+            Error,
+            "Received SIGHUP; sluiced: configuration check failed; not restarting: {why}"
+        );
+        return;
+    }
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return; // SIGTERM during the check: terminating instead
+    }
+    crate::log!(Info, "Received SIGHUP; restarting.");
+    // As sshd: the new image writes it again (the same pid).
+    if let Some(p) = pid_file {
+        let _ = std::fs::remove_file(p);
+    }
+    let e = exec(exe, args, sockets);
+    crate::log!(
+        Error,
+        "RESTART FAILED: av[0]='{}', error: {e}; still serving",
+        exe.display()
+    );
+    if let Some(p) = pid_file {
+        let _ = std::fs::write(p, format!("{}\n", std::process::id()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn only_listening_tcp_sockets_are_taken_back() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(is_tcp_listener(l.as_raw_fd()));
+        let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        assert!(!is_tcp_listener(s.as_raw_fd()));
+        let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert!(!is_tcp_listener(u.as_raw_fd()));
+        let f = std::fs::File::open("/dev/null").unwrap();
+        assert!(!is_tcp_listener(f.as_raw_fd()));
+        assert!(!is_tcp_listener(-1));
+    }
+
+    #[test]
+    fn the_check_reports_what_the_program_said() {
+        assert_eq!(check(Path::new("/bin/true"), &[]), Ok(()));
+        let e = check(
+            Path::new("/bin/sh"),
+            &["-c".into(), "echo 'line 3: Bad' >&2; exit 255".into()],
+        )
+        .unwrap_err();
+        // sh gets "-t" as $0; the message and status come back.
+        assert!(
+            e.starts_with("line 3: Bad (`/bin/sh -t` exited with 255)"),
+            "{e}"
+        );
+        let e = check(Path::new("/nonexistent/sluiced"), &[]).unwrap_err();
+        assert!(e.contains("cannot run /nonexistent/sluiced"), "{e}");
+    }
+}
