@@ -16,8 +16,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// sluiced started as a supervisor might leave it: descriptors 10 and 251
-/// open (not close-on-exec), as if inherited from a shell.
-fn start_with_leaks(s: &Setup, extra: &str) -> Server {
+/// open on the file `leak` (not close-on-exec), as if inherited from a
+/// shell.
+fn start_with_leaks(s: &Setup, extra: &str, leak: &std::path::Path) -> Server {
     let port = free_port();
     let cfg = s.config(port, &format!("PerSourcePenalties no\n{extra}"));
     let log_path = s.dir.path(&format!("server_{port}.log"));
@@ -27,10 +28,12 @@ fn start_with_leaks(s: &Setup, extra: &str) -> Server {
         .arg(&cfg)
         .stdin(Stdio::null())
         .stderr(log);
+    std::fs::write(leak, b"leaked").unwrap();
+    let path = std::ffi::CString::new(leak.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: dup2 and open only, between fork and exec.
     unsafe {
-        c.pre_exec(|| {
-            let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+        c.pre_exec(move || {
+            let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
             if fd < 0 || libc::dup2(fd, 10) < 0 || libc::dup2(fd, 251) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -134,13 +137,18 @@ fn a_users_command_holds_only_its_stdio() {
         "Subsystem fdcheck /bin/sh -c '{PROBE}'\nMatch User {}\n  ForceCommand {PROBE}\n",
         forced.name
     );
-    let server = start_with_leaks(&s, &extra);
-    // The listener itself dropped what it inherited.
-    let listener = fds_of(server.child.id());
-    assert!(
-        !listener.contains(&10) && !listener.contains(&251),
-        "the listener kept inherited descriptors: {listener:?}"
-    );
+    let leak = s.dir.path("leaked-descriptor");
+    let server = start_with_leaks(&s, &extra, &leak);
+    // The listener itself dropped what it inherited (its own descriptors
+    // may take the same numbers: what they name counts).
+    let pid = server.child.id();
+    let kept: Vec<i32> = fds_of(pid)
+        .into_iter()
+        .filter(|fd| {
+            std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).is_ok_and(|t| t == leak)
+        })
+        .collect();
+    assert!(kept.is_empty(), "the listener kept inherited descriptors {kept:?}");
     let ssh = |extra: &[&str], remote: Option<&str>| {
         let mut c = s.client(true, &server, extra);
         c.args(remote);
