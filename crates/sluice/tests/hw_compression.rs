@@ -478,6 +478,11 @@ fn sluiced_loads_the_library_only_in_the_post_auth_process_as_the_user() {
     );
     let listener = server.child.id();
 
+    // The start-up probe's connection must be gone first, or its pre-auth
+    // child (on its way out) could be taken for the one held open below.
+    wait_for("the probe's pre-auth child to end", || {
+        sandboxed_children(listener).is_empty().then_some(())
+    });
     // A connection in key exchange: its monitor (root) and sandboxed
     // pre-auth child have their engines, with nothing loaded.
     let pre = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
@@ -526,7 +531,8 @@ fn sluiced_loads_the_library_only_in_the_post_auth_process_as_the_user() {
     assert!(checked >= 3, "{checked} processes checked");
     assert!(
         uid_and_seccomp(kid).is_some(),
-        "the pre-auth child ended early"
+        "the pre-auth child ended early: {}",
+        server.log_text()
     );
     // The constructor ran in the post-auth process only, as the user.
     let notes = std::fs::read_to_string(&hw.notes).unwrap();

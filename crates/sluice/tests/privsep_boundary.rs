@@ -414,6 +414,11 @@ fn no_host_private_key_in_the_pre_auth_child_or_the_post_auth_process() {
         }
         let listener = server.child.id();
 
+        // The start-up probe's pre-auth child must be gone, or it could be
+        // taken for the stalled client's.
+        wait_for("the probe's pre-auth child to end", || {
+            sandboxed_children(listener).is_empty().then_some(())
+        });
         // Mid-login: the pre-auth child, and (the control) its monitor.
         let client = stalled_client(port);
         let child = wait_for("the pre-auth child", || {
