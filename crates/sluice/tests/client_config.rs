@@ -771,3 +771,67 @@ fn default_cipher_negotiated_with_sluiced() {
         );
     }
 }
+
+/// At VERBOSE (`-v`), ssh ends with "Transferred: sent N, received M bytes,
+/// in S seconds" and "Bytes per second: ..."; sluice prints the same two
+/// lines, with the bytes that crossed the socket (at least the payload).
+#[test]
+fn verbose_ends_with_the_bytes_transferred_as_ssh() {
+    if missing("ssh") {
+        return;
+    }
+    let s = Setup::new("transferred");
+    let server = s.start(false, "");
+    let data = random_data(4 << 20, 5);
+    for openssh in [true, false] {
+        let mut c = s.client_at(openssh, &server, "VERBOSE", &[]);
+        c.arg("cat >/dev/null; head -c 1000000 /dev/zero");
+        let out = run(c, &data, 60);
+        ok(&out, "upload at VERBOSE");
+        assert_eq!(out.stdout.len(), 1_000_000);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("Transferred: sent "))
+            .unwrap_or_else(|| panic!("openssh {openssh}: no Transferred line: {err}"));
+        let n: Vec<u64> = line
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        assert!(
+            line.ends_with(" seconds") && line.contains(" bytes, in "),
+            "{line}"
+        );
+        assert!(n[0] >= data.len() as u64 && n[1] >= 1_000_000, "{line}");
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("Bytes per second: sent ") && l.contains(", received ")),
+            "{err}"
+        );
+    }
+}
+
+/// `-i` naming a file that is not there: ssh warns and goes on with the
+/// other identities; so does sluice (here the config's IdentityFile).
+#[test]
+fn a_missing_identity_file_is_warned_about_and_skipped() {
+    if missing("ssh") {
+        return;
+    }
+    let s = Setup::new("noidfile");
+    let server = s.start(false, "");
+    for openssh in [true, false] {
+        let mut c = s.client(openssh, &server, &["-i", "/nonexistent/nosuchkey"]);
+        c.arg("echo in");
+        let out = run(c, b"", 30);
+        ok(&out, "login with the other identity");
+        assert_eq!(out.stdout, b"in\n");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(
+                "Warning: Identity file /nonexistent/nosuchkey not accessible: No such file or directory."
+            ),
+            "openssh {openssh}: {err}"
+        );
+    }
+}

@@ -144,11 +144,12 @@ fn a_users_command_holds_only_its_stdio() {
     let pid = server.child.id();
     let kept: Vec<i32> = fds_of(pid)
         .into_iter()
-        .filter(|fd| {
-            std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).is_ok_and(|t| t == leak)
-        })
+        .filter(|fd| std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).is_ok_and(|t| t == leak))
         .collect();
-    assert!(kept.is_empty(), "the listener kept inherited descriptors {kept:?}");
+    assert!(
+        kept.is_empty(),
+        "the listener kept inherited descriptors {kept:?}"
+    );
     let ssh = |extra: &[&str], remote: Option<&str>| {
         let mut c = s.client(true, &server, extra);
         c.args(remote);

@@ -215,7 +215,18 @@ fn options(
                     a.options.push(format!("User={value}"));
                     a.login = Some(value);
                 }
-                'i' => a.identities.push(value),
+                // As ssh: a file that cannot be stat'ed is warned about and
+                // left out (the other identities and the agent still go on).
+                'i' => {
+                    let path = crate::config::ssh::tokens::tilde(&value).unwrap_or(value);
+                    match std::fs::metadata(&path) {
+                        Ok(_) => a.identities.push(path),
+                        Err(e) => eprintln!(
+                            "Warning: Identity file {path} not accessible: {}.",
+                            crate::net::describe_io_error(&e)
+                        ),
+                    }
+                }
                 'F' => a.config_file = Some(value),
                 'o' => a.options.push(value),
                 'c' => a.ciphers = Some(value),

@@ -341,6 +341,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         opts.connect_timeout,
     ));
     let mut proto = opts.proto.clone();
+    let started = std::time::Instant::now();
     let (conn, result) = loop {
         let common = proto.clone();
         let mut conn = Connection::client(ClientConfig { common }, Box::new(SystemRng));
@@ -382,6 +383,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
     };
     restore(saved);
     crate::net::compress_ctl::log_summary(&conn);
+    log_transferred(started.elapsed());
     if crate::net::pump::data_lost() {
         // What the remote command sent did not all arrive (logged where
         // the write failed): never a success, whatever its status.
@@ -412,6 +414,25 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         Ok(()) => Ok(255),
         Err(PumpError::Handler(msg)) => Err(ClientError::Session(msg)),
         Err(e) => Err(ClientError::Connection(e)),
+    }
+}
+
+/// ssh's two end-of-session lines (VERBOSE, so `-v` shows them): bytes on
+/// the connection's socket each way, and the rates over the session.
+fn log_transferred(elapsed: std::time::Duration) {
+    let (received, sent) = crate::net::pump::socket_totals();
+    let secs = elapsed.as_secs_f64();
+    log!(
+        Verbose,
+        "Transferred: sent {sent}, received {received} bytes, in {secs:.1} seconds"
+    );
+    if secs > 0.0 {
+        log!(
+            Verbose,
+            "Bytes per second: sent {:.1}, received {:.1}",
+            sent as f64 / secs,
+            received as f64 / secs
+        );
     }
 }
 

@@ -39,6 +39,7 @@ use super::path::PathFeed;
 use channels::consumed_on;
 use sluice_proto::{Connection, Event};
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use stream::Read;
 
@@ -57,6 +58,19 @@ const QUICK_ACK_BELOW: usize = 4096;
 const OUT_HARD_CAP: usize = 64 << 20;
 
 /// The loop's buffers around one connection.
+/// Bytes this process read from and wrote to its connections' sockets, for
+/// ssh's end-of-session figures ("Transferred: sent N, received M bytes").
+static SOCKET_READ: AtomicU64 = AtomicU64::new(0);
+static SOCKET_WRITTEN: AtomicU64 = AtomicU64::new(0);
+
+/// (received, sent) bytes on the sockets of every pump of this process.
+pub fn socket_totals() -> (u64, u64) {
+    (
+        SOCKET_READ.load(Ordering::Relaxed),
+        SOCKET_WRITTEN.load(Ordering::Relaxed),
+    )
+}
+
 pub struct Pump {
     sock: RawFd,
     inbuf: Vec<u8>,
@@ -268,6 +282,7 @@ impl Pump {
                 }
                 Ok(n) => {
                     progressed = true;
+                    SOCKET_READ.fetch_add(n as u64, Ordering::Relaxed);
                     if self.quick_ack && n < QUICK_ACK_BELOW {
                         self.quick_ack = fdio::quick_ack(self.sock);
                     }
@@ -424,7 +439,10 @@ impl Pump {
                 break;
             };
             match fdio::write_some(self.sock, pending) {
-                Ok(n) => self.out_pos += n,
+                Ok(n) => {
+                    self.out_pos += n;
+                    SOCKET_WRITTEN.fetch_add(n as u64, Ordering::Relaxed);
+                }
                 Err(e) if fdio::would_block(&e) => break,
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
                     return Err(PumpError::PeerReset)
