@@ -308,6 +308,45 @@ macro_rules! log {
     };
 }
 
+/// `eprintln!` that never panics: a closed stderr (`sluiced -Z 2>&1 | head
+/// -1`) loses the line, as a C program's fprintf would, instead of ending
+/// the program with a panic.
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+/// `println!` that never panics on a closed stdout (`sluice -G host | head
+/// -1`): the rest is dropped, as with ssh.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that never panics (see [`errln!`]).
+#[macro_export]
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+/// `print!` that never panics (see [`outln!`]).
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -710,3 +710,40 @@ fn proxy_jump_hops_through_sluice() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("Remote working directory: "));
 }
+
+/// A connection that fails: the cause first (sluice's connect error), then
+/// the consequence (scp's / sftp's "Connection closed"), every time, as with
+/// OpenSSH's scp and sftp. It raced before: about one run in six printed
+/// "Connection closed" first.
+#[test]
+fn a_refused_connection_is_reported_before_connection_closed() {
+    let port = free_port().to_string();
+    let f = std::env::temp_dir().join(format!("sluice-order-{}", std::process::id()));
+    std::fs::write(&f, b"x").unwrap();
+    for i in 0..30 {
+        // Both streams into one pipe, as a terminal or `2>&1 | less` shows them.
+        let mut c = Command::new("sh");
+        c.arg("-c").arg("\"$0\" \"$@\" 2>&1; echo \"exit $?\"");
+        if i % 2 == 0 {
+            c.arg(SCP)
+                .args(["-P", &port])
+                .arg(&f)
+                .arg("127.0.0.1:/tmp/x");
+        } else {
+            c.arg(SFTP).args(["-P", &port, "127.0.0.1"]);
+        }
+        let out = c.stdin(std::process::Stdio::null()).output().unwrap();
+        let all = String::from_utf8_lossy(&out.stdout);
+        let err = all
+            .strip_suffix("exit 255\n")
+            .unwrap_or_else(|| panic!("{all}"));
+        let lines: Vec<&str> = err.lines().collect();
+        assert!(
+            lines.len() == 2
+                && lines[0].contains("Connection refused")
+                && lines[1].ends_with("Connection closed"),
+            "run {i}: {err}"
+        );
+    }
+    let _ = std::fs::remove_file(&f);
+}

@@ -326,9 +326,7 @@ impl ChannelEndpoint for SftpChannel {
     }
 }
 
-impl Drop for SftpChannel {
-    fn drop(&mut self) {
-        // Never opened, or the pump is gone: the program must not wait.
-        self.on_eof();
-    }
-}
+// No Drop that closes the link: when the connection fails before the
+// channel opens, this end is dropped inside `connect` before its error is
+// printed, and the program would print "Connection closed" first. The one
+// who ran the connection closes the link after saying why (sftp/mod.rs).
