@@ -3,7 +3,7 @@
 //! client/scp_legacy.rs over the legacy protocol with -O.
 
 use crate::cli::sftp_main::stdout_is_tty;
-use crate::cli::xfer_args::{see_page, HELP, getopt, parallel, split_remote, x_option, SshSide};
+use crate::cli::xfer_args::{getopt, parallel, see_page, split_remote, x_option, SshSide, HELP};
 use crate::client::scp_legacy::{self, Legacy};
 use crate::client::sftp::run;
 use crate::client::sftp::scp::{self, Place};

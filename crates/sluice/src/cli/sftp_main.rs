@@ -1,7 +1,9 @@
 //! `sluice-sftp`'s main: sftp(1)'s command line (cli/xfer_args.rs for
 //! the parts shared with scp), then client/sftp/ does the session.
 
-use crate::cli::xfer_args::{see_page, HELP, buffer, getopt, parallel, requests, split_remote, x_option, SshSide};
+use crate::cli::xfer_args::{
+    buffer, getopt, parallel, requests, see_page, split_remote, x_option, SshSide, HELP,
+};
 use crate::client::sftp::{commands, run};
 
 /// The options getopt takes (cli/manpages.rs checks them against the usage
@@ -9,7 +11,8 @@ use crate::client::sftp::{commands, run};
 pub const OPTIONS: &str = "46AaCfNpqrvB:b:c:D:F:i:J:l:o:P:R:S:s:X:";
 
 /// The usage text, as OpenSSH's (without the refused `-D` and `-S`).
-pub const USAGE: &str = "usage: sluice-sftp [-46AaCfNpqrv] [-B buffer_size] [-b batchfile] [-c cipher]
+pub const USAGE: &str =
+    "usage: sluice-sftp [-46AaCfNpqrv] [-B buffer_size] [-b batchfile] [-c cipher]
           [-F ssh_config] [-i identity_file] [-J destination] [-l limit]
           [-o ssh_option] [-P port] [-R num_requests] [-s subsystem]
           [-X sftp_option] destination";

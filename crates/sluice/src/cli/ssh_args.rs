@@ -364,7 +364,11 @@ fn parse_bench_crypto(args: &[String]) -> Result<Invocation, String> {
                     .ok_or_else(|| format!("bench-crypto: bad thread list '{v}'"))?;
             }
             "--help" => return Ok(help(BENCH_USAGE)),
-            _ => return Err(format!("bench-crypto: unknown argument '{a}'\n{BENCH_USAGE}")),
+            _ => {
+                return Err(format!(
+                    "bench-crypto: unknown argument '{a}'\n{BENCH_USAGE}"
+                ))
+            }
         }
     }
     if o.ciphers.is_empty() {

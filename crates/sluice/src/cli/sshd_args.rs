@@ -23,7 +23,8 @@ pub const USAGE: &str = "usage: sluiced [-46ADdeiqTtV] [-C connection_spec] [-c 
             [-h host_key_file] [-o option] [-p port] [-u len]";
 
 /// The line `--help` adds under the usage.
-pub const SEE_PAGE: &str = "See sluiced(8) for the options and sluiced_config(5) for the configuration.";
+pub const SEE_PAGE: &str =
+    "See sluiced(8) for the options and sluiced_config(5) for the configuration.";
 
 /// Parses argv (without the program name). As sshd's, `-E` implies `-e`:
 /// lines go to the file rather than syslog; `-V` is acted on where it
