@@ -832,6 +832,134 @@ fn a_missing_identity_file_is_warned_about_and_skipped() {
                 "Warning: Identity file /nonexistent/nosuchkey not accessible: No such file or directory."
             ),
             "openssh {openssh}: {err}"
+/// Runs `bin args` with no stdin: (exit code, stdout, stderr).
+fn run_bin(bin: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `--help` of each program and subcommand: the usage (the flags the lib
+/// test cli::manpages checks against the parser and the man page) and the
+/// page's name on stdout, exit 0; a bad flag: the usage on stderr, exit
+/// 255 for sluice as ssh, 1 for sluiced, sluice-sftp and sluice-scp as
+/// sshd, sftp and scp.
+#[test]
+fn help_on_stdout_and_bad_flags_exit_as_openssh() {
+    use sluice::cli::{scp_main, sftp_main, ssh_args, sshd_args, xfer_args};
+    let sftp = env!("CARGO_BIN_EXE_sluice-sftp");
+    let scp = env!("CARGO_BIN_EXE_sluice-scp");
+    let helps = [
+        (
+            SLUICE,
+            vec!["--help"],
+            ssh_args::USAGE,
+            ssh_args::SEE_PAGE.to_owned(),
+        ),
+        (
+            SLUICE,
+            vec!["-v", "--help"],
+            ssh_args::USAGE,
+            ssh_args::SEE_PAGE.to_owned(),
+        ),
+        (
+            SLUICE,
+            vec!["demo", "--help"],
+            ssh_args::DEMO_USAGE,
+            ssh_args::SEE_PAGE.to_owned(),
+        ),
+        (
+            SLUICE,
+            vec!["bench-crypto", "--help"],
+            ssh_args::BENCH_USAGE,
+            ssh_args::SEE_PAGE.to_owned(),
+        ),
+        (
+            SLUICED,
+            vec!["--help"],
+            sshd_args::USAGE,
+            sshd_args::SEE_PAGE.to_owned(),
+        ),
+        (
+            sftp,
+            vec!["--help"],
+            sftp_main::USAGE,
+            xfer_args::see_page("sluice-sftp"),
+        ),
+        (
+            scp,
+            vec!["--help"],
+            scp_main::USAGE,
+            xfer_args::see_page("sluice-scp"),
+        ),
+    ];
+    for (bin, args, usage, see) in helps {
+        let (code, out, err) = run_bin(bin, &args);
+        assert_eq!(code, Some(0), "{bin} {args:?}: {err}");
+        assert_eq!(out, format!("{usage}\n{see}\n"), "{bin} {args:?}");
+        assert_eq!(err, "", "{bin} {args:?}");
+    }
+    let bad = [
+        (
+            SLUICE,
+            vec!["-Z", "host"],
+            255,
+            "illegal option -- Z",
+            ssh_args::USAGE,
+        ),
+        (SLUICE, vec![], 255, "usage: sluice", ssh_args::USAGE),
+        (
+            SLUICE,
+            vec!["demo", "--bogus"],
+            255,
+            "unknown argument '--bogus'",
+            ssh_args::DEMO_USAGE,
+        ),
+        (
+            SLUICE,
+            vec!["bench-crypto", "--bogus"],
+            255,
+            "unknown argument '--bogus'",
+            ssh_args::BENCH_USAGE,
+        ),
+        (
+            SLUICED,
+            vec!["-Z"],
+            1,
+            "illegal option -- Z",
+            sshd_args::USAGE,
+        ),
+        (
+            sftp,
+            vec!["-Z", "host"],
+            1,
+            "unknown option -- Z",
+            sftp_main::USAGE,
+        ),
+        (sftp, vec![], 1, "usage: sluice-sftp", sftp_main::USAGE),
+        (
+            scp,
+            vec!["-Z", "a", "b"],
+            1,
+            "unknown option -- Z",
+            scp_main::USAGE,
+        ),
+        (scp, vec!["a"], 1, "usage: sluice-scp", scp_main::USAGE),
+    ];
+    for (bin, args, want, msg, usage) in bad {
+        let (code, out, err) = run_bin(bin, &args);
+        assert_eq!(code, Some(want), "{bin} {args:?}: {err}");
+        assert_eq!(out, "", "{bin} {args:?}");
+        assert!(
+            err.contains(msg) && err.contains(usage),
+            "{bin} {args:?}: {err}"
         );
     }
 }

@@ -3,15 +3,20 @@
 //! client/scp_legacy.rs over the legacy protocol with -O.
 
 use crate::cli::sftp_main::stdout_is_tty;
-use crate::cli::xfer_args::{getopt, parallel, split_remote, x_option, SshSide};
+use crate::cli::xfer_args::{getopt, parallel, see_page, split_remote, x_option, SshSide, HELP};
 use crate::client::scp_legacy::{self, Legacy};
 use crate::client::sftp::run;
 use crate::client::sftp::scp::{self, Place};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-const USAGE: &str =
-    "usage: sluice-scp [-346ABCOpqrTv] [-c cipher] [-F ssh_config] [-i identity_file]
+/// The options getopt takes (cli/manpages.rs checks them against the usage
+/// and the manual page); `-D` and `-S` are refused after parsing.
+pub const OPTIONS: &str = "346ABCOpqRrsTvc:D:F:i:J:l:o:P:S:X:";
+
+/// The usage text, as OpenSSH's (without the refused `-D` and `-S`).
+pub const USAGE: &str =
+    "usage: sluice-scp [-346ABCOpqRrsTv] [-c cipher] [-F ssh_config] [-i identity_file]
            [-J destination] [-l limit] [-o ssh_option] [-P port]
            [-X sftp_option] source ... target";
 
@@ -32,13 +37,17 @@ fn place(arg: &str) -> Option<(Option<String>, String, String)> {
 
 /// Runs `sluice-scp`; returns the exit code.
 pub fn main(argv: &[String]) -> i32 {
-    let (opts, operands) = match getopt(argv, "346ABCOpqRrsTvc:D:F:i:J:l:o:P:S:X:", false) {
+    let (opts, operands) = match getopt(argv, OPTIONS, false) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("sluice-scp: {e}\n{USAGE}");
             return 1;
         }
     };
+    if opts.iter().any(|(c, _)| *c == HELP) {
+        println!("{USAGE}\n{}", see_page("sluice-scp"));
+        return 0;
+    }
     let mut ssh = SshSide::default();
     let mut set = scp::Settings::default();
     let mut legacy = false;

@@ -1,23 +1,35 @@
 //! `sluice-sftp`'s main: sftp(1)'s command line (cli/xfer_args.rs for
 //! the parts shared with scp), then client/sftp/ does the session.
 
-use crate::cli::xfer_args::{buffer, getopt, parallel, requests, split_remote, x_option, SshSide};
+use crate::cli::xfer_args::{
+    buffer, getopt, parallel, requests, see_page, split_remote, x_option, SshSide, HELP,
+};
 use crate::client::sftp::{commands, run};
 
-const USAGE: &str = "usage: sluice-sftp [-46AaCfNpqrv] [-B buffer_size] [-b batchfile] [-c cipher]
+/// The options getopt takes (cli/manpages.rs checks them against the usage
+/// and the manual page); `-D` and `-S` are refused after parsing.
+pub const OPTIONS: &str = "46AaCfNpqrvB:b:c:D:F:i:J:l:o:P:R:S:s:X:";
+
+/// The usage text, as OpenSSH's (without the refused `-D` and `-S`).
+pub const USAGE: &str =
+    "usage: sluice-sftp [-46AaCfNpqrv] [-B buffer_size] [-b batchfile] [-c cipher]
           [-F ssh_config] [-i identity_file] [-J destination] [-l limit]
           [-o ssh_option] [-P port] [-R num_requests] [-s subsystem]
           [-X sftp_option] destination";
 
 /// Runs `sluice-sftp`; returns the exit code.
 pub fn main(argv: &[String]) -> i32 {
-    let (opts, operands) = match getopt(argv, "46AaCfNpqrvB:b:c:D:F:i:J:l:o:P:R:S:s:X:", true) {
+    let (opts, operands) = match getopt(argv, OPTIONS, true) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("sluice-sftp: {e}\n{USAGE}");
             return 1;
         }
     };
+    if opts.iter().any(|(c, _)| *c == HELP) {
+        println!("{USAGE}\n{}", see_page("sluice-sftp"));
+        return 0;
+    }
     let mut ssh = SshSide::default();
     let mut set = commands::Settings::default();
     let mut subsystem = "sftp".to_owned();

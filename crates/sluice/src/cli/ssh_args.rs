@@ -28,6 +28,9 @@ pub enum Invocation {
     DemoHelper(Vec<String>),
     /// `sluice bench-crypto [--size N] [--cipher C]... [--mac M] [--threads 1,2]`.
     BenchCrypto(crate::bench_crypto::Options),
+    /// `--help` (of `sluice`, `sluice demo` or `sluice bench-crypto`):
+    /// the text for stdout, exit 0.
+    Help(String),
 }
 
 /// Parsed client arguments.
@@ -97,8 +100,21 @@ pub struct ClientArgs {
     pub null_stdin: bool,
 }
 
-/// The usage text, as ssh prints it.
-pub const USAGE: &str =
+// The subcommands' usage lines, shared by USAGE and their own `--help`.
+macro_rules! demo_line {
+    () => {
+        "sluice demo [--size BYTES] [--cipher NAME] [-v]"
+    };
+}
+macro_rules! bench_line {
+    () => {
+        "sluice bench-crypto [--size BYTES] [--cipher NAME]... [--mac NAME] [--threads N,N]"
+    };
+}
+
+/// The usage text, as ssh prints it (the flags of FLAGS and WITH_VALUE;
+/// cli/manpages.rs checks them against the parser and sluice(1)).
+pub const USAGE: &str = concat!(
     "usage: sluice [-46AaCfGgKkMNnqsTtVvXxYy] [-B bind_interface] [-b bind_address]
            [-c cipher_spec] [-D [bind_address:]port] [-E log_file]
            [-e escape_char] [-F configfile] [-I pkcs11] [-i identity_file]
@@ -106,8 +122,24 @@ pub const USAGE: &str =
            [-O ctl_cmd] [-o option] [-P tag] [-p port] [-Q query_option]
            [-R address] [-S ctl_path] [-W host:port] [-w local_tun[:remote_tun]]
            destination [command [argument ...]]
-       sluice demo [--size BYTES] [--cipher NAME] [-v]
-       sluice bench-crypto [--size BYTES] [--cipher NAME]... [--mac NAME] [--threads N,N]";
+       ",
+    demo_line!(),
+    "\n       ",
+    bench_line!()
+);
+
+/// `sluice demo`'s usage line.
+pub const DEMO_USAGE: &str = concat!("usage: ", demo_line!());
+/// `sluice bench-crypto`'s usage line.
+pub const BENCH_USAGE: &str = concat!("usage: ", bench_line!());
+
+/// The line `--help` adds under the usage: where the rest is.
+pub const SEE_PAGE: &str = "See sluice(1) for the options and sluice_config(5) for ssh_config.";
+
+/// `--help`'s text: a usage and the manual page's name.
+fn help(usage: &str) -> Invocation {
+    Invocation::Help(format!("{usage}\n{SEE_PAGE}"))
+}
 
 /// Parses argv (without the program name).
 pub fn parse(argv: &[String]) -> Result<Invocation, String> {
@@ -166,6 +198,10 @@ fn options(
         if arg == "--" {
             *i += 1;
             return Ok(Parsed::Stopped { terminated: true });
+        }
+        // Not ssh's (its getopt knows no long options): short help on stdout.
+        if arg == "--help" {
+            return Ok(Parsed::Done(Box::new(help(USAGE))));
         }
         if !arg.starts_with('-') || arg == "-" {
             break;
@@ -300,7 +336,8 @@ fn parse_demo(args: &[String]) -> Result<Invocation, String> {
             }
             "--cipher" => cipher = Some(it.next().ok_or("demo: --cipher needs a value")?.clone()),
             "-v" => verbose = true,
-            _ => return Err(format!("demo: unknown argument '{a}'\n{USAGE}")),
+            "--help" => return Ok(help(DEMO_USAGE)),
+            _ => return Err(format!("demo: unknown argument '{a}'\n{DEMO_USAGE}")),
         }
     }
     Ok(Invocation::Demo {
@@ -337,7 +374,12 @@ fn parse_bench_crypto(args: &[String]) -> Result<Invocation, String> {
                     .collect::<Option<_>>()
                     .ok_or_else(|| format!("bench-crypto: bad thread list '{v}'"))?;
             }
-            _ => return Err(format!("bench-crypto: unknown argument '{a}'\n{USAGE}")),
+            "--help" => return Ok(help(BENCH_USAGE)),
+            _ => {
+                return Err(format!(
+                    "bench-crypto: unknown argument '{a}'\n{BENCH_USAGE}"
+                ))
+            }
         }
     }
     if o.ciphers.is_empty() {

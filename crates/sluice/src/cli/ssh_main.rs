@@ -2,7 +2,7 @@
 //! stand for options folded into ssh_config in ssh's precedence, the Host
 //! resolved, the log level set, then the client library does the rest
 //! (client/app.rs turns the resolved Host into `ClientOptions`,
-//! `client::connect` runs it). Also `-V`, `-Q`, `demo` and `bench-crypto`.
+//! `client::connect` runs it). Also `-V`, `-Q`, `--help`, `demo` and `bench-crypto`.
 
 use crate::cli::ssh_args::{self, ClientArgs, Invocation};
 use crate::client::app::{self, SessionRequest};
@@ -24,6 +24,10 @@ pub fn main(argv: &[String]) -> i32 {
     match inv {
         Invocation::Version => {
             eprintln!("{}", super::VERSION);
+            0
+        }
+        Invocation::Help(text) => {
+            println!("{text}");
             0
         }
         Invocation::Query(what) => app::query(&what),

@@ -11,12 +11,20 @@ pub enum Invocation {
     Serve(ServerArgs, Option<String>),
     /// `-V`: the version line on stderr, exit 0, as `sshd -V`.
     Version,
+    /// `--help`: [`USAGE`] and [`SEE_PAGE`] on stdout, exit 0.
+    Help,
 }
 
-/// The usage text.
-pub const USAGE: &str = "usage: sluiced [-46DdeiqTtV] [-C connection_spec] [-c host_cert_file]
+/// The usage text (cli/manpages.rs checks it against the parser and
+/// sluiced(8)). `-R` is left out as sshd leaves it out: the re-executed
+/// listener's own flag. `-A` is the package branch's (host key generation).
+pub const USAGE: &str = "usage: sluiced [-46ADdeiqTtV] [-C connection_spec] [-c host_cert_file]
             [-E log_file] [-f config_file] [-g login_grace_time]
             [-h host_key_file] [-o option] [-p port] [-u len]";
+
+/// The line `--help` adds under the usage.
+pub const SEE_PAGE: &str =
+    "See sluiced(8) for the options and sluiced_config(5) for the configuration.";
 
 /// Parses argv (without the program name). As sshd's, `-E` implies `-e`:
 /// lines go to the file rather than syslog; `-V` is acted on where it
@@ -28,6 +36,11 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
     let mut i = 0;
     while i < argv.len() {
         let arg = &argv[i];
+        // Not sshd's (its getopt knows no long options), acted on where it
+        // stands as -V is.
+        if arg == "--help" {
+            return Ok(Invocation::Help);
+        }
         let Some(flags) = arg.strip_prefix('-').filter(|f| !f.is_empty()) else {
             return Err(format!("sluiced: extra argument {arg}\n{USAGE}"));
         };

@@ -1,5 +1,6 @@
 //! `sluiced`'s main: argv parsed as sshd's (cli/sshd_args.rs), then the
-//! server runs (server/daemon.rs), or `-V` prints the version.
+//! server runs (server/daemon.rs), or `-V` prints the version, `--help`
+//! the usage.
 
 use crate::cli::sshd_args::{self, Invocation};
 
@@ -8,6 +9,10 @@ pub fn main(argv: &[String]) -> i32 {
     match sshd_args::parse(argv) {
         Ok(Invocation::Version) => {
             eprintln!("{}", super::VERSION);
+            0
+        }
+        Ok(Invocation::Help) => {
+            println!("{}\n{}", sshd_args::USAGE, sshd_args::SEE_PAGE);
             0
         }
         Ok(Invocation::Serve(args, log_file)) => {

@@ -15,6 +15,15 @@ use std::sync::Arc;
 /// Options in order (letter, value or empty) and the operands.
 pub type Parsed = (Vec<(char, String)>, Vec<String>);
 
+/// What [`getopt`] returns for `--help` where an option may stand (not
+/// OpenSSH's getopt, which knows no long options): `(HELP, "")`.
+pub const HELP: char = '-';
+
+/// The line `--help` adds under a program's usage.
+pub fn see_page(program: &str) -> String {
+    format!("See {program}(1) for the options and sluice_config(5) for ssh_config.")
+}
+
 /// Parses `argv` against `spec` (getopt's: a letter, `:` after it when it
 /// takes a value). Returns the options in order and the operands.
 pub fn getopt(argv: &[String], spec: &str, stop_at_operand: bool) -> Result<Parsed, String> {
@@ -34,6 +43,10 @@ pub fn getopt(argv: &[String], spec: &str, stop_at_operand: bool) -> Result<Pars
         }
         if a == "--" {
             options_done = true;
+            continue;
+        }
+        if a == "--help" {
+            opts.push((HELP, String::new()));
             continue;
         }
         let flags: Vec<char> = a.chars().skip(1).collect();

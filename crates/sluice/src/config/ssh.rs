@@ -23,7 +23,7 @@ use std::path::Path;
 use tokens::Tokens;
 
 /// Keywords sluice acts on.
-const SUPPORTED: &[&str] = &[
+pub(crate) const SUPPORTED: &[&str] = &[
     "permitremoteopen",
     "host",
     "match",
@@ -97,7 +97,7 @@ const SUPPORTED: &[&str] = &[
 ];
 
 /// OpenSSH keywords accepted without effect yet.
-const ACCEPTED: &[&str] = &[
+pub(crate) const ACCEPTED: &[&str] = &[
     "addkeystoagent",
     "checkhostip",
     "bindaddress",

@@ -87,7 +87,7 @@ const MATCH_ALLOWED: &[&str] = &[
 /// sluiced never offers, so nothing is let in that the setting would keep
 /// out), or accepted only at the value that means "off" ([`unsupported`]):
 /// any other value stops `sluiced -t` and startup.
-pub(super) const OTHER: &[(&str, Option<&str>)] = &[
+pub(crate) const OTHER: &[(&str, Option<&str>)] = &[
     ("x11displayoffset", Some("10")),
     ("unusedconnectiontimeout", Some("none")),
     ("ignorerhosts", Some("yes")),
@@ -128,7 +128,7 @@ pub(super) const OTHER: &[(&str, Option<&str>)] = &[
 /// value that turns the feature off), and what is missing. Any other value
 /// is refused at startup: the server must not run without what the
 /// administrator asked for.
-const UNSUPPORTED: &[(&str, &str, &str)] = &[
+pub(crate) const UNSUPPORTED: &[(&str, &str, &str)] = &[
     (
         "unusedconnectiontimeout",
         "none",
@@ -223,7 +223,7 @@ fn authentication_methods(l: &Line) -> Result<Vec<String>, String> {
 }
 
 /// Old keywords sshd still reads and ignores.
-const DEPRECATED: &[&str] = &[
+pub(crate) const DEPRECATED: &[&str] = &[
     "protocol",
     "keyregenerationinterval",
     "serverkeybits",
@@ -254,7 +254,7 @@ const REPEATABLE: &[&str] = &[
 ];
 
 /// Keywords handled in `apply` (besides OTHER and DEPRECATED).
-const OWN: &[&str] = &[
+pub(crate) const OWN: &[&str] = &[
     "port",
     "listenaddress",
     "hostkey",
@@ -342,7 +342,7 @@ const OWN: &[&str] = &[
 ];
 
 /// A keyword sshd_config knows.
-pub(super) fn known(kw: &str) -> bool {
+pub(crate) fn known(kw: &str) -> bool {
     OWN.contains(&kw) || DEPRECATED.contains(&kw) || OTHER.iter().any(|(k, _)| *k == kw)
 }
 
@@ -363,7 +363,7 @@ pub(super) fn warning(kw: &str) -> Option<&'static str> {
 }
 
 /// The keyword an alias stands for.
-pub(super) fn canonical(kw: &str) -> &str {
+pub(crate) fn canonical(kw: &str) -> &str {
     match kw {
         "challengeresponseauthentication" => "kbdinteractiveauthentication",
         "pubkeyacceptedkeytypes" => "pubkeyacceptedalgorithms",

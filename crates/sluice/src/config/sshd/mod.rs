@@ -12,7 +12,7 @@
 
 pub mod auth_methods;
 mod dump;
-mod keywords;
+pub(crate) mod keywords;
 mod lines;
 mod matching;
 pub mod per_source;
