@@ -832,6 +832,10 @@ fn a_missing_identity_file_is_warned_about_and_skipped() {
                 "Warning: Identity file /nonexistent/nosuchkey not accessible: No such file or directory."
             ),
             "openssh {openssh}: {err}"
+        );
+    }
+}
+
 /// Runs `bin args` with no stdin: (exit code, stdout, stderr).
 fn run_bin(bin: &str, args: &[&str]) -> (Option<i32>, String, String) {
     let out = Command::new(bin)
