@@ -34,18 +34,18 @@ pub struct Options {
 
 /// Runs the measurement and prints a table; returns the exit code.
 pub fn run(opts: &Options) -> i32 {
-    println!(
+    crate::outln!(
         "# sluice bench-crypto: {} MiB per cell, batches of {} KiB, {} cores",
         opts.size >> 20,
         BATCH >> 10,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    println!("| cipher | threads | seal MB/s | open MB/s | seal CPU s/GiB | open CPU s/GiB |");
-    println!("|---|---|---|---|---|---|");
+    crate::outln!("| cipher | threads | seal MB/s | open MB/s | seal CPU s/GiB | open CPU s/GiB |");
+    crate::outln!("|---|---|---|---|---|---|");
     for cipher in &opts.ciphers {
         for &t in &opts.threads {
             match measure(cipher, &opts.mac, t, opts.size) {
-                Ok(m) => println!(
+                Ok(m) => crate::outln!(
                     "| {cipher} | {t} | {:.0} | {:.0} | {:.2} | {:.2} |",
                     mbs(opts.size, m.seal),
                     mbs(opts.size, m.open),
@@ -53,7 +53,7 @@ pub fn run(opts: &Options) -> i32 {
                     per_gib(opts.size, m.open_cpu),
                 ),
                 Err(e) => {
-                    eprintln!("bench-crypto: {cipher}: {e}");
+                    crate::errln!("bench-crypto: {cipher}: {e}");
                     return 1;
                 }
             }

@@ -108,12 +108,12 @@ pub fn helper_main(args: &[String]) -> i32 {
                 let n = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0);
                 let text = args.get(3).is_some_and(|s| s == "text");
                 let h = generate(seed, text, n, &mut io::stdout().lock())?;
-                eprintln!("{h}");
+                crate::errln!("{h}");
                 Ok(())
             }
             Some("sink") => {
                 let (n, h) = hash_stream(&mut io::stdin().lock())?;
-                println!("{n} {h}");
+                crate::outln!("{n} {h}");
                 Ok(())
             }
             _ => Err(io::Error::other(
@@ -124,7 +124,7 @@ pub fn helper_main(args: &[String]) -> i32 {
     match run() {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("demo-helper: {e}");
+            crate::errln!("demo-helper: {e}");
             1
         }
     }

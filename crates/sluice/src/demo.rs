@@ -196,7 +196,7 @@ fn spawn_client(
         match client::connect(opts) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("{e}");
+                crate::errln!("{e}");
                 e.exit_code()
             }
         }
@@ -287,7 +287,7 @@ pub fn run(opts: &DemoOptions) -> i32 {
     match run_inner(opts) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("sluice demo: {e}");
+            crate::errln!("sluice demo: {e}");
             1
         }
     }
@@ -319,7 +319,7 @@ fn run_inner(opts: &DemoOptions) -> Result<(), String> {
             order.why
         ),
     };
-    println!(
+    crate::outln!(
         "sluice demo: sluiced on 127.0.0.1:{port}, moving {} MiB each way with {cipher}",
         opts.size >> 20
     );
@@ -338,7 +338,7 @@ fn run_inner(opts: &DemoOptions) -> Result<(), String> {
     };
     let (up_cpu, down_cpu) = (c1 - c0, cpu_children() - c1);
     let gib = opts.size as f64 / (1u64 << 30) as f64;
-    println!("  upload:   {:8.1} MB/s  {:6.2} s  SHA-256 ok   CPU {:.2} s ({:.2} s/GiB, client + server + remote hash helper)", mb(&up), up.secs, up_cpu, up_cpu / gib);
-    println!("  download: {:8.1} MB/s  {:6.2} s  SHA-256 ok   CPU {:.2} s ({:.2} s/GiB, client + server + remote hash helper)", mb(&down), down.secs, down_cpu, down_cpu / gib);
+    crate::outln!("  upload:   {:8.1} MB/s  {:6.2} s  SHA-256 ok   CPU {:.2} s ({:.2} s/GiB, client + server + remote hash helper)", mb(&up), up.secs, up_cpu, up_cpu / gib);
+    crate::outln!("  download: {:8.1} MB/s  {:6.2} s  SHA-256 ok   CPU {:.2} s ({:.2} s/GiB, client + server + remote hash helper)", mb(&down), down.secs, down_cpu, down_cpu / gib);
     Ok(())
 }

@@ -7,7 +7,7 @@ fn main() {
         match a.into_string() {
             Ok(s) => argv.push(s),
             Err(a) => {
-                eprintln!("sluice-scp: argument {a:?} is not UTF-8");
+                sluice::errln!("sluice-scp: argument {a:?} is not UTF-8");
                 std::process::exit(1);
             }
         }

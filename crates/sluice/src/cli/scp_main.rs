@@ -40,12 +40,12 @@ pub fn main(argv: &[String]) -> i32 {
     let (opts, operands) = match getopt(argv, OPTIONS, false) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("sluice-scp: {e}\n{USAGE}");
+            crate::errln!("sluice-scp: {e}\n{USAGE}");
             return 1;
         }
     };
     if opts.iter().any(|(c, _)| *c == HELP) {
-        println!("{USAGE}\n{}", see_page("sluice-scp"));
+        crate::outln!("{USAGE}\n{}", see_page("sluice-scp"));
         return 0;
     }
     let mut ssh = SshSide::default();
@@ -57,7 +57,7 @@ pub fn main(argv: &[String]) -> i32 {
             Ok(true) => continue,
             Ok(false) => {}
             Err(e) => {
-                eprintln!("{e}");
+                crate::errln!("{e}");
                 return 1;
             }
         }
@@ -95,12 +95,12 @@ pub fn main(argv: &[String]) -> i32 {
             _ => Err(USAGE.to_owned()),
         };
         if let Err(e) = r {
-            eprintln!("{e}");
+            crate::errln!("{e}");
             return 1;
         }
     }
     if operands.len() < 2 {
-        eprintln!("{USAGE}");
+        crate::errln!("{USAGE}");
         return 1;
     }
     set.transfer.progress = !ssh.quiet && stdout_is_tty();
@@ -145,7 +145,7 @@ pub fn main(argv: &[String]) -> i32 {
     let (sources, target) = match parsed {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("{e}");
+            crate::errln!("{e}");
             return 1;
         }
     };
@@ -157,7 +157,7 @@ pub fn main(argv: &[String]) -> i32 {
         return local_copy(&sources, &target, set.recursive);
     };
     if mixed {
-        eprintln!(
+        crate::errln!(
             "sluice-scp: local and remote sources with a local target in one run are not supported"
         );
         return 1;
@@ -235,7 +235,7 @@ fn remote_to_remote(
     let mut code = 0;
     for src in srcs {
         let Some((su, sh, sp)) = place(src) else {
-            eprintln!("sluice-scp: {src}: local and remote sources with a remote target in one run are not supported");
+            crate::errln!("sluice-scp: {src}: local and remote sources with a remote target in one run are not supported");
             code = 1;
             continue;
         };

@@ -22,12 +22,12 @@ pub fn main(argv: &[String]) -> i32 {
     let (opts, operands) = match getopt(argv, OPTIONS, true) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("sluice-sftp: {e}\n{USAGE}");
+            crate::errln!("sluice-sftp: {e}\n{USAGE}");
             return 1;
         }
     };
     if opts.iter().any(|(c, _)| *c == HELP) {
-        println!("{USAGE}\n{}", see_page("sluice-sftp"));
+        crate::outln!("{USAGE}\n{}", see_page("sluice-sftp"));
         return 0;
     }
     let mut ssh = SshSide::default();
@@ -44,7 +44,7 @@ pub fn main(argv: &[String]) -> i32 {
             }
             Ok(false) => {}
             Err(e) => {
-                eprintln!("{e}");
+                crate::errln!("{e}");
                 return 1;
             }
         }
@@ -83,17 +83,17 @@ pub fn main(argv: &[String]) -> i32 {
             _ => Err(USAGE.to_owned()),
         };
         if let Err(e) = r {
-            eprintln!("{e}");
+            crate::errln!("{e}");
             return 1;
         }
     }
     let [dest] = operands.as_slice() else {
-        eprintln!("{USAGE}");
+        crate::errln!("{USAGE}");
         return 1;
     };
     let (user, host, path) = split_remote(dest);
     if host.is_empty() {
-        eprintln!("{USAGE}");
+        crate::errln!("{USAGE}");
         return 1;
     }
     set.quiet = quiet || set.batch.is_some();

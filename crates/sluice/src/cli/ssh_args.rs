@@ -257,7 +257,7 @@ fn options(
                     let path = crate::config::ssh::tokens::tilde(&value).unwrap_or(value);
                     match std::fs::metadata(&path) {
                         Ok(_) => a.identities.push(path),
-                        Err(e) => eprintln!(
+                        Err(e) => crate::errln!(
                             "Warning: Identity file {path} not accessible: {}.",
                             crate::net::describe_io_error(&e)
                         ),

@@ -17,17 +17,17 @@ pub fn main(argv: &[String]) -> i32 {
     let inv = match ssh_args::parse(argv) {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("{e}");
+            crate::errln!("{e}");
             return 255;
         }
     };
     match inv {
         Invocation::Version => {
-            eprintln!("{}", super::VERSION);
+            crate::errln!("{}", super::VERSION);
             0
         }
         Invocation::Help(text) => {
-            println!("{text}");
+            crate::outln!("{text}");
             0
         }
         Invocation::Query(what) => app::query(&what),
@@ -46,7 +46,7 @@ pub fn main(argv: &[String]) -> i32 {
             // As ssh: the log file is opened before the configuration is read.
             if let Some(f) = &args.log_file {
                 if let Err(e) = log::use_file(f) {
-                    eprintln!("{e}");
+                    crate::errln!("{e}");
                     return 1;
                 }
             }
@@ -138,7 +138,7 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     }
     let req = request(args);
     if args.print_config {
-        print!("{}", app::print_config(&r, &req)?);
+        crate::out!("{}", app::print_config(&r, &req)?);
         return Ok(0);
     }
     if let Some(cmd) = &args.control_command {

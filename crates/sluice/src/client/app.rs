@@ -74,12 +74,12 @@ pub fn query(what: &str) -> i32 {
             .collect(),
         "compression" => compression.iter().map(String::as_str).collect(),
         _ => {
-            eprintln!("Unsupported query \"{what}\"");
+            crate::errln!("Unsupported query \"{what}\"");
             return 255;
         }
     };
     for l in list {
-        println!("{l}");
+        crate::outln!("{l}");
     }
     0
 }

@@ -85,7 +85,7 @@ enum Stop {
 type Res<T> = Result<T, Stop>;
 
 fn say(msg: &str) {
-    eprintln!("scp: {msg}");
+    crate::errln!("scp: {msg}");
 }
 
 /// Copies `sources` to `target` with the remote `scp`; `ssh` runs the
@@ -188,7 +188,7 @@ pub fn relay(
             if first[0] == 1 || first[0] == 2 {
                 let _ =
                     BufReader::new((&mut a_out).take(MAX_LINE as u64)).read_until(b'\n', &mut line);
-                eprint!("{}", String::from_utf8_lossy(&line));
+                crate::err!("{}", String::from_utf8_lossy(&line));
             }
             if b_in.write_all(&first).is_ok() && b_in.write_all(&line).is_ok() {
                 let _ = std::io::copy(&mut a_out, &mut b_in);
@@ -212,7 +212,7 @@ pub fn relay(
                 shown.push(byte[0]);
             }
             shown.extend_from_slice(&msg);
-            eprint!("{}", String::from_utf8_lossy(&shown));
+            crate::err!("{}", String::from_utf8_lossy(&shown));
         }
         if a_in
             .write_all(&byte)
@@ -266,7 +266,7 @@ impl Remote {
         let _ = self.w.flush();
         drop(self.w);
         if matches!(r, Err(Stop::Lost)) {
-            eprintln!("lost connection");
+            crate::errln!("lost connection");
         }
         let status = self.child.wait();
         let ok = r.is_ok() && self.errs == 0 && status.is_ok_and(|s| s.success());
@@ -293,7 +293,7 @@ impl Remote {
             msg.push(b[0]);
         }
         self.read_line(&mut msg)?;
-        eprint!("{}", String::from_utf8_lossy(&msg));
+        crate::err!("{}", String::from_utf8_lossy(&msg));
         self.errs += 1;
         if b[0] == 2 {
             return Err(Stop::Fatal);
@@ -470,7 +470,7 @@ impl Remote {
             };
             match kind {
                 1 | 2 => {
-                    eprintln!("{}", String::from_utf8_lossy(rest));
+                    crate::errln!("{}", String::from_utf8_lossy(rest));
                     self.errs += 1;
                     if kind == 2 {
                         return Err(Stop::Fatal);
@@ -519,7 +519,7 @@ impl Remote {
                     }
                 }
                 _ => {
-                    eprintln!("{}", String::from_utf8_lossy(&line));
+                    crate::errln!("{}", String::from_utf8_lossy(&line));
                     say("protocol error: unexpected control line");
                     return Err(Stop::Lost);
                 }

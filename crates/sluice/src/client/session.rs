@@ -342,7 +342,7 @@ impl Handler for ClientSession {
             }
             // As ssh: straight to stderr (not the -E log), unless LogLevel is below INFO (-q).
             Event::AuthBanner(text) if crate::log::enabled(crate::log::Level::Info) => {
-                eprint!("{text}")
+                crate::err!("{text}")
             }
             Event::Authenticated { .. } => {
                 log!(Debug1, "Authentication succeeded ({}).", self.auth.method());
@@ -448,7 +448,7 @@ impl Handler for ClientSession {
                         signal, message, ..
                     } => {
                         if !message.is_empty() {
-                            eprintln!("{message}");
+                            crate::errln!("{message}");
                         }
                         self.exit_signal = Some(signal);
                     }

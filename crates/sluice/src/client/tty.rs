@@ -343,7 +343,7 @@ impl TtySession {
     /// `~^Z`: the terminal restored and blocking while we are stopped.
     fn suspend(&mut self) {
         let ch = self.plan.escape.unwrap_or(b'~') as char;
-        eprint!("{ch}^Z [suspend ssh]\r\n");
+        crate::err!("{ch}^Z [suspend ssh]\r\n");
         leave_raw();
         let flags: Vec<(i32, i32)> = [0, 1, 2]
             .iter()

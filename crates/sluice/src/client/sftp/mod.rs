@@ -74,7 +74,7 @@ where
     let (end, link) = match channel::pair() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("eventfd: {e}");
+            crate::errln!("eventfd: {e}");
             return 255;
         }
     };
@@ -89,7 +89,7 @@ where
             let _ = tx.send(code);
         });
     if let Err(e) = spawned {
-        eprintln!("starting the sftp thread: {e}");
+        crate::errln!("starting the sftp thread: {e}");
         return 255;
     }
     let r = crate::client::connect(opts);

@@ -52,7 +52,7 @@ impl Meter {
     pub fn done(&mut self) {
         if self.on {
             self.draw(true);
-            println!();
+            crate::outln!();
         }
     }
 

@@ -35,7 +35,7 @@ pub struct Settings {
 }
 
 fn say(msg: &str) {
-    eprintln!("scp: {msg}");
+    crate::errln!("scp: {msg}");
 }
 
 fn path_of(b: &[u8]) -> PathBuf {

@@ -213,7 +213,7 @@ impl Shared {
             crate::log!(Debug1, "Streams: {} connections", 1 + st.live);
         }
         let tag = self.o.tag;
-        let mut say = |m: &str| eprintln!("{tag}{m}");
+        let mut say = |m: &str| crate::errln!("{tag}{m}");
         let mut up = Uploads::new(&self.o);
         let mut down = Downloads::new(&self.o);
         let mut taken: Vec<Job> = Vec::new();

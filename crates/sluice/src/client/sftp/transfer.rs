@@ -379,7 +379,7 @@ fn download_inner(
                 TransferError::local(format!("open local \"{}\"", local.display()), e)
             })?;
             match same_prefix(s, remote, &f, have)? {
-                Some(false) => eprintln!(
+                Some(false) => crate::errln!(
                     "\"{}\": local prefix differs from the remote file: fetching it whole",
                     local.display()
                 ),
@@ -843,7 +843,7 @@ fn upload_inner(
                     ));
                 }
                 match same_prefix(s, remote, &file, have)? {
-                    Some(false) => eprintln!(
+                    Some(false) => crate::errln!(
                         "\"{}\": remote prefix differs from the local file: sending it whole",
                         show(remote)
                     ),

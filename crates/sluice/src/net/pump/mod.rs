@@ -57,7 +57,6 @@ const QUICK_ACK_BELOW: usize = 4096;
 /// the connection ends, as sshd's output buffer limit ends it.
 const OUT_HARD_CAP: usize = 64 << 20;
 
-/// The loop's buffers around one connection.
 /// Bytes this process read from and wrote to its connections' sockets, for
 /// ssh's end-of-session figures ("Transferred: sent N, received M bytes").
 static SOCKET_READ: AtomicU64 = AtomicU64::new(0);
@@ -71,6 +70,7 @@ pub fn socket_totals() -> (u64, u64) {
     )
 }
 
+/// The loop's buffers around one connection.
 pub struct Pump {
     sock: RawFd,
     inbuf: Vec<u8>,

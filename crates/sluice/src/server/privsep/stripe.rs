@@ -138,7 +138,7 @@ mod tests {
     #[test]
     fn grants_once_within_max_streams() {
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipping: the join socket's directory must be root's");
+            crate::errln!("skipping: the join socket's directory must be root's");
             return;
         }
         let base = std::env::temp_dir().join(format!("sluice-grant-{}", std::process::id()));

@@ -409,7 +409,7 @@ mod tests {
     fn admits_each_number_once_and_only_with_the_key() {
         // The socket directory must be root's; the suite runs as root (CI).
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipping: needs root");
+            crate::errln!("skipping: needs root");
             return;
         }
         let dir = tmp_dir("join");

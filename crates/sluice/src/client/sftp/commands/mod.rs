@@ -65,7 +65,7 @@ pub fn put_tree_quiet(
 type Done = Result<bool, Fail>;
 
 fn err(msg: &str) -> Fail {
-    eprintln!("{msg}");
+    crate::errln!("{msg}");
     Fail::Failed
 }
 
@@ -112,7 +112,7 @@ pub fn main(link: Link, set: Settings) -> i32 {
     let s = match Sftp::init_with(link, firsts) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{}", fatal_text(&e.text()));
+            crate::errln!("{}", fatal_text(&e.text()));
             return 255;
         }
     };
@@ -143,11 +143,11 @@ impl Shell {
         match self.s.start_dir() {
             Ok(p) => self.cwd = p,
             Err(SftpError::Fatal(m)) => {
-                eprintln!("{}", fatal_text(&m));
+                crate::errln!("{}", fatal_text(&m));
                 return 255;
             }
             Err(e) => {
-                eprintln!("Need cwd: {e}");
+                crate::errln!("Need cwd: {e}");
                 return 1;
             }
         }
@@ -161,7 +161,7 @@ impl Shell {
                 Ok(Some(code)) => return code,
                 Ok(None) => {}
                 Err(Fail::Fatal(m)) => {
-                    eprintln!("{}", fatal_text(&m));
+                    crate::errln!("{}", fatal_text(&m));
                     return 255;
                 }
                 Err(Fail::Failed) => return 1,
@@ -177,7 +177,7 @@ impl Shell {
             Some(f) => match std::fs::File::open(f) {
                 Ok(f) => Box::new(std::io::BufReader::new(f)),
                 Err(e) => {
-                    eprintln!("{f} ({})", os_text(&e));
+                    crate::errln!("{f} ({})", os_text(&e));
                     return 1;
                 }
             },
@@ -189,7 +189,7 @@ impl Shell {
                 match editor.read_line("sftp> ") {
                     Some(l) => line = l,
                     None => {
-                        println!();
+                        crate::outln!();
                         return 0;
                     }
                 }
@@ -229,7 +229,7 @@ impl Shell {
                 Ok(true) => {}
                 Ok(false) => return 0,
                 Err(Fail::Fatal(m)) => {
-                    eprintln!("{}", fatal_text(&m));
+                    crate::errln!("{}", fatal_text(&m));
                     return 255;
                 }
                 Err(Fail::Failed) if batch.is_some() && !ignore => return 1,
@@ -310,12 +310,12 @@ impl Shell {
             b"cd" | b"chdir" => self.cd(&args),
             b"lcd" | b"lchdir" => lcd(&args),
             b"pwd" => {
-                println!("Remote working directory: {}", lossy(&self.cwd));
+                crate::outln!("Remote working directory: {}", lossy(&self.cwd));
                 Ok(true)
             }
             b"lpwd" => match std::env::current_dir() {
                 Ok(d) => {
-                    println!("Local working directory: {}", d.display());
+                    crate::outln!("Local working directory: {}", d.display());
                     Ok(true)
                 }
                 Err(e) => Err(err(&format!("Couldn't get local cwd: {}", os_text(&e)))),
@@ -402,17 +402,17 @@ impl Shell {
                     })?;
                 // SAFETY: umask only sets the process's mask.
                 unsafe { libc::umask((mask & 0o777) as libc::mode_t) };
-                println!("Local umask: {:03o}", mask & 0o777);
+                crate::outln!("Local umask: {:03o}", mask & 0o777);
                 Ok(true)
             }
             b"df" => self.df(&args),
             b"version" => {
-                println!("SFTP protocol version 3");
+                crate::outln!("SFTP protocol version 3");
                 Ok(true)
             }
             b"progress" => {
                 self.set.transfer.progress = !self.set.transfer.progress;
-                println!(
+                crate::outln!(
                     "Progress meter {}abled",
                     if self.set.transfer.progress {
                         "en"
@@ -423,7 +423,7 @@ impl Shell {
                 Ok(true)
             }
             b"help" | b"?" => {
-                println!("{HELP}");
+                crate::outln!("{HELP}");
                 Ok(true)
             }
             _ => Err(err("Invalid command.")),

@@ -27,13 +27,13 @@ impl Shell {
         let mut failed = false;
         for (m, _) in matches {
             if !self.set.quiet {
-                println!("Removing {}", lossy(&m));
+                crate::outln!("Removing {}", lossy(&m));
             }
             if let Err(e) = self.s.remove(&m) {
                 if let SftpError::Fatal(f) = e {
                     return Err(Fail::Fatal(f));
                 }
-                eprintln!("remote delete {}: {e}", lossy(&m));
+                crate::errln!("remote delete {}: {e}", lossy(&m));
                 failed = true;
             }
         }
@@ -66,7 +66,7 @@ impl Shell {
             set(&mut a);
             if !self.set.quiet {
                 if let Some(mode) = a.permissions {
-                    println!("Changing mode on {}", lossy(&m));
+                    crate::outln!("Changing mode on {}", lossy(&m));
                     let _ = mode;
                 }
             }
@@ -160,9 +160,9 @@ impl Shell {
         let pct = |used: u64, all: u64| used.saturating_mul(100).checked_div(all).unwrap_or(0);
         let used = v.blocks.saturating_sub(v.bfree);
         if fl.contains(&'i') {
-            println!("     Inodes        Used       Avail      (root)    %Capacity");
+            crate::outln!("     Inodes        Used       Avail      (root)    %Capacity");
             let iused = v.files.saturating_sub(v.ffree);
-            println!(
+            crate::outln!(
                 "{:>11} {:>11} {:>11} {:>11}         {:>3}%",
                 v.files,
                 iused,
@@ -172,8 +172,8 @@ impl Shell {
             );
         } else if fl.contains(&'h') {
             let b = |blocks: u64| fmt_scaled(v.frsize.saturating_mul(blocks));
-            println!("    Size     Used    Avail   (root)    %Capacity");
-            println!(
+            crate::outln!("    Size     Used    Avail   (root)    %Capacity");
+            crate::outln!(
                 "{:>7}B {:>7}B {:>7}B {:>7}B         {:>3}%",
                 b(v.blocks),
                 b(used),
@@ -183,8 +183,8 @@ impl Shell {
             );
         } else {
             let kib = |blocks: u64| v.frsize.saturating_mul(blocks) / 1024;
-            println!("        Size         Used        Avail       (root)    %Capacity");
-            println!(
+            crate::outln!("        Size         Used        Avail       (root)    %Capacity");
+            crate::outln!(
                 "{:>12} {:>12} {:>12} {:>12}         {:>3}%",
                 kib(v.blocks),
                 kib(used),

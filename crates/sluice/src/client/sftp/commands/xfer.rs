@@ -103,7 +103,7 @@ impl Shell {
                 )))
             } else {
                 if !self.set.quiet {
-                    println!("Fetching {} to {}", lossy(&m), local.display());
+                    crate::outln!("Fetching {} to {}", lossy(&m), local.display());
                 }
                 let known = a.filter(|_| stated);
                 let opened = pre.take();
@@ -137,7 +137,7 @@ impl Shell {
     ) -> Result<(), Fail> {
         let mut batch = Downloads::new(o);
         let walked = self.walk_down(&mut batch, remote_dir, local, o);
-        let flushed = batch.drain(&mut self.s, &mut |m| eprintln!("{m}"));
+        let flushed = batch.drain(&mut self.s, &mut |m| crate::errln!("{m}"));
         match (walked, flushed) {
             (Err(Fail::Fatal(f)), _) | (_, Err(f)) => Err(Fail::Fatal(f)),
             (Err(Fail::Failed), _) | (_, Ok(false)) => Err(Fail::Failed),
@@ -155,7 +155,7 @@ impl Shell {
         // READDIR, STAT and large files wait for their own replies.
         let mut failed = !settle_down(&mut self.s, batch)?;
         if !self.set.quiet {
-            println!("Retrieving {}", lossy(remote_dir));
+            crate::outln!("Retrieving {}", lossy(remote_dir));
         }
         match std::fs::create_dir(local) {
             Ok(()) => {}
@@ -179,11 +179,11 @@ impl Shell {
                 Some(0o040000) => self.walk_down(batch, &r, &l, o),
                 Some(0o100000) => {
                     if !self.set.quiet {
-                        println!("Fetching {} to {}", lossy(&r), l.display());
+                        crate::outln!("Fetching {} to {}", lossy(&r), l.display());
                     }
                     if e.attrs.size.is_some_and(|n| n <= many_down::SMALL) && !o.resume {
                         batch
-                            .get(&mut self.s, r, l, e.attrs, &mut |m| eprintln!("{m}"))
+                            .get(&mut self.s, r, l, e.attrs, &mut |m| crate::errln!("{m}"))
                             .map_err(Fail::Fatal)
                     } else {
                         failed |= !settle_down(&mut self.s, batch)?;
@@ -204,7 +204,7 @@ impl Shell {
         if o.preserve {
             // Every file in first, on every connection.
             failed |= !batch
-                .drain(&mut self.s, &mut |m| eprintln!("{m}"))
+                .drain(&mut self.s, &mut |m| crate::errln!("{m}"))
                 .map_err(Fail::Fatal)?;
             if let Some((_, mt)) = self
                 .s
@@ -304,7 +304,7 @@ impl Shell {
                 Err(err(&format!("Skipping non-regular file {}", l.display())))
             } else {
                 if !self.set.quiet {
-                    println!("Uploading {} to {}", l.display(), lossy(&target));
+                    crate::outln!("Uploading {} to {}", l.display(), lossy(&target));
                 }
                 transfer::upload_opened(&mut self.s, &l, &target, &o, pre.take())
                     .map_err(transfer_err)
@@ -332,7 +332,7 @@ impl Shell {
         o: &Options,
     ) -> Result<(), Fail> {
         if !self.set.quiet {
-            println!("Entering {}", local.display());
+            crate::outln!("Entering {}", local.display());
         }
         put_tree(&mut self.s, local, remote_dir, o, self.set.quiet)
     }
@@ -349,7 +349,7 @@ pub(super) fn put_tree(
 ) -> Result<(), Fail> {
     let mut batch = Uploads::new(o);
     let walked = walk_up(s, &mut batch, local, remote_dir, o, quiet);
-    let flushed = batch.drain(s, &mut |m| eprintln!("{m}"));
+    let flushed = batch.drain(s, &mut |m| crate::errln!("{m}"));
     match (walked, flushed) {
         (Err(Fail::Fatal(f)), _) | (_, Err(f)) => Err(Fail::Fatal(f)),
         (Err(Fail::Failed), _) | (_, Ok(false)) => Err(Fail::Failed),
@@ -360,14 +360,14 @@ pub(super) fn put_tree(
 /// Waits for the batch's downloads; Ok(none failed).
 fn settle_down(s: &mut Sftp, batch: &mut Downloads) -> Result<bool, Fail> {
     batch
-        .finish(s, &mut |m| eprintln!("{m}"))
+        .finish(s, &mut |m| crate::errln!("{m}"))
         .map_err(Fail::Fatal)
 }
 
 /// Waits for the batch's files; Ok(none failed).
 fn settle(s: &mut Sftp, batch: &mut Uploads) -> Result<bool, Fail> {
     batch
-        .finish(s, &mut |m| eprintln!("{m}"))
+        .finish(s, &mut |m| crate::errln!("{m}"))
         .map_err(Fail::Fatal)
 }
 
@@ -422,11 +422,11 @@ fn walk_up(
             walk_up(s, batch, &l, &r, o, quiet)
         } else if meta.is_file() {
             if !quiet {
-                println!("Uploading {} to {}", l.display(), lossy(&r));
+                crate::outln!("Uploading {} to {}", l.display(), lossy(&r));
             }
             if meta.len() <= many::SMALL && !o.resume {
                 batch
-                    .put(s, l, r, &mut |m| eprintln!("{m}"))
+                    .put(s, l, r, &mut |m| crate::errln!("{m}"))
                     .map_err(Fail::Fatal)
             } else {
                 failed |= !settle(s, batch)?;
@@ -446,7 +446,7 @@ fn walk_up(
         // The directory's times last: its files are all in first, on
         // every connection.
         failed |= !batch
-            .drain(s, &mut |m| eprintln!("{m}"))
+            .drain(s, &mut |m| crate::errln!("{m}"))
             .map_err(Fail::Fatal)?;
         if let Ok(m) = std::fs::metadata(local) {
             let t = |x: std::io::Result<std::time::SystemTime>| {
