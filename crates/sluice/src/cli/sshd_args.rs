@@ -33,6 +33,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
         };
         for (pos, c) in flags.char_indices() {
             match c {
+                'A' => a.generate_host_keys = true,
                 'D' => a.foreground = true,
                 'd' => {
                     a.debug += 1;
