@@ -626,3 +626,52 @@ fn sd_notify_ready_at_start_and_after_sighup() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The default ListenAddress pair, `0.0.0.0` and `::` on one port, binds
+/// both (the IPv6 socket IPv6-only, as sshd's) and serves each family.
+#[test]
+fn any_address_of_both_families_on_one_port() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("skipping: no IPv6 loopback here");
+        return;
+    }
+    let s = Setup::new("dualstack");
+    let port = free_port();
+    let d = s.dir.0.display();
+    let cfg = s.dir.path("dualstack_config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Port {port}\nAddressFamily any\nHostKey {d}/host_ed25519\nPidFile none\nPerSourcePenalties no\n"
+        ),
+    )
+    .unwrap();
+    let log_path = s.dir.path("dualstack.log");
+    let mut child = Command::new(SLUICED)
+        .args(["-D", "-e", "-f"])
+        .arg(&cfg)
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let ident = |addr: &str| {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(c) = TcpStream::connect(addr) {
+                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut line = String::new();
+                let _ = BufReader::new(c).read_line(&mut line);
+                return line;
+            }
+            assert!(Instant::now() < end, "nothing listens on {addr}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    assert!(ident(&format!("127.0.0.1:{port}")).starts_with("SSH-2.0-"));
+    assert!(ident(&format!("[::1]:{port}")).starts_with("SSH-2.0-"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(!log.contains("failed"), "{log}");
+    assert!(log.contains(&format!("Server listening on :: port {port}.")), "{log}");
+}
