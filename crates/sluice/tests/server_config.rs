@@ -550,21 +550,42 @@ fn dash_a_makes_the_missing_default_host_keys() {
         let key = dir.join(format!("ssh_host_{t}_key"));
         let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&key), 0o600, "{t}");
-        assert_eq!(mode(&dir.join(format!("ssh_host_{t}_key.pub"))), 0o644, "{t}");
-        let l = Command::new("ssh-keygen").arg("-lf").arg(&key).output().unwrap();
+        assert_eq!(
+            mode(&dir.join(format!("ssh_host_{t}_key.pub"))),
+            0o644,
+            "{t}"
+        );
+        let l = Command::new("ssh-keygen")
+            .arg("-lf")
+            .arg(&key)
+            .output()
+            .unwrap();
         let l = String::from_utf8_lossy(&l.stdout).into_owned();
-        assert!(l.starts_with(&format!("{bits} SHA256:")) && l.trim_end().ends_with(name), "{l}");
+        assert!(
+            l.starts_with(&format!("{bits} SHA256:")) && l.trim_end().ends_with(name),
+            "{l}"
+        );
         // The .pub is the private key's public half.
-        let y = Command::new("ssh-keygen").arg("-yf").arg(&key).output().unwrap();
+        let y = Command::new("ssh-keygen")
+            .arg("-yf")
+            .arg(&key)
+            .output()
+            .unwrap();
         let public = std::fs::read_to_string(dir.join(format!("ssh_host_{t}_key.pub"))).unwrap();
-        assert!(public.starts_with(String::from_utf8_lossy(&y.stdout).trim_end()), "{t}");
+        assert!(
+            public.starts_with(String::from_utf8_lossy(&y.stdout).trim_end()),
+            "{t}"
+        );
     }
     let d = dump(SLUICED, &cfg, None);
     let want: Vec<String> = ["rsa", "ecdsa", "ed25519"]
         .iter()
         .map(|t| dir.join(format!("ssh_host_{t}_key")).display().to_string())
         .collect();
-    assert_eq!(d["hostkey"], want, "default keys beside the configuration file");
+    assert_eq!(
+        d["hostkey"], want,
+        "default keys beside the configuration file"
+    );
     assert_eq!(check(SLUICED, &cfg).0, 0);
     let again = a();
     ok(&again, "sluiced -A again");
@@ -618,7 +639,10 @@ fn sd_notify_ready_at_start_and_after_sighup() {
     };
     let want = format!("READY=1\nMAINPID={pid}\n");
     assert_eq!(next(), want);
-    assert!(TcpStream::connect(("127.0.0.1", port)).is_ok(), "bound before READY=1");
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        "bound before READY=1"
+    );
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGHUP) };
     assert_eq!(next(), want, "READY=1 again after the re-exec, same pid");
@@ -673,5 +697,8 @@ fn any_address_of_both_families_on_one_port() {
     let _ = child.wait();
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(!log.contains("failed"), "{log}");
-    assert!(log.contains(&format!("Server listening on :: port {port}.")), "{log}");
+    assert!(
+        log.contains(&format!("Server listening on :: port {port}.")),
+        "{log}"
+    );
 }

@@ -109,6 +109,8 @@ mod tests {
         let (a, f) = serve(&["-E/tmp/l", "-D"]);
         assert!(a.log_stderr && a.foreground);
         assert_eq!(f.as_deref(), Some("/tmp/l"));
+        let (a, _) = serve(&["-A", "-f", "/x"]);
+        assert!(a.generate_host_keys && !a.foreground);
     }
 
     #[test]

@@ -71,8 +71,8 @@ pub fn generate(kind: KeyType, comment: &str) -> Result<PrivateKey, String> {
         KeyType::Rsa => {
             let kp = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa3072)
                 .map_err(|_| failed("RSA"))?;
-            let der = AsDer::<aws_lc_rs::encoding::Pkcs8V1Der>::as_der(&kp)
-                .map_err(|_| failed("RSA"))?;
+            let der =
+                AsDer::<aws_lc_rs::encoding::Pkcs8V1Der>::as_der(&kp).map_err(|_| failed("RSA"))?;
             rsa_wire(der.as_ref())?
         }
     };
@@ -88,7 +88,7 @@ pub fn generate(kind: KeyType, comment: &str) -> Result<PrivateKey, String> {
     section.extend_from_slice(&private);
     string(&mut section, comment.as_bytes());
     let mut pad = 1u8;
-    while section.len() % 8 != 0 {
+    while section.len() & 7 != 0 {
         section.push(pad);
         pad += 1;
     }
@@ -215,9 +215,18 @@ mod tests {
 
     #[test]
     fn type_from_the_file_name() {
-        assert_eq!(KeyType::for_path(Path::new("/e/ssh_host_rsa_key")), KeyType::Rsa);
-        assert_eq!(KeyType::for_path(Path::new("/e/ssh_host_ecdsa_key")), KeyType::Ecdsa);
-        assert_eq!(KeyType::for_path(Path::new("/e/ssh_host_ed25519_key")), KeyType::Ed25519);
+        assert_eq!(
+            KeyType::for_path(Path::new("/e/ssh_host_rsa_key")),
+            KeyType::Rsa
+        );
+        assert_eq!(
+            KeyType::for_path(Path::new("/e/ssh_host_ecdsa_key")),
+            KeyType::Ecdsa
+        );
+        assert_eq!(
+            KeyType::for_path(Path::new("/e/ssh_host_ed25519_key")),
+            KeyType::Ed25519
+        );
         assert_eq!(KeyType::for_path(Path::new("/e/other")), KeyType::Ed25519);
     }
 }

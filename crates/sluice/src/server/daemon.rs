@@ -418,7 +418,11 @@ fn generate_host_keys(cfg: &Sshd) -> i32 {
         return 0;
     }
     // ssh-keygen -A's order and comment.
-    missing.sort_by_key(|(k, _)| [KeyType::Ed25519, KeyType::Ecdsa, KeyType::Rsa].iter().position(|x| x == k));
+    missing.sort_by_key(|(k, _)| {
+        [KeyType::Ed25519, KeyType::Ecdsa, KeyType::Rsa]
+            .iter()
+            .position(|x| x == k)
+    });
     let comment = format!("root@{}", host_name());
     let mut made = Vec::new();
     let mut failed = false;

@@ -488,9 +488,10 @@ impl MonitorAuth {
                 &self.cfg.pam_service(),
                 user,
                 &self.peer.ip().to_string(),
-            ).map_err(
-                |e| format!("Access denied for user {user} by PAM account configuration ({e})"),
-            )?;
+            )
+            .map_err(|e| {
+                format!("Access denied for user {user} by PAM account configuration ({e})")
+            })?;
         }
         Ok(())
     }

@@ -217,8 +217,7 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
             &user_cfg.pam_service(),
             &accepted.user.name,
             &peer.ip().to_string(),
-        )
-        {
+        ) {
             Ok(s) => Some(s),
             Err(e) => {
                 crate::log!(Error, "{e}: refusing the session of {}", accepted.user.name);
