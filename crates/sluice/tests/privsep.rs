@@ -60,7 +60,7 @@ fn preauth_process_is_unprivileged_and_filtered() {
         };
         assert_ne!(uid, 0);
         assert_eq!(sc, 2);
-        assert_eq!(root, std::path::Path::new("/run/sshd"), "chrooted");
+        assert_eq!(root, std::path::Path::new("/run/sluiced/empty"), "chrooted");
         checked += 1;
     }
     assert!(checked >= 1, "no pre-auth child for the open connection");

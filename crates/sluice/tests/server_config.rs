@@ -49,6 +49,10 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
         "persourcepenaltyexemptlist",
         "OpenSSH 9.8's keyword; Debian's sshd 9.2 does not know it",
     ),
+    (
+        "pamservicename",
+        "OpenSSH 10's keyword; Debian's sshd 9.2 does not know it",
+    ),
 ];
 
 fn parse_dump(text: &str) -> BTreeMap<String, Vec<String>> {
@@ -512,5 +516,189 @@ fn dash_t_output_reads_back() {
     assert_eq!(
         String::from_utf8_lossy(&once.stdout),
         String::from_utf8_lossy(&twice.stdout)
+    );
+}
+
+/// `sluiced -A` as `ssh-keygen -A`: the missing default keys beside the
+/// configuration file (Ed25519, ECDSA, RSA 3072) in OpenSSH's format, 0600
+/// with a 0644 `.pub`; sluiced loads them (-T lists them, -t passes) and so
+/// does ssh-keygen; nothing is said or made the second time.
+#[test]
+fn dash_a_makes_the_missing_default_host_keys() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Setup::new("dash-a");
+    let dir = s.dir.path("etc");
+    std::fs::create_dir(&dir).unwrap();
+    let cfg = dir.join("sluiced_config");
+    std::fs::write(&cfg, "Port 2222\nPidFile none\n").unwrap();
+    let a = || {
+        let mut c = Command::new(SLUICED);
+        c.arg("-A").arg("-f").arg(&cfg);
+        run(c, b"", 60)
+    };
+    let out = a();
+    ok(&out, "sluiced -A");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "sluiced: generating new host keys: ED25519 ECDSA RSA\n"
+    );
+    for (t, bits, name) in [
+        ("ed25519", "256", "(ED25519)"),
+        ("ecdsa", "256", "(ECDSA)"),
+        ("rsa", "3072", "(RSA)"),
+    ] {
+        let key = dir.join(format!("ssh_host_{t}_key"));
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&key), 0o600, "{t}");
+        assert_eq!(
+            mode(&dir.join(format!("ssh_host_{t}_key.pub"))),
+            0o644,
+            "{t}"
+        );
+        let l = Command::new("ssh-keygen")
+            .arg("-lf")
+            .arg(&key)
+            .output()
+            .unwrap();
+        let l = String::from_utf8_lossy(&l.stdout).into_owned();
+        assert!(
+            l.starts_with(&format!("{bits} SHA256:")) && l.trim_end().ends_with(name),
+            "{l}"
+        );
+        // The .pub is the private key's public half.
+        let y = Command::new("ssh-keygen")
+            .arg("-yf")
+            .arg(&key)
+            .output()
+            .unwrap();
+        let public = std::fs::read_to_string(dir.join(format!("ssh_host_{t}_key.pub"))).unwrap();
+        assert!(
+            public.starts_with(String::from_utf8_lossy(&y.stdout).trim_end()),
+            "{t}"
+        );
+    }
+    let d = dump(SLUICED, &cfg, None);
+    let want: Vec<String> = ["rsa", "ecdsa", "ed25519"]
+        .iter()
+        .map(|t| dir.join(format!("ssh_host_{t}_key")).display().to_string())
+        .collect();
+    assert_eq!(
+        d["hostkey"], want,
+        "default keys beside the configuration file"
+    );
+    assert_eq!(check(SLUICED, &cfg).0, 0);
+    let again = a();
+    ok(&again, "sluiced -A again");
+    assert!(again.stdout.is_empty() && again.stderr.is_empty());
+}
+
+/// PAMServiceName (OpenSSH 10): shown by -T; without it, "sluiced" when
+/// /etc/pam.d/sluiced exists (the package's), else sshd's "sshd".
+#[test]
+fn pam_service_name_in_dash_t() {
+    let s = Setup::new("pamservice");
+    let cfg = s.config(free_port(), "UsePAM yes\nPAMServiceName other-svc\n");
+    assert_eq!(dump(SLUICED, &cfg, None)["pamservicename"], ["other-svc"]);
+    let cfg = s.config(free_port(), "UsePAM yes\n");
+    let default = if std::path::Path::new("/etc/pam.d/sluiced").exists() {
+        "sluiced"
+    } else {
+        "sshd"
+    };
+    assert_eq!(dump(SLUICED, &cfg, None)["pamservicename"], [default]);
+}
+
+/// Type=notify: with NOTIFY_SOCKET naming a datagram socket (this test
+/// stands in for systemd), READY=1 and MAINPID come once the listener is
+/// bound, and again after SIGHUP's re-exec with the same pid.
+#[test]
+fn sd_notify_ready_at_start_and_after_sighup() {
+    use std::os::unix::net::UnixDatagram;
+    let s = Setup::new("notify");
+    let sock_path = s.dir.path("notify.sock");
+    let systemd = UnixDatagram::bind(&sock_path).unwrap();
+    systemd
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    let port = free_port();
+    let cfg = s.config(port, "PerSourcePenalties no\n");
+    let log = std::fs::File::create(s.dir.path("notify.log")).unwrap();
+    let mut child = Command::new(SLUICED)
+        .args(["-D", "-e", "-f"])
+        .arg(&cfg)
+        .env("NOTIFY_SOCKET", &sock_path)
+        .stdin(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut buf = [0u8; 256];
+    let mut next = || {
+        let n = systemd.recv(&mut buf).expect("a notification");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    let want = format!("READY=1\nMAINPID={pid}\n");
+    assert_eq!(next(), want);
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        "bound before READY=1"
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGHUP) };
+    assert_eq!(next(), want, "READY=1 again after the re-exec, same pid");
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_ok());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The default ListenAddress pair, `0.0.0.0` and `::` on one port, binds
+/// both (the IPv6 socket IPv6-only, as sshd's) and serves each family.
+#[test]
+fn any_address_of_both_families_on_one_port() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("skipping: no IPv6 loopback here");
+        return;
+    }
+    let s = Setup::new("dualstack");
+    let port = free_port();
+    let d = s.dir.0.display();
+    let cfg = s.dir.path("dualstack_config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Port {port}\nAddressFamily any\nHostKey {d}/host_ed25519\nPidFile none\nPerSourcePenalties no\n"
+        ),
+    )
+    .unwrap();
+    let log_path = s.dir.path("dualstack.log");
+    let mut child = Command::new(SLUICED)
+        .args(["-D", "-e", "-f"])
+        .arg(&cfg)
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let ident = |addr: &str| {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(c) = TcpStream::connect(addr) {
+                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut line = String::new();
+                let _ = BufReader::new(c).read_line(&mut line);
+                return line;
+            }
+            assert!(Instant::now() < end, "nothing listens on {addr}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    assert!(ident(&format!("127.0.0.1:{port}")).starts_with("SSH-2.0-"));
+    assert!(ident(&format!("[::1]:{port}")).starts_with("SSH-2.0-"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(!log.contains("failed"), "{log}");
+    assert!(
+        log.contains(&format!("Server listening on :: port {port}.")),
+        "{log}"
     );
 }

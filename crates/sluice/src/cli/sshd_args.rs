@@ -46,6 +46,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
         };
         for (pos, c) in flags.char_indices() {
             match c {
+                'A' => a.generate_host_keys = true,
                 'D' => a.foreground = true,
                 'd' => {
                     a.debug += 1;
@@ -121,6 +122,8 @@ mod tests {
         let (a, f) = serve(&["-E/tmp/l", "-D"]);
         assert!(a.log_stderr && a.foreground);
         assert_eq!(f.as_deref(), Some("/tmp/l"));
+        let (a, _) = serve(&["-A", "-f", "/x"]);
+        assert!(a.generate_host_keys && !a.foreground);
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod authorized_keys;
 pub mod cert;
 pub mod ecdsa_pad;
+pub mod host_keygen;
 pub mod host_keys;
 pub mod identity;
 pub mod known_hosts;

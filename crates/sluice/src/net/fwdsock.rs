@@ -165,7 +165,7 @@ pub fn listen_tcp(addrs: &[SocketAddr]) -> Result<(Vec<TcpListener>, u16), Strin
 }
 
 /// An IPv6 listener with IPV6_V6ONLY, so `::` and `0.0.0.0` can both bind.
-fn bind_v6only(a: SocketAddr) -> io::Result<TcpListener> {
+pub fn bind_v6only(a: SocketAddr) -> io::Result<TcpListener> {
     let fd = new_socket(&a)?;
     let one: libc::c_int = 1;
     // SAFETY: setsockopt with a valid int option on our socket.

@@ -403,7 +403,13 @@ impl ServerAuth {
         cfg: &Sshd,
         method: &'static str,
     ) {
-        match pam::start(user, rhost, mode, cfg.permit_empty_passwords) {
+        match pam::start(
+            &cfg.pam_service(),
+            user,
+            rhost,
+            mode,
+            cfg.permit_empty_passwords,
+        ) {
             Ok(worker) => {
                 self.work = Work::Pam {
                     worker,

@@ -17,6 +17,8 @@ use std::time::Duration;
 /// What `sluiced`'s command line asks for (parsed by cli/sshd_args.rs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServerArgs {
+    /// `-A`: make the missing host keys and exit, as `ssh-keygen -A`.
+    pub generate_host_keys: bool,
     /// `-D`: stay in the foreground.
     pub foreground: bool,
     /// `-d` count: debug (implies foreground).
@@ -70,12 +72,16 @@ fn install_signal_handlers() {
     restart::mask_listener_signals(libc::SIG_UNBLOCK, None);
 }
 
+/// `-f`, else /etc/sluice/sluiced_config, else (a source build beside
+/// openssh-server only) /etc/ssh/sshd_config.
+pub fn config_path(args: &ServerArgs) -> String {
+    args.config_file
+        .clone()
+        .unwrap_or_else(|| crate::config::sshd::default_config_path().to_owned())
+}
+
 fn load_config(args: &ServerArgs) -> Result<(Sshd, Vec<String>), String> {
-    let path = PathBuf::from(
-        args.config_file
-            .clone()
-            .unwrap_or_else(|| "/etc/ssh/sshd_config".into()),
-    );
+    let path = PathBuf::from(config_path(args));
     let mut overrides: Vec<String> = args.options.clone();
     overrides.extend(args.host_keys.iter().map(|h| format!("HostKey {h}")));
     Sshd::load_with_ports(&path, &overrides, &args.ports)
@@ -185,10 +191,7 @@ fn dh_moduli(cfg: &Sshd) -> std::sync::Arc<[sluice_proto::crypto::kex::DhModulus
 /// command line itself, which the listener passes on (with `-R`, without
 /// `-D`) to each connection's process.
 pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
-    let path = args
-        .config_file
-        .as_deref()
-        .unwrap_or("/etc/ssh/sshd_config");
+    let path = &config_path(args);
     // A connection's processes parse the files as the listener read them.
     if let Err(e) = snapshot::load_from_env() {
         eprintln!("{e}");
@@ -223,6 +226,9 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
     }
     for w in &warnings {
         crate::log!(Verbose, "{w}");
+    }
+    if args.generate_host_keys {
+        return generate_host_keys(&cfg);
     }
     let ctx = match args
         .connection_spec
@@ -322,6 +328,15 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         }
     };
     listener.set_buffers(cfg.tcp_rcvbuf, cfg.tcp_sndbuf);
+    // As root, sshd's check of its privilege separation directory, made
+    // here when missing (root's, 0755) as Debian's ssh.service makes /run/sshd.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        if let Err(e) = crate::server::sandbox::ensure_chroot_dir() {
+            crate::log!(Fatal, "{e}");
+            return 255;
+        }
+    }
     if args.debug > 0 {
         // sshd -d: one connection, served in this process, then exit.
         // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
@@ -343,6 +358,9 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         }
     }
     install_signal_handlers();
+    // Bound, daemonized and the pid file written: systemd's Type=notify
+    // may call the service started (again after a SIGHUP re-exec).
+    crate::server::notify::ready();
     // Connections run this very image, even if the file was replaced or
     // removed since (sshd's re-exec fallback), with the configuration as
     // read now (snapshot.rs), which the children inherit.
@@ -382,6 +400,57 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         let _ = std::fs::remove_file(p);
     }
     0
+}
+
+/// `-A`: every missing host key made (the HostKey files, else the defaults
+/// beside the configuration file: Ed25519, ECDSA, RSA), on one line as
+/// `ssh-keygen -A` says it; nothing printed when none is missing. 0 when
+/// all were made, 1 when one could not be.
+fn generate_host_keys(cfg: &Sshd) -> i32 {
+    use crate::keys::host_keygen::{self, KeyType};
+    let mut missing: Vec<(KeyType, PathBuf)> = cfg
+        .host_key_targets()
+        .into_iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_err())
+        .map(|p| (KeyType::for_path(&p), p))
+        .collect();
+    if missing.is_empty() {
+        return 0;
+    }
+    // ssh-keygen -A's order and comment.
+    missing.sort_by_key(|(k, _)| {
+        [KeyType::Ed25519, KeyType::Ecdsa, KeyType::Rsa]
+            .iter()
+            .position(|x| x == k)
+    });
+    let comment = format!("root@{}", host_name());
+    let mut made = Vec::new();
+    let mut failed = false;
+    for (kind, path) in &missing {
+        match host_keygen::generate(*kind, &comment).and_then(|k| host_keygen::write(&k, path)) {
+            Ok(()) => made.push(kind.label()),
+            Err(e) => {
+                eprintln!("sluiced: {}: {e}", path.display());
+                failed = true;
+            }
+        }
+    }
+    if !made.is_empty() {
+        println!("sluiced: generating new host keys: {}", made.join(" "));
+    }
+    i32::from(failed)
+}
+
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    if rc == 0 && end > 0 {
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "localhost".into()
+    }
 }
 
 /// Reads the host keys in a short-lived child, so that this process (which

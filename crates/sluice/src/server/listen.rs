@@ -75,7 +75,13 @@ impl Listener {
             if reused.is_some() {
                 log!(Debug1, "listening socket for {a} kept across the restart");
             }
-            match reused.map_or_else(|| TcpListener::bind(a), Ok) {
+            // IPv6 sockets only for IPv6, as sshd's: `::` beside `0.0.0.0`
+            // (the default ListenAddress pair) would fail with EADDRINUSE.
+            let fresh = || match a {
+                SocketAddr::V6(_) => crate::net::fwdsock::bind_v6only(*a),
+                SocketAddr::V4(_) => TcpListener::bind(a),
+            };
+            match reused.map_or_else(fresh, Ok) {
                 Ok(s) => {
                     log!(Info, "Server listening on {} port {}.", a.ip(), a.port());
                     let _ = s.set_nonblocking(true);

@@ -17,6 +17,7 @@ pub mod inetd;
 pub mod keepalive;
 pub mod listen;
 pub mod logins;
+pub mod notify;
 pub mod pam;
 pub mod pam_session;
 pub mod penalty;

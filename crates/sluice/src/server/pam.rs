@@ -1,4 +1,4 @@
-//! PAM (UsePAM yes, service "sshd") through libpam.so.0 loaded at run time,
+//! PAM (UsePAM yes, the service PAMServiceName names) through libpam.so.0 loaded at run time,
 //! so building needs no libpam0g-dev. Each check runs on its own thread:
 //! pam_authenticate may block (pam_unix's 2 s failure delay, a slow
 //! directory) and, for keyboard-interactive, its conversation waits for the
@@ -168,9 +168,17 @@ impl Worker {
     }
 }
 
-/// Starts pam_authenticate + pam_acct_mgmt for `user` from `rhost`.
-pub fn start(user: &str, rhost: &str, mode: Mode, permit_empty: bool) -> Result<Worker, String> {
+/// Starts pam_authenticate + pam_acct_mgmt for `user` from `rhost`, with
+/// the PAM service `service` (PAMServiceName).
+pub fn start(
+    service: &str,
+    user: &str,
+    rhost: &str,
+    mode: Mode,
+    permit_empty: bool,
+) -> Result<Worker, String> {
     let lib = lib()?;
+    let service = CString::new(service).map_err(|_| "PAM: bad service name".to_owned())?;
     let user = CString::new(user).map_err(|_| "PAM: bad user name".to_owned())?;
     let rhost = CString::new(rhost).map_err(|_| "PAM: bad address".to_owned())?;
     let (to_loop, from_pam) = channel();
@@ -185,7 +193,7 @@ pub fn start(user: &str, rhost: &str, mode: Mode, permit_empty: bool) -> Result<
     std::thread::Builder::new()
         .name("pam".into())
         .spawn(move || {
-            let r = run(lib, &user, &rhost, &conv, permit_empty);
+            let r = run(lib, &service, &user, &rhost, &conv, permit_empty);
             let delay = Duration::from_micros(u64::from(conv.delay_us.load(Ordering::Relaxed)));
             let _ = to_loop.send(FromPam::Done(r, delay));
         })
@@ -195,6 +203,7 @@ pub fn start(user: &str, rhost: &str, mode: Mode, permit_empty: bool) -> Result<
 
 fn run(
     lib: &Lib,
+    service: &CStr,
     user: &CStr,
     rhost: &CStr,
     conv: &Conv,
@@ -207,7 +216,7 @@ fn run(
     let mut h: Handle = std::ptr::null_mut();
     // SAFETY: valid NUL-terminated strings; pc and conv outlive the handle
     // (pam_end below runs before they go out of scope).
-    let rc = unsafe { (lib.start)(c"sshd".as_ptr(), user.as_ptr(), &pc, &mut h) };
+    let rc = unsafe { (lib.start)(service.as_ptr(), user.as_ptr(), &pc, &mut h) };
     if rc != PAM_SUCCESS || h.is_null() {
         return Err(format!("PAM: pam_start failed ({rc})"));
     }

@@ -4,7 +4,7 @@
 //! pam_open_session before the user's process starts, pam_close_session
 //! and pam_setcred(DELETE) after it ends), so pam_limits, pam_loginuid,
 //! pam_systemd and pam_env apply to sluiced's logins as to sshd's. Both run
-//! in the monitor (root), on the service "sshd". Messages modules send
+//! in the monitor (root), on the service PAMServiceName names. Messages modules send
 //! (pam_motd, pam_mail) are logged at DEBUG1; prompts cannot be answered
 //! here and fail the step. What the modules put in PAM's environment
 //! (pam_env's /etc/environment and /etc/security/pam_env.conf, pam_systemd's
@@ -29,8 +29,9 @@ struct Pam {
 }
 
 impl Pam {
-    fn start(user: &str, rhost: &str) -> Result<Pam, String> {
+    fn start(service: &str, user: &str, rhost: &str) -> Result<Pam, String> {
         let lib = lib()?;
+        let service = CString::new(service).map_err(|_| "PAM: bad service name".to_owned())?;
         let user = CString::new(user).map_err(|_| "PAM: bad user name".to_owned())?;
         let rhost = CString::new(rhost).map_err(|_| "PAM: bad address".to_owned())?;
         let conv = Box::new(PamConv {
@@ -40,7 +41,7 @@ impl Pam {
         let mut h: Handle = std::ptr::null_mut();
         // SAFETY: valid NUL-terminated strings; `conv` lives in the returned
         // Pam, which ends the handle before dropping it.
-        let rc = unsafe { (lib.start)(c"sshd".as_ptr(), user.as_ptr(), &*conv, &mut h) };
+        let rc = unsafe { (lib.start)(service.as_ptr(), user.as_ptr(), &*conv, &mut h) };
         if rc != PAM_SUCCESS || h.is_null() {
             return Err(format!("PAM: pam_start failed ({rc})"));
         }
@@ -91,8 +92,8 @@ impl Drop for Pam {
 /// an account module's refusal (pam_access, pam_nologin) ends the login
 /// even when the key was right, as sshd's "Access denied for user X by PAM
 /// account configuration".
-pub fn account(user: &str, rhost: &str) -> Result<(), String> {
-    let pam = Pam::start(user, rhost)?;
+pub fn account(service: &str, user: &str, rhost: &str) -> Result<(), String> {
+    let pam = Pam::start(service, user, rhost)?;
     pam.step(pam.lib.acct_mgmt, 0, "pam_acct_mgmt")
 }
 
@@ -104,8 +105,8 @@ pub struct Session {
 
 impl Session {
     /// pam_setcred(ESTABLISH) and pam_open_session for `user`.
-    pub fn open(user: &str, rhost: &str) -> Result<Session, String> {
-        let pam = Pam::start(user, rhost)?;
+    pub fn open(service: &str, user: &str, rhost: &str) -> Result<Session, String> {
+        let pam = Pam::start(service, user, rhost)?;
         pam.step(pam.lib.setcred, PAM_ESTABLISH_CRED, "pam_setcred")?;
         pam.step(pam.lib.open_session, 0, "pam_open_session")?;
         Ok(Session { pam })

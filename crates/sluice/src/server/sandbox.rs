@@ -1,7 +1,7 @@
 //! The pre-authentication sandbox, sshd's privilege separation model: the
 //! process that parses the peer's first bytes runs as an unprivileged user
-//! (`sshd`, else `nobody`), chrooted to an empty root-owned directory
-//! (/run/sshd), unable to regain root, to create files, to open more
+//! (`_sluiced`, the package's, else sshd's `sshd`, else `nobody`), chrooted
+//! to an empty root-owned directory (/run/sluiced/empty), unable to regain root, to create files, to open more
 //! descriptors or to start processes, and under a seccomp-bpf allow-list
 //! of the system calls a pre-auth protocol engine needs.
 //!
@@ -13,7 +13,7 @@
 
 use crate::log;
 use crate::server::session::{self, UserInfo};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -32,11 +32,16 @@ mod filter {
     }
 }
 
-/// The empty directory the sandbox is chrooted to (Debian's sshd uses it).
-pub const CHROOT_DIR: &str = "/run/sshd";
+/// The empty directory the sandbox is chrooted to, sluiced's own (as
+/// Debian's sshd has /run/sshd); made at start when missing.
+pub const CHROOT_DIR: &str = "/run/sluiced/empty";
 
-/// The unprivileged user, by sshd's convention.
-pub const SANDBOX_USER: &str = "sshd";
+/// The unprivileged user the package creates.
+pub const SANDBOX_USER: &str = "_sluiced";
+
+/// sshd's, used when [`SANDBOX_USER`] does not exist (a source build on a
+/// machine with openssh-server).
+pub const FALLBACK_USER: &str = "sshd";
 
 /// Why the sandbox could not be set up or applied.
 #[derive(Debug)]
@@ -65,8 +70,8 @@ impl std::fmt::Display for SandboxError {
         match self {
             SandboxError::NoUser => write!(
                 f,
-                "Privilege separation user {SANDBOX_USER} does not exist (nor does nobody): \
-                 create it, e.g. `useradd --system --home-dir {CHROOT_DIR} --shell /usr/sbin/nologin {SANDBOX_USER}`"
+                "Privilege separation user {SANDBOX_USER} does not exist (nor do {FALLBACK_USER} or nobody): \
+                 create it, e.g. `useradd --system --user-group --home-dir {CHROOT_DIR} --shell /usr/sbin/nologin {SANDBOX_USER}`"
             ),
             SandboxError::Directory(why) => f.write_str(why),
             SandboxError::CountFds(e) => write!(f, "sandbox: counting open descriptors: {e}"),
@@ -160,10 +165,14 @@ impl Sandbox {
     }
 }
 
-/// `sshd`, else `nobody` with a warning; never a user with uid 0.
+/// `_sluiced`, else `sshd`, else `nobody` with a warning; never a user
+/// with uid 0.
 fn find_user() -> Result<UserInfo, SandboxError> {
-    if let Some(u) = session::lookup_user(SANDBOX_USER).filter(|u| u.uid != 0) {
-        return Ok(u);
+    for name in [SANDBOX_USER, FALLBACK_USER] {
+        if let Some(u) = session::lookup_user(name).filter(|u| u.uid != 0) {
+            log!(Debug1, "privilege separation user: {name}");
+            return Ok(u);
+        }
     }
     let u = session::lookup_user("nobody")
         .filter(|u| u.uid != 0)
@@ -175,14 +184,25 @@ fn find_user() -> Result<UserInfo, SandboxError> {
     Ok(u)
 }
 
+/// At the listener's start, as root: the chroot directory made when
+/// missing (as Debian's ssh.service makes /run/sshd), so the first
+/// connection does not pay for it and a problem shows at once.
+pub fn ensure_chroot_dir() -> Result<(), SandboxError> {
+    ensure_dir(Path::new(CHROOT_DIR))
+}
+
 /// sshd's checks on its privilege separation directory, after creating it
 /// (0755, root's) if missing.
 fn ensure_dir(dir: &Path) -> Result<(), SandboxError> {
     let bad = |why: String| Err(SandboxError::Directory(why));
     if std::fs::symlink_metadata(dir).is_err() {
-        if let Err(e) = std::fs::create_dir_all(dir)
-            .and_then(|()| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)))
-        {
+        // Root's, 0755, parents too (whatever the umask).
+        let made = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(dir)
+            .and_then(|()| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)));
+        if let Err(e) = made {
             return bad(format!(
                 "Missing privilege separation directory: {} ({e})",
                 dir.display()

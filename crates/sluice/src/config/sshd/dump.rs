@@ -12,6 +12,7 @@ const ORDER: &[&str] = &[
     "addressfamily",
     "listenaddress*",
     "usepam",
+    "pamservicename",
     "logingracetime",
     "x11displayoffset",
     "maxauthtries",
@@ -157,6 +158,7 @@ impl ServerConfig {
                 v
             }
             "usepam" => one(yn(self.use_pam)),
+            "pamservicename" => one(self.pam_service()),
             "logingracetime" => one(self.login_grace_time.to_string()),
             "maxauthtries" => one(self.max_auth_tries.to_string()),
             "maxsessions" => one(self.max_sessions.to_string()),

@@ -34,6 +34,36 @@ use std::sync::Arc;
 /// a configuration may name besides.
 pub use sluice_proto::crypto::kex::SERVER_DEFAULT_KEX;
 
+/// sluiced's own configuration file (`-f` overrides it).
+pub const DEFAULT_CONFIG: &str = "/etc/sluice/sluiced_config";
+/// Its directory, where `sluiced -A` writes the default host keys.
+pub const DEFAULT_CONFIG_DIR: &str = "/etc/sluice";
+/// What a source build falls back to when [`DEFAULT_CONFIG`] does not
+/// exist: a machine with only openssh-server installed.
+pub const OPENSSH_CONFIG: &str = "/etc/ssh/sshd_config";
+/// The default host key files, in sshd's order, by type name.
+pub const DEFAULT_HOST_KEY_TYPES: [&str; 3] = ["rsa", "ecdsa", "ed25519"];
+
+/// The configuration file `sluiced` reads without `-f`: sluice's own,
+/// else sshd's (a source build where only openssh-server is installed).
+pub fn default_config_path() -> &'static str {
+    if Path::new(DEFAULT_CONFIG).exists() || !Path::new(OPENSSH_CONFIG).exists() {
+        DEFAULT_CONFIG
+    } else {
+        OPENSSH_CONFIG
+    }
+}
+
+/// The default host key files beside a configuration file in `dir`:
+/// `dir/ssh_host_{rsa,ecdsa,ed25519}_key` (so `-f /etc/ssh/sshd_config`
+/// uses /etc/ssh's keys, the default configuration /etc/sluice's).
+pub fn default_host_key_paths(dir: &Path) -> Vec<PathBuf> {
+    DEFAULT_HOST_KEY_TYPES
+        .iter()
+        .map(|t| dir.join(format!("ssh_host_{t}_key")))
+        .collect()
+}
+
 /// PermitRootLogin values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PermitRootLogin {
@@ -160,6 +190,12 @@ pub struct ServerConfig {
     // Sessions, forwarding and login policy (issue 6).
     /// UsePAM.
     pub use_pam: bool,
+    /// PAMServiceName as written; [`ServerConfig::pam_service`] gives the
+    /// one in use.
+    pub pam_service_name: Option<String>,
+    /// The directory of the configuration file read: where the default
+    /// host keys are looked for when no HostKey is given.
+    pub config_dir: PathBuf,
     /// KbdInteractiveAuthentication (ChallengeResponseAuthentication).
     pub kbd_interactive_authentication: bool,
     /// PermitEmptyPasswords.
@@ -290,6 +326,8 @@ impl Default for ServerConfig {
             none_enabled: false,
             none_mac_enabled: false,
             use_pam: false,
+            pam_service_name: None,
+            config_dir: PathBuf::from(DEFAULT_CONFIG_DIR),
             kbd_interactive_authentication: true,
             permit_empty_passwords: false,
             allow_groups: Vec::new(),
@@ -365,7 +403,11 @@ impl ServerConfig {
     ) -> Result<(ServerConfig, Vec<String>), String> {
         let (lines, warnings) = read_lines(path, overrides, ports)?;
         let lines = Arc::new(lines);
-        let cfg = Self::evaluate(&lines, None)?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let cfg = Self::evaluate(&lines, None, &dir)?;
         // A binary KRL that does not parse is refused now rather than
         // denying every key later (Match blocks included).
         for l in lines
@@ -407,15 +449,17 @@ impl ServerConfig {
     pub fn for_connection(&self, ctx: &MatchContext) -> ServerConfig {
         // Every line was checked when loading, so this cannot fail; keep
         // the startup configuration if it somehow does.
-        Self::evaluate(&self.lines, Some(ctx)).unwrap_or_else(|_| self.clone())
+        Self::evaluate(&self.lines, Some(ctx), &self.config_dir).unwrap_or_else(|_| self.clone())
     }
 
     fn evaluate(
         lines: &Arc<Vec<Line>>,
         ctx: Option<&MatchContext>,
+        config_dir: &Path,
     ) -> Result<ServerConfig, String> {
         let mut cfg = ServerConfig {
             lines: lines.clone(),
+            config_dir: config_dir.to_owned(),
             ..ServerConfig::default()
         };
         // As sshd re-parses for a connection: the Match blocks that hold
@@ -443,15 +487,45 @@ impl ServerConfig {
             cfg.ports.push(22);
         }
         if cfg.host_keys.is_empty() {
-            for t in ["rsa", "ecdsa", "ed25519"] {
-                let p = PathBuf::from(format!("/etc/ssh/ssh_host_{t}_key"));
-                if p.exists() {
-                    cfg.host_keys.push(p);
-                }
-            }
+            // No HostKey: the default keys beside the configuration file
+            // in use (sshd's are /etc/ssh's, beside sshd_config).
+            let found = default_host_key_paths(config_dir)
+                .into_iter()
+                .filter(|p| p.exists());
+            cfg.host_keys.extend(found);
         }
         cfg.host_keys.min_rsa_bits = cfg.required_rsa_size;
         Ok(cfg)
+    }
+
+    /// The host key files `sluiced -A` makes when missing: the HostKey
+    /// lines (`-h` included), else the default keys beside the
+    /// configuration file.
+    pub fn host_key_targets(&self) -> Vec<PathBuf> {
+        let given: Vec<PathBuf> = self
+            .lines
+            .iter()
+            .filter(|l| keywords::canonical(&l.kw) == "hostkey" && l.active(None))
+            .filter_map(|l| l.args.first().map(PathBuf::from))
+            .collect();
+        if given.is_empty() {
+            default_host_key_paths(&self.config_dir)
+        } else {
+            given
+        }
+    }
+
+    /// The PAM service (UsePAM): PAMServiceName, else "sluiced" when
+    /// /etc/pam.d/sluiced exists (the package's), else sshd's "sshd".
+    pub fn pam_service(&self) -> String {
+        if let Some(s) = &self.pam_service_name {
+            return s.clone();
+        }
+        if Path::new("/etc/pam.d/sluiced").exists() {
+            "sluiced".into()
+        } else {
+            "sshd".into()
+        }
     }
 
     /// For `-T`: the configuration a test spec (`-C`) gets, or sshd's

@@ -380,7 +380,11 @@ impl MonitorAuth {
             if !(signed && self.cfg.use_pam) {
                 return true;
             }
-            match crate::server::pam_session::account(&info.name, &self.peer.ip().to_string()) {
+            match crate::server::pam_session::account(
+                &self.cfg.pam_service(),
+                &info.name,
+                &self.peer.ip().to_string(),
+            ) {
                 Ok(()) => true,
                 Err(e) => {
                     crate::log!(
@@ -480,9 +484,14 @@ impl MonitorAuth {
             return Err(format!("ROOT LOGIN REFUSED FROM {ip} port {port}"));
         }
         if self.cfg.use_pam {
-            crate::server::pam_session::account(user, &self.peer.ip().to_string()).map_err(
-                |e| format!("Access denied for user {user} by PAM account configuration ({e})"),
-            )?;
+            crate::server::pam_session::account(
+                &self.cfg.pam_service(),
+                user,
+                &self.peer.ip().to_string(),
+            )
+            .map_err(|e| {
+                format!("Access denied for user {user} by PAM account configuration ({e})")
+            })?;
         }
         Ok(())
     }

@@ -213,8 +213,11 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
     // UsePAM: the session opens before the user's process starts (which
     // inherits what it set up: limits, login uid) and closes after it ends.
     let session = if user_cfg.use_pam {
-        match crate::server::pam_session::Session::open(&accepted.user.name, &peer.ip().to_string())
-        {
+        match crate::server::pam_session::Session::open(
+            &user_cfg.pam_service(),
+            &accepted.user.name,
+            &peer.ip().to_string(),
+        ) {
             Ok(s) => Some(s),
             Err(e) => {
                 crate::log!(Error, "{e}: refusing the session of {}", accepted.user.name);
