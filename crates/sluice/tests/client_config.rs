@@ -967,3 +967,58 @@ fn help_on_stdout_and_bad_flags_exit_as_openssh() {
         );
     }
 }
+
+/// Output cut short by the reader (`| head -1`) on every program's usage,
+/// help, error and dump paths: the rest is lost quietly, never a panic
+/// (exit 101), and the exit status is the one the path has anyway.
+#[test]
+fn a_closed_stdout_or_stderr_never_panics() {
+    let sftp = env!("CARGO_BIN_EXE_sluice-sftp");
+    let scp = env!("CARGO_BIN_EXE_sluice-scp");
+    let s = Setup::new("closedout");
+    let cfg = s.config(free_port(), "");
+    let cfg = cfg.to_str().unwrap();
+    let cases: [(&str, &[&str], i32); 10] = [
+        (SLUICE, &["-Z"], 255),
+        (SLUICE, &["--help"], 0),
+        (SLUICE, &["-G", "example.org"], 0),
+        (SLUICE, &["-Q", "kex"], 0),
+        (SLUICED, &["-Z"], 1),
+        (SLUICED, &["--help"], 0),
+        (SLUICED, &["-T", "-f", cfg], 0),
+        (
+            SLUICED,
+            &["-T", "-f", "/dev/null", "-o", "HostKey=/nonexistent"],
+            1,
+        ),
+        (sftp, &["-Z"], 1),
+        (scp, &["-Z"], 1),
+    ];
+    for (bin, args, want) in cases {
+        for _ in 0..5 {
+            // A reader that takes one line and leaves: later writes fail
+            // with EPIPE (Rust ignores SIGPIPE).
+            let out = Command::new("bash")
+                .arg("-c")
+                .arg("\"$0\" \"$@\" 2>&1 | head -c 1 >/dev/null; echo \"${PIPESTATUS[0]}\"")
+                .arg(bin)
+                .args(args)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let status = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(
+                status.trim(),
+                want.to_string(),
+                "{bin} {args:?} (101: a panic)"
+            );
+        }
+        // The status, with the whole output read.
+        let out = Command::new(bin)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(want), "{bin} {args:?}");
+    }
+}

@@ -8,11 +8,11 @@ use crate::cli::sshd_args::{self, Invocation};
 pub fn main(argv: &[String]) -> i32 {
     match sshd_args::parse(argv) {
         Ok(Invocation::Version) => {
-            eprintln!("{}", super::VERSION);
+            crate::errln!("{}", super::VERSION);
             0
         }
         Ok(Invocation::Help) => {
-            println!("{}\n{}", sshd_args::USAGE, sshd_args::SEE_PAGE);
+            crate::outln!("{}\n{}", sshd_args::USAGE, sshd_args::SEE_PAGE);
             0
         }
         Ok(Invocation::Serve(args, log_file)) => {
@@ -22,14 +22,14 @@ pub fn main(argv: &[String]) -> i32 {
             // connection's process opens it again from argv) or chroots.
             if let Some(f) = log_file {
                 if let Err(e) = crate::log::use_file(&f) {
-                    eprintln!("{e}");
+                    crate::errln!("{e}");
                     return 1;
                 }
             }
             crate::server::daemon::run(&args, argv)
         }
         Err(e) => {
-            eprintln!("{e}");
+            crate::errln!("{e}");
             1
         }
     }

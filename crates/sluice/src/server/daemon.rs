@@ -194,7 +194,7 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
     let path = &config_path(args);
     // A connection's processes parse the files as the listener read them.
     if let Err(e) = snapshot::load_from_env() {
-        eprintln!("{e}");
+        crate::errln!("{e}");
         return 255;
     }
     if snapshot::replaying() {
@@ -202,13 +202,13 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         // SAFETY: PR_SET_NAME reads a NUL-terminated string.
         unsafe { libc::prctl(libc::PR_SET_NAME, c"sluiced".as_ptr()) };
     } else if let Err(e) = std::fs::metadata(path) {
-        eprintln!("{path}: {}", crate::net::describe_io_error(&e));
+        crate::errln!("{path}: {}", crate::net::describe_io_error(&e));
         return 1;
     }
     let (cfg, warnings) = match load_config(args) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("{e}");
+            crate::errln!("{e}");
             return 255;
         }
     };
@@ -236,7 +236,7 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         .map(MatchContext::parse_spec)
     {
         Some(Err(e)) => {
-            eprintln!("{e}");
+            crate::errln!("{e}");
             return 1;
         }
         Some(Ok(c)) => Some(c),
@@ -279,12 +279,12 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         // Without -C, a blank spec: only `Match All` blocks apply.
         return match cfg.for_test(&ctx.unwrap_or_default()) {
             Ok(eff) => {
-                print!("{}", eff.dump());
-                println!("{}", crate::server::privsep::DUMP_LINE);
+                crate::out!("{}", eff.dump());
+                crate::outln!("{}", crate::server::privsep::DUMP_LINE);
                 0
             }
             Err(e) => {
-                eprintln!("{e}");
+                crate::errln!("{e}");
                 255
             }
         };
@@ -430,13 +430,13 @@ fn generate_host_keys(cfg: &Sshd) -> i32 {
         match host_keygen::generate(*kind, &comment).and_then(|k| host_keygen::write(&k, path)) {
             Ok(()) => made.push(kind.label()),
             Err(e) => {
-                eprintln!("sluiced: {}: {e}", path.display());
+                crate::errln!("sluiced: {}: {e}", path.display());
                 failed = true;
             }
         }
     }
     if !made.is_empty() {
-        println!("sluiced: generating new host keys: {}", made.join(" "));
+        crate::outln!("sluiced: generating new host keys: {}", made.join(" "));
     }
     i32::from(failed)
 }
