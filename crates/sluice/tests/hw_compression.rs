@@ -93,8 +93,14 @@ fn sluiced_debug(s: &Setup, extra: &str) -> Server {
         .stderr(log)
         .spawn()
         .unwrap();
+    // Listening, seen in the log rather than by connecting: a probe
+    // connection would leave a pre-auth child of its own that a test could
+    // take for the one it holds.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while !std::fs::read_to_string(&log_path)
+        .unwrap_or_default()
+        .contains("Server listening on")
+    {
         assert!(Instant::now() < deadline, "sluiced did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -478,11 +484,6 @@ fn sluiced_loads_the_library_only_in_the_post_auth_process_as_the_user() {
     );
     let listener = server.child.id();
 
-    // The start-up probe's connection must be gone first, or its pre-auth
-    // child (on its way out) could be taken for the one held open below.
-    wait_for("the probe's pre-auth child to end", || {
-        sandboxed_children(listener).is_empty().then_some(())
-    });
     // A connection in key exchange: its monitor (root) and sandboxed
     // pre-auth child have their engines, with nothing loaded.
     let pre = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();

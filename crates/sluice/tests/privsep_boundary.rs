@@ -408,18 +408,14 @@ fn no_host_private_key_in_the_pre_auth_child_or_the_post_auth_process() {
             port,
             log: s.dir.path(&format!("server_{port}.log")),
         };
+        // Listening, seen in the log rather than by connecting: a probe
+        // connection's pre-auth child could be taken for the stalled one's.
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while !server.log_text().contains("Server listening on") {
             assert!(Instant::now() < deadline, "sluiced did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
         let listener = server.child.id();
-
-        // The start-up probe's pre-auth child must be gone, or it could be
-        // taken for the stalled client's.
-        wait_for("the probe's pre-auth child to end", || {
-            sandboxed_children(listener).is_empty().then_some(())
-        });
         // Mid-login: the pre-auth child, and (the control) its monitor.
         let client = stalled_client(port);
         let child = wait_for("the pre-auth child", || {

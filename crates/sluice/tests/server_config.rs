@@ -702,3 +702,77 @@ fn any_address_of_both_families_on_one_port() {
         "{log}"
     );
 }
+
+/// The log of a key login, an unknown key and a wrong user, side by side
+/// with sshd's under the same configuration and client: the lines an
+/// administrator's tools read (Accepted, Failed, Invalid user, the
+/// disconnects) say the same, ports aside. `-e` lines of sluiced carry a
+/// `sluiced[pid]: ` prefix, which syslog adds for both.
+#[test]
+fn login_log_lines_read_as_sshds() {
+    if missing("/usr/sbin/sshd") || missing("ssh") {
+        return;
+    }
+    let s = Setup::new("loglines");
+    let stranger = s.dir.path("stranger");
+    keygen(&stranger, "ed25519");
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    for openssh in [true, false] {
+        let server = s.start(openssh, "");
+        let mut c = s.client(true, &server, &[]);
+        c.arg("true");
+        ok(&run(c, b"", 30), "key login");
+        let stranger = stranger.to_str().unwrap();
+        let mut c = s.client(true, &server, &["-o", "IdentitiesOnly=yes", "-i", stranger]);
+        c.arg("true");
+        assert_eq!(run(c, b"", 30).status.code(), Some(255));
+        let mut c = s.client(true, &server, &["-l", "nosuchuser-lg"]);
+        c.arg("true");
+        assert_eq!(run(c, b"", 30).status.code(), Some(255));
+        let want = [
+            "Connection closed by invalid user nosuchuser-lg",
+            "[preauth]",
+        ];
+        let t = Instant::now();
+        while !server
+            .log_text()
+            .lines()
+            .any(|l| want.iter().all(|w| l.contains(w)))
+        {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "{}",
+                server.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let lines = server
+            .log_text()
+            .lines()
+            .map(|l| match l.split_once("]: ") {
+                Some((p, rest)) if p.starts_with("sluiced[") => rest.to_owned(),
+                _ => l.to_owned(),
+            })
+            .filter(|l| {
+                [
+                    "Accepted publickey",
+                    "Failed ",
+                    "Invalid user",
+                    "Received disconnect",
+                    "Disconnected from",
+                    "Connection closed by",
+                ]
+                .iter()
+                .any(|w| l.starts_with(w))
+            })
+            .map(|l| {
+                l.split(' ')
+                    .map(|w| if w.parse::<u32>().is_ok() { "N" } else { w })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        seen.push(lines);
+    }
+    assert_eq!(seen[1], seen[0], "sluiced (left) against sshd (right)");
+}

@@ -580,8 +580,18 @@ impl ServerAuth {
             }
             FromPam::Done(r, delay) => {
                 let method = *method;
-                if let Err(e) = &r {
-                    log!(Error, "PAM: {e} for {} from {}", self.who(), self.peer.ip());
+                // sshd's words: an error through keyboard-interactive
+                // (sshpam_query), a debug line for a password.
+                match &r {
+                    Err(e) if method == "password" => log!(
+                        Debug1,
+                        "PAM: password authentication failed for {}: {e}",
+                        self.who()
+                    ),
+                    Err(e) => {
+                        log!(Error, "PAM: {e} for {} from {}", self.who(), self.peer.ip())
+                    }
+                    Ok(_) => {}
                 }
                 // Refusals were logged with the request.
                 let allowed = match &self.user {

@@ -488,11 +488,20 @@ impl ServerConfig {
         }
         if cfg.host_keys.is_empty() {
             // No HostKey: the default keys beside the configuration file
-            // in use (sshd's are /etc/ssh's, beside sshd_config).
-            let found = default_host_key_paths(config_dir)
+            // in use (sshd's are /etc/ssh's, beside sshd_config); where
+            // there are none, sshd's own defaults in /etc/ssh, as sshd
+            // would use with that file.
+            let beside: Vec<PathBuf> = default_host_key_paths(config_dir)
                 .into_iter()
-                .filter(|p| p.exists());
-            cfg.host_keys.extend(found);
+                .filter(|p| p.exists())
+                .collect();
+            if beside.is_empty() {
+                let etc_ssh = default_host_key_paths(Path::new("/etc/ssh"));
+                cfg.host_keys
+                    .extend(etc_ssh.into_iter().filter(|p| p.exists()));
+            } else {
+                cfg.host_keys.extend(beside);
+            }
         }
         cfg.host_keys.min_rsa_bits = cfg.required_rsa_size;
         Ok(cfg)

@@ -371,17 +371,29 @@ impl ChanIo {
     /// so no received byte is lost; an in-process end is offered what waits
     /// until it takes no more.
     pub(crate) fn drain_blocking(&mut self) {
+        let mut failed = None;
         for ext in Ext::BOTH {
             let Some(s) = self.incoming.get_mut(ext.idx()).and_then(Option::as_mut) else {
                 continue;
             };
             match (s.raw_fd(), self.endpoint.as_mut().map(InProcess::get)) {
-                (Some(fd), _) => s.drain_fd_blocking(fd),
+                (Some(fd), _) => {
+                    // The last of the data failing to go out (a full disk)
+                    // is lost data, as it is mid-stream: never exit 0.
+                    if let Err(e) = s.drain_fd_blocking(fd) {
+                        if ext == Ext::Data {
+                            failed = Some(e);
+                        }
+                    }
+                }
                 (None, Some(ep)) => {
                     endpoint::drain(ep, s, ext);
                 }
                 (None, None) => {}
             }
+        }
+        if let Some(e) = failed {
+            self.fail_sink(&e);
         }
     }
 

@@ -179,7 +179,9 @@ impl Stream {
     /// Writes every pending byte, waiting for a slow sink (a terminal, a
     /// pipe into a busy program) so no received byte is lost when the
     /// channel closes; stops only if the sink fails.
-    pub(crate) fn drain_fd_blocking(&mut self, fd: RawFd) {
+    /// A write error drops what waits and is returned: the caller decides
+    /// whether it lost data the reader wanted (a full disk) or not (EPIPE).
+    pub(crate) fn drain_fd_blocking(&mut self, fd: RawFd) -> std::io::Result<()> {
         while !self.pending.is_empty() {
             match fdio::write_some(fd, self.pending.bytes()) {
                 Ok(n) => self.pending.advance(n),
@@ -191,11 +193,13 @@ impl Stream {
                     }];
                     let _ = fdio::poll(&mut p, 1000);
                 }
-                Err(_) => {
+                Err(e) => {
                     self.pending.clear();
+                    return Err(e);
                 }
             }
         }
+        Ok(())
     }
 
     /// Shuts down the write side of a socket sink (the far end sees EOF

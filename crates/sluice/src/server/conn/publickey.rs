@@ -114,7 +114,12 @@ pub(crate) fn decide(
             c.ca_type_name(),
             c.ca_fingerprint()
         ),
-        None => format!("{key_type} {}", fingerprint_sha256(key_blob)),
+        // sshd names the type as sshkey_type does (`ED25519 SHA256:..`).
+        None => format!(
+            "{} {}",
+            revoked::sshd_key_type(key_blob),
+            fingerprint_sha256(key_blob)
+        ),
     };
     let fail = |why: &str| {
         log!(

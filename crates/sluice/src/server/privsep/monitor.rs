@@ -61,8 +61,9 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let (ip, port) = (peer.ip(), peer.port());
     let started = Instant::now();
+    // VERBOSE, as sshd logs it.
     crate::log!(
-        Info,
+        Verbose,
         "Connection from {} port {port} on {} port {}",
         super::show_ip(peer),
         super::show_ip(local),
