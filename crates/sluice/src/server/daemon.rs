@@ -423,7 +423,8 @@ fn generate_host_keys(cfg: &Sshd) -> i32 {
             .iter()
             .position(|x| x == k)
     });
-    let comment = format!("root@{}", host_name());
+    let host = crate::config::ssh::tokens::local_hostname();
+    let comment = format!("root@{}", if host.is_empty() { "localhost" } else { &host });
     let mut made = Vec::new();
     let mut failed = false;
     for (kind, path) in &missing {
@@ -439,18 +440,6 @@ fn generate_host_keys(cfg: &Sshd) -> i32 {
         crate::outln!("sluiced: generating new host keys: {}", made.join(" "));
     }
     i32::from(failed)
-}
-
-fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into buf.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    if rc == 0 && end > 0 {
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    } else {
-        "localhost".into()
-    }
 }
 
 /// Reads the host keys in a short-lived child, so that this process (which
