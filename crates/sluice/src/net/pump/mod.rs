@@ -86,6 +86,11 @@ pub struct Pump {
     path: PathFeed,
     /// An in-process end moved bytes this turn: run the next one at once.
     again: bool,
+    /// Filling stopped at [`OUT_HIGH_WATER`] this turn. Once the socket
+    /// took the output, the next turn must come at once: an in-process
+    /// end has no fd to wake the loop, and its peer may be waiting for
+    /// exactly those bytes (found as a rare hang of the echo test).
+    out_cut: bool,
     /// Steers the outgoing compression level, once a stream with a level
     /// handle runs (net/compress_ctl/).
     level_ctl: Option<LevelControl>,
@@ -113,6 +118,7 @@ impl Pump {
             crypto: CryptoPool::new(CryptoThreads::Fixed(1)),
             path: PathFeed::default(),
             again: false,
+            out_cut: false,
             level_ctl: None,
             level_fixed: false,
             window_stalls: Stalls::default(),
@@ -180,6 +186,7 @@ impl Pump {
             self.drain_sinks(conn);
             self.fill_output(conn);
             self.flush_socket()?;
+            self.again |= self.out_cut && self.out.len() - self.out_pos < OUT_HIGH_WATER;
             // An event queued by sending (KexDone once our NEWKEYS went out)
             // is handled now, not after the next packet arrives: a session
             // waiting for the NONE switch waited for its command's exit.
@@ -349,6 +356,7 @@ impl Pump {
     /// Reads channel sources straight into packet slots in the output buffer.
     fn fill_output(&mut self, conn: &mut Connection) {
         conn.poll_transmit(Instant::now(), &mut self.out);
+        self.out_cut = false;
         'channels: for id in self.fds.ids() {
             if let Some(io) = self.fds.get_mut(id) {
                 io.rearm();
@@ -361,6 +369,7 @@ impl Pump {
                     // Payloads queued for batch compression count too: the
                     // batch is cut here, compressed on the workers below.
                     if self.out.len() - self.out_pos + conn.uncompressed_len() >= OUT_HIGH_WATER {
+                        self.out_cut = true;
                         break 'channels;
                     }
                     let Some(io) = self.fds.get_mut(id) else {

@@ -304,13 +304,10 @@ fn ends(total: u64, limit: Option<u64>) -> (Counters, Source, Echo) {
     (c, source, echo)
 }
 
-// Ignored for now: about one run in eight of the lib's net:: tests (and
-// one full suite in two on 2026-12-02) leaves both pumps in poll() with no
-// timeout, neither channel closed: a lost wake-up between the in-process
-// echo and the window, not yet found. Hanging CI for 90 minutes helps no
-// one; run it with `--ignored` (in a loop) to chase it.
+// This test hung about one run in eight until the pump ran its next turn
+// at once after the output buffer, cut at its high-water mark, emptied: an
+// in-process end has no fd to wake the loop (mod.rs, `out_cut`).
 #[test]
-#[ignore = "hangs about one run in eight: a lost wake-up under investigation"]
 fn in_process_ends_echo_megabytes_with_eof_and_close_both_ways() {
     const TOTAL: u64 = 6 << 20;
     let (c, source, echo) = ends(TOTAL, None);
