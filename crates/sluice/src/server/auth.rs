@@ -295,6 +295,15 @@ impl ServerAuth {
         info
     }
 
+    /// The user asked for, when the lookup found no such user (or one
+    /// AllowUsers and friends refuse): sshd's "invalid user".
+    pub fn invalid_user(&self) -> Option<&str> {
+        match &self.user {
+            Some((name, None)) => Some(name),
+            _ => None,
+        }
+    }
+
     fn who(&self) -> String {
         match &self.user {
             Some((name, Some(_))) => name.clone(),

@@ -130,6 +130,14 @@ pub struct Joined {
     pub joining: Joining,
 }
 
+/// How the child's last line starts (server/privsep/mod.rs `log_end`).
+const CLOSE_LINES: [&str; 4] = [
+    "Connection closed by ",
+    "Connection reset by ",
+    "Disconnected from ",
+    "Connection from ",
+];
+
 /// The monitor's authentication state for one connection.
 pub struct MonitorAuth {
     base: Sshd,
@@ -248,6 +256,26 @@ impl MonitorAuth {
     /// Whether the client tried a real method (not `none`).
     pub fn attempted(&self) -> bool {
         self.attempted
+    }
+
+    /// A log line of the pre-auth child in sshd's words: the child names
+    /// the user "authenticating user" when its connection ends, because it
+    /// is never told whether the user exists (that would let a subverted
+    /// child enumerate users); the monitor knows, and says "invalid user"
+    /// where sshd does (fail2ban's filters read it).
+    pub fn child_line<'a>(&self, line: &'a str) -> std::borrow::Cow<'a, str> {
+        match self.auth.invalid_user() {
+            Some(u) => {
+                let child = format!("authenticating user {u} ");
+                match line.split_once(&child) {
+                    Some((head, tail)) if CLOSE_LINES.iter().any(|p| head == *p) => {
+                        format!("{head}invalid user {u} {tail}").into()
+                    }
+                    _ => line.into(),
+                }
+            }
+            None => line.into(),
+        }
     }
 
     /// The Match blocks for `user`; the child's engine gets the policy.
@@ -645,5 +673,35 @@ mod tests {
         assert_eq!(m.take_verdict(), Some(Msg::Reject));
         let other = m.on_request(&keys, "nosuchuser-other".into(), Method::None, &mut out);
         assert_eq!(other, Err(Violation::UserChanged));
+    }
+
+    #[test]
+    fn the_childs_close_line_says_invalid_user_where_sshd_does() {
+        let keys = KeyHolder::new(Vec::new());
+        let mut out = Vec::new();
+        let mut m = auth();
+        let line = "Connection closed by authenticating user nosuchuser-cl 10.0.0.1 port 5";
+        assert_eq!(m.child_line(line), line, "no user looked up yet");
+        m.on_request(&keys, "nosuchuser-cl".into(), Method::None, &mut out)
+            .unwrap();
+        assert_eq!(
+            m.child_line(line),
+            "Connection closed by invalid user nosuchuser-cl 10.0.0.1 port 5"
+        );
+        let reset = "Connection reset by authenticating user nosuchuser-cl 10.0.0.1 port 5";
+        assert!(m
+            .child_line(reset)
+            .starts_with("Connection reset by invalid user "));
+        // Only the close lines, and only the name looked up.
+        let other = "Something about authenticating user nosuchuser-cl 10.0.0.1 port 5";
+        assert_eq!(m.child_line(other), other);
+        let else_ = "Connection closed by authenticating user somebody 10.0.0.1 port 5";
+        assert_eq!(m.child_line(else_), else_);
+        // A user that exists stays "authenticating user", as in sshd.
+        let mut m = auth();
+        m.on_request(&keys, "root".into(), Method::None, &mut out)
+            .unwrap();
+        let root = "Connection closed by authenticating user root 10.0.0.1 port 5";
+        assert_eq!(m.child_line(root), root);
     }
 }

@@ -275,7 +275,9 @@ pub(super) fn preauth_phase(
         }
         match msg {
             None => auth.tick(),
-            Some(Msg::Log { level, line }) => relay_log(level, &line, " [preauth]")?,
+            Some(Msg::Log { level, line }) => {
+                relay_log(level, &auth.child_line(&line), " [preauth]")?
+            }
             Some(Msg::SignExchange {
                 key,
                 alg,
