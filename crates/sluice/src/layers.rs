@@ -1,7 +1,8 @@
 //! The runtime's layers, checked: arrows point only downward.
 //!
 //! ```text
-//! cli (argv), demo, bench_crypto      the programs' front ends
+//! cli (argv), demo, bench_crypto,     the programs' front ends
+//! path_bench
 //!   -> client, server                 one connection's side each
 //!     -> config, keys, net            files, keys, sockets and the loop
 //!       -> users, log, ttymodes, datagen, fds
@@ -24,6 +25,7 @@ mod tests {
                 "crate::cli",
                 "crate::demo",
                 "crate::bench_crypto",
+                "crate::path_bench",
             ],
         ),
         (
@@ -33,6 +35,7 @@ mod tests {
                 "crate::cli",
                 "crate::demo",
                 "crate::bench_crypto",
+                "crate::path_bench",
             ],
         ),
         ("config", UPWARD),
@@ -50,6 +53,7 @@ mod tests {
         "crate::cli",
         "crate::demo",
         "crate::bench_crypto",
+        "crate::path_bench",
     ];
 
     fn sources(p: &Path, out: &mut Vec<PathBuf>) {

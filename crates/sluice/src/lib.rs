@@ -17,6 +17,7 @@ mod layers;
 pub mod log;
 pub mod ls_style;
 pub mod net;
+pub mod path_bench;
 pub mod server;
 pub mod ttymodes;
 pub mod users;

@@ -26,6 +26,8 @@ pub enum Invocation {
     Version,
     /// `sluice demo-helper ...` (remote end of the demo).
     DemoHelper(Vec<String>),
+    /// `sluice bench [options] [user@]host`: this path measured.
+    Bench(crate::path_bench::Options),
     /// `sluice bench-crypto [--size N] [--cipher C]... [--mac M] [--threads 1,2]`.
     BenchCrypto(crate::bench_crypto::Options),
     /// `--help` (of `sluice`, `sluice demo` or `sluice bench-crypto`):
@@ -106,6 +108,11 @@ macro_rules! demo_line {
         "sluice demo [--size BYTES] [--cipher NAME] [-v]"
     };
 }
+macro_rules! path_bench_line {
+    () => {
+        "sluice bench [--json] [--time seconds] [--sample file] [--no-ssh] [ssh options] [user@]host"
+    };
+}
 macro_rules! bench_line {
     () => {
         "sluice bench-crypto [--size BYTES] [--cipher NAME]... [--mac NAME] [--threads N,N]"
@@ -124,6 +131,8 @@ pub const USAGE: &str = concat!(
            destination [command [argument ...]]
        ",
     demo_line!(),
+    "\n       ",
+    path_bench_line!(),
     "\n       ",
     bench_line!()
 );
@@ -146,6 +155,13 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
     match argv.first().map(String::as_str) {
         Some("demo") => return parse_demo(argv.get(1..).unwrap_or_default()),
         Some("bench-crypto") => return parse_bench_crypto(argv.get(1..).unwrap_or_default()),
+        Some("bench") => {
+            let rest = argv.get(1..).unwrap_or_default();
+            if rest.iter().any(|a| a == "--help") {
+                return Ok(help(crate::path_bench::USAGE));
+            }
+            return crate::path_bench::parse(rest).map(Invocation::Bench);
+        }
         Some("demo-helper") => {
             return Ok(Invocation::DemoHelper(
                 argv.get(1..).unwrap_or_default().to_vec(),
@@ -398,6 +414,24 @@ fn parse_bench_crypto(args: &[String]) -> Result<Invocation, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bench_is_a_subcommand_with_its_own_usage() {
+        assert_eq!(
+            crate::path_bench::USAGE,
+            concat!("usage: ", path_bench_line!())
+        );
+        let words = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        match parse(&words("bench --json -p 2 h")).unwrap() {
+            Invocation::Bench(o) => assert_eq!(o.ssh_args, words("-p 2 h")),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse(&words("bench --help")).unwrap(),
+            Invocation::Help(_)
+        ));
+        assert!(parse(&words("bench")).is_err());
+    }
 
     fn p(s: &str) -> Result<Invocation, String> {
         parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())

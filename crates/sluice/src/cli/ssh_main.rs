@@ -2,7 +2,7 @@
 //! stand for options folded into ssh_config in ssh's precedence, the Host
 //! resolved, the log level set, then the client library does the rest
 //! (client/app.rs turns the resolved Host into `ClientOptions`,
-//! `client::connect` runs it). Also `-V`, `-Q`, `--help`, `demo` and `bench-crypto`.
+//! `client::connect` runs it). Also `-V`, `-Q`, `--help`, `demo`, `bench` and `bench-crypto`.
 
 use crate::cli::ssh_args::{self, ClientArgs, Invocation};
 use crate::client::app::{self, SessionRequest};
@@ -42,6 +42,7 @@ pub fn main(argv: &[String]) -> i32 {
             verbose,
         }),
         Invocation::BenchCrypto(opts) => crate::bench_crypto::run(&opts),
+        Invocation::Bench(opts) => crate::path_bench::run(&opts),
         Invocation::Connect(args) => {
             // As ssh: the log file is opened before the configuration is read.
             if let Some(f) = &args.log_file {

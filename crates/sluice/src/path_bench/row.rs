@@ -1,0 +1,262 @@
+//! One run of `sluice bench`: a client process (sluice or ssh) moving
+//! bytes to or from memory at the far end (`cat > /dev/null`, `cat
+//! /dev/zero`) for a set time, timed from the moment its connection takes
+//! data to the moment it is done, with the client's CPU time.
+//!
+//! The clock starts once the first MiB left for the client (the write
+//! blocks until the client, its channel open, has read most of it), so
+//! connection setup is not counted; it stops when the client exits after
+//! its input ended (upload: everything sent and acknowledged by the far
+//! end's `cat` exiting) or when the run's time is up (download: the bytes
+//! that arrived by then). A watchdog kills a client that stops moving.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Bytes per write or read.
+const CHUNK: usize = 1 << 20;
+/// A client that moved nothing for this long is killed.
+const STALL: Duration = Duration::from_secs(20);
+/// The most one run moves, whatever its time.
+const MAX_BYTES: u64 = 64 << 30;
+
+/// Which way the bytes go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Direction {
+    /// To the server (`cat > /dev/null` there).
+    Up,
+    /// From the server (`cat /dev/zero` there).
+    Down,
+}
+
+impl Direction {
+    /// "up" or "down".
+    pub(super) fn word(self) -> &'static str {
+        match self {
+            Direction::Up => "up",
+            Direction::Down => "down",
+        }
+    }
+}
+
+/// What one run does.
+#[derive(Debug, Clone)]
+pub(super) struct Spec {
+    /// What the table calls it.
+    pub(super) name: String,
+    /// What data: "random", "text", a file's name, "zeros".
+    pub(super) data_name: String,
+    /// The client program (this sluice, or ssh).
+    pub(super) program: PathBuf,
+    /// Its options before the user's (ours win where ssh takes the first
+    /// value: -o).
+    pub(super) args: Vec<String>,
+    /// Up or down.
+    pub(super) direction: Direction,
+    /// For uploads: the bytes sent, over and over.
+    pub(super) data: Arc<Vec<u8>>,
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Outcome {
+    /// Bytes moved while the clock ran.
+    pub(super) bytes: u64,
+    /// Seconds the clock ran.
+    pub(super) secs: f64,
+    /// The client's user+system CPU seconds, the whole run.
+    pub(super) cpu: f64,
+    /// Why the run failed (its last error line), if it did.
+    pub(super) error: Option<String>,
+}
+
+impl Outcome {
+    /// Megabytes (1e6) per second.
+    pub(super) fn rate(&self) -> f64 {
+        if self.secs > 0.0 && self.error.is_none() {
+            self.bytes as f64 / self.secs / 1e6
+        } else {
+            0.0
+        }
+    }
+
+    /// The client's CPU time as a share of the wall time (1.0: one core).
+    pub(super) fn cpu_share(&self) -> f64 {
+        if self.secs > 0.0 {
+            self.cpu / self.secs
+        } else {
+            0.0
+        }
+    }
+}
+
+/// User+system seconds of the children reaped so far.
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage struct.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// Kills the client when `moved` stops growing for [`STALL`], until `done`.
+fn watchdog(pid: u32, moved: Arc<AtomicU64>, done: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let mut last = (0, Instant::now());
+        while !done.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = moved.load(Ordering::Relaxed);
+            if now != last.0 {
+                last = (now, Instant::now());
+            } else if last.1.elapsed() > STALL {
+                // SAFETY: kill(2) on our own child's pid; no memory involved.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                return;
+            }
+        }
+    });
+}
+
+/// The last non-empty line of what the client said on stderr.
+fn last_line(text: &str) -> Option<String> {
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_owned)
+}
+
+/// Runs `spec` against the destination in `user_args` for `secs` seconds;
+/// `progress(bytes, secs)` is called as bytes move.
+pub(super) fn run(
+    spec: &Spec,
+    user_args: &[String],
+    secs: f64,
+    progress: &mut dyn FnMut(u64, f64),
+) -> Outcome {
+    let remote = match spec.direction {
+        Direction::Up => "cat > /dev/null",
+        Direction::Down => "cat /dev/zero",
+    };
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .args(user_args)
+        .arg(remote)
+        .stderr(Stdio::piped());
+    match spec.direction {
+        Direction::Up => cmd.stdin(Stdio::piped()).stdout(Stdio::null()),
+        Direction::Down => cmd.stdin(Stdio::null()).stdout(Stdio::piped()),
+    };
+    let cpu0 = children_cpu();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Outcome {
+                error: Some(format!("{}: {e}", spec.program.display())),
+                ..Outcome::default()
+            }
+        }
+    };
+    let stderr = child.stderr.take().map(|mut e| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = e.read_to_string(&mut s);
+            s
+        })
+    });
+    let moved = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    watchdog(child.id(), moved.clone(), done.clone());
+    let limit = Duration::from_secs_f64(secs);
+    let mut clock: Option<(Instant, u64)> = None;
+    let mut total = 0u64;
+    let mut failed = None;
+    let mut stopped_at = None;
+    match spec.direction {
+        Direction::Up => {
+            let mut input = child.stdin.take();
+            let data = &spec.data;
+            let mut at = 0usize;
+            while let Some(w) = input.as_mut() {
+                let end = (at + CHUNK).min(data.len());
+                let chunk = data.get(at..end).unwrap_or_default();
+                if let Err(e) = w.write_all(chunk) {
+                    failed = Some(format!("writing to the client: {e}"));
+                    break;
+                }
+                at = if end >= data.len() { 0 } else { end };
+                total += chunk.len() as u64;
+                moved.store(total, Ordering::Relaxed);
+                let (t0, b0) = *clock.get_or_insert((Instant::now(), total));
+                progress(total - b0, t0.elapsed().as_secs_f64());
+                if t0.elapsed() >= limit || total >= MAX_BYTES {
+                    input = None; // EOF: the client finishes and exits
+                }
+            }
+        }
+        Direction::Down => {
+            let mut out = child.stdout.take();
+            let mut buf = vec![0u8; CHUNK];
+            while let Some(r) = out.as_mut() {
+                match r.read(&mut buf) {
+                    Ok(0) => {
+                        failed = Some("the stream ended early".into());
+                        break;
+                    }
+                    Ok(n) => {
+                        total += n as u64;
+                        moved.store(total, Ordering::Relaxed);
+                        let (t0, b0) = *clock.get_or_insert((Instant::now(), total));
+                        progress(total - b0, t0.elapsed().as_secs_f64());
+                        if t0.elapsed() >= limit || total >= MAX_BYTES {
+                            out = None;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        failed = Some(format!("reading from the client: {e}"));
+                        break;
+                    }
+                }
+            }
+            // Time is up: the bytes are counted, the client is stopped.
+            if failed.is_none() {
+                stopped_at = Some(Instant::now());
+            }
+            let _ = child.kill();
+        }
+    }
+    let status = child.wait();
+    let end = stopped_at.unwrap_or_else(Instant::now);
+    done.store(true, Ordering::Relaxed);
+    let said = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+    let cpu = children_cpu() - cpu0;
+    let error = match status {
+        _ if stopped_at.is_some() => None,
+        Ok(s) if s.success() && failed.is_none() => None,
+        Ok(s) => Some(
+            last_line(&said)
+                .or(failed)
+                .unwrap_or_else(|| match s.code() {
+                    Some(c) => format!("exit status {c}"),
+                    None => "killed (stalled)".into(),
+                }),
+        ),
+        Err(e) => Some(format!("waiting for the client: {e}")),
+    };
+    let (bytes, secs) = match clock {
+        Some((t0, b0)) => (total - b0, end.duration_since(t0).as_secs_f64()),
+        None => (0, 0.0),
+    };
+    Outcome {
+        bytes,
+        secs,
+        cpu,
+        error,
+    }
+}
