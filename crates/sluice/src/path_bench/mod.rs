@@ -11,8 +11,8 @@
 //! (toward sluiced), compression off and auto on a sample (random and text
 //! made here, or the user's file), a download, and OpenSSH's ssh for
 //! comparison when installed. No disk on either end. Each run lasts a set
-//! time (`--time`, by default from the round trip: long enough for TCP to
-//! leave slow start), so the whole stays under a minute on most paths.
+//! time (`--time`, by default 40 round trips within 3 to 6 s: long enough
+//! for TCP's slow start to be a small part), so the whole stays under a minute on most paths.
 //!
 //! Output: a progress line on a terminal, then a table (MB/s, the client's
 //! CPU, ratio to the best) and the ssh_config lines the figures call for
@@ -172,11 +172,12 @@ fn probe(p: &mut PathInfo) {
     p.rtt_ms = best.map(|d| d.as_secs_f64() * 1e3);
 }
 
-/// Seconds per run: long enough for TCP's slow start to be a small part
-/// (25 round trips), at least 3 and at most 10.
+/// Seconds per run: long enough for TCP's slow start (about ten round
+/// trips to fill 1 Gbit/s) to be a small part (40 round trips), at least 3
+/// and at most 6, so eight runs stay near a minute on a 240 ms path.
 fn default_secs(rtt_ms: Option<f64>) -> u32 {
     let rtt = rtt_ms.unwrap_or(100.0) / 1e3;
-    (rtt * 25.0).clamp(3.0, 10.0).ceil() as u32
+    (rtt * 40.0).clamp(3.0, 6.0).ceil() as u32
 }
 
 /// An AEAD cipher run's arguments.
@@ -299,11 +300,7 @@ fn run_inner(o: &Options) -> Result<i32, String> {
             }
         }
     }
-    let best = done
-        .iter()
-        .filter(|d| d.outcome.error.is_none())
-        .max_by(|a, b| a.outcome.rate().total_cmp(&b.outcome.rate()))
-        .and_then(|d| d.cipher.clone())
+    let best = report::preferred_cipher(&done)
         .or_else(|| ciphers.first().cloned())
         .unwrap_or_else(|| "aes128-gcm@openssh.com".into());
     let b = short(&best).to_owned();
@@ -409,8 +406,8 @@ mod tests {
     #[test]
     fn runs_last_long_enough_to_leave_slow_start() {
         assert_eq!(default_secs(Some(0.05)), 3);
+        assert_eq!(default_secs(Some(100.0)), 4);
         assert_eq!(default_secs(Some(240.0)), 6);
-        assert_eq!(default_secs(Some(2000.0)), 10);
-        assert_eq!(default_secs(None), 3);
+        assert_eq!(default_secs(None), 4);
     }
 }

@@ -69,21 +69,19 @@ pub(super) fn recommend(runs: &[Done]) -> Vec<String> {
         .filter(|r| r.role == Role::Cipher)
         .filter(ok)
         .collect();
-    // The first cipher run is the default's first choice.
-    if let (Some(first), Some(best)) = (
-        ciphers.first(),
-        ciphers.iter().max_by(|a, b| rate(a).total_cmp(&rate(b))),
-    ) {
-        if rate(best) > rate(first) * MARGIN {
-            if let Some(c) = &best.cipher {
-                lines.push(format!("Ciphers ^{c}"));
-            }
-        }
+    let first = ciphers.first().and_then(|r| r.cipher.as_deref());
+    let preferred = preferred_cipher(runs);
+    if let Some(c) = preferred.as_ref().filter(|c| Some(c.as_str()) != first) {
+        lines.push(format!("Ciphers ^{c}"));
     }
-    let best_one = ciphers.iter().map(|r| rate(r)).fold(0.0, f64::max);
+    // Streams auto ran with the preferred cipher: weighed against its run.
+    let one = ciphers
+        .iter()
+        .find(|r| r.cipher == preferred)
+        .map_or(0.0, |r| rate(r));
     let find = |role| runs.iter().filter(ok).find(|r| r.role == role).map(rate);
     if let Some(auto) = find(Role::Streams) {
-        if best_one > 0.0 && auto * MARGIN < best_one {
+        if one > 0.0 && auto * MARGIN < one {
             lines.push("IgnoreUnknown Streams".into());
             lines.push("Streams 1".into());
         }
@@ -94,6 +92,26 @@ pub(super) fn recommend(runs: &[Done]) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The cipher to use on this path: the default's first choice (the first
+/// cipher run) unless another was faster by [`MARGIN`].
+pub(super) fn preferred_cipher(runs: &[Done]) -> Option<String> {
+    let ciphers: Vec<&Done> = runs
+        .iter()
+        .filter(|r| r.role == Role::Cipher && r.outcome.error.is_none())
+        .filter(|r| r.outcome.rate() > 0.0)
+        .collect();
+    let first = ciphers.first()?;
+    let best = ciphers
+        .iter()
+        .max_by(|a, b| a.outcome.rate().total_cmp(&b.outcome.rate()))?;
+    let pick = if best.outcome.rate() > first.outcome.rate() * MARGIN {
+        best
+    } else {
+        first
+    };
+    pick.cipher.clone()
 }
 
 fn mb(x: f64) -> String {
