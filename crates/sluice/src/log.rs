@@ -87,6 +87,11 @@ static SYSLOG: AtomicBool = AtomicBool::new(false);
 /// Sends every later line to syslog with the ident `sluiced`, the pid and
 /// `facility` (SyslogFacility: AUTH, AUTHPRIV, DAEMON, USER, LOCAL0-7).
 pub fn use_syslog(facility: &str) {
+    use_syslog_as(c"sluiced", facility);
+}
+
+/// [`use_syslog`] with another ident (`sluice -y`: "sluice").
+pub fn use_syslog_as(ident: &'static std::ffi::CStr, facility: &str) {
     let fac = match facility {
         "DAEMON" => libc::LOG_DAEMON,
         "USER" => libc::LOG_USER,
@@ -102,7 +107,7 @@ pub fn use_syslog(facility: &str) {
         _ => libc::LOG_AUTH,
     };
     // SAFETY: the ident is a static C string, as openlog keeps the pointer.
-    unsafe { libc::openlog(c"sluiced".as_ptr(), libc::LOG_PID, fac) };
+    unsafe { libc::openlog(ident.as_ptr(), libc::LOG_PID, fac) };
     SYSLOG.store(true, Ordering::Relaxed);
 }
 

@@ -1022,3 +1022,37 @@ fn a_closed_stdout_or_stderr_never_panics() {
         assert_eq!(out.status.code(), Some(want), "{bin} {args:?}");
     }
 }
+
+/// -b / BindAddress and -B / BindInterface choose where the connection
+/// leaves from, as ssh's do (the server sees it in $SSH_CLIENT); an address
+/// that is not ours fails as ssh fails, exit 255.
+#[test]
+fn bind_address_and_interface_as_ssh() {
+    let s = Setup::new("bindaddr");
+    let server = s.start(false, "");
+    let seen = |openssh: bool, extra: &[&str]| {
+        let mut c = s.client(openssh, &server, extra);
+        c.arg("echo $SSH_CLIENT");
+        let out = run(c, b"", 30);
+        let text = String::from_utf8_lossy(&out.stdout);
+        (
+            out.status.code(),
+            text.split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    };
+    for openssh in [true, false] {
+        assert_eq!(
+            seen(openssh, &["-b", "127.0.0.2"]),
+            (Some(0), "127.0.0.2".into())
+        );
+        assert_eq!(
+            seen(openssh, &["-o", "BindAddress=127.0.0.3"]),
+            (Some(0), "127.0.0.3".into())
+        );
+        assert_eq!(seen(openssh, &["-B", "lo"]), (Some(0), "127.0.0.1".into()));
+        assert_eq!(seen(openssh, &["-b", "10.255.255.254"]).0, Some(255));
+    }
+}

@@ -88,6 +88,8 @@ pub struct ClientArgs {
     pub stdio_forward: Option<String>,
     /// `-E log_file`: log lines appended to this file instead of stderr.
     pub log_file: Option<String>,
+    /// `-y`: log lines to syslog (facility USER) instead of stderr.
+    pub syslog: bool,
     /// `-e` (the last one).
     pub escape: Option<String>,
     /// `-O ctl_cmd`: a request to a ControlMaster instead of a session.
@@ -242,6 +244,22 @@ fn options(
                     'A' => *forward_agent = Some("yes"),
                     'a' => *forward_agent = Some("no"),
                     'M' => a.control_master = a.control_master.saturating_add(1),
+                    // The flags that stand for a keyword, as in ssh: the
+                    // keyword's handling (or its "Unsupported option"
+                    // warning) applies, and -G shows them.
+                    'g' => a.options.push("GatewayPorts=yes".into()),
+                    'X' => a.options.push("ForwardX11=yes".into()),
+                    'x' => a.options.push("ForwardX11=no".into()),
+                    'Y' => {
+                        a.options.push("ForwardX11=yes".into());
+                        a.options.push("ForwardX11Trusted=yes".into());
+                    }
+                    'K' => {
+                        a.options.push("GSSAPIAuthentication=yes".into());
+                        a.options.push("GSSAPIDelegateCredentials=yes".into());
+                    }
+                    'k' => a.options.push("GSSAPIDelegateCredentials=no".into()),
+                    'y' => a.syslog = true,
                     _ => {}
                 }
                 continue;
@@ -299,6 +317,14 @@ fn options(
                     a.control_command = Some(value);
                 }
                 'S' => a.control_path = Some(value),
+                'b' => a.options.push(format!("BindAddress={value}")),
+                'B' => a.options.push(format!("BindInterface={value}")),
+                'I' => a.options.push(format!("PKCS11Provider={value}")),
+                'P' => a.options.push(format!("Tag={value}")),
+                'w' => {
+                    a.options.push("Tunnel=yes".into());
+                    a.options.push(format!("TunnelDevice={value}"));
+                }
                 _ => {}
             }
             break;
@@ -414,6 +440,35 @@ fn parse_bench_crypto(args: &[String]) -> Result<Invocation, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flags_that_stand_for_keywords_become_options() {
+        let Invocation::Connect(a) =
+            p("-g -X -x -Y -K -k -y -b 10.0.0.1 -B eth0 -I /lib/p.so -P t -w 0:1 h").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            a.options,
+            [
+                "GatewayPorts=yes",
+                "ForwardX11=yes",
+                "ForwardX11=no",
+                "ForwardX11=yes",
+                "ForwardX11Trusted=yes",
+                "GSSAPIAuthentication=yes",
+                "GSSAPIDelegateCredentials=yes",
+                "GSSAPIDelegateCredentials=no",
+                "BindAddress=10.0.0.1",
+                "BindInterface=eth0",
+                "PKCS11Provider=/lib/p.so",
+                "Tag=t",
+                "Tunnel=yes",
+                "TunnelDevice=0:1",
+            ]
+        );
+        assert!(a.syslog);
+    }
 
     #[test]
     fn bench_is_a_subcommand_with_its_own_usage() {

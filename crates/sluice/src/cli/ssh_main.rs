@@ -50,6 +50,8 @@ pub fn main(argv: &[String]) -> i32 {
                     crate::errln!("{e}");
                     return 1;
                 }
+            } else if args.syslog {
+                log::use_syslog_as(c"sluice", "USER");
             }
             match connect(&args) {
                 Ok(code) => code,
@@ -137,6 +139,9 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     for w in &cfg.warnings {
         log!(Debug1, "{w}");
     }
+    for w in not_honoured(&r) {
+        log!(Info, "Warning: {w}");
+    }
     let req = request(args);
     if args.print_config {
         crate::out!("{}", app::print_config(&r, &req)?);
@@ -149,4 +154,34 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
         return Ok(crate::client::mux::client_command(path.as_deref(), cmd));
     }
     client::connect(app::resolve(&r, &req)?)
+}
+
+/// Features asked for (by a flag or a keyword) that sluice does not have,
+/// said at the default log level: where ssh would go on without them (no
+/// X11 display, a server that refuses a tunnel), so does sluice, but the
+/// user hears why nothing happened.
+fn not_honoured(r: &crate::config::ssh::Resolved) -> Vec<String> {
+    let on = |k: &str| {
+        r.get(k)
+            .is_some_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "no" | "false" | "none"))
+    };
+    let mut w = Vec::new();
+    if on("forwardx11") {
+        w.push(
+            "X11 forwarding is not supported by sluice (-X, -Y, ForwardX11): not requested."
+                .to_owned(),
+        );
+    }
+    if on("gssapiauthentication") {
+        w.push("GSSAPI authentication is not supported by sluice (-K, GSSAPIAuthentication): not tried.".to_owned());
+    }
+    if on("pkcs11provider") {
+        w.push("PKCS#11 tokens are not supported by sluice (-I, PKCS11Provider): its keys are not offered.".to_owned());
+    }
+    if on("tunnel") {
+        w.push(
+            "tun/tap forwarding is not supported by sluice (-w, Tunnel): not requested.".to_owned(),
+        );
+    }
+    w
 }

@@ -535,6 +535,10 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         user,
         family,
         connect_timeout,
+        bind: (
+            r.get("bindaddress").map(str::to_owned),
+            r.get("bindinterface").map(str::to_owned),
+        ),
         proto,
         crypto_threads,
         compression_level,

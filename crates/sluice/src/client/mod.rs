@@ -52,6 +52,8 @@ pub struct ClientOptions {
     pub family: Option<u8>,
     /// ConnectTimeout.
     pub connect_timeout: Option<Duration>,
+    /// BindAddress and BindInterface: where the connection leaves from.
+    pub bind: (Option<String>, Option<String>),
     /// Protocol settings: algorithms, re-key limits, windows.
     pub proto: Config,
     /// CryptoThreads.
@@ -99,6 +101,7 @@ impl ClientOptions {
             user: user.to_owned(),
             family: None,
             connect_timeout: None,
+            bind: (None, None),
             proto: Config {
                 stock_openssh_window_max: crate::config::stock_openssh_window_max(),
                 ..Config::default()
@@ -182,6 +185,8 @@ pub struct Dial {
     pub family: Option<u8>,
     /// ConnectTimeout.
     pub connect_timeout: Option<Duration>,
+    /// BindAddress and BindInterface.
+    pub bind: (Option<String>, Option<String>),
     /// TcpRcvBuf (0: automatic).
     pub tcp_rcvbuf: u64,
     /// TcpSndBuf (0: automatic).
@@ -196,6 +201,7 @@ impl Dial {
             port: opts.port,
             family: opts.family,
             connect_timeout: opts.connect_timeout,
+            bind: opts.bind.clone(),
             tcp_rcvbuf: opts.tcp_rcvbuf,
             tcp_sndbuf: opts.tcp_sndbuf,
         }
@@ -239,8 +245,11 @@ fn tcp_connect(opts: &Dial) -> Result<TcpStream, String> {
             (Buf::Recv, size(opts.tcp_rcvbuf, Buf::Recv)),
             (Buf::Send, size(opts.tcp_sndbuf, Buf::Send)),
         ];
-        let r = if bufs.iter().any(|b| b.1 > 0) {
-            sockbuf::connect(*a, opts.connect_timeout, bufs).map(|(s, granted)| {
+        let from =
+            crate::net::local_addr::for_target(a, opts.bind.0.as_deref(), opts.bind.1.as_deref())
+                .map_err(|e| format!("ssh: {e}"))?;
+        let r = if bufs.iter().any(|b| b.1 > 0) || from.is_some() {
+            sockbuf::connect(*a, from, opts.connect_timeout, bufs).map(|(s, granted)| {
                 for g in granted {
                     log!(
                         Debug1,

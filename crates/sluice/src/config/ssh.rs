@@ -94,13 +94,14 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "controlpath",
     "streams",
     "updatehostkeys",
+    "bindaddress",
+    "bindinterface",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
 pub(crate) const ACCEPTED: &[&str] = &[
     "addkeystoagent",
     "checkhostip",
-    "bindaddress",
     "forwardagent",
     "requesttty",
     "escapechar",
@@ -143,7 +144,6 @@ pub(crate) const ACCEPTED: &[&str] = &[
     "ignoreunknown",
     "protocol",
     "sendenv",
-    "bindinterface",
     "kbdinteractivedevices",
     "proxyusefdpass",
     "canonicalizefallbacklocal",

@@ -217,11 +217,14 @@ pub fn set_planned(fd: RawFd, buf: Buf, plan: &RemotePlan) -> Granted {
     set_with(fd, buf, plan.bytes, plan.force)
 }
 
-/// Connects a TCP socket to `addr`, setting the buffers in `bufs` (0 =
-/// leave to the kernel) before connect() so the receive buffer can widen
-/// the window scale. Returns the stream and what was granted.
+/// Connects a TCP socket to `addr` from `from` (BindAddress; None: the
+/// kernel's choice), setting the buffers in `bufs` (0 = leave to the
+/// kernel) before connect() so the receive buffer can widen the window
+/// scale. Returns the stream and what was granted. A failed bind is said
+/// as ssh says it ("bind ADDR: ...").
 pub fn connect(
     addr: std::net::SocketAddr,
+    from: Option<std::net::SocketAddr>,
     timeout: Option<std::time::Duration>,
     bufs: [(Buf, u64); 2],
 ) -> std::io::Result<(std::net::TcpStream, Vec<Granted>)> {
@@ -244,6 +247,17 @@ pub fn connect(
         .map(|&(b, n)| set(fd, b, n))
         .collect();
     let stream = std::net::TcpStream::from(owned);
+    if let Some(local) = from {
+        let l = socket_addr(local);
+        // SAFETY: `l` is a valid sockaddr of the length given.
+        if unsafe { libc::bind(fd, l.0.as_ptr().cast(), l.1) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("bind {}: {}", local.ip(), super::describe_io_error(&e)),
+            ));
+        }
+    }
     let sock = socket_addr(addr);
     stream.set_nonblocking(true)?;
     // SAFETY: `sock` is a valid sockaddr of the length given.
@@ -328,7 +342,7 @@ mod tests {
     fn connect_sets_buffers_before_connecting() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let a = l.local_addr().unwrap();
-        let (s, g) = connect(a, None, [(Buf::Recv, 1 << 20), (Buf::Send, 0)]).unwrap();
+        let (s, g) = connect(a, None, None, [(Buf::Recv, 1 << 20), (Buf::Send, 0)]).unwrap();
         assert_eq!(g.len(), 1);
         assert!(get(s.as_raw_fd(), Buf::Recv).unwrap() >= 1 << 20);
         let (_peer, from) = l.accept().unwrap();
@@ -337,6 +351,7 @@ mod tests {
         drop(l);
         let e = connect(
             a,
+            None,
             Some(std::time::Duration::from_secs(2)),
             [(Buf::Recv, 0); 2],
         );
