@@ -6,6 +6,7 @@ pub mod crypto_workers;
 pub mod fdio;
 pub mod fwdsock;
 pub mod hwzlib;
+pub mod metrics;
 pub mod path;
 pub mod pump;
 pub mod sockbuf;
