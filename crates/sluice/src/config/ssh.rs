@@ -94,6 +94,10 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "controlpath",
     "streams",
     "updatehostkeys",
+    "metrics",
+    "metricsinterval",
+    "metricspath",
+    "metricsfile",
 ];
 
 /// OpenSSH keywords accepted without effect yet.
