@@ -28,8 +28,15 @@ const LOCAL_SHARE: f64 = 0.5;
 const SOCKET_SHARE: f64 = 0.4;
 /// Share of TCP's busy time the kernel counted as held by a buffer.
 const TCP_LIMITED_SHARE: f64 = 0.25;
+/// Share of the time the sender's TCP had data queued or in flight that
+/// makes TCP the limit even when the loop did not wait for the socket: a
+/// send buffer as large as the rest of the data took it all at once.
+const TCP_BUSY_SHARE: f64 = 0.6;
 /// Share of the time the sender waited for the channel window.
 const WINDOW_SHARE: f64 = 0.3;
+/// TCP's congestion window this many times what was in flight: it was
+/// not what held the sender.
+const CWND_ROOM: f64 = 1.5;
 /// A core this busy is the limit.
 const CPU_BUSY: f64 = 0.85;
 /// What was in flight against a buffer or window: at least this share of
@@ -113,6 +120,10 @@ pub struct EndNumbers {
     pub cores: u32,
     /// Where its loop slept.
     pub waits: Waits,
+    /// The share of its time its TCP had data queued or in flight.
+    pub tcp_busy: Option<f64>,
+    /// Its TCP congestion window at the end, bytes.
+    pub cwnd_bytes: Option<u64>,
     /// Of its kernel's time with data in flight, the share the peer's
     /// receive window held it.
     pub rwnd_limited: Option<f64>,
@@ -291,21 +302,41 @@ pub fn classify(m: &Measured) -> Verdict {
         return writer(r.side, r.waits.sink);
     }
     let receiver_busy = receiver.is_some_and(|r| r.cpu_load() >= CPU_BUSY);
-    if let Some(s) = sender.filter(|s| s.waits.socket >= SOCKET_SHARE) {
-        let fills = |b: Option<Buffer>| match (b, c.in_flight) {
-            (Some(b), Some(f)) => f >= FILLED * b.size as f64,
-            _ => true,
+    let rcvbuf = receiver.and_then(|r| r.rcvbuf);
+    let fills = |b: Option<Buffer>| match (b, c.in_flight) {
+        (Some(b), Some(f)) => f >= FILLED * b.size as f64,
+        _ => true,
+    };
+    // The peer's receive window held TCP: the kernel says so, or TCP's own
+    // window had room for far more than was in flight while what was in
+    // flight filled the receiver's buffer (the kernel's account misses
+    // the turns where it deferred a send the window could not fit whole).
+    let rwnd_bound = |s: &EndNumbers| {
+        let measured = s.rwnd_limited.unwrap_or(0.0) >= TCP_LIMITED_SHARE;
+        let cwnd_room = match (s.cwnd_bytes, c.in_flight) {
+            (Some(w), Some(f)) => f > 0.0 && w as f64 >= CWND_ROOM * f,
+            _ => false,
         };
-        if s.rwnd_limited.unwrap_or(0.0) >= TCP_LIMITED_SHARE {
-            let buf = receiver.and_then(|r| r.rcvbuf);
+        let sndbuf_bound = s.sndbuf_limited.unwrap_or(0.0) >= TCP_LIMITED_SHARE;
+        measured || (cwnd_room && !sndbuf_bound && rcvbuf.is_some() && fills(rcvbuf))
+    };
+    // TCP held the sender: its loop waited for the socket, or the socket
+    // held data most of the time, held there by a buffer.
+    let tcp_held = |s: &EndNumbers| {
+        let buffer_bound = rwnd_bound(s) || s.sndbuf_limited.unwrap_or(0.0) >= TCP_LIMITED_SHARE;
+        s.waits.socket >= SOCKET_SHARE
+            || (buffer_bound && s.tcp_busy.unwrap_or(0.0) >= TCP_BUSY_SHARE)
+    };
+    if let Some(s) = sender.filter(|s| tcp_held(s)) {
+        if rwnd_bound(s) {
             // A full receive buffer the path did not need is a slow
             // reader behind it: the CPU below says which.
-            if fills(buf) || !receiver_busy {
-                return receiver_buffer(&c, m.direction.receiver(), buf, s.rwnd_limited);
+            if fills(rcvbuf) || !receiver_busy {
+                return receiver_buffer(&c, m.direction.receiver(), rcvbuf);
             }
         } else if s.sndbuf_limited.unwrap_or(0.0) >= TCP_LIMITED_SHARE && fills(s.sndbuf) {
             return sender_buffer(&c, s);
-        } else if !receiver_busy {
+        } else if !receiver_busy && s.waits.socket >= SOCKET_SHARE {
             return path(&c, Some(s.waits.socket));
         }
     }
@@ -334,7 +365,7 @@ pub fn classify(m: &Measured) -> Verdict {
             return window(&c, Side::Client, None);
         }
         if let Some(b) = m.client.rcvbuf.filter(|b| near(b.size)) {
-            return receiver_buffer(&c, Side::Client, Some(b), None);
+            return receiver_buffer(&c, Side::Client, Some(b));
         }
     }
     if m.delivery_rate.is_some_and(|d| rate >= NEAR_PATH * d) && sender.is_some() {
@@ -418,7 +449,7 @@ fn cap_advice(
         let (server_kw, client_kw) = direction_keyword;
         let how = match side {
             Side::Server => format!(
-                "ask for more with -o {server_kw}={suggest} (up to the server's RemoteBufMax)"
+                "ask for more with -o {server_kw}={suggest}, up to the server's RemoteBufMax"
             ),
             Side::Client => format!("raise it with -o {client_kw}={suggest}"),
         };
@@ -433,15 +464,7 @@ fn cap_advice(
     }
 }
 
-fn receiver_buffer(c: &Ctx<'_>, side: Side, buf: Option<Buffer>, rwnd: Option<f64>) -> Verdict {
-    let held = rwnd
-        .map(|s| {
-            format!(
-                " (the receive window held the sender {} of its busy time)",
-                pct(s)
-            )
-        })
-        .unwrap_or_default();
+fn receiver_buffer(c: &Ctx<'_>, side: Side, buf: Option<Buffer>) -> Verdict {
     let detail = match buf {
         Some(b) => {
             let suggest = suggested(c.in_flight, b.size);
@@ -458,7 +481,7 @@ fn receiver_buffer(c: &Ctx<'_>, side: Side, buf: Option<Buffer>, rwnd: Option<f6
     Verdict {
         limit: Limit::ReceiverBuffer(side),
         line: format!(
-            "limited by the receiver's socket buffer: {detail}{}{held}",
+            "limited by the receiver's socket buffer: {detail}{}",
             c.in_flight_text()
         ),
     }

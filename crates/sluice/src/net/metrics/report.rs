@@ -30,7 +30,7 @@ pub struct Facts {
 }
 
 fn share(i: &Interval, f: Figure) -> f64 {
-    i.share(f).unwrap_or(0.0)
+    i.wait_share(f).unwrap_or(0.0)
 }
 
 /// A buffer from an interval's figures.
@@ -67,6 +67,11 @@ pub fn end_numbers(side: Side, i: &Interval) -> EndNumbers {
             sink: share(i, Figure::WaitSinkUs),
             source: share(i, Figure::WaitSourceUs),
         },
+        tcp_busy: per_span(Figure::BusyUs),
+        cwnd_bytes: i
+            .get(Figure::Cwnd)
+            .zip(i.get(Figure::Mss))
+            .map(|(c, m)| c.saturating_mul(m)),
         rwnd_limited: of_busy(i, Figure::RwndLimitedUs),
         sndbuf_limited: of_busy(i, Figure::SndbufLimitedUs),
         rcvbuf: buffer(
@@ -171,10 +176,19 @@ fn end_line(i: &Interval) -> String {
             t * 100.0
         );
     }
+    if let (Some(b), Some(r), Some(w)) = (n.tcp_busy, n.rwnd_limited, n.sndbuf_limited) {
+        let _ = write!(
+            s,
+            "; TCP busy {:.0}% (held by the peer's receive window {:.0}%, by its send buffer {:.0}%)",
+            b * 100.0,
+            r * 100.0,
+            w * 100.0
+        );
+    }
     let w = n.waits;
     let _ = write!(
         s,
-        "; waited for: socket {:.0}%, window {:.0}%, output {:.0}%, input {:.0}%",
+        "; loop waited: socket full {:.0}%, peer's window {:.0}%, writing out {:.0}%, nothing to send {:.0}%",
         w.socket * 100.0,
         w.window * 100.0,
         w.sink * 100.0,
@@ -366,7 +380,7 @@ mod tests {
         assert!(text.contains("sent 8388608, received 64 bytes"), "{text}");
         assert!(text.contains("aes128-gcm@openssh.com both ways"), "{text}");
         assert!(text.contains("RTT min 100.0 ms, avg 101.0 ms"), "{text}");
-        assert!(text.contains("waited for: socket 90%"), "{text}");
+        assert!(text.contains("loop waited: socket full 90%"), "{text}");
         assert!(
             text.contains("limit       limited by the receiver's socket buffer: SO_RCVBUF 256 KiB on the server"),
             "{text}"

@@ -67,6 +67,9 @@ figures! {
     WmemMax = "wmem-max", Gauge;
     TcpRmemMax = "tcp-rmem-max", Gauge;
     TcpWmemMax = "tcp-wmem-max", Gauge;
+    /// Time the driver loops ran, summed over the loops (one per
+    /// connection): what the waits are shares of.
+    LoopUs = "loop-us", Counter;
     WaitSocketUs = "wait-socket-us", Counter;
     WaitWindowUs = "wait-window-us", Counter;
     WaitSinkUs = "wait-sink-us", Counter;
@@ -134,6 +137,7 @@ impl Snapshot {
         s.set(CpuThreadUs, micros(system::cpu_thread()));
         s.set(Cores, u64::from(system::cores()));
         let t = tally::read();
+        s.set(LoopUs, t.loop_us);
         let waits = [WaitSocketUs, WaitWindowUs, WaitSinkUs, WaitSourceUs];
         for (f, w) in waits.into_iter().zip(tally::Wait::ALL) {
             s.set(f, t.wait(w));
@@ -251,6 +255,16 @@ impl Interval {
         let span = self.span();
         (span > 0.0).then(|| self.secs(f).unwrap_or(0.0) / span)
     }
+
+    /// A wait (microseconds) as a share of the time the loops ran, which
+    /// is the span times the number of loops (one per connection); of the
+    /// span where the loops' time is unknown.
+    pub fn wait_share(&self, f: Figure) -> Option<f64> {
+        match self.secs(Figure::LoopUs).filter(|l| *l > 0.0) {
+            Some(ran) => Some((self.secs(f).unwrap_or(0.0) / ran).min(1.0)),
+            None => self.share(f),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -298,6 +312,13 @@ mod tests {
         assert_eq!(i.share(Figure::WaitSocketUs), Some(0.5));
         assert_eq!(i.get(Figure::SoRcvbuf), Some(20));
         assert_eq!(i.get(Figure::Retrans), None);
+        // Without the loops' time, waits are shares of the span; with it
+        // (two loops: twice the span), of that.
+        assert_eq!(i.wait_share(Figure::WaitSocketUs), Some(0.5));
+        let mut c = b.clone();
+        c.set(Figure::LoopUs, 4_000_000);
+        let two = Interval::new(None, c);
+        assert_eq!(two.wait_share(Figure::WaitSocketUs), Some(0.275));
         let whole = Interval::new(None, b);
         assert_eq!(whole.get(Figure::WaitSocketUs), Some(1_100_000));
     }

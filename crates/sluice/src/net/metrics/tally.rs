@@ -38,6 +38,7 @@ impl Wait {
     }
 }
 
+static LOOP_US: AtomicU64 = AtomicU64::new(0);
 static WAIT_US: [AtomicU64; 4] = [
     AtomicU64::new(0),
     AtomicU64::new(0),
@@ -62,6 +63,13 @@ pub fn add_wait(why: Option<Wait>, d: Duration) {
             a.fetch_add(us, Ordering::Relaxed);
         }
     }
+}
+
+/// A driver loop ran for `d` (a turn, its sleep included): the sum over
+/// every loop of the process is what the sleeps are shares of.
+pub fn add_loop_time(d: Duration) {
+    let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+    LOOP_US.fetch_add(us, Ordering::Relaxed);
 }
 
 /// Channel data moved: `sent` read from sources into packets, `received`
@@ -106,6 +114,8 @@ pub fn note_path(info: &TcpInfo) {
 /// The counters at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
+    /// Microseconds the driver loops ran, summed over the loops.
+    pub loop_us: u64,
     /// Microseconds slept for each [`Wait`], in [`Wait::ALL`]'s order.
     pub wait_us: [u64; 4],
     /// Channel data bytes sent.
@@ -138,6 +148,7 @@ pub fn read() -> Tally {
         *v = a.load(Ordering::Relaxed);
     }
     Tally {
+        loop_us: LOOP_US.load(Ordering::Relaxed),
         wait_us,
         data_sent: DATA_SENT.load(Ordering::Relaxed),
         data_received: DATA_RECEIVED.load(Ordering::Relaxed),

@@ -108,6 +108,9 @@ pub struct Pump {
 struct Turn {
     window_stall: bool,
     starved: bool,
+    /// When the turn began: the tally counts each loop's running time, so
+    /// the shares of its sleeps stay shares with several loops (striping).
+    began: Option<Instant>,
 }
 
 impl Pump {
@@ -183,6 +186,9 @@ impl Pump {
     ) -> Result<(), PumpError> {
         loop {
             let now = Instant::now();
+            if let Some(then) = self.turn.began.replace(now) {
+                tally::add_loop_time(now - then);
+            }
             conn.handle_timeout(now);
             self.path.poll(self.sock, conn, now);
             self.again = false;
@@ -229,14 +235,15 @@ impl Pump {
     /// waits for the socket, data for a window, received data for a sink,
     /// or a source had nothing; None: waiting for the peer.
     fn wait_reason(&mut self) -> Option<Wait> {
-        let t = std::mem::take(&mut self.turn);
+        let window_stall = std::mem::take(&mut self.turn.window_stall);
+        let starved = std::mem::take(&mut self.turn.starved);
         if self.out_pos < self.out.len() {
             Some(Wait::Socket)
-        } else if t.window_stall {
+        } else if window_stall {
             Some(Wait::Window)
         } else if self.fds.any_sink_pending() {
             Some(Wait::Sink)
-        } else if t.starved {
+        } else if starved {
             Some(Wait::Source)
         } else {
             None
