@@ -198,6 +198,10 @@ pub enum Event {
     /// count and validity are the runtime's to check), or None when the
     /// server refused.
     HostKeysProof(Option<Vec<Vec<u8>>>),
+    /// Client: the answer to [`crate::Connection::request_path_info`]: the
+    /// server's figures of this connection, or None when it declined (a
+    /// stock server does not know the request).
+    PathInfoReply(Option<crate::msg::PathFigures>),
     /// The peer's answer to [`crate::Connection::global_request`]: SUCCESS
     /// (with its data, e.g. the port a `tcpip-forward` bound) or FAILURE.
     GlobalReply {

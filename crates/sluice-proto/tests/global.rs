@@ -79,3 +79,41 @@ fn not_before_authentication() {
     assert!(p.client.request_sockbuf(1 << 20, 0).is_err());
     assert!(p.client.global_request("x@y", true, &[]).is_err());
 }
+
+#[test]
+fn path_info_reaches_the_runtime_and_its_reply_is_decoded() {
+    use sluice_proto::msg::{PathFigures, PATH_INFO_REQUEST};
+    let mut p = established();
+    assert!(Pair::default_algs().client.request_path_info().is_err());
+    p.client.request_path_info().unwrap();
+    p.client.request_path_info().unwrap();
+    p.drive().unwrap();
+    let asked: Vec<_> = p
+        .server_events
+        .iter()
+        .filter(|e| {
+            matches!(e, Event::GlobalRequest { name, want_reply: true, data }
+            if name == PATH_INFO_REQUEST && data.is_empty())
+        })
+        .collect();
+    assert_eq!(asked.len(), 2);
+    let mut f = PathFigures::default();
+    f.push("rtt-us", 100_000);
+    p.server.answer_global(true, &f.encode());
+    p.server.answer_global(false, &[]);
+    p.drive().unwrap();
+    let got: Vec<_> = p
+        .client_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PathInfoReply(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(got, vec![Some(f), None]);
+    // A malformed reply is the server's protocol error.
+    p.client.request_path_info().unwrap();
+    p.drive().unwrap();
+    p.server.answer_global(true, &[0, 0, 0, 1, b'a']);
+    assert!(p.drive().is_err());
+}

@@ -58,6 +58,9 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
         "AIX OpenSSH's keyword; Debian's ssh does not know it",
     ),
     ("hwcompressionlibrary", "sluice-only keyword"),
+    ("metrics", "HPN-SSH's keyword; Debian's ssh does not know it"),
+    ("metricsinterval", "HPN-SSH's keyword"),
+    ("metricspath", "HPN-SSH's keyword"),
 ];
 
 /// Defaults that differ by design: (keyword, sluice's, ssh's).

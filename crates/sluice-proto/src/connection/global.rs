@@ -8,7 +8,11 @@
 //! (RFC 4254 4). A sockbuf request waits for the runtime's answer, so later
 //! replies queue behind it. The client's `hostkeys-prove-00@openssh.com`
 //! (OpenSSH PROTOCOL 2.5, codecs in msg/hostkeys.rs) gets its reply decoded
-//! here, as [`Event::HostKeysProof`].
+//! here, as [`Event::HostKeysProof`]; so does the client's
+//! `path-info-v00@sluice.dev` (PROTOCOL.md, codec in msg/path_info.rs), as
+//! [`Event::PathInfoReply`]. A server gets that one as an ordinary
+//! [`Event::GlobalRequest`] after authentication (never before: those are
+//! answered FAILURE here unread) and answers with `answer_global`.
 
 use crate::core::Connection;
 use crate::error::{Error, Violation};
@@ -41,6 +45,8 @@ enum Asked {
     SockBuf,
     /// [`Event::HostKeysProof`].
     HostKeysProve,
+    /// [`Event::PathInfoReply`].
+    PathInfo,
 }
 
 /// Global request bookkeeping, both directions.
@@ -116,6 +122,14 @@ impl Connection {
                 None
             };
             self.events.push_back(Event::HostKeysProof(signatures));
+        } else if asked == Asked::PathInfo {
+            let figures = if num == MsgNum::REQUEST_SUCCESS {
+                let s = msg::RequestSuccess::decode(payload).map_err(bad)?;
+                Some(msg::PathFigures::decode(&s.data).map_err(bad)?)
+            } else {
+                None
+            };
+            self.events.push_back(Event::PathInfoReply(figures));
         } else {
             let data = if num == MsgNum::REQUEST_SUCCESS {
                 msg::RequestSuccess::decode(payload).map_err(bad)?.data
@@ -201,6 +215,24 @@ impl Connection {
         };
         self.queue_with(|p| r.encode(p));
         self.globals.asked.push_back(Asked::HostKeysProve);
+        Ok(())
+    }
+
+    /// Client: asks the server for its figures of this connection
+    /// (`path-info-v00@sluice.dev`); [`Event::PathInfoReply`] brings them,
+    /// or None when the server declined (a stock server does not know the
+    /// request).
+    pub fn request_path_info(&mut self) -> Result<(), Error> {
+        if !self.auth.authenticated {
+            return Err(Error::InvalidState("global request before authentication"));
+        }
+        let r = msg::GlobalRequest {
+            name: msg::PATH_INFO_REQUEST.into(),
+            want_reply: true,
+            data: Vec::new(),
+        };
+        self.queue_with(|p| r.encode(p));
+        self.globals.asked.push_back(Asked::PathInfo);
         Ok(())
     }
 

@@ -22,6 +22,7 @@ mod channel_request;
 mod connection;
 mod hostkeys;
 mod kex;
+mod path_info;
 mod transport;
 mod userauth;
 mod userauth_kbdint;
@@ -40,6 +41,7 @@ pub use kex::{
     KexDhGexGroup, KexDhGexInit, KexDhGexReply, KexDhGexRequest, KexEcdhInit, KexEcdhReply,
     KexInit, NewKeys,
 };
+pub use path_info::{PathFigures, MAX_FIGURE_NAME, MAX_PATH_FIGURES, PATH_INFO_REQUEST};
 pub use transport::{
     Debug, Disconnect, ExtInfo, Ignore, ServiceAccept, ServiceRequest, Unimplemented,
 };

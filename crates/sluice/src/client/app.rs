@@ -320,6 +320,15 @@ pub fn print_config(r: &Resolved, req: &SessionRequest) -> Result<String, Client
         ("remotercvbuf", or("remotercvbuf", "0")),
         ("remotesndbuf", or("remotesndbuf", "0")),
         ("streams", streams(r)?.to_string()),
+        ("metrics", yn(r.flag("metrics", false))),
+        (
+            "metricsinterval",
+            metrics_plan(r)?.interval.as_secs().to_string(),
+        ),
+        (
+            "metricspath",
+            metrics_plan(r)?.path.unwrap_or_else(|| "none".to_owned()),
+        ),
         ("channelwindow", proto.window.to_string()),
         ("channelwindowmax", proto.window_max.to_string()),
         ("noneenabled", yn(none_enabled)),
@@ -550,12 +559,37 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         server_alive: setup::server_alive(r),
         control_master: control_master(r)?,
         streams: streams(r)?,
+        metrics: metrics_plan(r)?,
         identities: ids,
         host_key_check: check,
         null_stdin: args.null_stdin,
         update_host_keys,
     };
     Ok(opts)
+}
+
+/// Metrics (the summary at the end), MetricsInterval (default 1 s; HPN-SSH
+/// samples every 5) and MetricsPath, or its other name MetricsFile (the
+/// JSON lines; `~` and tokens expanded; `none`: none).
+fn metrics_plan(r: &Resolved) -> Result<crate::client::metrics::MetricsPlan, ClientError> {
+    let interval = match r.get("metricsinterval") {
+        None => Duration::from_secs(1),
+        Some(v) => crate::config::parse_time(v)
+            .filter(|t| *t > 0)
+            .map(Duration::from_secs)
+            .ok_or_else(|| format!("Bad MetricsInterval '{v}': use a time of at least 1 second"))?,
+    };
+    let kw = if r.get("metricspath").is_some() {
+        "metricspath"
+    } else {
+        "metricsfile"
+    };
+    let path = r.path(kw)?.filter(|p| !p.eq_ignore_ascii_case("none"));
+    Ok(crate::client::metrics::MetricsPlan {
+        summary: r.flag("metrics", false),
+        path,
+        interval,
+    })
 }
 
 /// Streams: how many connections sluice-sftp and sluice-scp may copy a

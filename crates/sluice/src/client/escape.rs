@@ -1,4 +1,4 @@
-//! ssh's escape sequences (`~.`, `~^Z`, `~?`, `~#`, `~B`, `~~`), seen only
+//! ssh's escape sequences (`~.`, `~^Z`, `~?`, `~#`, `~B`, `~I`, `~~`), seen only
 //! right after a newline. With a pty, stdin is read here, filtered, and the
 //! rest written into a pipe whose read end is the channel's source.
 
@@ -29,6 +29,9 @@ pub enum Action {
     List,
     /// `~B`: send a BREAK.
     Break,
+    /// `~I`: the connection's figures so far (OpenSSH 10's escape; here
+    /// the `Metrics` summary, client/metrics.rs).
+    Info,
 }
 
 /// The escape state machine (ssh's process_escapes).
@@ -59,6 +62,7 @@ impl Filter {
                     b'?' => Some(Action::Help),
                     b'#' => Some(Action::List),
                     b'B' => Some(Action::Break),
+                    b'I' => Some(Action::Info),
                     _ => None,
                 };
                 if let Some(a) = act {
@@ -186,7 +190,7 @@ impl Relay {
 pub fn print_help(ch: u8) {
     let c = ch as char;
     let text = format!(
-        "Supported escape sequences:\r\n {c}.   - terminate connection (and any multiplexed sessions)\r\n {c}B   - send a BREAK to the remote system\r\n {c}^Z  - suspend ssh\r\n {c}#   - list forwarded connections\r\n {c}?   - this message\r\n {c}{c}   - send the escape character by typing it twice\r\n(Note that escapes are only recognized immediately after newline.)\r\n"
+        "Supported escape sequences:\r\n {c}.   - terminate connection (and any multiplexed sessions)\r\n {c}B   - send a BREAK to the remote system\r\n {c}I   - show connection information (what limits the transfer)\r\n {c}^Z  - suspend ssh\r\n {c}#   - list forwarded connections\r\n {c}?   - this message\r\n {c}{c}   - send the escape character by typing it twice\r\n(Note that escapes are only recognized immediately after newline.)\r\n"
     );
     let _ = crate::net::fdio::write_some(2, text.as_bytes());
 }
@@ -222,6 +226,7 @@ mod tests {
             (b"\n".to_vec(), vec![Action::Help, Action::Quit])
         );
         assert_eq!(run(b"~\x1a"), (vec![], vec![Action::Suspend]));
+        assert_eq!(run(b"\r~I"), (b"\r".to_vec(), vec![Action::Info]));
         assert_eq!(parse_escape_char("none"), Ok(None));
         assert_eq!(parse_escape_char("^]"), Ok(Some(0x1d)));
         assert_eq!(parse_escape_char("%"), Ok(Some(b'%')));

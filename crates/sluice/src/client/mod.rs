@@ -14,6 +14,7 @@ pub mod forward_spec;
 pub mod host_trust;
 pub mod identities;
 pub mod keepalive;
+pub mod metrics;
 pub mod mux;
 pub mod prompt;
 pub mod proxy;
@@ -88,6 +89,8 @@ pub struct ClientOptions {
     pub control_master: Option<(String, bool)>,
     /// Streams: connections a file copy may use (sftp/parallel.rs).
     pub streams: sftp::parallel::Streams,
+    /// Metrics, MetricsInterval, MetricsPath (client/metrics.rs).
+    pub metrics: metrics::MetricsPlan,
 }
 
 impl ClientOptions {
@@ -117,6 +120,10 @@ impl ClientOptions {
             server_alive: (None, 3),
             control_master: None,
             streams: sftp::parallel::Streams::Auto,
+            metrics: metrics::MetricsPlan {
+                interval: Duration::from_secs(1),
+                ..Default::default()
+            },
             identities: Vec::new(),
             host_key_check,
             null_stdin: false,
@@ -326,6 +333,11 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         Vec::new()
     };
     let stripe = stripe::ClientStripe::plan(&opts, &plan);
+    // With a pty `~I` may ask for the figures at any time.
+    let metrics = (opts.metrics.summary || opts.metrics.path.is_some() || plan.tty.is_some())
+        .then(|| metrics::ClientMetrics::new(opts.metrics.clone(), buffers_asked(&opts)))
+        .transpose()
+        .map_err(ClientError::Config)?;
     let mut handler = ClientSession::new(
         opts.user.clone(),
         &opts.host,
@@ -334,6 +346,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         plan,
     );
     handler.stripe = stripe;
+    handler.metrics = metrics;
     handler.set_auth_prefs(opts.auth.clone());
     handler.host_key_update = opts
         .update_host_keys
@@ -356,6 +369,9 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         let mut conn = Connection::client(ClientConfig { common }, Box::new(SystemRng));
         if let Some(st) = handler.stripe.as_mut() {
             st.set_primary_fd(sock.as_raw_fd());
+        }
+        if let Some(m) = handler.metrics.as_mut() {
+            m.set_socket(Some(sock.as_raw_fd()));
         }
         let result = run_pump(
             &mut conn,
@@ -393,6 +409,12 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
     restore(saved);
     crate::net::compress_ctl::log_summary(&conn);
     log_transferred(started.elapsed());
+    if let Some(m) = handler.metrics.as_mut() {
+        if let Some(st) = handler.stripe.as_ref() {
+            m.set_streams(st.connections());
+        }
+        m.finish(&conn);
+    }
     if crate::net::pump::data_lost() {
         // What the remote command sent did not all arrive (logged where
         // the write failed): never a success, whatever its status.
@@ -424,6 +446,19 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         Err(PumpError::Handler(msg)) => Err(ClientError::Session(msg)),
         Err(e) => Err(ClientError::Connection(e)),
     }
+}
+
+/// The socket buffer sizes [`tcp_connect`] sets (0: autotuned), for the
+/// metrics: TcpRcvBuf / TcpSndBuf, else the automatic size.
+fn buffers_asked(opts: &ClientOptions) -> (u64, u64) {
+    let size = |asked: u64, b: Buf| match asked {
+        0 => sockbuf::auto_size(b).unwrap_or(0),
+        n => n,
+    };
+    (
+        size(opts.tcp_rcvbuf, Buf::Recv),
+        size(opts.tcp_sndbuf, Buf::Send),
+    )
 }
 
 /// ssh's two end-of-session lines (VERBOSE, so `-v` shows them): bytes on

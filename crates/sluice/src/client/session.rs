@@ -83,6 +83,8 @@ pub struct ClientSession {
     /// Streams: the session channel striped over several connections
     /// (client/stripe.rs; None: not for this run).
     pub stripe: Option<super::stripe::ClientStripe>,
+    /// Metrics, MetricsPath and `~I` (client/metrics.rs; None: none of them).
+    pub metrics: Option<super::metrics::ClientMetrics>,
 }
 
 impl ClientSession {
@@ -111,6 +113,7 @@ impl ClientSession {
             own_end: false,
             host_key_update: None,
             stripe: None,
+            metrics: None,
             stdio_source: 0,
             plan,
         }
@@ -297,6 +300,9 @@ impl Handler for ClientSession {
                         None => {}
                     }
                 }
+                if let Some(m) = self.metrics.as_mut() {
+                    m.on_kex_done(&algorithms);
+                }
                 // Every exchange, as ssh does: a re-key may change them (NONE).
                 log!(
                     Debug1,
@@ -362,6 +368,9 @@ impl Handler for ClientSession {
                     st.on_authenticated(conn)?;
                 }
                 self.fwd.start(conn)?;
+                if let Some(m) = self.metrics.as_mut() {
+                    m.on_authenticated(conn);
+                }
                 self.fork_pending = self.plan.fork_after_auth;
                 if self.channel.is_some() {
                     no_more_sessions(conn)?; // opened early; it stands now
@@ -374,6 +383,11 @@ impl Handler for ClientSession {
                     Debug1,
                     "Remote socket buffers now: receive {rcv}, send {snd}"
                 );
+            }
+            Event::PathInfoReply(figures) => {
+                if let Some(m) = self.metrics.as_mut() {
+                    m.on_reply(figures);
+                }
             }
             Event::SockBufReply(None) => {
                 log!(
@@ -484,6 +498,9 @@ impl Handler for ClientSession {
                     if let Some(t) = self.tty.as_mut() {
                         t.finish();
                     }
+                    if let Some(m) = self.metrics.as_mut() {
+                        m.on_session_closed(conn);
+                    }
                 }
                 self.fwd.on_closed(id);
                 if self.plan.no_session && self.fwd.stdio_finished() {
@@ -555,9 +572,21 @@ impl Handler for ClientSession {
                 return Ok(());
             }
         }
+        if self.tty.as_mut().is_some_and(|t| t.take_info_request()) {
+            if let Some(m) = self.metrics.as_mut() {
+                m.on_info_escape(conn);
+            }
+        }
         self.fwd.tick(conn, fds)?;
         if let Some(st) = self.stripe.as_mut() {
             st.tick(conn)?;
+        }
+        if let Some(m) = self.metrics.as_mut() {
+            let window = self
+                .channel
+                .and_then(|id| conn.channel_info(id))
+                .map(|i| i.send_window);
+            m.tick(window);
         }
         if self.fork_pending && (!self.plan.forwards.exit_on_failure || self.fwd.setup_done()) {
             self.fork_pending = false;
@@ -590,7 +619,9 @@ impl Handler for ClientSession {
             .host_key_update
             .as_ref()
             .is_some_and(|u| u.awaiting_proof());
-        self.finished && (self.terminated || !self.fwd.busy()) && !proving
+        // So is the server's last word for the Metrics summary.
+        let measuring = self.metrics.as_ref().is_some_and(|m| m.awaiting());
+        self.finished && (self.terminated || !self.fwd.busy()) && !proving && !measuring
     }
 
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
@@ -611,7 +642,8 @@ impl Handler for ClientSession {
             .filter(|u| u.awaiting_proof())
             .map(|_| std::time::Duration::from_millis(100));
         let steer = self.stripe.as_ref().and_then(|s| s.tick_interval());
-        [self.fwd.tick_interval(), keepalive, proof, steer]
+        let metrics = self.metrics.as_ref().and_then(|m| m.tick_interval());
+        [self.fwd.tick_interval(), keepalive, proof, steer, metrics]
             .into_iter()
             .flatten()
             .min()

@@ -693,6 +693,12 @@ impl ClientStripe {
         }
     }
 
+    /// Connections the channel went over: the primary and every
+    /// secondary dialled (for the `Metrics` summary).
+    pub fn connections(&self) -> u32 {
+        1 + self.dialler.as_ref().map_or(0, |d| d.dialled)
+    }
+
     /// Why the striped transfer failed or stopped short, if it did: said
     /// instead of the connection's end when the server gave up first.
     pub fn failure_text(&self) -> Option<String> {

@@ -195,6 +195,8 @@ pub struct TtySession {
     winch: Option<OwnedFd>,
     relay: Option<Relay>,
     size: (u32, u32, u32, u32),
+    /// `~I` was typed: the session prints the connection's figures.
+    info_wanted: bool,
 }
 
 impl TtySession {
@@ -208,6 +210,7 @@ impl TtySession {
             winch: None,
             relay: None,
             size: (0, 0, 0, 0),
+            info_wanted: false,
         }
     }
 
@@ -285,6 +288,11 @@ impl TtySession {
         }
     }
 
+    /// `~I` was typed since the last call.
+    pub fn take_info_request(&mut self) -> bool {
+        std::mem::take(&mut self.info_wanted)
+    }
+
     /// Moves stdin through the escape filter, acts on escapes and window
     /// size changes. Returns true when the user asked to disconnect (`~.`).
     pub fn tick(&mut self, conn: &mut Connection) -> Result<bool, String> {
@@ -315,6 +323,7 @@ impl TtySession {
                 }
                 Action::Help => escape::print_help(self.plan.escape.unwrap_or(b'~')),
                 Action::List => escape::print_list(id.0, &self.host),
+                Action::Info => self.info_wanted = true,
                 Action::Break => {
                     let _ = conn.channel_request(id, ChannelRequestKind::Break { ms: 1000 }, false);
                 }

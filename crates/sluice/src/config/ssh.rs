@@ -96,6 +96,10 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "updatehostkeys",
     "bindaddress",
     "bindinterface",
+    "metrics",
+    "metricsinterval",
+    "metricspath",
+    "metricsfile",
 ];
 
 /// OpenSSH keywords accepted without effect yet.

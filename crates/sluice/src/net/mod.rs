@@ -7,6 +7,7 @@ pub mod fdio;
 pub mod fwdsock;
 pub mod hwzlib;
 pub mod local_addr;
+pub mod metrics;
 pub mod path;
 pub mod pump;
 pub mod sockbuf;

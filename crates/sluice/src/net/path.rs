@@ -1,6 +1,7 @@
 //! What the kernel knows about the TCP path (TCP_INFO): the round-trip time
-//! that sizes channel windows, and the figures `-v` reports; and
-//! [`PathFeed`], which hands the RTT and receive buffer to the engine.
+//! that sizes channel windows, and the figures `-v` and `Metrics` report;
+//! and [`PathFeed`], which hands the RTT and receive buffer to the engine
+//! (and each reading to the metrics tally, net/metrics/tally.rs).
 
 use sluice_proto::Connection;
 use std::os::fd::RawFd;
@@ -37,6 +38,7 @@ impl PathFeed {
         self.polled = Some(now);
         match tcp_info(sock) {
             Some(info) => {
+                super::metrics::tally::note_path(&info);
                 conn.set_path_rtt(info.path_rtt());
                 if let Some(b) = super::sockbuf::get(sock, super::sockbuf::Buf::Recv) {
                     conn.set_path_recv_buffer(b);
@@ -71,6 +73,19 @@ pub struct TcpInfo {
     /// Segments received out of order, since the connection began
     /// (kernel 5.4+; 0 before): a receiver's sign of losses upstream.
     pub rcv_ooopack: u32,
+    /// Our maximum segment size, bytes (the congestion window's unit).
+    pub snd_mss: u32,
+    /// The delivery rate sample was limited by us, not the path (we had
+    /// nothing to send): kernel 4.9+.
+    pub app_limited: bool,
+    /// Time with data of ours in flight or queued (kernel 4.10+; 0 before).
+    pub busy: Duration,
+    /// Of that, time the peer's receive window held us (its socket buffer).
+    pub rwnd_limited: Duration,
+    /// Of that, time our own send buffer held us.
+    pub sndbuf_limited: Duration,
+    /// The window the peer advertises now, bytes (kernel 5.4+; 0 before).
+    pub snd_wnd: u32,
 }
 
 impl TcpInfo {
@@ -111,6 +126,7 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 /// kernels fill less) read as 0.
 fn parse(b: &[u8]) -> TcpInfo {
     let us = |off| Duration::from_micros(u64::from(u32_at(b, off)));
+    let us64 = |off| Duration::from_micros(u64_at(b, off));
     TcpInfo {
         rtt: us(68),
         rcv_rtt: us(92),
@@ -122,6 +138,12 @@ fn parse(b: &[u8]) -> TcpInfo {
         notsent_bytes: u32_at(b, 144),
         total_retrans: u32_at(b, 100),
         rcv_ooopack: u32_at(b, 224),
+        snd_mss: u32_at(b, 16),
+        app_limited: b.get(7).is_some_and(|f| f & 1 != 0),
+        busy: us64(168),
+        rwnd_limited: us64(176),
+        sndbuf_limited: us64(184),
+        snd_wnd: u32_at(b, 228),
     }
 }
 
@@ -171,6 +193,29 @@ mod tests {
         assert!(info.rtt > Duration::ZERO && info.rtt < Duration::from_secs(1));
         let (r, _w) = std::io::pipe().unwrap();
         assert_eq!(tcp_info(r.as_raw_fd()), None);
+    }
+
+    #[test]
+    fn a_full_receiver_shows_as_receive_window_time() {
+        use std::io::Write;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (_s, _) = l.accept().unwrap();
+        c.set_nonblocking(true).unwrap();
+        // The peer never reads: once its buffer is full, the time counts
+        // as limited by its window.
+        let chunk = [7u8; 65536];
+        let end = std::time::Instant::now() + Duration::from_millis(300);
+        while std::time::Instant::now() < end {
+            if (&c).write(&chunk).is_err() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        let info = tcp_info(c.as_raw_fd()).unwrap();
+        assert!(info.busy >= Duration::from_millis(100), "{info:?}");
+        assert!(info.rwnd_limited >= info.busy / 2, "{info:?}");
+        assert_eq!(info.snd_wnd, 0, "{info:?}");
+        assert!(info.snd_mss > 0);
     }
 
     #[test]

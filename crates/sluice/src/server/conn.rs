@@ -28,6 +28,7 @@ use std::time::Duration;
 
 mod hostkeys;
 pub mod joined;
+mod path_info;
 pub(crate) mod publickey;
 mod requests;
 mod stripe;
@@ -75,6 +76,9 @@ pub struct ServerConn {
     on_auth: Option<Box<dyn FnOnce()>>,
     /// The connection's TCP socket, for the client's RemoteRcvBuf request.
     sock: Option<std::os::fd::RawFd>,
+    /// What the client's RemoteRcvBuf / RemoteSndBuf asked for and got
+    /// (reported by `path-info-v00@sluice.dev`).
+    remote_bufs: Option<(u64, u64)>,
     /// Login policy, password and keyboard-interactive checks.
     auth: ServerAuth,
     /// Agent forwarding: the listening socket and its channels.
@@ -224,6 +228,7 @@ impl ServerConn {
             sessions: BTreeMap::new(),
             on_auth,
             sock: None,
+            remote_bufs: None,
             auth: ServerAuth::new(peer),
             agent: ServerAgent::default(),
             no_more_sessions: false,
@@ -531,6 +536,10 @@ impl Handler for ServerConn {
                     }
                     return Ok(());
                 }
+                if name == sluice_proto::msg::PATH_INFO_REQUEST {
+                    self.answer_path_info(conn, &data, want_reply);
+                    return Ok(());
+                }
                 if name == sluice_proto::stripe::STRIPE_REQUEST {
                     self.stripe_grant(conn, &data, want_reply);
                     return Ok(());
@@ -551,6 +560,11 @@ impl Handler for ServerConn {
             Event::SockBufRequest { rcvbuf, sndbuf } => {
                 let granted = self.remote_sockbuf(rcvbuf, sndbuf);
                 if let Some((r, w)) = granted {
+                    // Only the sizes asked for count as set on purpose.
+                    self.remote_bufs = Some((
+                        if rcvbuf > 0 { r } else { 0 },
+                        if sndbuf > 0 { w } else { 0 },
+                    ));
                     // What the client had the kernel hold for it is part
                     // of what this connection may make us buffer.
                     conn.set_buffered_elsewhere(r.saturating_add(w));

@@ -34,6 +34,7 @@ pub const FLAGS: &[&str] = &[
     "tcpkeepalive",
     "visualhostkey",
     "enableescapecommandline",
+    "metrics",
 ];
 
 /// Multi-state keywords: accepted words and what -G prints for each.
@@ -151,7 +152,12 @@ const MULTI: &[(&str, &[(&str, &str)])] = &[
 ];
 
 /// Time keywords (printed in seconds).
-const TIMES: &[&str] = &["connecttimeout", "serveraliveinterval", "forwardx11timeout"];
+const TIMES: &[&str] = &[
+    "connecttimeout",
+    "serveraliveinterval",
+    "forwardx11timeout",
+    "metricsinterval",
+];
 /// Integer keywords.
 const INTS: &[&str] = &[
     "connectionattempts",

@@ -223,6 +223,12 @@ impl ChanIo {
         self.peer_eof = true;
     }
 
+    /// A source that is open and not at EOF but has nothing now (poll has
+    /// not said it is readable): the local reader is behind.
+    pub(crate) fn source_waiting(&self) -> bool {
+        self.source(Ext::Data).is_some_and(|s| !s.eof && !s.ready)
+    }
+
     /// Whether a source is worth reading now: open, not at EOF, and ready.
     pub(crate) fn can_read(&self, ext: Ext) -> bool {
         self.source(ext).is_some_and(|s| !s.eof && s.ready)

@@ -33,6 +33,11 @@ impl ChannelFds {
         self.map.remove(&id);
     }
 
+    /// Received data waits for a sink on some channel.
+    pub(crate) fn any_sink_pending(&self) -> bool {
+        self.map.values().any(|io| !io.sinks_drained())
+    }
+
     /// The channels with an end attached.
     pub fn ids(&self) -> Vec<ChannelId> {
         self.map.keys().copied().collect()
@@ -48,6 +53,7 @@ pub(crate) fn consumed_on(conn: &mut Connection, fds: &mut ChannelFds, id: Chann
         return;
     };
     if info.recv_window != io.recv_window {
+        crate::net::metrics::tally::note_recv_window(info.recv_window);
         if io.recv_window != 0 {
             crate::log!(
                 Debug1,

@@ -14,7 +14,8 @@
 //! window feedback (`channels.rs`), one direction of bytes (`stream.rs`),
 //! bytes waiting for a sink (`pending.rs`), in-process ends
 //! (`endpoint.rs`), the poll set (`pollset.rs`) and the TCP_INFO feed
-//! (`net/path.rs`).
+//! (`net/path.rs`). Each sleep is counted by its reason, with the channel
+//! data moved, for the transfer metrics (`net/metrics/tally.rs`).
 
 mod channel;
 mod channels;
@@ -35,6 +36,7 @@ pub use stream::{ChanFd, Ext};
 use super::compress_ctl::{LevelControl, Stalls};
 use super::crypto_pool::{CryptoPool, CryptoThreads};
 use super::fdio;
+use super::metrics::tally::{self, Wait};
 use super::path::PathFeed;
 use channels::consumed_on;
 use sluice_proto::{Connection, Event};
@@ -101,6 +103,19 @@ pub struct Pump {
     window_stalls: Stalls,
     /// Small reads are acknowledged at once (cleared when the socket is not TCP).
     quick_ack: bool,
+    /// This turn, for the metrics: data that waited for a window, a
+    /// source that had nothing while it could have sent.
+    turn: Turn,
+}
+
+/// What one turn of the loop saw, for the metrics tally.
+#[derive(Debug, Default)]
+struct Turn {
+    window_stall: bool,
+    starved: bool,
+    /// When the turn began: the tally counts each loop's running time, so
+    /// the shares of its sleeps stay shares with several loops (striping).
+    began: Option<Instant>,
 }
 
 impl Pump {
@@ -123,6 +138,7 @@ impl Pump {
             level_fixed: false,
             window_stalls: Stalls::default(),
             quick_ack: true,
+            turn: Turn::default(),
         }
     }
 
@@ -176,6 +192,9 @@ impl Pump {
     ) -> Result<(), PumpError> {
         loop {
             let now = Instant::now();
+            if let Some(then) = self.turn.began.replace(now) {
+                tally::add_loop_time(now - then);
+            }
             conn.handle_timeout(now);
             self.path.poll(self.sock, conn, now);
             self.again = false;
@@ -211,8 +230,30 @@ impl Pump {
                 room: self.out.len() - self.out_pos < OUT_HIGH_WATER,
                 again: self.again,
             };
+            let why = self.wait_reason();
+            let slept = Instant::now();
             pollset::wait(sock, &mut self.fds, conn, handler)
                 .map_err(|e| PumpError::Io(format!("poll: {e}")))?;
+            tally::add_wait(why, slept.elapsed());
+        }
+    }
+
+    /// Why the loop is about to sleep (the first that holds): output
+    /// waits for the socket, data for a window, received data for a sink,
+    /// or a source had nothing; None: waiting for the peer.
+    fn wait_reason(&mut self) -> Option<Wait> {
+        let window_stall = std::mem::take(&mut self.turn.window_stall);
+        let starved = std::mem::take(&mut self.turn.starved);
+        if self.out_pos < self.out.len() {
+            Some(Wait::Socket)
+        } else if window_stall {
+            Some(Wait::Window)
+        } else if self.fds.any_sink_pending() {
+            Some(Wait::Sink)
+        } else if starved {
+            Some(Wait::Source)
+        } else {
+            None
         }
     }
 
@@ -240,6 +281,9 @@ impl Pump {
                 let consumed = r.consumed;
                 let mut used = None;
                 if let Some(d) = r.data {
+                    // Counted at once (one relaxed add per packet): a
+                    // summary taken at the channel's close sees it all.
+                    tally::add_data(0, d.data.len() as u64);
                     let n = match self.fds.get_mut(d.channel) {
                         Some(io) => io.deliver(Ext::of(d.ext), d.data),
                         None => d.data.len(),
@@ -362,6 +406,7 @@ impl Pump {
                 io.rearm();
                 if let Some(info) = conn.channel_info(id) {
                     io.note_peer_window(info.send_window);
+                    tally::note_peer_window(info.send_window);
                 }
             }
             for ext in Ext::BOTH {
@@ -376,6 +421,9 @@ impl Pump {
                         break;
                     };
                     if !io.can_read(ext) {
+                        if ext == Ext::Data && io.source_waiting() && conn.send_capacity(id) > 0 {
+                            self.turn.starved = true;
+                        }
                         break;
                     }
                     let Some(slot) = conn.data_slot(Instant::now(), id, ext.code(), &mut self.out)
@@ -385,14 +433,21 @@ impl Pump {
                         let w = &mut self.window_stalls;
                         w.count = w.count.saturating_add(1);
                         w.window = w.window.max(u64::from(io.peer_window()));
+                        self.turn.window_stall = true;
                         break;
                     };
                     match io.read_into(ext, &mut self.out, slot.max) {
                         Read::Data(n) => {
                             self.again |= io.is_in_process();
+                            tally::add_data(n as u64, 0);
                             conn.finish_data_slot(slot, n, &mut self.out);
                         }
-                        Read::Blocked | Read::Eof => {
+                        Read::Blocked => {
+                            self.turn.starved |= ext == Ext::Data;
+                            conn.finish_data_slot(slot, 0, &mut self.out);
+                            break;
+                        }
+                        Read::Eof => {
                             conn.finish_data_slot(slot, 0, &mut self.out);
                             break;
                         }

@@ -402,6 +402,11 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         libc::prctl(libc::PR_SET_NAME, c"sluiced".as_ptr());
         libc::getppid()
     };
+    // The metrics' clock starts with the process, and the kernel's socket
+    // buffer caps are read while /proc is still there (a ChrootDirectory
+    // hides it): `path-info-v00@sluice.dev` reports them.
+    crate::net::metrics::system::mark_start();
+    let _ = crate::net::metrics::system::caps();
     // SAFETY: fd 0 is the peer's socket, handed over by the monitor.
     let sock = unsafe { TcpStream::from_raw_fd(0) };
     let Some((peer, local)) = super::addresses(&sock) else {
