@@ -345,8 +345,14 @@ pub fn classify(m: &Measured) -> Verdict {
             (Some(w), Some(f)) => f >= FILLED * w as f64,
             _ => true,
         };
-        if fills || !receiver_busy {
+        if fills {
             return window(&c, m.direction.receiver(), Some(s.waits.window));
+        }
+        // The window stayed shut with far less than it in flight: not the
+        // window's size but the far end taking the data slowly (a busy far
+        // end is named by the CPU rule below).
+        if !receiver_busy {
+            return slow_consumer(&c, m.direction.receiver(), s.waits.window);
         }
     }
     let busiest = [Some(&m.client), m.server.as_ref()]
@@ -531,6 +537,19 @@ fn window(c: &Ctx<'_>, receiver: Side, share: Option<f64>) -> Verdict {
         limit: Limit::Window(receiver),
         line: format!(
             "limited by the peer's window: the {}'s channel window ({w}){held}{allows}; {advice}",
+            receiver.name()
+        ),
+    }
+}
+
+fn slow_consumer(c: &Ctx<'_>, receiver: Side, share: f64) -> Verdict {
+    Verdict {
+        limit: Limit::Writer(receiver),
+        line: format!(
+            "limited by the {} taking the data: its channel window held the sender {} of the time though far less than the window was in flight{}; the {} (its CPU, or the command or disk behind it) took the data slower than it came",
+            receiver.name(),
+            pct(share),
+            c.in_flight_text(),
             receiver.name()
         ),
     }

@@ -340,6 +340,25 @@ fn the_peers_window() {
 }
 
 #[test]
+fn a_shut_window_with_little_in_flight_is_a_slow_far_end_not_the_windows_size() {
+    // Loopback: 16 MiB granted, 0.01 ms round trip: a few KiB in flight,
+    // yet the sender waited for the window: the far end was slow to take.
+    let mut m = upload();
+    m.server = None;
+    m.rtt = Some(Duration::from_micros(10));
+    m.window = Some(16 * MIB);
+    m.client.waits.window = 0.37;
+    let v = classify(&m);
+    assert_eq!(v.limit, Limit::Writer(Side::Server), "{}", v.line);
+    assert!(
+        v.line.starts_with("limited by the server taking the data"),
+        "{}",
+        v.line
+    );
+    assert!(!v.line.contains("allows"), "{}", v.line);
+}
+
+#[test]
 fn cpu_advice_follows_the_cipher_and_compression() {
     let mut m = upload();
     m.client.thread_cpu = Some(0.98);
