@@ -13,6 +13,7 @@ use crate::datagen;
 use crate::keys::host_keys::generate_ed25519_file;
 use crate::keys::identity;
 use crate::log::Level;
+use crate::net::metrics::system::cpu_children;
 use sluice_proto::crypto::cipher;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -37,15 +38,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-fn cpu_children() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to a rusage struct.
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    t(ru.ru_utime) + t(ru.ru_stime)
 }
 
 fn sibling(name: &str) -> PathBuf {
@@ -326,17 +318,17 @@ fn run_inner(opts: &DemoOptions) -> Result<(), String> {
     let mb = |r: &Run| opts.size as f64 / 1e6 / r.secs;
     // Each direction gets its own server, stopped and reaped before the CPU
     // reading, so the server's time (and its hashing helper's) is counted.
-    let c0 = cpu_children();
+    let c0 = cpu_children().as_secs_f64();
     let up = {
         let _server = start_server(&dir.0, port, opts.verbose)?;
         upload(&dir.0, port, opts, &helper)?
     };
-    let c1 = cpu_children();
+    let c1 = cpu_children().as_secs_f64();
     let down = {
         let _server = start_server(&dir.0, port, opts.verbose)?;
         download(&dir.0, port, opts, &helper)?
     };
-    let (up_cpu, down_cpu) = (c1 - c0, cpu_children() - c1);
+    let (up_cpu, down_cpu) = (c1 - c0, cpu_children().as_secs_f64() - c1);
     let gib = opts.size as f64 / (1u64 << 30) as f64;
     crate::outln!("  upload:   {:8.1} MB/s  {:6.2} s  SHA-256 ok   CPU {:.2} s ({:.2} s/GiB, client + server + remote hash helper)", mb(&up), up.secs, up_cpu, up_cpu / gib);
     crate::outln!("  download: {:8.1} MB/s  {:6.2} s  SHA-256 ok   CPU {:.2} s ({:.2} s/GiB, client + server + remote hash helper)", mb(&down), down.secs, down_cpu, down_cpu / gib);

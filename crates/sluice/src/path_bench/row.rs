@@ -10,6 +10,7 @@
 //! end's `cat` exiting) or when the run's time is up (download: the bytes
 //! that arrived by then). A watchdog kills a client that stops moving.
 
+use crate::net::metrics::system::cpu_children;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -94,16 +95,6 @@ impl Outcome {
     }
 }
 
-/// User+system seconds of the children reaped so far.
-fn children_cpu() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid pointer to a rusage struct.
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    t(ru.ru_utime) + t(ru.ru_stime)
-}
-
 /// Kills the client when `moved` stops growing for [`STALL`], until `done`.
 fn watchdog(pid: u32, moved: Arc<AtomicU64>, done: Arc<AtomicBool>) {
     std::thread::spawn(move || {
@@ -152,7 +143,7 @@ pub(super) fn run(
         Direction::Up => cmd.stdin(Stdio::piped()).stdout(Stdio::null()),
         Direction::Down => cmd.stdin(Stdio::null()).stdout(Stdio::piped()),
     };
-    let cpu0 = children_cpu();
+    let cpu0 = cpu_children().as_secs_f64();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -235,7 +226,7 @@ pub(super) fn run(
     let end = stopped_at.unwrap_or_else(Instant::now);
     done.store(true, Ordering::Relaxed);
     let said = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
-    let cpu = children_cpu() - cpu0;
+    let cpu = cpu_children().as_secs_f64() - cpu0;
     let error = match status {
         _ if stopped_at.is_some() => None,
         Ok(s) if s.success() && failed.is_none() => None,

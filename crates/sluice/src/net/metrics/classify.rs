@@ -245,7 +245,7 @@ fn pct(share: f64) -> String {
 fn suggested(in_flight: Option<f64>, size: u64) -> u64 {
     let base = in_flight.map_or(0.0, |b| b.max(0.0)).max(size as f64) * 2.0;
     let mib = 1u64 << 20;
-    ((base as u64).div_ceil(mib)).max(1) * mib
+    (base as u64).div_ceil(mib).max(1).saturating_mul(mib)
 }
 
 /// The facts of the transfer the lines quote.

@@ -36,6 +36,12 @@ fn rusage(who: libc::c_int) -> Duration {
     tv(r.ru_utime) + tv(r.ru_stime)
 }
 
+/// CPU time (user and system) of the children waited for so far (`sluice
+/// demo` and `sluice bench` time their clients and servers by it).
+pub fn cpu_children() -> Duration {
+    rusage(libc::RUSAGE_CHILDREN)
+}
+
 /// CPU time (user and system) of the whole process: every thread,
 /// crypto workers included.
 pub fn cpu_process() -> Duration {
