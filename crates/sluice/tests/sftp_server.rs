@@ -462,6 +462,61 @@ fn close_rename_moves_only_files_whose_writes_all_landed() {
     still_serving(&s, &server);
 }
 
+/// Bytes after a request's last field, and attribute flags of later
+/// versions, are ignored as OpenSSH's sftp-server ignores them: Go's
+/// github.com/pkg/sftp (rclone) sends WRITEs with bytes past the data.
+#[test]
+fn trailing_bytes_and_later_attribute_flags_are_ignored_as_sftp_server_does() {
+    use sluice_proto::sftp::pflags;
+    let s = Setup::new("sftp-lenient");
+    let server = start_sftp(&s, "internal-sftp", "");
+    let path = s.dir.path("lenient");
+    let path_b = path.to_str().unwrap().as_bytes();
+    // Each packet framed again with `extra` bytes after its fields.
+    let with = |mut pkt: Vec<u8>, extra: &[u8], out: &mut Vec<u8>| {
+        pkt.extend_from_slice(extra);
+        let len = (pkt.len() - 4) as u32;
+        pkt[..4].copy_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(&pkt);
+    };
+    let mut input = init();
+    let mut p = Vec::new();
+    Request::Open {
+        path: path_b,
+        pflags: pflags::WRITE | pflags::CREAT | pflags::TRUNC,
+        attrs: Default::default(),
+    }
+    .encode(1, &mut p);
+    // The attrs' flags (the last 4 bytes) with a bit of version 4+ set.
+    let n = p.len();
+    p[n - 4..].copy_from_slice(&0x0000_0100u32.to_be_bytes());
+    with(p, b"", &mut input);
+    let h = [0u8, 0, 0, 1];
+    for (i, part) in [&b"hello "[..], b"world"].iter().enumerate() {
+        let mut p = Vec::new();
+        Request::Write {
+            handle: &h,
+            offset: 6 * i as u64,
+            data: part,
+        }
+        .encode(2 + i as u32, &mut p);
+        with(p, b"\0\0\0\0junk", &mut input);
+    }
+    let mut p = Vec::new();
+    Request::Close { handle: &h }.encode(4, &mut p);
+    with(p, b"\x01", &mut input);
+    let (out, code) = raw_session(&s, &server, &input);
+    assert_eq!(code, Some(0));
+    let r = replies(&out);
+    assert_eq!(r.len(), 5, "{r:?}");
+    assert_eq!(r[1].0, fxp::HANDLE, "{r:?}");
+    for i in 2..=4 {
+        assert_eq!((r[i].1, status_code(&r[i].2)), (i as u32, Status::OK.0));
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), b"hello world");
+    still_serving(&s, &server);
+}
+
 /// open-as@sluice.dev (PROTOCOL.md): requests on the handle the client
 /// names go right behind the open; a handle outside the client's space or
 /// in use is refused before anything is created, and WRITEs behind a

@@ -28,13 +28,11 @@ pub struct Attrs {
 }
 
 impl Attrs {
-    /// Reads ATTRS; unknown flag bits are an error (draft 5: flags not
-    /// defined in this version must not be set).
+    /// Reads ATTRS. Flag bits of later versions are ignored, as OpenSSH's
+    /// sftp-server and sftp do (their fields, if any, end up as bytes
+    /// after the request, which are ignored too).
     pub fn decode(r: &mut Reader<'_>) -> Result<Attrs, WireError> {
         let flags = r.u32()?;
-        if flags & !(SIZE | UIDGID | PERMISSIONS | ACMODTIME | EXTENDED) != 0 {
-            return Err(WireError::BadValue);
-        }
         let mut a = Attrs::default();
         if flags & SIZE != 0 {
             a.size = Some(r.u64()?);

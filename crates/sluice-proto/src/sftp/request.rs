@@ -326,9 +326,10 @@ impl<'a> Request<'a> {
             kind,
             why,
         })?;
-        let req = Self::decode_body(kind, &mut r)
-            .and_then(|q| r.finish().map(|()| q))
-            .map_err(|why| DecodeError {
+        // Bytes after the last field are ignored, as OpenSSH's sftp-server
+        // consumes whatever a request leaves: clients depend on it
+        // (github.com/pkg/sftp sends WRITE with bytes past the data).
+        let req = Self::decode_body(kind, &mut r).map_err(|why| DecodeError {
                 id: Some(id),
                 kind,
                 why,
@@ -801,13 +802,13 @@ mod tests {
         body.extend_from_slice(&[0, 0, 0, 1, b'x']);
         let e = Request::decode(&body).unwrap_err();
         assert_eq!(e.id, Some(42));
-        // Trailing bytes after CLOSE's handle.
+        // Trailing bytes after CLOSE's handle are ignored, as sftp-server.
         let mut out = Vec::new();
         Request::Close { handle: b"h" }.encode(3, &mut out);
         out.push(0);
         assert_eq!(
-            Request::decode(&out[4..]).unwrap_err().why,
-            WireError::TrailingData
+            Request::decode(&out[4..]),
+            Ok((3, Request::Close { handle: b"h" }))
         );
         // A string longer than the packet.
         let body = [fxp::STAT, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff];
@@ -815,9 +816,12 @@ mod tests {
             Request::decode(&body).unwrap_err().why,
             WireError::Truncated
         );
-        // Unknown attribute flags.
-        let body = [fxp::MKDIR, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0];
-        assert_eq!(Request::decode(&body).unwrap_err().why, WireError::BadValue);
+        // Unknown attribute flags are ignored, as sftp-server.
+        let body = [fxp::MKDIR, 0, 0, 0, 1, 0, 0, 0, 1, b'd', 0, 0, 1, 0];
+        assert!(matches!(
+            Request::decode(&body),
+            Ok((1, Request::Mkdir { path: b"d", .. }))
+        ));
     }
 
     #[test]

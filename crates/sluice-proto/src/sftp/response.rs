@@ -93,9 +93,8 @@ impl<'a> Reply<'a> {
             kind,
             why,
         })?;
-        let reply = Self::decode_body(kind, id, &mut r)
-            .and_then(|q| r.finish().map(|()| q))
-            .map_err(|why| DecodeError {
+        // Bytes after the last field are ignored, as OpenSSH's sftp does.
+        let reply = Self::decode_body(kind, id, &mut r).map_err(|why| DecodeError {
                 id: Some(id),
                 kind,
                 why,
@@ -186,7 +185,6 @@ impl Limits {
             max_write: r.u64()?,
             max_handles: r.u64()?,
         };
-        r.finish()?;
         Ok(l)
     }
 }
@@ -198,7 +196,6 @@ pub fn statvfs(data: &[u8]) -> Result<super::reply::Statvfs, WireError> {
     for x in &mut v {
         *x = r.u64()?;
     }
-    r.finish()?;
     let [bsize, frsize, blocks, bfree, bavail, files, ffree, favail, fsid, flag, namemax] = v;
     Ok(super::reply::Statvfs {
         bsize,
@@ -221,7 +218,6 @@ pub fn sha256_range(data: &[u8]) -> Result<(u64, [u8; 32]), WireError> {
     let mut r = Reader::new(data);
     let n = r.u64()?;
     let h = r.string()?;
-    r.finish()?;
     let h: [u8; 32] = h.try_into().map_err(|_| WireError::BadValue)?;
     Ok((n, h))
 }
@@ -235,7 +231,6 @@ pub type NameLists = (Vec<Vec<u8>>, Vec<Vec<u8>>);
 pub fn users_groups(data: &[u8]) -> Result<NameLists, WireError> {
     let mut r = Reader::new(data);
     let (users, groups) = (r.string()?, r.string()?);
-    r.finish()?;
     let list = |b: &[u8]| -> Result<Vec<Vec<u8>>, WireError> {
         let mut r = Reader::new(b);
         let mut v = Vec::new();
@@ -357,9 +352,9 @@ mod tests {
         // A request type where a reply belongs.
         let b = [fxp::OPEN, 0, 0, 0, 1];
         assert_eq!(Reply::decode(&b).unwrap_err().why, WireError::BadValue);
-        // Trailing bytes after a handle.
+        // Trailing bytes after a handle are ignored, as OpenSSH's sftp.
         let b = [fxp::HANDLE, 0, 0, 0, 1, 0, 0, 0, 1, b'h', 0];
-        assert_eq!(Reply::decode(&b).unwrap_err().why, WireError::TrailingData);
+        assert!(matches!(Reply::decode(&b), Ok(Reply::Handle { handle: b"h", .. })));
         // A status code alone (old servers) is fine.
         let b = [fxp::STATUS, 0, 0, 0, 1, 0, 0, 0, 4];
         assert!(matches!(
