@@ -162,7 +162,19 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
             if rest.iter().any(|a| a == "--help") {
                 return Ok(help(crate::path_bench::USAGE));
             }
-            return crate::path_bench::parse(rest).map(Invocation::Bench);
+            let o = crate::path_bench::parse(rest)?;
+            // Its runs choose their own commands: words after the
+            // destination would be dropped, so they are refused.
+            if let Ok(Invocation::Connect(c)) = parse(&o.ssh_args) {
+                if !c.command.is_empty() {
+                    return Err(format!(
+                        "bench: unexpected words after the destination: {}\n{}",
+                        c.command.join(" "),
+                        crate::path_bench::USAGE
+                    ));
+                }
+            }
+            return Ok(Invocation::Bench(o));
         }
         Some("demo-helper") => {
             return Ok(Invocation::DemoHelper(
@@ -486,6 +498,8 @@ mod tests {
             Invocation::Help(_)
         ));
         assert!(parse(&words("bench")).is_err());
+        let e = parse(&words("bench -p 2 h cat x")).unwrap_err();
+        assert!(e.starts_with("bench: unexpected words after the destination: cat x"), "{e}");
     }
 
     fn p(s: &str) -> Result<Invocation, String> {
