@@ -35,6 +35,8 @@ struct Fetch {
     high: u64,
     closing: bool,
     error: Option<String>,
+    /// When it started, for its progress line.
+    since: std::time::Instant,
 }
 
 /// Downloads of small files, in flight together.
@@ -165,6 +167,7 @@ impl Downloads {
                 high: 0,
                 closing: false,
                 error: None,
+                since: std::time::Instant::now(),
             },
         );
         Ok(())
@@ -329,10 +332,17 @@ impl Downloads {
                 ));
             }
         }
-        if let Some(e) = f.error {
-            say(&e);
-            self.failed = true;
-            let _ = std::fs::remove_file(&f.tmp);
+        match f.error {
+            Some(e) => {
+                say(&e);
+                self.failed = true;
+                let _ = std::fs::remove_file(&f.tmp);
+            }
+            None => {
+                if let Some(t) = &self.o.tally {
+                    t.file(&String::from_utf8_lossy(&f.remote), end, f.since);
+                }
+            }
         }
         Ok(())
     }

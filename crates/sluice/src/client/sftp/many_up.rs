@@ -47,6 +47,9 @@ struct File {
     step: Step,
     /// The first error, reported once the file is closed.
     error: Option<String>,
+    /// Its size and when it started, for its progress line.
+    size: u64,
+    since: std::time::Instant,
 }
 
 /// Uploads of small files, in flight together.
@@ -169,6 +172,8 @@ impl Uploads {
         self.files.insert(
             n,
             File {
+                size: data.len() as u64,
+                since: std::time::Instant::now(),
                 local,
                 remote,
                 written,
@@ -343,7 +348,12 @@ impl Uploads {
                     return Ok(());
                 }
             }
-            None => crate::log!(Debug2, "Uploaded {}", f.local.display()),
+            None => {
+                crate::log!(Debug2, "Uploaded {}", f.local.display());
+                if let Some(t) = &self.o.tally {
+                    t.file(&f.local.to_string_lossy(), f.size, f.since);
+                }
+            }
         }
         self.files.remove(&n);
         Ok(())

@@ -2,8 +2,15 @@
 //! name, percent, bytes, rate and ETA on one line rewritten in place
 //! (about once a second), the elapsed time once done. Only drawn when
 //! asked for (stdout a terminal, not -q, not batch mode).
+//!
+//! A recursive copy moves its small files many at a time (many_up.rs,
+//! many_down.rs, on several connections with spread.rs), so no one file
+//! has a meter running: [`Tally`] prints each file's finished line as it
+//! lands (the line scp leaves behind for a fast file) and, at the end, one
+//! total line for the tree.
 
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// One file's meter.
@@ -56,6 +63,15 @@ impl Meter {
         }
     }
 
+    /// The finished line of a file moved whole since `since` (no meter
+    /// ran while it was in flight).
+    fn finished_line(name: &str, size: u64, since: Instant) {
+        let mut m = Meter::new(true, name, size, 0);
+        m.started = since;
+        m.done = size;
+        m.done();
+    }
+
     fn draw(&self, finished: bool) {
         let elapsed = self.started.elapsed().as_secs_f64().max(0.001);
         let moved = self.done.saturating_sub(self.start_at);
@@ -88,6 +104,64 @@ impl Meter {
         let _ = write!(out, "\r{name:<room$}{right}");
         let _ = out.flush();
     }
+}
+
+/// The files of one recursive copy, shared by every connection taking a
+/// share of them: one finished line per file and a total at the end, when
+/// the meter is on.
+#[derive(Debug)]
+pub struct Tally {
+    on: bool,
+    started: Instant,
+    /// Files and bytes so far; the lock also keeps lines whole.
+    seen: Mutex<(u64, u64)>,
+}
+
+impl Tally {
+    /// A tally that prints only when `on` (the meter's own switch).
+    pub fn new(on: bool) -> Arc<Tally> {
+        Arc::new(Tally {
+            on,
+            started: Instant::now(),
+            seen: Mutex::new((0, 0)),
+        })
+    }
+
+    /// A small file of `size` bytes landed, started at `since`: its line.
+    pub fn file(&self, name: &str, size: u64, since: Instant) {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        *seen = (seen.0 + 1, seen.1 + size);
+        if self.on {
+            Meter::finished_line(name, size, since);
+        }
+    }
+
+    /// A large file landed; its own meter already drew its line.
+    pub fn counted(&self, size: u64) {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        *seen = (seen.0 + 1, seen.1 + size);
+    }
+
+    /// The line that ends a copy of more than one file:
+    /// `1000 files, 31.9MB in 00:02, 15.9MB/s`.
+    pub fn total(&self) {
+        let (files, bytes) = *self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if self.on && files > 1 {
+            crate::outln!("{}", total_line(files, bytes, self.started.elapsed()));
+        }
+    }
+}
+
+fn total_line(files: u64, bytes: u64, took: Duration) -> String {
+    let secs = took.as_secs_f64().max(0.001);
+    let s = took.as_secs();
+    format!(
+        "{files} files, {} in {:02}:{:02}, {}/s",
+        units(bytes).trim_start(),
+        s / 60,
+        s % 60,
+        units((bytes as f64 / secs) as u64).trim_start()
+    )
 }
 
 /// Bytes as progressmeter.c prints them: 5 columns and a unit.
@@ -127,5 +201,11 @@ mod tests {
         assert_eq!(super::units(99_999), "99999B ");
         assert_eq!(super::units(10 << 20), "10240KB");
         assert_eq!(super::units(300 << 20), "  300MB");
+    }
+
+    #[test]
+    fn total_line_names_files_bytes_time_and_rate() {
+        let l = super::total_line(1000, 32 << 20, std::time::Duration::from_secs(2));
+        assert_eq!(l, "1000 files, 32768KB in 00:02, 16384KB/s");
     }
 }

@@ -7,6 +7,7 @@
 
 use super::commands::{put_tree_quiet, Failure};
 use super::many_down::{self, Downloads};
+use super::progress::Tally;
 use super::remote::{self, absolute, basename};
 use super::session::{Behind, EarlyOpen, First, OpenAhead, Sftp, SftpError};
 use super::transfer::{self, os_text, Options, TransferError};
@@ -50,6 +51,9 @@ fn lossy(b: &[u8]) -> String {
 pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -> i32 {
     // Extra connections' messages look like this one's.
     set.transfer.tag = "scp: ";
+    // Each file's line and, for more than one, the total at the end.
+    let tally = Tally::new(set.transfer.progress);
+    set.transfer.tally = Some(tally.clone());
     // The destination (or the one remote source) is stat'ed with the
     // session's first requests: a round trip less.
     let dot = |p: &Vec<u8>| {
@@ -133,6 +137,7 @@ pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -
         s.discard_early_open(e);
     }
     s.finish();
+    tally.total();
     match r {
         Ok(true) => 0,
         Ok(false) => 1,
@@ -235,7 +240,12 @@ fn copy_down(
     o: &Options,
 ) -> Result<bool, String> {
     match transfer::download_opened(s, m, stated, opened, local, o) {
-        Ok(()) => Ok(true),
+        Ok(()) => {
+            if let (Some(t), Ok(meta)) = (&o.tally, std::fs::metadata(local)) {
+                t.counted(meta.len());
+            }
+            Ok(true)
+        }
         Err(TransferError::Fatal(f)) => Err(f),
         Err(TransferError::Failed(f)) => {
             say(&f);
@@ -353,7 +363,11 @@ fn upload(
             continue;
         }
         match transfer::upload_opened(s, l, &dest, &set.transfer, pre.take()) {
-            Ok(()) => {}
+            Ok(()) => {
+                if let Some(t) = &set.transfer.tally {
+                    t.counted(meta.len());
+                }
+            }
             Err(TransferError::Fatal(f)) => return Err(f),
             Err(TransferError::Failed(f)) => {
                 say(&f);

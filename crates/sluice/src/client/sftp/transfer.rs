@@ -48,6 +48,9 @@ pub struct Options {
     pub limit: Option<std::sync::Arc<super::bwlimit::BwLimit>>,
     /// What messages of extra connections start with (scp's "scp: ").
     pub tag: &'static str,
+    /// A recursive copy's files and total (progress.rs), shared with the
+    /// extra connections.
+    pub tally: Option<std::sync::Arc<super::progress::Tally>>,
 }
 
 impl Default for Options {
@@ -62,6 +65,7 @@ impl Default for Options {
             parallel: None,
             limit: None,
             tag: "",
+            tally: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 use super::*;
 use crate::client::sftp::many_down::{self, Downloads};
 use crate::client::sftp::many_up::{self as many, Uploads};
+use crate::client::sftp::progress::Tally;
 use crate::client::sftp::session::{Behind, OpenAhead};
 
 impl Shell {
@@ -135,9 +136,15 @@ impl Shell {
         local: &Path,
         o: &Options,
     ) -> Result<(), Fail> {
+        let tally = Tally::new(o.progress);
+        let o = &Options {
+            tally: Some(tally.clone()),
+            ..o.clone()
+        };
         let mut batch = Downloads::new(o);
         let walked = self.walk_down(&mut batch, remote_dir, local, o);
         let flushed = batch.drain(&mut self.s, &mut |m| crate::errln!("{m}"));
+        tally.total();
         match (walked, flushed) {
             (Err(Fail::Fatal(f)), _) | (_, Err(f)) => Err(Fail::Fatal(f)),
             (Err(Fail::Failed), _) | (_, Ok(false)) => Err(Fail::Failed),
@@ -187,7 +194,11 @@ impl Shell {
                             .map_err(Fail::Fatal)
                     } else {
                         failed |= !settle_down(&mut self.s, batch)?;
-                        transfer::download(&mut self.s, &r, &l, o).map_err(transfer_err)
+                        let r = transfer::download(&mut self.s, &r, &l, o);
+                        if let (Ok(()), Some(t)) = (&r, &o.tally) {
+                            t.counted(e.attrs.size.unwrap_or(0));
+                        }
+                        r.map_err(transfer_err)
                     }
                 }
                 _ => {
@@ -334,7 +345,14 @@ impl Shell {
         if !self.set.quiet {
             crate::outln!("Entering {}", local.display());
         }
-        put_tree(&mut self.s, local, remote_dir, o, self.set.quiet)
+        let tally = Tally::new(o.progress);
+        let o = Options {
+            tally: Some(tally.clone()),
+            ..o.clone()
+        };
+        let r = put_tree(&mut self.s, local, remote_dir, &o, self.set.quiet);
+        tally.total();
+        r
     }
 }
 
@@ -430,7 +448,11 @@ fn walk_up(
                     .map_err(Fail::Fatal)
             } else {
                 failed |= !settle(s, batch)?;
-                transfer::upload(s, &l, &r, o).map_err(transfer_err)
+                let r = transfer::upload(s, &l, &r, o);
+                if let (Ok(()), Some(t)) = (&r, &o.tally) {
+                    t.counted(meta.len());
+                }
+                r.map_err(transfer_err)
             }
         } else {
             crate::log!(Info, "Skipping non-regular file {}", l.display());
