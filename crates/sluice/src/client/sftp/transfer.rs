@@ -794,6 +794,11 @@ pub fn send_file(
                         next = sp.start;
                         end = sp.end.unwrap_or(sp.start);
                     }
+                    // The last span of a resumed file: the CLOSE may go.
+                    None if !matches!(close, Closing::No) => {
+                        local_eof = true;
+                        break;
+                    }
                     None => break,
                 }
             }

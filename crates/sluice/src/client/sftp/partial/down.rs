@@ -64,7 +64,7 @@ fn open_existing(part: &Path) -> TransferResult<Option<File>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(refuse_link(part)),
         Err(e) => Err(TransferError::local(
-            format!("open local \"{}\"", local.display()),
+            format!("open local \"{}\"", part.display()),
             e,
         )),
     }
