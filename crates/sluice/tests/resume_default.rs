@@ -279,3 +279,68 @@ fn killed_copies_resume_from_their_partial_file_on_one_stream_or_auto() {
         std::fs::remove_file(&dst).unwrap();
     }
 }
+
+/// A failure the program sees (the local file may not grow past 12 or 24
+/// MiB, as sh counts blocks: RLIMIT_FSIZE, with SIGXFSZ ignored so the
+/// write fails with EFBIG):
+/// with KeepPartial yes (the default) the part and its record stay with a
+/// line naming them and `reget` finishes the file; with KeepPartial no
+/// nothing is left.
+#[test]
+fn keep_partial_keeps_or_removes_what_a_failed_copy_wrote() {
+    let s = Setup::new("resume-keep");
+    let src = s.dir.path("src.bin");
+    std::fs::write(&src, data(48 << 20, 9)).unwrap();
+    let want = sha_of(&src);
+    let server = start_sftp(&s, "internal-sftp", "");
+    let state = s.dir.path("state");
+    for keep in ["yes", "no"] {
+        let d = s.dir.path(&format!("keep_{keep}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let dst = d.join("f.bin");
+        let line = |c: &str| format!("{c} {} {}", src.display(), dst.display());
+        let opt = format!("KeepPartial={keep}");
+        let c = sftp(&s, &server, &state, "1", &line("get"), &["-o", &opt]);
+        // Through a shell that sets the limit for what it runs.
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 24576; exec \"$0\" \"$@\"")
+            .arg(c.get_program())
+            .args(c.get_args())
+            .envs(c.get_envs().filter_map(|(k, v)| Some((k, v?))));
+        let o = run(sh, b"", 120);
+        let log = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            !o.status.success(),
+            "KeepPartial {keep}: the get should fail:\n{log}"
+        );
+        assert!(
+            !dst.exists(),
+            "KeepPartial {keep}: a short file under the final name"
+        );
+        let part = d.join(".f.bin.sluice-part");
+        if keep == "yes" {
+            assert!(part.is_file(), "no partial file kept:\n{log}");
+            assert!(log.contains("Kept the partial file"), "not said:\n{log}");
+            let kept = recorded(&d.join(".f.bin.sluice-ranges"));
+            assert!(kept >= 8 << 20, "{kept} bytes recorded");
+            let o = run(
+                sftp(&s, &server, &state, "1", &line("reget"), &[]),
+                b"",
+                120,
+            );
+            let log = String::from_utf8_lossy(&o.stderr).into_owned();
+            assert!(o.status.success(), "reget:\n{log}");
+            assert_eq!(sha_of(&dst), want);
+            let n = crossed(&log, false);
+            assert!(
+                n < (48 << 20) - kept + (1 << 20),
+                "reget fetched {n}:\n{log}"
+            );
+        } else {
+            assert!(!log.contains("Kept the partial file"), "{log}");
+        }
+        let left = hidden(&d);
+        assert!(left.is_empty(), "KeepPartial {keep}: left behind: {left:?}");
+    }
+}
