@@ -41,6 +41,7 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
     ),
     ("cryptothreads", "sluice-only keyword"),
     ("streams", "sluice-only keyword"),
+    ("keeppartial", "sluice-only keyword"),
     ("tcprcvbuf", "sluice-only keyword"),
     ("tcpsndbuf", "sluice-only keyword"),
     ("remotercvbuf", "sluice-only keyword"),

@@ -12,11 +12,11 @@ use std::path::PathBuf;
 
 /// The options getopt takes (cli/manpages.rs checks them against the usage
 /// and the manual page); `-D` and `-S` are refused after parsing.
-pub const OPTIONS: &str = "346ABCOpqRrsTvc:D:F:i:J:l:o:P:S:X:";
+pub const OPTIONS: &str = "346aABCOpqRrsTvc:D:F:i:J:l:o:P:S:X:";
 
 /// The usage text, as OpenSSH's (without the refused `-D` and `-S`).
 pub const USAGE: &str =
-    "usage: sluice-scp [-346ABCOpqRrsTv] [-c cipher] [-F ssh_config] [-i identity_file]
+    "usage: sluice-scp [-346aABCOpqRrsTv] [-c cipher] [-F ssh_config] [-i identity_file]
            [-J destination] [-l limit] [-o ssh_option] [-P port]
            [-X sftp_option] source ... target";
 
@@ -62,6 +62,11 @@ pub fn main(argv: &[String]) -> i32 {
             }
         }
         let r: Result<(), String> = match c {
+            // Ours (scp has none): resume as sftp's reget and reput.
+            'a' => {
+                set.transfer.resume = true;
+                Ok(())
+            }
             'p' => {
                 set.transfer.preserve = true;
                 Ok(())
@@ -113,7 +118,14 @@ pub fn main(argv: &[String]) -> i32 {
         limit: ssh.limit,
         progress: set.transfer.progress,
     };
-    if place(&target[0]).is_some() && srcs.iter().any(|a| place(a).is_some()) {
+    let between_hosts = place(&target[0]).is_some() && srcs.iter().any(|a| place(a).is_some());
+    if set.transfer.resume && (legacy || between_hosts) {
+        crate::errln!(
+            "sluice-scp: -a resumes copies over SFTP only: not with -O or between two remote hosts"
+        );
+        return 1;
+    }
+    if between_hosts {
         return remote_to_remote(&ssh, srcs, &target[0], &l, by_origin);
     }
     let mut host: Option<(Option<String>, String)> = None;
@@ -177,6 +189,8 @@ pub fn main(argv: &[String]) -> i32 {
         .limit
         .map(|k| std::sync::Arc::new(crate::client::sftp::bwlimit::BwLimit::new(k)));
     set.transfer.parallel = parallel(&ssh, &copts, user.as_deref(), &host, "sftp");
+    set.transfer.place = format!("{}@{}:{}", copts.user, copts.host, copts.port);
+    set.transfer.keep_partial = copts.keep_partial;
     run(copts, move |link| {
         let par = set.transfer.parallel.clone();
         let code = scp::main(link, set, sources, target);

@@ -110,6 +110,8 @@ pub fn main(argv: &[String]) -> i32 {
         .limit
         .map(|k| std::sync::Arc::new(crate::client::sftp::bwlimit::BwLimit::new(k)));
     set.transfer.parallel = parallel(&ssh, &copts, user.as_deref(), &host, &subsystem);
+    set.transfer.place = format!("{}@{}:{}", copts.user, copts.host, copts.port);
+    set.transfer.keep_partial = copts.keep_partial;
     run(copts, move |link| {
         let par = set.transfer.parallel.clone();
         let code = commands::main(link, set);

@@ -320,6 +320,7 @@ pub fn print_config(r: &Resolved, req: &SessionRequest) -> Result<String, Client
         ("remotercvbuf", or("remotercvbuf", "0")),
         ("remotesndbuf", or("remotesndbuf", "0")),
         ("streams", streams(r)?.to_string()),
+        ("keeppartial", yn(r.flag("keeppartial", true))),
         ("metrics", yn(r.flag("metrics", false))),
         (
             "metricsinterval",
@@ -559,6 +560,7 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         server_alive: setup::server_alive(r),
         control_master: control_master(r)?,
         streams: streams(r)?,
+        keep_partial: r.flag("keeppartial", true),
         metrics: metrics_plan(r)?,
         identities: ids,
         host_key_check: check,

@@ -89,6 +89,9 @@ pub struct ClientOptions {
     pub control_master: Option<(String, bool)>,
     /// Streams: connections a file copy may use (sftp/parallel.rs).
     pub streams: sftp::parallel::Streams,
+    /// KeepPartial: a failed sftp or scp copy keeps its partial file for a
+    /// resume (sftp/partial/).
+    pub keep_partial: bool,
     /// Metrics, MetricsInterval, MetricsPath (client/metrics.rs).
     pub metrics: metrics::MetricsPlan,
 }
@@ -120,6 +123,7 @@ impl ClientOptions {
             server_alive: (None, 3),
             control_master: None,
             streams: sftp::parallel::Streams::Auto,
+            keep_partial: true,
             metrics: metrics::MetricsPlan {
                 interval: Duration::from_secs(1),
                 ..Default::default()

@@ -93,6 +93,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "controlmaster",
     "controlpath",
     "streams",
+    "keeppartial",
     "updatehostkeys",
     "bindaddress",
     "bindinterface",

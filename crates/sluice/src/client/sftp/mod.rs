@@ -11,13 +11,15 @@
 //!
 //! - `channel.rs`: the in-process channel end and the program's [`Link`].
 //! - `session.rs`: requests and replies, the version exchange, limits.
-//! - `transfer.rs`: pipelined downloads and uploads, resume, temp names;
-//!   `depth.rs`: how many requests a transfer keeps in flight.
+//! - `transfer.rs`: pipelined downloads and uploads;
+//!   `depth.rs`: how many requests a transfer keeps in flight;
+//!   `partial/`: the partial file every copy writes and what a resume
+//!   takes from it (`down.rs`, `up.rs`).
 //! - `progress.rs`: the progress meter; `bwlimit.rs`: `-l`.
 //! - `many_up.rs`, `many_down.rs`: small files, many in flight on one session.
 //! - `spread.rs`: many small files dealt out over several connections.
 //! - `parallel.rs`: a large file over several connections (Streams);
-//!   `resume.rs`: its partial name and record of completed ranges.
+//!   `resume.rs`: the record of a copy's completed ranges.
 //! - `commands/`: sftp's commands (batch files and the prompt): `mod.rs` the
 //!   loop and dispatch, `xfer.rs` get and put, `ops.rs` the others,
 //!   `words.rs` command lines.
@@ -31,6 +33,7 @@ pub mod depth;
 pub mod many_down;
 pub mod many_up;
 pub mod parallel;
+pub mod partial;
 pub mod progress;
 pub mod remote;
 pub mod resume;

@@ -14,7 +14,7 @@
 //! tenth or more (see `steer`), and gives back a step that did not.
 //!
 //! Safety: a connection that dies hands its range back to the others; the
-//! file is renamed into place (transfer.rs) only when every range was
+//! file is renamed into place (partial/) only when every range was
 //! acknowledged, so a short file never appears under the final name.
 //! Each range acknowledged is added to the copy's record (resume.rs), so
 //! a killed copy resumes without copying completed ranges again.
@@ -198,15 +198,6 @@ impl Parallel {
     /// What makes one more connection.
     pub fn connector(&self) -> Connector {
         self.shared.connect.clone()
-    }
-
-    /// Who the copies are with, `user@host:port` (resume records are
-    /// keyed by it).
-    pub fn place(&self) -> String {
-        match (self.shared.connect)() {
-            Ok(o) => format!("{}@{}:{}", o.user, o.host, o.port),
-            Err(_) => String::new(),
-        }
     }
 
     /// Whether a file of `size` bytes goes in ranges over the session `s`.

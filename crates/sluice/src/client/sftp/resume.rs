@@ -1,9 +1,10 @@
-//! Resume per range for a file copied over several connections
-//! (parallel.rs). Such a copy writes to a fixed partial name beside the
-//! target, `.NAME.sluice-part`, and after each range is acknowledged adds
-//! it to a small record of completed ranges, so a run that is killed can
-//! be taken up again with `-a`/`reget`/`reput`: only the ranges not in the
-//! record are copied again.
+//! The record of a copy's completed ranges, for a resume. Every copy
+//! writes to a fixed partial name beside the target, `.NAME.sluice-part`
+//! (partial/), and adds what is complete to a small record: a copy over
+//! several connections (parallel.rs) each range as it is acknowledged, one
+//! stream its pieces every few MiB (partial::Checkpoint). A run that is
+//! killed can be taken up again with `-a`/`reget`/`reput`: only the ranges
+//! not in the record are copied again.
 //!
 //! Where the record lives: for a download beside the partial file
 //! (`.NAME.sluice-ranges`); for an upload on this machine, under
@@ -11,12 +12,14 @@
 //! a hash of what it is for. Either way the record names what it is for
 //! (a hash of host, port, user, both paths, and the source's size and
 //! mtime), so a changed source or another copy's record starts over.
-//! The record is only a hint: parallel.rs checks each range against
-//! sluiced's sha256-range@sluice.dev before skipping it, and trusts it on
-//! a stock server only because size and mtime matched.
+//! The record is only a hint: [`checked`] checks each range against
+//! sluiced's sha256-range@sluice.dev before it is skipped, and trusts it on
+//! a stock server only because size and mtime matched. It is never read or
+//! written through a symbolic link.
 
+use super::partial::same_range;
 use super::session::Sftp;
-use super::transfer::{same_range, show, TransferResult};
+use super::transfer::{show, TransferResult};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -67,6 +70,8 @@ pub struct Record {
     path: PathBuf,
     key: String,
     size: u64,
+    /// Kept under the state directory (made with the first record).
+    upload: bool,
     done: Mutex<Vec<(u64, u64)>>,
 }
 
@@ -84,7 +89,7 @@ impl Record {
             &mtime.to_be_bytes(),
         ]);
         let path = PathBuf::from(std::ffi::OsStr::from_bytes(&beside(l, ".sluice-ranges")));
-        Record::at(path, key, size)
+        Record::at(path, key, size, false)
     }
 
     /// The record of uploading `local` (`size` bytes, modified at `mtime`
@@ -107,14 +112,15 @@ impl Record {
         ]);
         let dir = state_dir()?;
         let name: String = key.chars().take(32).collect();
-        Some(Record::at(dir.join(name), key, size))
+        Some(Record::at(dir.join(name), key, size, true))
     }
 
-    fn at(path: PathBuf, key: String, size: u64) -> Record {
+    fn at(path: PathBuf, key: String, size: u64, upload: bool) -> Record {
         Record {
             path,
             key,
             size,
+            upload,
             done: Mutex::new(Vec::new()),
         }
     }
@@ -127,10 +133,8 @@ impl Record {
     /// The completed ranges the record on disk lists, when it is ours and
     /// well formed; anything else is ignored with a -v line.
     pub fn load(&self) -> Vec<(u64, u64)> {
-        let text = match std::fs::metadata(&self.path) {
-            Ok(m) if m.is_file() && m.len() <= MAX_RECORD => {
-                std::fs::read_to_string(&self.path).map_err(|e| format!("unreadable: {e}"))
-            }
+        let text = match std::fs::symlink_metadata(&self.path) {
+            Ok(m) if m.is_file() && m.len() <= MAX_RECORD => read_nofollow(&self.path),
             Ok(_) => Err("not a small regular file".into()),
             Err(_) => return Vec::new(),
         };
@@ -197,9 +201,18 @@ impl Record {
         self.save(&d);
     }
 
-    /// The copy is whole (or starts over): the record goes.
+    /// The copy is whole (or starts over): the record goes (unlink
+    /// removes a link itself, never what it points to).
     pub fn remove(&self) {
         let _ = std::fs::remove_file(&self.path);
+        // And what a kill in the middle of a save left.
+        let _ = std::fs::remove_file(self.temp_path());
+    }
+
+    fn temp_path(&self) -> PathBuf {
+        let mut tmp = self.path.clone().into_os_string();
+        tmp.push(".new");
+        PathBuf::from(tmp)
     }
 
     /// Written to a temporary name and renamed, so a kill mid-write leaves
@@ -210,9 +223,16 @@ impl Record {
         for (a, b) in done {
             text.push_str(&format!("done {a} {b}\n"));
         }
-        let mut tmp = self.path.clone().into_os_string();
-        tmp.push(".new");
-        let tmp = PathBuf::from(tmp);
+        let tmp = self.temp_path();
+        // The state directory is made with the first record (0700).
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.exists() && self.upload {
+                let _ = std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir);
+            }
+        }
         let r = OpenOptions::new()
             .write(true)
             .create(true)
@@ -302,7 +322,8 @@ pub fn missing(size: u64, done: &[(u64, u64)], step: u64) -> Vec<(u64, u64)> {
     out
 }
 
-/// `$XDG_STATE_HOME/sluice/resume` (or `~/.local/state/...`), made 0700.
+/// `$XDG_STATE_HOME/sluice/resume` (or `~/.local/state/...`), made 0700
+/// only when a record is first written (a small upload writes none).
 fn state_dir() -> Option<PathBuf> {
     let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
         Some(d) => PathBuf::from(d),
@@ -310,13 +331,20 @@ fn state_dir() -> Option<PathBuf> {
             PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".local/state")
         }
     };
-    let dir = base.join("sluice/resume");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .ok()?;
-    Some(dir)
+    Some(base.join("sluice/resume"))
+}
+
+/// A small file's text, opened without following a link.
+fn read_nofollow(p: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let mut text = String::new();
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(p)
+        .and_then(|f| f.take(MAX_RECORD).read_to_string(&mut text))
+        .map_err(|e| format!("unreadable: {e}"))?;
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -359,6 +387,14 @@ mod tests {
         assert!(r.load().is_empty());
         r.remove();
         assert!(r.load().is_empty());
+        // A record that is a symbolic link is not read.
+        r.reset(&[(0, 10)]);
+        let real = dir.join("real");
+        std::fs::rename(r.path(), &real).unwrap();
+        std::os::unix::fs::symlink(&real, r.path()).unwrap();
+        assert!(r.load().is_empty());
+        r.remove();
+        assert!(real.is_file(), "the link's target stays");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -74,7 +74,7 @@ pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -
     let guessable = |p: &[u8]| !matches!(basename(p), b"" | b"." | b"..");
     let open = match (&target, sources.as_slice()) {
         (Place::Remote(t), [Place::Local(l)]) if !set.transfer.resume && guessable(t) => {
-            transfer::early_temp(l, t)
+            transfer::early_part(l, t)
         }
         (Place::Local(_), [Place::Remote(p)]) if !remote::has_glob(p) && guessable(p) => {
             Some(OpenAhead {

@@ -4,28 +4,27 @@
 //! in whatever order they come and written at their offsets (pwrite), so
 //! a server that answers out of order is fine.
 //!
-//! Safety: a download goes to a temporary name beside the target and is
-//! renamed over it only once whole, so a killed transfer never leaves a
-//! short file under the final name; an upload does the same on the server
-//! when it has posix-rename@openssh.com, else writes in place as sftp does.
-//! Resuming (reget, reput, -a) appends to the existing prefix in place,
-//! after checking it by SHA-256 with sluiced (sha256-range@sluice.dev); a
-//! prefix that differs is not built on: the whole file is sent again.
+//! Safety: a download goes to the partial name `.NAME.sluice-part` beside
+//! the target and is renamed over it only once whole, so a killed transfer
+//! never leaves a short file under the final name; an upload does the same
+//! on the server when it has posix-rename@openssh.com, else writes in place
+//! as sftp does. What was written is recorded as it goes, so reget, reput
+//! and -a take a killed copy up where it stopped (partial/: the names, the
+//! record, the checks by SHA-256 against sluiced).
 
 use super::depth::Depth;
+use super::partial::{down, spans, up, Checkpoint};
 use super::progress::Meter;
-use super::resume::{self, Record};
+use super::resume;
 use super::session::{
     self, EarlyOpen, InFlight, OpenAhead, Sftp, SftpError, SftpResult, WriteFromError,
 };
-use sluice_proto::sftp::{pflags, Attrs, Extended, Reply, Request, Status, MAX_HASH_RANGE};
+use sluice_proto::sftp::{pflags, Attrs, Extended, Reply, Request, Status};
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::path::Path;
 
 /// How to transfer (sftp's and scp's flags).
 #[derive(Debug, Clone)]
@@ -51,6 +50,12 @@ pub struct Options {
     /// A recursive copy's files and total (progress.rs), shared with the
     /// extra connections.
     pub tally: Option<std::sync::Arc<super::progress::Tally>>,
+    /// Who the copies are with, `user@host:port` (resume records are keyed
+    /// by it).
+    pub place: String,
+    /// ssh_config KeepPartial: a failed copy keeps its partial file and
+    /// record for a resume (partial/).
+    pub keep_partial: bool,
 }
 
 impl Default for Options {
@@ -66,6 +71,8 @@ impl Default for Options {
             limit: None,
             tag: "",
             tally: None,
+            place: String::new(),
+            keep_partial: true,
         }
     }
 }
@@ -80,13 +87,13 @@ pub enum TransferError {
 }
 
 impl TransferError {
-    fn remote(what: String, e: SftpError) -> TransferError {
+    pub(super) fn remote(what: String, e: SftpError) -> TransferError {
         match e {
             SftpError::Fatal(m) => TransferError::Fatal(m),
             e => TransferError::Failed(format!("{what}: {e}")),
         }
     }
-    fn local(what: String, e: io::Error) -> TransferError {
+    pub(super) fn local(what: String, e: io::Error) -> TransferError {
         TransferError::Failed(format!("{what}: {}", os_text(&e)))
     }
 }
@@ -123,7 +130,8 @@ fn chunk(o: &Options, max: u32) -> u32 {
     }
 }
 
-/// A temporary name beside `target`: `.name.sluice-XXXXXX`.
+/// A temporary name beside `target`: `.name.sluice-XXXXXX` (many small
+/// files at once, many_up.rs and many_down.rs: not resumed).
 pub(super) fn temp_beside(target: &[u8], salt: u64) -> Vec<u8> {
     let (dir, base) = match target.iter().rposition(|b| *b == b'/') {
         Some(i) => (
@@ -139,127 +147,12 @@ pub(super) fn temp_beside(target: &[u8], salt: u64) -> Vec<u8> {
     t
 }
 
-/// Whether `temp` is a temporary name [`temp_beside`] makes for `target`
-/// (whatever its salt).
-pub fn is_temp_beside(temp: &[u8], target: &[u8]) -> bool {
-    let unsalted = temp_beside(target, 0);
-    // The salt is the last six characters.
-    let keep = unsalted.len().saturating_sub(6);
-    temp.len() == unsalted.len() && temp.get(..keep) == unsalted.get(..keep)
-}
-
 pub(super) fn salt() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos() as u64 ^ d.as_secs())
         .unwrap_or(0);
     t ^ (u64::from(std::process::id()) << 20)
-}
-
-/// SHA-256 of `f`'s bytes in `[off, off + len)`.
-fn local_hash(f: &File, off: u64, len: u64) -> io::Result<(u64, [u8; 32])> {
-    let mut ctx = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
-    let mut buf = vec![0u8; 1 << 20];
-    let mut done = 0u64;
-    while done < len {
-        let want = (len - done).min(buf.len() as u64) as usize;
-        let b = buf.get_mut(..want).unwrap_or_default();
-        let n = f.read_at(b, off + done)?;
-        if n == 0 {
-            break;
-        }
-        ctx.update(b.get(..n).unwrap_or_default());
-        done += n as u64;
-    }
-    let mut h = [0u8; 32];
-    h.copy_from_slice(ctx.finish().as_ref());
-    Ok((done, h))
-}
-
-/// Whether the first `len` bytes of `local` and `remote` are the same, by
-/// sha256-range@sluice.dev; None when the server cannot tell (not sluiced:
-/// OpenSSH's rule, trust the size, applies). Pieces of `MAX_HASH_RANGE`,
-/// two in flight, so the server hashes one while we hash ours.
-fn same_prefix(
-    s: &mut Sftp,
-    remote: &[u8],
-    local: &File,
-    len: u64,
-) -> TransferResult<Option<bool>> {
-    same_range(s, remote, local, 0, len)
-}
-
-/// Whether `local` and `remote` hold the same bytes in `[at, at + len)`
-/// (see `same_prefix`).
-pub(super) fn same_range(
-    s: &mut Sftp,
-    remote: &[u8],
-    local: &File,
-    at: u64,
-    len: u64,
-) -> TransferResult<Option<bool>> {
-    if !s.has("sha256-range@sluice.dev", "1") {
-        return Ok(None);
-    }
-    let what = || format!("Couldn't check \"{}\"", show(remote));
-    let mut sent = 0;
-    let mut pending: std::collections::VecDeque<(u32, u64, u64)> = Default::default();
-    let mut answers: HashMap<u32, Vec<u8>> = HashMap::new();
-    let mut same = true;
-    loop {
-        while same && pending.len() < 2 && sent < len {
-            let n = (len - sent).min(MAX_HASH_RANGE);
-            let req = Request::Extended(sluice_proto::sftp::Extended::Sha256Range {
-                path: remote,
-                offset: at + sent,
-                len: n,
-            });
-            let id = s.send(&req).map_err(|e| TransferError::remote(what(), e))?;
-            pending.push_back((id, at + sent, n));
-            sent += n;
-        }
-        let Some((id, off, n)) = pending.pop_front() else {
-            break;
-        };
-        let ours = if same {
-            Some(
-                local_hash(local, off, n)
-                    .map_err(|e| TransferError::local("read local file".into(), e))?,
-            )
-        } else {
-            None
-        };
-        while !answers.contains_key(&id) {
-            let body = s.recv().map_err(|e| TransferError::remote(what(), e))?;
-            let rid = Reply::decode(&body).ok().and_then(|r| r.id()).unwrap_or(0);
-            if !pending.iter().any(|p| p.0 == rid) && rid != id {
-                return Err(TransferError::Fatal(format!(
-                    "Unexpected reply id {rid} from the server"
-                )));
-            }
-            answers.insert(rid, body);
-        }
-        let body = answers.remove(&id).unwrap_or_default();
-        let theirs = match Reply::decode(&body) {
-            Ok(Reply::ExtendedReply { data, .. }) => {
-                sluice_proto::sftp::response::sha256_range(data).map_err(|_| {
-                    TransferError::Fatal("Server sent a malformed sha256-range reply".into())
-                })?
-            }
-            Ok(Reply::Status { code, .. }) => {
-                return Err(TransferError::remote(what(), SftpError::Remote(code)))
-            }
-            _ => {
-                return Err(TransferError::Fatal(
-                    "Server sent an unexpected reply".into(),
-                ))
-            }
-        };
-        if ours.is_some_and(|o| o != theirs) {
-            same = false;
-        }
-    }
-    Ok(Some(same))
 }
 
 /// Downloads `remote` to `local`.
@@ -339,112 +232,9 @@ fn download_inner(
     }
     let mode = a.permissions.unwrap_or(0o644) & 0o777;
     let size = a.size;
-    // A copy in ranges goes to `.NAME.sluice-part` with a record of its
-    // completed ranges (resume.rs); resuming one skips those.
-    let split = match (&o.parallel, size) {
-        (Some(p), Some(sz)) if p.splits(s, sz) => Some((p, sz)),
-        _ => None,
-    };
-    let part = || path_of(&resume::part_beside(local.as_os_str().as_bytes()));
-    let record = split.map(|(p, sz)| {
-        let mt = a.atime_mtime.map_or(0, |(_, m)| u64::from(m));
-        Arc::new(Record::for_download(&p.place(), remote, local, sz, mt))
-    });
-    let mut resumed: Option<(File, Vec<(u64, u64)>)> = None;
-    if let (true, Some(rec)) = (o.resume, &record) {
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(part());
-        if let Ok(f) = f {
-            let held = f.metadata().map_or(0, |m| m.len());
-            // Ranges past the partial file's end were not written after all.
-            let done: Vec<_> = rec.load().into_iter().filter(|r| r.1 <= held).collect();
-            if !done.is_empty() {
-                let done = resume::checked(s, remote, &f, done)?;
-                resumed = Some((f, done));
-            }
-        }
-    }
-    // Resume: the existing file's length, if it is a prefix we can trust.
-    let mut start = 0;
-    let mut in_place = false;
-    if o.resume && resumed.is_none() {
-        if let Ok(m) = std::fs::metadata(local) {
-            let have = m.len();
-            if size.is_some_and(|sz| have > sz) {
-                return Err(TransferError::Failed(format!(
-                    "Unable to resume download of \"{}\": local file is larger than remote",
-                    local.display()
-                )));
-            }
-            let f = File::open(local).map_err(|e| {
-                TransferError::local(format!("open local \"{}\"", local.display()), e)
-            })?;
-            match same_prefix(s, remote, &f, have)? {
-                Some(false) => crate::errln!(
-                    "\"{}\": local prefix differs from the remote file: fetching it whole",
-                    local.display()
-                ),
-                _ => {
-                    start = have;
-                    in_place = true;
-                }
-            }
-        }
-    }
-    let open_local = |e| TransferError::local(format!("open local \"{}\"", local.display()), e);
-    let mut done = Vec::new();
-    let (file, tmp) = if let Some((f, d)) = resumed {
-        done = d;
-        (f, Some(part()))
-    } else if record.is_some() && !in_place {
-        let t = part();
-        let f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode | 0o200)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&t)
-            .map_err(|e| TransferError::local(format!("open local \"{}\"", t.display()), e))?;
-        (f, Some(t))
-    } else if in_place {
-        (
-            OpenOptions::new()
-                .write(true)
-                .open(local)
-                .map_err(open_local)?,
-            None,
-        )
-    } else {
-        let t = PathBuf::from(std::ffi::OsStr::from_bytes(&temp_beside(
-            local.as_os_str().as_bytes(),
-            salt(),
-        )));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode | 0o200)
-            .open(&t)
-        {
-            Ok(f) => (f, Some(t)),
-            // A directory we may not create in, a file we may write: in
-            // place, as sftp writes.
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && local.is_file() => {
-                crate::log!(Debug1, "temporary name refused ({e}): writing in place");
-                (
-                    OpenOptions::new()
-                        .write(true)
-                        .open(local)
-                        .map_err(open_local)?,
-                    None,
-                )
-            }
-            Err(e) => return Err(open_local(e)),
-        }
-    };
+    let mtime = a.atime_mtime.map_or(0, |(_, m)| u64::from(m));
+    // The partial file and its record (partial/down.rs).
+    let d = down::prepare(s, remote, local, size, mtime, mode, o)?;
     let (opened, from_pre) = match pre.take() {
         Some(h) => (Ok(h), true),
         None => (s.open_read(remote), false),
@@ -452,56 +242,77 @@ fn download_inner(
     let handle = match opened {
         Ok(h) => h,
         Err(e) => {
-            if let Some(t) = &tmp {
-                let _ = std::fs::remove_file(t);
-            }
-            return Err(TransferError::remote(
+            let r = Err(TransferError::remote(
                 format!("open remote \"{}\"", show(remote)),
                 e,
             ));
+            d.settle(&r, remote);
+            return r;
         }
     };
-    let skipped: u64 = resume::merge(done.clone()).iter().map(|(a, b)| b - a).sum();
+    let skipped: u64 = resume::merge(d.done.clone())
+        .iter()
+        .map(|(a, b)| b - a)
+        .sum();
     let mut meter = Meter::new(
         o.progress,
         &show(remote),
         size.unwrap_or(0),
-        start + skipped,
+        d.start + skipped,
     );
-    let span = Span {
-        start,
-        end: size,
-        exact: false,
+    // Large files go in ranges over several connections (parallel.rs).
+    let split = match (&o.parallel, size) {
+        (Some(p), Some(sz)) if d.start == 0 && p.splits(s, sz) => Some((p, sz)),
+        _ => None,
     };
     let r = match split {
-        Some((p, size)) if start == 0 => {
-            let rec = record.clone();
-            p.copy(
-                s, &handle, false, &file, local, remote, size, o, meter, &done, rec,
+        Some((p, size)) => p
+            .copy(
+                s,
+                &handle,
+                false,
+                &d.file,
+                local,
+                remote,
+                size,
+                o,
+                meter,
+                &d.done,
+                d.record.clone(),
             )
-            .map(|()| size)
-        }
-        _ => {
+            .map(|()| size),
+        None => {
+            let mut ck = Checkpoint::new(d.record.clone(), &d.done);
+            let (first, mut rest) = spans(d.start, size, &d.done);
             let r = fetch(
                 s,
                 &handle,
                 remote,
-                &file,
-                span,
+                &d.file,
+                first,
                 if from_pre { sent } else { &[] },
                 local,
                 o,
-                &mut || None,
-                &mut |_, n| meter.add(n),
+                &mut || rest.next(),
+                &mut |off, n| {
+                    meter.add(n);
+                    ck.add(off, n)
+                },
             );
+            ck.save();
             if r.is_ok() {
                 meter.done();
             }
-            r
+            // Gaps of a resume were exact: the file is as long as it was.
+            match size {
+                Some(sz) if !d.done.is_empty() => r.map(|_| sz),
+                _ => r,
+            }
         }
     };
     // A read handle's CLOSE is not waited for: every byte is in.
     let closed = s.close_unanswered(&handle);
+    let file = &d.file;
     let r = r.and_then(|end| {
         file.set_len(end)
             .map_err(|e| TransferError::local(format!("truncate \"{}\"", local.display()), e))?;
@@ -512,43 +323,16 @@ fn download_inner(
         if o.preserve {
             let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
             if let Some((at, mt)) = a.atime_mtime {
-                set_times(&file, at, mt).map_err(|e| {
+                set_times(file, at, mt).map_err(|e| {
                     TransferError::local(format!("set times on \"{}\"", local.display()), e)
                 })?;
             }
         }
-        if let Some(t) = &tmp {
-            std::fs::rename(t, local).map_err(|e| {
-                TransferError::local(format!("rename to \"{}\"", local.display()), e)
-            })?;
-        }
-        Ok(())
+        d.commit(local)
     });
-    match (&r, &record) {
-        (Ok(()), Some(rec)) => rec.remove(),
-        // The connection died: the part and its record stay for -a.
-        (Err(TransferError::Fatal(_)), Some(rec)) if !in_place => crate::log!(
-            Debug1,
-            "resume: kept {} and {} for a resume (-a, reget)",
-            part().display(),
-            rec.path().display()
-        ),
-        (Err(_), rec) => {
-            if let Some(t) = &tmp {
-                let _ = std::fs::remove_file(t);
-            }
-            if let Some(rec) = rec {
-                rec.remove();
-            }
-        }
-        (Ok(()), None) => {}
-    }
+    d.settle(&r, remote);
     r?;
     closed.map_err(|e| TransferError::remote(format!("close remote \"{}\"", show(remote)), e))
-}
-
-fn path_of(b: &[u8]) -> PathBuf {
-    PathBuf::from(std::ffi::OsStr::from_bytes(b))
 }
 
 pub(super) fn set_times(f: &File, atime: u32, mtime: u32) -> io::Result<()> {
@@ -742,9 +526,9 @@ pub fn upload(s: &mut Sftp, local: &Path, remote: &[u8], o: &Options) -> Transfe
     upload_opened(s, local, remote, o, None)
 }
 
-/// [`upload`] with a temporary name beside `remote` perhaps already
+/// [`upload`] with the partial name beside `remote` perhaps already
 /// created and opened (scp's OPEN asked with the session's first
-/// requests, see [`early_temp`]): used if the upload goes to a temporary
+/// requests, see [`early_part`]): used if the upload goes to the partial
 /// name at all, else closed and removed.
 pub fn upload_opened(
     s: &mut Sftp,
@@ -761,13 +545,14 @@ pub fn upload_opened(
     r
 }
 
-/// The temporary name and OPEN an upload of `local` to `remote` would use
-/// when it goes to a temporary name (see [`upload_opened`]).
-pub fn early_temp(local: &Path, remote: &[u8]) -> Option<OpenAhead> {
+/// The partial name and OPEN a plain upload of `local` to `remote` would
+/// use when the server can rename it into place (see [`upload_opened`]):
+/// what a killed run left there is emptied, as the upload would.
+pub fn early_part(local: &Path, remote: &[u8]) -> Option<OpenAhead> {
     let meta = std::fs::metadata(local).ok().filter(|m| m.is_file())?;
     Some(OpenAhead {
-        path: temp_beside(remote, salt()),
-        flags: pflags::WRITE | pflags::CREAT | pflags::EXCL,
+        path: resume::part_beside(remote),
+        flags: pflags::WRITE | pflags::CREAT | pflags::TRUNC,
         attrs: Attrs {
             permissions: Some(meta.permissions().mode() & 0o777),
             ..Attrs::default()
@@ -795,208 +580,79 @@ fn upload_inner(
     }
     let size = meta.len();
     let mode = meta.permissions().mode() & 0o777;
-    // A copy in ranges goes to `.NAME.sluice-part` on the server (when it
-    // can rename it into place) with a record of its completed ranges
-    // kept here (resume.rs); resuming one skips those.
-    let split = o.parallel.as_ref().filter(|p| p.splits(s, size));
-    let posix = s.has("posix-rename@openssh.com", "1");
-    let part = resume::part_beside(remote);
-    let record = match split {
-        Some(p) if posix => {
-            let mt = meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos() as u64);
-            Record::for_upload(&p.place(), local, remote, size, mt).map(Arc::new)
-        }
-        _ => None,
-    };
-    let mut resumed: Option<(Vec<u8>, Vec<(u64, u64)>)> = None;
-    if let (true, Some(rec)) = (o.resume, &record) {
-        let done = rec.load();
-        let last = done.iter().map(|r| r.1).max().unwrap_or(0);
-        match s.stat(&part, false) {
-            // Every completed range lies within the partial file.
-            Ok(a) if !done.is_empty() && a.size.is_some_and(|n| n >= last) => {
-                let done = resume::checked(s, &part, &file, done)?;
-                match s.open(&part, pflags::WRITE, Attrs::default()) {
-                    Ok(h) => resumed = Some((h, done)),
-                    Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
-                    Err(e) => crate::log!(Debug1, "resume: cannot open \"{}\": {e}", show(&part)),
-                }
-            }
-            Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
-            _ if !done.is_empty() => crate::log!(
-                Debug1,
-                "resume: \"{}\" is missing or short: starting over",
-                show(&part)
-            ),
-            _ => {}
-        }
-    }
-    let mut start = 0;
-    let mut in_place = false;
-    if o.resume && resumed.is_none() {
-        match s.stat(remote, true) {
-            Ok(a) => {
-                let have = a.size.unwrap_or(0);
-                if have > size {
-                    return Err(TransferError::Failed(
-                        "destination file bigger or same size as source file".into(),
-                    ));
-                }
-                match same_prefix(s, remote, &file, have)? {
-                    Some(false) => crate::errln!(
-                        "\"{}\": remote prefix differs from the local file: sending it whole",
-                        show(remote)
-                    ),
-                    _ => {
-                        start = have;
-                        in_place = true;
-                    }
-                }
-            }
-            Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
-            Err(_) => {}
-        }
-    }
-    let attrs = Attrs {
-        permissions: Some(mode),
-        ..Attrs::default()
-    };
-    let dest_open = |e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e);
-    let mut atomic = !in_place && posix;
-    let mut target = remote.to_vec();
-    let mut opened = None;
-    let mut done = Vec::new();
-    // WRITEs sent behind the open ahead (open-as), still unanswered.
-    let mut sent_ahead: Vec<InFlight> = Vec::new();
-    if let Some((h, d)) = resumed {
-        target = part.clone();
-        opened = Some(h);
-        done = d;
-    } else if atomic && record.is_some() {
-        // The fixed partial name: what a killed run left is replaced.
-        match s.open(
-            &part,
-            pflags::WRITE | pflags::CREAT | pflags::TRUNC,
-            attrs.clone(),
-        ) {
-            Ok(h) => {
-                target = part.clone();
-                opened = Some(h);
-            }
-            Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
-            Err(e) => {
-                crate::log!(
-                    Debug1,
-                    "partial upload name refused ({e}): writing in place"
-                );
-                atomic = false;
-            }
-        }
-    } else if atomic {
-        // A directory we may not create in (a writable file in /etc):
-        // in place after all, as sftp writes.
-        let early = pre
-            .take_if(|e| e.result.is_ok() && is_temp_beside(&e.path, remote))
-            .map(|mut e| {
-                sent_ahead = std::mem::take(&mut e.sent);
-                (e.path, e.result)
-            });
-        let (t, r) = match early {
-            Some(x) => x,
-            None => {
-                let t = temp_beside(remote, salt());
-                let r = s.open(
-                    &t,
-                    pflags::WRITE | pflags::CREAT | pflags::EXCL,
-                    attrs.clone(),
-                );
-                (t, r)
-            }
-        };
-        match r {
-            Ok(h) => {
-                target = t;
-                opened = Some(h);
-            }
-            Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
-            Err(e) => {
-                crate::log!(
-                    Debug1,
-                    "temporary upload name refused ({e}): writing in place"
-                );
-                atomic = false;
-            }
-        }
-    }
-    let handle = match opened {
-        Some(h) => h,
-        None => {
-            let flags = if in_place {
-                pflags::WRITE
-            } else {
-                pflags::WRITE | pflags::CREAT | pflags::TRUNC
-            };
-            s.open(&target, flags, attrs).map_err(dest_open)?
-        }
-    };
-    // A temporary name opened ahead that this upload does not use (it
-    // resumes, or goes to the partial name of a copy in ranges) goes now,
-    // not after the copy.
+    // The partial file and its record (partial/up.rs).
+    let u = up::prepare(s, &file, &meta, local, remote, o, pre)?;
+    // A name opened ahead that this upload does not use (it resumes, or
+    // the server refused it) goes now, not after the copy.
     if let Some(e) = pre.take() {
         s.discard_early_open(e);
     }
-    let skipped: u64 = resume::merge(done.clone()).iter().map(|(a, b)| b - a).sum();
+    let skipped: u64 = resume::merge(u.done.clone())
+        .iter()
+        .map(|(a, b)| b - a)
+        .sum();
     let mut meter = Meter::new(
         o.progress,
         &local.display().to_string(),
         size,
-        start + skipped,
+        u.start + skipped,
     );
-    let span = Span {
-        start,
-        end: Some(size),
-        exact: false,
-    };
-    // Without a record (no partial name) the copy cannot be resumed.
-    let rec = record.clone().filter(|_| target == part);
+    let handle = &u.handle;
     // The CLOSE's answer when it went right behind the data.
     let mut close_status: Option<SftpResult<()>> = None;
     // Whether that CLOSE was close-rename@sluice.dev.
     let mut renamed_at_close = false;
+    // Large files go in ranges over several connections (parallel.rs).
+    let split = o
+        .parallel
+        .as_ref()
+        .filter(|p| u.start == 0 && p.splits(s, size));
     let mut r = match split {
-        Some(p) if start == 0 => p.copy(
-            s, &handle, true, &file, local, &target, size, o, meter, &done, rec,
+        Some(p) => p.copy(
+            s,
+            handle,
+            true,
+            &file,
+            local,
+            &u.target,
+            size,
+            o,
+            meter,
+            &u.done,
+            u.record.clone(),
         ),
-        _ => {
+        None => {
             // With nothing to do between the last WRITE and the CLOSE
             // (-f, -p), the CLOSE follows the data at once; into sluiced
             // the rename into place goes with it.
             let early = !o.fsync && !o.preserve;
             let closing = if !early {
                 Closing::No
-            } else if atomic && target != remote && s.has("close-rename@sluice.dev", "1") {
+            } else if u.atomic && s.has("close-rename@sluice.dev", "1") {
                 renamed_at_close = true;
                 Closing::CloseRenameTo(remote)
             } else {
                 Closing::Close
             };
+            let mut ck = Checkpoint::new(u.record.clone(), &u.done);
+            let (first, mut rest) = spans(u.start, Some(size), &u.done);
             let r = send_file(
                 s,
-                &handle,
+                handle,
                 &file,
-                span,
-                &sent_ahead,
+                first,
+                &u.sent_ahead,
                 local,
                 remote,
                 o,
-                &mut || None,
-                &mut |_, n| meter.add(n),
+                &mut || rest.next(),
+                &mut |off, n| {
+                    meter.add(n);
+                    ck.add(off, n)
+                },
                 closing,
             );
+            ck.save();
             if r.is_ok() {
                 meter.done();
             }
@@ -1004,7 +660,7 @@ fn upload_inner(
         }
     };
     if r.is_ok() && o.fsync {
-        r = s.fsync(&handle).map_err(|e| {
+        r = s.fsync(handle).map_err(|e| {
             TransferError::remote(format!("Couldn't sync file \"{}\"", show(remote)), e)
         });
     }
@@ -1019,7 +675,7 @@ fn upload_inner(
             atime_mtime: Some((mt(meta.accessed()), mt(meta.modified()))),
             ..Attrs::default()
         };
-        r = s.fsetstat(&handle, a).map_err(|e| {
+        r = s.fsetstat(handle, a).map_err(|e| {
             TransferError::remote(
                 format!("Couldn't set attributes on \"{}\"", show(remote)),
                 e,
@@ -1028,7 +684,7 @@ fn upload_inner(
     }
     let closed = match close_status {
         Some(c) => c,
-        None => s.close(&handle),
+        None => s.close(handle),
     };
     if r.is_ok() && renamed_at_close {
         r = closed.map_err(|e| {
@@ -1042,30 +698,14 @@ fn upload_inner(
             TransferError::remote(format!("Couldn't close file \"{}\"", show(remote)), e)
         });
     }
-    if r.is_ok() && atomic && !renamed_at_close {
-        r = s.rename(&target, remote, true).map_err(|e| {
+    if r.is_ok() && u.atomic && !renamed_at_close {
+        r = s.rename(&u.target, remote, true).map_err(|e| {
             TransferError::remote(format!("Couldn't rename file into \"{}\"", show(remote)), e)
         });
     }
     // WRITEs sent ahead that no send_file took (the copy went in ranges).
-    s.drop_sent_ahead(&sent_ahead);
-    let kept = target == part && matches!(r, Err(TransferError::Fatal(_)));
-    if let Some(rec) = &record {
-        if kept {
-            // The connection died: the part and its record stay for -a.
-            crate::log!(
-                Debug1,
-                "resume: kept \"{}\" and {} for a resume (-a, reput)",
-                show(&part),
-                rec.path().display()
-            );
-        } else {
-            rec.remove();
-        }
-    }
-    if r.is_err() && atomic && !kept {
-        let _ = s.remove(&target);
-    }
+    s.drop_sent_ahead(&u.sent_ahead);
+    u.settle(s, &r);
     r
 }
 
@@ -1157,6 +797,11 @@ pub fn send_file(
                     Some(sp) => {
                         next = sp.start;
                         end = sp.end.unwrap_or(sp.start);
+                    }
+                    // The last span of a resumed file: the CLOSE may go.
+                    None if !matches!(close, Closing::No) => {
+                        local_eof = true;
+                        break;
                     }
                     None => break,
                 }

@@ -89,7 +89,7 @@ pub(super) fn guess(set: &Settings, stdin: &mut Vec<u8>) -> Option<Guess> {
         [cmd, src] | [cmd, src, _] if cmd == b"get" && plain(src) => Some(get(src)),
         [cmd, local, dst] if cmd == b"put" && plain(local) && plain(dst) && !set.recursive => {
             let l = Path::new(std::ffi::OsStr::from_bytes(local));
-            let open = transfer::early_temp(l, dst)?;
+            let open = transfer::early_part(l, dst)?;
             Some(Guess {
                 stat: dst.clone(),
                 open,

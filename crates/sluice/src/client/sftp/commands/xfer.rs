@@ -6,6 +6,7 @@ use super::*;
 use crate::client::sftp::many_down::{self, Downloads};
 use crate::client::sftp::many_up::{self as many, Uploads};
 use crate::client::sftp::progress::Tally;
+use crate::client::sftp::resume;
 use crate::client::sftp::session::{Behind, OpenAhead};
 
 impl Shell {
@@ -250,11 +251,11 @@ impl Shell {
             return Err(err(&format!("File \"{}\" not found.", lossy(src))));
         }
         let dst = ops.get(1).map(|d| absolute(&self.cwd, d));
-        // One file to a named destination: the temporary name the upload
+        // One file to a named destination: the partial name the upload
         // would write is opened with the destination's STAT, on the guess
         // that it is not a directory (used below, or dropped).
         let guess = match (&dst, locals.as_slice()) {
-            (Some(d), [l]) if !o.resume => transfer::early_temp(l, d),
+            (Some(d), [l]) if !o.resume => transfer::early_part(l, d),
             _ => None,
         };
         // Its first bytes go right behind that open where the server takes
@@ -272,7 +273,7 @@ impl Shell {
         let dst_dir = match &dst {
             None => true,
             Some(d) => {
-                let early = self.take_early(d, |p| transfer::is_temp_beside(p, d));
+                let early = self.take_early(d, |p| p == resume::part_beside(d).as_slice());
                 let stat = match (&guess, early) {
                     // Asked with the session's first requests (first.rs).
                     (_, Some((st, e))) => {
