@@ -252,36 +252,49 @@ fn third_party_clients_into_sluiced() {
             &["openssh", "dropbear"],
             &[&s.user_key, &key],
         );
-        // dbclient keeps its known_hosts under $HOME: a home of its own,
-        // and -y to add the key, which is then checked to be sluiced's.
+        // dbclient reads $HOME/.ssh/known_hosts (hosts by name alone, no
+        // port): sluiced's keys are put there, so an unknown or other key
+        // fails instead of being asked about.
         let home = s.dir.path("dbclient-home");
-        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        let known: String = ["ed25519", "ecdsa", "rsa"]
+            .iter()
+            .map(|t| {
+                let line = std::fs::read_to_string(s.dir.path(&format!("host_{t}.pub"))).unwrap();
+                let key: Vec<&str> = line.split_whitespace().take(2).collect();
+                format!("127.0.0.1 {}\n", key.join(" "))
+            })
+            .collect();
+        std::fs::write(home.join(".ssh/known_hosts"), known).unwrap();
         let client = |cmd: &str| {
             let mut c = Command::new("dbclient");
             c.env("HOME", &home)
-                .args(["-y", "-p", &port, "-l", &me, "-i"])
+                .args(["-p", &port, "-l", &me, "-i"])
                 .arg(&key)
                 .args(["127.0.0.1", cmd]);
             c
         };
-        let r = exec_both_ways(&client, &data, &s.dir.path("dbclient_up")).and_then(|()| {
-            let known = std::fs::read_to_string(home.join(".ssh/known_hosts")).unwrap_or_default();
-            let ours = ["ed25519", "ecdsa", "rsa"].iter().any(|t| {
-                let line = std::fs::read_to_string(s.dir.path(&format!("host_{t}.pub"))).unwrap();
-                known.contains(line.split_whitespace().nth(1).unwrap())
-            });
-            ours.then_some(()).ok_or(format!(
-                "dbclient's known_hosts has no key of sluiced: {known}"
-            ))
-        });
+        let r = exec_both_ways(&client, &data, &s.dir.path("dbclient_up"));
         cases.check("dbclient -> sluiced (exec)", r);
     }
 
     if putty {
         let ppk = s.dir.path("id_ed25519.ppk");
-        tool("puttygen", &["-O", "private", "-o"], &[&ppk, &s.user_key]);
+        // PuTTY's tools keep a random seed and host keys under $HOME/.putty.
         let home = s.dir.path("putty-home");
         std::fs::create_dir_all(&home).unwrap();
+        let out = Command::new("puttygen")
+            .env("HOME", &home)
+            .args(["-O", "private", "-o"])
+            .arg(&ppk)
+            .arg(&s.user_key)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "puttygen: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let mut common = vec![
             "-batch".to_owned(),
             "-noagent".into(),
