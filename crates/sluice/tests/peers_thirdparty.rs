@@ -377,7 +377,8 @@ fn third_party_clients_into_sluiced() {
             .arg(s.dir.path("go_up"));
         let out = run(c, b"", 60);
         let r = succeeded(&out, "sftppeer client")
-            .and_then(|()| same_file(&s.dir.path("go_up"), &want, "upload"));
+            .and_then(|()| same_file(&s.dir.path("go_up"), &want, "upload"))
+            .and_then(|()| same_file(&s.dir.path("go_up.w"), &want, "upload by Write"));
         cases.check("Go x/crypto/ssh exec + pkg/sftp put/get -> sluiced", r);
     }
     if !cases.0.is_empty() {

@@ -6,7 +6,8 @@
 //	    exec `cat` with FILE as input (the echo must hash as FILE), `exit 3`
 //	    (status 3 expected), then an SFTP upload of FILE to REMOTE with
 //	    File.ReadFrom and a download with File.WriteTo, hashed. Prints one
-//	    line per step; exits 1 on the first mismatch or error.
+//	    line per step; exits 1 on the first mismatch or error. A second
+//	    upload, REMOTE.w, goes through File.Write.
 //	sftppeer server PORT HOSTKEY AUTHORIZED_KEYS
 //	    listens on 127.0.0.1:PORT, takes the keys in AUTHORIZED_KEYS, runs
 //	    exec requests with `sh -c` and the "sftp" subsystem with pkg/sftp's
@@ -104,6 +105,16 @@ func client(addr, user, keyPath, hostPub, file, remote string) {
 		fail("sftp upload %s: %v", remote, err)
 	}
 	must(f.Close(), "sftp close "+remote)
+	// The other upload path: one File.Write of the whole buffer.
+	w, err := c.Create(remote + ".w")
+	must(err, "sftp create "+remote+".w")
+	if _, err := w.Write(data); err != nil {
+		fail("sftp write %s.w: %v", remote, err)
+	}
+	must(w.Close(), "sftp close "+remote+".w")
+	if st, err := c.Stat(remote + ".w"); err != nil || st.Size() != int64(len(data)) {
+		fail("sftp stat %s.w: %v (size %v, wrote %d)", remote, err, st, len(data))
+	}
 	f, err = c.Open(remote)
 	must(err, "sftp open "+remote)
 	var back bytes.Buffer
