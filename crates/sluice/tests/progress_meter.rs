@@ -57,7 +57,13 @@ fn on_pty(cmd: &str, input: &[u8]) -> String {
 fn lines(shown: &str) -> Vec<String> {
     shown
         .split('\n')
-        .map(|l| l.trim_end_matches('\r').rsplit('\r').next().unwrap_or("").to_owned())
+        .map(|l| {
+            l.trim_end_matches('\r')
+                .rsplit('\r')
+                .next()
+                .unwrap_or("")
+                .to_owned()
+        })
         .collect()
 }
 
@@ -111,14 +117,24 @@ fn scp_and_sftp_meters_for_every_file_of_a_tree() {
     // scp -r up and down, on a terminal.
     let up = s.dir.path("up");
     let shown = on_pty(
-        &format!("{SCP} {} -r {} {}", opts(&s, &server, "-P"), src.display(), at(&up)),
+        &format!(
+            "{SCP} {} -r {} {}",
+            opts(&s, &server, "-P"),
+            src.display(),
+            at(&up)
+        ),
         b"",
     );
     check_meters("scp -r up", &shown, &names);
     same_tree(&src, &up, &names);
     let down = s.dir.path("down");
     let shown = on_pty(
-        &format!("{SCP} {} -r {} {}", opts(&s, &server, "-P"), at(&up), down.display()),
+        &format!(
+            "{SCP} {} -r {} {}",
+            opts(&s, &server, "-P"),
+            at(&up),
+            down.display()
+        ),
         b"",
     );
     check_meters("scp -r down", &shown, &names);
@@ -126,18 +142,39 @@ fn scp_and_sftp_meters_for_every_file_of_a_tree() {
 
     // -q on a terminal, and no terminal at all: nothing on stdout.
     let shown = on_pty(
-        &format!("{SCP} -q {} -r {} {}", opts(&s, &server, "-P"), src.display(), at(&s.dir.path("q"))),
+        &format!(
+            "{SCP} -q {} -r {} {}",
+            opts(&s, &server, "-P"),
+            src.display(),
+            at(&s.dir.path("q"))
+        ),
         b"",
     );
-    assert!(!shown.contains("100%") && !shown.contains(" files, "), "-q: {shown}");
+    assert!(
+        !shown.contains("100%") && !shown.contains(" files, "),
+        "-q: {shown}"
+    );
     let mut c = Command::new("sh");
     c.args([
         "-c",
-        &format!("{SCP} {} -r {} {}", opts(&s, &server, "-P"), src.display(), at(&s.dir.path("nt"))),
+        &format!(
+            "{SCP} {} -r {} {}",
+            opts(&s, &server, "-P"),
+            src.display(),
+            at(&s.dir.path("nt"))
+        ),
     ]);
     let out = run(c, b"", 120);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stdout.is_empty(), "not a terminal: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "not a terminal: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 
     // Interactive sluice-sftp: put -r, then get -r (one session each: a
     // terminal echoes what is typed, wherever the output is).

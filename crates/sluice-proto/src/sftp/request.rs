@@ -330,10 +330,10 @@ impl<'a> Request<'a> {
         // consumes whatever a request leaves: clients depend on it
         // (github.com/pkg/sftp sends WRITE with bytes past the data).
         let req = Self::decode_body(kind, &mut r).map_err(|why| DecodeError {
-                id: Some(id),
-                kind,
-                why,
-            })?;
+            id: Some(id),
+            kind,
+            why,
+        })?;
         Ok((id, req))
     }
 

@@ -95,10 +95,10 @@ impl<'a> Reply<'a> {
         })?;
         // Bytes after the last field are ignored, as OpenSSH's sftp does.
         let reply = Self::decode_body(kind, id, &mut r).map_err(|why| DecodeError {
-                id: Some(id),
-                kind,
-                why,
-            })?;
+            id: Some(id),
+            kind,
+            why,
+        })?;
         Ok(reply)
     }
 
@@ -354,7 +354,10 @@ mod tests {
         assert_eq!(Reply::decode(&b).unwrap_err().why, WireError::BadValue);
         // Trailing bytes after a handle are ignored, as OpenSSH's sftp.
         let b = [fxp::HANDLE, 0, 0, 0, 1, 0, 0, 0, 1, b'h', 0];
-        assert!(matches!(Reply::decode(&b), Ok(Reply::Handle { handle: b"h", .. })));
+        assert!(matches!(
+            Reply::decode(&b),
+            Ok(Reply::Handle { handle: b"h", .. })
+        ));
         // A status code alone (old servers) is fine.
         let b = [fxp::STATUS, 0, 0, 0, 1, 0, 0, 0, 4];
         assert!(matches!(

@@ -499,7 +499,10 @@ mod tests {
         ));
         assert!(parse(&words("bench")).is_err());
         let e = parse(&words("bench -p 2 h cat x")).unwrap_err();
-        assert!(e.starts_with("bench: unexpected words after the destination: cat x"), "{e}");
+        assert!(
+            e.starts_with("bench: unexpected words after the destination: cat x"),
+            "{e}"
+        );
     }
 
     fn p(s: &str) -> Result<Invocation, String> {

@@ -139,8 +139,15 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     for w in &cfg.warnings {
         log!(Debug1, "{w}");
     }
-    for w in not_honoured(&r) {
-        log!(Info, "Warning: {w}");
+    // Said aloud only when asked for on the command line: Debian's own
+    // /etc/ssh/ssh_config turns GSSAPIAuthentication on for every host,
+    // and a warning on every connection would be noise ssh does not make.
+    for (key, w) in not_honoured(&r) {
+        if on_command_line(&args.options, key) {
+            log!(Info, "Warning: {w}");
+        } else {
+            log!(Debug1, "{w}");
+        }
     }
     let req = request(args);
     if args.print_config {
@@ -160,28 +167,59 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
 /// said at the default log level: where ssh would go on without them (no
 /// X11 display, a server that refuses a tunnel), so does sluice, but the
 /// user hears why nothing happened.
-fn not_honoured(r: &crate::config::ssh::Resolved) -> Vec<String> {
+/// Whether `-o` (or a flag standing for it) set `key`.
+fn on_command_line(options: &[String], key: &str) -> bool {
+    options.iter().any(|o| {
+        let k = o.split(['=', ' ', '\t']).next().unwrap_or("");
+        k.eq_ignore_ascii_case(key)
+    })
+}
+
+fn not_honoured(r: &crate::config::ssh::Resolved) -> Vec<(&'static str, String)> {
     let on = |k: &str| {
         r.get(k)
             .is_some_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "no" | "false" | "none"))
     };
     let mut w = Vec::new();
     if on("forwardx11") {
-        w.push(
+        w.push((
+            "forwardx11",
             "X11 forwarding is not supported by sluice (-X, -Y, ForwardX11): not requested."
                 .to_owned(),
-        );
+        ));
     }
     if on("gssapiauthentication") {
-        w.push("GSSAPI authentication is not supported by sluice (-K, GSSAPIAuthentication): not tried.".to_owned());
+        w.push(("gssapiauthentication", "GSSAPI authentication is not supported by sluice (-K, GSSAPIAuthentication): not tried.".to_owned()));
     }
     if on("pkcs11provider") {
-        w.push("PKCS#11 tokens are not supported by sluice (-I, PKCS11Provider): its keys are not offered.".to_owned());
+        w.push(("pkcs11provider", "PKCS#11 tokens are not supported by sluice (-I, PKCS11Provider): its keys are not offered.".to_owned()));
     }
     if on("tunnel") {
-        w.push(
+        w.push((
+            "tunnel",
             "tun/tap forwarding is not supported by sluice (-w, Tunnel): not requested.".to_owned(),
-        );
+        ));
     }
     w
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_the_command_line_makes_a_missing_feature_a_warning() {
+        let o = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(super::on_command_line(
+            &o(&["GSSAPIAuthentication=yes"]),
+            "gssapiauthentication"
+        ));
+        assert!(super::on_command_line(
+            &o(&["forwardx11 yes"]),
+            "forwardx11"
+        ));
+        assert!(!super::on_command_line(
+            &o(&["ForwardX11Trusted=yes"]),
+            "forwardx11"
+        ));
+        assert!(!super::on_command_line(&[], "tunnel"));
+    }
 }
