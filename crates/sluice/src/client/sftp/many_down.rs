@@ -2,10 +2,11 @@
 //! many_up.rs. Each file is OPEN, its READs (the listing's size, plus one
 //! READ past it that finds EOF, or more data if the file grew), CLOSE,
 //! each step taken when its reply comes, up to `MAX_FILES` files in
-//! flight. Each lands as transfer::download lands it: in a temporary
-//! file beside the target, renamed over it once whole.
+//! flight. Each lands as transfer::download lands it: in `.NAME.sluice-part`
+//! beside the target, renamed over it once whole.
 
 use super::many_up::fatal;
+use super::resume;
 use super::session::{Sftp, SftpError};
 use super::spread::{Job, Spread};
 use super::transfer::{self, Options};
@@ -122,16 +123,13 @@ impl Downloads {
             self.step(s, say)?;
         }
         let mode = attrs.permissions.unwrap_or(0o644) & 0o777;
-        let tmp = PathBuf::from(std::ffi::OsStr::from_bytes(&transfer::temp_beside(
+        // The same partial name as a large file's (partial/): a run that
+        // is killed leaves at most this name, which the next copy of the
+        // file empties and renames away.
+        let tmp = PathBuf::from(std::ffi::OsStr::from_bytes(&resume::part_beside(
             local.as_os_str().as_bytes(),
-            transfer::salt() ^ self.next as u64,
         )));
-        let file = match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode | 0o200)
-            .open(&tmp)
-        {
+        let file = match super::partial::down::create(&tmp, mode) {
             Ok(f) => f,
             Err(e) => {
                 say(&format!(

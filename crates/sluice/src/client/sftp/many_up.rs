@@ -7,7 +7,7 @@
 //!
 //! Only files up to `SMALL` bytes come here (read whole, a few WRITEs);
 //! larger ones go through transfer.rs with its own pipeline. Each file
-//! ends as transfer::upload would: under a temporary name renamed into
+//! ends as transfer::upload would: under `.NAME.sluice-part` renamed into
 //! place when the server has posix-rename, modes (and times with -p) set.
 
 use super::session::{Sftp, SftpError};
@@ -146,16 +146,14 @@ impl Uploads {
             ..Attrs::default()
         };
         let atomic = s.has("posix-rename@openssh.com", "1");
+        // The same partial name as a large file's (partial/up.rs), emptied
+        // if a killed run left it.
         let written = if atomic {
-            transfer::temp_beside(&remote, transfer::salt() ^ self.next as u64)
+            super::resume::part_beside(&remote)
         } else {
             remote.clone()
         };
-        let flags = if atomic {
-            pflags::WRITE | pflags::CREAT | pflags::EXCL
-        } else {
-            pflags::WRITE | pflags::CREAT | pflags::TRUNC
-        };
+        let flags = pflags::WRITE | pflags::CREAT | pflags::TRUNC;
         let id = s
             .send(&Request::Open {
                 path: &written,

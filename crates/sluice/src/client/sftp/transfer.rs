@@ -130,31 +130,6 @@ fn chunk(o: &Options, max: u32) -> u32 {
     }
 }
 
-/// A temporary name beside `target`: `.name.sluice-XXXXXX` (many small
-/// files at once, many_up.rs and many_down.rs: not resumed).
-pub(super) fn temp_beside(target: &[u8], salt: u64) -> Vec<u8> {
-    let (dir, base) = match target.iter().rposition(|b| *b == b'/') {
-        Some(i) => (
-            target.get(..=i).unwrap_or_default(),
-            target.get(i + 1..).unwrap_or_default(),
-        ),
-        None => (&b""[..], target),
-    };
-    let mut t = dir.to_vec();
-    t.push(b'.');
-    t.extend_from_slice(base);
-    t.extend_from_slice(format!(".sluice-{:06x}", salt & 0xff_ffff).as_bytes());
-    t
-}
-
-pub(super) fn salt() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() as u64 ^ d.as_secs())
-        .unwrap_or(0);
-    t ^ (u64::from(std::process::id()) << 20)
-}
-
 /// Downloads `remote` to `local`.
 pub fn download(s: &mut Sftp, remote: &[u8], local: &Path, o: &Options) -> TransferResult<()> {
     download_stated(s, remote, None, local, o)

@@ -81,8 +81,8 @@ fn regular(f: File, part: &Path) -> TransferResult<File> {
 }
 
 /// Creates the part, or empties the one an earlier run left (a plain get
-/// starts over, as OpenSSH's does).
-fn create(part: &Path, mode: u32) -> Result<File, io::Error> {
+/// starts over, as OpenSSH's does). Also many_down.rs's, for small files.
+pub(in crate::client::sftp) fn create(part: &Path, mode: u32) -> Result<File, io::Error> {
     let new = OpenOptions::new()
         .read(true)
         .write(true)
