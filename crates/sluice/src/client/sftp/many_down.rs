@@ -12,9 +12,9 @@ use super::spread::{Job, Spread};
 use super::transfer::{self, Options};
 use sluice_proto::sftp::{Attrs, Reply, Request, Status};
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::PathBuf;
 
 /// Files listed at up to this size come here.
