@@ -278,6 +278,7 @@ mod tests {
             outcome: Outcome {
                 bytes: (mb_s * 1e6) as u64,
                 secs: 1.0,
+                steady: None,
                 cpu: 0.5,
                 error: None,
             },

@@ -3,9 +3,11 @@
 //! /dev/zero`) for a set time, timed from the moment its connection takes
 //! data to the moment it is done, with the client's CPU time.
 //!
-//! The clock starts once the first MiB left for the client (the write
-//! blocks until the client, its channel open, has read most of it), so
-//! connection setup is not counted; it stops when the client exits after
+//! The rate is taken over the run's second half: from the moment half the
+//! run's time has passed since the first MiB left for the client, so
+//! neither connection setup nor TCP's ramp is counted, whichever client it
+//! is (sluice takes its input during the handshake, before its channel is
+//! open; ssh only after). The clock stops when the client exits after
 //! its input ended (upload: everything sent and acknowledged by the far
 //! end's `cat` exiting) or when the run's time is up (download: the bytes
 //! that arrived by then). A watchdog kills a client that stops moving.
@@ -69,6 +71,8 @@ pub(super) struct Outcome {
     pub(super) bytes: u64,
     /// Seconds the clock ran.
     pub(super) secs: f64,
+    /// Bytes and seconds of the run's second half, which the rate is of.
+    pub(super) steady: Option<(u64, f64)>,
     /// The client's user+system CPU seconds, the whole run.
     pub(super) cpu: f64,
     /// Why the run failed (its last error line), if it did.
@@ -78,8 +82,12 @@ pub(super) struct Outcome {
 impl Outcome {
     /// Megabytes (1e6) per second.
     pub(super) fn rate(&self) -> f64 {
-        if self.secs > 0.0 && self.error.is_none() {
-            self.bytes as f64 / self.secs / 1e6
+        let (bytes, secs) = self
+            .steady
+            .filter(|(_, s)| *s > 0.0)
+            .unwrap_or((self.bytes, self.secs));
+        if secs > 0.0 && self.error.is_none() {
+            bytes as f64 / secs / 1e6
         } else {
             0.0
         }
@@ -165,6 +173,8 @@ pub(super) fn run(
     watchdog(child.id(), moved.clone(), done.clone());
     let limit = Duration::from_secs_f64(secs);
     let mut clock: Option<(Instant, u64)> = None;
+    // Where the second half starts: the rate is taken from there.
+    let mut half: Option<(Instant, u64)> = None;
     let mut total = 0u64;
     let mut failed = None;
     let mut stopped_at = None;
@@ -185,6 +195,9 @@ pub(super) fn run(
                 moved.store(total, Ordering::Relaxed);
                 let (t0, b0) = *clock.get_or_insert((Instant::now(), total));
                 progress(total - b0, t0.elapsed().as_secs_f64());
+                if half.is_none() && t0.elapsed() >= limit / 2 {
+                    half = Some((Instant::now(), total));
+                }
                 if t0.elapsed() >= limit || total >= MAX_BYTES {
                     input = None; // EOF: the client finishes and exits
                 }
@@ -204,6 +217,9 @@ pub(super) fn run(
                         moved.store(total, Ordering::Relaxed);
                         let (t0, b0) = *clock.get_or_insert((Instant::now(), total));
                         progress(total - b0, t0.elapsed().as_secs_f64());
+                        if half.is_none() && t0.elapsed() >= limit / 2 {
+                            half = Some((Instant::now(), total));
+                        }
                         if t0.elapsed() >= limit || total >= MAX_BYTES {
                             out = None;
                         }
@@ -244,9 +260,11 @@ pub(super) fn run(
         Some((t0, b0)) => (total - b0, end.duration_since(t0).as_secs_f64()),
         None => (0, 0.0),
     };
+    let steady = half.map(|(t, b)| (total - b, end.duration_since(t).as_secs_f64()));
     Outcome {
         bytes,
         secs,
+        steady,
         cpu,
         error,
     }
