@@ -163,10 +163,6 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     client::connect(app::resolve(&r, &req)?)
 }
 
-/// Features asked for (by a flag or a keyword) that sluice does not have,
-/// said at the default log level: where ssh would go on without them (no
-/// X11 display, a server that refuses a tunnel), so does sluice, but the
-/// user hears why nothing happened.
 /// Whether `-o` (or a flag standing for it) set `key`.
 fn on_command_line(options: &[String], key: &str) -> bool {
     options.iter().any(|o| {
@@ -175,32 +171,36 @@ fn on_command_line(options: &[String], key: &str) -> bool {
     })
 }
 
-fn not_honoured(r: &crate::config::ssh::Resolved) -> Vec<(&'static str, String)> {
-    let on = |k: &str| {
+/// Features asked for (by a flag or a keyword) that sluice does not have,
+/// and what it says of each: where ssh would go on without them (no X11
+/// display, a server that refuses a tunnel), so does sluice, but the user
+/// hears why nothing happened (as a warning when the command line asked).
+const NOT_HONOURED: [(&str, &str); 4] = [
+    (
+        "forwardx11",
+        "X11 forwarding is not supported by sluice (-X, -Y, ForwardX11): not requested.",
+    ),
+    (
+        "gssapiauthentication",
+        "GSSAPI authentication is not supported by sluice (-K, GSSAPIAuthentication): not tried.",
+    ),
+    (
+        "pkcs11provider",
+        "PKCS#11 tokens are not supported by sluice (-I, PKCS11Provider): its keys are not offered.",
+    ),
+    (
+        "tunnel",
+        "tun/tap forwarding is not supported by sluice (-w, Tunnel): not requested.",
+    ),
+];
+
+fn not_honoured(
+    r: &crate::config::ssh::Resolved,
+) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+    NOT_HONOURED.into_iter().filter(|(k, _)| {
         r.get(k)
             .is_some_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "no" | "false" | "none"))
-    };
-    let mut w = Vec::new();
-    if on("forwardx11") {
-        w.push((
-            "forwardx11",
-            "X11 forwarding is not supported by sluice (-X, -Y, ForwardX11): not requested."
-                .to_owned(),
-        ));
-    }
-    if on("gssapiauthentication") {
-        w.push(("gssapiauthentication", "GSSAPI authentication is not supported by sluice (-K, GSSAPIAuthentication): not tried.".to_owned()));
-    }
-    if on("pkcs11provider") {
-        w.push(("pkcs11provider", "PKCS#11 tokens are not supported by sluice (-I, PKCS11Provider): its keys are not offered.".to_owned()));
-    }
-    if on("tunnel") {
-        w.push((
-            "tunnel",
-            "tun/tap forwarding is not supported by sluice (-w, Tunnel): not requested.".to_owned(),
-        ));
-    }
-    w
+    })
 }
 
 #[cfg(test)]
