@@ -130,6 +130,29 @@ pub fn keep_syslog_open() {
     }
 }
 
+/// One level more (`up`) or less verbose, within QUIET..DEBUG3 (ssh's
+/// `~v` and `~V`); returns the new level.
+pub fn step_level(up: bool) -> Level {
+    const ALL: [Level; 8] = [
+        Level::Quiet,
+        Level::Fatal,
+        Level::Error,
+        Level::Info,
+        Level::Verbose,
+        Level::Debug1,
+        Level::Debug2,
+        Level::Debug3,
+    ];
+    let now = usize::from(LEVEL.load(Ordering::Relaxed)).min(ALL.len() - 1);
+    let next = if up {
+        (now + 1).min(ALL.len() - 1)
+    } else {
+        now.saturating_sub(1)
+    };
+    set_level(ALL[next]);
+    ALL[next]
+}
+
 /// Sets the process-wide log level.
 pub fn set_level(level: Level) {
     LEVEL.store(level as u8, Ordering::Relaxed);

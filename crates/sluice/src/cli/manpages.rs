@@ -325,15 +325,21 @@ mod tests {
         "Ignored",
         "Refused",
         "Deprecated",
+        "Warned",
+        "Inert",
     ];
 
-    /// What is wrong with sluice_config(5)'s KEYWORDS against config/ssh.rs.
+    /// What is wrong with sluice_config(5)'s KEYWORDS against config/ssh.rs
+    /// and config/ssh/limits.rs: a keyword acted on has a status saying so;
+    /// one that is not is "Refused", "Warned" or "Inert" as its limit is,
+    /// and the page gives the code's reason.
     fn client_keyword_errors(page: &str) -> Vec<String> {
+        use crate::config::ssh::limits::{How, LIMITS};
         let page = keywords(page);
         let known: BTreeSet<&str> = ssh_config::SUPPORTED
             .iter()
-            .chain(ssh_config::ACCEPTED)
             .copied()
+            .chain(LIMITS.iter().map(|l| l.kw))
             .collect();
         let mut errors = Vec::new();
         for kw in &known {
@@ -342,11 +348,25 @@ mod tests {
                 continue;
             };
             let c = class(status);
-            if !CLASSES.contains(&c) || ["Refused", "Deprecated"].contains(&c) {
-                errors.push(format!("{kw}: unknown status class: {status}"));
-            }
-            if ssh_config::SUPPORTED.contains(kw) && c == "Ignored" {
-                errors.push(format!("{kw} is acted on (SUPPORTED), not ignored"));
+            match LIMITS.iter().find(|l| l.kw == *kw) {
+                Some(l) => {
+                    let want = match l.how {
+                        How::Refuse => "Refused",
+                        How::Warn => "Warned",
+                        How::Inert => "Inert",
+                    };
+                    if c != want || !status.contains(l.why) {
+                        errors.push(format!(
+                            "{kw}: the code has it {want}: {}; the page says: {status}",
+                            l.why
+                        ));
+                    }
+                }
+                None => {
+                    if !CLASSES.contains(&c) || ["Refused", "Deprecated", "Ignored"].contains(&c) {
+                        errors.push(format!("{kw} is acted on (SUPPORTED); the page says: {status}"));
+                    }
+                }
             }
         }
         for kw in page.keys() {

@@ -139,14 +139,10 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     for w in &cfg.warnings {
         log!(Debug1, "{w}");
     }
-    // Said aloud only when asked for on the command line: Debian's own
-    // /etc/ssh/ssh_config turns GSSAPIAuthentication on for every host,
-    // and a warning on every connection would be noise ssh does not make.
-    for (key, w) in not_honoured(&r) {
-        if on_command_line(&args.options, key) {
-            log!(Info, "Warning: {w}");
-        } else {
-            log!(Debug1, "{w}");
+    // -y: SyslogFacility read now, as ssh re-opens its log after the config.
+    if args.syslog && args.log_file.is_none() {
+        if let Some(f) = r.get("syslogfacility") {
+            log::use_syslog_as(c"sluice", &f.to_ascii_uppercase());
         }
     }
     let req = request(args);
@@ -160,66 +156,8 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
             .filter(|p| !p.eq_ignore_ascii_case("none"));
         return Ok(crate::client::mux::client_command(path.as_deref(), cmd));
     }
+    // What sluice lacks: refused, or said (config/ssh/limits.rs); -G and
+    // -O connect nowhere, so they print or ask without it.
+    crate::config::ssh::limits::report(&r.limited).map_err(ClientError::Config)?;
     client::connect(app::resolve(&r, &req)?)
-}
-
-/// Whether `-o` (or a flag standing for it) set `key`.
-fn on_command_line(options: &[String], key: &str) -> bool {
-    options.iter().any(|o| {
-        let k = o.split(['=', ' ', '\t']).next().unwrap_or("");
-        k.eq_ignore_ascii_case(key)
-    })
-}
-
-/// Features asked for (by a flag or a keyword) that sluice does not have,
-/// and what it says of each: where ssh would go on without them (no X11
-/// display, a server that refuses a tunnel), so does sluice, but the user
-/// hears why nothing happened (as a warning when the command line asked).
-const NOT_HONOURED: [(&str, &str); 4] = [
-    (
-        "forwardx11",
-        "X11 forwarding is not supported by sluice (-X, -Y, ForwardX11): not requested.",
-    ),
-    (
-        "gssapiauthentication",
-        "GSSAPI authentication is not supported by sluice (-K, GSSAPIAuthentication): not tried.",
-    ),
-    (
-        "pkcs11provider",
-        "PKCS#11 tokens are not supported by sluice (-I, PKCS11Provider): its keys are not offered.",
-    ),
-    (
-        "tunnel",
-        "tun/tap forwarding is not supported by sluice (-w, Tunnel): not requested.",
-    ),
-];
-
-fn not_honoured(
-    r: &crate::config::ssh::Resolved,
-) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
-    NOT_HONOURED.into_iter().filter(|(k, _)| {
-        r.get(k)
-            .is_some_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "no" | "false" | "none"))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn only_the_command_line_makes_a_missing_feature_a_warning() {
-        let o = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(super::on_command_line(
-            &o(&["GSSAPIAuthentication=yes"]),
-            "gssapiauthentication"
-        ));
-        assert!(super::on_command_line(
-            &o(&["forwardx11 yes"]),
-            "forwardx11"
-        ));
-        assert!(!super::on_command_line(
-            &o(&["ForwardX11Trusted=yes"]),
-            "forwardx11"
-        ));
-        assert!(!super::on_command_line(&[], "tunnel"));
-    }
 }

@@ -168,6 +168,7 @@ impl SshSide {
         for w in &cfg.warnings {
             crate::log!(Debug1, "{w}");
         }
+        crate::config::ssh::limits::report(&r.limited).map_err(ClientError::Config)?;
         let req = SessionRequest {
             command: vec![subsystem.to_owned()],
             subsystem: !subsystem.contains('/'),

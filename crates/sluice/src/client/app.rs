@@ -215,6 +215,7 @@ fn auth_prefs(r: &Resolved) -> Result<AuthPrefs, String> {
         None => r.flag("challengeresponseauthentication", true),
     };
     p.batch = r.flag("batchmode", false);
+    p.kbdint_devices = r.get("kbdinteractivedevices").unwrap_or_default().to_owned();
     Ok(p)
 }
 
@@ -456,7 +457,9 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         args.tty,
         r.get("requesttty"),
         command.is_some(),
-        args.no_command,
+        args.no_command
+            || r.get("sessiontype")
+                .is_some_and(|v| v.eq_ignore_ascii_case("none")),
         crate::client::tty::stdin_is_tty(),
     )?;
     if warn {
@@ -523,9 +526,22 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
             "Cannot fork into background without a command to execute.".into(),
         ));
     }
+    // IPQoS: the interactive mark for a terminal session, else the bulk one.
+    let qos = match r.get("ipqos") {
+        Some(_) => crate::config::ssh::ipqos::parse(&r.all("ipqos").join(" "))?,
+        None => crate::config::ssh::ipqos::DEFAULT,
+    };
+    let tos = if tty_plan.is_some() {
+        qos.interactive
+    } else {
+        qos.bulk
+    };
     let plan = SessionPlan {
         command,
-        subsystem: args.subsystem,
+        // SessionType subsystem is -s; none is -N (no_session above).
+        subsystem: args.subsystem
+            || r.get("sessiontype")
+                .is_some_and(|v| v.eq_ignore_ascii_case("subsystem")),
         env,
         stdio: !no_session || forwards.stdio.is_some(),
         none_switch,
@@ -536,6 +552,7 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         fork_after_auth,
         forwards,
         channel_end: None,
+        local_command: setup::local_command(r)?,
     };
     let auth = auth_prefs(r)?;
     let opts = ClientOptions {
@@ -554,6 +571,8 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         compression_level,
         tcp_rcvbuf,
         tcp_sndbuf,
+        keepalive: r.flag("tcpkeepalive", true),
+        tos,
         plan,
         proxy_command: setup::proxy_command(r, args.config_file.as_deref(), args.verbose)?,
         connection_attempts: setup::connection_attempts(r),
@@ -564,7 +583,8 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         metrics: metrics_plan(r)?,
         identities: ids,
         host_key_check: check,
-        null_stdin: args.null_stdin,
+        // StdinNull is -n.
+        null_stdin: args.null_stdin || r.flag("stdinnull", false),
         update_host_keys,
     };
     Ok(opts)

@@ -63,6 +63,9 @@ pub struct AuthPrefs {
     pub batch: bool,
     /// NumberOfPasswordPrompts: password and keyboard-interactive attempts.
     pub password_prompts: u32,
+    /// KbdInteractiveDevices: the submethods hint sent with
+    /// keyboard-interactive ("" lets the server choose).
+    pub kbdint_devices: String,
 }
 
 impl Default for AuthPrefs {
@@ -76,6 +79,7 @@ impl Default for AuthPrefs {
             password: true,
             batch: false,
             password_prompts: 3,
+            kbdint_devices: String::new(),
         }
     }
 }
@@ -373,7 +377,7 @@ impl ClientAuth {
         }
         self.kbdint_tries += 1;
         log!(Debug1, "Next authentication method: {KBDINT}");
-        conn.auth_kbdint(&self.user, "");
+        conn.auth_kbdint(&self.user, &self.prefs.kbdint_devices);
         self.step = Step::KbdInt;
         true
     }

@@ -40,6 +40,10 @@ pub struct ForwardPlan {
     pub gateway_ports: bool,
     /// PermitRemoteOpen: where a remote SOCKS forward (`-R port`) may connect.
     pub permit_remote_open: remote_socks::PermitRemoteOpen,
+    /// StreamLocalBindMask for a local Unix-socket listener (None: 0177).
+    pub unix_mask: Option<u32>,
+    /// StreamLocalBindUnlink: remove a stale socket file before binding.
+    pub unix_unlink: bool,
 }
 
 struct Listener {
@@ -172,8 +176,16 @@ impl ClientForward {
                 ls.into_iter().map(OwnedFd::from).collect()
             }
             Endpoint::Unix(path) => {
+                if self.plan.unix_unlink {
+                    // Only a socket is removed, as ssh's unlink of a stale one.
+                    use std::os::unix::fs::FileTypeExt;
+                    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+                        let _ = std::fs::remove_file(path);
+                    }
+                }
+                let mask = self.plan.unix_mask.unwrap_or(0o177);
                 // SAFETY: umask has no preconditions; restored right after.
-                let old = unsafe { libc::umask(0o177) };
+                let old = unsafe { libc::umask(mask as libc::mode_t) };
                 let r = UnixListener::bind(path);
                 // SAFETY: as above.
                 unsafe { libc::umask(old) };

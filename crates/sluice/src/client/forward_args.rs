@@ -34,6 +34,15 @@ pub fn plan(args: &SessionRequest, r: &Resolved) -> Result<ForwardPlan, String> 
     };
     p.exit_on_failure = yes_no("exitonforwardfailure", stdio)?;
     p.gateway_ports = yes_no("gatewayports", false)?;
+    p.unix_unlink = yes_no("streamlocalbindunlink", false)?;
+    if let Some(v) = r.get("streamlocalbindmask") {
+        p.unix_mask = Some(
+            u32::from_str_radix(v, 8)
+                .ok()
+                .filter(|m| *m <= 0o777)
+                .ok_or_else(|| format!("Bad StreamLocalBindMask '{v}': use an octal mask such as 0177"))?,
+        );
+    }
     if let Some(v) = r.get("permitremoteopen") {
         p.permit_remote_open = super::forward::remote_socks::PermitRemoteOpen::parse(v)?;
     }

@@ -32,6 +32,16 @@ pub(super) fn host_key_check(
         .to_ascii_lowercase();
     let batch = r.flag("batchmode", false);
     let hash = r.flag("hashknownhosts", false);
+    let visual = r.flag("visualhostkey", false);
+    let khc = super::known_hosts_command::configured(r);
+    // NoHostAuthenticationForLocalhost: a loopback host's key is accepted
+    // unchecked (not with HostKeyAlias, as ssh).
+    let skip_local = r.flag("nohostauthenticationforlocalhost", false)
+        && r.get("hostkeyalias").is_none()
+        && r.get("proxycommand").is_none_or(|c| c.eq_ignore_ascii_case("none"))
+        && r.get("proxyjump").is_none_or(|c| c.eq_ignore_ascii_case("none"))
+        && is_loopback_name(&host);
+    let toks = r.tokens();
     let user_files = setup::user_known_hosts(r);
     // HostKeyAlias: the name looked up and stored instead of the host's.
     // As ssh, no port: the alias is the known_hosts name as it stands.
@@ -49,8 +59,22 @@ pub(super) fn host_key_check(
         .filter(|v| !v.eq_ignore_ascii_case("none"))
         .map(|v| super::app::expand(v, r));
     Box::new(move |_alg: &str, blob: &[u8]| {
+        if skip_local {
+            log!(Debug1, "Forcing accepting of host key for loopback/localhost.");
+            return Ok(());
+        }
         let mut files = user_files.clone();
         files.extend(global.iter().cloned());
+        if let Some(cmd) = &khc {
+            let key_type = hostkey::blob_key_type(blob).unwrap_or("unknown");
+            let k = super::known_hosts_command::KeyTokens {
+                lookup: &known_hosts::host_name(&host, port),
+                key_b64: &known_hosts::base64_encode(blob),
+                fingerprint: &identity::fingerprint_sha256(blob),
+                key_type,
+            };
+            files.extend(super::known_hosts_command::run(cmd, &k, &toks));
+        }
         if let Some(f) = &revoked_file {
             revoked_host_key(f, blob)
                 .map_err(|shown| revoked_message(&shown, &known_hosts::host_name(&host, port)))?;
@@ -79,8 +103,17 @@ pub(super) fn host_key_check(
         let fp = identity::fingerprint_sha256(blob);
         let name = known_hosts::host_name(&host, port);
         log!(Debug1, "Server host key: {key_type} {fp}");
+        // VisualHostKey: the picture under the fingerprint, as ssh draws it.
+        let art = if visual {
+            crate::keys::randomart::randomart(blob)
+        } else {
+            None
+        };
         match known_hosts::check(&files, &host, port, blob) {
             HostKeyStatus::Known => {
+                if let Some(a) = &art {
+                    log!(Info, "Host key fingerprint is {fp}\n{a}");
+                }
                 log!(
                     Debug1,
                     "Host '{name}' is known and matches the {shown} host key."
@@ -122,7 +155,7 @@ pub(super) fn host_key_check(
                     "yes" => Err(format!("No {shown} host key is known for {name} and you have requested strict checking.\nHost key verification failed.")),
                     _ if batch => Err("Host key verification failed.".into()),
                     _ => {
-                        if ask_yes(&name, &shown, &fp) {
+                        if ask_yes(&name, &shown, &fp, art.as_deref()) {
                             add(&user_files);
                             trusted.store(!is_cert(full), Ordering::Relaxed);
                             Ok(())
@@ -134,6 +167,17 @@ pub(super) fn host_key_check(
             }
         }
     })
+}
+
+/// `localhost` or a loopback address (ssh asks the socket; the name is
+/// what sluice has when the check runs, and a proxy's host is not local).
+fn is_loopback_name(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback())
 }
 
 fn revoked_message(shown: &str, name: &str) -> String {
@@ -339,7 +383,7 @@ pub(super) fn order_host_key_algs(
 
 /// StrictHostKeyChecking ask: ssh's question on /dev/tty, asked again
 /// until the answer is yes, no or the fingerprint.
-fn ask_yes(name: &str, shown: &str, fp: &str) -> bool {
+fn ask_yes(name: &str, shown: &str, fp: &str, art: Option<&str>) -> bool {
     use std::io::{BufRead, Write};
     let Ok(tty) = std::fs::OpenOptions::new()
         .read(true)
@@ -361,9 +405,10 @@ fn ask_yes(name: &str, shown: &str, fp: &str) -> bool {
     } else {
         name.to_owned()
     };
+    let art = art.map(|a| format!("\n{a}")).unwrap_or_default();
     let _ = write!(
         &tty,
-        "The authenticity of host '{shown_name}' can't be established.\n{shown} key fingerprint is {fp}.\nThis key is not known by any other names.\nAre you sure you want to continue connecting (yes/no/[fingerprint])? "
+        "The authenticity of host '{shown_name}' can't be established.\n{shown} key fingerprint is {fp}.{art}\nThis key is not known by any other names.\nAre you sure you want to continue connecting (yes/no/[fingerprint])? "
     );
     let mut reader = std::io::BufReader::new(&tty);
     loop {

@@ -14,6 +14,7 @@ pub mod forward_spec;
 pub mod host_trust;
 pub mod identities;
 pub mod keepalive;
+pub mod known_hosts_command;
 pub mod metrics;
 pub mod mux;
 pub mod prompt;
@@ -65,6 +66,10 @@ pub struct ClientOptions {
     pub tcp_rcvbuf: u64,
     /// See `tcp_rcvbuf`.
     pub tcp_sndbuf: u64,
+    /// TCPKeepAlive (default yes).
+    pub keepalive: bool,
+    /// IPQoS's mark for the connection; None: the system's.
+    pub tos: Option<u8>,
     /// What to run.
     pub plan: SessionPlan,
     /// The keys to offer, in order (client/identities.rs for ssh's list).
@@ -116,6 +121,8 @@ impl ClientOptions {
             compression_level: None,
             tcp_rcvbuf: 0,
             tcp_sndbuf: 0,
+            keepalive: true,
+            tos: crate::config::ssh::ipqos::DEFAULT.bulk,
             plan: SessionPlan::exec(None),
             auth: auth::AuthPrefs::default(),
             proxy_command: None,
@@ -153,6 +160,7 @@ impl SessionPlan {
             no_session: false,
             fork_after_auth: false,
             channel_end: None,
+            local_command: None,
         }
     }
 }
@@ -202,6 +210,11 @@ pub struct Dial {
     pub tcp_rcvbuf: u64,
     /// TcpSndBuf (0: automatic).
     pub tcp_sndbuf: u64,
+    /// TCPKeepAlive.
+    pub keepalive: bool,
+    /// IPQoS's mark for this connection (interactive or bulk, as the
+    /// session asks for a terminal or not); None: the system's.
+    pub tos: Option<u8>,
 }
 
 impl Dial {
@@ -215,6 +228,8 @@ impl Dial {
             bind: opts.bind.clone(),
             tcp_rcvbuf: opts.tcp_rcvbuf,
             tcp_sndbuf: opts.tcp_sndbuf,
+            keepalive: opts.keepalive,
+            tos: opts.tos,
         }
     }
 
@@ -222,6 +237,15 @@ impl Dial {
     pub fn connect(&self) -> Result<OwnedFd, String> {
         let s = tcp_connect(self)?;
         let _ = s.set_nodelay(true);
+        use std::os::fd::AsFd;
+        if let Err(e) = crate::net::qos::set_keepalive(s.as_fd(), self.keepalive) {
+            log!(Debug1, "setsockopt SO_KEEPALIVE: {e}");
+        }
+        if let Some(tos) = self.tos {
+            if let Err(e) = crate::net::qos::set_tos(s.as_fd(), tos) {
+                log!(Info, "setsockopt IP_TOS {tos:#x}: {e}");
+            }
+        }
         s.set_nonblocking(true)
             .map_err(|e| format!("sluice: socket: {e}"))?;
         Ok(OwnedFd::from(s))

@@ -47,6 +47,8 @@ pub struct SessionPlan {
     /// The session channel's in-process end (the sftp and scp clients)
     /// instead of fds 0-2; `stdio` is false with it.
     pub channel_end: Option<Box<dyn crate::net::pump::ChannelEndpoint>>,
+    /// LocalCommand (PermitLocalCommand yes), run once authenticated.
+    pub local_command: Option<String>,
 }
 
 /// Client-side event handling for one connection.
@@ -352,6 +354,9 @@ impl Handler for ClientSession {
             }
             Event::Authenticated { .. } => {
                 log!(Debug1, "Authentication succeeded ({}).", self.auth.method());
+                if let Some(cmd) = self.plan.local_command.take() {
+                    crate::client::setup::run_local_command(&cmd);
+                }
                 if self.plan.no_session {
                     self.switch_to_none(conn);
                 }

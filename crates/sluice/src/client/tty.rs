@@ -327,6 +327,17 @@ impl TtySession {
                 Action::Break => {
                     let _ = conn.channel_request(id, ChannelRequestKind::Break { ms: 1000 }, false);
                 }
+                Action::Rekey => {
+                    log!(Debug1, "re-key requested (~R)");
+                    conn.rekey();
+                }
+                Action::Verbosity(up) => {
+                    let l = crate::log::step_level(up);
+                    let ch = self.plan.escape.unwrap_or(b'~') as char;
+                    let c = if up { 'v' } else { 'V' };
+                    crate::err!("{ch}{c} [LogLevel {}]\r\n", l.name());
+                }
+                Action::Background => self.background()?,
             }
         }
         Ok(false)
@@ -347,6 +358,20 @@ impl TtySession {
             height_px,
         };
         let _ = conn.channel_request(id, req, false);
+    }
+
+    /// `~&`: the terminal restored, sluice in the background (the parent
+    /// exits 0 so the shell has its prompt back), the session's input
+    /// ended; the connection stays for forwarded connections still open.
+    fn background(&mut self) -> Result<(), String> {
+        let ch = self.plan.escape.unwrap_or(b'~') as char;
+        leave_raw();
+        crate::err!("{ch}& [backgrounded]\n");
+        crate::client::forward::go_background()?;
+        if let Some(r) = self.relay.as_mut() {
+            r.fake_eof();
+        }
+        Ok(())
     }
 
     /// `~^Z`: the terminal restored and blocking while we are stopped.

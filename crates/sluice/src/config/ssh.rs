@@ -9,7 +9,9 @@
 
 pub mod dump;
 pub mod include;
+pub mod ipqos;
 pub mod jump;
+pub mod limits;
 pub mod matching;
 mod resolve;
 pub mod tokens;
@@ -101,69 +103,24 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "metricsinterval",
     "metricspath",
     "metricsfile",
-];
-
-/// OpenSSH keywords accepted without effect yet.
-pub(crate) const ACCEPTED: &[&str] = &[
-    "addkeystoagent",
-    "checkhostip",
-    "forwardagent",
-    "requesttty",
-    "escapechar",
-    "forwardx11",
-    "forwardx11trusted",
-    "controlpersist",
+    "ignoreunknown",
+    "stdinnull",
+    "sessiontype",
     "tcpkeepalive",
-    "visualhostkey",
-    "gssapiauthentication",
-    "gssapidelegatecredentials",
-    "hostbasedauthentication",
     "ipqos",
-    "loglevel",
-    "canonicalizehostname",
-    "canonicaldomains",
+    "tag",
+    "visualhostkey",
     "permitlocalcommand",
     "localcommand",
-    "verifyhostkeydns",
-    "forwardx11timeout",
-    "enablesshkeysign",
+    "knownhostscommand",
     "nohostauthenticationforlocalhost",
-    "tunnel",
-    "tunneldevice",
+    "streamlocalbindmask",
     "streamlocalbindunlink",
-    "securitykeyprovider",
-    "pkcs11provider",
     "certificatefile",
     "revokedhostkeys",
-    "fingerprinthash",
-    "sessiontype",
-    "stdinnull",
-    "obscurekeystroketiming",
-    "requiredrsasize",
-    "enableescapecommandline",
     "casignaturealgorithms",
-    "hostbasedacceptedalgorithms",
-    "knownhostscommand",
-    "tag",
-    "logverbose",
-    "ignoreunknown",
-    "protocol",
-    "sendenv",
     "kbdinteractivedevices",
-    "proxyusefdpass",
-    "canonicalizefallbacklocal",
-    "canonicalizemaxdots",
-    "canonicalizepermittedcnames",
-    "streamlocalbindmask",
     "syslogfacility",
-    "xauthlocation",
-    "gssapikeyexchange",
-    "gssapitrustdns",
-    "gssapirenewalforcesrekey",
-    "gssapikexalgorithms",
-    "gssapiclientidentity",
-    "gssapiserveridentity",
-    "usekeychain",
 ];
 
 /// Keywords whose every line adds values (the others: first line wins).
@@ -205,6 +162,9 @@ enum Item {
     Set {
         kw: String,
         args: Vec<String>,
+        /// Where the line is (file, line; 0 for the command line), for
+        /// what limits.rs says of it.
+        at: (std::sync::Arc<str>, usize),
     },
     Host(Vec<String>),
     Match(Vec<(bool, Crit)>),
@@ -221,6 +181,9 @@ pub struct ClientConfig {
     files: Vec<Vec<Item>>,
     /// Warnings to log at debug level.
     pub warnings: Vec<String>,
+    /// The first IgnoreUnknown value read: unknown keywords matching it
+    /// are skipped, as ssh does.
+    ignore_unknown: Option<String>,
 }
 
 fn err(path: &str, n: usize, msg: &str) -> String {
@@ -297,6 +260,7 @@ impl ClientConfig {
         depth: usize,
     ) -> Result<Vec<Item>, ConfigError> {
         let mut items = Vec::new();
+        let file: std::sync::Arc<str> = path.into();
         for (i, line) in text.lines().enumerate() {
             let n = if cmdline { 0 } else { i + 1 };
             let Some((kw, args)) = split_line(line).map_err(|message| ConfigError::Syntax {
@@ -344,7 +308,7 @@ impl ClientConfig {
                     }
                     items.push(Item::Include(files));
                 }
-                k if SUPPORTED.contains(&k) || ACCEPTED.contains(&k) => {
+                k if SUPPORTED.contains(&k) || limits::limit(k).is_some() => {
                     if args.is_empty() {
                         return Err(bad(path, n, "missing argument.".into()));
                     }
@@ -355,11 +319,22 @@ impl ClientConfig {
                     } else {
                         args
                     };
-                    if !SUPPORTED.contains(&k) {
-                        self.warnings
-                            .push(err(path, n, &format!("Unsupported option \"{k}\"")));
+                    if k == "ignoreunknown" && self.ignore_unknown.is_none() {
+                        self.ignore_unknown = Some(args.join(","));
                     }
-                    items.push(Item::Set { kw, args });
+                    items.push(Item::Set {
+                        kw,
+                        args,
+                        at: (file.clone(), n),
+                    });
+                }
+                k if self
+                    .ignore_unknown
+                    .as_deref()
+                    .is_some_and(|p| crate::keys::pattern::match_pattern_list(k, p) == Some(true)) =>
+                {
+                    self.warnings
+                        .push(err(path, n, &format!("Ignored unknown option \"{k}\"")));
                 }
                 _ => {
                     return Err(ConfigError::Bad {
@@ -400,6 +375,8 @@ pub struct Resolved {
     pub original_host: String,
     /// The local user (%u).
     pub local_user: String,
+    /// Keywords in effect that sluice refuses or warns of (limits.rs).
+    pub limited: Vec<limits::Limited>,
 }
 
 impl Resolved {

@@ -328,7 +328,7 @@ impl Cert {
 
 /// A `source-address` value: addresses or CIDR blocks, comma-separated
 /// (sshd's addr_match_cidr_list syntax: no wildcards, no negation).
-fn cidr_list_ok(list: &str) -> bool {
+pub fn cidr_list_ok(list: &str) -> bool {
     !list.is_empty()
         && list.split(',').all(|e| {
             let (addr, len) = match e.split_once('/') {

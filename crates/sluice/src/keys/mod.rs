@@ -3,7 +3,7 @@
 //! matching both share; reading a user's file as that user (user_file);
 //! RevokedKeys files (revoked); OpenSSH certificates (cert); ECDSA key files
 //! whose short private scalar ssh-key 0.6 refuses (ecdsa_pad); OpenSSL's PEM
-//! private keys (pem_key).
+//! private keys (pem_key); VisualHostKey's picture (randomart).
 
 pub mod agent;
 pub mod authorized_keys;
@@ -17,5 +17,6 @@ pub mod known_hosts_edit;
 pub mod krl;
 pub mod pattern;
 pub mod pem_key;
+pub mod randomart;
 pub mod revoked;
 pub mod user_file;

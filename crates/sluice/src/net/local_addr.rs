@@ -28,7 +28,7 @@ pub fn for_target(
     let Some(name) = interface else {
         return Ok(None);
     };
-    let addrs = interface_addrs(name)?;
+    let addrs = interface_addrs(Some(name))?;
     if addrs.is_empty() {
         return Err(format!(
             "BindInterface {name}: no such interface or no address on it"
@@ -50,8 +50,8 @@ pub fn for_target(
         })
 }
 
-/// The addresses of interface `name` (getifaddrs(3)).
-fn interface_addrs(name: &str) -> Result<Vec<IpAddr>, String> {
+/// The addresses of interface `name`, or of every interface (getifaddrs(3)).
+pub fn interface_addrs(name: Option<&str>) -> Result<Vec<IpAddr>, String> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `head` with a list we free below.
     if unsafe { libc::getifaddrs(&mut head) } != 0 {
@@ -68,7 +68,7 @@ fn interface_addrs(name: &str) -> Result<Vec<IpAddr>, String> {
         }
         // SAFETY: ifa_name is a NUL-terminated string owned by the list.
         let n = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
-        if n.to_bytes() != name.as_bytes() {
+        if name.is_some_and(|name| n.to_bytes() != name.as_bytes()) {
             continue;
         }
         // SAFETY: ifa_addr points to a sockaddr whose family says its size.

@@ -10,6 +10,7 @@ pub mod local_addr;
 pub mod metrics;
 pub mod path;
 pub mod pump;
+pub mod qos;
 pub mod sockbuf;
 pub mod socket_bridge;
 pub mod stripe;

@@ -255,12 +255,12 @@ pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
     );
     line("controlpersist", &get("controlpersist", "no"));
     line("escapechar", &get("escapechar", "~"));
-    let ipqos = match r.all("ipqos") {
-        [] => "lowdelay throughput".to_owned(),
-        [one] => format!("{one} {one}"),
-        v => v.join(" "),
+    let q = match r.all("ipqos") {
+        [] => crate::config::ssh::ipqos::DEFAULT,
+        v => crate::config::ssh::ipqos::parse(&v.join(" "))?,
     };
-    line("ipqos", &ipqos.to_ascii_lowercase());
+    let name = crate::config::ssh::ipqos::name;
+    line("ipqos", &format!("{} {}", name(q.interactive), name(q.bulk)));
     let (bytes, secs) = super::super::parse_rekey_limit(r.all("rekeylimit")).unwrap_or((0, 0));
     line("rekeylimit", &format!("{bytes} {secs}"));
     line("streamlocalbindmask", &get("streamlocalbindmask", "0177"));

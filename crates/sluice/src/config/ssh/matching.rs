@@ -1,6 +1,8 @@
 //! `Match` lines (ssh_config(5)): `all`, `canonical`, `final`, `exec`,
-//! `host`, `originalhost`, `user`, `localuser`, each negated by a leading
-//! `!`; all criteria must hold. Parsed at load, evaluated in file order
+//! `host`, `originalhost`, `user`, `localuser`, `tagged` (the Tag keyword
+//! or -P) and `localnetwork` (a CIDR list against the addresses of this
+//! machine's interfaces), each negated by a leading `!`; all criteria
+//! must hold. Parsed at load, evaluated in file order
 //! against what the configuration has set so far, as ssh does.
 
 use super::tokens::{self, Tokens};
@@ -25,6 +27,10 @@ pub enum Crit {
     User(String),
     /// `localuser patterns`.
     LocalUser(String),
+    /// `tagged patterns`: the Tag keyword's value (or `-P`).
+    Tagged(String),
+    /// `localnetwork cidr-list`: any local interface address in it.
+    LocalNetwork(String),
 }
 
 /// Parses a Match line's arguments into (negated, criterion) pairs; the
@@ -53,7 +59,8 @@ pub fn parse(args: &[String]) -> Result<Vec<(bool, Crit)>, String> {
             }
             "canonical" => Crit::Canonical,
             "final" => Crit::Final,
-            "exec" | "host" | "originalhost" | "user" | "localuser" => {
+            "exec" | "host" | "originalhost" | "user" | "localuser" | "tagged"
+            | "localnetwork" => {
                 let v = it
                     .next()
                     .ok_or_else(|| format!("Missing Match criteria for {name}"))?
@@ -63,6 +70,13 @@ pub fn parse(args: &[String]) -> Result<Vec<(bool, Crit)>, String> {
                     "host" => Crit::Host(v),
                     "originalhost" => Crit::OriginalHost(v),
                     "user" => Crit::User(v),
+                    "tagged" => Crit::Tagged(v),
+                    "localnetwork" => {
+                        if !crate::keys::cert::cidr_list_ok(&v) || v.contains('*') {
+                            return Err(format!("Invalid Match localnetwork list \"{v}\""));
+                        }
+                        Crit::LocalNetwork(v)
+                    }
                     _ => Crit::LocalUser(v),
                 }
             }
@@ -84,6 +98,8 @@ pub struct MatchState<'a> {
     pub final_pass: bool,
     /// Set when a `final` criterion is seen in the first pass.
     pub want_final: &'a mut bool,
+    /// The Tag set so far ("" when none).
+    pub tag: &'a str,
 }
 
 /// True when all criteria hold. `exec` runs only if everything before it
@@ -103,6 +119,10 @@ pub fn eval(crits: &[(bool, Crit)], st: &mut MatchState<'_>) -> Result<bool, Str
             Crit::OriginalHost(p) => match_pattern_list(&t.original_host, p) == Some(true),
             Crit::User(p) => exact_list(&t.remote_user, p),
             Crit::LocalUser(p) => exact_list(&t.local_user, p),
+            Crit::Tagged(p) => match_pattern_list(st.tag, p) == Some(true),
+            Crit::LocalNetwork(list) => crate::net::local_addr::interface_addrs(None)?
+                .into_iter()
+                .any(|a| crate::keys::pattern::match_host_and_ip(a, None, list)),
             Crit::Exec(cmd) => {
                 let cmd = t.expand(cmd, tokens::FILE)?;
                 if !result {
@@ -184,6 +204,7 @@ mod tests {
             tokens: &t,
             final_pass: false,
             want_final: &mut want,
+            tag: "prod",
         };
         let mut ev = |s: &str| eval(&p(s).unwrap(), &mut st).unwrap();
         assert!(ev("host *.example.com user bob"));
@@ -196,6 +217,13 @@ mod tests {
         assert!(!ev("host nomatch exec /nonexistent-so-never-run"));
         assert!(!ev("final"));
         assert!(!ev("canonical"));
+        assert!(ev("tagged prod"));
+        assert!(ev("tagged p*,!dev"));
+        assert!(!ev("tagged dev"));
+        assert!(ev("localnetwork 127.0.0.0/8"));
+        assert!(!ev("localnetwork 240.0.0.0/8"));
+        assert!(ev("!localnetwork 240.0.0.0/8"));
+        assert!(p("localnetwork 10.*").is_err());
         assert!(want);
     }
 }

@@ -4,6 +4,7 @@
 //! the block's state, first value wins; then HostName's %h, and a final
 //! pass when `Match final` or `canonical` asked for one.
 
+use super::limits::{self, Limited};
 use super::{local_user, matching, tokens, values, ClientConfig, Item, Resolved, REPEATABLE};
 use std::collections::HashMap;
 use tokens::Tokens;
@@ -18,6 +19,7 @@ impl ClientConfig {
             final_pass: false,
             want_final: false,
             local_user: local_user(),
+            origins: HashMap::new(),
         };
         ev.pass(self)?;
         // After the first pass ssh fixes the host name (HostName with %h);
@@ -44,10 +46,12 @@ impl ClientConfig {
         ev.map.insert("user".into(), vec![user]);
         let port = ev.port();
         ev.map.insert("port".into(), vec![port.to_string()]);
+        let limited = ev.limited();
         Ok(Resolved {
             map: ev.map,
             original_host: host_arg.to_owned(),
             local_user: ev.local_user,
+            limited,
         })
     }
 }
@@ -62,9 +66,36 @@ struct Eval {
     final_pass: bool,
     want_final: bool,
     local_user: String,
+    /// Where each keyword's value was first set.
+    origins: HashMap<String, (std::sync::Arc<str>, usize)>,
 }
 
 impl Eval {
+    /// What limits.rs says of the values in effect, in keyword order;
+    /// IgnoreUnknown's patterns silence a keyword.
+    fn limited(&self) -> Vec<Limited> {
+        let ignore = self.first("ignoreunknown").unwrap_or_default();
+        let mut out: Vec<Limited> = self
+            .map
+            .iter()
+            .filter_map(|(kw, vals)| {
+                let v = vals.first()?;
+                let l = limits::applies(kw, v)?;
+                if crate::keys::pattern::match_pattern_list(kw, ignore) == Some(true) {
+                    return None;
+                }
+                let (file, line) = self.origins.get(kw).cloned().unwrap_or(("command-line".into(), 0));
+                Some(Limited {
+                    limit: l,
+                    command_line: &*file == "command-line",
+                    message: limits::message(l, &file, line, v),
+                })
+            })
+            .collect();
+        out.sort_by_key(|l| l.limit.kw);
+        out
+    }
+
     fn first(&self, kw: &str) -> Option<&str> {
         self.map.get(kw).and_then(|v| v.first()).map(String::as_str)
     }
@@ -112,11 +143,13 @@ impl Eval {
                 Item::Match(crits) => {
                     *active = !never && {
                         let t = self.tokens();
+                        let tag = self.first("tag").unwrap_or_default().to_owned();
                         let mut want = self.want_final;
                         let mut st = matching::MatchState {
                             tokens: &t,
                             final_pass: self.final_pass,
                             want_final: &mut want,
+                            tag: &tag,
                         };
                         let r = matching::eval(crits, &mut st)?;
                         self.want_final = want;
@@ -130,7 +163,12 @@ impl Eval {
                         *active = outer;
                     }
                 }
-                Item::Set { kw, args } if *active && !never => self.apply(kw, args),
+                Item::Set { kw, args, at } if *active && !never => {
+                    if !self.map.contains_key(kw.as_str()) {
+                        self.origins.insert(kw.clone(), at.clone());
+                    }
+                    self.apply(kw, args)
+                }
                 Item::Set { .. } => {}
             }
         }

@@ -200,6 +200,18 @@ pub fn check(kw: &str, args: &[String]) -> Result<(), String> {
     if INTS.contains(&kw) && v.parse::<u32>().is_err() {
         return Err(format!("invalid integer value \"{v}\"."));
     }
+    if kw == "syslogfacility"
+        && !matches!(
+            low.as_str(),
+            "daemon" | "user" | "auth" | "authpriv" | "local0" | "local1" | "local2" | "local3"
+                | "local4" | "local5" | "local6" | "local7"
+        )
+    {
+        return Err(format!("unsupported log facility '{v}'"));
+    }
+    if kw == "ipqos" {
+        super::ipqos::parse(&args.join(" "))?;
+    }
     if kw == "port" && port(v).is_none() {
         return Err(format!("Bad port '{v}'."));
     }

@@ -1,0 +1,295 @@
+//! The ssh_config keywords sluice parses but does not act on, and what it
+//! does about each (issue 43: never accepted and ignored). Every keyword
+//! the parser takes is either in `SUPPORTED` (config/ssh.rs: acted on, a
+//! test shows it) or here with one of three answers:
+//!
+//! - `Refuse`: a value other than the inert ones stops sluice before it
+//!   connects, naming the file and line (the user asked for something whose
+//!   absence would change what the connection does or trusts);
+//! - `Warn`: ssh itself goes on without the feature when it is not
+//!   available (no X11 display, no Kerberos ticket, no agent), so sluice
+//!   goes on too but says so on stderr, once, with the file and line;
+//! - `Inert`: the keyword only matters to another one that is itself
+//!   refused or warned of (ForwardX11Timeout without X11), so any value is
+//!   taken and `-G` prints it.
+//!
+//! The check runs on the settings resolved for the destination, so a line
+//! in a `Host` block that does not apply says nothing. `IgnoreUnknown`
+//! patterns silence these as they silence unknown keywords.
+
+/// What sluice does with a keyword it does not implement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// Stop before connecting.
+    Refuse,
+    /// Go on, saying what is not done.
+    Warn,
+    /// Any value: it only matters to a refused or warned keyword.
+    Inert,
+}
+
+/// One keyword's limit: values that match what sluice does anyway, the
+/// answer for any other, and why (said in the message and in the man page).
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    /// The keyword, lower case.
+    pub kw: &'static str,
+    /// Values (lower case) that ask for nothing sluice lacks.
+    pub inert: &'static [&'static str],
+    /// What any other value gets.
+    pub how: How,
+    /// Why, in the message and the man page.
+    pub why: &'static str,
+}
+
+impl Limit {
+    /// Whether ssh would have used the feature here: without an X display
+    /// or a Kerberos ticket ssh says nothing (Debian's own ssh_config turns
+    /// GSSAPIAuthentication on for every host), so neither does sluice
+    /// unless the command line asked.
+    pub fn would_matter(&self) -> bool {
+        match self.kw {
+            "forwardx11" => std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()),
+            "gssapiauthentication" | "gssapikeyexchange" => kerberos_ticket(),
+            _ => true,
+        }
+    }
+}
+
+/// A Kerberos credential cache as libkrb5 finds it by default.
+fn kerberos_ticket() -> bool {
+    if std::env::var_os("KRB5CCNAME").is_some_and(|v| !v.is_empty()) {
+        return true;
+    }
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    std::path::Path::new(&format!("/tmp/krb5cc_{uid}")).exists()
+}
+
+const NO: &[&str] = &["no", "false"];
+
+const fn refuse(kw: &'static str, inert: &'static [&'static str], why: &'static str) -> Limit {
+    Limit {
+        kw,
+        inert,
+        how: How::Refuse,
+        why,
+    }
+}
+
+const fn warn(kw: &'static str, inert: &'static [&'static str], why: &'static str) -> Limit {
+    Limit {
+        kw,
+        inert,
+        how: How::Warn,
+        why,
+    }
+}
+
+const fn inert(kw: &'static str, why: &'static str) -> Limit {
+    Limit {
+        kw,
+        inert: &[],
+        how: How::Inert,
+        why,
+    }
+}
+
+/// The table (lower-case keywords).
+pub(crate) const LIMITS: &[Limit] = &[
+    warn("addkeystoagent", NO, "keys are not added to the agent; add them with ssh-add"),
+    warn("canonicalizehostname", NO, "host names are not canonicalized; write the full name or use HostName"),
+    inert("canonicaldomains", "used only by CanonicalizeHostname"),
+    inert("canonicalizefallbacklocal", "used only by CanonicalizeHostname"),
+    inert("canonicalizemaxdots", "used only by CanonicalizeHostname"),
+    inert("canonicalizepermittedcnames", "used only by CanonicalizeHostname"),
+    warn("checkhostip", NO, "host keys are checked by name only (OpenSSH's default since 8.5)"),
+    warn("controlpersist", NO, "a master does not share its connection, so it ends with its own session"),
+    warn("enableescapecommandline", NO, "the ~C command line is not offered; give forwardings on the command line"),
+    warn("forwardx11", NO, "X11 forwarding is not supported by sluice (-X, -Y, ForwardX11): not requested"),
+    inert("forwardx11trusted", "used only by ForwardX11"),
+    inert("forwardx11timeout", "used only by ForwardX11"),
+    inert("xauthlocation", "used only by ForwardX11"),
+    warn("gssapiauthentication", NO, "GSSAPI authentication is not supported by sluice (-K, GSSAPIAuthentication): not tried"),
+    warn("gssapikeyexchange", NO, "GSSAPI key exchange is not supported by sluice"),
+    inert("gssapidelegatecredentials", "used only by GSSAPIAuthentication"),
+    inert("gssapitrustdns", "used only by GSSAPIAuthentication"),
+    inert("gssapirenewalforcesrekey", "used only by GSSAPIKeyExchange"),
+    inert("gssapikexalgorithms", "used only by GSSAPIKeyExchange"),
+    inert("gssapiclientidentity", "used only by GSSAPIAuthentication"),
+    inert("gssapiserveridentity", "used only by GSSAPIAuthentication"),
+    warn("hostbasedauthentication", NO, "hostbased authentication is not supported by sluice: not tried"),
+    inert("hostbasedacceptedalgorithms", "used only by HostbasedAuthentication"),
+    inert("enablesshkeysign", "used only by HostbasedAuthentication"),
+    warn("pkcs11provider", &["none"], "PKCS#11 tokens are not supported by sluice (-I, PKCS11Provider): its keys are not offered; load them into ssh-agent with ssh-add -s"),
+    warn("tunnel", NO, "tun/tap forwarding is not supported by sluice (-w, Tunnel): not requested"),
+    inert("tunneldevice", "used only by Tunnel"),
+    warn("verifyhostkeydns", NO, "SSHFP records are not looked up; the host key is checked against known_hosts"),
+    warn("obscurekeystroketiming", NO, "keystroke timing is not obscured"),
+    warn("fingerprinthash", &["sha256"], "fingerprints are shown as SHA256"),
+    warn("logverbose", &["none"], "LogVerbose is not supported; use -v"),
+    warn("securitykeyprovider", &["internal"], "FIDO keys are used only through ssh-agent; add them with ssh-add"),
+    refuse("proxyusefdpass", NO, "a ProxyCommand's descriptor is not received; the command must relay the connection on its standard input and output"),
+    warn("requiredrsasize", &[], "RSA keys under 2048 bits are refused whatever it says; a larger minimum is not enforced"),
+    refuse("protocol", &["2"], "sluice speaks SSH-2 only"),
+];
+
+/// The limit on `kw`, if it has one.
+pub fn limit(kw: &str) -> Option<&'static Limit> {
+    LIMITS.iter().find(|l| l.kw == kw)
+}
+
+/// What a resolved keyword's value calls for: None when it is inert, else
+/// the limit that speaks.
+pub fn applies(kw: &str, value: &str) -> Option<&'static Limit> {
+    let l = limit(kw)?;
+    let v = value.to_ascii_lowercase();
+    // aws-lc-rs verifies no RSA key under 2048 bits, so any size up to that
+    // is already required.
+    if kw == "requiredrsasize" && v.parse::<u32>().is_ok_and(|n| n <= 2048) {
+        return None;
+    }
+    (l.how != How::Inert && !l.inert.contains(&v.as_str())).then_some(l)
+}
+
+/// The message for a line: ssh's "unsupported option" words, the reason,
+/// and the way out.
+pub fn message(l: &Limit, file: &str, line: usize, value: &str) -> String {
+    let at = if file == "command-line" {
+        "command-line".to_owned()
+    } else {
+        format!("{file} line {line}")
+    };
+    let inert = l.inert.first().copied().unwrap_or("no");
+    match l.how {
+        How::Refuse => format!(
+            "{at}: unsupported option \"{} {value}\": {}. Remove it, set it to {inert}, or add \
+             \"IgnoreUnknown {}\" above it.",
+            l.kw, l.why, l.kw
+        ),
+        _ => format!("{at}: unsupported option \"{} {value}\": {}.", l.kw, l.why),
+    }
+}
+
+/// A keyword in effect for the destination that sluice refuses or warns of.
+#[derive(Debug, Clone)]
+pub struct Limited {
+    /// The keyword's limit.
+    pub limit: &'static Limit,
+    /// Set by `-o` or a flag (then a warning is always said aloud).
+    pub command_line: bool,
+    /// What to say, with the file and line.
+    pub message: String,
+}
+
+/// Says what the destination's settings ask for that sluice lacks: a
+/// refusal is the error returned; a warning goes to stderr when the
+/// command line asked or ssh would have used the feature here, else to -v.
+pub fn report(limited: &[Limited]) -> Result<(), String> {
+    if let Some(r) = limited.iter().find(|l| l.limit.how == How::Refuse) {
+        return Err(r.message.clone());
+    }
+    for l in limited {
+        if l.command_line || l.limit.would_matter() {
+            crate::log!(Info, "Warning: {}", l.message);
+        } else {
+            crate::log!(Debug1, "{}", l.message);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ssh::{values, ClientConfig, SUPPORTED};
+
+    /// A value `values::check` takes for `kw` that is not inert.
+    fn live_value(l: &Limit) -> String {
+        let candidates = ["yes", "ask", "md5", "verbose", "2048x", "4096", "1", "x"];
+        candidates
+            .iter()
+            .find(|v| {
+                !l.inert.contains(v)
+                    && values::check(l.kw, &[v.to_string()]).is_ok()
+                    && applies(l.kw, v).is_some()
+            })
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| panic!("no live value for {}", l.kw))
+    }
+
+    /// The audit: no keyword is both acted on and limited, and every
+    /// limited one, given a value sluice lacks, is refused or warned of,
+    /// with the file and line.
+    #[test]
+    fn every_limited_keyword_speaks() {
+        for l in LIMITS {
+            assert!(!SUPPORTED.contains(&l.kw), "{} is both SUPPORTED and limited", l.kw);
+            assert_eq!(l.kw, l.kw.to_ascii_lowercase());
+            if l.how == How::Inert {
+                continue;
+            }
+            let v = live_value(l);
+            let cfg = ClientConfig::from_text(&format!("Host *\n  {} {v}\n", l.kw)).unwrap();
+            let r = cfg.resolve("example").unwrap();
+            let said: Vec<_> = r.limited.iter().filter(|x| x.limit.kw == l.kw).collect();
+            assert_eq!(said.len(), 1, "{} {v}", l.kw);
+            assert!(said[0].message.contains("ssh_config line 2"), "{}", said[0].message);
+            assert!(said[0].message.contains(l.why));
+            let refused = report(&r.limited);
+            assert_eq!(refused.is_err(), l.how == How::Refuse || r.limited.iter().any(|x| x.limit.how == How::Refuse));
+            for inert in l.inert {
+                let cfg = ClientConfig::from_text(&format!("{} {inert}\n", l.kw)).unwrap();
+                assert!(cfg.resolve("example").unwrap().limited.is_empty(), "{} {inert}", l.kw);
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_matching_host_and_ignore_unknown() {
+        let cfg = ClientConfig::from_text("Host other\n  ProxyUseFdpass yes\nHost *\n  Protocol 2\n").unwrap();
+        assert!(cfg.resolve("example").unwrap().limited.is_empty());
+        let r = cfg.resolve("other").unwrap();
+        let e = report(&r.limited).unwrap_err();
+        assert!(e.contains("ssh_config line 2: unsupported option \"proxyusefdpass yes\""), "{e}");
+        let cfg = ClientConfig::from_text("IgnoreUnknown proxyusefdpass,usekeychain\nUseKeychain yes\nProxyUseFdpass yes\n").unwrap();
+        assert!(cfg.resolve("x").unwrap().limited.is_empty());
+        assert!(ClientConfig::from_text("UseKeychain yes\n").is_err());
+    }
+
+    /// Every keyword sluice says it acts on is read by code outside the
+    /// parser's tables and -G: a keyword added to SUPPORTED and used
+    /// nowhere fails here.
+    #[test]
+    fn every_supported_keyword_is_read_somewhere() {
+        fn walk(p: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            if p.is_dir() {
+                for e in std::fs::read_dir(p).unwrap() {
+                    walk(&e.unwrap().path(), out);
+                }
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p.to_owned());
+            }
+        }
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        walk(&src, &mut files);
+        let tables = ["config/ssh.rs", "config/ssh/values.rs", "config/ssh/dump.rs", "config/ssh/limits.rs", "cli/manpages.rs"];
+        let text: String = files
+            .iter()
+            .filter(|f| !tables.iter().any(|t| f.ends_with(t)))
+            .filter(|f| !f.to_string_lossy().contains("/sshd/") && !f.to_string_lossy().contains("/server/"))
+            .map(|f| {
+                let t = std::fs::read_to_string(f).unwrap();
+                // Code only: a keyword named in a test alone is not read.
+                t.split("#[cfg(test)]").next().unwrap_or_default().to_owned()
+            })
+            .collect();
+        for kw in SUPPORTED {
+            if ["host", "match", "include", "ignoreunknown"].contains(kw) {
+                continue; // the parser's own (config/ssh.rs, resolve.rs)
+            }
+            assert!(text.contains(&format!("\"{kw}\"")), "{kw} is SUPPORTED but no code reads it");
+        }
+    }
+}
