@@ -68,6 +68,8 @@ const DIFFERENT_BY_DESIGN: &[(&str, &str)] = &[
 const DEFAULTS_BY_DESIGN: &[(&str, &str, &str)] = &[
     // README "Compression": sluice decides by itself unless told yes/no.
     ("compression", "auto", "no"),
+    // sluice_config(5) IPQoS: no mark for bulk (Debian's ssh: lowdelay throughput).
+    ("ipqos", "af21 none", "lowdelay throughput"),
 ];
 
 fn dump(bin: &str, args: &[&str]) -> Vec<(String, String)> {

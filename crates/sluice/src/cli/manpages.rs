@@ -364,7 +364,9 @@ mod tests {
                 }
                 None => {
                     if !CLASSES.contains(&c) || ["Refused", "Deprecated", "Ignored"].contains(&c) {
-                        errors.push(format!("{kw} is acted on (SUPPORTED); the page says: {status}"));
+                        errors.push(format!(
+                            "{kw} is acted on (SUPPORTED); the page says: {status}"
+                        ));
                     }
                 }
             }

@@ -215,7 +215,10 @@ fn auth_prefs(r: &Resolved) -> Result<AuthPrefs, String> {
         None => r.flag("challengeresponseauthentication", true),
     };
     p.batch = r.flag("batchmode", false);
-    p.kbdint_devices = r.get("kbdinteractivedevices").unwrap_or_default().to_owned();
+    p.kbdint_devices = r
+        .get("kbdinteractivedevices")
+        .unwrap_or_default()
+        .to_owned();
     Ok(p)
 }
 

@@ -40,7 +40,9 @@ pub fn plan(args: &SessionRequest, r: &Resolved) -> Result<ForwardPlan, String> 
             u32::from_str_radix(v, 8)
                 .ok()
                 .filter(|m| *m <= 0o777)
-                .ok_or_else(|| format!("Bad StreamLocalBindMask '{v}': use an octal mask such as 0177"))?,
+                .ok_or_else(|| {
+                    format!("Bad StreamLocalBindMask '{v}': use an octal mask such as 0177")
+                })?,
         );
     }
     if let Some(v) = r.get("permitremoteopen") {

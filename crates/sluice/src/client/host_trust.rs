@@ -38,8 +38,10 @@ pub(super) fn host_key_check(
     // unchecked (not with HostKeyAlias, as ssh).
     let skip_local = r.flag("nohostauthenticationforlocalhost", false)
         && r.get("hostkeyalias").is_none()
-        && r.get("proxycommand").is_none_or(|c| c.eq_ignore_ascii_case("none"))
-        && r.get("proxyjump").is_none_or(|c| c.eq_ignore_ascii_case("none"))
+        && r.get("proxycommand")
+            .is_none_or(|c| c.eq_ignore_ascii_case("none"))
+        && r.get("proxyjump")
+            .is_none_or(|c| c.eq_ignore_ascii_case("none"))
         && is_loopback_name(&host);
     let toks = r.tokens();
     let user_files = setup::user_known_hosts(r);
@@ -60,7 +62,10 @@ pub(super) fn host_key_check(
         .map(|v| super::app::expand(v, r));
     Box::new(move |_alg: &str, blob: &[u8]| {
         if skip_local {
-            log!(Debug1, "Forcing accepting of host key for loopback/localhost.");
+            log!(
+                Debug1,
+                "Forcing accepting of host key for loopback/localhost."
+            );
             return Ok(());
         }
         let mut files = user_files.clone();

@@ -75,7 +75,10 @@ pub fn run(cmd: &str, k: &KeyTokens<'_>, t: &tokens::Tokens) -> Option<PathBuf> 
     let words = match crate::config::split_line(&format!("x {line}")) {
         Ok(Some((_, w))) if !w.is_empty() => w,
         _ => {
-            log!(Error, "KnownHostsCommand: cannot split \"{line}\" into words");
+            log!(
+                Error,
+                "KnownHostsCommand: cannot split \"{line}\" into words"
+            );
             return None;
         }
     };

@@ -237,15 +237,6 @@ impl Dial {
     pub fn connect(&self) -> Result<OwnedFd, String> {
         let s = tcp_connect(self)?;
         let _ = s.set_nodelay(true);
-        use std::os::fd::AsFd;
-        if let Err(e) = crate::net::qos::set_keepalive(s.as_fd(), self.keepalive) {
-            log!(Debug1, "setsockopt SO_KEEPALIVE: {e}");
-        }
-        if let Some(tos) = self.tos {
-            if let Err(e) = crate::net::qos::set_tos(s.as_fd(), tos) {
-                log!(Info, "setsockopt IP_TOS {tos:#x}: {e}");
-            }
-        }
         s.set_nonblocking(true)
             .map_err(|e| format!("sluice: socket: {e}"))?;
         Ok(OwnedFd::from(s))
@@ -308,6 +299,7 @@ fn tcp_connect(opts: &Dial) -> Result<TcpStream, String> {
         match r {
             Ok(s) => {
                 log!(Debug1, "Connection established.");
+                marks(&s, opts);
                 return Ok(s);
             }
             Err(e) => last = Some(e),
@@ -325,6 +317,19 @@ fn tcp_connect(opts: &Dial) -> Result<TcpStream, String> {
             opts.host
         ),
     })
+}
+
+/// TCPKeepAlive and IPQoS on a new connection.
+fn marks(s: &TcpStream, d: &Dial) {
+    use std::os::fd::AsFd;
+    if let Err(e) = crate::net::qos::set_keepalive(s.as_fd(), d.keepalive) {
+        log!(Debug1, "setsockopt SO_KEEPALIVE: {e}");
+    }
+    if let Some(tos) = d.tos {
+        if let Err(e) = crate::net::qos::set_tos(s.as_fd(), tos) {
+            log!(Info, "setsockopt IP_TOS {tos:#x}: {e}");
+        }
+    }
 }
 
 /// Connects and runs one session; returns the remote command's exit

@@ -141,7 +141,11 @@ pub fn run_local_command(cmd: &str) {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "/bin/sh".into());
     crate::log!(Debug3, "Executing {shell} -c \"{cmd}\"");
-    match std::process::Command::new(&shell).arg("-c").arg(cmd).status() {
+    match std::process::Command::new(&shell)
+        .arg("-c")
+        .arg(cmd)
+        .status()
+    {
         Ok(st) if !st.success() => crate::log!(Debug1, "LocalCommand exited: {st}"),
         Ok(_) => {}
         Err(e) => crate::log!(Error, "Couldn't execute {shell} -c \"{cmd}\": {e}"),

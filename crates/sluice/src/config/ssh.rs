@@ -328,10 +328,9 @@ impl ClientConfig {
                         at: (file.clone(), n),
                     });
                 }
-                k if self
-                    .ignore_unknown
-                    .as_deref()
-                    .is_some_and(|p| crate::keys::pattern::match_pattern_list(k, p) == Some(true)) =>
+                k if self.ignore_unknown.as_deref().is_some_and(|p| {
+                    crate::keys::pattern::match_pattern_list(k, p) == Some(true)
+                }) =>
                 {
                     self.warnings
                         .push(err(path, n, &format!("Ignored unknown option \"{k}\"")));

@@ -20,7 +20,11 @@ pub fn randomart(blob: &[u8]) -> Option<String> {
     let key = PublicKey::from_bytes(blob).ok()?;
     let digest = key.fingerprint(HashAlg::Sha256);
     let (name, bits) = type_and_size(key.key_data());
-    Some(draw(digest.as_bytes(), &format!("[{name} {bits}]"), "[SHA256]"))
+    Some(draw(
+        digest.as_bytes(),
+        &format!("[{name} {bits}]"),
+        "[SHA256]",
+    ))
 }
 
 /// ssh-keygen's type name and size in bits.
@@ -62,8 +66,16 @@ fn draw(digest: &[u8], title: &str, footer: &str) -> String {
     for byte in digest {
         let mut b = *byte;
         for _ in 0..4 {
-            x = if b & 1 != 0 { (x + 1).min(W - 1) } else { x.saturating_sub(1) };
-            y = if b & 2 != 0 { (y + 1).min(H - 1) } else { y.saturating_sub(1) };
+            x = if b & 1 != 0 {
+                (x + 1).min(W - 1)
+            } else {
+                x.saturating_sub(1)
+            };
+            y = if b & 2 != 0 {
+                (y + 1).min(H - 1)
+            } else {
+                y.saturating_sub(1)
+            };
             if field[y][x] < top {
                 field[y][x] += 1;
             }
@@ -105,11 +117,18 @@ mod tests {
                 eprintln!("ssh-keygen not available: skipped");
                 return;
             }
-            let out = Command::new("ssh-keygen").arg("-lvf").arg(&k).output().unwrap();
+            let out = Command::new("ssh-keygen")
+                .arg("-lvf")
+                .arg(&k)
+                .output()
+                .unwrap();
             let text = String::from_utf8(out.stdout).unwrap();
             let want: Vec<&str> = text.lines().skip(1).collect();
             let pubtext = std::fs::read_to_string(k.with_extension("pub")).unwrap();
-            let blob = PublicKey::from_openssh(pubtext.trim()).unwrap().to_bytes().unwrap();
+            let blob = PublicKey::from_openssh(pubtext.trim())
+                .unwrap()
+                .to_bytes()
+                .unwrap();
             let got = randomart(&blob).unwrap();
             assert_eq!(got.lines().collect::<Vec<_>>(), want, "{t}");
         }

@@ -168,6 +168,7 @@ pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
             Some(get("xauthlocation", "/usr/bin/xauth")),
         ),
         ("knownhostscommand", opt("knownhostscommand")),
+        ("tag", opt("tag")),
     ];
     for (k, v) in strings.drain(..) {
         if let Some(v) = v {
@@ -260,7 +261,10 @@ pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
         v => crate::config::ssh::ipqos::parse(&v.join(" "))?,
     };
     let name = crate::config::ssh::ipqos::name;
-    line("ipqos", &format!("{} {}", name(q.interactive), name(q.bulk)));
+    line(
+        "ipqos",
+        &format!("{} {}", name(q.interactive), name(q.bulk)),
+    );
     let (bytes, secs) = super::super::parse_rekey_limit(r.all("rekeylimit")).unwrap_or((0, 0));
     line("rekeylimit", &format!("{bytes} {secs}"));
     line("streamlocalbindmask", &get("streamlocalbindmask", "0177"));

@@ -224,7 +224,11 @@ mod tests {
     #[test]
     fn every_limited_keyword_speaks() {
         for l in LIMITS {
-            assert!(!SUPPORTED.contains(&l.kw), "{} is both SUPPORTED and limited", l.kw);
+            assert!(
+                !SUPPORTED.contains(&l.kw),
+                "{} is both SUPPORTED and limited",
+                l.kw
+            );
             assert_eq!(l.kw, l.kw.to_ascii_lowercase());
             if l.how == How::Inert {
                 continue;
@@ -234,25 +238,44 @@ mod tests {
             let r = cfg.resolve("example").unwrap();
             let said: Vec<_> = r.limited.iter().filter(|x| x.limit.kw == l.kw).collect();
             assert_eq!(said.len(), 1, "{} {v}", l.kw);
-            assert!(said[0].message.contains("ssh_config line 2"), "{}", said[0].message);
+            assert!(
+                said[0].message.contains("ssh_config line 2"),
+                "{}",
+                said[0].message
+            );
             assert!(said[0].message.contains(l.why));
             let refused = report(&r.limited);
-            assert_eq!(refused.is_err(), l.how == How::Refuse || r.limited.iter().any(|x| x.limit.how == How::Refuse));
+            assert_eq!(
+                refused.is_err(),
+                l.how == How::Refuse || r.limited.iter().any(|x| x.limit.how == How::Refuse)
+            );
             for inert in l.inert {
                 let cfg = ClientConfig::from_text(&format!("{} {inert}\n", l.kw)).unwrap();
-                assert!(cfg.resolve("example").unwrap().limited.is_empty(), "{} {inert}", l.kw);
+                assert!(
+                    cfg.resolve("example").unwrap().limited.is_empty(),
+                    "{} {inert}",
+                    l.kw
+                );
             }
         }
     }
 
     #[test]
     fn only_the_matching_host_and_ignore_unknown() {
-        let cfg = ClientConfig::from_text("Host other\n  ProxyUseFdpass yes\nHost *\n  Protocol 2\n").unwrap();
+        let cfg =
+            ClientConfig::from_text("Host other\n  ProxyUseFdpass yes\nHost *\n  Protocol 2\n")
+                .unwrap();
         assert!(cfg.resolve("example").unwrap().limited.is_empty());
         let r = cfg.resolve("other").unwrap();
         let e = report(&r.limited).unwrap_err();
-        assert!(e.contains("ssh_config line 2: unsupported option \"proxyusefdpass yes\""), "{e}");
-        let cfg = ClientConfig::from_text("IgnoreUnknown proxyusefdpass,usekeychain\nUseKeychain yes\nProxyUseFdpass yes\n").unwrap();
+        assert!(
+            e.contains("ssh_config line 2: unsupported option \"proxyusefdpass yes\""),
+            "{e}"
+        );
+        let cfg = ClientConfig::from_text(
+            "IgnoreUnknown proxyusefdpass,usekeychain\nUseKeychain yes\nProxyUseFdpass yes\n",
+        )
+        .unwrap();
         assert!(cfg.resolve("x").unwrap().limited.is_empty());
         assert!(ClientConfig::from_text("UseKeychain yes\n").is_err());
     }
@@ -274,22 +297,36 @@ mod tests {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let mut files = Vec::new();
         walk(&src, &mut files);
-        let tables = ["config/ssh.rs", "config/ssh/values.rs", "config/ssh/dump.rs", "config/ssh/limits.rs", "cli/manpages.rs"];
+        let tables = [
+            "config/ssh.rs",
+            "config/ssh/values.rs",
+            "config/ssh/dump.rs",
+            "config/ssh/limits.rs",
+            "cli/manpages.rs",
+        ];
         let text: String = files
             .iter()
             .filter(|f| !tables.iter().any(|t| f.ends_with(t)))
-            .filter(|f| !f.to_string_lossy().contains("/sshd/") && !f.to_string_lossy().contains("/server/"))
+            .filter(|f| {
+                !f.to_string_lossy().contains("/sshd/") && !f.to_string_lossy().contains("/server/")
+            })
             .map(|f| {
                 let t = std::fs::read_to_string(f).unwrap();
                 // Code only: a keyword named in a test alone is not read.
-                t.split("#[cfg(test)]").next().unwrap_or_default().to_owned()
+                t.split("#[cfg(test)]")
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
             })
             .collect();
         for kw in SUPPORTED {
             if ["host", "match", "include", "ignoreunknown"].contains(kw) {
                 continue; // the parser's own (config/ssh.rs, resolve.rs)
             }
-            assert!(text.contains(&format!("\"{kw}\"")), "{kw} is SUPPORTED but no code reads it");
+            assert!(
+                text.contains(&format!("\"{kw}\"")),
+                "{kw} is SUPPORTED but no code reads it"
+            );
         }
     }
 }

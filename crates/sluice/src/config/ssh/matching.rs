@@ -59,8 +59,7 @@ pub fn parse(args: &[String]) -> Result<Vec<(bool, Crit)>, String> {
             }
             "canonical" => Crit::Canonical,
             "final" => Crit::Final,
-            "exec" | "host" | "originalhost" | "user" | "localuser" | "tagged"
-            | "localnetwork" => {
+            "exec" | "host" | "originalhost" | "user" | "localuser" | "tagged" | "localnetwork" => {
                 let v = it
                     .next()
                     .ok_or_else(|| format!("Missing Match criteria for {name}"))?

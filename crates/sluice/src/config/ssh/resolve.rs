@@ -84,7 +84,11 @@ impl Eval {
                 if crate::keys::pattern::match_pattern_list(kw, ignore) == Some(true) {
                     return None;
                 }
-                let (file, line) = self.origins.get(kw).cloned().unwrap_or(("command-line".into(), 0));
+                let (file, line) = self
+                    .origins
+                    .get(kw)
+                    .cloned()
+                    .unwrap_or(("command-line".into(), 0));
                 Some(Limited {
                     limit: l,
                     command_line: &*file == "command-line",

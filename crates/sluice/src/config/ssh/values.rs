@@ -203,8 +203,18 @@ pub fn check(kw: &str, args: &[String]) -> Result<(), String> {
     if kw == "syslogfacility"
         && !matches!(
             low.as_str(),
-            "daemon" | "user" | "auth" | "authpriv" | "local0" | "local1" | "local2" | "local3"
-                | "local4" | "local5" | "local6" | "local7"
+            "daemon"
+                | "user"
+                | "auth"
+                | "authpriv"
+                | "local0"
+                | "local1"
+                | "local2"
+                | "local3"
+                | "local4"
+                | "local5"
+                | "local6"
+                | "local7"
         )
     {
         return Err(format!("unsupported log facility '{v}'"));
