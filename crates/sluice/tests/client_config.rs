@@ -921,7 +921,7 @@ fn help_on_stdout_and_bad_flags_exit_as_openssh() {
             SLUICE,
             vec!["-Z", "host"],
             255,
-            "illegal option -- Z",
+            "unknown option -- Z",
             ssh_args::USAGE,
         ),
         (SLUICE, vec![], 255, "usage: sluice", ssh_args::USAGE),
@@ -943,7 +943,7 @@ fn help_on_stdout_and_bad_flags_exit_as_openssh() {
             SLUICED,
             vec!["-Z"],
             1,
-            "illegal option -- Z",
+            "unknown option -- Z",
             sshd_args::USAGE,
         ),
         (

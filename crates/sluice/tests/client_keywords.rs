@@ -533,3 +533,67 @@ fn keywords_sluice_lacks_are_refused_or_said() {
     );
     assert!(!err.contains("GSSAPI"), "{err}");
 }
+
+/// CanonicalizeHostname: `web` becomes `web.corp.test` (a name only this
+/// test's /etc/hosts knows, bind-mounted in a mount namespace of its own),
+/// and the block for the canonical name applies: the connection reaches the
+/// port it names, for ssh and sluice alike; CanonicalizeFallbackLocal no
+/// refuses a name no suffix resolves.
+#[test]
+fn canonicalize_hostname_as_ssh() {
+    if missing("ssh") || missing("/usr/sbin/sshd") || missing("unshare") {
+        return;
+    }
+    let s = Setup::new("kwcanon");
+    let srv = s.start(true, "");
+    let hosts = s.dir.path("hosts");
+    let mut text = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+    text.push_str("\n127.0.0.1 web.corp.test web.corp.test.\n");
+    std::fs::write(&hosts, text).unwrap();
+    let cfg = s.dir.path("canon.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "CanonicalizeHostname yes\nCanonicalDomains example.invalid corp.test\n\
+             Host web.corp.test\n  Port {}\nMatch canonical host web.corp.test\n  SetEnv CANON=yes\n",
+            srv.port
+        ),
+    )
+    .unwrap();
+    let kh = s.dir.path("kh_canon");
+    for openssh in [true, false] {
+        let client = if openssh { "ssh" } else { SLUICE };
+        let line = format!(
+            "mount --bind {hosts} /etc/hosts && exec {client} -F {cfg} -o BatchMode=yes \
+             -o StrictHostKeyChecking=no -o UserKnownHostsFile={kh} -i {key} web echo reached",
+            hosts = hosts.display(),
+            cfg = cfg.display(),
+            kh = kh.display(),
+            key = s.user_key.display()
+        );
+        let mut c = Command::new("unshare");
+        c.args(["-m", "sh", "-c", &line]);
+        let out = run(c, b"", 30);
+        ok(&out, client);
+        assert_eq!(out.stdout, b"reached\n", "{client}");
+    }
+    // No suffix resolves and no fallback: refused before connecting.
+    std::fs::write(
+        &cfg,
+        "CanonicalizeHostname yes\nCanonicalDomains example.invalid\nCanonicalizeFallbackLocal no\n",
+    )
+    .unwrap();
+    for openssh in [true, false] {
+        let mut c = Command::new(if openssh { "ssh" } else { SLUICE });
+        c.arg("-F")
+            .arg(&cfg)
+            .args(["-o", "BatchMode=yes", "nosuchname", "true"]);
+        let out = run(c, b"", 30);
+        assert_eq!(out.status.code(), Some(255));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("Could not resolve host \"nosuchname\""),
+            "{err}"
+        );
+    }
+}

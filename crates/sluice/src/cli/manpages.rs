@@ -106,13 +106,13 @@ mod tests {
     }
 
     /// What a parser accepts, found by asking it about every letter and
-    /// digit: `probe(c)` is Err("...illegal option...") for a flag it
+    /// digit: `probe(c)` is Err("...unknown option...") for a flag it
     /// refuses and Err("...requires an argument...") for one wanting a value.
     fn probe(probe: impl Fn(char) -> Result<(), String>) -> Flags {
         let mut f = Flags::default();
         for c in ('0'..='9').chain('A'..='Z').chain('a'..='z') {
             match probe(c) {
-                Err(e) if e.contains("illegal option") => {}
+                Err(e) if e.contains("unknown option") => {}
                 Err(e) if e.contains("requires an argument") => {
                     f.valued.insert(c);
                 }

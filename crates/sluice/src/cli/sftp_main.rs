@@ -22,7 +22,7 @@ pub fn main(argv: &[String]) -> i32 {
     let (opts, operands) = match getopt(argv, OPTIONS, true) {
         Ok(p) => p,
         Err(e) => {
-            crate::errln!("sluice-sftp: {e}\n{USAGE}");
+            crate::errln!("{e}\n{USAGE}");
             return 1;
         }
     };

@@ -277,7 +277,7 @@ fn options(
                 continue;
             }
             if !WITH_VALUE.contains(c) {
-                return Err(format!("sluice: illegal option -- {c}\n{USAGE}"));
+                return Err(format!("unknown option -- {c}\n{USAGE}"));
             }
             let rest = &arg[1 + pos + c.len_utf8()..];
             let value = if !rest.is_empty() {
@@ -539,8 +539,8 @@ mod tests {
                 (None, vec!["-p".into(), "1".into()])
             );
         }
-        assert!(p("-Z host").unwrap_err().contains("illegal option -- Z"));
-        assert!(p("host -Z").unwrap_err().contains("illegal option -- Z"));
+        assert!(p("-Z host").unwrap_err().contains("unknown option -- Z"));
+        assert!(p("host -Z").unwrap_err().contains("unknown option -- Z"));
         assert!(p("-p").unwrap_err().contains("requires an argument"));
         assert_eq!(p("-Q cipher").unwrap(), Invocation::Query("cipher".into()));
         assert!(matches!(

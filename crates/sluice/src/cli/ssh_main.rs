@@ -121,7 +121,9 @@ fn request(args: &ClientArgs) -> SessionRequest {
 /// the configuration for `-G`).
 fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     let opts = options(args);
-    let cfg = ClientConfig::load(&opts, args.config_file.as_deref().map(Path::new))?;
+    let mut cfg = ClientConfig::load(&opts, args.config_file.as_deref().map(Path::new))?;
+    // As ssh, -G prints the configuration without looking names up.
+    cfg.canonicalize = !args.print_config;
     let mut r = cfg.resolve(&args.host)?;
     if args.stdio_forward.is_some() {
         // As ssh: -W means no session and no tty, and makes these two

@@ -92,7 +92,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                     }
                     break;
                 }
-                _ => return Err(format!("sluiced: illegal option -- {c}\n{USAGE}")),
+                _ => return Err(format!("unknown option -- {c}\n{USAGE}")),
             }
         }
         i += 1;

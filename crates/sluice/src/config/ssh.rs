@@ -7,6 +7,7 @@
 //! ~), `matching` (Match), `include`, `values` (checks and -G formatting),
 //! `dump` (-G).
 
+pub mod canonical;
 pub mod dump;
 pub mod include;
 pub mod ipqos;
@@ -121,6 +122,10 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "casignaturealgorithms",
     "kbdinteractivedevices",
     "syslogfacility",
+    "canonicalizehostname",
+    "canonicaldomains",
+    "canonicalizefallbacklocal",
+    "canonicalizemaxdots",
 ];
 
 /// Keywords whose every line adds values (the others: first line wins).
@@ -173,7 +178,7 @@ enum Item {
 }
 
 /// Parsed `-o` options and configuration files, in order.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ClientConfig {
     /// `-o` options (always active).
     cmdline: Vec<Item>,
@@ -184,6 +189,8 @@ pub struct ClientConfig {
     /// The first IgnoreUnknown value read: unknown keywords matching it
     /// are skipped, as ssh does.
     ignore_unknown: Option<String>,
+    /// CanonicalizeHostname may look names up (not for `-G`, as ssh).
+    pub canonicalize: bool,
 }
 
 fn err(path: &str, n: usize, msg: &str) -> String {
@@ -198,6 +205,18 @@ fn bad(path: &str, n: usize, message: String) -> ConfigError {
         message,
         detail: None,
         colon: false,
+    }
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            cmdline: Vec::new(),
+            files: Vec::new(),
+            warnings: Vec::new(),
+            ignore_unknown: None,
+            canonicalize: true,
+        }
     }
 }
 

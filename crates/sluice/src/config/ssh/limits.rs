@@ -98,11 +98,7 @@ const fn inert(kw: &'static str, why: &'static str) -> Limit {
 /// The table (lower-case keywords).
 pub(crate) const LIMITS: &[Limit] = &[
     warn("addkeystoagent", NO, "keys are not added to the agent; add them with ssh-add"),
-    warn("canonicalizehostname", NO, "host names are not canonicalized; write the full name or use HostName"),
-    inert("canonicaldomains", "used only by CanonicalizeHostname"),
-    inert("canonicalizefallbacklocal", "used only by CanonicalizeHostname"),
-    inert("canonicalizemaxdots", "used only by CanonicalizeHostname"),
-    inert("canonicalizepermittedcnames", "used only by CanonicalizeHostname"),
+    warn("canonicalizepermittedcnames", &["none"], "CNAMEs are not followed: a name is canonical under the first CanonicalDomains suffix it resolves with"),
     warn("checkhostip", NO, "host keys are checked by name only (OpenSSH's default since 8.5)"),
     warn("controlpersist", NO, "a master does not share its connection, so it ends with its own session"),
     warn("enableescapecommandline", NO, "the ~C command line is not offered; give forwardings on the command line"),

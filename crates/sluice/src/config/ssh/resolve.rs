@@ -33,6 +33,17 @@ impl ClientConfig {
             .expand(h, tokens::HOSTNAME)?,
             None => lower,
         };
+        let hostname = match self.canonicalize && canonicalize_wanted(&ev) {
+            true => match super::canonical::canonicalize(&hostname, &ev.map)? {
+                Some(c) => {
+                    crate::log!(Debug1, "Canonicalized hostname \"{hostname}\" => \"{c}\"");
+                    ev.want_final = true;
+                    c
+                }
+                None => hostname,
+            },
+            false => hostname,
+        };
         ev.map.insert("hostname".into(), vec![hostname.clone()]);
         if ev.want_final {
             crate::log!(Debug1, "re-parsing configuration");
@@ -53,6 +64,21 @@ impl ClientConfig {
             local_user: ev.local_user,
             limited,
         })
+    }
+}
+
+/// CanonicalizeHostname: `always`, or `yes` when no proxy carries the
+/// connection (a proxy resolves the name itself).
+fn canonicalize_wanted(ev: &Eval) -> bool {
+    let set = |k: &str| ev.first(k).is_some_and(|v| !v.eq_ignore_ascii_case("none"));
+    match ev
+        .first("canonicalizehostname")
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("always") => true,
+        Some("yes" | "true") => !set("proxycommand") && !set("proxyjump"),
+        _ => false,
     }
 }
 
