@@ -144,10 +144,48 @@ fn escape_dot_disconnects_with_255() {
         t.expect("[suspend ssh]", 30);
         t.run("true", "U");
         assert!(t.lflag_raw(), "raw mode again after the suspend");
+        // `~v` and `~V` step the log level (from the test's ERROR), `~R`
+        // re-keys at once (its completion is a debug1 line).
+        t.send(b"\r~v");
+        t.expect("~v [LogLevel INFO]", 30);
+        t.send(b"\r~v\r~v");
+        t.expect("~v [LogLevel DEBUG1]", 30);
+        t.send(b"\r~R");
+        t.expect("rekey completed", 30);
+        t.send(b"\r~V");
+        t.expect("~V [LogLevel VERBOSE]", 30);
+        t.run("true", "R");
         t.send(b"\r~.");
         let st = t.wait(30);
         assert_eq!(st.code(), Some(255), "output:\n{}", t.text());
         assert!(!t.lflag_raw(), "terminal left raw after ~.");
+    }
+}
+
+/// `~&`: the terminal is given back (the process the shell waits for exits
+/// 0) while a background sluice ends the session: the remote shell gets a
+/// ^D and leaves, its last words still written.
+#[test]
+fn escape_ampersand_backgrounds() {
+    let s = Setup::new("escbg");
+    let server = s.start(false, "");
+    let mark = s.dir.path("after");
+    let mut t = Term::spawn(s.client(false, &server, &[]), 24, 80);
+    t.run("true", "A");
+    t.send(format!("trap 'echo gone > {}' EXIT\r", mark.display()).as_bytes());
+    t.run("true", "B");
+    t.send(b"\r~&");
+    t.expect("[backgrounded]", 30);
+    let st = t.wait(30);
+    assert_eq!(st.code(), Some(0), "output:\n{}", t.text());
+    assert!(!t.lflag_raw(), "terminal left raw after ~&");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !mark.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the remote shell did not end"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
