@@ -486,7 +486,11 @@ fn keywords_sluice_lacks_are_refused_or_said() {
     );
     // From a file: the file and line; IgnoreUnknown lets it pass.
     let cfg = s.dir.path("cfg");
-    std::fs::write(&cfg, "Host *\n  CheckHostIP yes\n  ProxyUseFdpass yes\n").unwrap();
+    std::fs::write(
+        &cfg,
+        "Host *\n  VerifyHostKeyDNS yes\n  ProxyUseFdpass yes\n",
+    )
+    .unwrap();
     let mut c = Command::new(SLUICE);
     c.args(["-F"]).arg(&cfg).args([
         "-o",
@@ -502,7 +506,7 @@ fn keywords_sluice_lacks_are_refused_or_said() {
         err.contains(&format!("{} line 3: unsupported option", cfg.display())),
         "{err}"
     );
-    std::fs::write(&cfg, "IgnoreUnknown proxyusefdpass\nHost *\n  CheckHostIP yes\n  ProxyUseFdpass yes\n  GSSAPIAuthentication yes\n").unwrap();
+    std::fs::write(&cfg, "IgnoreUnknown proxyusefdpass\nHost *\n  VerifyHostKeyDNS yes\n  ProxyUseFdpass yes\n  GSSAPIAuthentication yes\n").unwrap();
     let mut c = Command::new(SLUICE);
     c.args(["-F"])
         .arg(&cfg)
@@ -526,7 +530,7 @@ fn keywords_sluice_lacks_are_refused_or_said() {
     // a Kerberos ticket says nothing, as ssh.
     assert!(
         err.contains(&format!(
-            "Warning: {} line 3: unsupported option \"checkhostip yes\"",
+            "Warning: {} line 3: unsupported option \"verifyhostkeydns yes\"",
             cfg.display()
         )),
         "{err}"
@@ -596,4 +600,118 @@ fn canonicalize_hostname_as_ssh() {
             "{err}"
         );
     }
+}
+
+/// CheckHostIP: the address is learned beside the name, and a known
+/// address with another key is warned of, as ssh does. ssh never stores a
+/// loopback address, so the server listens on 198.18.0.1 (on lo, in a
+/// network namespace of the test's own (`unshare -n -m`),
+/// named `server.test` by an /etc/hosts bind-mounted there.
+#[test]
+fn check_host_ip_as_ssh() {
+    if missing("ssh") || missing("/usr/sbin/sshd") || missing("unshare") || missing("ip") {
+        return;
+    }
+    let s = Setup::new("kwcheckip");
+    let d = s.dir.0.display().to_string();
+    let port = 2222;
+    let cfg = s.config(port, "ListenAddress 198.18.0.1\nUsePAM no\n");
+    let mut hosts = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+    hosts.push_str("\n198.18.0.1 server.test\n");
+    std::fs::write(s.dir.path("hosts"), hosts).unwrap();
+    let other = std::fs::read_to_string(s.dir.path("id_ed25519.pub")).unwrap();
+    let other = other
+        .split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    // Per client: first login (name and address added), the address line
+    // dropped (learned again), then the address given another key (warned).
+    let script = format!(
+        r#"set -e
+ip link set lo up
+ip addr add 198.18.0.1/32 dev lo
+mount --bind {d}/hosts /etc/hosts
+mkdir -p /run/sshd
+/usr/sbin/sshd -f {cfg} -E {d}/sshd.log
+for i in $(seq 50); do (exec 3<>/dev/tcp/198.18.0.1/{port}) 2>/dev/null && break; sleep 0.1; done
+for c in ssh {sluice}; do
+  n=$(basename $c); kh={d}/kh_$n
+  cl() {{ $c -F /dev/null -o CheckHostIP=yes -o StrictHostKeyChecking=accept-new -o BatchMode=yes \
+       -o LogLevel=INFO -o UserKnownHostsFile=$kh -i {d}/id_ed25519 -p {port} server.test true; }}
+  echo "== $n first"; cl 2>&1; cp $kh $kh.first
+  echo "[server.test]:{port} $(cut -d' ' -f1,2 {d}/host_ed25519.pub)" > $kh
+  echo "== $n forgotten"; cl 2>&1
+  echo "[server.test]:{port} $(cut -d' ' -f1,2 {d}/host_ed25519.pub)" > $kh
+  echo "[198.18.0.1]:{port} {other}" >> $kh
+  echo "== $n other"; cl 2>&1 || echo "exit $?"
+  echo "== $n end"
+done
+kill $(cat {d}/sshd.pid) 2>/dev/null || true
+"#,
+        cfg = cfg.display(),
+        sluice = SLUICE,
+    );
+    let script = script.replace("PidFile none", "");
+    std::fs::write(
+        &cfg,
+        std::fs::read_to_string(&cfg)
+            .unwrap()
+            .replace("PidFile none", &format!("PidFile {d}/sshd.pid")),
+    )
+    .unwrap();
+    let mut c = Command::new("unshare");
+    c.args(["-n", "-m", "bash", "-c", &script]);
+    let out = run(c, b"", 120);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    ok(&out, &text);
+    let part = |n: &str, step: &str| -> String {
+        let start = format!("== {n} {step}\n");
+        let i = text
+            .find(&start)
+            .unwrap_or_else(|| panic!("{start}: {text}"))
+            + start.len();
+        let rest = &text[i..];
+        rest[..rest.find("== ").unwrap_or(rest.len())].to_owned()
+    };
+    let sluice = std::path::Path::new(SLUICE)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    for n in ["ssh", sluice.as_str()] {
+        let first = part(n, "first");
+        assert!(
+            first.contains(&format!(
+                "Permanently added '[server.test]:{port},[198.18.0.1]:{port}'"
+            )),
+            "{n}: {first}"
+        );
+        let again = part(n, "forgotten");
+        assert!(
+            again.contains("host key for IP address '[198.18.0.1]:2222'"),
+            "{n}: {again}"
+        );
+        let other = part(n, "other");
+        assert!(
+            other.contains("differs from the key for the IP address '[198.18.0.1]:2222'"),
+            "{n}: {other}"
+        );
+        // accept-new is strict about a changed key: refused.
+        assert!(
+            other.contains("Exiting, you have requested strict checking.")
+                && other.contains("exit 255"),
+            "{n}: {other}"
+        );
+    }
+    let fields = |n: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_to_string(s.dir.path(&format!("kh_{n}.first")))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(fields(&sluice), fields("ssh"));
 }

@@ -34,6 +34,7 @@ pub(super) fn host_key_check(
     let hash = r.flag("hashknownhosts", false);
     let visual = r.flag("visualhostkey", false);
     let khc = super::known_hosts_command::configured(r);
+    let check_ip = super::check_host_ip::enabled(r, &host);
     // NoHostAuthenticationForLocalhost: a loopback host's key is accepted
     // unchecked (not with HostKeyAlias, as ssh).
     let skip_local = r.flag("nohostauthenticationforlocalhost", false)
@@ -128,6 +129,18 @@ pub(super) fn host_key_check(
                 let in_user_file =
                     known_hosts::check(&user_files, &host, port, blob) == HostKeyStatus::Known;
                 trusted.store(!is_cert(full) && in_user_file, Ordering::Relaxed);
+                if check_ip {
+                    super::check_host_ip::after_known(
+                        &files,
+                        &user_files,
+                        (&host, port),
+                        blob,
+                        &shown,
+                        &strict,
+                        batch,
+                        hash,
+                    )?;
+                }
                 Ok(())
             }
             HostKeyStatus::Revoked => Err(revoked_message(&shown, &name)),
@@ -145,10 +158,21 @@ pub(super) fn host_key_check(
                 }
             }
             HostKeyStatus::Unknown => {
-                let add = |files: &[PathBuf]| {
-                    if let Some(f) = files.first() {
-                        if known_hosts::append(f, &host, port, blob, hash).is_ok() {
-                            log!(Info, "Warning: Permanently added '{name}' ({shown}) to the list of known hosts.");
+                // CheckHostIP: the address goes on the same line, as ssh writes it.
+                let ip = check_ip
+                    .then(|| super::check_host_ip::new_address(&files, port, blob))
+                    .flatten();
+                let add = |user: &[PathBuf]| {
+                    if let Some(f) = user.first() {
+                        let mut names = vec![host.as_str()];
+                        names.extend(ip.as_deref());
+                        if known_hosts::append_names(f, &names, port, blob, hash).is_ok() {
+                            let added: Vec<String> = names
+                                .iter()
+                                .map(|h| known_hosts::host_name(h, port))
+                                .collect();
+                            let added = added.join(",");
+                            log!(Info, "Warning: Permanently added '{added}' ({shown}) to the list of known hosts.");
                         }
                     }
                 };

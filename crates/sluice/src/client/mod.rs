@@ -6,6 +6,7 @@
 pub mod agent_forward;
 pub mod app;
 pub mod auth;
+pub mod check_host_ip;
 pub mod error;
 pub mod escape;
 pub mod forward;
@@ -167,6 +168,11 @@ impl SessionPlan {
 
 /// Connects directly, ConnectionAttempts times with a second between
 /// tries (as ssh), or starts the ProxyCommand.
+/// The address the connection reached (not through a proxy), for
+/// CheckHostIP (client/host_trust.rs): one connection per process, the
+/// first one set.
+pub(crate) static PEER_IP: std::sync::OnceLock<std::net::IpAddr> = std::sync::OnceLock::new();
+
 fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), String> {
     if let Some(cmd) = &opts.proxy_command {
         let p = proxy::spawn(cmd)?;
@@ -180,6 +186,9 @@ fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), St
                 let _ = s.set_nodelay(true);
                 s.set_nonblocking(true)
                     .map_err(|e| format!("sluice: socket: {e}"))?;
+                if let Ok(a) = s.peer_addr() {
+                    let _ = PEER_IP.set(a.ip());
+                }
                 return Ok((OwnedFd::from(s), None));
             }
             Err(e) if attempt >= opts.connection_attempts.max(1) => return Err(e),

@@ -126,6 +126,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "canonicaldomains",
     "canonicalizefallbacklocal",
     "canonicalizemaxdots",
+    "checkhostip",
 ];
 
 /// Keywords whose every line adds values (the others: first line wins).

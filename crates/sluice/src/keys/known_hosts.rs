@@ -195,6 +195,19 @@ pub fn matching_lines(
         .collect()
 }
 
+/// Where a plain line lists `key_blob` for `host`:`port` (file, line).
+pub fn find_key(
+    files: &[PathBuf],
+    host: &str,
+    port: u16,
+    key_blob: &[u8],
+) -> Option<(PathBuf, usize)> {
+    entries(files, host, port)
+        .into_iter()
+        .find(|e| e.marker.is_none() && e.blob == key_blob)
+        .map(|e| (e.file, e.line))
+}
+
 /// Where an `@cert-authority` line for `host`:`port` lists `ca_blob`.
 pub fn find_ca(
     files: &[PathBuf],
@@ -276,8 +289,31 @@ pub fn append(
     key_blob: &[u8],
     hash: bool,
 ) -> std::io::Result<()> {
+    append_names(file, &[host], port, key_blob, hash)
+}
+
+/// Appends the key for several names of one host (CheckHostIP's name and
+/// address): one line naming them all, as ssh writes it, or one hashed
+/// line per name.
+pub fn append_names(
+    file: &Path,
+    hosts: &[&str],
+    port: u16,
+    key_blob: &[u8],
+    hash: bool,
+) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let line = new_line(host, port, key_blob, hash)?;
+    let mut lines = Vec::new();
+    if hash {
+        for h in hosts {
+            lines.push(new_line(h, port, key_blob, true)?);
+        }
+    } else {
+        let names: Vec<String> = hosts.iter().map(|h| host_name(h, port)).collect();
+        let ty = sluice_proto::crypto::hostkey::blob_key_type(key_blob).unwrap_or("unknown");
+        lines.push(format!("{} {ty} {}", names.join(","), b64(key_blob)));
+    }
+    let line = lines.join("\n");
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }

@@ -99,7 +99,6 @@ const fn inert(kw: &'static str, why: &'static str) -> Limit {
 pub(crate) const LIMITS: &[Limit] = &[
     warn("addkeystoagent", NO, "keys are not added to the agent; add them with ssh-add"),
     warn("canonicalizepermittedcnames", &["none"], "CNAMEs are not followed: a name is canonical under the first CanonicalDomains suffix it resolves with"),
-    warn("checkhostip", NO, "host keys are checked by name only (OpenSSH's default since 8.5)"),
     warn("controlpersist", NO, "a master does not share its connection, so it ends with its own session"),
     warn("enableescapecommandline", NO, "the ~C command line is not offered; give forwardings on the command line"),
     warn("forwardx11", NO, "X11 forwarding is not supported by sluice (-X, -Y, ForwardX11): not requested"),
