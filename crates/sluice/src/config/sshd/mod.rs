@@ -10,6 +10,7 @@
 //! lines.rs reads files into lines with their conditions, matching.rs
 //! tests Match criteria, keywords.rs applies values, dump.rs prints.
 
+mod addr_list;
 pub mod auth_methods;
 mod dump;
 pub(crate) mod keywords;
