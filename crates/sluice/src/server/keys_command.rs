@@ -95,7 +95,7 @@ pub(crate) fn output(
 
 /// The token values (sshd_config(5) TOKENS): %C the connection (client
 /// address and port, server address and port), %D the routing domain
-/// (none: sluiced does not use them), %f %k %t the key (a certificate's
+/// (the VRF the connection's socket is bound to; empty without one), %f %k %t the key (a certificate's
 /// fingerprint is its key's, as in OpenSSH), %h %U %u the user; for the
 /// principals command also %F %K %T the CA key, %i the key ID, %s the serial.
 fn values(
@@ -118,7 +118,12 @@ fn values(
                 local.port()
             ),
         ),
-        ('D', String::new()),
+        (
+            'D',
+            crate::config::sshd::connection_rdomain()
+                .unwrap_or_default()
+                .to_owned(),
+        ),
         (
             'f',
             cert.map_or_else(|| fingerprint_sha256(key_blob), Cert::fingerprint),

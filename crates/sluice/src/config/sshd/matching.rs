@@ -1,13 +1,31 @@
 //! `Match` lines of sshd_config: parsing the criteria (User, Group, Host,
-//! Address, LocalAddress, LocalPort, Invalid-User, Version, All; several
-//! are ANDed, each pattern list takes `!` negation, a negated hit failing
-//! the criterion) and testing them against one connection, with sshd's
-//! wording for bad lines. `attr=value` is read as `attr value`, as sshd
-//! does. Address lists are addr_list.rs's. RDomain is refused: sluiced
-//! cannot tell which routing domain (Linux VRF) a connection came in on.
+//! Address, LocalAddress, LocalPort, RDomain, Invalid-User, Version, All;
+//! several are ANDed, each pattern list takes `!` negation, a negated hit
+//! failing the criterion) and testing them against one connection, with
+//! sshd's wording for bad lines. `attr=value` is read as `attr value`, as
+//! sshd does. Address lists are addr_list.rs's. A connection's routing
+//! domain is, as for sshd on Linux, the VRF device its socket is bound to
+//! (sluiced run under `ip vrf exec`), set once per connection process by
+//! [`set_connection_rdomain`].
 
 use super::addr_list::{self, ListMatch};
 use crate::keys::pattern::{match_pattern_list, wildcard};
+use std::sync::OnceLock;
+
+/// The routing domain of this process's connection (each connection runs
+/// in processes of its own), when its socket is bound to a device.
+static CONNECTION_RDOMAIN: OnceLock<String> = OnceLock::new();
+
+/// Records the connection's routing domain (the device name its socket is
+/// bound to) for [`MatchContext::connection`]; the first call wins.
+pub fn set_connection_rdomain(device: String) {
+    let _ = CONNECTION_RDOMAIN.set(device);
+}
+
+/// The connection's routing domain, if any (`%D` of AuthorizedKeysCommand).
+pub fn connection_rdomain() -> Option<&'static str> {
+    CONNECTION_RDOMAIN.get().map(String::as_str)
+}
 
 /// What a connection is matched on (sshd's `connection_info`, and `-C`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,7 +61,7 @@ impl MatchContext {
             addr: Some(peer_ip),
             laddr: Some(local.ip().to_canonical().to_string()),
             lport: Some(local.port()),
-            rdomain: None,
+            rdomain: CONNECTION_RDOMAIN.get().cloned(),
         }
     }
 
@@ -91,6 +109,7 @@ enum Kind {
     Address,
     LocalAddress,
     LocalPort,
+    RDomain,
     Version,
 }
 
@@ -137,15 +156,7 @@ impl Criteria {
                 "localaddress" => Kind::LocalAddress,
                 "localport" => Kind::LocalPort,
                 "version" => Kind::Version,
-                "rdomain" => {
-                    return Err((
-                        "unsupported Match criterion RDomain: sluiced does not use routing \
-                         domains (Linux VRF) and cannot tell which one a connection came in on; \
-                         remove the Match RDomain block or run OpenSSH's sshd for it"
-                            .into(),
-                        false,
-                    ))
-                }
+                "rdomain" => Kind::RDomain,
                 _ => return Err((format!("Unsupported Match attribute {attr}"), true)),
             };
             if kind == Kind::All {
@@ -218,6 +229,7 @@ impl Criteria {
                 Kind::Address => c.addr.as_deref().is_some_and(|a| addr_hit(a, arg)),
                 Kind::LocalAddress => c.laddr.as_deref().is_some_and(|a| addr_hit(a, arg)),
                 Kind::LocalPort => c.lport.is_some_and(|p| arg.parse() == Ok(p)),
+                Kind::RDomain => c.rdomain.as_deref().is_some_and(|r| exact_list(r, arg)),
                 Kind::Version => exact_list(&release(), arg),
             }
         })
@@ -299,7 +311,9 @@ mod tests {
         assert!(!crit("User Bob").matches(Some(&c)));
         assert!(crit("user=bob").matches(Some(&c)));
         assert!(!crit("LocalPort 0").matches(Some(&c)));
-        assert!(Criteria::parse(&["RDomain".into(), "vrf0".into()]).is_err());
+        assert!(!crit("RDomain vrf0").matches(Some(&c)));
+        let vrf = MatchContext::parse_spec("rdomain=vrf0").unwrap();
+        assert!(crit("RDomain vrf*,!vrf1").matches(Some(&vrf)));
         let ghost = MatchContext::parse_spec("user=nobody-here,invalid-user").unwrap();
         assert!(crit("Invalid-User").matches(Some(&ghost)));
         assert!(!crit("Invalid-User").matches(Some(&c)));

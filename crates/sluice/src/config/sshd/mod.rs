@@ -20,7 +20,7 @@ mod matching;
 pub mod per_source;
 pub mod snapshot;
 
-pub use matching::MatchContext;
+pub use matching::{connection_rdomain, set_connection_rdomain, MatchContext};
 
 use crate::keys::host_keys::HostKeyFiles;
 use crate::log::Level;
