@@ -153,22 +153,21 @@ fn values(
 
 /// One run: the command line as configured, the user it runs as
 /// (None: unset), the user logging in and the token values.
-pub(crate) struct Request<'a> {
-    /// Which command.
-    pub which: Which,
+struct Request<'a> {
+    which: Which,
     /// The command line as written in the configuration.
-    pub command: &'a str,
+    command: &'a str,
     /// AuthorizedKeysCommandUser / AuthorizedPrincipalsCommandUser.
-    pub run_as: Option<&'a str>,
+    run_as: Option<&'a str>,
     /// The user logging in (`%u`, and the old single argument).
-    pub user: &'a UserInfo,
-    /// Token values (`values` in publickey.rs builds them).
-    pub values: Vec<(char, String)>,
+    user: &'a UserInfo,
+    /// Token values ([`values`]).
+    values: Vec<(char, String)>,
 }
 
 /// Runs the command; its output, or None with the reason logged in sshd's
 /// words where sshd has them.
-pub(crate) fn run(req: &Request<'_>) -> Option<Vec<u8>> {
+fn run(req: &Request<'_>) -> Option<Vec<u8>> {
     let tag = req.which.keyword();
     let Some(run_as) = req.run_as else {
         log!(Error, "No user for {tag} specified, skipping");
@@ -206,6 +205,10 @@ pub(crate) fn run(req: &Request<'_>) -> Option<Vec<u8>> {
     let program = Path::new(&argv[0]);
     if !program.is_absolute() {
         log!(Error, "{tag} path is not absolute");
+        return None;
+    }
+    if let Err(e) = std::fs::metadata(program) {
+        log!(Error, "Could not stat {tag} \"{}\": {e}", program.display());
         return None;
     }
     if let Err(e) = safe_path(program) {
