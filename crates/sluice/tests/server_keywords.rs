@@ -40,10 +40,6 @@ fn unsupported_values_refuse_to_start() {
         ("RDomain vrf1", "RDomain none"),
         ("HostKeyAgent /run/agent.sock", "HostKeyAgent none"),
         (
-            "AuthorizedKeysCommand /bin/true",
-            "AuthorizedKeysCommand none",
-        ),
-        (
             "Match User nobody\n  RDomain vrf1",
             "Match User nobody\n  RDomain none",
         ),

@@ -15,6 +15,7 @@ pub mod forward_policy;
 pub mod grace;
 pub mod inetd;
 pub mod keepalive;
+pub(crate) mod keys_command;
 pub mod listen;
 pub mod logins;
 pub mod notify;

@@ -193,6 +193,12 @@ impl ServerConfig {
             "chrootdirectory" => one(or_none(self.chroot_directory.as_ref())),
             "authorizedkeyscommand" => one(or_none(self.authorized_keys_command.as_ref())),
             "authorizedkeyscommanduser" => one(or_none(self.authorized_keys_command_user.as_ref())),
+            "authorizedprincipalscommand" => {
+                one(or_none(self.authorized_principals_command.as_ref()))
+            }
+            "authorizedprincipalscommanduser" => {
+                one(or_none(self.authorized_principals_command_user.as_ref()))
+            }
             "kexalgorithms" => one(self.kex.join(",")),
             "hostkeyalgorithms" => one(self.host_key_algorithms.join(",")),
             "pubkeyacceptedalgorithms" => one(self.pubkey_algorithms.join(",")),

@@ -2,6 +2,7 @@
 //! Match block, and how each line's value lands in `ServerConfig` (first
 //! value wins, except for the keywords that accumulate). Errors in sshd's words.
 
+use super::command_line;
 use super::lines::Line;
 use super::per_source;
 use super::{PermitRootLogin, ServerConfig};
@@ -112,8 +113,6 @@ pub(crate) const OTHER: &[(&str, Option<&str>)] = &[
     ("xauthlocation", Some("/usr/bin/xauth")),
     ("securitykeyprovider", Some("internal")),
     ("versionaddendum", Some("none")),
-    ("authorizedprincipalscommand", Some("none")),
-    ("authorizedprincipalscommanduser", Some("none")),
     ("hostkeyagent", Some("none")),
     ("hostbasedacceptedalgorithms", Some("ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256")),
     ("permittunnel", Some("no")),
@@ -146,16 +145,6 @@ pub(crate) const UNSUPPORTED: &[(&str, &str, &str)] = &[
         "hostkeyagent",
         "none",
         "sluiced reads host keys from HostKey files only",
-    ),
-    (
-        "authorizedkeyscommand",
-        "none",
-        "sluiced reads keys from AuthorizedKeysFile only",
-    ),
-    (
-        "authorizedprincipalscommand",
-        "none",
-        "sluiced reads certificate principals from AuthorizedPrincipalsFile only",
     ),
 ];
 
@@ -323,6 +312,8 @@ pub(crate) const OWN: &[&str] = &[
     "clientalivecountmax",
     "authorizedkeyscommand",
     "authorizedkeyscommanduser",
+    "authorizedprincipalscommand",
+    "authorizedprincipalscommanduser",
     "syslogfacility",
     "include",
     "hostbasedacceptedkeytypes",
@@ -379,6 +370,21 @@ const FACILITIES: &[&str] = &[
     "DAEMON", "USER", "AUTH", "AUTHPRIV", "LOCAL0", "LOCAL1", "LOCAL2", "LOCAL3", "LOCAL4",
     "LOCAL5", "LOCAL6", "LOCAL7",
 ];
+
+/// AuthorizedKeysCommand, AuthorizedPrincipalsCommand: `none`, or a
+/// command line starting with an absolute path whose tokens are the
+/// keyword's (sshd checks the path here and the tokens at each login,
+/// where a bad one would fail every login: refused now instead).
+fn command(l: &Line, first: &str, tokens: &str) -> Result<Option<String>, String> {
+    if l.raw.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    if !first.starts_with('/') {
+        return Err(l.err(&format!("{} must be an absolute path", l.name)));
+    }
+    command_line::check_template(&l.name, tokens, &l.raw).map_err(|e| l.err(&e))?;
+    Ok(Some(l.raw.clone()))
+}
 
 fn forwarding(l: &Line, v: &str) -> Result<String, String> {
     Ok(match v {
@@ -614,8 +620,14 @@ impl ServerConfig {
                 self.set_env = env;
             }
             "authorizedkeyscommand" => {
-                unsupported(l, kw, &first)?;
-                self.authorized_keys_command = (first != "none").then(|| l.raw.clone())
+                self.authorized_keys_command = command(l, &first, command_line::KEYS_TOKENS)?
+            }
+            "authorizedprincipalscommand" => {
+                self.authorized_principals_command =
+                    command(l, &first, command_line::PRINCIPALS_TOKENS)?
+            }
+            "authorizedprincipalscommanduser" => {
+                self.authorized_principals_command_user = (first != "none").then_some(first)
             }
             "addressfamily" => {
                 self.address_family = match first.as_str() {

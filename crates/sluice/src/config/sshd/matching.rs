@@ -1,16 +1,42 @@
 //! `Match` lines of sshd_config: parsing the criteria (User, Group, Host,
-//! LocalAddress, LocalPort, Address, RDomain, All; several are ANDed, each
-//! takes a pattern list with `!` negation) and testing them against one
-//! connection, with sshd's wording for bad lines.
+//! Address, LocalAddress, LocalPort, RDomain, Invalid-User, Version, All;
+//! several are ANDed, each pattern list takes `!` negation, a negated hit
+//! failing the criterion) and testing them against one connection, with
+//! sshd's wording for bad lines. `attr=value` is read as `attr value`, as
+//! sshd does. Address lists are addr_list.rs's. A connection's routing
+//! domain is, as for sshd on Linux, the VRF device its socket is bound to
+//! (sluiced run under `ip vrf exec`), set once per connection process by
+//! [`set_connection_rdomain`].
 
-use crate::keys::pattern::{match_pattern, match_pattern_list};
-use std::net::IpAddr;
+use super::addr_list::{self, ListMatch};
+use crate::keys::pattern::{match_pattern_list, wildcard};
+use std::sync::OnceLock;
+
+/// The routing domain of this process's connection (each connection runs
+/// in processes of its own), when its socket is bound to a device.
+static CONNECTION_RDOMAIN: OnceLock<String> = OnceLock::new();
+
+/// Records the connection's routing domain (the device name its socket is
+/// bound to) for [`MatchContext::connection`]; the first call wins.
+pub fn set_connection_rdomain(device: String) {
+    let _ = CONNECTION_RDOMAIN.set(device);
+}
+
+/// The connection's routing domain, if any (`%D` of AuthorizedKeysCommand).
+pub fn connection_rdomain() -> Option<&'static str> {
+    CONNECTION_RDOMAIN.get().map(String::as_str)
+}
 
 /// What a connection is matched on (sshd's `connection_info`, and `-C`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MatchContext {
     /// The user name the client asked for.
     pub user: Option<String>,
+    /// The user has no account here (`Match Invalid-User`, sshd 10):
+    /// given by `-C` (absent: the user is taken as valid, as sshd does),
+    /// None for a connection, where it is looked up only when a Match line
+    /// asks (so no passwd lookup happens for configurations without it).
+    pub invalid_user: Option<bool>,
     /// The client's host name (its address unless UseDNS resolves it).
     pub host: Option<String>,
     /// The client's address.
@@ -25,21 +51,33 @@ pub struct MatchContext {
 
 impl MatchContext {
     /// A connection from `peer` to `local` for `user` (host = the address, as with UseDNS no).
+    /// An IPv4-mapped IPv6 address is shown as its IPv4 one, as sshd does.
     pub fn connection(user: &str, peer: std::net::SocketAddr, local: std::net::SocketAddr) -> Self {
+        let peer_ip = peer.ip().to_canonical().to_string();
         MatchContext {
             user: Some(user.to_owned()),
-            host: Some(peer.ip().to_string()),
-            addr: Some(peer.ip().to_string()),
-            laddr: Some(local.ip().to_string()),
+            invalid_user: None,
+            host: Some(peer_ip.clone()),
+            addr: Some(peer_ip),
+            laddr: Some(local.ip().to_canonical().to_string()),
             lport: Some(local.port()),
-            rdomain: None,
+            rdomain: CONNECTION_RDOMAIN.get().cloned(),
         }
     }
 
-    /// `-C user=bob,host=h,addr=1.2.3.4,laddr=...,lport=...,rdomain=...`.
+    /// `-C user=bob,host=h,addr=1.2.3.4,laddr=...,lport=...,rdomain=...,invalid-user`
+    /// (the last as in sshd 10: the user is taken as having no account).
     pub fn parse_spec(spec: &str) -> Result<Self, String> {
-        let mut c = MatchContext::default();
-        for item in spec.split(',').filter(|s| !s.is_empty()) {
+        let mut c = MatchContext {
+            invalid_user: Some(false),
+            ..MatchContext::default()
+        };
+        // sshd stops at the first empty item.
+        for item in spec.split(',').take_while(|s| !s.is_empty()) {
+            if item == "invalid-user" {
+                c.invalid_user = Some(true);
+                continue;
+            }
             let bad = || format!("Invalid test mode specification {item}");
             let (k, v) = item.split_once('=').ok_or_else(bad)?;
             let v = v.to_owned();
@@ -48,7 +86,11 @@ impl MatchContext {
                 "host" => c.host = Some(v),
                 "addr" => c.addr = Some(v),
                 "laddr" => c.laddr = Some(v),
-                "lport" => c.lport = Some(v.parse().map_err(|_| bad())?),
+                "lport" => {
+                    c.lport = Some(v.parse().map_err(|_| {
+                        format!("Invalid port '{v}' in test mode specification {item}")
+                    })?)
+                }
                 "rdomain" => c.rdomain = Some(v),
                 _ => return Err(bad()),
             }
@@ -60,6 +102,7 @@ impl MatchContext {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     All,
+    InvalidUser,
     User,
     Group,
     Host,
@@ -67,32 +110,57 @@ enum Kind {
     LocalAddress,
     LocalPort,
     RDomain,
+    Version,
+}
+
+/// What sluiced answers to `Match Version` (sshd matches its SSH_RELEASE,
+/// e.g. "OpenSSH_10.1"; sluiced is not OpenSSH, so such a pattern does not match).
+fn release() -> String {
+    format!("sluice_{}", env!("CARGO_PKG_VERSION"))
 }
 
 /// One `Match` line: every criterion must hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Criteria(Vec<(Kind, String)>);
 
+/// Why a Match line was refused: sshd's message, and whether sshd follows
+/// it with "FILE line N: Bad Match condition" (else " at line N" is appended).
+pub(super) type MatchError = (String, bool);
+
 impl Criteria {
-    /// Parses the arguments of `Match`; errors in sshd's words (the caller
-    /// adds "FILE line N: Bad Match condition" where sshd does).
-    pub(super) fn parse(args: &[String]) -> Result<Criteria, (String, bool)> {
+    /// Parses the arguments of `Match`; errors in sshd's words.
+    pub(super) fn parse(args: &[String]) -> Result<Criteria, MatchError> {
+        // `User=bob` is `User bob`, as sshd's tokenizer has it.
+        let mut words: Vec<String> = Vec::new();
+        for a in args {
+            match a.split_once('=') {
+                Some((k, v)) if !k.is_empty() => {
+                    words.push(k.to_owned());
+                    if !v.is_empty() {
+                        words.push(v.to_owned());
+                    }
+                }
+                _ => words.push(a.clone()),
+            }
+        }
         let mut v = Vec::new();
-        let mut it = args.iter();
+        let mut it = words.iter();
         while let Some(attr) = it.next() {
             let kind = match attr.to_ascii_lowercase().as_str() {
                 "all" => Kind::All,
+                "invalid-user" => Kind::InvalidUser,
                 "user" => Kind::User,
                 "group" => Kind::Group,
                 "host" => Kind::Host,
                 "address" => Kind::Address,
                 "localaddress" => Kind::LocalAddress,
                 "localport" => Kind::LocalPort,
+                "version" => Kind::Version,
                 "rdomain" => Kind::RDomain,
                 _ => return Err((format!("Unsupported Match attribute {attr}"), true)),
             };
             if kind == Kind::All {
-                if args.len() != 1 {
+                if words.len() != 1 {
                     return Err((
                         "'all' cannot be combined with other Match attributes".into(),
                         true,
@@ -101,15 +169,26 @@ impl Criteria {
                 v.push((kind, String::new()));
                 continue;
             }
+            if kind == Kind::InvalidUser {
+                v.push((kind, String::new()));
+                continue;
+            }
             let Some(arg) = it.next().filter(|a| !a.is_empty()) else {
                 return Err((format!("Missing Match criteria for {attr}"), true));
             };
             match kind {
-                Kind::Address | Kind::LocalAddress if !valid_addr_list(arg) => {
+                Kind::Address if !addr_list::valid(arg) => {
                     return Err((format!("Invalid Match address argument '{arg}'"), false));
                 }
-                Kind::LocalPort if arg.parse::<u16>().map_or(true, |p| p == 0) => {
-                    return Err((format!("Invalid LocalPort '{arg}' on Match line"), false));
+                Kind::LocalAddress if !addr_list::valid(arg) => {
+                    return Err((
+                        format!("Invalid Match localaddress argument '{arg}'"),
+                        false,
+                    ));
+                }
+                // sshd's a2port: 0 is accepted (and never matches).
+                Kind::LocalPort if arg.parse::<u16>().is_err() => {
+                    return Err((format!("Invalid LocalPort '{arg}' on Match line"), true));
                 }
                 _ => {}
             }
@@ -136,21 +215,52 @@ impl Criteria {
             };
             match kind {
                 Kind::All => true,
-                Kind::User => c.user.as_deref().is_some_and(|u| list(u, arg)),
+                Kind::InvalidUser => c.invalid_user.unwrap_or_else(|| {
+                    c.user
+                        .as_deref()
+                        .is_some_and(|u| crate::users::by_name(u).is_none())
+                }),
+                Kind::User => c.user.as_deref().is_some_and(|u| exact_list(u, arg)),
                 Kind::Group => c.user.as_deref().is_some_and(|u| group_match(u, arg)),
-                Kind::Host => c.host.as_deref().is_some_and(|h| list(h, arg)),
-                Kind::Address => c.addr.as_deref().is_some_and(|a| addr_list(a, arg)),
-                Kind::LocalAddress => c.laddr.as_deref().is_some_and(|a| addr_list(a, arg)),
+                Kind::Host => c
+                    .host
+                    .as_deref()
+                    .is_some_and(|h| match_pattern_list(h, arg) == Some(true)),
+                Kind::Address => c.addr.as_deref().is_some_and(|a| addr_hit(a, arg)),
+                Kind::LocalAddress => c.laddr.as_deref().is_some_and(|a| addr_hit(a, arg)),
                 Kind::LocalPort => c.lport.is_some_and(|p| arg.parse() == Ok(p)),
-                Kind::RDomain => c.rdomain.as_deref().is_some_and(|r| list(r, arg)),
+                Kind::RDomain => c.rdomain.as_deref().is_some_and(|r| exact_list(r, arg)),
+                Kind::Version => exact_list(&release(), arg),
             }
         })
     }
 }
 
-/// A positive match and no negated one.
-fn list(s: &str, patterns: &str) -> bool {
-    match_pattern_list(s, patterns) == Some(true)
+fn addr_hit(addr: &str, list: &str) -> bool {
+    addr_list::matches(addr, list) == ListMatch::Yes
+}
+
+/// sshd's pattern list for users, groups and versions: case-sensitive, a
+/// negated hit wins. Some(true) hit, Some(false) negated, None neither.
+fn exact(s: &str, patterns: &str) -> Option<bool> {
+    let mut hit = None;
+    for p in patterns.split(',') {
+        let (neg, p) = match p.strip_prefix('!') {
+            Some(rest) => (true, rest),
+            None => (false, p),
+        };
+        if wildcard(s.as_bytes(), p.as_bytes(), |a, b| a == b) {
+            if neg {
+                return Some(false);
+            }
+            hit = Some(true);
+        }
+    }
+    hit
+}
+
+fn exact_list(s: &str, patterns: &str) -> bool {
+    exact(s, patterns) == Some(true)
 }
 
 /// Any of the user's groups matches and none is excluded by a `!` pattern.
@@ -158,7 +268,7 @@ fn group_match(user: &str, patterns: &str) -> bool {
     let groups = user_groups(user);
     let mut found = false;
     for g in &groups {
-        match match_pattern_list(g, patterns) {
+        match exact(g, patterns) {
             Some(false) => return false,
             Some(true) => found = true,
             None => {}
@@ -170,66 +280,6 @@ fn group_match(user: &str, patterns: &str) -> bool {
 /// The names of a user's groups (primary and supplementary); empty for an unknown user.
 fn user_groups(user: &str) -> Vec<String> {
     crate::users::by_name(user).map_or_else(Vec::new, |u| crate::users::group_names(&u))
-}
-
-/// One entry of an address list: a wildcard pattern or `addr[/bits]`.
-fn addr_entry(addr: &str, entry: &str) -> Option<bool> {
-    if entry.contains(['*', '?']) {
-        return Some(match_pattern(addr, entry));
-    }
-    let (net, bits) = match entry.split_once('/') {
-        Some((n, b)) => (n, Some(b.parse::<u32>().ok()?)),
-        None => (entry, None),
-    };
-    let net: IpAddr = net.parse().ok()?;
-    let max = if net.is_ipv4() { 32 } else { 128 };
-    let bits = bits.unwrap_or(max);
-    if bits > max {
-        return None;
-    }
-    let Ok(a) = addr.parse::<IpAddr>() else {
-        return Some(false);
-    };
-    Some(match (a, net) {
-        (IpAddr::V4(a), IpAddr::V4(n)) => {
-            let m = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
-            u32::from(a) & m == u32::from(n) & m
-        }
-        (IpAddr::V6(a), IpAddr::V6(n)) => {
-            let m = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
-            u128::from(a) & m == u128::from(n) & m
-        }
-        _ => false,
-    })
-}
-
-fn entries(patterns: &str) -> impl Iterator<Item = (bool, &str)> {
-    patterns
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.strip_prefix('!') {
-            Some(rest) => (true, rest),
-            None => (false, p),
-        })
-}
-
-fn valid_addr_list(patterns: &str) -> bool {
-    entries(patterns).all(|(_, e)| addr_entry("0.0.0.0", e).is_some())
-}
-
-/// sshd's addr_match_list: CIDR blocks or wildcards, a negated hit wins.
-fn addr_list(addr: &str, patterns: &str) -> bool {
-    let mut hit = false;
-    for (neg, e) in entries(patterns) {
-        if addr_entry(addr, e) == Some(true) {
-            if neg {
-                return false;
-            }
-            hit = true;
-        }
-    }
-    hit
 }
 
 #[cfg(test)]
@@ -254,6 +304,22 @@ mod tests {
         assert!(crit("All").matches(None));
         assert!(crit("Address 10.1.*").matches(Some(&c)));
         assert!(Criteria::parse(&["Address".into(), "1.2.3.4/40".into()]).is_err());
+        assert!(
+            crit("Address 192.168.0.0/16,!192.168.30.0/24,10.0.0.0/8,host.example.com")
+                .matches(Some(&MatchContext::parse_spec("addr=192.168.0.1").unwrap()))
+        );
+        assert!(!crit("User Bob").matches(Some(&c)));
+        assert!(crit("user=bob").matches(Some(&c)));
+        assert!(!crit("LocalPort 0").matches(Some(&c)));
+        assert!(!crit("RDomain vrf0").matches(Some(&c)));
+        let vrf = MatchContext::parse_spec("rdomain=vrf0").unwrap();
+        assert!(crit("RDomain vrf*,!vrf1").matches(Some(&vrf)));
+        let ghost = MatchContext::parse_spec("user=nobody-here,invalid-user").unwrap();
+        assert!(crit("Invalid-User").matches(Some(&ghost)));
+        assert!(!crit("Invalid-User").matches(Some(&c)));
+        assert!(!crit("Invalid-User").matches(None));
+        assert!(crit("Version sluice_*").matches(Some(&c)));
+        assert!(!crit("Version OpenSSH_*").matches(Some(&c)));
         assert!(Criteria::parse(&["All".into(), "User".into(), "x".into()]).is_err());
         assert!(Criteria::parse(&["User".into()]).is_err());
         assert!(MatchContext::parse_spec("foo=1").is_err());

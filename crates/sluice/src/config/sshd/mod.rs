@@ -10,7 +10,9 @@
 //! lines.rs reads files into lines with their conditions, matching.rs
 //! tests Match criteria, keywords.rs applies values, dump.rs prints.
 
+mod addr_list;
 pub mod auth_methods;
+pub(crate) mod command_line;
 mod dump;
 pub(crate) mod keywords;
 mod lines;
@@ -18,7 +20,7 @@ mod matching;
 pub mod per_source;
 pub mod snapshot;
 
-pub use matching::MatchContext;
+pub use matching::{connection_rdomain, set_connection_rdomain, MatchContext};
 
 use crate::keys::host_keys::HostKeyFiles;
 use crate::log::Level;
@@ -242,6 +244,10 @@ pub struct ServerConfig {
     pub authorized_keys_command: Option<String>,
     /// AuthorizedKeysCommandUser (None: none).
     pub authorized_keys_command_user: Option<String>,
+    /// AuthorizedPrincipalsCommand as written (None: none).
+    pub authorized_principals_command: Option<String>,
+    /// AuthorizedPrincipalsCommandUser (None: none).
+    pub authorized_principals_command_user: Option<String>,
     /// SyslogFacility (AUTH, DAEMON, USER, LOCAL0-7).
     pub syslog_facility: String,
     /// RequiredRSASize: the smallest RSA modulus for user and host keys.
@@ -351,6 +357,8 @@ impl Default for ServerConfig {
             client_alive_count_max: 3,
             authorized_keys_command: None,
             authorized_keys_command_user: None,
+            authorized_principals_command: None,
+            authorized_principals_command_user: None,
             syslog_facility: "AUTH".into(),
             required_rsa_size: crate::keys::host_keys::DEFAULT_MIN_RSA_BITS,
             address_family: "any".into(),
@@ -421,6 +429,18 @@ impl ServerConfig {
             if let Err(e) = crate::keys::revoked::check_krl(Path::new(f)) {
                 return Err(l.err(&format!("RevokedKeys {f}: {e}")));
             }
+        }
+        // sshd's startup checks: a command with no user to run it as is
+        // refused (never run as root by default).
+        if cfg.authorized_keys_command.is_some() && cfg.authorized_keys_command_user.is_none() {
+            return Err("AuthorizedKeysCommand set without AuthorizedKeysCommandUser".into());
+        }
+        if cfg.authorized_principals_command.is_some()
+            && cfg.authorized_principals_command_user.is_none()
+        {
+            return Err(
+                "AuthorizedPrincipalsCommand set without AuthorizedPrincipalsCommandUser".into(),
+            );
         }
         if !cfg.authentication_methods.is_empty() && !cfg.some_method_list_enabled() {
             // sshd's startup check, on the global configuration: at least

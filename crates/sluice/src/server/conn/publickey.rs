@@ -11,6 +11,7 @@ use crate::keys::identity::fingerprint_sha256;
 use crate::keys::revoked;
 use crate::keys::user_file::{self, Reader};
 use crate::log;
+use crate::server::keys_command::{self, Which};
 use crate::server::session::{self, UserInfo};
 use sluice_proto::crypto::hostkey;
 use std::net::SocketAddr;
@@ -39,7 +40,14 @@ impl ServerConn {
             && self.auth.publickey_allowed(&self.cfg, key_blob);
         let word = self.auth.verdict_word(&self.cfg, "publickey", None);
         let decided = if allowed {
-            decide(&self.cfg, self.peer, user, key_blob, signed, word)
+            decide(
+                &self.cfg,
+                (self.peer, self.local),
+                user,
+                key_blob,
+                signed,
+                word,
+            )
         } else {
             None
         };
@@ -78,7 +86,7 @@ impl ServerConn {
 /// (`word`: "Accepted", or "Partial" for a step of several).
 pub(crate) fn decide(
     cfg: &Sshd,
-    peer: SocketAddr,
+    (peer, local): (SocketAddr, SocketAddr),
     user: &str,
     key_blob: &[u8],
     signed: bool,
@@ -156,12 +164,23 @@ pub(crate) fn decide(
         log!(Info, "ROOT LOGIN REFUSED FROM {ip} port {port}");
         return None;
     }
-    let files = read_authorized_keys(cfg, &info);
+    // sshd's order: AuthorizedKeysCommand's lines, then the files.
+    let mut files: Vec<_> = keys_command::output(
+        cfg,
+        Which::Keys,
+        (peer, local),
+        &info,
+        key_blob,
+        certificate.as_ref(),
+    )
+    .into_iter()
+    .collect();
+    files.extend(read_authorized_keys(cfg, &info));
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let found = match &certificate {
-        Some(c) => cert::allowed(cfg, peer, &info, c, &files, now),
+        Some(c) => cert::allowed(cfg, (peer, local), &info, (key_blob, c), &files, now),
         None => authorized_keys::find_key(&files, key_blob, user, ip, None, now),
     };
     let Some(opts) = found else {

@@ -97,7 +97,12 @@ impl JoinPolicy {
             match step {
                 Step::PublicKey(blob) => {
                     let decided = crate::server::conn::publickey::decide(
-                        &cfg, peer, &self.user, blob, false, "",
+                        &cfg,
+                        (peer, local),
+                        &self.user,
+                        blob,
+                        false,
+                        "",
                     );
                     if decided.is_none() {
                         return Err(format!(

@@ -397,7 +397,12 @@ impl MonitorAuth {
         let word = self.auth.verdict_word(&self.cfg, "publickey", None);
         let decided = if allowed {
             crate::server::conn::publickey::decide(
-                &self.cfg, self.peer, user, key_blob, signed, word,
+                &self.cfg,
+                (self.peer, self.local),
+                user,
+                key_blob,
+                signed,
+                word,
             )
         } else {
             None

@@ -16,16 +16,17 @@ use crate::keys::authorized_keys::{self, KeyOptions};
 use crate::keys::cert::{self, Cert, CertOptions};
 use crate::keys::revoked;
 use crate::log;
+use crate::server::keys_command::{self, Which};
 use crate::server::session::UserInfo;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 /// The options of the session if `c` may log in as `info` (None: refused,
 /// the reason logged).
 pub(super) fn allowed(
     cfg: &Sshd,
-    peer: SocketAddr,
+    (peer, local): (SocketAddr, SocketAddr),
     info: &UserInfo,
-    c: &Cert,
+    (key_blob, c): (&[u8], &Cert),
     authorized_keys: &[(std::path::PathBuf, Vec<u8>)],
     now: u64,
 ) -> Option<KeyOptions> {
@@ -53,7 +54,7 @@ pub(super) fn allowed(
         }
         (opts, format!("found at {loc}"))
     } else {
-        trusted_ca(cfg, ip, info, c, now)?
+        trusted_ca(cfg, (peer, local), info, (key_blob, c), now)?
     };
     let opts = merge(line_opts, &cert_opts)?;
     if let Some(list) = &cert_opts.source_address {
@@ -78,15 +79,17 @@ pub(super) fn allowed(
 }
 
 /// TrustedUserCAKeys: the CA must be listed; the principals come from
-/// AuthorizedPrincipalsFile when there is one (its line's options apply),
-/// else the user name must be a principal of the certificate.
+/// AuthorizedPrincipalsFile, then AuthorizedPrincipalsCommand, when either
+/// is set (the matching line's options apply), else the user name must be
+/// a principal of the certificate.
 fn trusted_ca(
     cfg: &Sshd,
-    ip: IpAddr,
+    conn: (SocketAddr, SocketAddr),
     info: &UserInfo,
-    c: &Cert,
+    (key_blob, c): (&[u8], &Cert),
     now: u64,
 ) -> Option<(KeyOptions, String)> {
+    let ip = conn.0.ip();
     let file = cfg.trusted_user_ca_keys.as_ref()?;
     match revoked::contains(file, &c.ca) {
         Ok(true) => {}
@@ -107,25 +110,32 @@ fn trusted_ca(
     }
     let ca_algs = &cfg.ca_signature_algorithms;
     let principals_file = cfg.authorized_principals_path(&info.name, &info.home, info.uid);
-    let opts = match principals_file {
-        Some(p) => {
-            let files = read_user_files(cfg, info, &[p], "authorized principals");
-            let Some((opts, loc)) =
-                authorized_keys::find_principal(&files, c.principals(), &info.name, ip, now)
-            else {
-                log!(
-                    Error,
-                    "Certificate does not contain an authorized principal"
-                );
-                return None;
-            };
-            log!(Debug1, "principal found at {loc}");
-            c.check(false, now, None, true, false, ca_algs)
-                .map(|()| opts)
-        }
-        None => c
-            .check(false, now, Some(&info.name), true, false, ca_algs)
-            .map(|()| KeyOptions::default()),
+    let use_principals = principals_file.is_some() || cfg.authorized_principals_command.is_some();
+    let opts = if use_principals {
+        let find = |files: &[(std::path::PathBuf, Vec<u8>)]| {
+            authorized_keys::find_principal(files, c.principals(), &info.name, ip, now)
+        };
+        // sshd's order: the file, then the command.
+        let found = principals_file
+            .and_then(|p| find(&read_user_files(cfg, info, &[p], "authorized principals")))
+            .or_else(|| {
+                let out =
+                    keys_command::output(cfg, Which::Principals, conn, info, key_blob, Some(c))?;
+                find(&[out])
+            });
+        let Some((opts, loc)) = found else {
+            log!(
+                Error,
+                "Certificate does not contain an authorized principal"
+            );
+            return None;
+        };
+        log!(Debug1, "principal found at {loc}");
+        c.check(false, now, None, true, false, ca_algs)
+            .map(|()| opts)
+    } else {
+        c.check(false, now, Some(&info.name), true, false, ca_algs)
+            .map(|()| KeyOptions::default())
     };
     match opts {
         Ok(o) => Some((o, format!("via {}", file.display()))),
