@@ -70,19 +70,6 @@ pub const ALL_SIG_ALGS: &[&str] = &[
     "ssh-rsa",
 ];
 
-/// CASignatureAlgorithms' default (OpenSSH 10): the plain algorithms,
-/// security keys included, without SHA-1.
-pub const CA_SIG_ALGS: &[&str] = &[
-    "ssh-ed25519",
-    "ecdsa-sha2-nistp256",
-    "ecdsa-sha2-nistp384",
-    "ecdsa-sha2-nistp521",
-    "sk-ssh-ed25519@openssh.com",
-    "sk-ecdsa-sha2-nistp256@openssh.com",
-    "rsa-sha2-512",
-    "rsa-sha2-256",
-];
-
 /// The plain (not certificate) algorithms of [`DEFAULT_SIG_ALGS`]: what
 /// `server-sig-algs` lists and a CA may sign certificates with.
 pub const PLAIN_SIG_ALGS: &[&str] = &[

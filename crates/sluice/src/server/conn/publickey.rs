@@ -29,8 +29,9 @@ impl ServerConn {
         conn: &mut sluice_proto::Connection,
         user: &str,
         key_blob: &[u8],
-        signed: bool,
+        signature: Option<&[u8]>,
     ) {
+        let signed = signature.is_some();
         if !self.auth.same_user(user) {
             self.auth.change_of_user(conn, user);
             return;
@@ -43,6 +44,9 @@ impl ServerConn {
         } else {
             None
         };
+        let decided = decided.filter(|(_, opts)| {
+            super::sk_policy::allows(&self.cfg, self.peer, user, key_blob, signature, opts)
+        });
         let Some((info, opts)) = decided else {
             self.auth.reject_publickey();
             return;

@@ -402,6 +402,12 @@ impl MonitorAuth {
         } else {
             None
         };
+        // A security key's signature must show what its options and
+        // PubkeyAuthOptions ask (server/conn/sk_policy.rs).
+        let decided = decided.filter(|(_, opts)| {
+            let sig = signature.as_deref();
+            crate::server::conn::sk_policy::allows(&self.cfg, self.peer, user, key_blob, sig, opts)
+        });
         // UsePAM: the account modules have the last word on a right key,
         // as in sshd (an expired account, pam_access, pam_nologin).
         let decided = decided.filter(|(info, _)| {
