@@ -165,7 +165,11 @@ pub fn load_signer(
     if !key_type.is_some_and(|t| sluice_proto::crypto::hostkey::sk::is_sk_type(&t)) {
         return load(path, passphrase).map(|k| std::sync::Arc::new(k) as _);
     }
-    let provider = sk_provider.ok_or_else(|| super::sk_file::no_provider(path))?;
+    // ssh says these at its error level: the key cannot be used at all.
+    let Some(provider) = sk_provider else {
+        log!(Error, "{}", super::sk_file::no_provider(path));
+        return Err(format!("{}: no security key provider", path.display()));
+    };
     let key = super::ecdsa_pad::read_file(path)
         .map_err(|e| format!("Load key \"{}\": invalid format ({e})", path.display()))?;
     let key = if key.is_encrypted() {
@@ -189,7 +193,11 @@ pub fn load_signer(
     } else {
         key
     };
-    let provider = std::sync::Arc::new(super::sk_provider::SkProvider::load(provider)?);
+    let provider = super::sk_provider::SkProvider::load(provider).map_err(|e| {
+        log!(Error, "{e}");
+        format!("{}: no usable security key provider", path.display())
+    })?;
+    let provider = std::sync::Arc::new(provider);
     super::sk_file::SkKeyFile::from_key(&key, provider)
         .map(|k| std::sync::Arc::new(k) as _)
         .ok_or_else(|| format!("Load key \"{}\": not a security key", path.display()))
