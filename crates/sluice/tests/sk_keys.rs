@@ -91,11 +91,21 @@ fn openssh_client_keys_and_policies() {
         ("", "no-touch-required", &untouched, true),
         ("", "verify-required", &ed, false),
         ("", "verify-required", &verified, true),
-        ("PubkeyAuthOptions touch-required", "no-touch-required", &untouched, false),
+        (
+            "PubkeyAuthOptions touch-required",
+            "no-touch-required",
+            &untouched,
+            false,
+        ),
         ("PubkeyAuthOptions touch-required", "", &ed, true),
         ("PubkeyAuthOptions verify-required", "", &ed, false),
         ("PubkeyAuthOptions verify-required", "", &verified, true),
-        ("PubkeyAuthOptions none", "no-touch-required", &untouched, true),
+        (
+            "PubkeyAuthOptions none",
+            "no-touch-required",
+            &untouched,
+            true,
+        ),
     ];
     for openssh in [true, false] {
         let who = if openssh { "sshd" } else { "sluiced" };
@@ -107,7 +117,14 @@ fn openssh_client_keys_and_policies() {
             }
             let (_, server) = current.as_ref().unwrap();
             let line = pub_line(key);
-            authorize(&s, &[if opts.is_empty() { line } else { format!("{opts} {line}") }]);
+            authorize(
+                &s,
+                &[if opts.is_empty() {
+                    line
+                } else {
+                    format!("{opts} {line}")
+                }],
+            );
             let got = run_with_key(&s, true, server, key, true);
             assert_eq!(
                 got == "ok\n",
@@ -120,7 +137,13 @@ fn openssh_client_keys_and_policies() {
     }
     // sluiced logs each refusal's reason.
     let server = s.start(false, "");
-    authorize(&s, &[pub_line(&untouched), format!("verify-required {}", pub_line(&ed))]);
+    authorize(
+        &s,
+        &[
+            pub_line(&untouched),
+            format!("verify-required {}", pub_line(&ed)),
+        ],
+    );
     assert_ne!(run_with_key(&s, true, &server, &untouched, true), "ok\n");
     assert_ne!(run_with_key(&s, true, &server, &ed, true), "ok\n");
     let log = server.log_text();
@@ -133,24 +156,45 @@ fn openssh_client_keys_and_policies() {
         "{log}"
     );
     // -T shows the keyword as sshd does.
-    let cfg = s.config(free_port(), "PubkeyAuthOptions verify-required touch-required");
-    let out = Command::new(SLUICED).arg("-T").arg("-f").arg(&cfg).output().unwrap();
+    let cfg = s.config(
+        free_port(),
+        "PubkeyAuthOptions verify-required touch-required",
+    );
+    let out = Command::new(SLUICED)
+        .arg("-T")
+        .arg("-f")
+        .arg(&cfg)
+        .output()
+        .unwrap();
     assert!(
         text(&out.stdout).contains("pubkeyauthoptions touch-required verify-required\n"),
         "{}",
         text(&out.stderr)
     );
     let cfg = s.config(free_port(), "PubkeyAuthOptions sometimes");
-    let out = Command::new(SLUICED).arg("-t").arg("-f").arg(&cfg).output().unwrap();
+    let out = Command::new(SLUICED)
+        .arg("-t")
+        .arg("-f")
+        .arg(&cfg)
+        .output()
+        .unwrap();
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("sometimes"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("sometimes"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// `ssh-keygen -s ca` on a copy of `key` named `name` (with its -cert.pub).
 fn certify(s: &Setup, key: &Path, name: &str, opts: &[&str]) -> PathBuf {
     let copy = s.dir.path(name);
     std::fs::copy(key, &copy).unwrap();
-    std::fs::copy(format!("{}.pub", key.display()), format!("{}.pub", copy.display())).unwrap();
+    std::fs::copy(
+        format!("{}.pub", key.display()),
+        format!("{}.pub", copy.display()),
+    )
+    .unwrap();
     let mut c = Command::new("ssh-keygen");
     c.args(["-q", "-s"])
         .arg(s.dir.path("ca"))
@@ -179,7 +223,10 @@ fn certificates_of_security_keys() {
         (certify(&s, &ed, "ed_c", &[]), true),
         (certify(&s, &ec, "ec_c", &[]), true),
         (certify(&s, &untouched, "nt_plain", &[]), false),
-        (certify(&s, &untouched, "nt_ext", &["no-touch-required"]), true),
+        (
+            certify(&s, &untouched, "nt_ext", &["no-touch-required"]),
+            true,
+        ),
         (certify(&s, &ed, "ed_vr", &["verify-required"]), false),
     ];
     authorize(&s, &[]);
@@ -287,7 +334,8 @@ fn sluice_signs_through_agent_and_provider() {
             &["-o", "IdentitiesOnly=yes", "-i", &ec.display().to_string()],
         );
         c.arg("echo ok");
-        c.env_remove("SSH_AUTH_SOCK").env("SSH_SK_PROVIDER", SK_DUMMY);
+        c.env_remove("SSH_AUTH_SOCK")
+            .env("SSH_SK_PROVIDER", SK_DUMMY);
         let out = run(c, b"", 60);
         assert_eq!(text(&out.stdout), "ok\n", "{who}: {}", text(&out.stderr));
         // No library: refused with what to do.

@@ -196,8 +196,8 @@ pub(super) fn ca_signature_algorithms(r: &Resolved) -> Vec<String> {
                 crate::keys::cert::CA_SIGNATURE_ALGORITHMS_ALL,
                 "CASignatureAlgorithms",
             )
-                .map_err(|e| log!(Error, "{e}"))
-                .ok()
+            .map_err(|e| log!(Error, "{e}"))
+            .ok()
         })
         .unwrap_or_else(|| default.iter().map(|s| (*s).to_owned()).collect())
 }

@@ -219,12 +219,7 @@ fn certified(
 /// One key file (its public half `blob` already read) as an identity to
 /// offer; the private key is read when the server accepts the public one
 /// (`batch`: never ask for a passphrase). None for an unsupported type.
-fn file_identity(
-    path: &Path,
-    blob: Vec<u8>,
-    batch: bool,
-    sk: Option<String>,
-) -> Option<Identity> {
+fn file_identity(path: &Path, blob: Vec<u8>, batch: bool, sk: Option<String>) -> Option<Identity> {
     let key_type = hostkey::blob_key_type(&blob).unwrap_or_default().to_owned();
     let sig_algs = hostkey::sig_algs_for_key_type(&key_type).to_vec();
     if sig_algs.is_empty() {

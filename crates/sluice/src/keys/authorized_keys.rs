@@ -658,8 +658,18 @@ mod tests {
                 .as_deref(),
             Some("a,b")
         );
-        assert!(parse_options("no-touch-required").unwrap().opts.no_touch_required);
-        assert!(parse_options("verify-required").unwrap().opts.verify_required);
+        assert!(
+            parse_options("no-touch-required")
+                .unwrap()
+                .opts
+                .no_touch_required
+        );
+        assert!(
+            parse_options("verify-required")
+                .unwrap()
+                .opts
+                .verify_required
+        );
         let plain = parse_options("touch-required").unwrap().opts;
         assert!(!plain.no_touch_required && !plain.verify_required);
     }

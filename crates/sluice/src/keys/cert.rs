@@ -126,7 +126,8 @@ fn parse_fields(blob: &[u8]) -> Result<Cert, &'static str> {
     let mut r = Reader::new(blob);
     let bad = |_| "truncated certificate";
     let cert_type = r.utf8().map_err(bad)?;
-    let plain_type = hostkey::cert::plain_key_type(cert_type).ok_or("unsupported certificate type")?;
+    let plain_type =
+        hostkey::cert::plain_key_type(cert_type).ok_or("unsupported certificate type")?;
     let fields = hostkey::cert::public_field_count(plain_type);
     r.string().map_err(bad)?; // nonce
     for _ in 0..fields {

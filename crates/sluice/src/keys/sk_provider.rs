@@ -122,7 +122,9 @@ impl SkProvider {
             // SAFETY: a live handle and a valid C string.
             let p = unsafe { libc::dlsym(handle, cs.as_ptr()) };
             if p.is_null() {
-                Err(what(format!("no symbol {s}: not a FIDO middleware library")))
+                Err(what(format!(
+                    "no symbol {s}: not a FIDO middleware library"
+                )))
             } else {
                 Ok(p)
             }

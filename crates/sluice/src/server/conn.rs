@@ -30,8 +30,8 @@ mod hostkeys;
 pub mod joined;
 mod path_info;
 pub(crate) mod publickey;
-pub(crate) mod sk_policy;
 mod requests;
+pub(crate) mod sk_policy;
 mod stripe;
 
 /// RFC 4254 5.1 reason codes.

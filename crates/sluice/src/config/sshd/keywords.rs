@@ -526,9 +526,9 @@ impl ServerConfig {
                         "verify-required" => o.verify_required = true,
                         other => {
                             return Err(l.err(&format!(
-                                "unsupported {} option {other} (none, touch-required, verify-required)",
-                                l.name
-                            )))
+                            "unsupported {} option {other} (none, touch-required, verify-required)",
+                            l.name
+                        )))
                         }
                     }
                 }

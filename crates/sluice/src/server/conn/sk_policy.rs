@@ -126,11 +126,22 @@ mod tests {
         assert!(!ok(&cfg, 0, &plain));
         assert!(ok(&cfg, 0, &no_touch));
         assert!(!ok(&cfg, sk::FLAG_USER_PRESENT, &verify));
-        assert!(ok(&cfg, sk::FLAG_USER_PRESENT | sk::FLAG_USER_VERIFIED, &verify));
+        assert!(ok(
+            &cfg,
+            sk::FLAG_USER_PRESENT | sk::FLAG_USER_VERIFIED,
+            &verify
+        ));
         // A query carries no signature; it is judged when signed.
         assert!(allows(&cfg, peer, "u", &blob(), None, &plain));
         // Malformed: refused, never read past.
-        assert!(!allows(&cfg, peer, "u", &blob(), Some(&sig(1)[..20]), &plain));
+        assert!(!allows(
+            &cfg,
+            peer,
+            "u",
+            &blob(),
+            Some(&sig(1)[..20]),
+            &plain
+        ));
         cfg.pubkey_auth_options.touch_required = true;
         assert!(!ok(&cfg, 0, &no_touch));
         cfg.pubkey_auth_options.touch_required = false;
