@@ -40,13 +40,10 @@ impl ServerConn {
             && self.auth.publickey_allowed(&self.cfg, key_blob);
         let word = self.auth.verdict_word(&self.cfg, "publickey", None);
         let decided = if allowed {
-            decide(&self.cfg, self.peer, user, key_blob, signed, word)
+            decide_signed(&self.cfg, self.peer, user, key_blob, signature, word)
         } else {
             None
         };
-        let decided = decided.filter(|(_, opts)| {
-            super::sk_policy::allows(&self.cfg, self.peer, user, key_blob, signature, opts)
-        });
         let Some((info, opts)) = decided else {
             self.auth.reject_publickey();
             return;
@@ -86,6 +83,39 @@ pub(crate) fn decide(
     user: &str,
     key_blob: &[u8],
     signed: bool,
+    word: &str,
+) -> Option<(UserInfo, KeyOptions)> {
+    decide_inner(cfg, peer, user, key_blob, (signed, None), word)
+}
+
+/// [`decide`] for a request carrying its (verified) `signature`, or None
+/// for a query: a FIDO key's signature must also show what the key's
+/// options and PubkeyAuthOptions ask (sk_policy.rs), judged before the
+/// "Accepted" line as sshd does.
+pub(crate) fn decide_signed(
+    cfg: &Sshd,
+    peer: SocketAddr,
+    user: &str,
+    key_blob: &[u8],
+    signature: Option<&[u8]>,
+    word: &str,
+) -> Option<(UserInfo, KeyOptions)> {
+    decide_inner(
+        cfg,
+        peer,
+        user,
+        key_blob,
+        (signature.is_some(), signature),
+        word,
+    )
+}
+
+fn decide_inner(
+    cfg: &Sshd,
+    peer: SocketAddr,
+    user: &str,
+    key_blob: &[u8],
+    (signed, signature): (bool, Option<&[u8]>),
     word: &str,
 ) -> Option<(UserInfo, KeyOptions)> {
     let ip = peer.ip();
@@ -176,6 +206,9 @@ pub(crate) fn decide(
             Info,
             "Root login accepted for forced command only; key has none"
         );
+        return fail("");
+    }
+    if !super::sk_policy::allows(cfg, peer, user, key_blob, signature, &opts) {
         return fail("");
     }
     if signed {

@@ -396,18 +396,18 @@ impl MonitorAuth {
             && self.auth.publickey_allowed(&self.cfg, key_blob);
         let word = self.auth.verdict_word(&self.cfg, "publickey", None);
         let decided = if allowed {
-            crate::server::conn::publickey::decide(
-                &self.cfg, self.peer, user, key_blob, signed, word,
+            // With the signature: a FIDO key's flags are judged there too.
+            crate::server::conn::publickey::decide_signed(
+                &self.cfg,
+                self.peer,
+                user,
+                key_blob,
+                signature.as_deref(),
+                word,
             )
         } else {
             None
         };
-        // A security key's signature must show what its options and
-        // PubkeyAuthOptions ask (server/conn/sk_policy.rs).
-        let decided = decided.filter(|(_, opts)| {
-            let sig = signature.as_deref();
-            crate::server::conn::sk_policy::allows(&self.cfg, self.peer, user, key_blob, sig, opts)
-        });
         // UsePAM: the account modules have the last word on a right key,
         // as in sshd (an expired account, pam_access, pam_nologin).
         let decided = decided.filter(|(info, _)| {
