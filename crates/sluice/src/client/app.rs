@@ -31,6 +31,8 @@ const KEY_TYPES: &[&str] = &[
     "ecdsa-sha2-nistp256",
     "ecdsa-sha2-nistp384",
     "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
     "ssh-rsa",
 ];
 
@@ -59,7 +61,7 @@ pub fn query(what: &str) -> i32 {
                 std::iter::once(*t).chain(cert)
             })
             .collect(),
-        "hostkeyalgorithms" | "pubkeyacceptedalgorithms" => hostkey::DEFAULT_SIG_ALGS.to_vec(),
+        "hostkeyalgorithms" | "pubkeyacceptedalgorithms" => hostkey::ALL_SIG_ALGS.to_vec(),
         "sig" | "casignaturealgorithms" => hostkey::PLAIN_SIG_ALGS.to_vec(),
         // Key types, not signature algorithms, as ssh -Q key-plain prints.
         "key-plain" => KEY_TYPES.to_vec(),
@@ -113,9 +115,11 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
         .as_slice()
         .pipe(crate::config::parse_rekey_limit)
         .unwrap_or((0, 0));
-    let mut pubkey = alg(
+    // ssh-rsa (SHA-1) and its certificate only when named, as ssh.
+    let mut pubkey = alg_from(
         "pubkeyacceptedalgorithms",
         hostkey::DEFAULT_SIG_ALGS,
+        hostkey::ALL_SIG_ALGS,
         "PubkeyAcceptedAlgorithms",
     )?;
     if r.get("pubkeyacceptedalgorithms").is_none() {
@@ -123,7 +127,7 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             pubkey = algorithms::resolve(
                 v,
                 hostkey::DEFAULT_SIG_ALGS,
-                hostkey::DEFAULT_SIG_ALGS,
+                hostkey::ALL_SIG_ALGS,
                 "PubkeyAcceptedAlgorithms",
             )?;
         }
@@ -145,9 +149,10 @@ fn proto_config(r: &Resolved) -> Result<Config, String> {
             kex::ALL_KEX,
             "KexAlgorithms",
         )?,
-        host_key_algs: alg(
+        host_key_algs: alg_from(
             "hostkeyalgorithms",
             hostkey::DEFAULT_SIG_ALGS,
+            hostkey::ALL_SIG_ALGS,
             "HostKeyAlgorithms",
         )?,
         ciphers: alg("ciphers", cipher_order::default_ciphers(), "cipher")?,

@@ -263,9 +263,14 @@ pub(super) fn ca_signature_algorithms(r: &Resolved) -> Vec<String> {
     let default = crate::keys::cert::CA_SIGNATURE_ALGORITHMS;
     r.get("casignaturealgorithms")
         .and_then(|spec| {
-            crate::config::algorithms::resolve(spec, default, default, "CASignatureAlgorithms")
-                .map_err(|e| log!(Error, "{e}"))
-                .ok()
+            crate::config::algorithms::resolve(
+                spec,
+                default,
+                crate::keys::cert::CA_SIGNATURE_ALGORITHMS_ALL,
+                "CASignatureAlgorithms",
+            )
+            .map_err(|e| log!(Error, "{e}"))
+            .ok()
         })
         .unwrap_or_else(|| default.iter().map(|s| (*s).to_owned()).collect())
 }

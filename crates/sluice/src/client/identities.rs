@@ -75,6 +75,8 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
             Err(e) => log!(Debug1, "{e}"),
         }
     }
+    // FIDO key files sign through this library (SecurityKeyProvider).
+    let sk = crate::keys::sk_file::provider_path(r.get("securitykeyprovider"));
     let mut seen = Vec::new();
     for f in files {
         let path = expand(&f, r);
@@ -85,8 +87,8 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
         match identity::public_blob(&path) {
             Ok(blob) if out.iter().any(|i: &Identity| i.public_blob == blob) => {}
             Ok(blob) => {
-                sources.push((blob.clone(), Source::File(path.clone())));
-                out.extend(file_identity(&path, blob, batch));
+                sources.push((blob.clone(), Source::File(path.clone(), sk.clone())));
+                out.extend(file_identity(&path, blob, batch, sk.clone()));
                 // ssh's `<identity>-cert.pub`, offered after its key.
                 let cert = PathBuf::from(format!("{}-cert.pub", path.display()));
                 if cert.exists() {
@@ -105,7 +107,8 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
 
 /// Where a plain key's signatures come from.
 enum Source {
-    File(PathBuf),
+    /// A key file, and the FIDO middleware for a security key's.
+    File(PathBuf, Option<String>),
     Agent(Arc<crate::keys::agent::Agent>),
 }
 
@@ -169,8 +172,9 @@ fn cert_identity(
         Box<dyn FnMut() -> Result<Arc<dyn hostkey::Signer>, String>>,
         bool,
     ) = match source {
-        Source::File(p) => {
+        Source::File(p, sk) => {
             let p = p.clone();
+            let sk = sk.clone();
             let in_memory = identity::is_unencrypted(&p);
             let load = Box::new(move || {
                 let mut ask = |p: &Path| {
@@ -180,7 +184,7 @@ fn cert_identity(
                         identity::prompt_passphrase(p)
                     }
                 };
-                let key: Arc<dyn hostkey::Signer> = Arc::new(identity::load(&p, &mut ask)?);
+                let key = identity::load_signer(&p, &mut ask, sk.as_deref())?;
                 certified(key, &cert_blob)
             });
             (load, in_memory)
@@ -215,7 +219,7 @@ fn certified(
 /// One key file (its public half `blob` already read) as an identity to
 /// offer; the private key is read when the server accepts the public one
 /// (`batch`: never ask for a passphrase). None for an unsupported type.
-fn file_identity(path: &Path, blob: Vec<u8>, batch: bool) -> Option<Identity> {
+fn file_identity(path: &Path, blob: Vec<u8>, batch: bool, sk: Option<String>) -> Option<Identity> {
     let key_type = hostkey::blob_key_type(&blob).unwrap_or_default().to_owned();
     let sig_algs = hostkey::sig_algs_for_key_type(&key_type).to_vec();
     if sig_algs.is_empty() {
@@ -238,7 +242,7 @@ fn file_identity(path: &Path, blob: Vec<u8>, batch: bool) -> Option<Identity> {
                 identity::prompt_passphrase(p)
             }
         };
-        identity::load(&p, &mut ask).map(|k| Arc::new(k) as Arc<dyn hostkey::Signer>)
+        identity::load_signer(&p, &mut ask, sk.as_deref())
     });
     Some(Identity {
         label: format!("{} {}", path.display(), key_type),
@@ -254,7 +258,7 @@ fn file_identity(path: &Path, blob: Vec<u8>, batch: bool) -> Option<Identity> {
 /// is not supported.
 pub fn from_file(path: &Path, batch: bool) -> Option<Identity> {
     let blob = identity::public_blob(path).ok()?;
-    file_identity(path, blob, batch)
+    file_identity(path, blob, batch, crate::keys::sk_file::provider_path(None))
 }
 
 /// IdentityAgent: `none`, a socket path (`~` and `%` tokens), or

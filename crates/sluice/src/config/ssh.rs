@@ -127,6 +127,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "canonicalizefallbacklocal",
     "canonicalizemaxdots",
     "checkhostip",
+    "securitykeyprovider",
 ];
 
 /// Keywords whose every line adds values (the others: first line wins).

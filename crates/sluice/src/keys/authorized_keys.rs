@@ -7,9 +7,9 @@
 //! options. A line whose options sshd would reject (an unknown option, a
 //! missing quote, a malformed `expiry-time`, `permitopen`, `permitlisten`,
 //! `environment` or `tunnel`, a repeated `command`/`from`/`principals`) is
-//! skipped with a log line naming file and line. Lines sluiced cannot
-//! honour are skipped the same way rather than half-applied: FIDO policies
-//! (`no-touch-required`, `verify-required`).
+//! skipped with a log line naming file and line. The FIDO policies
+//! (`no-touch-required`, `verify-required`) are kept in [`KeyOptions`] and
+//! judged against the signature's flags (server/conn/sk_policy.rs).
 //!
 //! A `cert-authority` line names a CA whose user certificates are accepted
 //! (with `principals=` limiting the names a certificate must carry); it
@@ -42,6 +42,13 @@ pub struct KeyOptions {
     pub permitopen: Vec<String>,
     /// `permitlisten="[host:]port"` entries, a bare port stored as `*:port`.
     pub permitlisten: Vec<String>,
+    /// `no-touch-required` (or a certificate's extension of that name): a
+    /// security key's signature need not show the user's touch, unless
+    /// PubkeyAuthOptions touch-required. Not carried past authentication.
+    pub no_touch_required: bool,
+    /// `verify-required` (or a certificate's critical option): a security
+    /// key's signature must show the user was verified (PIN, biometric).
+    pub verify_required: bool,
 }
 
 impl KeyOptions {
@@ -100,8 +107,6 @@ struct LineOptions {
     cert_authority: bool,
     /// `principals="name,..."`: names a certificate must carry one of.
     principals: Option<String>,
-    /// `no-touch-required` or `verify-required`: FIDO policy, not supported.
-    fido: Option<&'static str>,
 }
 
 /// sshd's SSH_AUTHOPT_ENV_MAX.
@@ -220,14 +225,10 @@ fn parse_options(mut s: &str) -> Result<LineOptions, &'static str> {
             k.no_x11_forwarding = !on;
             s = r;
         } else if let Some((on, r)) = flag(s, "touch-required", true) {
-            if !on {
-                l.fido = Some("no-touch-required");
-            }
+            k.no_touch_required = !on;
             s = r;
         } else if let Some((on, r)) = flag(s, "verify-required", true) {
-            if on {
-                l.fido = Some("verify-required");
-            }
+            k.verify_required = on;
             s = r;
         } else if let Some((on, r)) = flag(s, "pty", true) {
             k.no_pty = !on;
@@ -396,11 +397,6 @@ fn parse_line(line: &str) -> Result<Option<(LineOptions, Vec<u8>)>, Skip> {
     } else {
         parse_options(opts).map_err(|e| Skip::Options(format!("bad key options: {e}")))?
     };
-    if let Some(f) = parsed.fido {
-        return Err(Skip::Options(format!(
-            "{f}: FIDO key policies are not supported by sluiced, line skipped"
-        )));
-    }
     Ok(Some((parsed, blob)))
 }
 
@@ -580,7 +576,7 @@ pub fn find_principal(
                     continue;
                 }
             };
-            if l.cert_authority || l.principals.is_some() || l.fido.is_some() {
+            if l.cert_authority || l.principals.is_some() {
                 log!(
                     Info,
                     "{loc}: option not allowed in a principals file, line skipped"
@@ -662,9 +658,20 @@ mod tests {
                 .as_deref(),
             Some("a,b")
         );
-        assert!(parse_options("no-touch-required").unwrap().fido.is_some());
-        assert!(parse_options("verify-required").unwrap().fido.is_some());
-        assert!(parse_options("touch-required").unwrap().fido.is_none());
+        assert!(
+            parse_options("no-touch-required")
+                .unwrap()
+                .opts
+                .no_touch_required
+        );
+        assert!(
+            parse_options("verify-required")
+                .unwrap()
+                .opts
+                .verify_required
+        );
+        let plain = parse_options("touch-required").unwrap().opts;
+        assert!(!plain.no_touch_required && !plain.verify_required);
     }
 
     #[test]
@@ -715,6 +722,7 @@ mod tests {
         );
         assert!(find(format!("cert-authority {b64}\n"), 0).is_none());
         assert!(find(format!("principals=\"a\" {b64}\n"), 0).is_some());
-        assert!(find(format!("verify-required {b64}\n"), 0).is_none());
+        // FIDO policies are kept for the signature's check.
+        assert!(find(format!("verify-required {b64}\n"), 0).is_some_and(|k| k.verify_required));
     }
 }

@@ -23,9 +23,9 @@ use sluice_proto::crypto::hostkey;
 use sluice_proto::wire::Reader;
 use std::net::IpAddr;
 
-/// CASignatureAlgorithms' default, as OpenSSH's (ssh and sshd): the FIDO
-/// (`sk-`) names are accepted, and a certificate a FIDO CA signed fails
-/// verification, since sluice verifies no FIDO signatures.
+/// CASignatureAlgorithms' default, as OpenSSH's (ssh and sshd): a CA may
+/// be a FIDO key too; SHA-1 (`ssh-rsa`) only when a configuration names it
+/// ([`CA_SIGNATURE_ALGORITHMS_ALL`]).
 pub const CA_SIGNATURE_ALGORITHMS: &[&str] = &[
     "ssh-ed25519",
     "ecdsa-sha2-nistp256",
@@ -35,6 +35,19 @@ pub const CA_SIGNATURE_ALGORITHMS: &[&str] = &[
     "sk-ecdsa-sha2-nistp256@openssh.com",
     "rsa-sha2-512",
     "rsa-sha2-256",
+];
+
+/// What CASignatureAlgorithms may name: the default and `ssh-rsa`.
+pub const CA_SIGNATURE_ALGORITHMS_ALL: &[&str] = &[
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+    "rsa-sha2-512",
+    "rsa-sha2-256",
+    "ssh-rsa",
 ];
 
 /// A parsed certificate with the blobs its checks compare.
@@ -75,6 +88,11 @@ pub struct CertOptions {
     pub permit_x11_forwarding: bool,
     /// `permit-user-rc` extension.
     pub permit_user_rc: bool,
+    /// `no-touch-required` extension (a security key's signature need not
+    /// show the user's touch).
+    pub no_touch_required: bool,
+    /// `verify-required` critical option (it must show user verification).
+    pub verify_required: bool,
 }
 
 /// Critical options or extensions: `string name, string data` pairs, in
@@ -108,11 +126,9 @@ fn parse_fields(blob: &[u8]) -> Result<Cert, &'static str> {
     let mut r = Reader::new(blob);
     let bad = |_| "truncated certificate";
     let cert_type = r.utf8().map_err(bad)?;
-    let fields = if cert_type.starts_with("ssh-ed25519") {
-        1
-    } else {
-        2
-    };
+    let plain_type =
+        hostkey::cert::plain_key_type(cert_type).ok_or("unsupported certificate type")?;
+    let fields = hostkey::cert::public_field_count(plain_type);
     r.string().map_err(bad)?; // nonce
     for _ in 0..fields {
         r.string().map_err(bad)?;
@@ -304,6 +320,7 @@ impl Cert {
                     }
                     o.source_address = Some(value.clone());
                 }
+                "verify-required" => o.verify_required = true,
                 other => {
                     return Err(format!(
                         "Certificate critical option \"{other}\" is not supported"
@@ -318,6 +335,7 @@ impl Cert {
                 "permit-agent-forwarding" => o.permit_agent_forwarding = true,
                 "permit-X11-forwarding" => o.permit_x11_forwarding = true,
                 "permit-user-rc" => o.permit_user_rc = true,
+                "no-touch-required" => o.no_touch_required = true,
                 // Unknown extensions grant nothing (PROTOCOL.certkeys).
                 _ => {}
             }

@@ -150,6 +150,59 @@ pub fn load(
     ))
 }
 
+/// [`load`] for any key a client can sign with: a FIDO key file (see
+/// keys/sk_file.rs) signs through the middleware library at `sk_provider`
+/// (SecurityKeyProvider, SSH_SK_PROVIDER; None: there is none, and the
+/// error says what to do), any other key as [`load`] reads it.
+pub fn load_signer(
+    path: &Path,
+    passphrase: &mut dyn FnMut(&Path) -> Option<Zeroizing<String>>,
+    sk_provider: Option<&str>,
+) -> Result<std::sync::Arc<dyn Signer>, String> {
+    let key_type = public_blob(path)
+        .ok()
+        .and_then(|b| sluice_proto::crypto::hostkey::blob_key_type(&b).map(str::to_owned));
+    if !key_type.is_some_and(|t| sluice_proto::crypto::hostkey::sk::is_sk_type(&t)) {
+        return load(path, passphrase).map(|k| std::sync::Arc::new(k) as _);
+    }
+    // ssh says these at its error level: the key cannot be used at all.
+    let Some(provider) = sk_provider else {
+        log!(Error, "{}", super::sk_file::no_provider(path));
+        return Err(format!("{}: no security key provider", path.display()));
+    };
+    let key = super::ecdsa_pad::read_file(path)
+        .map_err(|e| format!("Load key \"{}\": invalid format ({e})", path.display()))?;
+    let key = if key.is_encrypted() {
+        let mut plain = None;
+        for _ in 0..3 {
+            let Some(pass) = passphrase(path) else { break };
+            match super::ecdsa_pad::decrypt(&key, pass.as_bytes()) {
+                Ok(k) => {
+                    plain = Some(k);
+                    break;
+                }
+                Err(_) => log!(Info, "Bad passphrase, try again for {}", path.display()),
+            }
+        }
+        plain.ok_or_else(|| {
+            format!(
+                "Load key \"{}\": incorrect passphrase supplied to decrypt private key",
+                path.display()
+            )
+        })?
+    } else {
+        key
+    };
+    let provider = super::sk_provider::SkProvider::load(provider).map_err(|e| {
+        log!(Error, "{e}");
+        format!("{}: no usable security key provider", path.display())
+    })?;
+    let provider = std::sync::Arc::new(provider);
+    super::sk_file::SkKeyFile::from_key(&key, provider)
+        .map(|k| std::sync::Arc::new(k) as _)
+        .ok_or_else(|| format!("Load key \"{}\": not a security key", path.display()))
+}
+
 /// True if the file is ours (ssh only complains about our own keys' modes).
 fn unsafe_owner_ok(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;

@@ -3,7 +3,8 @@
 //! matching both share; reading a user's file as that user (user_file);
 //! RevokedKeys files (revoked); OpenSSH certificates (cert); ECDSA key files
 //! whose short private scalar ssh-key 0.6 refuses (ecdsa_pad); OpenSSL's PEM
-//! private keys (pem_key); VisualHostKey's picture (randomart).
+//! private keys (pem_key); VisualHostKey's picture (randomart); FIDO key
+//! files signed through a middleware library (sk_file, sk_provider).
 
 pub mod agent;
 pub mod authorized_keys;
@@ -19,4 +20,6 @@ pub mod pattern;
 pub mod pem_key;
 pub mod randomart;
 pub mod revoked;
+pub mod sk_file;
+pub mod sk_provider;
 pub mod user_file;

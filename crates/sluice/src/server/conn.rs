@@ -31,6 +31,7 @@ pub mod joined;
 mod path_info;
 pub(crate) mod publickey;
 mod requests;
+pub(crate) mod sk_policy;
 mod stripe;
 
 /// RFC 4254 5.1 reason codes.
@@ -393,8 +394,10 @@ impl Handler for ServerConn {
                 self.user_config(conn, &user);
                 match &method {
                     AuthMethodRequest::PublicKey {
-                        key_blob, signed, ..
-                    } => self.on_publickey(conn, &user, key_blob, *signed),
+                        key_blob,
+                        signature,
+                        ..
+                    } => self.on_publickey(conn, &user, key_blob, signature.as_deref()),
                     _ => {
                         if let Some(info) = self.auth.on_request(conn, &self.cfg, &user, method) {
                             self.user = Some(info);

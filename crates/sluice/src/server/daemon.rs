@@ -130,14 +130,23 @@ fn proto_config_with(cfg: &Sshd, load_hw: bool) -> Config {
             cfg.rekey_limit.0
         },
         rekey_time: (cfg.rekey_limit.1 > 0).then(|| Duration::from_secs(cfg.rekey_limit.1)),
-        // All that sluiced implements, as sshd 9.2 lists in server-sig-algs:
-        // Match blocks may allow more than the startup list for a user. The
-        // monitor applies the user's PubkeyAcceptedAlgorithms
-        // (privsep/mauth.rs).
-        pubkey_algs: sluice_proto::crypto::hostkey::DEFAULT_SIG_ALGS
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        // All that sluiced implements by default, as sshd 9.2 lists in
+        // server-sig-algs: Match blocks may allow more than the startup
+        // list for a user. The monitor applies the user's
+        // PubkeyAcceptedAlgorithms (privsep/mauth.rs). SHA-1 `ssh-rsa`
+        // only when the global list names it.
+        pubkey_algs: {
+            let mut algs: Vec<String> = sluice_proto::crypto::hostkey::DEFAULT_SIG_ALGS
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            for a in &cfg.pubkey_algorithms {
+                if !algs.contains(a) {
+                    algs.push(a.clone());
+                }
+            }
+            algs
+        },
         window: cfg.channel_window,
         window_max: cfg.channel_window_max,
         windows_max: sluice_proto::config::windows_budget(cfg.channel_window_max),

@@ -13,15 +13,18 @@ use crate::crypto::CryptoError;
 use crate::wire::{Reader, Writer};
 use std::sync::Arc;
 
-/// Certificate signature algorithms, in OpenSSH's default order (without
-/// the FIDO `sk-` ones, which sluice does not implement).
+/// Certificate signature algorithms, in OpenSSH's default order, then the
+/// SHA-1 one that only a configuration naming it enables.
 pub const CERT_SIG_ALGS: &[&str] = &[
     "ssh-ed25519-cert-v01@openssh.com",
     "ecdsa-sha2-nistp256-cert-v01@openssh.com",
     "ecdsa-sha2-nistp384-cert-v01@openssh.com",
     "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+    "sk-ssh-ed25519-cert-v01@openssh.com",
+    "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com",
     "rsa-sha2-512-cert-v01@openssh.com",
     "rsa-sha2-256-cert-v01@openssh.com",
+    "ssh-rsa-cert-v01@openssh.com",
 ];
 
 /// Certificate key types (the names in certificate blobs).
@@ -30,6 +33,8 @@ pub const CERT_KEY_TYPES: &[&str] = &[
     "ecdsa-sha2-nistp256-cert-v01@openssh.com",
     "ecdsa-sha2-nistp384-cert-v01@openssh.com",
     "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+    "sk-ssh-ed25519-cert-v01@openssh.com",
+    "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com",
     "ssh-rsa-cert-v01@openssh.com",
 ];
 
@@ -42,9 +47,22 @@ pub fn plain_key_type(cert_type: &str) -> Option<&'static str> {
         "ecdsa-sha2-nistp256-cert-v01@openssh.com" => "ecdsa-sha2-nistp256",
         "ecdsa-sha2-nistp384-cert-v01@openssh.com" => "ecdsa-sha2-nistp384",
         "ecdsa-sha2-nistp521-cert-v01@openssh.com" => "ecdsa-sha2-nistp521",
+        "sk-ssh-ed25519-cert-v01@openssh.com" => "sk-ssh-ed25519@openssh.com",
+        "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com" => "sk-ecdsa-sha2-nistp256@openssh.com",
         "ssh-rsa-cert-v01@openssh.com" => "ssh-rsa",
         _ => return None,
     })
+}
+
+/// How many length-prefixed public fields a plain key type has after its
+/// name (ed25519: pk; ecdsa: curve, Q; rsa: e, n; security keys: those
+/// and the application): what a certificate holds after its nonce.
+pub fn public_field_count(plain_type: &str) -> usize {
+    match plain_type {
+        "ssh-ed25519" => 1,
+        "sk-ecdsa-sha2-nistp256@openssh.com" => 3,
+        _ => 2,
+    }
 }
 
 /// Whether a key type name is a certificate type.
@@ -59,7 +77,7 @@ pub fn plain_sig_alg(cert_alg: &str) -> Option<&'static str> {
     Some(match cert_alg {
         "rsa-sha2-512-cert-v01@openssh.com" => "rsa-sha2-512",
         "rsa-sha2-256-cert-v01@openssh.com" => "rsa-sha2-256",
-        other => plain_key_type(other).filter(|t| *t != "ssh-rsa")?,
+        other => plain_key_type(other)?,
     })
 }
 
@@ -79,9 +97,14 @@ pub(super) fn sig_algs_for_cert_type(cert_type: &str) -> &'static [&'static str]
         "ecdsa-sha2-nistp256-cert-v01@openssh.com" => &["ecdsa-sha2-nistp256-cert-v01@openssh.com"],
         "ecdsa-sha2-nistp384-cert-v01@openssh.com" => &["ecdsa-sha2-nistp384-cert-v01@openssh.com"],
         "ecdsa-sha2-nistp521-cert-v01@openssh.com" => &["ecdsa-sha2-nistp521-cert-v01@openssh.com"],
+        "sk-ssh-ed25519-cert-v01@openssh.com" => &["sk-ssh-ed25519-cert-v01@openssh.com"],
+        "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com" => {
+            &["sk-ecdsa-sha2-nistp256-cert-v01@openssh.com"]
+        }
         "ssh-rsa-cert-v01@openssh.com" => &[
             "rsa-sha2-512-cert-v01@openssh.com",
             "rsa-sha2-256-cert-v01@openssh.com",
+            "ssh-rsa-cert-v01@openssh.com",
         ],
         _ => &[],
     }
@@ -98,10 +121,10 @@ pub fn plain_blob(cert_blob: &[u8]) -> Result<Vec<u8>, CryptoError> {
     let mut out = Vec::new();
     let mut w = Writer::new(&mut out);
     w.utf8(plain);
-    // ed25519: string pk; ecdsa: string curve, string Q; rsa: mpint e, mpint n.
-    // Each is one length-prefixed field on the wire, copied as it stands.
-    let fields = if plain == "ssh-ed25519" { 1 } else { 2 };
-    for _ in 0..fields {
+    // ed25519: string pk; ecdsa: string curve, string Q; rsa: mpint e, mpint n;
+    // a security key's string application after those. Each is one
+    // length-prefixed field on the wire, copied as it stands.
+    for _ in 0..public_field_count(plain) {
         let f = r.string().map_err(|_| CryptoError)?;
         w.string(f);
     }

@@ -40,6 +40,9 @@ enum Inner {
         /// Public exponent and modulus, without leading zeros, for the blob.
         e: Vec<u8>,
         n: Vec<u8>,
+        /// The private exponent, for `ssh-rsa` (SHA-1) signatures, which
+        /// aws-lc-rs does not make (see `rsa_sha1.rs`).
+        d: Zeroizing<Vec<u8>>,
     },
 }
 
@@ -123,6 +126,7 @@ impl KeyPair {
                 key,
                 e: e.to_vec(),
                 n: n.to_vec(),
+                d: Zeroizing::new(strip_zeros(d).to_vec()),
             },
         })
     }
@@ -197,6 +201,9 @@ impl Signer for KeyPair {
                 w.nested(|inner| {
                     inner.mpint_unsigned(r).mpint_unsigned(s);
                 });
+            }
+            Inner::Rsa { n, e, d, .. } if sig_alg == "ssh-rsa" => {
+                w.string(&super::rsa_sha1::sign(n, e, d, data)?);
             }
             Inner::Rsa { key, .. } => {
                 let encoding: &'static dyn signature::RsaEncoding = match sig_alg {

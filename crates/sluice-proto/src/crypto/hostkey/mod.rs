@@ -1,8 +1,10 @@
 //! Public-key signatures for host keys and user keys: key and signature
 //! blobs (RFC 4253 section 6.6), `ssh-ed25519` (RFC 8709),
 //! `ecdsa-sha2-nistp256/384/521` (RFC 5656 section 3) and `rsa-sha2-256`,
-//! `rsa-sha2-512` over `ssh-rsa` keys (RFC 8332), and OpenSSH certificates
-//! of those keys (PROTOCOL.certkeys; see [`cert`]).
+//! `rsa-sha2-512` over `ssh-rsa` keys (RFC 8332), `ssh-rsa` (SHA-1, RFC 4253
+//! 6.6) only where a configuration names it, FIDO security keys
+//! (PROTOCOL.u2f; see [`sk`]), and OpenSSH certificates of those keys
+//! (PROTOCOL.certkeys; see [`cert`]).
 //!
 //! Verification parses peer blobs strictly (no trailing bytes). Private keys
 //! live in [`KeyPair`]; reading key files is the runtime's job.
@@ -10,6 +12,8 @@
 mod bignum;
 pub mod cert;
 mod keypair;
+mod rsa_sha1;
+pub mod sk;
 #[cfg(test)]
 mod tests;
 
@@ -27,14 +31,43 @@ pub const DEFAULT_SIG_ALGS: &[&str] = &[
     "ecdsa-sha2-nistp256-cert-v01@openssh.com",
     "ecdsa-sha2-nistp384-cert-v01@openssh.com",
     "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+    "sk-ssh-ed25519-cert-v01@openssh.com",
+    "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com",
     "rsa-sha2-512-cert-v01@openssh.com",
     "rsa-sha2-256-cert-v01@openssh.com",
     "ssh-ed25519",
     "ecdsa-sha2-nistp256",
     "ecdsa-sha2-nistp384",
     "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
     "rsa-sha2-512",
     "rsa-sha2-256",
+];
+
+/// Every signature algorithm implemented: [`DEFAULT_SIG_ALGS`] and the
+/// SHA-1 RSA ones, which OpenSSH 8.8 dropped from its defaults and which a
+/// configuration may add back (`PubkeyAcceptedAlgorithms +ssh-rsa`,
+/// `HostKeyAlgorithms +ssh-rsa`) for old peers.
+pub const ALL_SIG_ALGS: &[&str] = &[
+    "ssh-ed25519-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+    "sk-ssh-ed25519-cert-v01@openssh.com",
+    "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com",
+    "rsa-sha2-512-cert-v01@openssh.com",
+    "rsa-sha2-256-cert-v01@openssh.com",
+    "ssh-rsa-cert-v01@openssh.com",
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+    "rsa-sha2-512",
+    "rsa-sha2-256",
+    "ssh-rsa",
 ];
 
 /// The plain (not certificate) algorithms of [`DEFAULT_SIG_ALGS`]: what
@@ -55,15 +88,18 @@ pub fn blob_key_type(blob: &[u8]) -> Option<&str> {
 }
 
 /// Signature algorithms a key type can produce (`ssh-rsa` gives
-/// `rsa-sha2-512` and `rsa-sha2-256`; others give their own name;
-/// certificate types give the certificate algorithms).
+/// `rsa-sha2-512`, `rsa-sha2-256`, then `ssh-rsa` (SHA-1), which every
+/// list a configuration does not extend leaves out; others give their own
+/// name; certificate types give the certificate algorithms).
 pub fn sig_algs_for_key_type(key_type: &str) -> &'static [&'static str] {
     match key_type {
         "ssh-ed25519" => &["ssh-ed25519"],
         "ecdsa-sha2-nistp256" => &["ecdsa-sha2-nistp256"],
         "ecdsa-sha2-nistp384" => &["ecdsa-sha2-nistp384"],
         "ecdsa-sha2-nistp521" => &["ecdsa-sha2-nistp521"],
-        "ssh-rsa" => &["rsa-sha2-512", "rsa-sha2-256"],
+        "ssh-rsa" => &["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"],
+        sk::SK_ED25519 => &[sk::SK_ED25519],
+        sk::SK_ECDSA => &[sk::SK_ECDSA],
         other => cert::sig_algs_for_cert_type(other),
     }
 }
@@ -178,13 +214,29 @@ fn strip_zeros(b: &[u8]) -> &[u8] {
 /// with the public key `key_blob`, requiring the blob's algorithm to be
 /// `sig_alg` and compatible with the key's type. For a certificate the
 /// signature is the certified key's, under the plain algorithm.
+///
+/// Which algorithms are acceptable (SHA-1 `ssh-rsa` among them) is the
+/// caller's list to check; this checks that the signature holds.
 pub fn verify(
     sig_alg: &str,
     key_blob: &[u8],
     signature: &[u8],
     data: &[u8],
 ) -> Result<(), CryptoError> {
-    verify_inner(sig_alg, key_blob, signature, data, false)
+    verify_details(sig_alg, key_blob, signature, data).map(|_| ())
+}
+
+/// [`verify`], returning for a security key (or a certificate of one)
+/// what its authenticator said: the flags and counter a server's policy
+/// judges (sshd's PubkeyAuthOptions, `no-touch-required`). None for other
+/// keys.
+pub fn verify_details(
+    sig_alg: &str,
+    key_blob: &[u8],
+    signature: &[u8],
+    data: &[u8],
+) -> Result<Option<sk::SkSignature>, CryptoError> {
+    verify_inner(sig_alg, key_blob, signature, data)
 }
 
 /// Verifies a `hostkeys-prove-00@openssh.com` signature (OpenSSH PROTOCOL
@@ -193,7 +245,8 @@ pub fn verify(
 /// the signature's own, where sshd signs with its default, `ssh-rsa`
 /// (SHA-1), which ssh accepts here and so do we: the data signed holds the
 /// session identifier, which the signer cannot choose, so a SHA-1 collision
-/// does not help forge it. Nowhere else is SHA-1 accepted.
+/// does not help forge it. Elsewhere SHA-1 is accepted only where a
+/// configuration lists `ssh-rsa`.
 pub fn verify_hostkeys_proof(
     kex_host_key_alg: &str,
     key_blob: &[u8],
@@ -206,7 +259,7 @@ pub fn verify_hostkeys_proof(
     }
     if key_type != "ssh-rsa" {
         let alg = sig_algs_for_key_type(key_type).first().ok_or(CryptoError)?;
-        return verify_inner(alg, key_blob, signature, data, false);
+        return verify_inner(alg, key_blob, signature, data).map(|_| ());
     }
     let kex_plain = cert::plain_sig_alg(kex_host_key_alg).unwrap_or(kex_host_key_alg);
     let alg = if kex_plain.starts_with("rsa-sha2-") {
@@ -215,7 +268,7 @@ pub fn verify_hostkeys_proof(
         let mut r = Reader::new(signature);
         std::str::from_utf8(r.string().map_err(|_| CryptoError)?).map_err(|_| CryptoError)?
     };
-    verify_inner(alg, key_blob, signature, data, true)
+    verify_inner(alg, key_blob, signature, data).map(|_| ())
 }
 
 fn verify_inner(
@@ -223,15 +276,20 @@ fn verify_inner(
     key_blob: &[u8],
     signature: &[u8],
     data: &[u8],
-    allow_sha1: bool,
-) -> Result<(), CryptoError> {
+) -> Result<Option<sk::SkSignature>, CryptoError> {
     let key_type = blob_key_type(key_blob).ok_or(CryptoError)?;
     if cert::is_cert_type(key_type) {
         if !cert::sig_algs_for_cert_type(key_type).contains(&sig_alg) {
             return Err(CryptoError);
         }
         let plain_alg = cert::plain_sig_alg(sig_alg).ok_or(CryptoError)?;
-        return verify(plain_alg, &cert::plain_blob(key_blob)?, signature, data);
+        return verify_inner(plain_alg, &cert::plain_blob(key_blob)?, signature, data);
+    }
+    if sk::is_sk_type(key_type) {
+        if sig_alg != key_type {
+            return Err(CryptoError);
+        }
+        return sk::verify(key_type, key_blob, signature, data).map(Some);
     }
     let mut sig_r = Reader::new(signature);
     let blob_alg = sig_r.string().map_err(|_| CryptoError)?;
@@ -243,8 +301,7 @@ fn verify_inner(
 
     let mut key = Reader::new(key_blob);
     let key_type = key.utf8().map_err(|_| CryptoError)?;
-    let sha1 = allow_sha1 && key_type == "ssh-rsa" && sig_alg == "ssh-rsa";
-    if !sig_algs_for_key_type(key_type).contains(&sig_alg) && !sha1 {
+    if !sig_algs_for_key_type(key_type).contains(&sig_alg) {
         return Err(CryptoError);
     }
     match key_type {
@@ -257,6 +314,7 @@ fn verify_inner(
             UnparsedPublicKey::new(&signature::ED25519, pk)
                 .verify(data, sig)
                 .map_err(|_| CryptoError)
+                .map(|()| None)
         }
         "ssh-rsa" => {
             let e = key.mpint().map_err(|_| CryptoError)?;
@@ -266,7 +324,7 @@ fn verify_inner(
             let params: &RsaParameters = match sig_alg {
                 "rsa-sha2-256" => &signature::RSA_PKCS1_1024_8192_SHA256_FOR_LEGACY_USE_ONLY,
                 "rsa-sha2-512" => &signature::RSA_PKCS1_1024_8192_SHA512_FOR_LEGACY_USE_ONLY,
-                "ssh-rsa" if sha1 => &signature::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY,
+                "ssh-rsa" => &signature::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY,
                 _ => return Err(CryptoError),
             };
             // Some signers drop leading zero bytes of the signature; OpenSSH
@@ -283,6 +341,7 @@ fn verify_inner(
             components
                 .verify(params, data, &padded)
                 .map_err(|_| CryptoError)
+                .map(|()| None)
         }
         _ => {
             let curve = EcCurve::by_key_type(key_type).ok_or(CryptoError)?;
@@ -306,6 +365,7 @@ fn verify_inner(
             UnparsedPublicKey::new(curve.verify_alg(), q)
                 .verify(data, fixed)
                 .map_err(|_| CryptoError)
+                .map(|()| None)
         }
     }
 }

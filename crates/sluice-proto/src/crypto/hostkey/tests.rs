@@ -71,7 +71,9 @@ fn verifies_openssh_key_signatures() {
         for &other in DEFAULT_SIG_ALGS.iter().filter(|&&a| a != alg) {
             assert!(verify(other, &blob, &sig, &msg).is_err(), "{key} {other}");
         }
-        assert!(verify("ssh-rsa", &blob, &sig, &msg).is_err());
+        if alg != "ssh-rsa" {
+            assert!(verify("ssh-rsa", &blob, &sig, &msg).is_err());
+        }
         // Trailing bytes after the signature blob or key blob.
         assert!(verify(alg, &blob, &[sig.as_slice(), &[0]].concat(), &msg).is_err());
         assert!(verify(alg, &[blob.as_slice(), &[0]].concat(), &sig, &msg).is_err());
@@ -129,10 +131,13 @@ fn keys_from_openssh_components_match_openssh() {
         let n = [&[0u8][..], &c("n")].concat();
         let kp = KeyPair::from_rsa(&n, &c("e"), &c("d"), &c("iqmp"), &c("p"), &c("q")).unwrap();
         assert_eq!(kp.public_blob(), c("pub"));
-        assert_eq!(kp.sig_algs(), ["rsa-sha2-512", "rsa-sha2-256"]);
+        assert_eq!(kp.sig_algs(), ["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"]);
         assert_eq!(kp.sign("rsa-sha2-256", &msg).unwrap(), c("rsa-sha2-256"));
         assert_eq!(kp.sign("rsa-sha2-512", &msg).unwrap(), c("rsa-sha2-512"));
-        assert!(kp.sign("ssh-rsa", &msg).is_err());
+        // SHA-1 is made here (aws-lc-rs will not) and checked by aws-lc.
+        let sha1 = kp.sign("ssh-rsa", &msg).unwrap();
+        verify("ssh-rsa", &c("pub"), &sha1, &msg).unwrap();
+        assert!(verify("rsa-sha2-256", &c("pub"), &sha1, &msg).is_err());
         assert!(kp.sign("ssh-ed25519", &msg).is_err());
         // p and q swapped makes iqmp wrong: aws-lc rejects the key.
         assert!(KeyPair::from_rsa(&n, &c("e"), &c("d"), &c("iqmp"), &c("q"), &c("p")).is_err());
@@ -189,7 +194,7 @@ fn rejects_malformed_blobs() {
     assert_eq!(blob_key_type(&[0, 0, 0, 9, b'x']), None);
     assert_eq!(
         sig_algs_for_key_type("ssh-rsa"),
-        ["rsa-sha2-512", "rsa-sha2-256"]
+        ["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"]
     );
     assert_eq!(
         sig_algs_for_key_type("ecdsa-sha2-nistp384"),

@@ -123,7 +123,6 @@ pub(crate) const LIMITS: &[Limit] = &[
     warn("obscurekeystroketiming", NO, "keystroke timing is not obscured"),
     warn("fingerprinthash", &["sha256"], "fingerprints are shown as SHA256"),
     warn("logverbose", &["none"], "LogVerbose is not supported; use -v"),
-    warn("securitykeyprovider", &["internal"], "FIDO keys are used only through ssh-agent; add them with ssh-add"),
     refuse("proxyusefdpass", NO, "a ProxyCommand's descriptor is not received; the command must relay the connection on its standard input and output"),
     warn("requiredrsasize", &[], "RSA keys under 2048 bits are refused whatever it says; a larger minimum is not enforced"),
     refuse("protocol", &["2"], "sluice speaks SSH-2 only"),

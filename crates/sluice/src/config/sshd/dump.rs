@@ -259,6 +259,21 @@ impl ServerConfig {
             )),
             "authorizedprincipalsfile" => one(or_none(self.authorized_principals_file.as_ref())),
             "casignaturealgorithms" => one(self.ca_signature_algorithms.join(",")),
+            "pubkeyauthoptions" => {
+                let o = self.pubkey_auth_options;
+                let words: Vec<&str> = [
+                    (o.touch_required, "touch-required"),
+                    (o.verify_required, "verify-required"),
+                ]
+                .into_iter()
+                .filter_map(|(on, w)| on.then_some(w))
+                .collect();
+                one(if words.is_empty() {
+                    "none".to_owned()
+                } else {
+                    words.join(" ")
+                })
+            }
             "hostcertificate" => self
                 .host_keys
                 .certificates

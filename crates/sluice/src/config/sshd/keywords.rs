@@ -117,7 +117,6 @@ pub(crate) const OTHER: &[(&str, Option<&str>)] = &[
     ("hostbasedacceptedalgorithms", Some("ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256")),
     ("permittunnel", Some("no")),
     ("ipqos", Some("lowdelay throughput")),
-    ("pubkeyauthoptions", Some("none")),
     ("channeltimeout", None),
     ("rdomain", None),
     ("debianbanner", None),
@@ -332,6 +331,7 @@ pub(crate) const OWN: &[&str] = &[
     "persourcenetblocksize",
     "persourcepenalties",
     "persourcepenaltyexemptlist",
+    "pubkeyauthoptions",
 ];
 
 /// A keyword sshd_config knows.
@@ -503,12 +503,42 @@ impl ServerConfig {
                 )
                 .map_err(|e| l.err(&e))?
             }
-            "hostkeyalgorithms" => {
-                self.host_key_algorithms = algs(hostkey::DEFAULT_SIG_ALGS, "HostKeyAlgorithms")?
+            // ssh-rsa (SHA-1) and its certificate only when named, as sshd.
+            "hostkeyalgorithms" | "pubkeyacceptedalgorithms" => {
+                let what = if kw == "hostkeyalgorithms" {
+                    "HostKeyAlgorithms"
+                } else {
+                    "PubkeyAcceptedAlgorithms"
+                };
+                let list = algorithms::resolve(
+                    &first,
+                    hostkey::DEFAULT_SIG_ALGS,
+                    hostkey::ALL_SIG_ALGS,
+                    what,
+                )
+                .map_err(|e| l.err(&e))?;
+                if kw == "hostkeyalgorithms" {
+                    self.host_key_algorithms = list;
+                } else {
+                    self.pubkey_algorithms = list;
+                }
             }
-            "pubkeyacceptedalgorithms" => {
-                self.pubkey_algorithms =
-                    algs(hostkey::DEFAULT_SIG_ALGS, "PubkeyAcceptedAlgorithms")?
+            "pubkeyauthoptions" => {
+                let mut o = super::PubkeyAuthOptions::default();
+                for a in &l.args {
+                    match a.as_str() {
+                        "none" => {}
+                        "touch-required" => o.touch_required = true,
+                        "verify-required" => o.verify_required = true,
+                        other => {
+                            return Err(l.err(&format!(
+                            "unsupported {} option {other} (none, touch-required, verify-required)",
+                            l.name
+                        )))
+                        }
+                    }
+                }
+                self.pubkey_auth_options = o;
             }
             "compression" => {
                 self.compression = match first.as_str() {
@@ -655,7 +685,7 @@ impl ServerConfig {
                 self.ca_signature_algorithms = algorithms::resolve(
                     &first,
                     crate::keys::cert::CA_SIGNATURE_ALGORITHMS,
-                    crate::keys::cert::CA_SIGNATURE_ALGORITHMS,
+                    crate::keys::cert::CA_SIGNATURE_ALGORITHMS_ALL,
                     "CASignatureAlgorithms",
                 )
                 .map_err(|e| l.err(&e))?

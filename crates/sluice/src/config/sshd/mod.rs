@@ -266,6 +266,8 @@ pub struct ServerConfig {
     pub authorized_principals_file: Option<String>,
     /// CASignatureAlgorithms: what a CA may sign certificates with.
     pub ca_signature_algorithms: Vec<String>,
+    /// PubkeyAuthOptions: what a security key's signature must show.
+    pub pubkey_auth_options: PubkeyAuthOptions,
     /// AuthenticationMethods lists (empty: any): each a comma-separated
     /// sequence of methods, all of which must succeed in order, one list
     /// being enough (auth_methods.rs).
@@ -286,6 +288,19 @@ pub struct ServerConfig {
 
 fn own(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// PubkeyAuthOptions (sshd_config(5)): `none` (the default: a security
+/// key's touch is required unless its authorized_keys line or certificate
+/// says `no-touch-required`), `touch-required` (always, whatever the key's
+/// options), `verify-required` (the signature must show user verification).
+/// Other key types are not affected.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PubkeyAuthOptions {
+    /// `touch-required`: `no-touch-required` is overridden.
+    pub touch_required: bool,
+    /// `verify-required`.
+    pub verify_required: bool,
 }
 
 impl Default for ServerConfig {
@@ -369,6 +384,7 @@ impl Default for ServerConfig {
             trusted_user_ca_keys: None,
             authorized_principals_file: None,
             ca_signature_algorithms: own(crate::keys::cert::CA_SIGNATURE_ALGORITHMS),
+            pubkey_auth_options: PubkeyAuthOptions::default(),
             per_source_max_startups: None,
             per_source_net_block_size: (32, 128),
             per_source_penalties: per_source::PenaltySpec::default(),

@@ -30,8 +30,9 @@ impl ServerConn {
         conn: &mut sluice_proto::Connection,
         user: &str,
         key_blob: &[u8],
-        signed: bool,
+        signature: Option<&[u8]>,
     ) {
+        let signed = signature.is_some();
         if !self.auth.same_user(user) {
             self.auth.change_of_user(conn, user);
             return;
@@ -40,12 +41,12 @@ impl ServerConn {
             && self.auth.publickey_allowed(&self.cfg, key_blob);
         let word = self.auth.verdict_word(&self.cfg, "publickey", None);
         let decided = if allowed {
-            decide(
+            decide_signed(
                 &self.cfg,
                 (self.peer, self.local),
                 user,
                 key_blob,
-                signed,
+                signature,
                 word,
             )
         } else {
@@ -90,6 +91,39 @@ pub(crate) fn decide(
     user: &str,
     key_blob: &[u8],
     signed: bool,
+    word: &str,
+) -> Option<(UserInfo, KeyOptions)> {
+    decide_inner(cfg, (peer, local), user, key_blob, (signed, None), word)
+}
+
+/// [`decide`] for a request carrying its (verified) `signature`, or None
+/// for a query: a FIDO key's signature must also show what the key's
+/// options and PubkeyAuthOptions ask (sk_policy.rs), judged before the
+/// "Accepted" line as sshd does.
+pub(crate) fn decide_signed(
+    cfg: &Sshd,
+    addrs: (SocketAddr, SocketAddr),
+    user: &str,
+    key_blob: &[u8],
+    signature: Option<&[u8]>,
+    word: &str,
+) -> Option<(UserInfo, KeyOptions)> {
+    decide_inner(
+        cfg,
+        addrs,
+        user,
+        key_blob,
+        (signature.is_some(), signature),
+        word,
+    )
+}
+
+fn decide_inner(
+    cfg: &Sshd,
+    (peer, local): (SocketAddr, SocketAddr),
+    user: &str,
+    key_blob: &[u8],
+    (signed, signature): (bool, Option<&[u8]>),
     word: &str,
 ) -> Option<(UserInfo, KeyOptions)> {
     let ip = peer.ip();
@@ -191,6 +225,9 @@ pub(crate) fn decide(
             Info,
             "Root login accepted for forced command only; key has none"
         );
+        return fail("");
+    }
+    if !super::sk_policy::allows(cfg, peer, user, key_blob, signature, &opts) {
         return fail("");
     }
     if signed {

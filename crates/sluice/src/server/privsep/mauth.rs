@@ -396,12 +396,13 @@ impl MonitorAuth {
             && self.auth.publickey_allowed(&self.cfg, key_blob);
         let word = self.auth.verdict_word(&self.cfg, "publickey", None);
         let decided = if allowed {
-            crate::server::conn::publickey::decide(
+            // With the signature: a FIDO key's flags are judged there too.
+            crate::server::conn::publickey::decide_signed(
                 &self.cfg,
                 (self.peer, self.local),
                 user,
                 key_blob,
-                signed,
+                signature.as_deref(),
                 word,
             )
         } else {

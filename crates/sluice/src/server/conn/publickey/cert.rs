@@ -134,8 +134,13 @@ fn trusted_ca(
         c.check(false, now, None, true, false, ca_algs)
             .map(|()| opts)
     } else {
+        // No line to restrict it: the certificate's FIDO policy alone
+        // holds (merge takes both's no-touch-required).
         c.check(false, now, Some(&info.name), true, false, ca_algs)
-            .map(|()| KeyOptions::default())
+            .map(|()| KeyOptions {
+                no_touch_required: true,
+                ..KeyOptions::default()
+            })
     };
     match opts {
         Ok(o) => Some((o, format!("via {}", file.display()))),
@@ -154,6 +159,10 @@ fn merge(mut o: KeyOptions, c: &CertOptions) -> Option<KeyOptions> {
     o.no_agent_forwarding |= !c.permit_agent_forwarding;
     o.no_x11_forwarding |= !c.permit_x11_forwarding;
     o.no_user_rc |= !c.permit_user_rc;
+    // As sshd: touch may be skipped only where both allow it, and user
+    // verification is required where either asks.
+    o.no_touch_required &= c.no_touch_required;
+    o.verify_required |= c.verify_required;
     match (&o.command, &c.force_command) {
         (Some(a), Some(b)) if a != b => {
             log!(Error, "forced command options do not match");

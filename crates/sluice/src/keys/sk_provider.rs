@@ -1,0 +1,209 @@
+//! A FIDO middleware library (SecurityKeyProvider, SSH_SK_PROVIDER) loaded
+//! with dlopen and asked to sign, through the C interface OpenSSH defines
+//! for such libraries (sk-api.h, API version 10, `0x000a0000`, OpenSSH 8.9
+//! and later): `uint32_t sk_api_version(void)` and
+//!
+//! ```text
+//! int sk_sign(uint32_t alg, const uint8_t *data, size_t data_len,
+//!             const char *application, const uint8_t *key_handle,
+//!             size_t key_handle_len, uint8_t flags, const char *pin,
+//!             struct sk_option **options, struct sk_sign_response **resp);
+//! struct sk_sign_response { uint8_t flags; uint32_t counter;
+//!     uint8_t *sig_r; size_t sig_r_len; uint8_t *sig_s; size_t sig_s_len; };
+//! ```
+//!
+//! The library hashes `data` itself and allocates the response with
+//! malloc; it is freed here with free. Only signing is used: keys are made
+//! by `ssh-keygen -w`. sluice has no built-in FIDO support ("internal").
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::fmt;
+
+/// The API major version this speaks (sk-api.h SSH_SK_VERSION_MAJOR).
+const VERSION_MAJOR: u32 = 0x000a_0000;
+/// sk-api.h SSH_SK_VERSION_MAJOR_MASK.
+const VERSION_MAJOR_MASK: u32 = 0xffff_0000;
+/// sk-api.h algorithm numbers.
+pub(crate) const ALG_ECDSA: u32 = 0;
+/// Ed25519.
+pub(crate) const ALG_ED25519: u32 = 1;
+/// sk-api.h SSH_SK_ERR_PIN_REQUIRED.
+const ERR_PIN_REQUIRED: c_int = -3;
+/// sk-api.h SSH_SK_ERR_DEVICE_NOT_FOUND.
+const ERR_DEVICE_NOT_FOUND: c_int = -4;
+
+#[repr(C)]
+struct SignResponse {
+    flags: u8,
+    counter: u32,
+    sig_r: *mut u8,
+    sig_r_len: usize,
+    sig_s: *mut u8,
+    sig_s_len: usize,
+}
+
+/// sk-api.h `struct sk_option`; none are sent, the list is only its NULL.
+#[repr(C)]
+struct SkOption {
+    name: *mut c_char,
+    value: *mut c_char,
+    required: u8,
+}
+
+type ApiVersion = unsafe extern "C" fn() -> u32;
+type Sign = unsafe extern "C" fn(
+    u32,
+    *const u8,
+    usize,
+    *const c_char,
+    *const u8,
+    usize,
+    u8,
+    *const c_char,
+    *mut *mut SkOption,
+    *mut *mut SignResponse,
+) -> c_int;
+
+/// A loaded middleware library; never unloaded (its code may have left
+/// threads or handlers behind, as OpenSSH's ssh-sk-helper assumes too).
+pub struct SkProvider {
+    name: String,
+    sign: Sign,
+}
+
+// SAFETY: only a function pointer into a library that is never unloaded;
+// calls are serialised by the caller (one signature at a time).
+unsafe impl Send for SkProvider {}
+// SAFETY: as above; nothing is mutated after loading.
+unsafe impl Sync for SkProvider {}
+
+impl fmt::Debug for SkProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SkProvider({})", self.name)
+    }
+}
+
+/// What a signature by the authenticator came back as.
+pub struct SkSignOutput {
+    /// The flags byte (user present, user verified).
+    pub flags: u8,
+    /// The signature counter.
+    pub counter: u32,
+    /// Ed25519: the 64-byte signature; ECDSA: r.
+    pub sig_r: Vec<u8>,
+    /// ECDSA: s; empty for Ed25519.
+    pub sig_s: Vec<u8>,
+}
+
+fn dl_error() -> String {
+    // SAFETY: dlerror returns NULL or a NUL-terminated thread-local string.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        "unknown error".into()
+    } else {
+        // SAFETY: checked non-NULL just above.
+        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+    }
+}
+
+impl SkProvider {
+    /// Opens the library at `path` and checks its API version.
+    pub fn load(path: &str) -> Result<SkProvider, String> {
+        let what = |e: String| format!("SecurityKeyProvider {path}: {e}");
+        let c = CString::new(path).map_err(|_| what("NUL in the name".into()))?;
+        // SAFETY: a valid C string; the library's constructors run here,
+        // as they do when ssh loads it.
+        let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if handle.is_null() {
+            return Err(what(format!("cannot load: {}", dl_error())));
+        }
+        let sym = |s: &str| -> Result<*mut c_void, String> {
+            let cs = CString::new(s).map_err(|_| what(s.into()))?;
+            // SAFETY: a live handle and a valid C string.
+            let p = unsafe { libc::dlsym(handle, cs.as_ptr()) };
+            if p.is_null() {
+                Err(what(format!(
+                    "no symbol {s}: not a FIDO middleware library"
+                )))
+            } else {
+                Ok(p)
+            }
+        };
+        // SAFETY: the symbols are sk-api.h's functions, whose prototypes
+        // the target types spell.
+        let version: ApiVersion = unsafe { std::mem::transmute(sym("sk_api_version")?) };
+        let sign: Sign = unsafe { std::mem::transmute(sym("sk_sign")?) };
+        // SAFETY: sk_api_version takes nothing and returns a number.
+        let v = unsafe { version() };
+        if v & VERSION_MAJOR_MASK != VERSION_MAJOR {
+            return Err(what(format!(
+                "API version 0x{v:08x}, not 0x{VERSION_MAJOR:08x} (OpenSSH 8.9 to 10's)"
+            )));
+        }
+        Ok(SkProvider {
+            name: path.to_owned(),
+            sign,
+        })
+    }
+
+    /// Asks the authenticator to sign `data` with the key `key_handle` of
+    /// `application` (the key file's fields); `flags` are the key's.
+    pub fn sign(
+        &self,
+        alg: u32,
+        data: &[u8],
+        application: &str,
+        key_handle: &[u8],
+        flags: u8,
+    ) -> Result<SkSignOutput, String> {
+        let app = CString::new(application).map_err(|_| "application with a NUL".to_owned())?;
+        let mut options: [*mut SkOption; 1] = [std::ptr::null_mut()];
+        let mut resp: *mut SignResponse = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the length given and lives
+        // across the call; `options` is a NULL-terminated list; the
+        // library writes a malloc'd response to `resp` on success.
+        let rc = unsafe {
+            (self.sign)(
+                alg,
+                data.as_ptr(),
+                data.len(),
+                app.as_ptr(),
+                key_handle.as_ptr(),
+                key_handle.len(),
+                flags,
+                std::ptr::null(),
+                options.as_mut_ptr(),
+                &mut resp,
+            )
+        };
+        if rc != 0 || resp.is_null() {
+            return Err(match rc {
+                ERR_PIN_REQUIRED => "the security key needs a PIN, which sluice cannot ask for; add the key to ssh-agent (ssh-add) and use the agent".into(),
+                ERR_DEVICE_NOT_FOUND => "no security key found: is it plugged in?".into(),
+                _ => format!("{}: signing failed (error {rc})", self.name),
+            });
+        }
+        // SAFETY: resp is the library's response; its buffers are
+        // sig_r_len / sig_s_len long (or NULL), all from malloc.
+        unsafe {
+            let r = &*resp;
+            let take = |p: *mut u8, n: usize| {
+                if p.is_null() {
+                    Vec::new()
+                } else {
+                    std::slice::from_raw_parts(p, n).to_vec()
+                }
+            };
+            let out = SkSignOutput {
+                flags: r.flags,
+                counter: r.counter,
+                sig_r: take(r.sig_r, r.sig_r_len),
+                sig_s: take(r.sig_s, r.sig_s_len),
+            };
+            libc::free(r.sig_r.cast());
+            libc::free(r.sig_s.cast());
+            libc::free(resp.cast());
+            Ok(out)
+        }
+    }
+}
