@@ -140,7 +140,7 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
     drop(setup);
     // Now the keys, in the monitor alone; the child gets their public halves.
     let holder = match crate::keys::host_keys::load(&cfg.host_keys) {
-        Ok(k) => KeyHolder::new(k),
+        Ok(k) => KeyHolder::new(k).with_host_key_algorithms(&cfg.host_key_algorithms),
         Err(e) => {
             crate::log!(Fatal, "{e}");
             kill_and_reap(pid);

@@ -181,7 +181,14 @@ pub struct KeyHolder {
     versions: Option<(Vec<u8>, Vec<u8>)>,
     /// Exchange hashes signed so far.
     signed: u32,
+    /// The SHA-1 RSA names, signed only when HostKeyAlgorithms names them:
+    /// a hostile child must not get a SHA-1 signature the configuration
+    /// does not offer.
+    sha1_allowed: Vec<&'static str>,
 }
+
+/// The SHA-1 RSA signature names.
+const SHA1_RSA: [&str; 2] = ["ssh-rsa", "ssh-rsa-cert-v01@openssh.com"];
 
 impl KeyHolder {
     /// The monitor's loaded host keys.
@@ -191,7 +198,23 @@ impl KeyHolder {
             session_id: None,
             versions: None,
             signed: 0,
+            sha1_allowed: Vec::new(),
         }
+    }
+
+    /// Allows the SHA-1 RSA names among `configured` (HostKeyAlgorithms).
+    pub fn with_host_key_algorithms(mut self, configured: &[String]) -> Self {
+        self.sha1_allowed = SHA1_RSA
+            .into_iter()
+            .filter(|n| configured.iter().any(|c| c == n))
+            .collect();
+        self
+    }
+
+    /// Whether `alg` may be signed with `key`.
+    fn may_sign(&self, key: &dyn Signer, alg: &str) -> bool {
+        key.sig_algs().contains(&alg)
+            && (!SHA1_RSA.contains(&alg) || self.sha1_allowed.contains(&alg))
     }
 
     /// How many exchange hashes were signed (tests: a refused request
@@ -233,7 +256,7 @@ impl KeyHolder {
             .keys
             .get(index as usize)
             .ok_or(SignRefusal::NoSuchKey)?;
-        if !key.sig_algs().contains(&alg) {
+        if !self.may_sign(key.as_ref(), alg) {
             return Err(SignRefusal::WrongAlgorithm);
         }
         let hash = hash_from_code(hash).ok_or(SignRefusal::BadHash)?;
@@ -304,7 +327,7 @@ impl KeyHolder {
             .keys
             .get(index as usize)
             .ok_or(SignRefusal::NoSuchKey)?;
-        if !key.sig_algs().contains(&alg) {
+        if !self.may_sign(key.as_ref(), alg) {
             return Err(SignRefusal::WrongAlgorithm);
         }
         let sid = self.session_id.as_deref().ok_or(SignRefusal::NoSession)?;
@@ -420,5 +443,39 @@ mod tests {
         assert!(hostkey::verify_hostkeys_proof("ssh-ed25519", &blob, &sig, &data).is_ok());
         assert_eq!(h.prove(1, "ssh-ed25519"), Err(SignRefusal::NoSuchKey));
         assert_eq!(h.prove(0, "rsa-sha2-512"), Err(SignRefusal::WrongAlgorithm));
+    }
+
+    /// SHA-1 RSA host signatures only when HostKeyAlgorithms names them.
+    #[test]
+    fn ssh_rsa_only_when_configured() {
+        let dir = std::env::temp_dir().join(format!("sluice-signer-rsa-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rsa");
+        let made = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-N", "", "-t", "rsa", "-b", "2048", "-f"])
+            .arg(&path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !made {
+            return;
+        }
+        let files = crate::keys::host_keys::HostKeyFiles {
+            paths: vec![path],
+            ..Default::default()
+        };
+        let keys = crate::keys::host_keys::load(&files).unwrap();
+        let blob = keys[0].public_blob();
+        let t = transcript("SSH-2.0-OpenSSH_9.2", &blob, 1);
+        let mut h = KeyHolder::new(keys.clone());
+        assert_eq!(
+            h.sign_exchange(0, "ssh-rsa", 1, &t),
+            Err(SignRefusal::WrongAlgorithm)
+        );
+        assert!(h.sign_exchange(0, "rsa-sha2-256", 2, &t).is_ok());
+        let mut h = KeyHolder::new(keys)
+            .with_host_key_algorithms(&["rsa-sha2-512".into(), "ssh-rsa".into()]);
+        assert!(h.sign_exchange(0, "ssh-rsa", 1, &t).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
