@@ -715,3 +715,72 @@ kill $(cat {d}/sshd.pid) 2>/dev/null || true
     };
     assert_eq!(fields(&sluice), fields("ssh"));
 }
+
+/// AddKeysToAgent: the key file read to log in is given to the agent (a
+/// lifetime with a time value), for ssh and sluice alike.
+#[test]
+fn add_keys_to_agent_as_ssh() {
+    if missing("ssh") || missing("/usr/sbin/sshd") || missing("ssh-agent") {
+        return;
+    }
+    let s = Setup::new("kwaddkeys");
+    let srv = s.start(true, "");
+    let listed = |sock: &std::path::Path| -> String {
+        let out = Command::new("ssh-add")
+            .arg("-l")
+            .env("SSH_AUTH_SOCK", sock)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    for openssh in [true, false] {
+        for (value, lasts) in [("yes", true), ("2s", false)] {
+            let sock = s.dir.path(&format!("agent-{openssh}-{value}"));
+            let mut agent = Command::new("ssh-agent")
+                .args(["-D", "-a"])
+                .arg(&sock)
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !sock.exists() {
+                assert!(Instant::now() < deadline, "ssh-agent did not start");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert!(listed(&sock).trim().is_empty() || listed(&sock).contains("no identities"));
+            let mut c = cl(
+                &s,
+                &srv,
+                openssh,
+                &["-o", &format!("AddKeysToAgent={value}")],
+                &["true"],
+            );
+            c.env("SSH_AUTH_SOCK", &sock);
+            ok(&run(c, b"", 30), "login");
+            let fp = Command::new("ssh-keygen")
+                .arg("-lf")
+                .arg(&s.user_key)
+                .output()
+                .unwrap();
+            let fp = String::from_utf8_lossy(&fp.stdout)
+                .split_whitespace()
+                .nth(1)
+                .unwrap()
+                .to_owned();
+            assert!(
+                listed(&sock).contains(&fp),
+                "openssh={openssh} {value}: {}",
+                listed(&sock)
+            );
+            if !lasts {
+                std::thread::sleep(Duration::from_secs(3));
+                assert!(
+                    !listed(&sock).contains(&fp),
+                    "openssh={openssh}: lifetime not kept"
+                );
+            }
+            let _ = agent.kill();
+            let _ = agent.wait();
+        }
+    }
+}

@@ -75,6 +75,8 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
             Err(e) => log!(Debug1, "{e}"),
         }
     }
+    // AddKeysToAgent: file keys go to the agent once read.
+    let add = super::add_to_agent::plan(r, agent_path.clone());
     // FIDO key files sign through this library (SecurityKeyProvider).
     let sk = crate::keys::sk_file::provider_path(r.get("securitykeyprovider"));
     let mut seen = Vec::new();
@@ -88,7 +90,7 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
             Ok(blob) if out.iter().any(|i: &Identity| i.public_blob == blob) => {}
             Ok(blob) => {
                 sources.push((blob.clone(), Source::File(path.clone(), sk.clone())));
-                out.extend(file_identity(&path, blob, batch, sk.clone()));
+                out.extend(file_identity(&path, blob, batch, sk.clone(), add.clone()));
                 // ssh's `<identity>-cert.pub`, offered after its key.
                 let cert = PathBuf::from(format!("{}-cert.pub", path.display()));
                 if cert.exists() {
@@ -219,7 +221,13 @@ fn certified(
 /// One key file (its public half `blob` already read) as an identity to
 /// offer; the private key is read when the server accepts the public one
 /// (`batch`: never ask for a passphrase). None for an unsupported type.
-fn file_identity(path: &Path, blob: Vec<u8>, batch: bool, sk: Option<String>) -> Option<Identity> {
+fn file_identity(
+    path: &Path,
+    blob: Vec<u8>,
+    batch: bool,
+    sk: Option<String>,
+    add: Option<super::add_to_agent::AddToAgent>,
+) -> Option<Identity> {
     let key_type = hostkey::blob_key_type(&blob).unwrap_or_default().to_owned();
     let sig_algs = hostkey::sig_algs_for_key_type(&key_type).to_vec();
     if sig_algs.is_empty() {
@@ -235,14 +243,22 @@ fn file_identity(path: &Path, blob: Vec<u8>, batch: bool, sk: Option<String>) ->
     let p = path.to_owned();
     let in_memory = identity::is_unencrypted(path);
     let load = Box::new(move || {
+        // The passphrase that worked, for AddKeysToAgent.
+        let mut given: Option<zeroize::Zeroizing<String>> = None;
         let mut ask = |p: &Path| {
             if batch {
                 None
             } else {
-                identity::prompt_passphrase(p)
+                let pass = identity::prompt_passphrase(p);
+                given.clone_from(&pass);
+                pass
             }
         };
-        identity::load_signer(&p, &mut ask, sk.as_deref())
+        let key = identity::load_signer(&p, &mut ask, sk.as_deref())?;
+        if let Some(a) = &add {
+            a.add(&p, given.as_ref().map(|g| g.as_bytes()));
+        }
+        Ok(key)
     });
     Some(Identity {
         label: format!("{} {}", path.display(), key_type),
@@ -258,7 +274,13 @@ fn file_identity(path: &Path, blob: Vec<u8>, batch: bool, sk: Option<String>) ->
 /// is not supported.
 pub fn from_file(path: &Path, batch: bool) -> Option<Identity> {
     let blob = identity::public_blob(path).ok()?;
-    file_identity(path, blob, batch, crate::keys::sk_file::provider_path(None))
+    file_identity(
+        path,
+        blob,
+        batch,
+        crate::keys::sk_file::provider_path(None),
+        None,
+    )
 }
 
 /// IdentityAgent: `none`, a socket path (`~` and `%` tokens), or

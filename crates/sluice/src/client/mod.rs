@@ -3,6 +3,7 @@
 //! runs one session and returns the remote command's exit status, or a
 //! [`ClientError`] whose text is the line `ssh` would print (exit 255).
 
+pub mod add_to_agent;
 pub mod agent_forward;
 pub mod app;
 pub mod auth;

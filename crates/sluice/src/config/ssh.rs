@@ -128,6 +128,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "canonicalizemaxdots",
     "checkhostip",
     "securitykeyprovider",
+    "addkeystoagent",
 ];
 
 /// Keywords whose every line adds values (the others: first line wins).

@@ -20,6 +20,11 @@ const REQUEST_IDENTITIES: u8 = 11;
 const IDENTITIES_ANSWER: u8 = 12;
 const SIGN_REQUEST: u8 = 13;
 const SIGN_RESPONSE: u8 = 14;
+const SUCCESS: u8 = 6;
+const ADD_IDENTITY: u8 = 17;
+const ADD_ID_CONSTRAINED: u8 = 25;
+const CONSTRAIN_LIFETIME: u8 = 1;
+const CONSTRAIN_CONFIRM: u8 = 2;
 const RSA_SHA2_256: u32 = 2;
 const RSA_SHA2_512: u32 = 4;
 /// Longest agent reply accepted.
@@ -62,6 +67,40 @@ impl Agent {
         s.read_exact(&mut reply)
             .map_err(|e| format!("agent: {e}"))?;
         Ok(reply)
+    }
+
+    /// SSH_AGENTC_ADD_IDENTITY (or ADD_ID_CONSTRAINED with a lifetime in
+    /// seconds or the confirm constraint): `fields` are the key type and
+    /// private fields as an OpenSSH key file's private section has them.
+    pub fn add_identity(
+        &self,
+        fields: &[u8],
+        comment: &str,
+        lifetime: Option<u32>,
+        confirm: bool,
+    ) -> Result<(), String> {
+        let constrained = lifetime.is_some() || confirm;
+        let mut msg = Vec::new();
+        let mut w = Writer::new(&mut msg);
+        w.u8(if constrained {
+            ADD_ID_CONSTRAINED
+        } else {
+            ADD_IDENTITY
+        })
+        .bytes(fields)
+        .string(comment.as_bytes());
+        if let Some(t) = lifetime {
+            w.u8(CONSTRAIN_LIFETIME).u32(t);
+        }
+        if confirm {
+            w.u8(CONSTRAIN_CONFIRM);
+        }
+        let reply = self.request(&msg);
+        msg.fill(0); // the private key's bytes
+        match reply?.first() {
+            Some(&SUCCESS) => Ok(()),
+            _ => Err("the agent refused the key".into()),
+        }
     }
 
     /// The agent's keys: (public blob, comment).

@@ -97,7 +97,6 @@ const fn inert(kw: &'static str, why: &'static str) -> Limit {
 
 /// The table (lower-case keywords).
 pub(crate) const LIMITS: &[Limit] = &[
-    warn("addkeystoagent", NO, "keys are not added to the agent; add them with ssh-add"),
     warn("canonicalizepermittedcnames", &["none"], "CNAMEs are not followed: a name is canonical under the first CanonicalDomains suffix it resolves with"),
     warn("controlpersist", NO, "a master does not share its connection, so it ends with its own session"),
     warn("enableescapecommandline", NO, "the ~C command line is not offered; give forwardings on the command line"),
