@@ -361,5 +361,7 @@ fn is_plain_known(key_type: &str) -> bool {
             | "ecdsa-sha2-nistp256"
             | "ecdsa-sha2-nistp384"
             | "ecdsa-sha2-nistp521"
+            | "sk-ssh-ed25519@openssh.com"
+            | "sk-ecdsa-sha2-nistp256@openssh.com"
     )
 }
