@@ -349,6 +349,7 @@ fn no_new_sessions_after_the_none_mac_switch() {
         no_session: false,
         fork_after_auth: false,
         channel_end: None,
+        local_command: None,
     };
     let inner = ClientSession::new(
         user(),
@@ -413,6 +414,7 @@ fn interactive_sessions_never_use_none() {
         no_session: false,
         fork_after_auth: false,
         channel_end: None,
+        local_command: None,
     };
     let session = ClientSession::new(user(), "127.0.0.1", vec![id], Box::new(|_, _| Ok(())), plan);
     let mut handler = PtyAfterNone(session, None, None);
