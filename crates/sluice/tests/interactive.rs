@@ -162,33 +162,6 @@ fn escape_dot_disconnects_with_255() {
     }
 }
 
-/// `~&`: the terminal is given back (the process the shell waits for exits
-/// 0) while a background sluice ends the session: the remote shell gets a
-/// ^D and leaves, its last words still written.
-#[test]
-fn escape_ampersand_backgrounds() {
-    let s = Setup::new("escbg");
-    let server = s.start(false, "");
-    let mark = s.dir.path("after");
-    let mut t = Term::spawn(s.client(false, &server, &[]), 24, 80);
-    t.run("true", "A");
-    t.send(format!("trap 'echo gone > {}' EXIT\r", mark.display()).as_bytes());
-    t.run("true", "B");
-    t.send(b"\r~&");
-    t.expect("[backgrounded]", 30);
-    let st = t.wait(30);
-    assert_eq!(st.code(), Some(0), "output:\n{}", t.text());
-    assert!(!t.lflag_raw(), "terminal left raw after ~&");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !mark.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the remote shell did not end"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn terminal_restored_on_exit_and_on_sigterm() {
     let s = Setup::new("restore");

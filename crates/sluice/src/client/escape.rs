@@ -1,5 +1,6 @@
 //! ssh's escape sequences (`~.`, `~^Z`, `~?`, `~#`, `~B`, `~I`, `~R`,
-//! `~V`, `~v`, `~&`, `~~`), seen only right after a newline. With a pty, stdin is read here, filtered, and the
+//! `~V`, `~v`, `~~`; `~&` answered with a message), seen only right after a
+//! newline. With a pty, stdin is read here, filtered, and the
 //! rest written into a pipe whose read end is the channel's source.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -36,8 +37,7 @@ pub enum Action {
     Rekey,
     /// `~v` (true) and `~V`: one log level more or less verbose.
     Verbosity(bool),
-    /// `~&`: go to the background, stdin at its end, the connection kept
-    /// for the forwardings still open.
+    /// `~&`: ssh's background escape, answered with a message.
     Background,
 }
 
@@ -186,19 +186,6 @@ impl Relay {
         actions
     }
 
-    /// `~&`: the terminal is left to the shell; as ssh, the remote side
-    /// gets a ^D and then the end of input.
-    pub fn fake_eof(&mut self) {
-        self.pending.drain(..self.pos.min(self.pending.len()));
-        self.pos = 0;
-        self.pending.push(4);
-        self.stdin_eof = true;
-        self.flush();
-        if self.pos >= self.pending.len() {
-            self.write = None;
-        }
-    }
-
     fn flush(&mut self) {
         let Some(w) = &self.write else { return };
         while let Some(rest) = self.pending.get(self.pos..).filter(|r| !r.is_empty()) {
@@ -214,7 +201,7 @@ impl Relay {
 pub fn print_help(ch: u8) {
     let c = ch as char;
     let text = format!(
-        "Supported escape sequences:\r\n {c}.   - terminate connection (and any multiplexed sessions)\r\n {c}B   - send a BREAK to the remote system\r\n {c}I   - show connection information (what limits the transfer)\r\n {c}R   - request rekey\r\n {c}V/v - decrease/increase verbosity (LogLevel)\r\n {c}^Z  - suspend ssh\r\n {c}#   - list forwarded connections\r\n {c}&   - background ssh (when waiting for connections to terminate)\r\n {c}?   - this message\r\n {c}{c}   - send the escape character by typing it twice\r\n(Note that escapes are only recognized immediately after newline.)\r\n"
+        "Supported escape sequences:\r\n {c}.   - terminate connection (and any multiplexed sessions)\r\n {c}B   - send a BREAK to the remote system\r\n {c}I   - show connection information (what limits the transfer)\r\n {c}R   - request rekey\r\n {c}V/v - decrease/increase verbosity (LogLevel)\r\n {c}^Z  - suspend ssh\r\n {c}#   - list forwarded connections\r\n {c}?   - this message\r\n {c}{c}   - send the escape character by typing it twice\r\n(Note that escapes are only recognized immediately after newline.)\r\n"
     );
     let _ = crate::net::fdio::write_some(2, text.as_bytes());
 }

@@ -389,13 +389,29 @@ impl ClientForward {
 /// session, as ssh's `daemon(1, 1)` (stdin is already /dev/null).
 pub fn go_background() -> Result<(), String> {
     log!(Debug1, "forking to background");
+    // SIGHUP ignored across the fork: when the parent leads the terminal's
+    // session (a terminal's first process), its exit hangs up the
+    // foreground group, which the child is still in until its setsid.
+    // SAFETY: sigaction with valid, zeroed structures; restored below.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    let mut ignore: libc::sigaction = unsafe { std::mem::zeroed() };
+    ignore.sa_sigaction = libc::SIG_IGN;
+    unsafe { libc::sigaction(libc::SIGHUP, &ignore, &mut old) };
     // SAFETY: fork between batches: the other threads are parked crypto
     // workers holding nothing the child uses (it starts its own).
     match unsafe { libc::fork() } {
-        -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
+        -1 => {
+            // SAFETY: restores the action saved above.
+            unsafe { libc::sigaction(libc::SIGHUP, &old, std::ptr::null_mut()) };
+            Err(format!("fork: {}", std::io::Error::last_os_error()))
+        }
         0 => {
-            // SAFETY: setsid has no preconditions.
-            unsafe { libc::setsid() };
+            // SAFETY: setsid has no preconditions; then the saved action
+            // back, the terminal no longer ours.
+            unsafe {
+                libc::setsid();
+                libc::sigaction(libc::SIGHUP, &old, std::ptr::null_mut());
+            }
             Ok(())
         }
         // SAFETY: leave without running destructors that would touch the

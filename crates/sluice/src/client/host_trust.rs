@@ -35,15 +35,11 @@ pub(super) fn host_key_check(
     let visual = r.flag("visualhostkey", false);
     let khc = super::known_hosts_command::configured(r);
     let check_ip = super::check_host_ip::enabled(r, &host);
-    // NoHostAuthenticationForLocalhost: a loopback host's key is accepted
-    // unchecked (not with HostKeyAlias, as ssh).
-    let skip_local = r.flag("nohostauthenticationforlocalhost", false)
-        && r.get("hostkeyalias").is_none()
-        && r.get("proxycommand")
-            .is_none_or(|c| c.eq_ignore_ascii_case("none"))
-        && r.get("proxyjump")
-            .is_none_or(|c| c.eq_ignore_ascii_case("none"))
-        && is_loopback_name(&host);
+    // NoHostAuthenticationForLocalhost: the key of a server reached on a
+    // loopback address is accepted unchecked (not with HostKeyAlias), as
+    // ssh judges it: by the socket's peer, so never through a proxy.
+    let skip_local =
+        r.flag("nohostauthenticationforlocalhost", false) && r.get("hostkeyalias").is_none();
     let toks = r.tokens();
     let user_files = setup::user_known_hosts(r);
     // HostKeyAlias: the name looked up and stored instead of the host's.
@@ -62,7 +58,7 @@ pub(super) fn host_key_check(
         .filter(|v| !v.eq_ignore_ascii_case("none"))
         .map(|v| super::app::expand(v, r));
     Box::new(move |_alg: &str, blob: &[u8]| {
-        if skip_local {
+        if skip_local && super::PEER_IP.get().is_some_and(|ip| ip.is_loopback()) {
             log!(
                 Debug1,
                 "Forcing accepting of host key for loopback/localhost."
@@ -196,17 +192,6 @@ pub(super) fn host_key_check(
             }
         }
     })
-}
-
-/// `localhost` or a loopback address (ssh asks the socket; the name is
-/// what sluice has when the check runs, and a proxy's host is not local).
-fn is_loopback_name(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|a| a.is_loopback())
 }
 
 fn revoked_message(shown: &str, name: &str) -> String {

@@ -167,13 +167,13 @@ impl SessionPlan {
     }
 }
 
-/// Connects directly, ConnectionAttempts times with a second between
-/// tries (as ssh), or starts the ProxyCommand.
 /// The address the connection reached (not through a proxy), for
-/// CheckHostIP (client/host_trust.rs): one connection per process, the
-/// first one set.
+/// CheckHostIP and NoHostAuthenticationForLocalhost (client/host_trust.rs):
+/// one connection per process, the first one set.
 pub(crate) static PEER_IP: std::sync::OnceLock<std::net::IpAddr> = std::sync::OnceLock::new();
 
+/// Connects directly, ConnectionAttempts times with a second between
+/// tries (as ssh), or starts the ProxyCommand.
 fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), String> {
     if let Some(cmd) = &opts.proxy_command {
         let p = proxy::spawn(cmd)?;
