@@ -560,7 +560,7 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         fork_after_auth,
         forwards,
         channel_end: None,
-        local_command: setup::local_command(r)?,
+        local_command: super::local_command::configured(r)?,
     };
     let auth = auth_prefs(r)?;
     let opts = ClientOptions {

@@ -17,6 +17,7 @@ pub mod host_trust;
 pub mod identities;
 pub mod keepalive;
 pub mod known_hosts_command;
+pub mod local_command;
 pub mod metrics;
 pub mod mux;
 pub mod prompt;

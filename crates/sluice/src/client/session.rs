@@ -355,7 +355,7 @@ impl Handler for ClientSession {
             Event::Authenticated { .. } => {
                 log!(Debug1, "Authentication succeeded ({}).", self.auth.method());
                 if let Some(cmd) = self.plan.local_command.take() {
-                    crate::client::setup::run_local_command(&cmd);
+                    crate::client::local_command::run(&cmd);
                 }
                 if self.plan.no_session {
                     self.switch_to_none(conn);
