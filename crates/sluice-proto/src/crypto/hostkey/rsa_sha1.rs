@@ -28,7 +28,10 @@ pub(super) fn sign(n: &[u8], e: &[u8], d: &[u8], data: &[u8]) -> Result<Vec<u8>,
     let hash = digest::digest(&digest::SHA1_FOR_LEGACY_USE_ONLY, data);
     // EM = 00 01 FF..FF 00 || DigestInfo || H, with at least 8 bytes of FF.
     let t_len = SHA1_DIGEST_INFO.len() + hash.as_ref().len();
-    let ps = k.checked_sub(t_len + 3).filter(|&p| p >= 8).ok_or(CryptoError)?;
+    let ps = k
+        .checked_sub(t_len + 3)
+        .filter(|&p| p >= 8)
+        .ok_or(CryptoError)?;
     let mut em = Vec::with_capacity(k);
     em.extend_from_slice(&[0x00, 0x01]);
     em.resize(2 + ps, 0xff);

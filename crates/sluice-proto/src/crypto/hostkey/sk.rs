@@ -158,7 +158,13 @@ mod tests {
     fn ed25519_sk_verifies_and_reports_flags() {
         let (blob, sig) = ed25519_sk(FLAG_USER_PRESENT, b"msg");
         let got = verify(SK_ED25519, &blob, &sig, b"msg").unwrap();
-        assert_eq!(got, SkSignature { flags: 1, counter: 7 });
+        assert_eq!(
+            got,
+            SkSignature {
+                flags: 1,
+                counter: 7
+            }
+        );
         assert!(got.user_present() && !got.user_verified());
         assert!(verify(SK_ED25519, &blob, &sig, b"other").is_err());
         // Flags are signed: raising one breaks the signature.
