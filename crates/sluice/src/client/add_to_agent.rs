@@ -78,9 +78,10 @@ impl AddToAgent {
         if self.ask && !ask(path) {
             return Err("declined".into());
         }
-        let mut fields = Vec::new();
+        // The private fields, wiped when dropped.
+        let mut fields = zeroize::Zeroizing::new(Vec::new());
         key.key_data()
-            .encode(&mut fields)
+            .encode(&mut *fields)
             .map_err(|e| e.to_string())?;
         let comment = match key.comment() {
             "" => path.display().to_string(),

@@ -99,7 +99,18 @@ pub fn run(cmd: &str, k: &KeyTokens<'_>, t: &tokens::Tokens) -> Option<PathBuf> 
     let read = child
         .stdout
         .take()
-        .map(|o| o.take(MAX_OUTPUT).read_to_string(&mut text));
+        .map(|o| o.take(MAX_OUTPUT + 1).read_to_string(&mut text));
+    if text.len() as u64 > MAX_OUTPUT {
+        // Still writing past any list of keys: stopped, not waited on.
+        let _ = child.kill();
+        let _ = child.wait();
+        log!(
+            Error,
+            "KnownHostsCommand {}: more than {MAX_OUTPUT} bytes of output",
+            words[0]
+        );
+        return None;
+    }
     let status = child.wait();
     match (read, status) {
         (Some(Ok(_)), Ok(st)) if st.success() => {
