@@ -109,13 +109,16 @@ fn agent_forwarding_every_pairing_with_a_second_hop() {
         (true, false, "ssh->sluiced"),
     ] {
         let server = s.start(os, "AllowAgentForwarding yes");
-        // -A, and for sluice also ForwardAgent with the socket's path.
+        // -A, ForwardAgent with the socket's path, with `${VAR}` expanded
+        // in a path and with `$VAR` naming the variable that holds it.
         let fa = format!("ForwardAgent={}", agent.sock.display());
-        let variants: Vec<Vec<&str>> = if oc {
-            vec![vec!["-A"]]
-        } else {
-            vec![vec!["-A"], vec!["-o", &fa]]
-        };
+        std::env::set_var("SLUICE_TEST_FWD_SOCK", &agent.sock);
+        let variants: Vec<Vec<&str>> = vec![
+            vec!["-A"],
+            vec!["-o", &fa],
+            vec!["-o", "ForwardAgent=${SLUICE_TEST_FWD_SOCK}"],
+            vec!["-o", "ForwardAgent=$SLUICE_TEST_FWD_SOCK"],
+        ];
         for extra in variants {
             let mut c = agent_client(&s, oc, server.port, Some(&agent.sock), &extra);
             c.arg(two_hop_command(hop.port));
@@ -146,6 +149,55 @@ fn agent_forwarding_every_pairing_with_a_second_hop() {
                 }
             }
         }
+    }
+}
+
+/// `-i key.pub` with IdentitiesOnly: the agent's key with that public half
+/// is used, as ssh does; without the agent the key cannot sign and both
+/// clients are refused.
+#[test]
+fn a_public_key_file_selects_the_agent_key() {
+    if missing("/usr/sbin/sshd") || missing("ssh-agent") {
+        return;
+    }
+    let (s, rsa) = agent_setup("agentpub");
+    let agent = Agent::start(&s.dir, &[&rsa]);
+    // Only the public half, away from its private key.
+    let pubdir = s.dir.path("pubonly");
+    std::fs::create_dir_all(&pubdir).unwrap();
+    let pubkey = pubdir.join("agent_rsa.pub");
+    std::fs::copy(s.dir.path("agent_rsa.pub"), &pubkey).unwrap();
+    // A second agent key that the server does not accept, listed first, so
+    // that IdentitiesOnly has something to leave out.
+    let other = s.dir.path("agent_other");
+    keygen(&other, "ed25519");
+    let agent2 = Agent::start(&s.dir, &[&other, &rsa]);
+    let server = s.start(true, "MaxAuthTries 1");
+    let i = pubkey.display().to_string();
+    for openssh in [true, false] {
+        let who = if openssh { "ssh" } else { "sluice" };
+        for sock in [&agent.sock, &agent2.sock] {
+            let mut c = agent_client(
+                &s,
+                openssh,
+                server.port,
+                Some(sock),
+                &["-i", &i, "-o", "IdentitiesOnly=yes"],
+            );
+            c.arg("echo ok");
+            let out = run(c, b"", 60);
+            assert_eq!(text(&out.stdout), "ok\n", "{who}: {}", text(&out.stderr));
+        }
+        let mut c = agent_client(
+            &s,
+            openssh,
+            server.port,
+            None,
+            &["-i", &i, "-o", "IdentitiesOnly=yes"],
+        );
+        c.env_remove("SSH_AUTH_SOCK").arg("echo ok");
+        let out = run(c, b"", 60);
+        assert_eq!(out.status.code(), Some(255), "{who}: {}", text(&out.stderr));
     }
 }
 

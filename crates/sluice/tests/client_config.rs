@@ -169,6 +169,63 @@ fn dash_g_matches_ssh_field_by_field() {
     }
 }
 
+/// Tokens, `~` and `${VAR}` in the keywords that take them (ControlPath,
+/// IdentityAgent, ForwardAgent, UserKnownHostsFile, the Unix socket paths
+/// of LocalForward/RemoteForward) print as ssh -G prints them; user and host
+/// names with shell syntax or control characters on the command line are
+/// refused with ssh's words, and allowed from a config file.
+#[test]
+fn tokens_environment_and_names_as_ssh() {
+    if missing("ssh") {
+        return;
+    }
+    std::env::set_var("SLUICE_T_VAR", "val%h");
+    let dir = TempDir::new("dashg_tokens");
+    let cfg = dir.path("config");
+    std::fs::write(
+        &cfg,
+        "Host tok\n  HostName 127.0.0.1\n  User remuser\n  HostKeyAlias alias\n\
+         \x20 ControlPath ~/c-${SLUICE_T_VAR}-%C\n  IdentityAgent ${SLUICE_T_VAR}/%u/%i\n\
+         \x20 ForwardAgent ~/fa/%n-%k-%p-${SLUICE_T_VAR}\n\
+         \x20 UserKnownHostsFile /kh/${SLUICE_T_VAR}/%d %%\n\
+         \x20 LocalForward /l/%r-${SLUICE_T_VAR} /r/%L\n  RemoteForward /rf/%h 127.0.0.1:80\n  RemoteForward 8\n\
+         \x20 LocalForward localhost:5000 [::1]:22\n  RemoteForward *:7 /t\n\
+         Host tilde\n  ControlPath ~\n  IdentityAgent $SLUICE_T_VAR\n  ForwardAgent ~/.ssh\n\
+         Host cfguser\n  User a;b\n  HostName a;b\n",
+    )
+    .unwrap();
+    let cfg = cfg.display().to_string();
+    for args in [
+        vec!["-F", &cfg, "tok"],
+        vec!["-F", &cfg, "tilde"],
+        vec!["-F", &cfg, "cfguser"],
+    ] {
+        // ssh 9.2 also prints a LocalForward to a Unix socket as a
+        // `dynamicforward` line; sluice does not copy that slip.
+        let mut want = dump("ssh", &args);
+        want.retain(|(k, _)| k != "dynamicforward");
+        assert_eq!(dump(SLUICE, &args), want, "{args:?}");
+    }
+    let bad = [
+        vec!["-l", "${FOO}", "h"],
+        vec!["-l", "a\x07b", "h"],
+        vec!["-o", "User=a;b", "h"],
+        vec!["a -b@h"],
+        vec!["-l", "-x", "h"],
+        vec!["h;x"],
+        vec!["--", "-h"],
+        vec!["a,b"],
+    ];
+    for args in bad {
+        let mut argv = vec!["-F", "/dev/null", "-G"];
+        argv.extend(&args);
+        let (sc, _, se) = run_bin(SLUICE, &argv);
+        let (oc, _, oe) = run_bin("ssh", &argv);
+        assert_eq!((sc, se.trim()), (oc, oe.trim()), "{args:?}");
+        assert_eq!(sc, Some(255), "{args:?}");
+    }
+}
+
 /// A sluice command line with the host key policy given.
 fn sluice_cmd(s: &Setup, port: u16, kh: &std::path::Path, opts: &[&str]) -> Command {
     let mut c = Command::new(SLUICE);

@@ -5,6 +5,7 @@
 /// then the crypto library), on stderr.
 pub const VERSION: &str = concat!("sluice_", env!("CARGO_PKG_VERSION"), ", aws-lc-rs");
 
+mod dest_check;
 mod manpages;
 pub mod scp_main;
 pub mod sftp_main;

@@ -121,6 +121,7 @@ fn request(args: &ClientArgs) -> SessionRequest {
 /// the configuration for `-G`).
 fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     let opts = options(args);
+    super::dest_check::check(&args.host, &opts).map_err(|e| ClientError::Config(e.to_owned()))?;
     let mut cfg = ClientConfig::load(&opts, args.config_file.as_deref().map(Path::new))?;
     // As ssh, -G prints the configuration without looking names up.
     cfg.canonicalize = !args.print_config;

@@ -31,13 +31,13 @@ pub struct AgentForward {
 }
 
 impl AgentForward {
-    /// ForwardAgent `yes|no|path|$ENV` (`value`, already `~`/`%`-expanded
-    /// for paths); `yes` forwards IdentityAgent's socket when one is set,
+    /// ForwardAgent `yes|no|path|$ENV` (`expand` gives a path's `~`,
+    /// `${VAR}` and tokens); `yes` forwards IdentityAgent's socket when one is set,
     /// else SSH_AUTH_SOCK, as ssh does.
     pub fn from_config(
         value: Option<&str>,
         identity_agent: Option<PathBuf>,
-        expand: impl Fn(&str) -> PathBuf,
+        expand: impl Fn(&str) -> Result<PathBuf, String>,
     ) -> Result<AgentForward, String> {
         let env_sock = || std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from);
         let socket = match value {
@@ -50,15 +50,19 @@ impl AgentForward {
                     Some(p) => Some(p),
                     None => env_sock(),
                 },
-                None => match v.strip_prefix('$') {
-                    Some(var) => {
-                        let var = var.trim_start_matches('{').trim_end_matches('}');
-                        Some(std::env::var_os(var).map(PathBuf::from).ok_or_else(|| {
-                            format!("ForwardAgent: environment variable {var} is not set")
-                        })?)
+                // A path (`~`, `${VAR}` and tokens expanded), or `$VAR`
+                // naming the variable that holds one, as ssh reads it.
+                None => {
+                    let p = expand(v)?;
+                    match p.to_str().and_then(|s| s.strip_prefix('$')) {
+                        Some(var) => {
+                            Some(std::env::var_os(var).map(PathBuf::from).ok_or_else(|| {
+                                format!("ForwardAgent: environment variable {var} is not set")
+                            })?)
+                        }
+                        None => Some(p),
                     }
-                    None => Some(expand(v)),
-                },
+                }
             },
         };
         Ok(AgentForward {
@@ -137,7 +141,14 @@ mod tests {
 
     #[test]
     fn forward_agent_values() {
-        let ex = |s: &str| PathBuf::from(format!("/x/{s}"));
+        // Expansion leaves `$VAR` (no braces) for the variable lookup.
+        let ex = |s: &str| -> Result<PathBuf, String> {
+            Ok(PathBuf::from(if s.starts_with('$') {
+                s.to_owned()
+            } else {
+                format!("/x/{s}")
+            }))
+        };
         let f = AgentForward::from_config(Some("no"), None, ex).unwrap();
         assert!(!f.enabled);
         assert!(!AgentForward::from_config(None, None, ex).unwrap().enabled);

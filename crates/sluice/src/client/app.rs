@@ -499,7 +499,12 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
     let agent = crate::client::agent_forward::AgentForward::from_config(
         r.get("forwardagent"),
         identity_agent(r),
-        |p| expand(p, r),
+        |p| {
+            r.tokens()
+                .path(p, crate::config::ssh::tokens::FILE)
+                .map(PathBuf::from)
+                .map_err(|e| format!("ForwardAgent {p}: {e}"))
+        },
     )?;
     let mut ids = identities(&args.identities, r);
     // PubkeyAcceptedAlgorithms limits the signature algorithms offered (an

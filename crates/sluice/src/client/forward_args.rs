@@ -63,6 +63,17 @@ pub fn plan(args: &SessionRequest, r: &Resolved) -> Result<ForwardPlan, String> 
         for v in r.all(kw) {
             list.push(forward_spec::from_config(v, kind)?);
         }
+        // Unix socket paths take `${VAR}` and the tokens, as in ssh.
+        let t = r.tokens();
+        for f in &mut list {
+            for e in std::iter::once(&mut f.listen).chain(f.connect.as_mut()) {
+                if let Endpoint::Unix(p) = e {
+                    *p = t
+                        .expand_env(p, crate::config::ssh::tokens::FILE)
+                        .map_err(|err| format!("{kw} {p}: {err}"))?;
+                }
+            }
+        }
         match kind {
             Kind::Local => p.local = list,
             Kind::Remote => p.remote = list,

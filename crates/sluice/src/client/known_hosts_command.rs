@@ -72,8 +72,8 @@ pub fn run(cmd: &str, k: &KeyTokens<'_>, t: &tokens::Tokens) -> Option<PathBuf> 
             return None;
         }
     };
-    let words = match crate::config::split_line(&format!("x {line}")) {
-        Ok(Some((_, w))) if !w.is_empty() => w,
+    let words = match crate::config::argv_split(&line, false) {
+        Ok(w) if !w.is_empty() => w,
         _ => {
             log!(
                 Error,

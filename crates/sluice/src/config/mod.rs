@@ -11,7 +11,7 @@ pub mod ssh;
 pub mod sshd;
 
 /// One configuration line split into a lower-case keyword and arguments:
-/// `Key value`, `Key=value`, double quotes group words, `#` starts a comment.
+/// `Key value`, `Key=value`, the arguments as [`argv_split`] splits them.
 pub fn split_line(line: &str) -> Result<Option<(String, Vec<String>)>, String> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
@@ -24,36 +24,49 @@ pub fn split_line(line: &str) -> Result<Option<(String, Vec<String>)>, String> {
         ),
         None => (line, ""),
     };
-    let mut args = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut in_word = false;
-    for c in rest.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                in_word = true;
-            }
-            '#' if !quoted && !in_word => break,
-            c if c.is_whitespace() && !quoted => {
-                if in_word {
-                    args.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                in_word = true;
+    Ok(Some((kw.to_ascii_lowercase(), argv_split(rest, true)?)))
+}
+
+/// Words as OpenSSH splits configuration arguments and the commands it runs
+/// without a shell (KnownHostsCommand): white space separates; single or
+/// double quotes group (the other kind is literal inside); a backslash
+/// makes a following quote, backslash or (outside quotes) space literal and
+/// is kept before anything else; with `comments`, `#` at the start of a
+/// word ends the line.
+pub fn argv_split(s: &str, comments: bool) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut it = s.chars().peekable();
+    loop {
+        while it.next_if(|c| *c == ' ' || *c == '\t').is_some() {}
+        match it.peek() {
+            None => return Ok(words),
+            Some('#') if comments => return Ok(words),
+            Some(_) => {}
+        }
+        let mut word = String::new();
+        let mut quote: Option<char> = None;
+        while let Some(c) = it.next() {
+            match c {
+                '\\' => match it.peek() {
+                    Some(&n)
+                        if n == '\'' || n == '"' || n == '\\' || (quote.is_none() && n == ' ') =>
+                    {
+                        word.push(n);
+                        it.next();
+                    }
+                    _ => word.push(c),
+                },
+                ' ' | '\t' if quote.is_none() => break,
+                '"' | '\'' if quote.is_none() => quote = Some(c),
+                c if quote == Some(c) => quote = None,
+                c => word.push(c),
             }
         }
+        if quote.is_some() {
+            return Err("no matching quote".into());
+        }
+        words.push(word);
     }
-    if quoted {
-        return Err("no matching quote".into());
-    }
-    if in_word {
-        args.push(cur);
-    }
-    Ok(Some((kw.to_ascii_lowercase(), args)))
 }
 
 /// `yes`/`no` as OpenSSH accepts them.
@@ -168,6 +181,13 @@ mod tests {
         );
         assert_eq!(split_line("# c").unwrap(), None);
         assert!(split_line("Banner \"x").is_err());
+        // OpenSSH's argv_split: both quotes, backslash escapes, `#` words.
+        assert_eq!(
+            argv_split(r#"a 'b c' "d'e" f\ g h\"i \x '' x#y #z"#, true).unwrap(),
+            vec!["a", "b c", "d'e", "f g", "h\"i", "\\x", "", "x#y"]
+        );
+        assert_eq!(argv_split("a #b", false).unwrap(), vec!["a", "#b"]);
+        assert!(argv_split("'a", false).is_err());
         assert_eq!(parse_size("1G"), Some(1 << 30));
         assert_eq!(parse_time("1h30m"), Some(5400));
         assert_eq!(parse_time("9065560984895444309h"), None);

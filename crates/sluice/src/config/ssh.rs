@@ -443,7 +443,7 @@ impl Resolved {
             port: self.port(),
             remote_user: self.user().to_owned(),
             local_user: self.local_user.clone(),
-            home: tokens::tilde("~").unwrap_or_default(),
+            home: tokens::home_dir(),
             host_key_alias: self.get("hostkeyalias").map(str::to_owned),
         }
     }

@@ -66,8 +66,15 @@ pub fn public_blob(path: &Path) -> Result<Vec<u8>, String> {
     if let Some(k) = pem(path) {
         return k.map(|k| k.public_blob());
     }
-    let key = super::ecdsa_pad::read_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    key.public_key().to_bytes().map_err(|e| e.to_string())
+    match super::ecdsa_pad::read_file(path) {
+        Ok(key) => key.public_key().to_bytes().map_err(|e| e.to_string()),
+        // `-i key.pub`: a public key names its private half held elsewhere
+        // (the agent, a security key), as ssh's sshkey_load_public reads it.
+        Err(e) => match PublicKey::read_openssh_file(path) {
+            Ok(k) => k.to_bytes().map_err(|e| e.to_string()),
+            Err(_) => Err(format!("{}: {e}", path.display())),
+        },
+    }
 }
 
 /// True when the private key file loads without a passphrase.

@@ -179,8 +179,8 @@ pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
         line("dynamicforward", v);
     }
     for k in ["localforward", "remoteforward"] {
-        for v in forwards(r.all(k)) {
-            line(k, &v);
+        for v in r.all(k) {
+            line(k, &forward(v, &t)?);
         }
     }
     let mut ids: Vec<String> = input.identities.to_vec();
@@ -242,7 +242,11 @@ pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
     line("logverbose", &oneline("logverbose", "none"));
     line("permitremoteopen", &oneline("permitremoteopen", "any"));
     line("addkeystoagent", &get("addkeystoagent", "false"));
-    line("forwardagent", &get("forwardagent", "no"));
+    let fwd_agent = match r.get("forwardagent") {
+        Some(v) if crate::config::yes_no(v).is_none() => t.path(v, tokens::FILE)?,
+        _ => get("forwardagent", "no"),
+    };
+    line("forwardagent", &fwd_agent);
     line(
         "connecttimeout",
         &r.get("connecttimeout")
@@ -297,23 +301,24 @@ pub fn update_host_keys_default(r: &Resolved) -> bool {
         && dns.as_deref().is_none_or(|d| d == "false")
 }
 
-fn forwards(specs: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = specs.iter();
-    while let Some(a) = it.next() {
-        let listen = a.clone();
-        match it.next() {
-            Some(target) => {
-                let t = match target.rsplit_once(':') {
-                    Some((h, p)) if !h.starts_with('[') && !target.starts_with('/') => {
-                        format!("[{h}]:{p}")
-                    }
-                    _ => target.clone(),
-                };
-                out.push(format!("{listen} {t}"));
+/// One LocalForward/RemoteForward line as ssh -G prints it: `host:port`
+/// as `[host]:port`, a bare port as it is, Unix socket paths with `${VAR}`
+/// and tokens expanded, a dynamic RemoteForward with ssh's `[socks]:0`.
+fn forward(spec: &str, t: &tokens::Tokens) -> Result<String, String> {
+    let mut words = spec
+        .split_whitespace()
+        .map(|w| {
+            if w.contains('/') {
+                return t.expand_env(w, tokens::FILE);
             }
-            None => out.push(listen),
-        }
+            Ok(match w.rsplit_once(':') {
+                Some((h, p)) if !h.starts_with('[') => format!("[{h}]:{p}"),
+                _ => w.to_owned(),
+            })
+        })
+        .collect::<Result<Vec<String>, String>>()?;
+    if words.len() == 1 {
+        words.push("[socks]:0".into());
     }
-    out
+    Ok(words.join(" "))
 }

@@ -149,7 +149,7 @@ impl Eval {
                 .first("user")
                 .map_or_else(|| self.local_user.clone(), str::to_owned),
             local_user: self.local_user.clone(),
-            home: tokens::tilde("~").unwrap_or_default(),
+            home: tokens::home_dir(),
             host_key_alias: self.first("hostkeyalias").map(str::to_owned),
         }
     }

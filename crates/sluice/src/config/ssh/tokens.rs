@@ -86,27 +86,83 @@ impl Tokens {
     /// Expands `%x` tokens among `allowed` (and `%%`); others are an error,
     /// worded as ssh's.
     pub fn expand(&self, s: &str, allowed: &str) -> Result<String, String> {
+        self.expand_tokens(s, allowed, false)
+    }
+
+    /// `${VAR}` and then tokens in the result: Unix socket paths of
+    /// LocalForward and RemoteForward, as ssh expands them in two steps.
+    pub fn expand_env(&self, s: &str, allowed: &str) -> Result<String, String> {
+        self.expand(&dollar(s)?, allowed)
+    }
+
+    /// `~`, then `${VAR}` and tokens in one pass (a variable's value is not
+    /// read for tokens): how ssh expands file names (IdentityFile,
+    /// CertificateFile, ControlPath, IdentityAgent, ForwardAgent,
+    /// UserKnownHostsFile).
+    pub fn path(&self, s: &str, allowed: &str) -> Result<String, String> {
+        self.expand_tokens(&tilde(s)?, allowed, true)
+    }
+
+    fn expand_tokens(&self, s: &str, allowed: &str, env: bool) -> Result<String, String> {
         let mut out = String::with_capacity(s.len());
-        let mut it = s.chars();
-        while let Some(c) = it.next() {
-            if c != '%' {
-                out.push(c);
+        let mut rest = s;
+        while let Some(i) = rest.find(|c| c == '%' || (env && c == '$')) {
+            out.push_str(&rest[..i]);
+            let tail = &rest[i..];
+            if tail.starts_with("${") {
+                let n = var_len(tail, s)?;
+                out.push_str(&dollar(&tail[..n])?);
+                rest = &tail[n..];
                 continue;
             }
+            if tail.starts_with('$') {
+                out.push('$');
+                rest = &tail[1..];
+                continue;
+            }
+            let mut it = tail[1..].chars();
             match it.next() {
                 Some('%') => out.push('%'),
                 Some(k) if allowed.contains(k) => out.push_str(&self.value(k)),
                 Some(k) => return Err(format!("percent_expand: unknown key %{k}")),
                 None => return Err("percent_expand: invalid format".into()),
             }
+            rest = it.as_str();
         }
+        out.push_str(rest);
         Ok(out)
     }
+}
 
-    /// `~` and then tokens: how ssh expands file names.
-    pub fn path(&self, s: &str, allowed: &str) -> Result<String, String> {
-        self.expand(&tilde(s)?, allowed)
+/// The length of the `${NAME}` that `tail` starts with (`whole`: for the
+/// message).
+fn var_len(tail: &str, whole: &str) -> Result<usize, String> {
+    tail.find('}')
+        .map(|e| e + 1)
+        .ok_or_else(|| format!("environment variable in \"{whole}\" is missing its closing '}}'"))
+}
+
+/// `${VAR}` from the environment (ssh_config(5) ENVIRONMENT VARIABLES); an
+/// unset variable is an error, as in ssh. `$` not followed by `{` stays.
+pub fn dollar(s: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let end = i + var_len(&rest[i..], s)?;
+        let name = &rest[i + 2..end - 1];
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!(
+                "bad environment variable name \"${{{name}}}\" in \"{s}\""
+            ));
+        }
+        let value = std::env::var(name)
+            .map_err(|_| format!("env var ${{{name}}} has no value (in \"{s}\")"))?;
+        out.push_str(&value);
+        rest = &rest[end..];
     }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// `~/x` and `~user/x` (tilde_expand_filename); other strings unchanged.
@@ -127,7 +183,20 @@ pub fn tilde(s: &str) -> Result<String, String> {
         home_of(Some(name))
     }
     .ok_or_else(|| format!("tilde_expand: No such user {name}"))?;
+    // `~` alone is the home directory with a slash, as ssh's tilde_expand.
+    let tail = if tail.is_empty() { "/" } else { tail };
     Ok(format!("{}{tail}", home.trim_end_matches('/')))
+}
+
+/// The local user's home directory (%d): $HOME, else the password
+/// database's; no trailing slash.
+pub fn home_dir() -> String {
+    std::env::var("HOME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| home_of(None))
+        .map(|h| h.trim_end_matches('/').to_owned())
+        .unwrap_or_default()
 }
 
 /// A user's home directory from the password database (None: our own uid).
@@ -188,6 +257,22 @@ mod tests {
             format!("{}/x", home_of(Some("root")).unwrap())
         );
         assert_eq!(tilde("/a/~b").unwrap(), "/a/~b");
+        assert_eq!(
+            tilde("~").unwrap(),
+            format!("{}/", home.trim_end_matches('/'))
+        );
+        std::env::set_var("SLUICE_TOKENS_TEST", "v%h");
+        assert_eq!(
+            t.path("/a/${SLUICE_TOKENS_TEST}/$HOME/%%", FILE).unwrap(),
+            "/a/v%h/$HOME/%"
+        );
+        assert_eq!(
+            t.expand_env("/a/${SLUICE_TOKENS_TEST}/%%", FILE).unwrap(),
+            "/a/vfoo.example.com/%"
+        );
+        assert!(t.path("${SLUICE_NO_SUCH_VAR_XYZ}", FILE).is_err());
+        assert!(dollar("${SLUICE_TOKENS_TEST").is_err());
+        assert!(dollar("${a b}").is_err());
         assert!(tilde("~no-such-user-xyz/a").is_err());
     }
 }
