@@ -81,6 +81,20 @@ impl SkKeyFile {
     }
 }
 
+impl SkKeyFile {
+    /// Whether the key asks for a touch on each signature.
+    pub fn wants_user_presence(&self) -> bool {
+        self.flags & sk::FLAG_USER_PRESENT != 0
+    }
+
+    /// The key with its signatures asked without a touch: nobody stands by
+    /// a server to touch its host key, so sshd signs host keys that way.
+    pub fn without_user_presence(mut self) -> Self {
+        self.flags &= !sk::FLAG_USER_PRESENT;
+        self
+    }
+}
+
 impl Signer for SkKeyFile {
     fn public_blob(&self) -> Vec<u8> {
         self.blob.clone()
