@@ -92,6 +92,11 @@ impl Sources {
                 format!("Load key \"{}\": No such file or directory", path.display())
             }));
         };
+        // A type sluiced cannot sign with (DSA) is refused as its file is.
+        let key_type = hostkey::blob_key_type(&blob).unwrap_or("unknown");
+        if hostkey::sig_algs_for_key_type(key_type).is_empty() {
+            return Err(format!("key type {key_type} is not supported"));
+        }
         let Some(hold) = &self.agent else {
             return Err(
                 "only its public key is readable: name the private key file, or an \
@@ -145,7 +150,7 @@ impl Sources {
                 path.display()
             );
         }
-        Ok(Arc::new(k.without_user_presence()))
+        Ok(Arc::new(k.as_host_key()))
     }
 
     /// SecurityKeyProvider's library, loaded once.
