@@ -38,7 +38,6 @@ fn unsupported_values_refuse_to_start() {
         ("ChannelTimeout session=5m", "ChannelTimeout none"),
         ("UseDNS yes", "UseDNS no"),
         ("RDomain vrf1", "RDomain none"),
-        ("HostKeyAgent /run/agent.sock", "HostKeyAgent none"),
         (
             "Match User nobody\n  RDomain vrf1",
             "Match User nobody\n  RDomain none",

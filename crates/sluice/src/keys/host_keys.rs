@@ -1,6 +1,5 @@
 //! The server's host keys, and throwaway key files for `sluice demo` and tests.
 
-use super::identity;
 use crate::log;
 use sluice_proto::crypto::hostkey::{CertSigner, KeyPair, Signer};
 use ssh_key::private::{Ed25519Keypair, KeypairData};
@@ -9,8 +8,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The HostKey files, and the smallest RSA modulus a host key may have
-/// (RequiredRSASize): what [`load`] needs. Derefs to the list of files.
+/// The HostKey files, the smallest RSA modulus a host key may have
+/// (RequiredRSASize), and where private halves not in the files are
+/// (HostKeyAgent, SecurityKeyProvider): what [`load`] needs. Derefs to
+/// the list of files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostKeyFiles {
     /// HostKey files, in order.
@@ -19,6 +20,11 @@ pub struct HostKeyFiles {
     pub min_rsa_bits: u32,
     /// HostCertificate files: certificates for some of the keys.
     pub certificates: Vec<PathBuf>,
+    /// HostKeyAgent as written: a socket, or `SSH_AUTH_SOCK` for the
+    /// environment's; None: none.
+    pub agent: Option<String>,
+    /// SecurityKeyProvider as written; None: unset ("internal").
+    pub sk_provider: Option<String>,
 }
 
 impl Default for HostKeyFiles {
@@ -27,6 +33,8 @@ impl Default for HostKeyFiles {
             paths: Vec::new(),
             min_rsa_bits: DEFAULT_MIN_RSA_BITS,
             certificates: Vec::new(),
+            agent: None,
+            sk_provider: None,
         }
     }
 }
@@ -73,16 +81,18 @@ pub fn rsa_too_small(blob: &[u8], min_bits: u32) -> Option<String> {
 }
 
 /// Loads every host key that can be read and is large enough (RSA keys
-/// below RequiredRSASize are skipped with an error, as sshd does); none at
-/// all is an error.
+/// below RequiredRSASize are skipped with an error, as sshd does): from its
+/// file, through the FIDO library, or held by the agent
+/// (keys/host_key_source.rs); none at all is an error.
 pub fn load(files: &HostKeyFiles) -> Result<Vec<Arc<dyn Signer>>, String> {
     let mut keys: Vec<Arc<dyn Signer>> = Vec::new();
+    let mut sources =
+        super::host_key_source::Sources::new(files.agent.as_deref(), files.sk_provider.as_deref());
     for p in files.iter() {
-        let mut no_pass = |_: &Path| None;
-        match identity::load(p, &mut no_pass) {
+        match sources.signer(p) {
             Ok(k) => match rsa_too_small(&k.public_blob(), files.min_rsa_bits) {
                 Some(why) => log!(Error, "Host key {}: {why}", p.display()),
-                None => keys.push(Arc::new(k)),
+                None => keys.push(k),
             },
             Err(e) => log!(Error, "Unable to load host key: {} ({e})", p.display()),
         }

@@ -4,12 +4,15 @@
 //! RevokedKeys files (revoked); OpenSSH certificates (cert); ECDSA key files
 //! whose short private scalar ssh-key 0.6 refuses (ecdsa_pad); OpenSSL's PEM
 //! private keys (pem_key); VisualHostKey's picture (randomart); FIDO key
-//! files signed through a middleware library (sk_file, sk_provider).
+//! files signed through a middleware library (sk_file, sk_provider); where
+//! a host key signs from: its file, that library, or HostKeyAgent's agent
+//! (host_key_source).
 
 pub mod agent;
 pub mod authorized_keys;
 pub mod cert;
 pub mod ecdsa_pad;
+mod host_key_source;
 pub mod host_keygen;
 pub mod host_keys;
 pub mod identity;

@@ -48,6 +48,9 @@ pub struct SkKeyFile {
     flags: u8,
     /// One signature at a time: an authenticator serves one request.
     busy: Mutex<()>,
+    /// What a failure is logged as: ssh's words for a login, sshd's for
+    /// a host key.
+    failure: &'static str,
 }
 
 impl SkKeyFile {
@@ -77,7 +80,24 @@ impl SkKeyFile {
             key_handle,
             flags,
             busy: Mutex::new(()),
+            failure: "sign_and_send_pubkey: signing failed",
         })
+    }
+}
+
+impl SkKeyFile {
+    /// Whether the key asks for a touch on each signature.
+    pub fn wants_user_presence(&self) -> bool {
+        self.flags & sk::FLAG_USER_PRESENT != 0
+    }
+
+    /// The key as a server's host key: its signatures asked without a
+    /// touch (nobody stands by a server to touch it, so sshd signs host
+    /// keys that way) and failures logged in sshd's words.
+    pub fn as_host_key(mut self) -> Self {
+        self.flags &= !sk::FLAG_USER_PRESENT;
+        self.failure = "sshd_hostkey_sign: sshkey_sign failed";
+        self
     }
 }
 
@@ -107,7 +127,7 @@ impl Signer for SkKeyFile {
             .provider
             .sign(alg, data, &self.application, &self.key_handle, self.flags)
             .map_err(|e| {
-                crate::log!(Error, "sign_and_send_pubkey: signing failed: {e}");
+                crate::log!(Error, "{}: {e}", self.failure);
                 CryptoError
             })?;
         let mut blob = Vec::new();

@@ -286,6 +286,12 @@ impl ServerConfig {
                 self.authentication_methods.join(" ")
             }),
             "nonemacenabled" => one(yn(self.none_mac_enabled)),
+            "hostkeyagent" => one(or_none(self.host_keys.agent.as_ref())),
+            "securitykeyprovider" => one(self
+                .host_keys
+                .sk_provider
+                .clone()
+                .unwrap_or_else(|| "internal".to_owned())),
             k => {
                 let default = OTHER.iter().find(|(o, _)| *o == k).and_then(|(_, d)| *d);
                 self.other

@@ -111,9 +111,7 @@ pub(crate) const OTHER: &[(&str, Option<&str>)] = &[
     ("fingerprinthash", Some("SHA256")),
     ("modulifile", Some("/etc/ssh/moduli")),
     ("xauthlocation", Some("/usr/bin/xauth")),
-    ("securitykeyprovider", Some("internal")),
     ("versionaddendum", Some("none")),
-    ("hostkeyagent", Some("none")),
     ("hostbasedacceptedalgorithms", Some("ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256")),
     ("permittunnel", Some("no")),
     ("ipqos", Some("lowdelay throughput")),
@@ -140,11 +138,6 @@ pub(crate) const UNSUPPORTED: &[(&str, &str, &str)] = &[
         "sluiced does not look up client host names (Match Host, from= and AllowUsers see addresses only)",
     ),
     ("rdomain", "none", "sluiced does not use routing domains"),
-    (
-        "hostkeyagent",
-        "none",
-        "sluiced reads host keys from HostKey files only",
-    ),
 ];
 
 /// Whether `value` of keyword `kw` is one sluiced cannot honour: the error,
@@ -332,6 +325,8 @@ pub(crate) const OWN: &[&str] = &[
     "persourcepenalties",
     "persourcepenaltyexemptlist",
     "pubkeyauthoptions",
+    "hostkeyagent",
+    "securitykeyprovider",
 ];
 
 /// A keyword sshd_config knows.
@@ -681,6 +676,10 @@ impl ServerConfig {
                 self.authorized_principals_file = (first != "none").then_some(first)
             }
             "hostcertificate" => self.host_keys.certificates.push(first.into()),
+            "hostkeyagent" => {
+                self.host_keys.agent = (!first.eq_ignore_ascii_case("none")).then_some(first)
+            }
+            "securitykeyprovider" => self.host_keys.sk_provider = Some(first),
             "casignaturealgorithms" => {
                 self.ca_signature_algorithms = algorithms::resolve(
                     &first,
