@@ -76,7 +76,16 @@ impl Idle {
             .filter(|l| !l.is_zero())
     }
 
+    /// Neither timeout is set: nothing is tracked (the loop's every turn
+    /// passes here).
+    fn off(&self) -> bool {
+        self.rules.is_empty() && self.unused.is_none()
+    }
+
     fn watch(&mut self, id: ChannelId, kind: &str, since: Option<Instant>, when_open: bool) {
+        if self.off() {
+            return;
+        }
         let limit = self.limit_for(kind);
         self.channels.insert(
             id,
@@ -152,6 +161,9 @@ impl Idle {
     /// what is behind them. Channels the engine no longer has are dropped.
     pub fn expired(&mut self, conn: &Connection, now: Instant) -> Vec<(ChannelId, Duration)> {
         let mut out = Vec::new();
+        if self.channels.is_empty() && self.unused.is_none() {
+            return out;
+        }
         self.channels.retain(|id, w| {
             let Some(info) = conn.channel_info(*id) else {
                 return false; // refused, or closed without our seeing it
