@@ -609,5 +609,8 @@ fn last_data_is_when_data_last_moved_either_way() {
     p.download(b"x");
     let (cl2, sv2) = last(&p);
     assert_eq!(sv2, Some(down), "sealed at the server's now");
-    assert!(cl2.is_some_and(|t| t > down), "received by the client later");
+    assert!(
+        cl2.is_some_and(|t| t > down),
+        "received by the client later"
+    );
 }

@@ -195,7 +195,11 @@ fn unused_connection_is_closed_unless_a_session_runs() {
     for (name, ([(plain, t1), (listening, t2), (session, _)], logged, log)) in &results {
         assert_eq!(plain.status.code(), Some(255), "{name}: -N {plain:?}");
         assert!(within(*t1, 1, 6), "{name}: -N closed after {t1:?}");
-        assert_eq!(listening.status.code(), Some(255), "{name}: -L {listening:?}");
+        assert_eq!(
+            listening.status.code(),
+            Some(255),
+            "{name}: -L {listening:?}"
+        );
         assert!(within(*t2, 1, 6), "{name}: -N -L closed after {t2:?}");
         assert_eq!(session.status.code(), Some(23), "{name}: {session:?}");
         assert!(logged, "{name}: {log}");

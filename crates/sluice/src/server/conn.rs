@@ -585,7 +585,8 @@ impl Handler for ServerConn {
                 self.fwd.on_closed(id);
                 if let Some(mut s) = self.sessions.remove(&id) {
                     if s.abandoned {
-                        self.orphans.extend(s.child.take().filter(|_| s.exit.is_none()));
+                        self.orphans
+                            .extend(s.child.take().filter(|_| s.exit.is_none()));
                     }
                     if let Some(c) = s.child.as_mut() {
                         if s.exit.is_none() {
@@ -793,9 +794,15 @@ impl Handler for ServerConn {
             .then_some(Duration::from_millis(20));
         let auth = self.auth.tick_interval(&self.cfg, self.user.is_some());
         let idle = self.idle.wait(Instant::now());
-        [reap, self.alive.wait(), auth, self.fwd.tick_interval(), idle]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            reap,
+            self.alive.wait(),
+            auth,
+            self.fwd.tick_interval(),
+            idle,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }
