@@ -567,3 +567,50 @@ fn hostile_bytes_never_panic() {
         );
     }
 }
+
+/// `ChannelInfo::last_data` is when channel data last went either way,
+/// by the clock each side was given: sealed at the sender's `now`,
+/// received at the receiver's; control traffic leaves it alone (sshd's
+/// ChannelTimeout measures idleness from it, in sluiced's server/idle.rs).
+#[test]
+fn last_data_is_when_data_last_moved_either_way() {
+    let mut p = Pair::default_algs();
+    p.establish();
+    let (c, s) = (p.client_channel.unwrap(), p.server_channel.unwrap());
+    let last = |p: &Pair| {
+        (
+            p.client.channel_info(c).unwrap().last_data,
+            p.server.channel_info(s).unwrap().last_data,
+        )
+    };
+    assert_eq!(last(&p), (None, None), "no data yet");
+    let up = p.now;
+    p.upload(b"hello");
+    let (cl, sv) = last(&p);
+    assert_eq!(cl, Some(up), "sealed at the client's now");
+    assert!(sv.is_some_and(|t| t > up && t <= p.now), "received later");
+    // A minute of requests and window traffic without data changes nothing.
+    p.now += std::time::Duration::from_secs(60);
+    p.client
+        .channel_request(
+            c,
+            sluice_proto::msg::ChannelRequestKind::WindowChange {
+                cols: 80,
+                rows: 24,
+                width_px: 0,
+                height_px: 0,
+            },
+            false,
+        )
+        .unwrap();
+    p.drive().unwrap();
+    assert_eq!(last(&p), (cl, sv));
+    let down = p.now;
+    p.download(b"x");
+    let (cl2, sv2) = last(&p);
+    assert_eq!(sv2, Some(down), "sealed at the server's now");
+    assert!(
+        cl2.is_some_and(|t| t > down),
+        "received by the client later"
+    );
+}

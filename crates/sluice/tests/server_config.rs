@@ -107,7 +107,8 @@ fn dump_matches_openssh_field_by_field() {
              AuthorizedKeysCommandUser nobody\nPasswordAuthentication yes\n\
              RequiredRSASize 2048\nStreamLocalBindMask 0117\nTCPKeepAlive no\nAddressFamily inet\n\
              AuthenticationMethods publickey password\n\
-             Match User bob Address 10.0.0.0/8\n  PermitTTY no\n  AllowTcpForwarding local\n  ForceCommand echo \"hi there\"\n\
+             ChannelTimeout session:command=5m direct-tcpip=1h *=0\nUnusedConnectionTimeout 1h30m\n\
+             Match User bob Address 10.0.0.0/8\n  PermitTTY no\n  ChannelTimeout session:*=10\n  UnusedConnectionTimeout 30\n  AllowTcpForwarding local\n  ForceCommand echo \"hi there\"\n\
              Match Group root,!nogroup\n  X11Forwarding yes\n  AcceptEnv ROOTVAR\n\
              Match Address 1.2.3.0/24,!1.2.3.4\n  Banner none\n  MaxAuthTries 2\n  AuthenticationMethods keyboard-interactive\n  Include {d}/conf.d/*.conf\n\
              Match all\n  PasswordAuthentication no\n"
@@ -144,6 +145,8 @@ fn dump_matches_openssh_field_by_field() {
     let bob = dump(SLUICED, &cfg, Some("user=bob,host=h,addr=10.1.2.3"));
     assert_eq!(bob["forcecommand"], ["echo \"hi there\""]);
     assert_eq!(bob["permittty"], ["no"]);
+    assert_eq!(bob["channeltimeout"], ["session:*=10"]);
+    assert_eq!(bob["unusedconnectiontimeout"], ["30"]);
     let carol = dump(SLUICED, &cfg, Some("user=carol,addr=1.2.3.4,lport=22"));
     assert_eq!(carol["forcecommand"], ["echo carol"]);
     assert_eq!(carol["maxsessions"], ["5"]);

@@ -34,8 +34,6 @@ fn unsupported_values_refuse_to_start() {
             "AuthenticationMethods publickey,keyboard-interactive:bsdauth",
             "AuthenticationMethods publickey,keyboard-interactive:pam",
         ),
-        ("UnusedConnectionTimeout 5m", "UnusedConnectionTimeout none"),
-        ("ChannelTimeout session=5m", "ChannelTimeout none"),
         ("UseDNS yes", "UseDNS no"),
         ("RDomain vrf1", "RDomain none"),
         (

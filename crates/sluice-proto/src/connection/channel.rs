@@ -2,6 +2,7 @@
 
 use crate::connection::window::RecvWindow;
 use crate::event::ChannelId;
+use std::time::Instant;
 
 /// Most channels one connection may have open at once.
 const MAX_CHANNELS: usize = 1024;
@@ -32,6 +33,8 @@ pub(crate) struct Channel {
     pub(crate) eof_received: bool,
     pub(crate) close_sent: bool,
     pub(crate) close_received: bool,
+    /// When channel data last went either way (the runtime's clock).
+    pub(crate) last_data: Option<Instant>,
 }
 
 /// What the runtime may ask about a channel.
@@ -56,6 +59,11 @@ pub struct ChannelInfo {
     /// The peer's number for the channel (a striping carrier names the
     /// striped channel by it).
     pub remote: u32,
+    /// When channel data (either way, stderr included) was last received
+    /// or sealed, by the clock the runtime gives `handle_input` and
+    /// `data_slot`; None: never. What sshd's ChannelTimeout measures
+    /// idleness from.
+    pub last_data: Option<Instant>,
 }
 
 impl Channel {
@@ -76,6 +84,7 @@ impl Channel {
             eof_received: false,
             close_sent: false,
             close_received: false,
+            last_data: None,
         }
     }
 
@@ -90,6 +99,7 @@ impl Channel {
             eof_received: self.eof_received,
             close_sent: self.close_sent,
             remote: self.remote,
+            last_data: self.last_data,
         }
     }
 }

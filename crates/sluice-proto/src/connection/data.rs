@@ -56,6 +56,7 @@ impl Connection {
         let len = data.len();
         let start = payload.len() - len;
         let max_packet = self.config.max_packet as usize;
+        let clock = self.clock;
         let ch = self.open_channel_mut(recipient)?;
         if ch.eof_received {
             return Err(Violation::UnexpectedMessage(num, "after EOF").into());
@@ -65,6 +66,9 @@ impl Connection {
         }
         if !ch.recv.receive(len as u32) {
             return Err(Violation::WindowExceeded(recipient).into());
+        }
+        if len > 0 {
+            ch.last_data = clock;
         }
         Ok((ChannelId(recipient), ext, start..payload.len()))
     }
@@ -119,6 +123,7 @@ impl Connection {
         ext: Option<u32>,
         out: &mut Vec<u8>,
     ) -> Option<DataSlot> {
+        self.clock = Some(now);
         // Queued control packets go first; sending NEWKEYS may unblock data.
         self.flush_outbox(now, out);
         let max = self.send_capacity(id);
@@ -163,8 +168,10 @@ impl Connection {
         if let Some(len) = out.get_mut(slot.data_at - 4..slot.data_at) {
             len.copy_from_slice(&(n as u32).to_be_bytes());
         }
+        let clock = self.clock;
         if let Some(ch) = self.channels.get_mut(slot.channel) {
             ch.send_window = ch.send_window.saturating_sub(n as u32);
+            ch.last_data = clock;
         }
         self.send
             .finish_reserved(out, slot.start, slot.reserve, self.rng.as_mut());

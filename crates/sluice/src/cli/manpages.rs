@@ -479,14 +479,14 @@ mod tests {
                 "lacks maxstreams",
             ),
             (
-                "Refused unless \"ChannelTimeout none\"",
-                "Ignored: \"ChannelTimeout none\"",
-                "channeltimeout",
+                "Refused unless \"UseDNS no\"",
+                "Ignored: \"UseDNS no\"",
+                "usedns",
             ),
             (
-                "sluiced does not close idle channels.",
-                "idle channels are not closed.",
-                "channeltimeout",
+                "sluiced does not look up client host names",
+                "client host names are not looked up",
+                "usedns",
             ),
             (
                 ".It Cm KerberosAuthentication\nIgnored",

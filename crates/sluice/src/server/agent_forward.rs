@@ -134,6 +134,13 @@ impl ServerAgent {
         }
     }
 
+    /// An agent channel we opened that the client has not answered yet.
+    pub fn is_opening(&self, id: ChannelId) -> bool {
+        self.listener
+            .as_ref()
+            .is_some_and(|l| l.pending.contains_key(&id))
+    }
+
     /// The client's answer to an agent channel we opened: true when the
     /// event was ours.
     pub fn on_event(&mut self, conn: &mut Connection, fds: &mut ChannelFds, ev: &Event) -> bool {

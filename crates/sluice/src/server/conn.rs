@@ -16,6 +16,7 @@ use crate::net::pump::{ChannelFds, Handler};
 use crate::server::agent_forward::ServerAgent;
 use crate::server::auth::ServerAuth;
 use crate::server::child::SessionChild;
+use crate::server::idle::Idle;
 use crate::server::keepalive::ClientAlive;
 use crate::server::pty::Pty;
 use crate::server::session::{self, ExitResult, UserInfo};
@@ -24,7 +25,7 @@ use sluice_proto::{AuthMethodRequest, ChannelId, Connection, Event};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 mod hostkeys;
 pub mod joined;
@@ -56,6 +57,9 @@ struct Session {
     /// Its stripe request was refused: the client's first acknowledgement,
     /// sent behind the request (PROTOCOL.md), is dropped.
     stripe_refused: bool,
+    /// Closed for idleness (ChannelTimeout): its command is left running,
+    /// as sshd leaves it, rather than hung up at the channel's close.
+    abandoned: bool,
 }
 
 /// Server-side event handling for one connection.
@@ -68,6 +72,10 @@ pub struct ServerConn {
     match_user: Option<String>,
     /// ClientAliveInterval probes.
     alive: ClientAlive,
+    /// ChannelTimeout and UnusedConnectionTimeout (server/idle.rs).
+    idle: Idle,
+    /// Commands of sessions closed for idleness, reaped when they end.
+    orphans: Vec<SessionChild>,
     peer: SocketAddr,
     local: SocketAddr,
     user: Option<UserInfo>,
@@ -221,6 +229,8 @@ impl ServerConn {
             base: cfg.clone(),
             match_user: None,
             alive: ClientAlive::new(0, 0),
+            idle: Idle::default(),
+            orphans: Vec::new(),
             cfg,
             peer,
             local,
@@ -266,6 +276,11 @@ impl ServerConn {
             self.cfg.client_alive_interval,
             self.cfg.client_alive_count_max,
         );
+        self.idle = Idle::start(
+            self.cfg.channel_timeouts(),
+            self.cfg.unused_connection_timeout,
+            Instant::now(),
+        );
         if let Some(f) = self.on_auth.take() {
             f();
         }
@@ -302,6 +317,45 @@ impl ServerConn {
         let text = e.to_string();
         self.stopped = Some(e);
         text
+    }
+
+    /// UnusedConnectionTimeout passed: "terminating inactive connection
+    /// from user bob ADDR port P", typed for the daemon as [`Self::client_gone`].
+    fn connection_unused(&mut self) -> String {
+        let e = crate::server::error::ServerError::InactiveConnection {
+            user: self.user_name().map(str::to_owned),
+            peer: self.peer,
+        };
+        let text = e.to_string();
+        self.stopped = Some(e);
+        text
+    }
+
+    /// ChannelTimeout: the channel had no data for `limit`. As sshd's
+    /// forced close: what it holds is dropped, its ends closed, EOF and
+    /// CLOSE sent; a session's command keeps running (sshd_config(5):
+    /// "terminating an inactive session does not guarantee to remove all
+    /// resources"), without its exit status, the channel being gone.
+    fn close_idle(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        id: ChannelId,
+        limit: Duration,
+    ) {
+        log!(
+            Verbose,
+            "channel {}: closing after {} seconds of inactivity",
+            id.0,
+            limit.as_secs()
+        );
+        fds.remove(id);
+        let _ = conn.send_eof(id);
+        let _ = conn.close_channel(id);
+        if let Some(s) = self.sessions.get_mut(&id) {
+            s.done = true;
+            s.abandoned = true;
+        }
     }
 
     /// Why this handler ended the connection, when it did for a reason the
@@ -385,6 +439,20 @@ impl Handler for ServerConn {
         fds: &mut ChannelFds,
         event: Event,
     ) -> Result<(), String> {
+        match &event {
+            Event::ChannelOpened(id) => {
+                let kind = if self.agent.is_opening(*id) {
+                    Some("agent-connection")
+                } else {
+                    self.fwd.opening_type(*id)
+                };
+                if let Some(kind) = kind {
+                    self.idle.opened(*id, kind, Instant::now());
+                }
+            }
+            Event::ChannelClosed(id) => self.idle.closed(*id, Instant::now()),
+            _ => {}
+        }
         if self.agent.on_event(conn, fds, &event) {
             return Ok(());
         }
@@ -422,9 +490,12 @@ impl Handler for ServerConn {
                     key: self.key_options.as_ref(),
                 };
                 if channel_type == sluice_proto::stripe::CARRIER_CHANNEL {
+                    self.idle.forget(channel);
                     stripe::open_carrier(conn, fds, channel, &data, self.stripe_key);
                     return Ok(());
                 }
+                // Counted once open (connected); a refusal drops it.
+                self.idle.opening(channel, &channel_type);
                 if channel_type != "session"
                     && self
                         .fwd
@@ -482,7 +553,19 @@ impl Handler for ServerConn {
                         return Ok(());
                     }
                 }
+                // sshd's names for a running session (ChannelTimeout).
+                let kind = match &request {
+                    ChannelRequestKind::Exec { .. } => Some("session:command".to_owned()),
+                    ChannelRequestKind::Shell => Some("session:shell".to_owned()),
+                    ChannelRequestKind::Subsystem { name } => {
+                        Some(format!("session:subsystem:{name}"))
+                    }
+                    _ => None,
+                };
                 let ok = self.on_request(conn, fds, channel, request);
+                if let Some(kind) = kind.filter(|_| ok) {
+                    self.idle.started(channel, &kind, Instant::now());
+                }
                 if want_reply {
                     conn.channel_reply(channel, ok).map_err(|e| e.to_string())?;
                 }
@@ -501,6 +584,10 @@ impl Handler for ServerConn {
             Event::ChannelClosed(id) => {
                 self.fwd.on_closed(id);
                 if let Some(mut s) = self.sessions.remove(&id) {
+                    if s.abandoned {
+                        self.orphans
+                            .extend(s.child.take().filter(|_| s.exit.is_none()));
+                    }
                     if let Some(c) = s.child.as_mut() {
                         if s.exit.is_none() {
                             c.signal("HUP");
@@ -621,6 +708,20 @@ impl Handler for ServerConn {
         self.poll_joins();
         self.fwd
             .tick(conn, fds, self.cfg.max_forward_channels as usize)?;
+        let now = Instant::now();
+        for (id, s) in &self.sessions {
+            if s.stripe.is_some() {
+                self.idle.exempt(*id);
+            }
+        }
+        for (id, limit) in self.idle.expired(conn, now) {
+            self.close_idle(conn, fds, id, limit);
+        }
+        if self.idle.connection_unused(now) {
+            return Err(self.connection_unused());
+        }
+        self.orphans
+            .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));
         for (id, s) in self.sessions.iter_mut() {
             if let Some(h) = &s.stripe {
                 crate::net::stripe::tick(h, conn, *id)?;
@@ -692,9 +793,16 @@ impl Handler for ServerConn {
             })
             .then_some(Duration::from_millis(20));
         let auth = self.auth.tick_interval(&self.cfg, self.user.is_some());
-        [reap, self.alive.wait(), auth, self.fwd.tick_interval()]
-            .into_iter()
-            .flatten()
-            .min()
+        let idle = self.idle.wait(Instant::now());
+        [
+            reap,
+            self.alive.wait(),
+            auth,
+            self.fwd.tick_interval(),
+            idle,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }

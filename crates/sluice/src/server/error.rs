@@ -16,6 +16,13 @@ pub enum ServerError {
         /// The client's address.
         peer: SocketAddr,
     },
+    /// UnusedConnectionTimeout passed with no channel open (INFO too).
+    InactiveConnection {
+        /// The user logged in.
+        user: Option<String>,
+        /// The client's address.
+        peer: SocketAddr,
+    },
 }
 
 impl std::fmt::Display for ServerError {
@@ -24,6 +31,13 @@ impl std::fmt::Display for ServerError {
             ServerError::ClientTimeout { user, peer } => write!(
                 f,
                 "Timeout, client not responding from user {} {} port {}",
+                user.as_deref().unwrap_or("(unknown)"),
+                peer.ip(),
+                peer.port()
+            ),
+            ServerError::InactiveConnection { user, peer } => write!(
+                f,
+                "terminating inactive connection from user {} {} port {}",
                 user.as_deref().unwrap_or("(unknown)"),
                 peer.ip(),
                 peer.port()
@@ -51,5 +65,13 @@ mod tests {
         );
         let e = ServerError::ClientTimeout { user: None, peer };
         assert!(e.to_string().contains("user (unknown) 192.0.2.1"));
+        let e = ServerError::InactiveConnection {
+            user: Some("bob".into()),
+            peer,
+        };
+        assert_eq!(
+            e.to_string(),
+            "terminating inactive connection from user bob 192.0.2.1 port 5555"
+        );
     }
 }

@@ -47,8 +47,8 @@ pub struct ServerForward {
     listeners: Vec<Listener>,
     /// direct-tcpip channels waiting for their connect.
     connecting: Vec<(ChannelId, Connecting)>,
-    /// forwarded-* channels we opened, with their socket, until confirmed.
-    opening: BTreeMap<ChannelId, OwnedFd>,
+    /// forwarded-* channels we opened, with their socket and type, until confirmed.
+    opening: BTreeMap<ChannelId, (OwnedFd, &'static str)>,
     /// Open forwarding channels.
     channels: Vec<ChannelId>,
     /// A channel waits for our EOF (see `fwdsock::close_finished`).
@@ -355,7 +355,7 @@ impl ServerForward {
                 };
                 match conn.open_channel(ty, &d) {
                     Ok(id) => {
-                        self.opening.insert(id, sock);
+                        self.opening.insert(id, (sock, ty));
                     }
                     Err(e) => log!(Info, "{ty}: cannot open a channel: {e}"),
                 }
@@ -368,7 +368,7 @@ impl ServerForward {
 
     /// Our forwarded-* channel was confirmed or refused.
     pub fn on_open_result(&mut self, fds: &mut ChannelFds, id: ChannelId, ok: bool) -> bool {
-        let Some(sock) = self.opening.remove(&id) else {
+        let Some((sock, _)) = self.opening.remove(&id) else {
             return false;
         };
         if ok {
@@ -378,6 +378,12 @@ impl ServerForward {
             }
         }
         true
+    }
+
+    /// The type of a forwarded-* channel we opened and the client has
+    /// not answered yet (ChannelTimeout's name for it).
+    pub fn opening_type(&self, id: ChannelId) -> Option<&'static str> {
+        self.opening.get(&id).map(|(_, ty)| *ty)
     }
 
     /// How soon `tick` should run again.

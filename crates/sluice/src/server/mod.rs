@@ -13,6 +13,7 @@ pub mod error;
 pub mod forward;
 pub mod forward_policy;
 pub mod grace;
+pub mod idle;
 pub mod inetd;
 pub mod keepalive;
 pub(crate) mod keys_command;

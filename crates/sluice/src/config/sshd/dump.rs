@@ -164,6 +164,13 @@ impl ServerConfig {
             "maxsessions" => one(self.max_sessions.to_string()),
             "clientaliveinterval" => one(self.client_alive_interval.to_string()),
             "clientalivecountmax" => one(self.client_alive_count_max.to_string()),
+            "unusedconnectiontimeout" => one(match self.unused_connection_timeout {
+                0 => "none".to_owned(),
+                s => s.to_string(),
+            }),
+            // Left out when none, as sshd does.
+            "channeltimeout" if self.channel_timeout.is_empty() => Vec::new(),
+            "channeltimeout" => one(self.channel_timeout.join(" ")),
             "permitrootlogin" => one(self.permit_root_login.name().to_owned()),
             "pubkeyauthentication" => one(yn(self.pubkey_authentication)),
             "passwordauthentication" => one(yn(self.password_authentication)),

@@ -91,7 +91,6 @@ const MATCH_ALLOWED: &[&str] = &[
 /// any other value stops `sluiced -t` and startup.
 pub(crate) const OTHER: &[(&str, Option<&str>)] = &[
     ("x11displayoffset", Some("10")),
-    ("unusedconnectiontimeout", Some("none")),
     ("ignorerhosts", Some("yes")),
     ("ignoreuserknownhosts", Some("no")),
     ("hostbasedauthentication", Some("no")),
@@ -115,7 +114,6 @@ pub(crate) const OTHER: &[(&str, Option<&str>)] = &[
     ("hostbasedacceptedalgorithms", Some("ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256")),
     ("permittunnel", Some("no")),
     ("ipqos", Some("lowdelay throughput")),
-    ("channeltimeout", None),
     ("rdomain", None),
     ("debianbanner", None),
     ("logverbose", None),
@@ -126,12 +124,6 @@ pub(crate) const OTHER: &[(&str, Option<&str>)] = &[
 /// is refused at startup: the server must not run without what the
 /// administrator asked for.
 pub(crate) const UNSUPPORTED: &[(&str, &str, &str)] = &[
-    (
-        "unusedconnectiontimeout",
-        "none",
-        "sluiced does not close connections without channels",
-    ),
-    ("channeltimeout", "none", "sluiced does not close idle channels"),
     (
         "usedns",
         "no",
@@ -302,6 +294,8 @@ pub(crate) const OWN: &[&str] = &[
     "setenv",
     "clientaliveinterval",
     "clientalivecountmax",
+    "channeltimeout",
+    "unusedconnectiontimeout",
     "authorizedkeyscommand",
     "authorizedkeyscommanduser",
     "authorizedprincipalscommand",
@@ -483,6 +477,10 @@ impl ServerConfig {
             "logingracetime" => self.login_grace_time = time()?,
             "clientaliveinterval" => self.client_alive_interval = time()?,
             "clientalivecountmax" => self.client_alive_count_max = num()?,
+            "channeltimeout" => self.channel_timeout = super::timeouts::channel_timeout(l)?,
+            "unusedconnectiontimeout" => {
+                self.unused_connection_timeout = super::timeouts::unused_connection_timeout(l)?
+            }
             "ciphers" => self.ciphers = algs(cipher_order::default_ciphers(), "cipher")?,
             "macs" => {
                 self.macs =

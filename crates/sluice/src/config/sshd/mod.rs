@@ -19,6 +19,7 @@ mod lines;
 mod matching;
 pub mod per_source;
 pub mod snapshot;
+pub mod timeouts;
 
 pub use matching::{connection_rdomain, set_connection_rdomain, MatchContext};
 
@@ -240,6 +241,11 @@ pub struct ServerConfig {
     pub client_alive_interval: u64,
     /// ClientAliveCountMax.
     pub client_alive_count_max: u32,
+    /// ChannelTimeout's `type=interval` pairs as written (empty: none);
+    /// [`ServerConfig::channel_timeouts`] reads them.
+    pub channel_timeout: Vec<String>,
+    /// UnusedConnectionTimeout in seconds (0: none).
+    pub unused_connection_timeout: u64,
     /// AuthorizedKeysCommand (None: none).
     pub authorized_keys_command: Option<String>,
     /// AuthorizedKeysCommandUser (None: none).
@@ -370,6 +376,8 @@ impl Default for ServerConfig {
             set_env: Vec::new(),
             client_alive_interval: 0,
             client_alive_count_max: 3,
+            channel_timeout: Vec::new(),
+            unused_connection_timeout: 0,
             authorized_keys_command: None,
             authorized_keys_command_user: None,
             authorized_principals_command: None,
@@ -558,6 +566,11 @@ impl ServerConfig {
         } else {
             given
         }
+    }
+
+    /// ChannelTimeout's rules in order (the first matching type wins).
+    pub fn channel_timeouts(&self) -> Vec<timeouts::ChannelTimeoutRule> {
+        timeouts::channel_timeout_rules(&self.channel_timeout)
     }
 
     /// The PAM service (UsePAM): PAMServiceName, else "sluiced" when

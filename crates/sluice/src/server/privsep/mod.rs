@@ -169,8 +169,11 @@ pub fn log_end(
             0
         }
         Err(PumpError::Handler(msg)) => match typed {
-            // A client that stopped answering is routine: INFO, as sshd.
-            Some(e @ ServerError::ClientTimeout { .. }) => {
+            // A client that stopped answering, or one that kept a
+            // connection with no channel open, is routine: INFO, as sshd.
+            Some(
+                e @ (ServerError::ClientTimeout { .. } | ServerError::InactiveConnection { .. }),
+            ) => {
                 log!(Info, "{e}");
                 255
             }

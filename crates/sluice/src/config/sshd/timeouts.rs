@@ -1,0 +1,93 @@
+//! ChannelTimeout and UnusedConnectionTimeout (sshd_config(5), OpenSSH
+//! 9.2): their values read and checked as sshd reads them, and the rules a
+//! connection runs with. What they do at run time is server/idle.rs.
+
+use super::lines::Line;
+use crate::config::parse_time;
+use std::time::Duration;
+
+/// One `type=interval` pair: the channel type pattern and its limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelTimeoutRule {
+    /// A channel type, with sshd's wildcards (`*`, `?`).
+    pub pattern: String,
+    /// Idle time allowed; zero: never closed for idleness.
+    pub limit: Duration,
+}
+
+/// `type=interval`: a type before the first `=`, not empty, and a time
+/// after it in sshd's format (`90`, `5m`, `1h30m`; not empty).
+fn rule(arg: &str) -> Option<ChannelTimeoutRule> {
+    let (pattern, value) = arg.split_once('=')?;
+    if pattern.is_empty() || value.is_empty() {
+        return None;
+    }
+    Some(ChannelTimeoutRule {
+        pattern: pattern.to_owned(),
+        limit: Duration::from_secs(parse_time(value)?),
+    })
+}
+
+/// ChannelTimeout's arguments, as written (what `-T` prints); `none` alone
+/// is the empty list. sshd 9.2 accepts `none` as the last of several
+/// pairs at startup and then fails every connection ("internal error:
+/// bad timeout none"): refused here instead, where it can be fixed.
+pub(super) fn channel_timeout(l: &Line) -> Result<Vec<String>, String> {
+    if l.args.len() == 1 && l.args.first().is_some_and(|a| a == "none") {
+        return Ok(Vec::new());
+    }
+    for a in &l.args {
+        if a == "none" {
+            return Err(l.err(&format!(
+                "keyword {} \"none\" argument must appear alone.",
+                l.name
+            )));
+        }
+        if rule(a).is_none() {
+            return Err(l.err(&format!("invalid channel timeout {a}")));
+        }
+    }
+    Ok(l.args.clone())
+}
+
+/// UnusedConnectionTimeout in seconds: `none` or 0 is never.
+pub(super) fn unused_connection_timeout(l: &Line) -> Result<u64, String> {
+    if l.args.len() > 1 {
+        return Err(l.err(&format!(
+            "keyword {} extra arguments at end of line",
+            l.name
+        )));
+    }
+    match l.args.first().map(String::as_str) {
+        Some("none") => Ok(0),
+        Some(v) => parse_time(v).ok_or_else(|| l.err("invalid time value.")),
+        None => Err(l.err(&format!("no argument after keyword \"{}\"", l.name))),
+    }
+}
+
+/// The rules of a checked ChannelTimeout list, in order: the first whose
+/// pattern matches a channel's type gives its limit.
+pub fn channel_timeout_rules(args: &[String]) -> Vec<ChannelTimeoutRule> {
+    args.iter().filter_map(|a| rule(a)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_as_sshd_reads_them() {
+        let r = rule("session:*=5m").expect("valid");
+        assert_eq!(r.pattern, "session:*");
+        assert_eq!(r.limit, Duration::from_secs(300));
+        assert_eq!(rule("a=1h30m").map(|r| r.limit.as_secs()), Some(5400));
+        assert_eq!(rule("A=3S").map(|r| r.limit.as_secs()), Some(3));
+        assert_eq!(rule("x=0").map(|r| r.limit.as_secs()), Some(0));
+        for bad in ["session", "=5", "a=", "a=b=3", "a=-1", "a=abc", "none"] {
+            assert!(rule(bad).is_none(), "{bad}");
+        }
+        let rules = channel_timeout_rules(&["direct-tcpip=2".into(), "*=1m".into()]);
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[1].pattern, "*");
+    }
+}
