@@ -175,10 +175,7 @@ pub fn tilde(s: &str) -> Result<String, String> {
         None => (rest, ""),
     };
     let home = if name.is_empty() {
-        std::env::var("HOME")
-            .ok()
-            .filter(|h| !h.is_empty())
-            .or_else(|| home_of(None))
+        own_home()
     } else {
         home_of(Some(name))
     }
@@ -191,12 +188,17 @@ pub fn tilde(s: &str) -> Result<String, String> {
 /// The local user's home directory (%d): $HOME, else the password
 /// database's; no trailing slash.
 pub fn home_dir() -> String {
+    own_home()
+        .map(|h| h.trim_end_matches('/').to_owned())
+        .unwrap_or_default()
+}
+
+/// $HOME, else the password database's home for our uid.
+fn own_home() -> Option<String> {
     std::env::var("HOME")
         .ok()
         .filter(|h| !h.is_empty())
         .or_else(|| home_of(None))
-        .map(|h| h.trim_end_matches('/').to_owned())
-        .unwrap_or_default()
 }
 
 /// A user's home directory from the password database (None: our own uid).

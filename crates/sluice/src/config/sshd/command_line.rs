@@ -3,47 +3,10 @@
 //! tokens expanded in every word but the first, and the check made when
 //! the configuration loads (server/keys_command.rs runs them).
 
-/// sshd's argv_split: words split on blanks, `'` and `"` quote, a
-/// backslash escapes a quote, a backslash or (unquoted) a space.
+/// sshd's argv_split ([`crate::config::argv_split`], no comments), with
+/// sshd's words for an unclosed quote.
 pub(crate) fn split_argv(s: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut chars = s.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
-            chars.next();
-        }
-        if chars.peek().is_none() {
-            return Ok(out);
-        }
-        let mut word = String::new();
-        let mut quote: Option<char> = None;
-        while let Some(&c) = chars.peek() {
-            if c == '\\' {
-                chars.next();
-                match chars.peek() {
-                    Some(&n)
-                        if n == '\'' || n == '"' || n == '\\' || (quote.is_none() && n == ' ') =>
-                    {
-                        word.push(n);
-                        chars.next();
-                    }
-                    _ => word.push('\\'),
-                }
-                continue;
-            }
-            chars.next();
-            match quote {
-                None if c == ' ' || c == '\t' => break,
-                None if c == '"' || c == '\'' => quote = Some(c),
-                Some(q) if c == q => quote = None,
-                _ => word.push(c),
-            }
-        }
-        if quote.is_some() {
-            return Err("contains invalid quotes".into());
-        }
-        out.push(word);
-    }
+    crate::config::argv_split(s, false).map_err(|_| "contains invalid quotes".into())
 }
 
 /// Expands `%x` tokens from `values`; `%%` is a percent sign. An unknown
