@@ -204,10 +204,10 @@ impl Idle {
     pub fn wait(&self, now: Instant) -> Option<Duration> {
         let channels = self.channels.values().filter_map(|w| {
             let (limit, last) = (w.limit?, w.last?);
-            (!w.abandoned).then(|| (last + limit).saturating_duration_since(now))
+            (!w.abandoned).then(|| deadline_in(last, limit, now))
         });
         let unused = match (self.unused, self.unused_since) {
-            (Some(limit), Some(since)) => Some((since + limit).saturating_duration_since(now)),
+            (Some(limit), Some(since)) => Some(deadline_in(since, limit, now)),
             _ => None,
         };
         channels.chain(unused).min()
@@ -217,6 +217,13 @@ impl Idle {
     pub fn kind(&self, id: ChannelId) -> Option<&str> {
         self.channels.get(&id).map(|w| w.kind.as_str())
     }
+}
+
+/// How long from `now` until `limit` after `from` (a limit past what the
+/// clock can hold is as good as never).
+fn deadline_in(from: Instant, limit: Duration, now: Instant) -> Duration {
+    from.checked_add(limit)
+        .map_or(Duration::MAX, |d| d.saturating_duration_since(now))
 }
 
 #[cfg(test)]

@@ -15,6 +15,12 @@ pub struct ChannelTimeoutRule {
     pub limit: Duration,
 }
 
+/// A time in sshd's format, at most INT_MAX seconds as its convtime
+/// allows (a larger one is invalid, not wrapped or saturated).
+fn interval(v: &str) -> Option<u64> {
+    parse_time(v).filter(|s| *s <= i32::MAX as u64)
+}
+
 /// `type=interval`: a type before the first `=`, not empty, and a time
 /// after it in sshd's format (`90`, `5m`, `1h30m`; not empty).
 fn rule(arg: &str) -> Option<ChannelTimeoutRule> {
@@ -24,7 +30,7 @@ fn rule(arg: &str) -> Option<ChannelTimeoutRule> {
     }
     Some(ChannelTimeoutRule {
         pattern: pattern.to_owned(),
-        limit: Duration::from_secs(parse_time(value)?),
+        limit: Duration::from_secs(interval(value)?),
     })
 }
 
@@ -60,7 +66,7 @@ pub(super) fn unused_connection_timeout(l: &Line) -> Result<u64, String> {
     }
     match l.args.first().map(String::as_str) {
         Some("none") => Ok(0),
-        Some(v) => parse_time(v).ok_or_else(|| l.err("invalid time value.")),
+        Some(v) => interval(v).ok_or_else(|| l.err("invalid time value.")),
         None => Err(l.err(&format!("no argument after keyword \"{}\"", l.name))),
     }
 }
@@ -83,7 +89,20 @@ mod tests {
         assert_eq!(rule("a=1h30m").map(|r| r.limit.as_secs()), Some(5400));
         assert_eq!(rule("A=3S").map(|r| r.limit.as_secs()), Some(3));
         assert_eq!(rule("x=0").map(|r| r.limit.as_secs()), Some(0));
-        for bad in ["session", "=5", "a=", "a=b=3", "a=-1", "a=abc", "none"] {
+        assert_eq!(
+            rule("a=2147483647").map(|r| r.limit.as_secs()),
+            Some(2147483647)
+        );
+        for bad in [
+            "session",
+            "=5",
+            "a=",
+            "a=b=3",
+            "a=-1",
+            "a=abc",
+            "none",
+            "a=2147483648",
+        ] {
             assert!(rule(bad).is_none(), "{bad}");
         }
         let rules = channel_timeout_rules(&["direct-tcpip=2".into(), "*=1m".into()]);
