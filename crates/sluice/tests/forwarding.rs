@@ -292,10 +292,13 @@ fn forwards_from_ssh_config() {
         30,
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains(&format!("localforward {lp} 127.0.0.1:{ep}")),
-        "{text}"
-    );
+    // As ssh -G prints them: hosts in brackets.
+    for want in [
+        format!("localforward {lp} [127.0.0.1]:{ep}"),
+        format!("dynamicforward [127.0.0.1]:{dp}"),
+    ] {
+        assert!(text.contains(&want), "{want} in {text}");
+    }
     let lp2 = free_port();
     let l2 = format!("{lp2}:127.0.0.1:{ep}");
     let probe = format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{lp2} && echo open || echo closed'");

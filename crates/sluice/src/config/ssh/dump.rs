@@ -176,7 +176,7 @@ pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
         }
     }
     for v in r.all("dynamicforward") {
-        line("dynamicforward", v);
+        line("dynamicforward", &bracket(v));
     }
     for k in ["localforward", "remoteforward"] {
         for v in r.all(k) {
@@ -311,14 +311,19 @@ fn forward(spec: &str, t: &tokens::Tokens) -> Result<String, String> {
             if w.contains('/') {
                 return t.expand_env(w, tokens::FILE);
             }
-            Ok(match w.rsplit_once(':') {
-                Some((h, p)) if !h.starts_with('[') => format!("[{h}]:{p}"),
-                _ => w.to_owned(),
-            })
+            Ok(bracket(w))
         })
         .collect::<Result<Vec<String>, String>>()?;
     if words.len() == 1 {
         words.push("[socks]:0".into());
     }
     Ok(words.join(" "))
+}
+
+/// `host:port` as ssh -G prints it, `[host]:port`; a bare port as it is.
+fn bracket(w: &str) -> String {
+    match w.rsplit_once(':') {
+        Some((h, p)) if !h.starts_with('[') => format!("[{h}]:{p}"),
+        _ => w.to_owned(),
+    }
 }
