@@ -179,6 +179,10 @@ pub enum Event {
     ChannelEof(ChannelId),
     /// Both sides closed the channel; its number may be reused.
     ChannelClosed(ChannelId),
+    /// The peer closed a channel whose close is held
+    /// ([`crate::Connection::hold_close`]): send what is left, then
+    /// `close_channel`.
+    ChannelCloseHeld(ChannelId),
     /// A DEBUG message the peer wants displayed.
     Debug(String),
     /// Server: the client asks us to size this connection's socket buffers

@@ -134,7 +134,9 @@ fn a_users_command_holds_only_its_stdio() {
     let forced = TestUser::named("slff");
     let s = Setup::new("privsep-fds");
     let extra = format!(
-        "Subsystem fdcheck /bin/sh -c '{PROBE}'\nMatch User {}\n  ForceCommand {PROBE}\n",
+        // Quoted twice: the line's words lose one level of quotes (sshd's
+        // argv_split), the user's shell the other.
+        "Subsystem fdcheck /bin/sh -c \"'{PROBE}'\"\nMatch User {}\n  ForceCommand {PROBE}\n",
         forced.name
     );
     let leak = s.dir.path("leaked-descriptor");

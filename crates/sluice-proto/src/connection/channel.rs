@@ -33,6 +33,12 @@ pub(crate) struct Channel {
     pub(crate) eof_received: bool,
     pub(crate) close_sent: bool,
     pub(crate) close_received: bool,
+    /// The peer's CLOSE is answered by the runtime's [`close_channel`]
+    /// rather than at once, so what it still has to say (a session's
+    /// exit-status) goes first, as sshd does.
+    ///
+    /// [`close_channel`]: crate::Connection::close_channel
+    pub(crate) hold_close: bool,
     /// When channel data last went either way (the runtime's clock).
     pub(crate) last_data: Option<Instant>,
 }
@@ -56,6 +62,8 @@ pub struct ChannelInfo {
     pub eof_received: bool,
     /// We sent CLOSE.
     pub close_sent: bool,
+    /// The peer sent CLOSE, which waits for ours (a held close).
+    pub close_received: bool,
     /// The peer's number for the channel (a striping carrier names the
     /// striped channel by it).
     pub remote: u32,
@@ -84,6 +92,7 @@ impl Channel {
             eof_received: false,
             close_sent: false,
             close_received: false,
+            hold_close: false,
             last_data: None,
         }
     }
@@ -98,6 +107,7 @@ impl Channel {
             eof_sent: self.eof_sent,
             eof_received: self.eof_received,
             close_sent: self.close_sent,
+            close_received: self.close_received,
             remote: self.remote,
             last_data: self.last_data,
         }

@@ -92,7 +92,8 @@ impl Connection {
             Some(ch)
                 if ch.state == crate::connection::ChannelState::Open
                     && !ch.eof_sent
-                    && !ch.close_sent =>
+                    && !ch.close_sent
+                    && !ch.close_received =>
             {
                 // An engine's stored form takes whole packets up to its
                 // limit (zstd: one block, or a packet's room for a peer that

@@ -133,6 +133,12 @@ impl Connection {
                 let id = ChannelId(c.recipient_channel);
                 let ch = self.open_channel_mut(c.recipient_channel)?;
                 ch.close_received = true;
+                if ch.hold_close && !ch.close_sent {
+                    // The runtime answers with close_channel once it has
+                    // said what is left; nothing more is read or sent.
+                    self.events.push_back(Event::ChannelCloseHeld(id));
+                    return Ok(());
+                }
                 if !ch.close_sent {
                     ch.close_sent = true;
                     let remote = ch.remote;
@@ -380,7 +386,8 @@ impl Connection {
         Ok(())
     }
 
-    /// Closes a channel (once); [`Event::ChannelClosed`] follows the peer's CLOSE.
+    /// Closes a channel (once); [`Event::ChannelClosed`] follows the peer's
+    /// CLOSE, or comes now when the peer's was held ([`Connection::hold_close`]).
     pub fn close_channel(&mut self, id: ChannelId) -> Result<(), Error> {
         let ch = self.local(id)?;
         if ch.close_sent || ch.state != ChannelState::Open {
@@ -388,13 +395,31 @@ impl Connection {
         }
         ch.close_sent = true;
         let remote = ch.remote;
+        let answered = ch.close_received;
         self.queue_with(|p| {
             msg::ChannelClose {
                 recipient_channel: remote,
             }
             .encode(p)
         });
+        if answered {
+            self.channels.free(id);
+            self.events.push_back(Event::ChannelClosed(id));
+        }
         Ok(())
+    }
+
+    /// From now on the peer's CLOSE on `id` waits for ours: an
+    /// [`Event::ChannelCloseHeld`] says it came, and [`close_channel`]
+    /// answers it after what is left to send (sshd sends a session's
+    /// exit-status before answering a client's CLOSE; a client that closes
+    /// right after the command's EOF still gets the status).
+    ///
+    /// [`close_channel`]: Connection::close_channel
+    pub fn hold_close(&mut self, id: ChannelId) {
+        if let Some(ch) = self.channels.get_mut(id) {
+            ch.hold_close = true;
+        }
     }
 
     /// The runtime wrote out `n` bytes received on the channel; the window

@@ -238,6 +238,13 @@ fn options(
         }
         let mut chars = arg[1..].char_indices();
         while let Some((pos, c)) = chars.next() {
+            // As ssh: -2 is accepted and means nothing (SSH-2 is all there
+            // is); -1 is an error. Neither is in the usage line.
+            match c {
+                '2' => continue,
+                '1' => return Err("SSH protocol v.1 is no longer supported".into()),
+                _ => {}
+            }
             if FLAGS.contains(c) {
                 match c {
                     'v' => a.verbose = a.verbose.saturating_add(1),

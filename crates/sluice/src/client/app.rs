@@ -591,6 +591,8 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         connection_attempts: setup::connection_attempts(r),
         server_alive: setup::server_alive(r),
         control_master: control_master(r)?,
+        control_ride: control_ride(r)?,
+        control_persist: control_persist(r)?,
         streams: streams(r)?,
         keep_partial: r.flag("keeppartial", true),
         metrics: metrics_plan(r)?,
@@ -677,6 +679,37 @@ fn host_key_update_settings(
         host_key_algs: host_key_algs.to_vec(),
         trusted,
     })
+}
+
+/// The ControlPath a master may already listen on, for a passenger:
+/// ControlMaster no (or unset) or auto/autoask, as ssh tries it.
+fn control_ride(r: &Resolved) -> Result<Option<String>, ClientError> {
+    let ride = matches!(
+        r.get("controlmaster")
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
+        None | Some("no" | "false" | "auto" | "autoask")
+    );
+    if !ride {
+        return Ok(None);
+    }
+    Ok(r.path("controlpath")?
+        .filter(|p| !p.eq_ignore_ascii_case("none")))
+}
+
+/// ControlPersist: no; yes or 0 (stay until `-O exit`); a time.
+fn control_persist(r: &Resolved) -> Result<Option<Option<Duration>>, ClientError> {
+    let Some(v) = r.get("controlpersist") else {
+        return Ok(None);
+    };
+    match (crate::config::yes_no(v), crate::config::parse_time(v)) {
+        (Some(false), _) => Ok(None),
+        (Some(true), _) | (None, Some(0)) => Ok(Some(None)),
+        (None, Some(t)) => Ok(Some(Some(Duration::from_secs(t)))),
+        _ => Err(ClientError::Config(format!(
+            "Bad ControlPersist value '{v}': yes, no or a time (10m)"
+        ))),
+    }
 }
 
 /// ControlMaster (yes, ask, auto, autoask) and a ControlPath other than

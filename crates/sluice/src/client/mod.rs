@@ -20,6 +20,8 @@ pub mod known_hosts_command;
 pub mod local_command;
 pub mod metrics;
 pub mod mux;
+pub mod mux_client;
+pub mod mux_session;
 pub mod prompt;
 pub mod proxy;
 pub mod scp_legacy;
@@ -95,6 +97,12 @@ pub struct ClientOptions {
     /// ControlMaster yes/ask (false) or auto/autoask (true) with its
     /// ControlPath, tokens expanded: the master socket to listen on.
     pub control_master: Option<(String, bool)>,
+    /// ControlPath when ControlMaster is no or auto: a master there runs
+    /// the session (client/mux_client.rs).
+    pub control_ride: Option<String>,
+    /// ControlPersist: None for no; Some(None) to stay until `-O exit`;
+    /// Some(Some(t)) to end after `t` without passengers.
+    pub control_persist: Option<Option<Duration>>,
     /// Streams: connections a file copy may use (sftp/parallel.rs).
     pub streams: sftp::parallel::Streams,
     /// KeepPartial: a failed sftp or scp copy keeps its partial file for a
@@ -132,6 +140,8 @@ impl ClientOptions {
             connection_attempts: 1,
             server_alive: (None, 3),
             control_master: None,
+            control_ride: None,
+            control_persist: None,
             streams: sftp::parallel::Streams::Auto,
             keep_partial: true,
             metrics: metrics::MetricsPlan {
@@ -350,7 +360,32 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
     if opts.null_stdin || opts.plan.fork_after_auth {
         forward_args::stdin_from_dev_null()?;
     }
-    let plan = std::mem::replace(&mut opts.plan, SessionPlan::exec(None));
+    if let Some(path) = &opts.control_ride {
+        if let Some(ask) = mux_client::SessionAsk::of(&opts.plan, &opts.host) {
+            if let Some(code) = mux_client::ride(path, &ask) {
+                return Ok(code);
+            }
+        }
+    }
+    let mux = opts
+        .control_master
+        .as_ref()
+        .and_then(|(path, auto)| mux::Master::listen(path, *auto));
+    let mut plan = std::mem::replace(&mut opts.plan, SessionPlan::exec(None));
+    // ControlPersist: the master's own session is ridden from the
+    // foreground once the master is in the background.
+    let persist = match (&mux, &opts.control_master, opts.control_persist) {
+        (Some(_), Some((path, _)), Some(idle)) => {
+            let ask = mux_client::SessionAsk::of(&plan, &opts.host);
+            if ask.is_some() {
+                plan.no_session = true;
+                plan.stdio = false;
+                plan.tty = None;
+            }
+            Some(mux_client::Persist::new(path, ask, idle))
+        }
+        _ => None,
+    };
     let identities = std::mem::take(&mut opts.identities);
     let host_key_check = std::mem::replace(
         &mut opts.host_key_check,
@@ -396,9 +431,8 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         .update_host_keys
         .clone()
         .map(update_host_keys::HostKeyUpdate::new);
-    if let Some((path, auto)) = &opts.control_master {
-        handler.mux = mux::Master::listen(path, *auto);
-    }
+    handler.mux = mux;
+    handler.persist = persist;
     handler.keepalive = Some(keepalive::Keepalive::new(
         &opts.host,
         opts.port,

@@ -1,29 +1,98 @@
-//! ControlMaster / ControlPath / `-O`: the control part of OpenSSH's
-//! multiplexing protocol (PROTOCOL.mux, version 4). A master (`-M`,
+//! ControlMaster / ControlPath / `-O`: OpenSSH's multiplexing protocol
+//! (PROTOCOL.mux, version 4), the control socket's side. A master (`-M`,
 //! ControlMaster yes/auto) listens on ControlPath and answers `-O check`,
-//! `-O exit` and `-O stop` from sluice or ssh; it does not share its
-//! connection: other requests get MUX_S_FAILURE, and a client with a
-//! ControlPath connects on its own, as ssh does when no master runs.
-//! `sluice -O check|exit|stop` talks to a master, sluice's or ssh's.
+//! `-O exit` and `-O stop` from sluice or ssh, and takes passenger
+//! sessions (MUX_C_NEW_SESSION with the passenger's stdin, stdout and
+//! stderr; client/mux_session.rs runs them, client/mux_client.rs is the
+//! passenger). `-O forward`, `-O cancel`, `-O proxy` and stdio forwarding
+//! through a master are answered MUX_S_FAILURE.
 
 use crate::log;
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::time::Duration;
 
-const HELLO: u32 = 0x0000_0001;
-const C_ALIVE_CHECK: u32 = 0x1000_0004;
+pub(super) const HELLO: u32 = 0x0000_0001;
+pub(super) const C_NEW_SESSION: u32 = 0x1000_0002;
+pub(super) const C_ALIVE_CHECK: u32 = 0x1000_0004;
 const C_TERMINATE: u32 = 0x1000_0005;
 const C_STOP_LISTENING: u32 = 0x1000_0009;
 const S_OK: u32 = 0x8000_0001;
-const S_PERMISSION_DENIED: u32 = 0x8000_0002;
-const S_FAILURE: u32 = 0x8000_0003;
-const S_ALIVE: u32 = 0x8000_0005;
-const VERSION: u32 = 4;
+pub(super) const S_PERMISSION_DENIED: u32 = 0x8000_0002;
+pub(super) const S_FAILURE: u32 = 0x8000_0003;
+pub(super) const S_EXIT_MESSAGE: u32 = 0x8000_0004;
+pub(super) const S_ALIVE: u32 = 0x8000_0005;
+pub(super) const S_SESSION_OPENED: u32 = 0x8000_0006;
+pub(super) const S_TTY_ALLOC_FAIL: u32 = 0x8000_0008;
+pub(super) const VERSION: u32 = 4;
 /// A control message is a few words; anything longer is not one.
 const MAX_MESSAGE: usize = 256 * 1024;
+/// How long a passenger may take to pass its descriptors after asking.
+const FD_WAIT: Duration = Duration::from_secs(10);
+
+/// A passenger's MUX_C_NEW_SESSION, with the descriptors it passed.
+pub struct NewSession {
+    /// The control connection, which now belongs to the session.
+    pub conn: UnixStream,
+    /// The request id, echoed in MUX_S_SESSION_OPENED.
+    pub request_id: u32,
+    /// A pty is wanted, of this terminal type.
+    pub tty: Option<String>,
+    /// Agent forwarding is wanted (granted only if the master forwards it).
+    pub agent: bool,
+    /// `command` names a subsystem.
+    pub subsystem: bool,
+    /// The command; empty asks for a shell.
+    pub command: Vec<u8>,
+    /// `NAME=value` strings to send as env requests.
+    pub env: Vec<Vec<u8>>,
+    /// stdin, stdout, stderr.
+    pub fds: [OwnedFd; 3],
+}
+
+/// Reads PROTOCOL.mux's fields in order; None past the end.
+pub(super) struct Fields<'a>(pub(super) &'a [u8]);
+
+impl Fields<'_> {
+    pub(super) fn u32(&mut self) -> Option<u32> {
+        let (h, t) = self.0.split_at_checked(4)?;
+        self.0 = t;
+        Some(u32::from_be_bytes(h.try_into().ok()?))
+    }
+
+    /// A flag: PROTOCOL.mux says bool, ssh sends (and reads) a uint32.
+    pub(super) fn flag(&mut self) -> Option<bool> {
+        Some(self.u32()? != 0)
+    }
+
+    pub(super) fn string(&mut self) -> Option<&[u8]> {
+        let n = self.u32()? as usize;
+        let (h, t) = self.0.split_at_checked(n)?;
+        self.0 = t;
+        Some(h)
+    }
+}
+
+/// The fields of a MUX_C_NEW_SESSION body after its type and request id.
+fn parse_new_session(
+    f: &mut Fields<'_>,
+) -> Option<(Option<String>, bool, bool, Vec<u8>, Vec<Vec<u8>>)> {
+    f.string()?; // reserved
+    let want_tty = f.flag()?;
+    let _x11 = f.flag()?;
+    let agent = f.flag()?;
+    let subsystem = f.flag()?;
+    let _escape = f.u32()?;
+    let term = String::from_utf8_lossy(f.string()?).into_owned();
+    let command = f.string()?.to_vec();
+    let mut env = Vec::new();
+    while !f.0.is_empty() {
+        env.push(f.string()?.to_vec());
+    }
+    Some((want_tty.then_some(term), agent, subsystem, command, env))
+}
 
 /// The `-O` commands ssh knows; Err is ssh's message for another word.
 pub fn check_command(cmd: &str) -> Result<(), String> {
@@ -33,7 +102,7 @@ pub fn check_command(cmd: &str) -> Result<(), String> {
     }
 }
 
-fn frame(words: &[u32], text: Option<&str>) -> Vec<u8> {
+pub(super) fn frame(words: &[u32], text: Option<&str>) -> Vec<u8> {
     let mut body: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
     if let Some(t) = text {
         body.extend_from_slice(&(t.len() as u32).to_be_bytes());
@@ -44,7 +113,7 @@ fn frame(words: &[u32], text: Option<&str>) -> Vec<u8> {
     m
 }
 
-fn read_message(s: &mut UnixStream) -> std::io::Result<Vec<u8>> {
+pub(super) fn read_message(s: &mut UnixStream) -> std::io::Result<Vec<u8>> {
     let mut len = [0u8; 4];
     s.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len) as usize;
@@ -56,13 +125,13 @@ fn read_message(s: &mut UnixStream) -> std::io::Result<Vec<u8>> {
     Ok(body)
 }
 
-fn word(body: &[u8], i: usize) -> Option<u32> {
+pub(super) fn word(body: &[u8], i: usize) -> Option<u32> {
     let b = body.get(i * 4..i * 4 + 4)?;
     Some(u32::from_be_bytes(b.try_into().ok()?))
 }
 
 /// The string after `words` leading words (a reason), lossily.
-fn reason(body: &[u8], words: usize) -> String {
+pub(super) fn reason(body: &[u8], words: usize) -> String {
     let n = word(body, words).unwrap_or(0) as usize;
     body.get(words * 4 + 4..words * 4 + 4 + n)
         .map(|b| String::from_utf8_lossy(b).into_owned())
@@ -81,7 +150,7 @@ pub fn client_command(path: Option<&str>, cmd: &str) -> i32 {
         "stop" => (C_STOP_LISTENING, "stop listening"),
         _ => {
             log::print(&format!(
-                "sluice: -O {cmd}: not supported (a sluice master does not share its connection)"
+                "sluice: -O {cmd}: not supported (a sluice master shares sessions only: give forwardings when starting it)"
             ));
             return 255;
         }
@@ -160,6 +229,8 @@ pub fn client_command(path: Option<&str>, cmd: &str) -> i32 {
 /// One control connection to the master.
 struct Conn {
     s: UnixStream,
+    /// The message being read: its length word, then exactly its body
+    /// (a passenger's descriptors follow the message on the stream).
     inbuf: Vec<u8>,
     out: Vec<u8>,
     hello: bool,
@@ -173,13 +244,15 @@ pub struct Master {
     conns: Vec<Conn>,
     /// `-O exit` came: the client ends.
     pub terminate: bool,
+    /// Passenger sessions asked for, for client/mux_session.rs to open.
+    new_sessions: Vec<NewSession>,
 }
 
 impl Master {
     /// Listens on `path` (mode 0600). As ssh: a stale socket (nobody
     /// listening) is replaced; a live one disables multiplexing, with an
-    /// error for ControlMaster yes, quietly for auto (ssh would share that
-    /// master's connection; sluice makes its own).
+    /// error for ControlMaster yes, quietly for auto (the caller tried to
+    /// ride that master first: client/mux_client.rs).
     pub fn listen(path: &str, auto: bool) -> Option<Master> {
         let bind = || {
             // SAFETY: umask has no preconditions; restored right after bind.
@@ -229,6 +302,7 @@ impl Master {
             path: PathBuf::from(path),
             conns: Vec::new(),
             terminate: false,
+            new_sessions: Vec::new(),
         })
     }
 
@@ -244,49 +318,18 @@ impl Master {
         }
     }
 
+    /// Passenger sessions that arrived since the last call.
+    pub fn take_sessions(&mut self) -> Vec<NewSession> {
+        std::mem::take(&mut self.new_sessions)
+    }
+
     /// Accepts, reads and answers what is ready (non-blocking).
     pub fn tick(&mut self) {
-        if let Some(l) = &self.listener {
-            while let Ok((s, _)) = l.accept() {
-                if s.set_nonblocking(true).is_ok() {
-                    log!(Debug2, "multiplexing control connection");
-                    self.conns.push(Conn {
-                        s,
-                        inbuf: Vec::new(),
-                        out: frame(&[HELLO, VERSION], None),
-                        hello: false,
-                        closed: false,
-                    });
-                }
-            }
-        }
+        self.accept();
         let mut stop = false;
-        for c in &mut self.conns {
-            let mut buf = [0u8; 4096];
-            loop {
-                match c.s.read(&mut buf) {
-                    Ok(0) => {
-                        c.closed = true;
-                        break;
-                    }
-                    Ok(n) => c.inbuf.extend_from_slice(&buf[..n]),
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(_) => {
-                        c.closed = true;
-                        break;
-                    }
-                }
-            }
-            while c.inbuf.len() >= 4 {
-                let len = word(&c.inbuf, 0).unwrap_or(0) as usize;
-                if len > MAX_MESSAGE {
-                    c.closed = true;
-                    break;
-                }
-                if c.inbuf.len() < 4 + len {
-                    break;
-                }
-                let body: Vec<u8> = c.inbuf.drain(..4 + len).skip(4).collect();
+        for i in 0..self.conns.len() {
+            while let Some(body) = read_ready(&mut self.conns[i]) {
+                let c = &mut self.conns[i];
                 let kind = word(&body, 0).unwrap_or(0);
                 if !c.hello {
                     if kind != HELLO {
@@ -308,13 +351,39 @@ impl Master {
                         stop = true;
                         frame(&[S_OK, rid], None)
                     }
-                    _ => frame(
-                        &[S_FAILURE, rid],
-                        Some("sluice does not share its connection"),
-                    ),
+                    C_NEW_SESSION => match receive_session(c, rid, &body) {
+                        Ok((tty, agent, subsystem, command, env, fds)) => {
+                            // The connection is the session's from now on
+                            // (anything still queued for it goes first).
+                            c.closed = true;
+                            let _ = c.s.set_nonblocking(false);
+                            let _ = c.s.write_all(&std::mem::take(&mut c.out));
+                            let s = c.s.try_clone();
+                            match s {
+                                Ok(conn) => self.new_sessions.push(NewSession {
+                                    conn,
+                                    request_id: rid,
+                                    tty,
+                                    agent,
+                                    subsystem,
+                                    command,
+                                    env,
+                                    fds,
+                                }),
+                                Err(e) => log!(Error, "multiplex: {e}"),
+                            }
+                            break;
+                        }
+                        Err(why) => {
+                            log!(Error, "multiplex: session request: {why}");
+                            frame(&[S_FAILURE, rid], Some(&why))
+                        }
+                    },
+                    _ => frame(&[S_FAILURE, rid], Some("not supported by a sluice master")),
                 };
                 c.out.extend(reply);
             }
+            let c = &mut self.conns[i];
             if !c.out.is_empty() {
                 match c.s.write(&c.out) {
                     Ok(n) => {
@@ -331,6 +400,37 @@ impl Master {
         }
     }
 
+    /// New control connections, from our own user (or root) only, as ssh
+    /// checks: the socket's mode is not the only guard.
+    fn accept(&mut self) {
+        let Some(l) = &self.listener else { return };
+        while let Ok((s, _)) = l.accept() {
+            // SAFETY: geteuid has no preconditions.
+            let me = unsafe { libc::geteuid() };
+            match crate::net::fdpass::peer_uid(&s) {
+                Ok(uid) if uid == me || uid == 0 => {}
+                Ok(uid) => {
+                    log!(Error, "multiplex uid mismatch: peer euid {uid} != uid {me}");
+                    continue;
+                }
+                Err(e) => {
+                    log!(Error, "multiplex: peer credentials: {e}");
+                    continue;
+                }
+            }
+            if s.set_nonblocking(true).is_ok() {
+                log!(Debug2, "multiplexing control connection");
+                self.conns.push(Conn {
+                    s,
+                    inbuf: Vec::new(),
+                    out: frame(&[HELLO, VERSION], None),
+                    hello: false,
+                    closed: false,
+                });
+            }
+        }
+    }
+
     /// `-O stop`: no new control connections; the socket goes.
     fn stop_listening(&mut self) {
         if self.listener.take().is_some() {
@@ -338,6 +438,74 @@ impl Master {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// One whole message's body once it has arrived, reading no byte past it.
+fn read_ready(c: &mut Conn) -> Option<Vec<u8>> {
+    if c.closed {
+        return None;
+    }
+    loop {
+        let need = if c.inbuf.len() < 4 {
+            4 - c.inbuf.len()
+        } else {
+            let len = word(&c.inbuf, 0).unwrap_or(0) as usize;
+            if len > MAX_MESSAGE {
+                c.closed = true;
+                return None;
+            }
+            4 + len - c.inbuf.len()
+        };
+        if need == 0 {
+            let body = c.inbuf.split_off(4);
+            c.inbuf.clear();
+            return Some(body);
+        }
+        let mut buf = vec![0u8; need.min(64 * 1024)];
+        match c.s.read(&mut buf) {
+            Ok(0) => {
+                c.closed = true;
+                return None;
+            }
+            Ok(n) => c.inbuf.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                c.closed = true;
+                return None;
+            }
+        }
+    }
+}
+
+type SessionFields = (
+    Option<String>,
+    bool,
+    bool,
+    Vec<u8>,
+    Vec<Vec<u8>>,
+    [OwnedFd; 3],
+);
+
+/// A MUX_C_NEW_SESSION's fields and the three descriptors after it.
+fn receive_session(c: &mut Conn, rid: u32, body: &[u8]) -> Result<SessionFields, String> {
+    let mut f = Fields(body.get(8..).unwrap_or_default());
+    let (tty, agent, subsystem, command, env) =
+        parse_new_session(&mut f).ok_or("malformed message")?;
+    let mut fds = Vec::with_capacity(3);
+    for what in ["stdin", "stdout", "stderr"] {
+        let fd = crate::net::fdpass::recv_fd(&c.s, FD_WAIT)
+            .map_err(|e| format!("failed to receive fd for {what} (request {rid}): {e}"))?;
+        fds.push(fd);
+    }
+    let fds: [OwnedFd; 3] = fds.try_into().map_err(|_| "three descriptors")?;
+    log!(
+        Debug1,
+        "multiplex: new session request {rid}: tty {}, subsystem {subsystem}, command \"{}\"",
+        tty.is_some(),
+        String::from_utf8_lossy(&command)
+    );
+    Ok((tty, agent, subsystem, command, env, fds))
 }
 
 impl Drop for Master {

@@ -71,8 +71,12 @@ pub struct ClientSession {
     fwd: crate::client::forward::ClientForward,
     /// -f is still to be done once forwarding is set up.
     fork_pending: bool,
-    /// ControlMaster: the control socket (`-O check`, `-O exit`).
+    /// ControlMaster: the control socket (`-O check`, `-O exit`, passengers).
     pub mux: Option<super::mux::Master>,
+    /// The master's passenger sessions (client/mux_session.rs).
+    passengers: super::mux_session::Passengers,
+    /// ControlPersist (a master only).
+    pub persist: Option<super::mux_client::Persist>,
     /// `-O exit`: the run ends, forwarded connections or not.
     terminated: bool,
     /// The session channel is an in-process end (sftp, scp): the run ends
@@ -111,6 +115,8 @@ impl ClientSession {
             fwd: crate::client::forward::ClientForward::new(plan.forwards.clone()),
             fork_pending: false,
             mux: None,
+            passengers: Default::default(),
+            persist: None,
             terminated: false,
             own_end: false,
             host_key_update: None,
@@ -130,7 +136,15 @@ impl ClientSession {
     fn start_session(&mut self, conn: &mut Connection) -> Result<(), String> {
         let id = conn.open_session().map_err(|e| e.to_string())?;
         self.channel = Some(id);
-        no_more_sessions(conn)
+        self.no_more_sessions(conn)
+    }
+
+    /// no-more-sessions@openssh.com, unless passengers may come (a master).
+    fn no_more_sessions(&self, conn: &mut Connection) -> Result<(), String> {
+        match self.mux {
+            Some(_) => Ok(()),
+            None => no_more_sessions(conn),
+        }
     }
 
     /// Opens the session right behind a signed publickey request, before
@@ -262,6 +276,13 @@ impl Handler for ClientSession {
         if let Some(k) = &mut self.keepalive {
             k.message();
         }
+        if self.passengers.active()
+            && self
+                .passengers
+                .on_event(conn, fds, &event, &self.plan.agent)?
+        {
+            return Ok(());
+        }
         if let (Event::ChannelReply { success, .. }, Some(t)) = (&event, self.tty.as_mut()) {
             if t.on_reply(*success)? {
                 return Ok(());
@@ -377,8 +398,11 @@ impl Handler for ClientSession {
                     m.on_authenticated(conn);
                 }
                 self.fork_pending = self.plan.fork_after_auth;
+                if let Some(p) = self.persist.as_mut() {
+                    p.pending = true;
+                }
                 if self.channel.is_some() {
-                    no_more_sessions(conn)?; // opened early; it stands now
+                    self.no_more_sessions(conn)?; // opened early; it stands now
                 } else if !self.plan.no_session {
                     self.start_session(conn)?;
                 }
@@ -559,6 +583,10 @@ impl Handler for ClientSession {
         }
         if let Some(m) = &mut self.mux {
             m.tick();
+            let new = m.take_sessions();
+            if !new.is_empty() {
+                self.passengers.open(conn, new);
+            }
             if m.terminate && !self.terminated {
                 // As ssh's master on `-O exit`: the connection ends now.
                 self.terminated = true;
@@ -583,6 +611,20 @@ impl Handler for ClientSession {
             }
         }
         self.fwd.tick(conn, fds)?;
+        self.passengers.tick(conn, fds);
+        if let Some(p) = self.persist.as_mut() {
+            let ready = !self.plan.forwards.exit_on_failure || self.fwd.setup_done();
+            if p.pending && ready {
+                p.detach()?;
+            }
+            let busy = self.passengers.active() || self.fwd.busy();
+            if p.expired(busy, std::time::Instant::now()) {
+                log!(Debug1, "ControlPersist timeout expired");
+                self.finished = true;
+                self.terminated = true;
+                self.exit_status = Some(0);
+            }
+        }
         if let Some(st) = self.stripe.as_mut() {
             st.tick(conn)?;
         }
@@ -626,7 +668,11 @@ impl Handler for ClientSession {
             .is_some_and(|u| u.awaiting_proof());
         // So is the server's last word for the Metrics summary.
         let measuring = self.metrics.as_ref().is_some_and(|m| m.awaiting());
-        self.finished && (self.terminated || !self.fwd.busy()) && !proving && !measuring
+        // A master also waits for its passengers.
+        self.finished
+            && (self.terminated || (!self.fwd.busy() && !self.passengers.active()))
+            && !proving
+            && !measuring
     }
 
     fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
@@ -634,6 +680,7 @@ impl Handler for ClientSession {
         if let Some(m) = &self.mux {
             m.watch_fds(out);
         }
+        self.passengers.watch_fds(out);
         if let Some(t) = &self.tty {
             t.watch_fds(out);
         }
@@ -648,10 +695,23 @@ impl Handler for ClientSession {
             .map(|_| std::time::Duration::from_millis(100));
         let steer = self.stripe.as_ref().and_then(|s| s.tick_interval());
         let metrics = self.metrics.as_ref().and_then(|m| m.tick_interval());
-        [self.fwd.tick_interval(), keepalive, proof, steer, metrics]
-            .into_iter()
-            .flatten()
-            .min()
+        let sizes = self
+            .passengers
+            .any_tty()
+            .then_some(super::mux_session::SIZE_CHECK);
+        let persist = self.persist.as_ref().and_then(|p| p.tick_interval());
+        [
+            self.fwd.tick_interval(),
+            keepalive,
+            proof,
+            steer,
+            metrics,
+            sizes,
+            persist,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn input_received(&mut self, now: std::time::Instant) {

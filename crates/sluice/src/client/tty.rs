@@ -83,6 +83,19 @@ fn window_size() -> (u32, u32, u32, u32) {
     )
 }
 
+/// `fd`'s terminal modes encoded for a pty-req (RFC 4254 8); none when it
+/// is not a terminal.
+pub(crate) fn modes_of(fd: RawFd) -> Vec<u8> {
+    // SAFETY: termios is plain data filled by tcgetattr.
+    let mut tio: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and pointer.
+    if unsafe { libc::tcgetattr(fd, &mut tio) } == 0 {
+        crate::ttymodes::encode(&tio)
+    } else {
+        vec![0]
+    }
+}
+
 /// The terminal as it was before raw mode; read by the signal handler.
 static SAVED: OnceLock<libc::termios> = OnceLock::new();
 /// Raw mode is on.
@@ -90,7 +103,7 @@ static RAW: AtomicBool = AtomicBool::new(false);
 /// Write end of the SIGWINCH pipe (-1: none).
 static WINCH_W: AtomicI32 = AtomicI32::new(-1);
 
-fn enter_raw() {
+pub(crate) fn enter_raw() {
     // SAFETY: termios is plain data filled by tcgetattr.
     let mut tio: libc::termios = unsafe { std::mem::zeroed() };
     // SAFETY: valid fd and pointer.
@@ -127,7 +140,7 @@ fn enter_raw() {
 }
 
 /// Puts the terminal back; async-signal-safe (a signal handler calls it).
-fn leave_raw() {
+pub(crate) fn leave_raw() {
     if RAW.swap(false, Ordering::SeqCst) {
         crate::log::RAW_TERMINAL.store(false, Ordering::SeqCst);
         if let Some(t) = SAVED.get() {
@@ -219,14 +232,7 @@ impl TtySession {
     /// the escape filter's pipe).
     pub fn start(&mut self, conn: &mut Connection, id: ChannelId) -> Result<RawFd, String> {
         let term = std::env::var("TERM").unwrap_or_default();
-        // SAFETY: termios is plain data filled by tcgetattr.
-        let mut tio: libc::termios = unsafe { std::mem::zeroed() };
-        // SAFETY: valid fd and pointer.
-        let modes = if unsafe { libc::tcgetattr(0, &mut tio) } == 0 {
-            crate::ttymodes::encode(&tio)
-        } else {
-            vec![0]
-        };
+        let modes = modes_of(0);
         self.size = window_size();
         let (cols, rows, width_px, height_px) = self.size;
         let req = ChannelRequestKind::PtyReq {

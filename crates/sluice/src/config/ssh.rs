@@ -95,6 +95,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "hostkeyalias",
     "controlmaster",
     "controlpath",
+    "controlpersist",
     "streams",
     "keeppartial",
     "updatehostkeys",

@@ -331,6 +331,37 @@ impl ServerConn {
         text
     }
 
+    /// The client closed a running session's channel: its ends go (the
+    /// command sees EOF and EPIPE); our CLOSE follows its exit status
+    /// (tick), as sshd's does, or comes now when no command of ours runs
+    /// there (internal-sftp, or the status already sent).
+    fn on_close_held(&mut self, conn: &mut Connection, fds: &mut ChannelFds, id: ChannelId) {
+        fds.remove(id);
+        let Some(s) = self.sessions.get_mut(&id) else {
+            let _ = conn.close_channel(id);
+            return;
+        };
+        if s.done || s.child.is_none() {
+            let _ = conn.close_channel(id);
+            return;
+        }
+        if let Some(c) = s.child.as_mut() {
+            match c.try_wait() {
+                Ok(Some(status)) => s.exit = Some(session::exit_result(status)),
+                // As sshd: the command is left to end by itself (its
+                // output and input are gone); its status goes, then CLOSE.
+                Ok(None) => log!(
+                    Debug1,
+                    "channel {}: closed by the client; CLOSE waits for the command's exit",
+                    id.0
+                ),
+                Err(_) => {
+                    let _ = conn.close_channel(id);
+                }
+            }
+        }
+    }
+
     /// ChannelTimeout: the channel had no data for `limit`. As sshd's
     /// forced close: what it holds is dropped, its ends closed, EOF and
     /// CLOSE sent; a session's command keeps running (sshd_config(5):
@@ -565,6 +596,9 @@ impl Handler for ServerConn {
                 let ok = self.on_request(conn, fds, channel, request);
                 if let Some(kind) = kind.filter(|_| ok) {
                     self.idle.started(channel, &kind, Instant::now());
+                    // The exit status goes before our CLOSE, even when the
+                    // client closes first (sshd's order).
+                    conn.hold_close(channel);
                 }
                 if want_reply {
                     conn.channel_reply(channel, ok).map_err(|e| e.to_string())?;
@@ -581,6 +615,7 @@ impl Handler for ServerConn {
                     h.on_peer_eof();
                 }
             }
+            Event::ChannelCloseHeld(id) => self.on_close_held(conn, fds, id),
             Event::ChannelClosed(id) => {
                 self.fwd.on_closed(id);
                 if let Some(mut s) = self.sessions.remove(&id) {

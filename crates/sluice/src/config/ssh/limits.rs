@@ -98,7 +98,6 @@ const fn inert(kw: &'static str, why: &'static str) -> Limit {
 /// The table (lower-case keywords).
 pub(crate) const LIMITS: &[Limit] = &[
     warn("canonicalizepermittedcnames", &["none"], "CNAMEs are not followed: a name is canonical under the first CanonicalDomains suffix it resolves with"),
-    warn("controlpersist", NO, "a master does not share its connection, so it ends with its own session"),
     warn("enableescapecommandline", NO, "the ~C command line is not offered; give forwardings on the command line"),
     warn("forwardx11", NO, "X11 forwarding is not supported by sluice (-X, -Y, ForwardX11): not requested"),
     inert("forwardx11trusted", "used only by ForwardX11"),

@@ -1,0 +1,400 @@
+//! A master's passenger sessions (ControlMaster): each MUX_C_NEW_SESSION
+//! becomes a session channel on the master's connection, wired to the
+//! stdin, stdout and stderr the passenger passed; its exit status goes back
+//! as MUX_S_EXIT_MESSAGE when the channel closes. A passenger's pty follows
+//! its terminal's size (looked at on each tick); the escape character is
+//! not applied to a passenger's input.
+
+use super::mux::{self, NewSession};
+use crate::log;
+use crate::net::pump::{ChanIo, ChannelFds};
+use sluice_proto::msg::ChannelRequestKind;
+use sluice_proto::{ChannelId, Connection, Event};
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+/// How often a passenger's terminal size is looked at when nothing else
+/// wakes the master.
+pub const SIZE_CHECK: Duration = Duration::from_millis(500);
+
+/// A channel request sent with want-reply, in order.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Pending {
+    Pty,
+    Session,
+}
+
+/// One passenger's session.
+struct Passenger {
+    id: ChannelId,
+    /// The control connection: replies and the exit message go here; it
+    /// closing means the passenger is gone.
+    conn: UnixStream,
+    request: NewSessionParts,
+    /// stdin, stdout, stderr until the channel is open.
+    fds: Option<[OwnedFd; 3]>,
+    /// A duplicate of the passenger's stdin when it has a pty: its size.
+    tty_fd: Option<OwnedFd>,
+    size: (u32, u32, u32, u32),
+    pending: Vec<Pending>,
+    exit: Option<u32>,
+    /// The passenger hung up: our close is sent.
+    gone: bool,
+}
+
+/// A NewSession without its connection and descriptors.
+struct NewSessionParts {
+    request_id: u32,
+    tty: Option<String>,
+    agent: bool,
+    subsystem: bool,
+    command: Vec<u8>,
+    env: Vec<Vec<u8>>,
+}
+
+/// The passengers of one master.
+#[derive(Default)]
+pub struct Passengers {
+    list: Vec<Passenger>,
+}
+
+impl Passengers {
+    /// Opens a session channel for each new passenger.
+    pub fn open(&mut self, conn: &mut Connection, sessions: Vec<NewSession>) {
+        for s in sessions {
+            let NewSession {
+                conn: mut control,
+                request_id,
+                tty,
+                agent,
+                subsystem,
+                command,
+                env,
+                fds,
+            } = s;
+            match conn.open_session() {
+                Ok(id) => self.list.push(Passenger {
+                    id,
+                    conn: control,
+                    request: NewSessionParts {
+                        request_id,
+                        tty,
+                        agent,
+                        subsystem,
+                        command,
+                        env,
+                    },
+                    fds: Some(fds),
+                    tty_fd: None,
+                    size: (0, 0, 0, 0),
+                    pending: Vec::new(),
+                    exit: None,
+                    gone: false,
+                }),
+                Err(e) => send(
+                    &mut control,
+                    &mux::frame(
+                        &[mux::S_FAILURE, request_id],
+                        Some(&format!("session open failed: {e}")),
+                    ),
+                ),
+            }
+        }
+    }
+
+    /// Passengers still running (the master waits for them).
+    pub fn active(&self) -> bool {
+        !self.list.is_empty()
+    }
+
+    /// Whether a passenger has a pty (its size is looked at periodically).
+    pub fn any_tty(&self) -> bool {
+        self.list.iter().any(|p| p.tty_fd.is_some())
+    }
+
+    /// The control connections, to wake the loop when a passenger hangs up.
+    pub fn watch_fds(&self, out: &mut Vec<libc::pollfd>) {
+        for p in self.list.iter().filter(|p| !p.gone) {
+            out.push(libc::pollfd {
+                fd: p.conn.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+    }
+
+    /// Handles `event` if it concerns a passenger's channel.
+    pub fn on_event(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        event: &Event,
+        agent: &super::agent_forward::AgentForward,
+    ) -> Result<bool, String> {
+        let id = match event {
+            Event::ChannelOpened(id) | Event::ChannelClosed(id) | Event::ChannelEof(id) => *id,
+            Event::ChannelOpenFailed { channel, .. }
+            | Event::ChannelReply { channel, .. }
+            | Event::ChannelRequest { channel, .. } => *channel,
+            _ => return Ok(false),
+        };
+        let Some(i) = self.list.iter().position(|p| p.id == id) else {
+            return Ok(false);
+        };
+        let p = &mut self.list[i];
+        match event {
+            Event::ChannelOpened(_) => p.on_opened(conn, fds, agent)?,
+            Event::ChannelOpenFailed { description, .. } => {
+                let msg = format!("session open refused by peer: {description}");
+                log!(Error, "multiplex: {msg}");
+                let r = p.request.request_id;
+                send(&mut p.conn, &mux::frame(&[mux::S_FAILURE, r], Some(&msg)));
+                self.list.remove(i);
+            }
+            Event::ChannelReply { success, .. } => {
+                let what = if p.pending.is_empty() {
+                    None
+                } else {
+                    Some(p.pending.remove(0))
+                };
+                match (what, success) {
+                    (Some(Pending::Pty), false) => {
+                        log!(Error, "PTY allocation request failed on channel {}", id.0);
+                        send(
+                            &mut p.conn,
+                            &mux::frame(&[mux::S_TTY_ALLOC_FAIL, id.0], None),
+                        );
+                    }
+                    (Some(Pending::Session), false) => {
+                        log!(
+                            Error,
+                            "{} request failed on channel {}",
+                            p.request.kind(),
+                            id.0
+                        );
+                        let _ = conn.close_channel(id);
+                    }
+                    _ => {}
+                }
+            }
+            Event::ChannelRequest {
+                want_reply,
+                request,
+                ..
+            } => {
+                match request {
+                    ChannelRequestKind::ExitStatus { status } => p.exit = Some(*status),
+                    ChannelRequestKind::ExitSignal { signal, .. } => {
+                        log!(
+                            Debug1,
+                            "multiplex: channel {} killed by signal {signal}",
+                            id.0
+                        );
+                        p.exit = Some(255);
+                    }
+                    _ => {}
+                }
+                if *want_reply {
+                    let _ = conn.channel_reply(id, false);
+                }
+            }
+            Event::ChannelClosed(_) => {
+                let status = p.exit.unwrap_or(255);
+                log!(
+                    Debug1,
+                    "multiplex: channel {} closed, exit value {status}",
+                    id.0
+                );
+                send(
+                    &mut p.conn,
+                    &mux::frame(&[mux::S_EXIT_MESSAGE, id.0, status], None),
+                );
+                self.list.remove(i);
+            }
+            _ => {}
+        }
+        Ok(true)
+    }
+
+    /// Closes what the passengers left, follows their terminals' sizes and
+    /// closes channels once their output is written (the master's own
+    /// session's rule).
+    pub fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) {
+        for p in &mut self.list {
+            if !p.gone && hung_up(&p.conn) {
+                log!(
+                    Debug1,
+                    "multiplex: passenger of channel {} went away",
+                    p.id.0
+                );
+                p.gone = true;
+                if let Some(io) = fds.get_mut(p.id) {
+                    io.close_source();
+                }
+                let _ = conn.close_channel(p.id);
+                continue;
+            }
+            p.follow_size(conn);
+            let drained = fds.get(p.id).is_none_or(|io| io.sinks_drained());
+            if let Some(info) = conn.channel_info(p.id) {
+                if info.eof_received && drained && p.exit.is_some() && !info.close_sent {
+                    let _ = conn.close_channel(p.id);
+                }
+            }
+        }
+    }
+}
+
+impl NewSessionParts {
+    fn kind(&self) -> &'static str {
+        if self.subsystem {
+            "subsystem"
+        } else if self.command.is_empty() {
+            "shell"
+        } else {
+            "exec"
+        }
+    }
+}
+
+impl Passenger {
+    /// The channel is open: agent, pty, environment and the command, in
+    /// ssh's order; then the descriptors go on the channel and the
+    /// passenger hears that its session is open.
+    fn on_opened(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        agent: &super::agent_forward::AgentForward,
+    ) -> Result<(), String> {
+        let id = self.id;
+        if self.request.agent {
+            agent.request(conn, id)?;
+        }
+        let Some([stdin, stdout, stderr]) = self.fds.take() else {
+            return Ok(());
+        };
+        if let Some(term) = self.request.tty.clone() {
+            self.size = window_size(stdin.as_raw_fd());
+            let (cols, rows, width_px, height_px) = self.size;
+            let modes = crate::client::tty::modes_of(stdin.as_raw_fd());
+            let req = ChannelRequestKind::PtyReq {
+                term,
+                cols,
+                rows,
+                width_px,
+                height_px,
+                modes,
+            };
+            conn.channel_request(id, req, true)
+                .map_err(|e| e.to_string())?;
+            self.pending.push(Pending::Pty);
+            self.tty_fd = stdin.try_clone().ok();
+        }
+        for e in &self.request.env {
+            let Some(eq) = e.iter().position(|&b| b == b'=') else {
+                continue;
+            };
+            let req = ChannelRequestKind::Env {
+                name: String::from_utf8_lossy(&e[..eq]).into_owned(),
+                value: e[eq + 1..].to_vec(),
+            };
+            conn.channel_request(id, req, false)
+                .map_err(|e| e.to_string())?;
+        }
+        let command = std::mem::take(&mut self.request.command);
+        let req = if self.request.subsystem {
+            ChannelRequestKind::Subsystem {
+                name: String::from_utf8_lossy(&command).into_owned(),
+            }
+        } else if command.is_empty() {
+            ChannelRequestKind::Shell
+        } else {
+            ChannelRequestKind::Exec { command }
+        };
+        conn.channel_request(id, req, true)
+            .map_err(|e| e.to_string())?;
+        self.pending.push(Pending::Session);
+        for fd in [&stdin, &stdout, &stderr] {
+            let _ = crate::net::fdio::set_nonblocking(fd.as_raw_fd(), true);
+        }
+        let mut io = ChanIo::owned(Some(stdin), None, Some(stdout), Some(stderr));
+        io.close_when_sink_fails = true;
+        fds.insert(id, io);
+        let opened = mux::frame(
+            &[mux::S_SESSION_OPENED, self.request.request_id, id.0],
+            None,
+        );
+        send(&mut self.conn, &opened);
+        Ok(())
+    }
+
+    /// A window-change when the passenger's terminal changed size.
+    fn follow_size(&mut self, conn: &mut Connection) {
+        let Some(fd) = &self.tty_fd else { return };
+        let size = window_size(fd.as_raw_fd());
+        if size == self.size || size == (0, 0, 0, 0) {
+            return;
+        }
+        self.size = size;
+        let (cols, rows, width_px, height_px) = size;
+        let req = ChannelRequestKind::WindowChange {
+            cols,
+            rows,
+            width_px,
+            height_px,
+        };
+        let _ = conn.channel_request(self.id, req, false);
+    }
+}
+
+/// A control message to the passenger; a passenger that stopped reading
+/// loses it (the socket is non-blocking and the messages are small).
+fn send(s: &mut UnixStream, m: &[u8]) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+    let _ = s.write_all(m);
+}
+
+/// The passenger's end of the control connection closed.
+fn hung_up(s: &UnixStream) -> bool {
+    let mut p = [libc::pollfd {
+        fd: s.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    if crate::net::fdio::poll(&mut p, 0).unwrap_or(0) == 0 {
+        return false;
+    }
+    let mut b = [0u8; 64];
+    // SAFETY: valid fd and buffer; MSG_DONTWAIT so it never blocks. A
+    // passenger sends nothing after its request: data is read and dropped.
+    let n = unsafe {
+        libc::recv(
+            s.as_raw_fd(),
+            b.as_mut_ptr().cast(),
+            b.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    n == 0 || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock)
+}
+
+/// `fd`'s terminal size: (cols, rows, width px, height px), zeros when it
+/// is not a terminal.
+fn window_size(fd: RawFd) -> (u32, u32, u32, u32) {
+    // SAFETY: winsize is plain data filled by the ioctl.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and pointer.
+    if unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) } != 0 {
+        return (0, 0, 0, 0);
+    }
+    (
+        u32::from(ws.ws_col),
+        u32::from(ws.ws_row),
+        u32::from(ws.ws_xpixel),
+        u32::from(ws.ws_ypixel),
+    )
+}
