@@ -11,7 +11,7 @@ use crate::net::pump::{ChanIo, ChannelFds};
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::{ChannelId, Connection, Event};
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -277,7 +277,7 @@ impl Passenger {
             return Ok(());
         };
         if let Some(term) = self.request.tty.clone() {
-            self.size = window_size(stdin.as_raw_fd());
+            self.size = crate::client::tty::window_size(stdin.as_raw_fd());
             let (cols, rows, width_px, height_px) = self.size;
             let modes = crate::client::tty::modes_of(stdin.as_raw_fd());
             let req = ChannelRequestKind::PtyReq {
@@ -334,7 +334,7 @@ impl Passenger {
     /// A window-change when the passenger's terminal changed size.
     fn follow_size(&mut self, conn: &mut Connection) {
         let Some(fd) = &self.tty_fd else { return };
-        let size = window_size(fd.as_raw_fd());
+        let size = crate::client::tty::window_size(fd.as_raw_fd());
         if size == self.size || size == (0, 0, 0, 0) {
             return;
         }
@@ -380,21 +380,4 @@ fn hung_up(s: &UnixStream) -> bool {
         )
     };
     n == 0 || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock)
-}
-
-/// `fd`'s terminal size: (cols, rows, width px, height px), zeros when it
-/// is not a terminal.
-fn window_size(fd: RawFd) -> (u32, u32, u32, u32) {
-    // SAFETY: winsize is plain data filled by the ioctl.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: valid fd and pointer.
-    if unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) } != 0 {
-        return (0, 0, 0, 0);
-    }
-    (
-        u32::from(ws.ws_col),
-        u32::from(ws.ws_row),
-        u32::from(ws.ws_xpixel),
-        u32::from(ws.ws_ypixel),
-    )
 }

@@ -66,13 +66,13 @@ pub struct TtyPlan {
     pub required: bool,
 }
 
-/// The window size of fd 0: (cols, rows, width px, height px), zeros when
-/// it is not a terminal.
-fn window_size() -> (u32, u32, u32, u32) {
+/// The window size of `fd`'s terminal: (cols, rows, width px, height px),
+/// zeros when it is not a terminal.
+pub(crate) fn window_size(fd: RawFd) -> (u32, u32, u32, u32) {
     // SAFETY: winsize is plain data filled by the ioctl.
     let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
     // SAFETY: valid fd and pointer.
-    if unsafe { libc::ioctl(0, libc::TIOCGWINSZ, &mut ws) } != 0 {
+    if unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) } != 0 {
         return (0, 0, 0, 0);
     }
     (
@@ -233,7 +233,7 @@ impl TtySession {
     pub fn start(&mut self, conn: &mut Connection, id: ChannelId) -> Result<RawFd, String> {
         let term = std::env::var("TERM").unwrap_or_default();
         let modes = modes_of(0);
-        self.size = window_size();
+        self.size = window_size(0);
         let (cols, rows, width_px, height_px) = self.size;
         let req = ChannelRequestKind::PtyReq {
             term,
@@ -350,7 +350,7 @@ impl TtySession {
     }
 
     fn send_size(&mut self, conn: &mut Connection, id: ChannelId) {
-        let size = window_size();
+        let size = window_size(0);
         if size == self.size {
             return;
         }

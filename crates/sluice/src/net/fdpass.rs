@@ -114,8 +114,9 @@ fn wait(fd: RawFd, events: i16, timeout: Option<Duration>) -> io::Result<()> {
     }
 }
 
-/// The SCM_RIGHTS descriptors of a received message, owned.
-fn take_fds(mh: &libc::msghdr) -> Vec<OwnedFd> {
+/// The SCM_RIGHTS descriptors of a received message, owned (the privsep
+/// monitor socket uses it too).
+pub(crate) fn take_fds(mh: &libc::msghdr) -> Vec<OwnedFd> {
     let mut out = Vec::new();
     // SAFETY: mh was filled by recvmsg; the CMSG_* macros walk its control
     // buffer within msg_controllen; each SCM_RIGHTS descriptor is new and

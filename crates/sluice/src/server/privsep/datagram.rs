@@ -159,7 +159,7 @@ pub fn recv_fds(
         }
         // Take ownership of whatever descriptors came first, so every
         // error path below closes them.
-        let fds = take_fds(&mh);
+        let fds = crate::net::fdpass::take_fds(&mh);
         if n == 0 {
             return Err(WireError::Closed);
         }
@@ -172,28 +172,4 @@ pub fn recv_fds(
         };
         return Msg::decode(dgram).map(|m| Some((m, fds)));
     }
-}
-
-/// The SCM_RIGHTS descriptors of a received message.
-fn take_fds(mh: &libc::msghdr) -> Vec<OwnedFd> {
-    let mut out = Vec::new();
-    // SAFETY: mh was filled by recvmsg; the CMSG_* macros walk its control
-    // buffer within msg_controllen; each SCM_RIGHTS descriptor is new and
-    // ours to own.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(mh);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                let head = libc::CMSG_LEN(0) as usize;
-                let count = ((*c).cmsg_len as usize).saturating_sub(head)
-                    / std::mem::size_of::<libc::c_int>();
-                let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
-                for i in 0..count {
-                    out.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
-                }
-            }
-            c = libc::CMSG_NXTHDR(mh, c);
-        }
-    }
-    out
 }
