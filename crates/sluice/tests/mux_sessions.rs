@@ -30,6 +30,28 @@ fn control(ctl: &std::path::Path, cmd: &str) -> Output {
     run(c, b"", 30)
 }
 
+/// `-O cmd` with forwarding options, by sluice or Debian's ssh.
+fn control_fwd(openssh: bool, ctl: &std::path::Path, cmd: &str, fwd: &[&str]) -> Output {
+    let mut c = Command::new(if openssh { "ssh" } else { SLUICE });
+    c.args(["-F", "/dev/null", "-S"])
+        .arg(ctl)
+        .args(["-O", cmd])
+        .args(fwd)
+        .arg("h");
+    run(c, b"", 30)
+}
+
+/// Whatever listens on `port` speaks SSH (the forwardings below lead to
+/// the test's server).
+fn ssh_banner_at(port: u16) -> Result<String, String> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut b = [0u8; 8];
+    s.read_exact(&mut b).map_err(|e| e.to_string())?;
+    Ok(String::from_utf8_lossy(&b).into_owned())
+}
+
 /// The master's pid from `-O check`, None when none answers.
 fn master_pid(ctl: &std::path::Path) -> Option<i32> {
     let out = control(ctl, "check");
@@ -91,6 +113,48 @@ fn ride_both(s: &Setup, ctl: &std::path::Path, label: &str) {
     }
 }
 
+/// Three passengers at once whose outputs are read one after the other:
+/// a passenger's output nobody reads yet must not hold up the others.
+fn ride_together(s: &Setup, ctl: &std::path::Path, label: &str) {
+    use std::io::{Read, Write};
+    let mut riders = Vec::new();
+    for i in 0..3u64 {
+        let data = random_data(2 << 20, 20 + i);
+        let mut c = passenger(s, false, ctl, &["cat"]);
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = c.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let want = sha256(&data);
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&data);
+        });
+        riders.push((child, writer, want));
+    }
+    for (i, (mut child, writer, want)) in riders.into_iter().enumerate() {
+        let mut got = Vec::new();
+        let mut stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let _ = stdout.read_to_end(&mut got);
+            got
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !reader.is_finished() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{label}: passenger {i} of three: no EOF on its stdout in 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let got = reader.join().unwrap();
+        writer.join().unwrap();
+        let st = child.wait().unwrap();
+        assert!(st.success(), "{label}: passenger {i}: {st:?}");
+        assert_eq!(sha256(&got), want, "{label}: passenger {i}: data");
+    }
+}
+
 #[test]
 fn passengers_ride_sluice_and_openssh_masters() {
     let s = Setup::new("muxride");
@@ -113,6 +177,116 @@ fn passengers_ride_sluice_and_openssh_masters() {
         let pid = master_pid(&ctl).unwrap_or_else(|| panic!("{label}: no master"));
         let _kill = Master(pid);
         ride_both(&s, &ctl, label);
+        ride_together(&s, &ctl, label);
+        ok(&control(&ctl, "exit"), "-O exit");
+    }
+}
+
+/// `-O forward` and `-O cancel` of -L, -R (also a port the server picks)
+/// and -D, by sluice and ssh toward each master.
+#[test]
+fn forwardings_added_and_cancelled_through_a_master() {
+    let s = Setup::new("muxfwd");
+    let srv = s.start(false, "");
+    let have_ssh = !missing("ssh");
+    let masters: &[bool] = if have_ssh { &[false, true] } else { &[false] };
+    for &master_ssh in masters {
+        let ctl = s.dir.path(if master_ssh {
+            "fctl-ssh"
+        } else {
+            "fctl-sluice"
+        });
+        let ctl_arg = ctl.display().to_string();
+        let c = s.client(master_ssh, &srv, &["-M", "-N", "-f", "-S", &ctl_arg]);
+        detached(c, "master");
+        let pid = master_pid(&ctl).expect("no master");
+        let _kill = Master(pid);
+        let askers: &[bool] = if have_ssh { &[false, true] } else { &[false] };
+        for &asker_ssh in askers {
+            let who = format!(
+                "{} asking {}",
+                if asker_ssh { "ssh" } else { "sluice" },
+                if master_ssh {
+                    "ssh's master"
+                } else {
+                    "sluice's master"
+                }
+            );
+            let (l, r) = (free_port(), free_port());
+            let lspec = format!("{l}:127.0.0.1:{}", srv.port);
+            let rspec = format!("{r}:127.0.0.1:{}", srv.port);
+            let out = control_fwd(asker_ssh, &ctl, "forward", &["-L", &lspec, "-R", &rspec]);
+            ok(&out, &format!("{who}: -O forward"));
+            assert_eq!(ssh_banner_at(l).as_deref(), Ok("SSH-2.0-"), "{who}: -L");
+            assert_eq!(ssh_banner_at(r).as_deref(), Ok("SSH-2.0-"), "{who}: -R");
+            // The same again is fine; cancel closes them.
+            ok(
+                &control_fwd(asker_ssh, &ctl, "forward", &["-L", &lspec]),
+                &who,
+            );
+            let out = control_fwd(asker_ssh, &ctl, "cancel", &["-L", &lspec, "-R", &rspec]);
+            ok(&out, &format!("{who}: -O cancel"));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while ssh_banner_at(l).is_ok() || ssh_banner_at(r).is_ok() {
+                assert!(
+                    Instant::now() < deadline,
+                    "{who}: still forwarded after cancel"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            // Cancelling what is not there is an error ssh reports, and
+            // (as ssh) still exits 0.
+            let out = control_fwd(asker_ssh, &ctl, "cancel", &["-L", &lspec]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("cancel forward request failed"),
+                "{who}: cancel twice {out:?}"
+            );
+            // A port the server picks is printed.
+            let rspec0 = format!("0:127.0.0.1:{}", srv.port);
+            let out = control_fwd(asker_ssh, &ctl, "forward", &["-R", &rspec0]);
+            ok(&out, &format!("{who}: -R 0"));
+            let text = String::from_utf8_lossy(&out.stdout);
+            let port: u16 = text
+                .trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("{who}: -R 0 printed {text:?}"));
+            assert_eq!(
+                ssh_banner_at(port).as_deref(),
+                Ok("SSH-2.0-"),
+                "{who}: -R 0"
+            );
+            let d = free_port();
+            let dspec = d.to_string();
+            ok(
+                &control_fwd(asker_ssh, &ctl, "forward", &["-D", &dspec]),
+                &who,
+            );
+            assert!(
+                std::net::TcpStream::connect(("127.0.0.1", d)).is_ok(),
+                "{who}: -D"
+            );
+            ok(
+                &control_fwd(asker_ssh, &ctl, "cancel", &["-D", &dspec]),
+                &who,
+            );
+            // -W through the master (MUX_C_NEW_STDIO_FWD): the server's
+            // banner comes back on stdout.
+            let to = format!("127.0.0.1:{}", srv.port);
+            let ctl_arg = ctl.display().to_string();
+            let c = s.client_to(
+                asker_ssh,
+                free_port(),
+                "ERROR",
+                &["-S", &ctl_arg, "-W", &to],
+            );
+            let out = run(c, b"", 30);
+            ok(&out, &format!("{who}: -W"));
+            assert!(
+                out.stdout.starts_with(b"SSH-2.0-"),
+                "{who}: -W gave {out:?}"
+            );
+        }
         ok(&control(&ctl, "exit"), "-O exit");
     }
 }

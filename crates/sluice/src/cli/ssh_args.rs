@@ -332,7 +332,7 @@ fn options(
                 'W' => a.stdio_forward = Some(value),
                 'E' => a.log_file = Some(value),
                 'O' => {
-                    crate::client::mux::check_command(&value)?;
+                    crate::client::mux_control::check_command(&value)?;
                     a.control_command = Some(value);
                 }
                 'S' => a.control_path = Some(value),

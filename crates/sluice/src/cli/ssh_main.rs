@@ -157,7 +157,26 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
         let path = r
             .path("controlpath")?
             .filter(|p| !p.eq_ignore_ascii_case("none"));
-        return Ok(crate::client::mux::client_command(path.as_deref(), cmd));
+        let forwards = match cmd.as_str() {
+            "forward" | "cancel" => {
+                use crate::client::forward_spec::Kind;
+                let plan =
+                    crate::client::forward_args::plan(&req, &r).map_err(ClientError::Config)?;
+                let tag = |k: Kind, v: Vec<crate::client::forward_spec::Forward>| {
+                    v.into_iter().map(move |f| (k, f))
+                };
+                tag(Kind::Local, plan.local)
+                    .chain(tag(Kind::Remote, plan.remote))
+                    .chain(tag(Kind::Dynamic, plan.dynamic))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        return Ok(crate::client::mux_control::client_command(
+            path.as_deref(),
+            cmd,
+            &forwards,
+        ));
     }
     // What sluice lacks: refused, or said (config/ssh/limits.rs); -G and
     // -O connect nowhere, so they print or ask without it.

@@ -10,12 +10,15 @@ use crate::net::fwdsock::{self, Connecting};
 use crate::net::pump::{ChanIo, ChannelFds};
 use sluice_proto::wire::Writer;
 use sluice_proto::{ChannelId, Connection};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixListener;
 
+mod added;
 mod remote;
 pub mod remote_socks;
+
+pub use added::{RemoteAdd, RemoteOutcome};
 
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
 use fwdsock::CONNECT_FAILED;
@@ -48,6 +51,8 @@ pub struct ForwardPlan {
 
 struct Listener {
     fd: OwnedFd,
+    /// The forwarding it serves (`-O cancel` names it).
+    spec: Forward,
     /// None: SOCKS.
     target: Option<Endpoint>,
 }
@@ -70,6 +75,11 @@ pub struct ClientForward {
     remote_pending: VecDeque<usize>,
     /// Ports the server allocated for `-R 0:...`, by index.
     allocated: BTreeMap<usize, u16>,
+    /// Remote forwards added while running, whose answers go back to
+    /// whoever asked ([`RemoteOutcome`]).
+    tickets: BTreeSet<usize>,
+    /// Remote forwards cancelled (indices stay: they key `allocated`).
+    cancelled: BTreeSet<usize>,
     /// forwarded-* channels waiting for the local connect.
     connecting: Vec<(ChannelId, Connecting)>,
     channels: Vec<ChannelId>,
@@ -89,7 +99,8 @@ fn reason_text(code: u32) -> &'static str {
     }
 }
 
-fn tcpip_data(host: &str, port: u16, peer: Option<std::net::SocketAddr>) -> Vec<u8> {
+/// A direct-tcpip open's data: where to, and from where (`peer`).
+pub(crate) fn tcpip_data(host: &str, port: u16, peer: Option<std::net::SocketAddr>) -> Vec<u8> {
     let (oh, op) = fwdsock::originator(peer);
     let mut d = Vec::new();
     Writer::new(&mut d)
@@ -128,27 +139,8 @@ impl ClientForward {
                 log!(Info, "Could not request local forwarding.");
             }
         }
-        for (i, f) in self.plan.remote.iter().enumerate() {
-            let mut d = Vec::new();
-            let name = match &f.listen {
-                Endpoint::Tcp { host, port } => {
-                    let h = match host.as_deref() {
-                        None => "localhost",
-                        Some("*") => "",
-                        Some(h) => h,
-                    };
-                    Writer::new(&mut d).utf8(h).u32((*port).into());
-                    "tcpip-forward"
-                }
-                Endpoint::Unix(p) => {
-                    Writer::new(&mut d).utf8(p);
-                    "streamlocal-forward@openssh.com"
-                }
-            };
-            log!(Debug1, "Requesting {name} for {}", f.listen);
-            conn.global_request(name, true, &d)
-                .map_err(|e| e.to_string())?;
-            self.remote_pending.push_back(i);
+        for i in 0..self.plan.remote.len() {
+            self.request_remote(conn, i)?;
         }
         if let Some((host, port)) = self.plan.stdio.clone() {
             let id = conn
@@ -197,6 +189,7 @@ impl ClientForward {
         for fd in fds {
             self.listeners.push(Listener {
                 fd,
+                spec: f.clone(),
                 target: f.connect.clone(),
             });
         }

@@ -21,7 +21,10 @@ pub mod local_command;
 pub mod metrics;
 pub mod mux;
 pub mod mux_client;
+pub mod mux_control;
+pub mod mux_forward;
 pub mod mux_session;
+pub mod mux_wire;
 pub mod prompt;
 pub mod proxy;
 pub mod scp_legacy;
@@ -361,7 +364,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         forward_args::stdin_from_dev_null()?;
     }
     if let Some(path) = &opts.control_ride {
-        if let Some(ask) = mux_client::SessionAsk::of(&opts.plan, &opts.host) {
+        if let Some(ask) = mux_client::SessionAsk::riding(&opts.plan, &opts.host) {
             if let Some(code) = mux_client::ride(path, &ask) {
                 return Ok(code);
             }

@@ -4,9 +4,13 @@
 //! `-O exit` and `-O stop` from sluice or ssh, and takes passenger
 //! sessions (MUX_C_NEW_SESSION with the passenger's stdin, stdout and
 //! stderr; client/mux_session.rs runs them, client/mux_client.rs is the
-//! passenger). `-O forward`, `-O cancel`, `-O proxy` and stdio forwarding
-//! through a master are answered MUX_S_FAILURE.
+//! passenger), and forwardings asked while it runs (MUX_C_OPEN_FWD,
+//! MUX_C_CLOSE_FWD; client/mux_forward.rs applies them) and `-W` through
+//! it (MUX_C_NEW_STDIO_FWD). `-O proxy` (a proxy client speaking SSH
+//! packets to the master) is answered MUX_S_FAILURE.
 
+use super::forward_spec::{Forward, Kind};
+use super::mux_wire::*;
 use crate::log;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -14,23 +18,22 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub(super) const HELLO: u32 = 0x0000_0001;
-pub(super) const C_NEW_SESSION: u32 = 0x1000_0002;
-pub(super) const C_ALIVE_CHECK: u32 = 0x1000_0004;
-const C_TERMINATE: u32 = 0x1000_0005;
-const C_STOP_LISTENING: u32 = 0x1000_0009;
-const S_OK: u32 = 0x8000_0001;
-pub(super) const S_PERMISSION_DENIED: u32 = 0x8000_0002;
-pub(super) const S_FAILURE: u32 = 0x8000_0003;
-pub(super) const S_EXIT_MESSAGE: u32 = 0x8000_0004;
-pub(super) const S_ALIVE: u32 = 0x8000_0005;
-pub(super) const S_SESSION_OPENED: u32 = 0x8000_0006;
-pub(super) const S_TTY_ALLOC_FAIL: u32 = 0x8000_0008;
-pub(super) const VERSION: u32 = 4;
-/// A control message is a few words; anything longer is not one.
-const MAX_MESSAGE: usize = 256 * 1024;
 /// How long a passenger may take to pass its descriptors after asking.
 const FD_WAIT: Duration = Duration::from_secs(10);
+
+/// A forwarding a control connection asked the master for.
+pub struct FwdAsk {
+    /// Where the answer goes.
+    pub reply: UnixStream,
+    /// Echoed in the answer.
+    pub request_id: u32,
+    /// MUX_C_CLOSE_FWD rather than MUX_C_OPEN_FWD.
+    pub close: bool,
+    /// Local, remote or dynamic.
+    pub kind: Kind,
+    /// What to listen on and where to connect.
+    pub forward: Forward,
+}
 
 /// A passenger's MUX_C_NEW_SESSION, with the descriptors it passed.
 pub struct NewSession {
@@ -48,31 +51,11 @@ pub struct NewSession {
     pub command: Vec<u8>,
     /// `NAME=value` strings to send as env requests.
     pub env: Vec<Vec<u8>>,
-    /// stdin, stdout, stderr.
-    pub fds: [OwnedFd; 3],
-}
-
-/// Reads PROTOCOL.mux's fields in order; None past the end.
-pub(super) struct Fields<'a>(pub(super) &'a [u8]);
-
-impl Fields<'_> {
-    pub(super) fn u32(&mut self) -> Option<u32> {
-        let (h, t) = self.0.split_at_checked(4)?;
-        self.0 = t;
-        Some(u32::from_be_bytes(h.try_into().ok()?))
-    }
-
-    /// A flag: PROTOCOL.mux says bool, ssh sends (and reads) a uint32.
-    pub(super) fn flag(&mut self) -> Option<bool> {
-        Some(self.u32()? != 0)
-    }
-
-    pub(super) fn string(&mut self) -> Option<&[u8]> {
-        let n = self.u32()? as usize;
-        let (h, t) = self.0.split_at_checked(n)?;
-        self.0 = t;
-        Some(h)
-    }
+    /// MUX_C_NEW_STDIO_FWD (`ssh -W` through the master): a direct-tcpip
+    /// channel to this host and port on stdin and stdout, no session.
+    pub stdio: Option<(String, u16)>,
+    /// stdin, stdout, and stderr (none for stdio forwarding).
+    pub fds: (OwnedFd, OwnedFd, Option<OwnedFd>),
 }
 
 /// The fields of a MUX_C_NEW_SESSION body after its type and request id.
@@ -92,138 +75,6 @@ fn parse_new_session(
         env.push(f.string()?.to_vec());
     }
     Some((want_tty.then_some(term), agent, subsystem, command, env))
-}
-
-/// The `-O` commands ssh knows; Err is ssh's message for another word.
-pub fn check_command(cmd: &str) -> Result<(), String> {
-    match cmd {
-        "check" | "forward" | "cancel" | "exit" | "stop" | "proxy" => Ok(()),
-        _ => Err("Invalid multiplex command.".into()),
-    }
-}
-
-pub(super) fn frame(words: &[u32], text: Option<&str>) -> Vec<u8> {
-    let mut body: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
-    if let Some(t) = text {
-        body.extend_from_slice(&(t.len() as u32).to_be_bytes());
-        body.extend_from_slice(t.as_bytes());
-    }
-    let mut m = (body.len() as u32).to_be_bytes().to_vec();
-    m.extend(body);
-    m
-}
-
-pub(super) fn read_message(s: &mut UnixStream) -> std::io::Result<Vec<u8>> {
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len)?;
-    let len = u32::from_be_bytes(len) as usize;
-    if len > MAX_MESSAGE {
-        return Err(std::io::Error::other("message too long"));
-    }
-    let mut body = vec![0u8; len];
-    s.read_exact(&mut body)?;
-    Ok(body)
-}
-
-pub(super) fn word(body: &[u8], i: usize) -> Option<u32> {
-    let b = body.get(i * 4..i * 4 + 4)?;
-    Some(u32::from_be_bytes(b.try_into().ok()?))
-}
-
-/// The string after `words` leading words (a reason), lossily.
-pub(super) fn reason(body: &[u8], words: usize) -> String {
-    let n = word(body, words).unwrap_or(0) as usize;
-    body.get(words * 4 + 4..words * 4 + 4 + n)
-        .map(|b| String::from_utf8_lossy(b).into_owned())
-        .unwrap_or_default()
-}
-
-/// `sluice -O cmd` with ControlPath `path`: ssh's messages and exit codes.
-pub fn client_command(path: Option<&str>, cmd: &str) -> i32 {
-    let Some(path) = path else {
-        log::print("No ControlPath specified for \"-O\" command");
-        return 255;
-    };
-    let (request, what) = match cmd {
-        "check" => (C_ALIVE_CHECK, "alive check"),
-        "exit" => (C_TERMINATE, "termination"),
-        "stop" => (C_STOP_LISTENING, "stop listening"),
-        _ => {
-            log::print(&format!(
-                "sluice: -O {cmd}: not supported (a sluice master shares sessions only: give forwardings when starting it)"
-            ));
-            return 255;
-        }
-    };
-    let mut s = match UnixStream::connect(path) {
-        Ok(s) => s,
-        Err(e) => {
-            log::print(&format!(
-                "Control socket connect({path}): {}",
-                crate::net::describe_io_error(&e)
-            ));
-            return 255;
-        }
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
-    let hello = (|| -> std::io::Result<()> {
-        s.write_all(&frame(&[HELLO, VERSION], None))?;
-        let m = read_message(&mut s)?;
-        if word(&m, 0) != Some(HELLO) || word(&m, 1) != Some(VERSION) {
-            return Err(std::io::Error::other("bad hello from master"));
-        }
-        s.write_all(&frame(&[request, 1], None))
-    })();
-    if let Err(e) = hello {
-        log::print(&format!("mux_client_hello_exchange: {e}"));
-        return 255;
-    }
-    let reply = match read_message(&mut s) {
-        Ok(m) => m,
-        // As ssh: a master that already went away did terminate.
-        Err(_) if request == C_TERMINATE => frame(&[S_OK, 1], None).split_off(4),
-        Err(e) => {
-            log::print(&format!(
-                "mux_client_request_{}: read from master failed: {e}",
-                cmd
-            ));
-            return 255;
-        }
-    };
-    match (word(&reply, 0), word(&reply, 1)) {
-        (Some(S_ALIVE), Some(1)) if request == C_ALIVE_CHECK => {
-            log::print(&format!(
-                "Master running (pid={})",
-                word(&reply, 2).unwrap_or(0)
-            ));
-            0
-        }
-        (Some(S_OK), Some(1)) if request == C_TERMINATE => {
-            log::print("Exit request sent.");
-            0
-        }
-        (Some(S_OK), Some(1)) => {
-            log::print("Stop listening request sent.");
-            0
-        }
-        (Some(S_PERMISSION_DENIED), _) => {
-            log::print(&format!(
-                "Master refused {what} request: {}",
-                reason(&reply, 2)
-            ));
-            255
-        }
-        (Some(S_FAILURE), _) => {
-            log::print(&format!("{what} request failed: {}", reason(&reply, 2)));
-            255
-        }
-        _ => {
-            log::print(&format!(
-                "unexpected response from master to {what} request"
-            ));
-            255
-        }
-    }
 }
 
 /// One control connection to the master.
@@ -246,6 +97,8 @@ pub struct Master {
     pub terminate: bool,
     /// Passenger sessions asked for, for client/mux_session.rs to open.
     new_sessions: Vec<NewSession>,
+    /// Forwardings asked for, for client/mux_forward.rs.
+    new_forwards: Vec<FwdAsk>,
 }
 
 impl Master {
@@ -303,6 +156,7 @@ impl Master {
             conns: Vec::new(),
             terminate: false,
             new_sessions: Vec::new(),
+            new_forwards: Vec::new(),
         })
     }
 
@@ -321,6 +175,11 @@ impl Master {
     /// Passenger sessions that arrived since the last call.
     pub fn take_sessions(&mut self) -> Vec<NewSession> {
         std::mem::take(&mut self.new_sessions)
+    }
+
+    /// Forwardings asked for since the last call.
+    pub fn take_forwards(&mut self) -> Vec<FwdAsk> {
+        std::mem::take(&mut self.new_forwards)
     }
 
     /// Accepts, reads and answers what is ready (non-blocking).
@@ -351,27 +210,14 @@ impl Master {
                         stop = true;
                         frame(&[S_OK, rid], None)
                     }
-                    C_NEW_SESSION => match receive_session(c, rid, &body) {
-                        Ok((tty, agent, subsystem, command, env, fds)) => {
+                    C_NEW_SESSION | C_NEW_STDIO_FWD => match receive_session(c, rid, &body) {
+                        Ok(session) => {
                             // The connection is the session's from now on
                             // (anything still queued for it goes first).
                             c.closed = true;
                             let _ = c.s.set_nonblocking(false);
                             let _ = c.s.write_all(&std::mem::take(&mut c.out));
-                            let s = c.s.try_clone();
-                            match s {
-                                Ok(conn) => self.new_sessions.push(NewSession {
-                                    conn,
-                                    request_id: rid,
-                                    tty,
-                                    agent,
-                                    subsystem,
-                                    command,
-                                    env,
-                                    fds,
-                                }),
-                                Err(e) => log!(Error, "multiplex: {e}"),
-                            }
+                            self.new_sessions.push(session);
                             break;
                         }
                         Err(why) => {
@@ -379,6 +225,24 @@ impl Master {
                             frame(&[S_FAILURE, rid], Some(&why))
                         }
                     },
+                    C_OPEN_FWD | C_CLOSE_FWD => {
+                        let ask = parse_fwd(&body).ok_or("malformed message");
+                        match ask.and_then(|a| Ok((a, c.s.try_clone().map_err(|_| "no socket")?))) {
+                            Ok(((fwd_kind, forward), reply)) => {
+                                // Answered once applied (a remote one when
+                                // the server answers).
+                                self.new_forwards.push(FwdAsk {
+                                    reply,
+                                    request_id: rid,
+                                    close: kind == C_CLOSE_FWD,
+                                    kind: fwd_kind,
+                                    forward,
+                                });
+                                continue;
+                            }
+                            Err(why) => frame(&[S_FAILURE, rid], Some(why)),
+                        }
+                    }
                     _ => frame(&[S_FAILURE, rid], Some("not supported by a sluice master")),
                 };
                 c.out.extend(reply);
@@ -478,34 +342,66 @@ fn read_ready(c: &mut Conn) -> Option<Vec<u8>> {
     }
 }
 
-type SessionFields = (
-    Option<String>,
-    bool,
-    bool,
-    Vec<u8>,
-    Vec<Vec<u8>>,
-    [OwnedFd; 3],
-);
+/// The fields of a MUX_C_NEW_STDIO_FWD body after its type and request id
+/// (the port is a uint32, as ssh sends it; PROTOCOL.mux says string).
+fn parse_stdio_fwd(f: &mut Fields<'_>) -> Option<(String, u16)> {
+    f.string()?; // reserved
+    let host = String::from_utf8(f.string()?.to_vec()).ok()?;
+    let port = u16::try_from(f.u32()?).ok()?;
+    Some((host, port))
+}
 
-/// A MUX_C_NEW_SESSION's fields and the three descriptors after it.
-fn receive_session(c: &mut Conn, rid: u32, body: &[u8]) -> Result<SessionFields, String> {
+/// A MUX_C_NEW_SESSION or MUX_C_NEW_STDIO_FWD and the descriptors after it.
+fn receive_session(c: &mut Conn, rid: u32, body: &[u8]) -> Result<NewSession, String> {
     let mut f = Fields(body.get(8..).unwrap_or_default());
-    let (tty, agent, subsystem, command, env) =
-        parse_new_session(&mut f).ok_or("malformed message")?;
+    let stdio_fwd = word(body, 0) == Some(C_NEW_STDIO_FWD);
+    let (tty, agent, subsystem, command, env, stdio) = if stdio_fwd {
+        let to = parse_stdio_fwd(&mut f).ok_or("malformed message")?;
+        (None, false, false, Vec::new(), Vec::new(), Some(to))
+    } else {
+        let (tty, agent, subsystem, command, env) =
+            parse_new_session(&mut f).ok_or("malformed message")?;
+        (tty, agent, subsystem, command, env, None)
+    };
+    let names: &[&str] = if stdio_fwd {
+        &["stdin", "stdout"]
+    } else {
+        &["stdin", "stdout", "stderr"]
+    };
     let mut fds = Vec::with_capacity(3);
-    for what in ["stdin", "stdout", "stderr"] {
+    for what in names {
         let fd = crate::net::fdpass::recv_fd(&c.s, FD_WAIT)
             .map_err(|e| format!("failed to receive fd for {what} (request {rid}): {e}"))?;
         fds.push(fd);
     }
-    let fds: [OwnedFd; 3] = fds.try_into().map_err(|_| "three descriptors")?;
-    log!(
-        Debug1,
-        "multiplex: new session request {rid}: tty {}, subsystem {subsystem}, command \"{}\"",
-        tty.is_some(),
-        String::from_utf8_lossy(&command)
-    );
-    Ok((tty, agent, subsystem, command, env, fds))
+    let mut fds = fds.into_iter();
+    let (Some(stdin), Some(stdout)) = (fds.next(), fds.next()) else {
+        return Err("descriptors missing".into());
+    };
+    match &stdio {
+        Some((host, port)) => log!(
+            Debug1,
+            "multiplex: stdio forward request {rid} to {host}:{port}"
+        ),
+        None => log!(
+            Debug1,
+            "multiplex: new session request {rid}: tty {}, subsystem {subsystem}, command \"{}\"",
+            tty.is_some(),
+            String::from_utf8_lossy(&command)
+        ),
+    }
+    let conn = c.s.try_clone().map_err(|e| e.to_string())?;
+    Ok(NewSession {
+        conn,
+        request_id: rid,
+        tty,
+        agent,
+        subsystem,
+        command,
+        env,
+        stdio,
+        fds: (stdin, stdout, fds.next()),
+    })
 }
 
 impl Drop for Master {

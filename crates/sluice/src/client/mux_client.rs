@@ -5,7 +5,8 @@
 //! ControlPersist's start: the new master goes to the background and the
 //! foreground process rides it for its own session, as ssh does.
 
-use super::mux::{self, Fields};
+use super::forward_spec::{Forward, Kind};
+use super::mux_wire::{self as mux, Fields};
 use super::session::SessionPlan;
 use crate::log;
 use std::io::Write;
@@ -23,6 +24,12 @@ pub struct SessionAsk {
     escape: Option<u8>,
     env: Vec<(String, Vec<u8>)>,
     host: String,
+    /// `-W host:port` through the master instead of a session.
+    stdio_fwd: Option<(String, u16)>,
+    /// Forwardings to ask of the master first, as ssh's passenger does.
+    forwards: Vec<(Kind, Forward)>,
+    /// ExitOnForwardFailure: a refused forwarding ends the run.
+    exit_on_failure: bool,
 }
 
 impl SessionAsk {
@@ -34,7 +41,15 @@ impl SessionAsk {
             || !f.remote.is_empty()
             || !f.dynamic.is_empty()
             || f.stdio.is_some();
-        if plan.no_session || !plan.stdio || forwards || plan.fork_after_auth {
+        if forwards {
+            return None;
+        }
+        Self::session_of(plan, host)
+    }
+
+    /// The session of `plan`, leaving its forwardings aside.
+    fn session_of(plan: &SessionPlan, host: &str) -> Option<SessionAsk> {
+        if plan.no_session || !plan.stdio || plan.fork_after_auth {
             return None;
         }
         Some(SessionAsk {
@@ -46,7 +61,59 @@ impl SessionAsk {
             escape: plan.tty.as_ref().and_then(|t| t.escape),
             env: plan.env.clone(),
             host: host.to_owned(),
+            stdio_fwd: None,
+            forwards: Vec::new(),
+            exit_on_failure: false,
         })
+    }
+
+    /// What a passenger with `plan` asks a running master for: its
+    /// forwardings first, then its session or its `-W` forwarding. None
+    /// for what connects on its own: -f, and -N without -W.
+    pub fn riding(plan: &SessionPlan, host: &str) -> Option<SessionAsk> {
+        let f = &plan.forwards;
+        if plan.fork_after_auth || (plan.no_session && f.stdio.is_none()) {
+            return None;
+        }
+        let mut ask = match &f.stdio {
+            Some(to) => SessionAsk {
+                command: Vec::new(),
+                subsystem: false,
+                tty: false,
+                tty_required: false,
+                agent: false,
+                escape: None,
+                env: Vec::new(),
+                host: host.to_owned(),
+                stdio_fwd: Some(to.clone()),
+                forwards: Vec::new(),
+                exit_on_failure: false,
+            },
+            None => SessionAsk::session_of(plan, host)?,
+        };
+        let tag =
+            |k: Kind, v: &[Forward]| v.iter().map(move |x| (k, x.clone())).collect::<Vec<_>>();
+        ask.forwards = [
+            tag(Kind::Local, &f.local),
+            tag(Kind::Remote, &f.remote),
+            tag(Kind::Dynamic, &f.dynamic),
+        ]
+        .concat();
+        ask.exit_on_failure = f.exit_on_failure;
+        Some(ask)
+    }
+
+    /// MUX_C_NEW_STDIO_FWD (the port as a uint32, as ssh sends it).
+    fn stdio_message(&self, request_id: u32, host: &str, port: u16) -> Vec<u8> {
+        let mut b = Vec::new();
+        for w in [mux::C_NEW_STDIO_FWD, request_id, 0, host.len() as u32] {
+            b.extend_from_slice(&w.to_be_bytes());
+        }
+        b.extend_from_slice(host.as_bytes());
+        b.extend_from_slice(&u32::from(port).to_be_bytes());
+        let mut m = (b.len() as u32).to_be_bytes().to_vec();
+        m.extend(b);
+        m
     }
 
     fn message(&self, request_id: u32) -> Vec<u8> {
@@ -111,10 +178,28 @@ pub fn ride(path: &str, ask: &SessionAsk) -> Option<i32> {
             (flags >= 0).then_some((fd, flags))
         })
         .collect();
+    if !ask.forwards.is_empty() {
+        let r =
+            super::mux_control::ask_master(&mut s, false, &ask.forwards, !ask.exit_on_failure, 10);
+        if let Err(e) = r {
+            log!(Error, "{e}");
+            return Some(255);
+        }
+    }
     let sent = (|| -> std::io::Result<()> {
-        s.write_all(&ask.message(2))?;
-        for fd in 0..3 {
-            crate::net::fdpass::send_fd(&s, fd)?;
+        match &ask.stdio_fwd {
+            Some((host, port)) => {
+                s.write_all(&ask.stdio_message(2, host, *port))?;
+                for fd in 0..2 {
+                    crate::net::fdpass::send_fd(&s, fd)?;
+                }
+            }
+            None => {
+                s.write_all(&ask.message(2))?;
+                for fd in 0..3 {
+                    crate::net::fdpass::send_fd(&s, fd)?;
+                }
+            }
         }
         Ok(())
     })();
@@ -159,7 +244,13 @@ pub fn ride(path: &str, ask: &SessionAsk) -> Option<i32> {
         "multiplex: session opened (id {})",
         mux::word(&reply, 2).unwrap_or(0)
     );
-    let code = wait_for_exit(&mut s, ask);
+    let code = if ask.stdio_fwd.is_some() {
+        // The master closes the connection when the forwarding ends.
+        while mux::read_message(&mut s).is_ok() {}
+        0
+    } else {
+        wait_for_exit(&mut s, ask)
+    };
     for (fd, flags) in saved {
         crate::net::fdio::restore_flags(fd, flags);
     }

@@ -5,7 +5,8 @@
 //! its terminal's size (looked at on each tick); the escape character is
 //! not applied to a passenger's input.
 
-use super::mux::{self, NewSession};
+use super::mux::NewSession;
+use super::mux_wire as mux;
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds};
 use sluice_proto::msg::ChannelRequestKind;
@@ -34,7 +35,7 @@ struct Passenger {
     conn: UnixStream,
     request: NewSessionParts,
     /// stdin, stdout, stderr until the channel is open.
-    fds: Option<[OwnedFd; 3]>,
+    fds: Option<(OwnedFd, OwnedFd, Option<OwnedFd>)>,
     /// A duplicate of the passenger's stdin when it has a pty: its size.
     tty_fd: Option<OwnedFd>,
     size: (u32, u32, u32, u32),
@@ -52,6 +53,9 @@ struct NewSessionParts {
     subsystem: bool,
     command: Vec<u8>,
     env: Vec<Vec<u8>>,
+    /// `-W` through the master: a direct-tcpip channel, no requests, and
+    /// the control connection closes when it does (no exit message).
+    stdio: bool,
 }
 
 /// The passengers of one master.
@@ -72,9 +76,17 @@ impl Passengers {
                 subsystem,
                 command,
                 env,
+                stdio,
                 fds,
             } = s;
-            match conn.open_session() {
+            let opened = match &stdio {
+                Some((host, port)) => conn.open_channel(
+                    "direct-tcpip",
+                    &super::forward::tcpip_data(host, *port, None),
+                ),
+                None => conn.open_session(),
+            };
+            match opened {
                 Ok(id) => self.list.push(Passenger {
                     id,
                     conn: control,
@@ -85,6 +97,7 @@ impl Passengers {
                         subsystem,
                         command,
                         env,
+                        stdio: stdio.is_some(),
                     },
                     fds: Some(fds),
                     tty_fd: None,
@@ -134,7 +147,10 @@ impl Passengers {
         agent: &super::agent_forward::AgentForward,
     ) -> Result<bool, String> {
         let id = match event {
-            Event::ChannelOpened(id) | Event::ChannelClosed(id) | Event::ChannelEof(id) => *id,
+            Event::ChannelOpened(id)
+            | Event::ChannelClosed(id)
+            | Event::ChannelEof(id)
+            | Event::ChannelCloseHeld(id) => *id,
             Event::ChannelOpenFailed { channel, .. }
             | Event::ChannelReply { channel, .. }
             | Event::ChannelRequest { channel, .. } => *channel,
@@ -200,6 +216,11 @@ impl Passengers {
                     let _ = conn.channel_reply(id, false);
                 }
             }
+            Event::ChannelClosed(_) if p.request.stdio => {
+                // ssh's passenger waits for the connection to close.
+                log!(Debug1, "multiplex: stdio forward channel {} closed", id.0);
+                self.list.remove(i);
+            }
             Event::ChannelClosed(_) => {
                 let status = p.exit.unwrap_or(255);
                 log!(
@@ -239,7 +260,13 @@ impl Passengers {
             p.follow_size(conn);
             let drained = fds.get(p.id).is_none_or(|io| io.sinks_drained());
             if let Some(info) = conn.channel_info(p.id) {
-                if info.eof_received && drained && p.exit.is_some() && !info.close_sent {
+                // The peer's CLOSE is held until what it sent is written:
+                // a passenger's stdout that nobody reads yet must not stop
+                // the master (and the other passengers) in a blocking drain.
+                // A stdio forward has no exit status: both EOFs end it.
+                let ended = p.exit.is_some() || (p.request.stdio && info.eof_sent);
+                let done = info.close_received || (info.eof_received && ended);
+                if done && drained && !info.close_sent {
                     let _ = conn.close_channel(p.id);
                 }
             }
@@ -270,10 +297,17 @@ impl Passenger {
         agent: &super::agent_forward::AgentForward,
     ) -> Result<(), String> {
         let id = self.id;
+        conn.hold_close(id);
         if self.request.agent {
             agent.request(conn, id)?;
         }
-        let Some([stdin, stdout, stderr]) = self.fds.take() else {
+        let Some((stdin, stdout, stderr)) = self.fds.take() else {
+            return Ok(());
+        };
+        if self.request.stdio {
+            return self.stdio_opened(conn, fds, stdin, stdout);
+        }
+        let Some(stderr) = stderr else {
             return Ok(());
         };
         if let Some(term) = self.request.tty.clone() {
@@ -325,6 +359,29 @@ impl Passenger {
         fds.insert(id, io);
         let opened = mux::frame(
             &[mux::S_SESSION_OPENED, self.request.request_id, id.0],
+            None,
+        );
+        send(&mut self.conn, &opened);
+        Ok(())
+    }
+
+    /// A stdio forward's channel is open: its descriptors carry it.
+    fn stdio_opened(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        stdin: OwnedFd,
+        stdout: OwnedFd,
+    ) -> Result<(), String> {
+        conn.hold_close(self.id);
+        for fd in [&stdin, &stdout] {
+            let _ = crate::net::fdio::set_nonblocking(fd.as_raw_fd(), true);
+        }
+        let mut io = ChanIo::owned(Some(stdin), None, Some(stdout), None);
+        io.close_when_sink_fails = true;
+        fds.insert(self.id, io);
+        let opened = mux::frame(
+            &[mux::S_SESSION_OPENED, self.request.request_id, self.id.0],
             None,
         );
         send(&mut self.conn, &opened);

@@ -75,6 +75,8 @@ pub struct ClientSession {
     pub mux: Option<super::mux::Master>,
     /// The master's passenger sessions (client/mux_session.rs).
     passengers: super::mux_session::Passengers,
+    /// Remote forwards a control connection asked for, awaiting the server.
+    mux_fwd: super::mux_forward::MuxForwards,
     /// ControlPersist (a master only).
     pub persist: Option<super::mux_client::Persist>,
     /// `-O exit`: the run ends, forwarded connections or not.
@@ -116,6 +118,7 @@ impl ClientSession {
             fork_pending: false,
             mux: None,
             passengers: Default::default(),
+            mux_fwd: Default::default(),
             persist: None,
             terminated: false,
             own_end: false,
@@ -450,7 +453,9 @@ impl Handler for ClientSession {
                     None => false,
                 };
                 if !ours {
-                    self.fwd.on_global_reply(success, &data)?
+                    if let Some(o) = self.fwd.on_global_reply(success, &data)? {
+                        self.mux_fwd.on_outcome(o);
+                    }
                 }
             }
             Event::ChannelOpened(id) => self.on_opened(conn, fds, id)?,
@@ -586,6 +591,9 @@ impl Handler for ClientSession {
             let new = m.take_sessions();
             if !new.is_empty() {
                 self.passengers.open(conn, new);
+            }
+            for ask in m.take_forwards() {
+                self.mux_fwd.apply(&mut self.fwd, conn, ask);
             }
             if m.terminate && !self.terminated {
                 // As ssh's master on `-O exit`: the connection ends now.

@@ -2,7 +2,7 @@
 //! ExitOnForwardFailure) and the forwarded-* channels it opens, connected
 //! to the local target before they are confirmed.
 
-use super::{ClientForward, ADMINISTRATIVELY_PROHIBITED, CONNECT_FAILED};
+use super::{ClientForward, RemoteOutcome, ADMINISTRATIVELY_PROHIBITED, CONNECT_FAILED};
 use crate::client::forward_spec::{Endpoint, Forward};
 use crate::log;
 use crate::net::fwdsock::{self, Connecting};
@@ -84,7 +84,7 @@ impl ClientForward {
             .remote
             .iter()
             .enumerate()
-            .find(|(i, f)| pick(*i, f))?;
+            .find(|(i, f)| !self.cancelled.contains(i) && pick(*i, f))?;
         Some(f.connect.clone())
     }
 
@@ -129,14 +129,20 @@ impl ClientForward {
         fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock)
     }
 
-    /// The server's answer to the oldest remote forward request.
-    pub fn on_global_reply(&mut self, success: bool, data: &[u8]) -> Result<(), String> {
+    /// The server's answer to the oldest remote forward request; for one
+    /// added while running, the outcome for whoever asked.
+    pub fn on_global_reply(
+        &mut self,
+        success: bool,
+        data: &[u8],
+    ) -> Result<Option<RemoteOutcome>, String> {
         let Some(i) = self.remote_pending.pop_front() else {
-            return Ok(());
+            return Ok(None);
         };
         let Some(f) = self.plan.remote.get(i) else {
-            return Ok(());
+            return Ok(None);
         };
+        let asked = self.tickets.remove(&i);
         let target = f
             .connect
             .as_ref()
@@ -146,7 +152,14 @@ impl ClientForward {
             Endpoint::Tcp { port, .. } => format!("port {port}"),
             Endpoint::Unix(p) => format!("path {p}"),
         };
+        let outcome = |result| Ok(asked.then_some(RemoteOutcome { ticket: i, result }));
         if !success {
+            self.cancelled.insert(i);
+            if asked {
+                return outcome(Err(format!(
+                    "remote port forwarding failed for listen {listen}"
+                )));
+            }
             if self.plan.exit_on_failure {
                 return Err(format!(
                     "Error: remote port forwarding failed for listen {listen}"
@@ -156,7 +169,7 @@ impl ClientForward {
                 Info,
                 "Warning: remote port forwarding failed for listen {listen}"
             );
-            return Ok(());
+            return Ok(None);
         }
         if let Endpoint::Tcp { port: 0, .. } = f.listen {
             match Reader::new(data)
@@ -167,18 +180,21 @@ impl ClientForward {
                 Some(p) if p != 0 => {
                     log!(Info, "Allocated port {p} for remote forward to {target}");
                     self.allocated.insert(i, p);
+                    return outcome(Ok(Some(p)));
                 }
-                _ => log!(
-                    Error,
-                    "Invalid allocated port for remote forward to {target}"
-                ),
+                _ => {
+                    log!(
+                        Error,
+                        "Invalid allocated port for remote forward to {target}"
+                    );
+                    return outcome(Err("invalid allocated port".into()));
+                }
             }
-        } else {
-            log!(
-                Debug1,
-                "remote forward success for: listen {listen}, connect {target}"
-            );
         }
-        Ok(())
+        log!(
+            Debug1,
+            "remote forward success for: listen {listen}, connect {target}"
+        );
+        outcome(Ok(None))
     }
 }

@@ -391,7 +391,14 @@ impl Pump {
             };
             let written = io.drain();
             if written > 0 {
-                self.again |= io.is_in_process();
+                // A held CLOSE waits for this sink to drain: one more turn
+                // lets the handler answer it now rather than at the next
+                // packet.
+                let held = io.sinks_drained()
+                    && conn
+                        .channel_info(id)
+                        .is_some_and(|i| i.close_received && !i.close_sent);
+                self.again |= io.is_in_process() || held;
                 consumed_on(conn, &mut self.fds, id, written);
             }
         }

@@ -1,0 +1,195 @@
+//! `sluice -O check|exit|stop|forward|cancel` toward a running master
+//! (sluice's or ssh's), with ssh's messages and exit codes.
+
+use super::forward_spec::{Forward, Kind};
+use super::mux_wire::*;
+use crate::log;
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+/// The `-O` commands ssh knows; Err is ssh's message for another word.
+pub fn check_command(cmd: &str) -> Result<(), String> {
+    match cmd {
+        "check" | "forward" | "cancel" | "exit" | "stop" | "proxy" => Ok(()),
+        _ => Err("Invalid multiplex command.".into()),
+    }
+}
+
+/// Connects to the master at `path` and says hello; Err: what to print.
+fn connect_master(path: &str) -> Result<UnixStream, String> {
+    let mut s = UnixStream::connect(path).map_err(|e| {
+        format!(
+            "Control socket connect({path}): {}",
+            crate::net::describe_io_error(&e)
+        )
+    })?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    let hello = (|| -> std::io::Result<()> {
+        s.write_all(&frame(&[HELLO, VERSION], None))?;
+        let m = read_message(&mut s)?;
+        if word(&m, 0) != Some(HELLO) || word(&m, 1) != Some(VERSION) {
+            return Err(std::io::Error::other("bad hello from master"));
+        }
+        Ok(())
+    })();
+    hello.map_err(|e| format!("mux_client_hello_exchange: {e}"))?;
+    Ok(s)
+}
+
+/// `sluice -O cmd` with ControlPath `path`: ssh's messages and exit codes.
+/// `forwards` (the command line's and the configuration's) are what
+/// `-O forward` asks for and `-O cancel` closes.
+pub fn client_command(path: Option<&str>, cmd: &str, forwards: &[(Kind, Forward)]) -> i32 {
+    let Some(path) = path else {
+        log::print("No ControlPath specified for \"-O\" command");
+        return 255;
+    };
+    let (request, what) = match cmd {
+        "check" => (C_ALIVE_CHECK, "alive check"),
+        "exit" => (C_TERMINATE, "termination"),
+        "stop" => (C_STOP_LISTENING, "stop listening"),
+        "forward" | "cancel" => {
+            let r = connect_master(path)
+                .and_then(|mut s| ask_master(&mut s, cmd == "cancel", forwards, false, 1));
+            // As ssh: a failed forward is fatal, a failed cancel is not.
+            return match r {
+                Ok(()) => 0,
+                Err(e) if cmd == "cancel" => {
+                    log::print(&e);
+                    log::print("muxclient: master cancel forward request failed");
+                    0
+                }
+                Err(e) => {
+                    log::print(&e);
+                    log::print("muxclient: master forward request failed");
+                    255
+                }
+            };
+        }
+        _ => {
+            log::print(&format!(
+                "sluice: -O {cmd}: not supported (a sluice master does not relay a proxy client's packets)"
+            ));
+            return 255;
+        }
+    };
+    let mut s = match connect_master(path) {
+        Ok(s) => s,
+        Err(e) => {
+            log::print(&e);
+            return 255;
+        }
+    };
+    if let Err(e) = s.write_all(&frame(&[request, 1], None)) {
+        log::print(&format!(
+            "mux_client_request_{cmd}: write to master failed: {e}"
+        ));
+        return 255;
+    }
+    let reply = match read_message(&mut s) {
+        Ok(m) => m,
+        // As ssh: a master that already went away did terminate.
+        Err(_) if request == C_TERMINATE => frame(&[S_OK, 1], None).split_off(4),
+        Err(e) => {
+            log::print(&format!(
+                "mux_client_request_{}: read from master failed: {e}",
+                cmd
+            ));
+            return 255;
+        }
+    };
+    match (word(&reply, 0), word(&reply, 1)) {
+        (Some(S_ALIVE), Some(1)) if request == C_ALIVE_CHECK => {
+            log::print(&format!(
+                "Master running (pid={})",
+                word(&reply, 2).unwrap_or(0)
+            ));
+            0
+        }
+        (Some(S_OK), Some(1)) if request == C_TERMINATE => {
+            log::print("Exit request sent.");
+            0
+        }
+        (Some(S_OK), Some(1)) => {
+            log::print("Stop listening request sent.");
+            0
+        }
+        (Some(S_PERMISSION_DENIED), _) => {
+            log::print(&format!(
+                "Master refused {what} request: {}",
+                reason(&reply, 2)
+            ));
+            255
+        }
+        (Some(S_FAILURE), _) => {
+            log::print(&format!("{what} request failed: {}", reason(&reply, 2)));
+            255
+        }
+        _ => {
+            log::print(&format!(
+                "unexpected response from master to {what} request"
+            ));
+            255
+        }
+    }
+}
+
+/// Asks the master over `s` (hello done) for each of `forwards` (or to
+/// close it), request ids from `first_id`. A port the master reports for a
+/// `-R 0:...` is printed on stdout for `-O forward` (as ssh), logged for a
+/// passenger. `keep_going`: a refused one is logged and the rest asked.
+pub(super) fn ask_master(
+    s: &mut UnixStream,
+    close: bool,
+    forwards: &[(Kind, Forward)],
+    keep_going: bool,
+    first_id: u32,
+) -> Result<(), String> {
+    let command = first_id == 1;
+    for (i, (kind, f)) in forwards.iter().enumerate() {
+        let rid = first_id + i as u32;
+        s.write_all(&fwd_request(close, rid, *kind, f))
+            .map_err(|e| format!("write to master: {e}"))?;
+        let m = read_message(s).map_err(|e| format!("read from master: {e}"))?;
+        let what = if close { "cancel" } else { "forward" };
+        let failed = match (word(&m, 0), word(&m, 1)) {
+            (Some(S_OK), Some(r)) if r == rid => None,
+            (Some(S_REMOTE_PORT), Some(r)) if r == rid => {
+                let port = word(&m, 2).unwrap_or(0);
+                if command {
+                    crate::outln!("{port}");
+                } else {
+                    log!(
+                        Info,
+                        "Allocated port {port} for mux remote forward to {}",
+                        target(f)
+                    );
+                }
+                None
+            }
+            (Some(S_PERMISSION_DENIED), _) => Some(format!(
+                "Master refused {what}ing request: {}",
+                reason(&m, 2)
+            )),
+            (Some(S_FAILURE), _) => Some(format!(
+                "mux_client_forward: {what}ing request failed: {}",
+                reason(&m, 2)
+            )),
+            _ => return Err(format!("unexpected response from master to {what} request")),
+        };
+        match failed {
+            Some(e) if keep_going => log!(Error, "{e}"),
+            Some(e) => return Err(e),
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+fn target(f: &Forward) -> String {
+    f.connect
+        .as_ref()
+        .map(|c| c.to_string())
+        .unwrap_or_default()
+}
