@@ -246,7 +246,13 @@ fn wrong_number_of_answers_is_a_protocol_error() {
         }
     };
     let err = run(&mut p, &mut client, &mut server).unwrap_err();
-    assert!(err.to_string().contains("wrong number of answers"), "{err}");
+    assert_eq!(
+        err,
+        Error::Protocol(Violation::WrongAnswerCount {
+            prompts: 1,
+            answers: 2
+        })
+    );
     assert!(!p
         .server_events
         .iter()
