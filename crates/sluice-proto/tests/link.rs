@@ -115,6 +115,70 @@ fn window_refills_across_a_slow_link() {
     }
 }
 
+/// A re-key started by either end in the middle of a transfer whose
+/// packets arrive in pieces (the old keys' last bytes and the new keys'
+/// first can share a chunk).
+#[test]
+fn rekey_mid_transfer_over_a_chunked_link() {
+    for (seed, server_starts) in seeds(4).zip([false, true, false, true]) {
+        let mut p = over(Pair::default_algs(), Policy::seeded(seed), seed);
+        p.establish();
+        let data = pattern(1 << 20, 4);
+        let ch = p.client_channel.unwrap();
+        let (mut sent, mut rekeyed) = (0, false);
+        while sent < data.len() {
+            sent += p
+                .client
+                .send_data(p.now, ch, None, &data[sent..], &mut p.c2s);
+            if !rekeyed && sent > data.len() / 2 {
+                if server_starts {
+                    p.server.rekey()
+                } else {
+                    p.client.rekey()
+                }
+                rekeyed = true;
+            }
+            p.step().unwrap();
+        }
+        p.drive().unwrap();
+        assert!(p.server_data == data, "seed {seed}");
+        assert_eq!(rekeys(&p.client_events), 1, "seed {seed}");
+    }
+}
+
+/// Compression both ways (delayed start at authentication) over the link.
+#[test]
+fn compression_over_a_chunked_link() {
+    for seed in seeds(2) {
+        let mut p = Pair::tweaked(
+            "curve25519-sha256",
+            "ssh-ed25519",
+            "aes256-gcm@openssh.com",
+            "hmac-sha2-256",
+            |c, _| {
+                c.compression_engines = sluice_proto::transport::compress::default_engines();
+                c.prefer_compression = true;
+            },
+        );
+        p = over(p, Policy::seeded(seed), seed);
+        p.establish();
+        let text: Vec<u8> = b"the quick brown fox jumps over the lazy dog\n"
+            .iter()
+            .cycle()
+            .take(512 << 10)
+            .copied()
+            .collect();
+        p.upload(&text);
+        p.download(&text);
+        assert!(
+            p.server_data == text && p.client_data == text,
+            "seed {seed}"
+        );
+        let (raw, z) = p.client.compression_stats().0.unwrap();
+        assert!(z * 10 < raw, "seed {seed}: compressed {z} of {raw}");
+    }
+}
+
 /// RekeyLimit's time: five hours of virtual time, a re-key each hour, in
 /// a few hundred steps and no sleep; the link keeps working after.
 #[test]

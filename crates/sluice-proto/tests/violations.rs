@@ -198,6 +198,58 @@ fn open_confirmation_for_a_channel_not_being_opened() {
 }
 
 #[test]
+fn an_info_response_nobody_asked_for() {
+    // Keyboard-interactive answers with no prompts out: the server's
+    // authentication has no place for them.
+    let mut p = established();
+    let mut m = Vec::new();
+    sluice_proto::msg::UserauthInfoResponse {
+        responses: vec!["secret".into()],
+    }
+    .encode(&mut m);
+    assert_eq!(
+        violation(client_sends(&mut p, &m)),
+        Violation::UnexpectedMessage {
+            num: MsgNum(61),
+            state: Phase::ServerAuth
+        }
+    );
+}
+
+#[test]
+fn a_pk_ok_nobody_asked_for() {
+    let mut p = established();
+    assert_eq!(
+        violation(server_sends(&mut p, &[60, 0, 0, 0, 0, 0, 0, 0, 0])),
+        Violation::UnexpectedMessage {
+            num: MsgNum(60),
+            state: Phase::ClientAuth
+        }
+    );
+}
+
+#[test]
+fn open_failure_for_an_open_channel() {
+    let mut p = established();
+    let ch = p.client_channel.unwrap();
+    let mut m = Vec::new();
+    sluice_proto::msg::ChannelOpenFailure {
+        recipient_channel: ch.0,
+        reason_code: 2,
+        description: "no".into(),
+        language: String::new(),
+    }
+    .encode(&mut m);
+    assert_eq!(
+        violation(server_sends(&mut p, &m)),
+        Violation::ChannelNotOpening {
+            num: MsgNum(92),
+            channel: ch.0
+        }
+    );
+}
+
+#[test]
 fn channel_request_on_an_unknown_channel() {
     let mut p = established();
     let mut m = Vec::new();
