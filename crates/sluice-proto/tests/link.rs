@@ -302,7 +302,7 @@ fn faulty_run(seed: u64, policy: Policy) -> Outcome {
 
 /// A fault somewhere in the first `span` bytes of either direction.
 fn fault(r: &mut LinkRng, span: u64, flip: bool) -> Fault {
-    let dir = if r.next() % 2 == 0 {
+    let dir = if r.next().is_multiple_of(2) {
         Dir::Up
     } else {
         Dir::Down
