@@ -12,7 +12,7 @@ use crate::auth::AuthState;
 use crate::config::{ClientConfig, Config, ServerConfig};
 use crate::connection::Channels;
 use crate::crypto::Rng;
-use crate::error::{Error, Violation};
+use crate::error::{Error, FloodKind, Phase, Violation};
 use crate::event::{ChannelId, Event};
 use crate::kex::KexMachine;
 use crate::msg::{self, Disconnect, DisconnectReason};
@@ -332,8 +332,7 @@ impl Connection {
         payload: &[u8],
         seq: u32,
     ) -> Result<Option<(ChannelId, Option<u32>, std::ops::Range<usize>)>, Error> {
-        let num = msg::msg_num(payload)
-            .ok_or(Violation::UnexpectedMessage(MsgNum(0), "(empty payload)"))?;
+        let num = msg::msg_num(payload).ok_or(Violation::EmptyPayload)?;
         if self.kex.in_initial_strict_kex() && !num.is_kex() {
             return Err(Violation::StrictKex(num).into());
         }
@@ -341,7 +340,11 @@ impl Connection {
             // A strict-KEX peer's first packet must be KEXINIT; we cannot yet know
             // if the peer is strict, so only transport-generic noise is tolerated.
             if !(1..=4).contains(&num.0) {
-                return Err(Violation::UnexpectedMessage(num, "before KEXINIT").into());
+                return Err(Violation::UnexpectedMessage {
+                    num,
+                    state: Phase::BeforeKexInit,
+                }
+                .into());
             }
         }
         let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
@@ -396,9 +399,7 @@ impl Connection {
                 if !self.auth.authenticated {
                     self.auth.early_unimplemented += 1;
                     if self.auth.early_unimplemented > MAX_UNIMPLEMENTED_BEFORE_AUTH {
-                        return Err(
-                            Violation::Flood("unknown messages before authentication").into()
-                        );
+                        return Err(Violation::Flood(FloodKind::UnknownBeforeAuth).into());
                     }
                 }
                 let mut p = Vec::new();
@@ -413,7 +414,11 @@ impl Connection {
         if self.auth.authenticated {
             Ok(())
         } else {
-            Err(Violation::UnexpectedMessage(num, "before authentication").into())
+            Err(Violation::UnexpectedMessage {
+                num,
+                state: Phase::BeforeAuthentication,
+            }
+            .into())
         }
     }
 
@@ -434,9 +439,9 @@ impl Connection {
         self.queued_bytes += queue.back().map_or(0, Vec::len) + PER_PAYLOAD;
         if self.queued_bytes > MAX_QUEUED_CONTROL && !self.closed {
             let what = if held {
-                "replies held during key exchange"
+                FloodKind::HeldDuringKex
             } else {
-                "replies queued for sending"
+                FloodKind::QueuedForSending
             };
             let _ = self.fail(Violation::Flood(what).into());
         }

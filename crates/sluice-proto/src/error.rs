@@ -47,15 +47,51 @@ pub enum Violation {
     MacFailure,
     /// A field of a message could not be parsed.
     Malformed(MsgNum, WireError),
-    /// A message that is not allowed in the current state.
-    UnexpectedMessage(MsgNum, &'static str),
+    /// A packet with no message number (an empty payload).
+    EmptyPayload,
+    /// A message that is not allowed in the state the connection is in.
+    UnexpectedMessage {
+        /// The message's number.
+        num: MsgNum,
+        /// Where the connection was when it arrived.
+        state: Phase,
+    },
+    /// A key-exchange message that may come once per exchange came again
+    /// (KEXINIT, the client's public value, a group request).
+    RepeatedKexMessage(MsgNum),
+    /// NEWKEYS before the exchange's reply was sent or received, or twice.
+    NewKeysTooEarly,
+    /// Keyboard-interactive (RFC 4256 3.2): an INFO_REQUEST with more
+    /// prompts than we answer.
+    TooManyPrompts(usize),
+    /// Keyboard-interactive (RFC 4256 3.4): an INFO_RESPONSE whose number
+    /// of answers differs from the prompts sent.
+    WrongAnswerCount {
+        /// Prompts we sent.
+        prompts: usize,
+        /// Answers that came.
+        answers: usize,
+    },
+    /// A USERAUTH_REQUEST while the previous one is still being decided
+    /// (RFC 4252 5: a client waits for the answer).
+    AuthRequestWhilePending,
+    /// CHANNEL_OPEN_CONFIRMATION or _FAILURE for a channel we are not
+    /// opening (RFC 4254 5.1).
+    ChannelNotOpening {
+        /// The message's number (91 or 92).
+        num: MsgNum,
+        /// Our number of the channel it named.
+        channel: u32,
+    },
+    /// Channel data after the peer's CHANNEL_EOF (RFC 4254 5.3).
+    DataAfterEof(u32),
     /// Strict KEX (Terrapin countermeasure): a message other than the key
     /// exchange's own arrived during the initial key exchange.
     StrictKex(MsgNum),
     /// No algorithm both sides support.
     NoCommonAlgorithm {
-        /// Which list (kex, host key, cipher, MAC, compression).
-        what: &'static str,
+        /// Which list.
+        what: AlgorithmKind,
         /// What we offered.
         ours: String,
         /// What the peer offered.
@@ -90,8 +126,8 @@ pub enum Violation {
     /// (paramiko), so this connection cannot go on; a new one without the
     /// guess works (the client reconnects once by itself).
     KexGuessNotIgnored,
-    /// The peer made us queue more than a cap allows (what was queued).
-    Flood(&'static str),
+    /// The peer made us queue or answer more than a cap allows.
+    Flood(FloodKind),
     /// A user authentication request named another user than the first
     /// (RFC 4252 5: a server that cannot flush its state for the old name
     /// must disconnect; sshd always does).
@@ -133,7 +169,33 @@ impl fmt::Display for Violation {
             Violation::BadPadding => f.write_str("bad padding length"),
             Violation::MacFailure => f.write_str("message authentication code incorrect"),
             Violation::Malformed(m, e) => write!(f, "malformed message {}: {e}", m.0),
-            Violation::UnexpectedMessage(m, s) => write!(f, "unexpected message type {} {s}", m.0),
+            Violation::EmptyPayload => f.write_str("empty packet (no message type)"),
+            // ssh says "protocol error: rcvd type %d"; the state says where.
+            Violation::UnexpectedMessage { num, state } => {
+                write!(f, "unexpected message type {} {state}", num.0)
+            }
+            Violation::RepeatedKexMessage(m) => {
+                write!(f, "message type {} twice in one key exchange", m.0)
+            }
+            Violation::NewKeysTooEarly => {
+                f.write_str("unexpected message type 21 before the exchange completed")
+            }
+            Violation::TooManyPrompts(n) => {
+                write!(f, "keyboard-interactive request with too many prompts ({n})")
+            }
+            Violation::WrongAnswerCount { prompts, answers } => write!(
+                f,
+                "keyboard-interactive response with the wrong number of answers ({answers} for {prompts} prompts)"
+            ),
+            Violation::AuthRequestWhilePending => {
+                f.write_str("authentication request while a request is being decided")
+            }
+            Violation::ChannelNotOpening { num, channel } => write!(
+                f,
+                "channel {channel}: unexpected message type {} for a channel not being opened",
+                num.0
+            ),
+            Violation::DataAfterEof(c) => write!(f, "channel {c}: data after EOF"),
             Violation::StrictKex(m) => {
                 write!(
                     f,
@@ -174,6 +236,102 @@ impl fmt::Display for Violation {
                 "Change of username or service not allowed: ({from},ssh-connection) -> ({to},ssh-connection)"
             ),
         }
+    }
+}
+
+/// Where the connection was when a message arrived that does not belong
+/// there ([`Violation::UnexpectedMessage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Before the peer's KEXINIT, which a strict-KEX peer sends first.
+    BeforeKexInit,
+    /// A key-exchange method message outside any key exchange (before
+    /// the peer's KEXINIT or after NEWKEYS).
+    OutsideKex,
+    /// During a key exchange, a message its method does not send this way.
+    KeyExchange,
+    /// Group exchange (RFC 4419): before the group was requested or sent.
+    BeforeGroup,
+    /// Group exchange: a message the group exchange does not send this way.
+    GroupExchange,
+    /// An authentication message before the first key exchange finished.
+    BeforeKeyExchange,
+    /// Client authentication: a message a server does not send now.
+    ClientAuth,
+    /// Server authentication: a message a client does not send now.
+    ServerAuth,
+    /// A connection-protocol message before authentication succeeded.
+    BeforeAuthentication,
+    /// A number in the connection protocol's range (80-127) it does not define.
+    Connection,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::BeforeKexInit => "before KEXINIT",
+            Phase::OutsideKex => "outside a key exchange",
+            Phase::KeyExchange => "during key exchange",
+            Phase::BeforeGroup => "before the group exchange's group",
+            Phase::GroupExchange => "during group exchange",
+            Phase::BeforeKeyExchange => "before key exchange",
+            Phase::ClientAuth => "in client authentication",
+            Phase::ServerAuth => "in server authentication",
+            Phase::BeforeAuthentication => "before authentication",
+            Phase::Connection => "unknown to the connection protocol",
+        })
+    }
+}
+
+/// Which algorithm list found no match ([`Violation::NoCommonAlgorithm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlgorithmKind {
+    /// Key exchange methods.
+    Kex,
+    /// Host key (signature) algorithms.
+    HostKey,
+    /// Ciphers, either direction.
+    Cipher,
+    /// MACs, either direction.
+    Mac,
+    /// Compression methods, either direction.
+    Compression,
+}
+
+impl fmt::Display for AlgorithmKind {
+    // ssh's words: "no matching cipher found", "no matching MAC found".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AlgorithmKind::Kex => "key exchange method",
+            AlgorithmKind::HostKey => "host key type",
+            AlgorithmKind::Cipher => "cipher",
+            AlgorithmKind::Mac => "MAC",
+            AlgorithmKind::Compression => "compression method",
+        })
+    }
+}
+
+/// What a peer made us queue or answer past its cap ([`Violation::Flood`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloodKind {
+    /// Replies held while a key exchange runs.
+    HeldDuringKex,
+    /// Replies queued for sending faster than they go out.
+    QueuedForSending,
+    /// UNIMPLEMENTED answers to unknown message numbers before authentication.
+    UnknownBeforeAuth,
+    /// UNIMPLEMENTED answers to connection messages before authentication.
+    ConnectionBeforeAuth,
+}
+
+impl fmt::Display for FloodKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FloodKind::HeldDuringKex => "replies held during key exchange",
+            FloodKind::QueuedForSending => "replies queued for sending",
+            FloodKind::UnknownBeforeAuth => "unknown messages before authentication",
+            FloodKind::ConnectionBeforeAuth => "connection messages before authentication",
+        })
     }
 }
 

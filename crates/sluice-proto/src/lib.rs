@@ -72,5 +72,5 @@ pub mod transport;
 pub use crate::core::{ChannelData, Connection, Received, Role};
 pub use config::{ClientConfig, Config, ServerConfig};
 pub use connection::channel::ChannelInfo;
-pub use error::{Error, Violation};
+pub use error::{AlgorithmKind, Error, FloodKind, Phase, Violation};
 pub use event::{AuthMethodRequest, ChannelId, Event};

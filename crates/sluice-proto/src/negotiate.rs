@@ -4,7 +4,7 @@
 //! PROTOCOL, the Terrapin countermeasure).
 
 use crate::crypto::CryptoProvider;
-use crate::error::Violation;
+use crate::error::{AlgorithmKind, Violation};
 use crate::msg::KexInit;
 
 /// Client marker for RFC 8308 extension negotiation.
@@ -51,7 +51,7 @@ fn is_pseudo(name: &str) -> bool {
         || name == crate::transport::zstd::LONG_STORED
 }
 
-fn choose(what: &'static str, client: &[String], server: &[String]) -> Result<String, Violation> {
+fn choose(what: AlgorithmKind, client: &[String], server: &[String]) -> Result<String, Violation> {
     client
         .iter()
         .filter(|c| !is_pseudo(c))
@@ -78,9 +78,13 @@ fn choose_mac(
         // but unauthenticated stream could be altered undetected.
         let authenticated =
             |l: &[String]| -> Vec<String> { l.iter().filter(|m| *m != "none").cloned().collect() };
-        return choose("MAC", &authenticated(client), &authenticated(server));
+        return choose(
+            AlgorithmKind::Mac,
+            &authenticated(client),
+            &authenticated(server),
+        );
     }
-    choose("MAC", client, server)
+    choose(AlgorithmKind::Mac, client, server)
 }
 
 /// Negotiates from both KEXINITs. `first` is true for the connection's
@@ -95,22 +99,22 @@ pub fn negotiate(
 ) -> Result<Algorithms, Violation> {
     let aead = |name: &str| provider.cipher_info(name).is_some_and(|c| c.aead);
     let kex = choose(
-        "key exchange method",
+        AlgorithmKind::Kex,
         &client.kex_algorithms,
         &server.kex_algorithms,
     )?;
     let host_key = choose(
-        "host key type",
+        AlgorithmKind::HostKey,
         &client.server_host_key_algorithms,
         &server.server_host_key_algorithms,
     )?;
     let cipher_c2s = choose(
-        "cipher",
+        AlgorithmKind::Cipher,
         &client.encryption_client_to_server,
         &server.encryption_client_to_server,
     )?;
     let cipher_s2c = choose(
-        "cipher",
+        AlgorithmKind::Cipher,
         &client.encryption_server_to_client,
         &server.encryption_server_to_client,
     )?;
@@ -127,12 +131,12 @@ pub fn negotiate(
         &server.mac_server_to_client,
     )?;
     let comp_c2s = choose(
-        "compression method",
+        AlgorithmKind::Compression,
         &client.compression_client_to_server,
         &server.compression_client_to_server,
     )?;
     let comp_s2c = choose(
-        "compression method",
+        AlgorithmKind::Compression,
         &client.compression_server_to_client,
         &server.compression_server_to_client,
     )?;

@@ -246,7 +246,13 @@ fn wrong_number_of_answers_is_a_protocol_error() {
         }
     };
     let err = run(&mut p, &mut client, &mut server).unwrap_err();
-    assert!(err.to_string().contains("wrong number of answers"), "{err}");
+    assert_eq!(
+        err,
+        Error::Protocol(Violation::WrongAnswerCount {
+            prompts: 1,
+            answers: 2
+        })
+    );
     assert!(!p
         .server_events
         .iter()
@@ -416,4 +422,36 @@ fn another_user_in_any_later_request_ends_the_connection() {
         description,
         "Change of username or service not allowed: (alice,ssh-connection) -> (bob,ssh-connection)"
     );
+}
+
+#[test]
+fn too_many_prompts_is_a_protocol_error() {
+    // A server asking more than the client answers (sshd's own cap).
+    let mut p = pair(&["keyboard-interactive"], 6);
+    let mut client = |c: &mut Connection, e: Event| {
+        if let Event::AuthReady = e {
+            c.auth_kbdint("alice", "")
+        }
+    };
+    // The server leaves the request undecided, then misbehaves by hand.
+    let mut server = |_: &mut Connection, _: Event| {};
+    run(&mut p, &mut client, &mut server).unwrap();
+    let n = sluice_proto::auth::MAX_KBDINT_PROMPTS + 1;
+    let mut m = Vec::new();
+    sluice_proto::msg::UserauthInfoRequest {
+        name: String::new(),
+        instruction: String::new(),
+        language: String::new(),
+        prompts: vec![prompt("?", false); n],
+    }
+    .encode(&mut m);
+    let mut wire = Vec::new();
+    p.server.seal_raw(&m, false, &mut wire);
+    let mut sink = Vec::new();
+    let err = Pair::feed(&mut p.client, &mut wire, usize::MAX, p.now, &mut sink, true);
+    assert_eq!(err, Err(Error::Protocol(Violation::TooManyPrompts(n))));
+    assert!(!p
+        .client_events
+        .iter()
+        .any(|e| matches!(e, Event::AuthInfoRequest { .. })));
 }

@@ -66,6 +66,16 @@ fn insecure_names_never_meet_a_real_config() {
     );
     let err = p.drive().unwrap_err();
     assert!(
+        matches!(
+            &err,
+            sluice_proto::Error::Protocol(sluice_proto::Violation::NoCommonAlgorithm {
+                what: sluice_proto::AlgorithmKind::Kex,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(
         err.to_string().contains("no matching key exchange method"),
         "{err}"
     );

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use sluice_proto::crypto::hostkey::KeyPair;
 use sluice_proto::crypto::{cipher, hostkey, kex, SystemRng};
-use sluice_proto::{ClientConfig, Config, Connection, Event, ServerConfig};
+use sluice_proto::{ClientConfig, Config, Connection, Error, Event, ServerConfig, Violation};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -355,6 +355,8 @@ fn window_overrun_by_peer_is_a_protocol_error() {
         false,
     )
     .unwrap_err();
+    let sch = p.server_channel.unwrap();
+    assert_eq!(err, Error::Protocol(Violation::WindowExceeded(sch.0)));
     assert!(err.to_string().contains("ignored channel window"), "{err}");
     assert!(p.server.is_closed());
 }
@@ -376,7 +378,7 @@ fn data_for_a_channel_that_does_not_exist_is_refused() {
         true,
     )
     .unwrap_err();
-    assert!(err.to_string().contains("unknown channel 77"), "{err}");
+    assert_eq!(err, Error::Protocol(Violation::UnknownChannel(77)));
 }
 
 #[test]
@@ -398,7 +400,10 @@ fn strict_kex_rejects_ignore_during_initial_exchange() {
         true,
     );
     let err = r.unwrap_err();
-    assert!(err.to_string().contains("strict KEX"), "{err}");
+    assert_eq!(
+        err,
+        Error::Protocol(Violation::StrictKex(sluice_proto::wire::MsgNum::IGNORE))
+    );
     // A DISCONNECT is queued for the peer.
     let mut out = Vec::new();
     p.server.poll_transmit(p.now, &mut out);
@@ -423,7 +428,7 @@ fn tampered_packet_fails_mac_and_closes() {
         true,
     )
     .unwrap_err();
-    assert!(err.to_string().contains("authentication code"), "{err}");
+    assert_eq!(err, Error::Protocol(Violation::MacFailure));
     assert!(p.server.is_closed());
 }
 

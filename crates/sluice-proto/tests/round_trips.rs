@@ -319,7 +319,12 @@ fn strict_kex_still_refuses_ignore_after_a_wrong_guess() {
         }
     }
     let err = err.expect("IGNORE during the initial strict exchange must be fatal");
-    assert!(err.to_string().contains("strict KEX"), "{err}");
+    assert_eq!(
+        err,
+        sluice_proto::Error::Protocol(sluice_proto::Violation::StrictKex(
+            sluice_proto::wire::MsgNum::IGNORE
+        ))
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use crate::core::Connection;
 use crate::crypto::hostkey::Signer;
-use crate::error::{Error, Violation};
+use crate::error::{Error, Phase, Violation};
 use crate::event::Event;
 use crate::msg::{self, AuthMethod, UserauthRequest};
 use crate::wire::{MsgNum, WireError};
@@ -86,7 +86,7 @@ impl Connection {
             MsgNum::USERAUTH_PK_OK if self.auth.in_flight == InFlight::KbdInt => {
                 let req = msg::UserauthInfoRequest::decode(payload).map_err(bad)?;
                 if req.prompts.len() > super::MAX_KBDINT_PROMPTS {
-                    return Err(Violation::UnexpectedMessage(num, "with too many prompts").into());
+                    return Err(Violation::TooManyPrompts(req.prompts.len()).into());
                 }
                 self.auth.in_flight = InFlight::KbdIntPrompted;
                 self.events.push_back(Event::AuthInfoRequest {
@@ -95,7 +95,13 @@ impl Connection {
                     prompts: req.prompts,
                 });
             }
-            _ => return Err(Violation::UnexpectedMessage(num, "in client authentication").into()),
+            _ => {
+                return Err(Violation::UnexpectedMessage {
+                    num,
+                    state: Phase::ClientAuth,
+                }
+                .into())
+            }
         }
         Ok(())
     }

@@ -5,7 +5,7 @@
 //! open then goes out again behind the next signed request, or after success.
 
 use crate::core::Connection;
-use crate::error::{Error, Violation};
+use crate::error::{Error, FloodKind, Violation};
 use crate::event::ChannelId;
 use crate::wire::{MsgNum, Writer};
 use crate::Role;
@@ -156,11 +156,7 @@ impl Connection {
         }
         self.auth.early_unimplemented += 1;
         if self.auth.early_unimplemented > crate::core::MAX_UNIMPLEMENTED_BEFORE_AUTH {
-            return Err(Violation::UnexpectedMessage(
-                MsgNum(80),
-                "before authentication, too many times",
-            )
-            .into());
+            return Err(Violation::Flood(FloodKind::ConnectionBeforeAuth).into());
         }
         let mut p = Vec::new();
         Writer::new(&mut p).u8(MsgNum::UNIMPLEMENTED.0).u32(seq);

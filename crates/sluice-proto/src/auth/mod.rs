@@ -11,7 +11,7 @@ pub const MAX_KBDINT_PROMPTS: usize = 256;
 pub const MAX_KBDINT_ANSWERS: usize = 100;
 
 use crate::core::{Connection, Role};
-use crate::error::{Error, Violation};
+use crate::error::{Error, Phase, Violation};
 use crate::wire::MsgNum;
 
 /// Authentication state of one connection.
@@ -90,7 +90,11 @@ impl Connection {
     /// Handles messages 5-7 and 50-79.
     pub(crate) fn handle_auth(&mut self, num: MsgNum, payload: &[u8]) -> Result<(), Error> {
         if self.kex.session_id.is_none() {
-            return Err(Violation::UnexpectedMessage(num, "before key exchange").into());
+            return Err(Violation::UnexpectedMessage {
+                num,
+                state: Phase::BeforeKeyExchange,
+            }
+            .into());
         }
         match self.role {
             Role::Client => self.client_auth_message(num, payload),

@@ -7,7 +7,7 @@
 
 use crate::core::Connection;
 use crate::crypto::hostkey;
-use crate::error::{Error, Violation};
+use crate::error::{Error, Phase, Violation};
 use crate::event::{AuthMethodRequest, Event};
 use crate::msg::{self, AuthMethod, DisconnectReason};
 use crate::stripe::codec::JoinRequest;
@@ -54,11 +54,7 @@ impl Connection {
                     self.count_failure()?;
                 }
                 if self.auth.pending.is_some() {
-                    return Err(Violation::UnexpectedMessage(
-                        num,
-                        "while a request is being decided",
-                    )
-                    .into());
+                    return Err(Violation::AuthRequestWhilePending.into());
                 }
                 self.on_userauth_request(req)
             }
@@ -66,10 +62,10 @@ impl Connection {
                 let r = msg::UserauthInfoResponse::decode(payload).map_err(bad)?;
                 let want = self.auth.info_prompts.take().unwrap_or_default();
                 if r.responses.len() != want {
-                    return Err(Violation::UnexpectedMessage(
-                        num,
-                        "with the wrong number of answers",
-                    )
+                    return Err(Violation::WrongAnswerCount {
+                        prompts: want,
+                        answers: r.responses.len(),
+                    }
                     .into());
                 }
                 self.events.push_back(Event::AuthInfoResponse {
@@ -77,7 +73,11 @@ impl Connection {
                 });
                 Ok(())
             }
-            _ => Err(Violation::UnexpectedMessage(num, "in server authentication").into()),
+            _ => Err(Violation::UnexpectedMessage {
+                num,
+                state: Phase::ServerAuth,
+            }
+            .into()),
         }
     }
 

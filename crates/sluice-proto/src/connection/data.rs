@@ -59,7 +59,7 @@ impl Connection {
         let clock = self.clock;
         let ch = self.open_channel_mut(recipient)?;
         if ch.eof_received {
-            return Err(Violation::UnexpectedMessage(num, "after EOF").into());
+            return Err(Violation::DataAfterEof(recipient).into());
         }
         if len > max_packet {
             return Err(Violation::PacketExceedsMaximum(recipient).into());

@@ -11,7 +11,7 @@ pub(crate) use channel::{Channel, ChannelState, Channels};
 use window::RecvWindow;
 
 use crate::core::Connection;
-use crate::error::{Error, Violation};
+use crate::error::{Error, Phase, Violation};
 use crate::event::{ChannelId, Event};
 use crate::msg::{self, ChannelRequestKind};
 use crate::wire::{MsgNum, WireError};
@@ -84,10 +84,10 @@ impl Connection {
                 self.early_open_answered(c.recipient_channel);
                 let ch = self.channel_mut(c.recipient_channel)?;
                 if ch.state != ChannelState::Opening {
-                    return Err(Violation::UnexpectedMessage(
+                    return Err(Violation::ChannelNotOpening {
                         num,
-                        "for a channel not being opened",
-                    )
+                        channel: c.recipient_channel,
+                    }
                     .into());
                 }
                 ch.state = ChannelState::Open;
@@ -101,10 +101,10 @@ impl Connection {
                 let f = msg::ChannelOpenFailure::decode(payload).map_err(bad)?;
                 self.early_open_answered(f.recipient_channel);
                 if self.channel_mut(f.recipient_channel)?.state != ChannelState::Opening {
-                    return Err(Violation::UnexpectedMessage(
+                    return Err(Violation::ChannelNotOpening {
                         num,
-                        "for a channel not being opened",
-                    )
+                        channel: f.recipient_channel,
+                    }
                     .into());
                 }
                 self.channels.free(ChannelId(f.recipient_channel));
@@ -182,7 +182,11 @@ impl Connection {
                 });
             }
             _ => {
-                return Err(Violation::UnexpectedMessage(num, "unknown connection message").into())
+                return Err(Violation::UnexpectedMessage {
+                    num,
+                    state: Phase::Connection,
+                }
+                .into())
             }
         }
         Ok(())

@@ -10,7 +10,7 @@
 
 use crate::core::{Connection, Role};
 use crate::crypto::kex::{self as kexalg, gex, DhClient, DhGroup};
-use crate::error::{Error, Violation};
+use crate::error::{Error, Phase, Violation};
 use crate::msg::{KexDhGexGroup, KexDhGexInit, KexDhGexReply, KexDhGexRequest, KexEcdhReply};
 use crate::negotiate::Algorithms;
 use crate::wire::{MsgNum, Writer};
@@ -95,7 +95,11 @@ impl Connection {
             (MsgNum::KEX_DH_GEX_REPLY, Role::Client) => {
                 let m = KexDhGexReply::decode(payload).map_err(bad)?;
                 if self.kex.gex.as_ref().is_none_or(|g| g.group.is_none()) {
-                    return Err(Violation::UnexpectedMessage(num, "before the group").into());
+                    return Err(Violation::UnexpectedMessage {
+                        num,
+                        state: Phase::BeforeGroup,
+                    }
+                    .into());
                 }
                 self.on_ecdh_reply(KexEcdhReply {
                     host_key: m.host_key,
@@ -103,14 +107,18 @@ impl Connection {
                     signature: m.signature,
                 })
             }
-            _ => Err(Violation::UnexpectedMessage(num, "during group exchange").into()),
+            _ => Err(Violation::UnexpectedMessage {
+                num,
+                state: Phase::GroupExchange,
+            }
+            .into()),
         }
     }
 
     /// Server: picks a group as sshd does and sends it.
     fn on_gex_request(&mut self, m: KexDhGexRequest) -> Result<(), Error> {
         if self.kex.gex.is_some() {
-            return Err(Violation::UnexpectedMessage(MsgNum::KEX_DH_GEX_REQUEST, "twice").into());
+            return Err(Violation::RepeatedKexMessage(MsgNum::KEX_DH_GEX_REQUEST).into());
         }
         if !gex::request_ok(m.min, m.n, m.max) {
             return Err(Violation::BadKexValue.into());
@@ -141,7 +149,10 @@ impl Connection {
             .and_then(|a| kexalg::kex_hash(&a.kex))
             .ok_or(Violation::BadKexValue)?;
         let state = self.kex.gex.as_mut().filter(|g| g.group.is_none()).ok_or(
-            Violation::UnexpectedMessage(MsgNum::KEX_DH_GEX_GROUP, "not requested"),
+            Violation::UnexpectedMessage {
+                num: MsgNum::KEX_DH_GEX_GROUP,
+                state: Phase::GroupExchange,
+            },
         )?;
         // ssh refuses a group outside what it asked ("DH_GEX group out of range").
         // m.p has no leading zero byte (decoded as an unsigned magnitude).
@@ -170,7 +181,10 @@ impl Connection {
     /// Server: f and K for the client's e in the group we sent.
     fn on_gex_init(&mut self, e: &[u8]) -> Result<(), Error> {
         let group = self.kex.gex.as_ref().and_then(|g| g.group.clone()).ok_or(
-            Violation::UnexpectedMessage(MsgNum::KEX_DH_GEX_INIT, "before KEX_DH_GEX_REQUEST"),
+            Violation::UnexpectedMessage {
+                num: MsgNum::KEX_DH_GEX_INIT,
+                state: Phase::BeforeGroup,
+            },
         )?;
         self.server_exchange(e, |hash, rng| {
             kexalg::dh_respond(&group, hash, e, rng).map_err(|_| Violation::BadKexValue.into())

@@ -17,7 +17,7 @@ use crate::core::{Connection, Role};
 use crate::crypto::hostkey;
 use crate::crypto::kex::{self as kexalg, HashAlg, KexClient, SharedSecret};
 use crate::crypto::Rng;
-use crate::error::{Error, Violation};
+use crate::error::{Error, Phase, Violation};
 use crate::event::Event;
 use crate::handover::KeyMaterial;
 use crate::msg::{ExtInfo, KexDhGexReply, KexEcdhInit, KexEcdhReply, KexInit};
@@ -217,9 +217,11 @@ impl Connection {
             // Method messages (30-49) belong to an exchange the peer's
             // KEXINIT opened: one arriving after NEWKEYS (or before any
             // KEXINIT) must not start key agreement or a signature.
-            _ if self.kex.peer_kexinit.is_none() => {
-                Err(Violation::UnexpectedMessage(num, "outside a key exchange").into())
+            _ if self.kex.peer_kexinit.is_none() => Err(Violation::UnexpectedMessage {
+                num,
+                state: Phase::OutsideKex,
             }
+            .into()),
             _ if self.kex.ignore_guess => {
                 self.kex.ignore_guess = false;
                 Ok(())
@@ -233,15 +235,17 @@ impl Connection {
                 let m = KexEcdhReply::decode(payload).map_err(bad)?;
                 self.on_ecdh_reply(m)
             }
-            _ => Err(Violation::UnexpectedMessage(num, "during key exchange").into()),
+            _ => Err(Violation::UnexpectedMessage {
+                num,
+                state: Phase::KeyExchange,
+            }
+            .into()),
         }
     }
 
     fn on_kexinit(&mut self, payload: &[u8], seq: u32) -> Result<(), Error> {
         if self.kex.peer_kexinit.is_some() {
-            return Err(
-                Violation::UnexpectedMessage(MsgNum::KEXINIT, "twice in one key exchange").into(),
-            );
+            return Err(Violation::RepeatedKexMessage(MsgNum::KEXINIT).into());
         }
         let peer =
             KexInit::decode(payload).map_err(|e| Violation::Malformed(MsgNum::KEXINIT, e))?;
@@ -369,12 +373,12 @@ impl Connection {
         q_c: &[u8],
         respond: impl FnOnce(HashAlg, &mut dyn Rng) -> Result<(Vec<u8>, SharedSecret), Error>,
     ) -> Result<(), Error> {
-        let algs = self.kex.algs.clone().ok_or(Violation::UnexpectedMessage(
-            MsgNum::KEX_ECDH_INIT,
-            "before KEXINIT",
-        ))?;
+        let algs = self.kex.algs.clone().ok_or(Violation::UnexpectedMessage {
+            num: MsgNum::KEX_ECDH_INIT,
+            state: Phase::BeforeKexInit,
+        })?;
         if self.kex.exchanged.is_some() {
-            return Err(Violation::UnexpectedMessage(MsgNum::KEX_ECDH_INIT, "twice").into());
+            return Err(Violation::RepeatedKexMessage(MsgNum::KEX_ECDH_INIT).into());
         }
         let hash = self
             .config
@@ -446,14 +450,16 @@ impl Connection {
     }
 
     fn on_ecdh_reply(&mut self, m: KexEcdhReply) -> Result<(), Error> {
-        let algs = self.kex.algs.clone().ok_or(Violation::UnexpectedMessage(
-            MsgNum::KEX_ECDH_REPLY,
-            "before KEXINIT",
-        ))?;
-        let client = self.kex.client.take().ok_or(Violation::UnexpectedMessage(
-            MsgNum::KEX_ECDH_REPLY,
-            "unexpected",
-        ))?;
+        let algs = self.kex.algs.clone().ok_or(Violation::UnexpectedMessage {
+            num: MsgNum::KEX_ECDH_REPLY,
+            state: Phase::BeforeKexInit,
+        })?;
+        // Taken by the first reply: a second one finds it gone.
+        let client = self
+            .kex
+            .client
+            .take()
+            .ok_or(Violation::RepeatedKexMessage(MsgNum::KEX_ECDH_REPLY))?;
         let provider = self.config.provider;
         let hash = provider
             .kex_method(&algs.kex)
@@ -557,11 +563,7 @@ impl Connection {
 
     fn on_newkeys(&mut self, now: Instant) -> Result<(), Error> {
         if self.kex.exchanged.is_none() || self.kex.newkeys_received {
-            return Err(Violation::UnexpectedMessage(
-                MsgNum::NEWKEYS,
-                "before the exchange completed",
-            )
-            .into());
+            return Err(Violation::NewKeysTooEarly.into());
         }
         let c2s = self.role == Role::Server;
         let keys = self.direction_keys(c2s)?;

@@ -4,7 +4,14 @@
 //!
 //! - Virtual time: `now` starts at an arbitrary instant and each step
 //!   (one trip of whatever is in flight, both ways) moves it forward by
-//!   `latency`; nothing reads the wall clock.
+//!   `latency`; nothing reads the wall clock. When the pair is quiet,
+//!   [`Pair::run_until`] jumps the clock straight to the next
+//!   `poll_timeout` of either end, so timer-driven behaviour (re-key by
+//!   time) is tested without sleeping and in a handful of steps.
+//! - A seeded link ([`link::Link`], off by default): the byte streams cut
+//!   into chunks of seeded sizes landing at seeded delays, in order as TCP
+//!   delivers them, and optionally a byte flipped or lost; the clock jumps
+//!   to the next arrival when only the wire is busy.
 //! - Seeded randomness: both ends draw from a [`SeededRng`] (seed from
 //!   `SLUICE_TEST_SEED`, else a fixed one), so with the insecure provider
 //!   ([`Pair::insecure`]) a run is reproducible byte for byte.
@@ -13,6 +20,7 @@
 //!   do; every scenario must pass with it.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod link;
 pub mod stripe;
 
 use aws_lc_rs::encoding::AsBigEndian;
@@ -26,6 +34,8 @@ use sluice_proto::{
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use link::Link;
 
 /// The seed of a test run: `SLUICE_TEST_SEED` if set, else fixed.
 pub fn test_seed() -> u64 {
@@ -73,6 +83,13 @@ pub struct Pair {
     pub record: bool,
     /// Bytes delivered client->server and server->client, when `record` is set.
     pub transcript: (Vec<u8>, Vec<u8>),
+    /// The seeded link, if any; without one, what an end writes reaches
+    /// the other whole at the next step, straight from `c2s`/`s2c`.
+    pub link: Option<Link>,
+    /// With a link: bytes that arrived at the server and the client and
+    /// wait to be read (`c2s`/`s2c` then hold only what was just written).
+    pub c2s_rx: Vec<u8>,
+    pub s2c_rx: Vec<u8>,
 }
 
 pub fn owned(v: &[&str]) -> Vec<String> {
@@ -225,7 +242,16 @@ impl Pair {
             batch: false,
             record: false,
             transcript: (Vec::new(), Vec::new()),
+            link: None,
+            c2s_rx: Vec::new(),
+            s2c_rx: Vec::new(),
         }
+    }
+
+    /// This pair with its bytes carried by a seeded link.
+    pub fn over(mut self, link: Link) -> Pair {
+        self.link = Some(link);
+        self
     }
 
     pub fn default_algs() -> Pair {
@@ -309,13 +335,23 @@ impl Pair {
         }
         self.client.poll_transmit(self.now, &mut self.c2s);
         self.server.poll_transmit(self.now, &mut self.s2c);
-        let progressed = self.c2s.len() != c0 || self.s2c.len() != s0;
+        let mut progressed = self.c2s.len() != c0 || self.s2c.len() != s0;
         // What is in flight arrives one latency later.
+        let sent_at = self.now;
         self.now += self.latency;
-        let sent = self.record.then(|| (self.c2s.clone(), self.s2c.clone()));
+        let (up_rx, down_rx) = match self.link.as_mut() {
+            Some(link) => {
+                link.carry(sent_at + self.latency, &mut self.c2s, &mut self.s2c);
+                progressed |= link.arrive(&mut self.now, &mut self.c2s_rx, &mut self.s2c_rx);
+                progressed |= link.busy();
+                (&mut self.c2s_rx, &mut self.s2c_rx)
+            }
+            None => (&mut self.c2s, &mut self.s2c),
+        };
+        let sent = self.record.then(|| (up_rx.clone(), down_rx.clone()));
         Pair::feed_batch(
             &mut self.server,
-            &mut self.c2s,
+            up_rx,
             self.chunk,
             self.now,
             &mut self.server_data,
@@ -324,7 +360,7 @@ impl Pair {
         )?;
         Pair::feed_batch(
             &mut self.client,
-            &mut self.s2c,
+            down_rx,
             self.chunk,
             self.now,
             &mut self.client_data,
@@ -333,8 +369,8 @@ impl Pair {
         )?;
         if let Some((c2s, s2c)) = sent {
             let (up, down) = &mut self.transcript;
-            up.extend_from_slice(&c2s[..c2s.len() - self.c2s.len()]);
-            down.extend_from_slice(&s2c[..s2c.len() - self.s2c.len()]);
+            up.extend_from_slice(&c2s[..c2s.len() - up_rx.len()]);
+            down.extend_from_slice(&s2c[..s2c.len() - down_rx.len()]);
         }
         let mut any = false;
         while let Some(e) = self.client.poll_event() {
@@ -368,6 +404,44 @@ impl Pair {
             }
         }
         Ok(false)
+    }
+
+    /// The earliest timer of either end (`poll_timeout`).
+    pub fn next_timeout(&self) -> Option<Instant> {
+        match (self.client.poll_timeout(), self.server.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Runs the pair until virtual time `deadline`: drives it quiet, then
+    /// jumps the clock straight to the earlier end's next `poll_timeout`
+    /// (both ends get `handle_timeout`) and drives again; nothing sleeps.
+    /// Returns how many timers fired. `drive` alone never jumps to a timer:
+    /// a periodic one (re-key by time) would keep it busy for ever.
+    pub fn run_until(&mut self, deadline: Instant) -> Result<usize, sluice_proto::Error> {
+        let mut fired = 0;
+        loop {
+            self.drive()?;
+            match self.next_timeout() {
+                Some(t) if t <= deadline => {
+                    self.now = self.now.max(t);
+                    self.client.handle_timeout(self.now);
+                    self.server.handle_timeout(self.now);
+                    fired += 1;
+                    assert!(fired < 100_000, "timers fire without end");
+                }
+                _ => {
+                    self.now = self.now.max(deadline);
+                    return Ok(fired);
+                }
+            }
+        }
+    }
+
+    /// [`Pair::run_until`] `d` from now.
+    pub fn run_for(&mut self, d: Duration) -> Result<usize, sluice_proto::Error> {
+        self.run_until(self.now + d)
     }
 
     pub fn on_client_event(&mut self, e: Event) {
