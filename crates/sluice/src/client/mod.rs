@@ -331,7 +331,7 @@ fn tcp_connect(opts: &Dial) -> Result<TcpStream, String> {
             "ssh: connect to host {} port {}: {}",
             opts.host,
             opts.port,
-            crate::net::describe_io_error(&e)
+            crate::io_error::describe_io_error(&e)
         ),
         None => format!(
             "ssh: Could not resolve hostname {}: no address of the requested family",

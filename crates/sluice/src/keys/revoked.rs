@@ -24,7 +24,7 @@ pub fn is_krl(path: &Path) -> bool {
 /// Whether `key_blob` is listed in a file of keys (TrustedUserCAKeys); Err
 /// when the file cannot be read or is a KRL (which lists no trust).
 pub fn contains(path: &Path, key_blob: &[u8]) -> Result<bool, String> {
-    let bytes = std::fs::read(path).map_err(|e| crate::net::describe_io_error(&e))?;
+    let bytes = std::fs::read(path).map_err(|e| crate::io_error::describe_io_error(&e))?;
     if bytes.starts_with(KRL_MAGIC) {
         return Err("a binary KRL lists revocations, not keys to trust".into());
     }
@@ -36,7 +36,7 @@ pub fn contains(path: &Path, key_blob: &[u8]) -> Result<bool, String> {
 /// serial or key ID under its CA). The caller checks a certificate's plain
 /// key and CA key as keys too. Err: the file is unusable; refuse the key.
 pub fn is_revoked(path: &Path, blob: &[u8], cert: Option<&Cert>) -> Result<bool, String> {
-    let bytes = std::fs::read(path).map_err(|e| crate::net::describe_io_error(&e))?;
+    let bytes = std::fs::read(path).map_err(|e| crate::io_error::describe_io_error(&e))?;
     if !bytes.starts_with(KRL_MAGIC) {
         return Ok(listed(&String::from_utf8_lossy(&bytes), blob));
     }

@@ -211,7 +211,7 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         // SAFETY: PR_SET_NAME reads a NUL-terminated string.
         unsafe { libc::prctl(libc::PR_SET_NAME, c"sluiced".as_ptr()) };
     } else if let Err(e) = std::fs::metadata(path) {
-        crate::errln!("{path}: {}", crate::net::describe_io_error(&e));
+        crate::errln!("{path}: {}", crate::io_error::describe_io_error(&e));
         return 1;
     }
     let (cfg, warnings) = match load_config(args) {
