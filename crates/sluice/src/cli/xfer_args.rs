@@ -4,7 +4,8 @@
 //! and the ssh options both pass to the connection, turned into
 //! `ClientOptions` through ssh_config as `sluice` does.
 
-use crate::client::app::{self, SessionRequest};
+use crate::client::app;
+use crate::client::request::SessionRequest;
 use crate::client::sftp::parallel::{Connector, Parallel, Streams};
 use crate::client::{ClientError, ClientOptions};
 use crate::config::ssh::ClientConfig;

@@ -24,6 +24,7 @@ pub mod mux_client;
 pub mod mux_session;
 pub mod prompt;
 pub mod proxy;
+pub mod request;
 pub mod scp_legacy;
 pub mod session;
 pub mod setup;
