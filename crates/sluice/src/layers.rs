@@ -73,11 +73,6 @@ mod tests {
             "client/sftp/commands/xfer.rs",
         ],
         &[
-            "client/sftp/many_down.rs",
-            "client/sftp/many_up.rs",
-            "client/sftp/spread.rs",
-        ],
-        &[
             "config/algorithms.rs",
             "config/cipher_order.rs",
             "config/sshd/auth_methods.rs",
