@@ -94,12 +94,6 @@ mod tests {
         ],
         &["server/conn/publickey/cert.rs", "server/conn/publickey.rs"],
         &[
-            "server/daemon.rs",
-            "server/privsep/monitor.rs",
-            "server/privsep/postauth.rs",
-        ],
-        &["server/privsep/datagram.rs", "server/privsep/wire.rs"],
-        &[
             "server/privsep/join_policy.rs",
             "server/privsep/mauth.rs",
             "server/privsep/stripe_join.rs",

@@ -18,6 +18,7 @@ pub(crate) mod keywords;
 mod lines;
 mod matching;
 pub mod per_source;
+pub mod proto;
 pub mod snapshot;
 pub mod timeouts;
 

@@ -10,6 +10,7 @@
 //! authorized_keys file, no PAM, PermitTTY no and MaxSessions 0 (no pty is
 //! allocated, no login record written), no striping socket.
 
+use super::datagram;
 use super::mauth::{Accepted, MonitorAuth};
 use super::signer::KeyHolder;
 use super::wire;
@@ -51,7 +52,7 @@ pub fn drive(
     host: &Arc<dyn Signer>,
     datagrams: &[&[u8]],
 ) -> (Result<(), String>, u32) {
-    let Ok((m, c)) = wire::socketpair() else {
+    let Ok((m, c)) = datagram::socketpair() else {
         return (Err("socketpair".into()), 0);
     };
     let host = host.clone();

@@ -37,6 +37,7 @@ pub mod monitor;
 pub mod policy;
 pub mod postauth;
 pub mod preauth;
+pub mod reap;
 pub mod signer;
 pub mod stripe;
 pub mod stripe_join;
