@@ -99,12 +99,6 @@ mod tests {
             "server/privsep/stripe_join.rs",
         ],
         &["server/sandbox/filter.rs", "server/sandbox.rs"],
-        &[
-            "server/sftp/endpoint.rs",
-            "server/sftp/ext.rs",
-            "server/sftp/files.rs",
-            "server/sftp/serve.rs",
-        ],
     ];
 
     /// The layer of a file under src/ (by its top-level module); None for
