@@ -83,8 +83,6 @@ mod tests {
             "config/sshd/timeouts.rs",
         ],
         &["config/ssh/limits.rs", "config/ssh.rs"],
-        &["keys/cert.rs", "keys/revoked.rs"],
-        &["net/hwzlib/engine.rs", "net/hwzlib/loader.rs"],
         &["net/metrics/tally.rs", "net/path.rs"],
         &["net/stripe/hub.rs", "net/stripe/registry.rs"],
         &[

@@ -213,7 +213,7 @@ fn revoked_host_key(file: &std::path::Path, blob: &[u8]) -> Result<(), String> {
         keys.extend([(c.plain.clone(), None), (c.ca.clone(), None)]);
     }
     for (k, c) in keys {
-        let shown = crate::keys::revoked::sshd_key_type(&k).to_owned();
+        let shown = crate::keys::key_type::sshd_key_type(&k).to_owned();
         match crate::keys::revoked::is_revoked(file, &k, c) {
             Ok(false) => {}
             Ok(true) => return Err(shown),

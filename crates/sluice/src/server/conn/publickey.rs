@@ -159,7 +159,7 @@ fn decide_inner(
         // sshd names the type as sshkey_type does (`ED25519 SHA256:..`).
         None => format!(
             "{} {}",
-            revoked::sshd_key_type(key_blob),
+            crate::keys::key_type::sshd_key_type(key_blob),
             fingerprint_sha256(key_blob)
         ),
     };
@@ -245,7 +245,7 @@ fn is_revoked(cfg: &Sshd, key_blob: &[u8], cert: Option<&Cert>) -> bool {
     let Some(f) = &cfg.revoked_keys else {
         return false;
     };
-    let ty = revoked::sshd_key_type(key_blob);
+    let ty = crate::keys::key_type::sshd_key_type(key_blob);
     let fp = fingerprint_sha256(key_blob);
     match revoked::is_revoked(f, key_blob, cert) {
         Ok(false) => false,

@@ -31,7 +31,7 @@ use crate::config::sshd::auth_methods::{Outcome, Progress};
 use crate::config::sshd::{MatchContext, PermitRootLogin, ServerConfig as Sshd};
 use crate::keys::cert::Cert;
 use crate::keys::identity::fingerprint_sha256;
-use crate::keys::revoked::sshd_key_type;
+use crate::keys::key_type::sshd_key_type;
 use sluice_proto::crypto::hostkey;
 use std::net::SocketAddr;
 
