@@ -73,8 +73,6 @@ mod tests {
             "client/sftp/commands/xfer.rs",
         ],
         &["config/ssh/limits.rs", "config/ssh.rs"],
-        &["net/metrics/tally.rs", "net/path.rs"],
-        &["net/stripe/hub.rs", "net/stripe/registry.rs"],
         &[
             "server/conn/joined.rs",
             "server/conn/stripe.rs",

@@ -15,6 +15,7 @@ pub mod qos;
 pub mod sockbuf;
 pub mod socket_bridge;
 pub mod stripe;
+pub mod tcp_info;
 
 // net/pump (being rewritten elsewhere) still names it here; callers name
 // crate::io_error.
