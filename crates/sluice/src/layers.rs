@@ -72,19 +72,16 @@ mod tests {
             "client/sftp/commands/words.rs",
             "client/sftp/commands/xfer.rs",
         ],
-        &["config/ssh/limits.rs", "config/ssh.rs"],
         &[
             "server/conn/joined.rs",
             "server/conn/stripe.rs",
             "server/conn.rs",
         ],
-        &["server/conn/publickey/cert.rs", "server/conn/publickey.rs"],
         &[
             "server/privsep/join_policy.rs",
             "server/privsep/mauth.rs",
             "server/privsep/stripe_join.rs",
         ],
-        &["server/sandbox/filter.rs", "server/sandbox.rs"],
     ];
 
     /// The layer of a file under src/ (by its top-level module); None for

@@ -13,6 +13,8 @@ pub mod include;
 pub mod ipqos;
 pub mod jump;
 pub mod limits;
+#[cfg(test)]
+mod limits_tests;
 pub mod matching;
 mod resolve;
 pub mod tokens;
