@@ -72,16 +72,6 @@ mod tests {
             "client/sftp/commands/words.rs",
             "client/sftp/commands/xfer.rs",
         ],
-        &[
-            "server/conn/joined.rs",
-            "server/conn/stripe.rs",
-            "server/conn.rs",
-        ],
-        &[
-            "server/privsep/join_policy.rs",
-            "server/privsep/mauth.rs",
-            "server/privsep/stripe_join.rs",
-        ],
     ];
 
     /// The layer of a file under src/ (by its top-level module); None for

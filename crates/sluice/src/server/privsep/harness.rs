@@ -10,8 +10,9 @@
 //! authorized_keys file, no PAM, PermitTTY no and MaxSessions 0 (no pty is
 //! allocated, no login record written), no striping socket.
 
+use super::accepted::Accepted;
 use super::datagram;
-use super::mauth::{Accepted, MonitorAuth};
+use super::mauth::MonitorAuth;
 use super::signer::KeyHolder;
 use super::wire;
 use crate::config::sshd::ServerConfig as Sshd;

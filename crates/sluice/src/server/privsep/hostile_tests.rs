@@ -5,8 +5,9 @@
 //! does not allow must end the connection with nothing signed and nothing
 //! allocated.
 
+use super::accepted::Accepted;
 use super::datagram;
-use super::mauth::{Accepted, MonitorAuth};
+use super::mauth::MonitorAuth;
 use super::monitor::preauth_phase;
 use super::policy::{Pre, Req, Turns};
 use super::postauth::serve_requests;

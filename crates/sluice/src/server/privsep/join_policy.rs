@@ -26,7 +26,7 @@
 //! Refusals are logged in sshd's words; the lines the shared checks log
 //! here start with the join they were made for (`log::with_context`).
 
-use super::mauth::Accepted;
+use super::accepted::Accepted;
 use crate::config::sshd::auth_methods::{Outcome, Progress};
 use crate::config::sshd::{MatchContext, PermitRootLogin, ServerConfig as Sshd};
 use crate::keys::cert::Cert;

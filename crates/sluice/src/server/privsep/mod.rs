@@ -28,6 +28,7 @@
 //! U on a socket of their own (join_inbox.rs), and M' ends: the
 //! secondary's bytes are parsed in U, as the user, from then on.
 
+pub mod accepted;
 pub mod datagram;
 pub mod harness;
 pub mod join_inbox;

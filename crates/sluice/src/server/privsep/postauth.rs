@@ -14,8 +14,8 @@
 //! uid (and checks root cannot come back) before it decodes the state,
 //! then serves the connection as that user.
 
+use super::accepted::Accepted;
 use super::datagram;
-use super::mauth::Accepted;
 use super::policy::{Req, Turns};
 use super::reap::{kill_and_reap, reap};
 use super::signer::{KeyHolder, Link, ProxySigner};
