@@ -6,7 +6,8 @@
 
 use crate::client::app;
 use crate::client::request::SessionRequest;
-use crate::client::sftp::parallel::{Connector, Parallel, Streams};
+use crate::client::sftp::parallel::{Connector, Parallel};
+use crate::client::streams::Streams;
 use crate::client::{ClientError, ClientOptions};
 use crate::config::ssh::ClientConfig;
 use crate::log::{self, Level};

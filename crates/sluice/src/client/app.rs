@@ -10,7 +10,7 @@ use crate::client::auth::AuthPrefs;
 use crate::client::request::SessionRequest;
 use crate::client::session::SessionPlan;
 use crate::client::setup;
-use crate::client::sftp::parallel::Streams;
+use crate::client::streams::Streams;
 use crate::client::{ClientError, ClientOptions};
 use crate::config::ssh::Resolved;
 use crate::config::{algorithms, cipher_order};
@@ -592,7 +592,7 @@ fn streams(r: &Resolved) -> Result<Streams, ClientError> {
         Some(v) => Streams::parse(v).ok_or_else(|| {
             format!(
                 "Bad Streams '{v}': use auto or a count of connections (1-{})",
-                crate::client::sftp::parallel::STREAMS_MAX
+                crate::client::streams::STREAMS_MAX
             )
             .into()
         }),

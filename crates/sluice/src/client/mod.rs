@@ -30,6 +30,7 @@ pub mod session;
 pub mod setup;
 pub mod sftp;
 pub mod socks;
+pub mod streams;
 pub mod streams_auto;
 pub mod stripe;
 pub mod tty;
@@ -105,7 +106,7 @@ pub struct ClientOptions {
     /// Some(Some(t)) to end after `t` without passengers.
     pub control_persist: Option<Option<Duration>>,
     /// Streams: connections a file copy may use (sftp/parallel.rs).
-    pub streams: sftp::parallel::Streams,
+    pub streams: streams::Streams,
     /// KeepPartial: a failed sftp or scp copy keeps its partial file for a
     /// resume (sftp/partial/).
     pub keep_partial: bool,
@@ -143,7 +144,7 @@ impl ClientOptions {
             control_master: None,
             control_ride: None,
             control_persist: None,
-            streams: sftp::parallel::Streams::Auto,
+            streams: streams::Streams::Auto,
             keep_partial: true,
             metrics: metrics::MetricsPlan {
                 interval: Duration::from_secs(1),

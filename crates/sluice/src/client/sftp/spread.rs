@@ -17,9 +17,10 @@
 //! (its name in the message) and counted; a connection that dies hands
 //! the files it had not yet confirmed back to the others.
 
-use super::parallel::{Connector, Streams, AUTO_MAX};
+use super::parallel::{Connector, AUTO_MAX};
 use super::session::Sftp;
 use super::transfer::Options;
+use crate::client::streams::Streams;
 use sluice_proto::sftp::Attrs;
 use std::collections::VecDeque;
 use std::path::PathBuf;
