@@ -12,6 +12,7 @@ pub mod config;
 pub mod datagen;
 pub mod demo;
 pub mod fds;
+pub mod io_error;
 pub mod keys;
 mod layers;
 pub mod log;

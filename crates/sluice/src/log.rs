@@ -216,7 +216,7 @@ pub fn use_file(path: &str) -> Result<(), String> {
         .map_err(|e| {
             format!(
                 "Couldn't open logfile {path}: {}",
-                crate::net::describe_io_error(&e)
+                crate::io_error::describe_io_error(&e)
             )
         })?;
     let _ = FILE.set(f);

@@ -8,7 +8,7 @@
 mod tests {
     use crate::cli::{scp_main, sftp_main, ssh_args, sshd_args};
     use crate::config::ssh as ssh_config;
-    use crate::config::sshd::keywords as sshd_keywords;
+    use crate::config::sshd::keyword_table as sshd_keywords;
     use std::collections::{BTreeMap, BTreeSet};
 
     const SLUICE_1: &str = include_str!("../../../../man/sluice.1");

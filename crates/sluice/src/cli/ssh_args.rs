@@ -312,7 +312,7 @@ fn options(
                         Ok(_) => a.identities.push(path),
                         Err(e) => crate::errln!(
                             "Warning: Identity file {path} not accessible: {}.",
-                            crate::net::describe_io_error(&e)
+                            crate::io_error::describe_io_error(&e)
                         ),
                     }
                 }

@@ -5,7 +5,8 @@
 //! `client::connect` runs it). Also `-V`, `-Q`, `--help`, `demo`, `bench` and `bench-crypto`.
 
 use crate::cli::ssh_args::{self, ClientArgs, Invocation};
-use crate::client::app::{self, SessionRequest};
+use crate::client::app;
+use crate::client::request::SessionRequest;
 use crate::client::{self, ClientError};
 use crate::config::ssh::ClientConfig;
 use crate::log;

@@ -4,8 +4,10 @@
 //! and the ssh options both pass to the connection, turned into
 //! `ClientOptions` through ssh_config as `sluice` does.
 
-use crate::client::app::{self, SessionRequest};
-use crate::client::sftp::parallel::{Connector, Parallel, Streams};
+use crate::client::app;
+use crate::client::request::SessionRequest;
+use crate::client::sftp::parallel::{Connector, Parallel};
+use crate::client::streams::Streams;
 use crate::client::{ClientError, ClientOptions};
 use crate::config::ssh::ClientConfig;
 use crate::log::{self, Level};

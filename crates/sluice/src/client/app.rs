@@ -7,9 +7,10 @@
 use super::host_trust::{host_key_check, order_host_key_algs};
 use super::identities::{identities, identity_agent};
 use crate::client::auth::AuthPrefs;
+use crate::client::request::SessionRequest;
 use crate::client::session::SessionPlan;
 use crate::client::setup;
-use crate::client::sftp::parallel::Streams;
+use crate::client::streams::Streams;
 use crate::client::{ClientError, ClientOptions};
 use crate::config::ssh::Resolved;
 use crate::config::{algorithms, cipher_order};
@@ -84,18 +85,6 @@ pub fn query(what: &str) -> i32 {
         crate::outln!("{l}");
     }
     0
-}
-
-/// `~` and the file-name tokens (%d %u %h %r %p %C ...), as ssh expands
-/// IdentityFile and IdentityAgent; a bad token is logged and the name kept.
-pub(super) fn expand(s: &str, r: &Resolved) -> PathBuf {
-    match r.tokens().path(s, crate::config::ssh::tokens::FILE) {
-        Ok(p) => PathBuf::from(p),
-        Err(e) => {
-            log!(Info, "{s}: {e}");
-            PathBuf::from(s)
-        }
-    }
 }
 
 fn proto_config(r: &Resolved) -> Result<Config, String> {
@@ -227,40 +216,6 @@ fn auth_prefs(r: &Resolved) -> Result<AuthPrefs, String> {
     Ok(p)
 }
 
-/// What a run asks for beyond ssh_config: the command line's parts that
-/// are not `-o` options (those are folded into the configuration).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SessionRequest {
-    /// Remote command words (joined with spaces, as ssh); empty: none.
-    pub command: Vec<String>,
-    /// `-s`: the command names a subsystem.
-    pub subsystem: bool,
-    /// `-T`/`-t` count (-1 for -T).
-    pub tty: i8,
-    /// `-N`: no command.
-    pub no_command: bool,
-    /// `-f`: background after authentication.
-    pub fork: bool,
-    /// `-n`: stdin from /dev/null.
-    pub null_stdin: bool,
-    /// `-4`/`-6` (overrides AddressFamily).
-    pub family: Option<u8>,
-    /// `-i` files, offered before IdentityFile's.
-    pub identities: Vec<String>,
-    /// `-L` specs.
-    pub local_forwards: Vec<String>,
-    /// `-R` specs.
-    pub remote_forwards: Vec<String>,
-    /// `-D` specs.
-    pub dynamic_forwards: Vec<String>,
-    /// `-W host:port`.
-    pub stdio_forward: Option<String>,
-    /// `-F`, passed on to the ProxyJump hop.
-    pub config_file: Option<String>,
-    /// `-v` count, passed on to the ProxyJump hop.
-    pub verbose: u8,
-}
-
 /// The HPN-SSH NONE switches, checked before anything else (as in `-G`).
 fn none_flags(r: &Resolved) -> Result<(bool, bool, bool), String> {
     let yes_no = |kw: &str, name: &str| -> Result<bool, String> {
@@ -304,7 +259,7 @@ fn hw_settings(r: &Resolved) -> HwSettings {
         library: r
             .get("hwcompressionlibrary")
             .filter(|v| !v.eq_ignore_ascii_case("none"))
-            .map(|v| expand(v, r).display().to_string()),
+            .map(|v| r.file_path(v).display().to_string()),
     }
 }
 
@@ -637,7 +592,7 @@ fn streams(r: &Resolved) -> Result<Streams, ClientError> {
         Some(v) => Streams::parse(v).ok_or_else(|| {
             format!(
                 "Bad Streams '{v}': use auto or a count of connections (1-{})",
-                crate::client::sftp::parallel::STREAMS_MAX
+                crate::client::streams::STREAMS_MAX
             )
             .into()
         }),

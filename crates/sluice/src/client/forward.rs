@@ -181,7 +181,8 @@ impl ClientForward {
                 let r = UnixListener::bind(path);
                 // SAFETY: as above.
                 unsafe { libc::umask(old) };
-                let l = r.map_err(|e| format!("{path}: {}", crate::net::describe_io_error(&e)))?;
+                let l =
+                    r.map_err(|e| format!("{path}: {}", crate::io_error::describe_io_error(&e)))?;
                 l.set_nonblocking(true).map_err(|e| e.to_string())?;
                 vec![l.into()]
             }

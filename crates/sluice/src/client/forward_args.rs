@@ -4,9 +4,9 @@
 //! config's; `-W` implies ExitOnForwardFailure and ClearAllForwardings
 //! unless the configuration says otherwise.
 
-use super::app::SessionRequest;
 use super::forward::ForwardPlan;
 use super::forward_spec::{self, Endpoint, Kind};
+use super::request::SessionRequest;
 use crate::config::ssh::Resolved;
 
 /// Builds the plan; Err is ssh's message for a bad spec.

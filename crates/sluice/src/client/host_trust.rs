@@ -52,11 +52,11 @@ pub(super) fn host_key_check(
         None => (host, port),
     };
     let global = global_files(r);
-    let ca_algs = ca_signature_algorithms(r);
+    let ca_algs = setup::ca_signature_algorithms(r);
     let revoked_file = r
         .get("revokedhostkeys")
         .filter(|v| !v.eq_ignore_ascii_case("none"))
-        .map(|v| super::app::expand(v, r));
+        .map(|v| r.file_path(v));
     Box::new(move |_alg: &str, blob: &[u8]| {
         if skip_local && super::PEER_IP.get().is_some_and(|ip| ip.is_loopback()) {
             log!(
@@ -213,7 +213,7 @@ fn revoked_host_key(file: &std::path::Path, blob: &[u8]) -> Result<(), String> {
         keys.extend([(c.plain.clone(), None), (c.ca.clone(), None)]);
     }
     for (k, c) in keys {
-        let shown = crate::keys::revoked::sshd_key_type(&k).to_owned();
+        let shown = crate::keys::key_type::sshd_key_type(&k).to_owned();
         match crate::keys::revoked::is_revoked(file, &k, c) {
             Ok(false) => {}
             Ok(true) => return Err(shown),
@@ -241,23 +241,6 @@ fn global_files(r: &Resolved) -> Vec<PathBuf> {
         .split_whitespace()
         .map(PathBuf::from)
         .collect()
-}
-
-/// CASignatureAlgorithms: what a CA may sign host certificates with.
-pub(super) fn ca_signature_algorithms(r: &Resolved) -> Vec<String> {
-    let default = crate::keys::cert::CA_SIGNATURE_ALGORITHMS;
-    r.get("casignaturealgorithms")
-        .and_then(|spec| {
-            crate::config::algorithms::resolve(
-                spec,
-                default,
-                crate::keys::cert::CA_SIGNATURE_ALGORITHMS_ALL,
-                "CASignatureAlgorithms",
-            )
-            .map_err(|e| log!(Error, "{e}"))
-            .ok()
-        })
-        .unwrap_or_else(|| default.iter().map(|s| (*s).to_owned()).collect())
 }
 
 /// What a host certificate's check came to.

@@ -4,7 +4,6 @@
 //! their own: the agent's, `<identity>-cert.pub` next to a key file, and
 //! CertificateFile's, each signed for by the key it certifies.
 
-use super::app::expand;
 use crate::client::session::Identity;
 use crate::config::ssh::Resolved;
 use crate::keys::identity;
@@ -41,7 +40,7 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
     let only = r.flag("identitiesonly", false);
     let file_blobs: Vec<Vec<u8>> = files
         .iter()
-        .filter_map(|f| identity::public_blob(&expand(f, r)).ok())
+        .filter_map(|f| identity::public_blob(&r.file_path(f)).ok())
         .collect();
     let agent_path = identity_agent(r);
     let use_agent = agent_path.as_deref() != Some(Path::new("none"))
@@ -81,7 +80,7 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
     let sk = crate::keys::sk_file::provider_path(r.get("securitykeyprovider"));
     let mut seen = Vec::new();
     for f in files {
-        let path = expand(&f, r);
+        let path = r.file_path(&f);
         if seen.contains(&path) {
             continue;
         }
@@ -101,7 +100,7 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
         }
     }
     for c in r.all("certificatefile") {
-        let cert = expand(c, r);
+        let cert = r.file_path(c);
         out.extend(cert_identity(&cert, &sources, batch, true));
     }
     out
@@ -291,7 +290,7 @@ pub(super) fn identity_agent(r: &Resolved) -> Option<PathBuf> {
     let var = match v.strip_prefix('$') {
         Some(var) => var.trim_start_matches('{').trim_end_matches('}'),
         None if v == "SSH_AUTH_SOCK" => v,
-        None => return Some(expand(v, r)),
+        None => return Some(r.file_path(v)),
     };
     // An unset variable: no agent (ssh skips it too).
     Some(std::env::var_os(var).map_or_else(|| PathBuf::from("none"), PathBuf::from))

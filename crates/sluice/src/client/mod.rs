@@ -27,11 +27,13 @@ pub mod mux_session;
 pub mod mux_wire;
 pub mod prompt;
 pub mod proxy;
+pub mod request;
 pub mod scp_legacy;
 pub mod session;
 pub mod setup;
 pub mod sftp;
 pub mod socks;
+pub mod streams;
 pub mod streams_auto;
 pub mod stripe;
 pub mod tty;
@@ -107,7 +109,7 @@ pub struct ClientOptions {
     /// Some(Some(t)) to end after `t` without passengers.
     pub control_persist: Option<Option<Duration>>,
     /// Streams: connections a file copy may use (sftp/parallel.rs).
-    pub streams: sftp::parallel::Streams,
+    pub streams: streams::Streams,
     /// KeepPartial: a failed sftp or scp copy keeps its partial file for a
     /// resume (sftp/partial/).
     pub keep_partial: bool,
@@ -145,7 +147,7 @@ impl ClientOptions {
             control_master: None,
             control_ride: None,
             control_persist: None,
-            streams: sftp::parallel::Streams::Auto,
+            streams: streams::Streams::Auto,
             keep_partial: true,
             metrics: metrics::MetricsPlan {
                 interval: Duration::from_secs(1),
@@ -334,7 +336,7 @@ fn tcp_connect(opts: &Dial) -> Result<TcpStream, String> {
             "ssh: connect to host {} port {}: {}",
             opts.host,
             opts.port,
-            crate::net::describe_io_error(&e)
+            crate::io_error::describe_io_error(&e)
         ),
         None => format!(
             "ssh: Could not resolve hostname {}: no address of the requested family",

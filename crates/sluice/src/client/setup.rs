@@ -88,7 +88,7 @@ pub fn print_config(
         ("hostbasedacceptedalgorithms", sig),
         (
             "casignaturealgorithms",
-            super::host_trust::ca_signature_algorithms(r).join(","),
+            ca_signature_algorithms(r).join(","),
         ),
         ("pubkeyacceptedalgorithms", proto.pubkey_algs.join(",")),
     ];
@@ -117,4 +117,21 @@ pub fn user_known_hosts(r: &Resolved) -> Vec<std::path::PathBuf> {
         .filter_map(|f| t.path(f, tokens::FILE).ok())
         .map(Into::into)
         .collect()
+}
+
+/// CASignatureAlgorithms: what a CA may sign host certificates with.
+pub(super) fn ca_signature_algorithms(r: &Resolved) -> Vec<String> {
+    let default = crate::keys::cert::CA_SIGNATURE_ALGORITHMS;
+    r.get("casignaturealgorithms")
+        .and_then(|spec| {
+            crate::config::algorithms::resolve(
+                spec,
+                default,
+                crate::keys::cert::CA_SIGNATURE_ALGORITHMS_ALL,
+                "CASignatureAlgorithms",
+            )
+            .map_err(|e| crate::log!(Error, "{e}"))
+            .ok()
+        })
+        .unwrap_or_else(|| default.iter().map(|s| (*s).to_owned()).collect())
 }

@@ -28,7 +28,7 @@
 //! more are added. Short paths keep one plain connection: a loss there is
 //! repaired within a few milliseconds.
 
-use crate::client::sftp::parallel::Streams;
+use crate::client::streams::Streams;
 use crate::client::streams_auto::{self, Steer, Step, AUTO_MAX};
 use crate::client::{ClientOptions, Dial};
 use crate::log;

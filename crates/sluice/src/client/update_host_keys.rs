@@ -8,8 +8,8 @@
 //! nothing. The codecs are sluice-proto's msg/hostkeys.rs.
 
 use crate::keys::identity::fingerprint_sha256;
+use crate::keys::key_type::sshd_key_type;
 use crate::keys::known_hosts_edit::{self, HostLine};
-use crate::keys::revoked::sshd_key_type;
 use crate::log;
 use crate::log::Level;
 use sluice_proto::crypto::hostkey;

@@ -5,6 +5,8 @@
 
 pub mod algorithms;
 pub mod cipher_order;
+#[cfg(test)]
+mod defaults_tests;
 pub mod error;
 pub mod moduli;
 pub mod ssh;

@@ -13,6 +13,8 @@ pub mod include;
 pub mod ipqos;
 pub mod jump;
 pub mod limits;
+#[cfg(test)]
+mod limits_tests;
 pub mod matching;
 mod resolve;
 pub mod tokens;
@@ -453,6 +455,17 @@ impl Resolved {
         self.get(kw)
             .map(|v| self.tokens().path(v, tokens::FILE))
             .transpose()
+    }
+    /// `~` and the file-name tokens (%d %u %h %r %p %C ...), as ssh expands
+    /// IdentityFile and IdentityAgent; a bad token is logged and the name kept.
+    pub fn file_path(&self, s: &str) -> std::path::PathBuf {
+        match self.tokens().path(s, tokens::FILE) {
+            Ok(p) => std::path::PathBuf::from(p),
+            Err(e) => {
+                crate::log!(Info, "{s}: {e}");
+                std::path::PathBuf::from(s)
+            }
+        }
     }
 }
 

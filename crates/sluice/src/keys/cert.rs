@@ -18,7 +18,7 @@
 //! (sluice_proto::crypto::hostkey::cert).
 
 use super::identity::fingerprint_sha256;
-use super::revoked::sshd_key_type;
+use super::key_type::sshd_key_type;
 use sluice_proto::crypto::hostkey;
 use sluice_proto::wire::Reader;
 use std::net::IpAddr;

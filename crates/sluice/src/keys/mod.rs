@@ -16,6 +16,7 @@ mod host_key_source;
 pub mod host_keygen;
 pub mod host_keys;
 pub mod identity;
+pub mod key_type;
 pub mod known_hosts;
 pub mod known_hosts_edit;
 pub mod krl;

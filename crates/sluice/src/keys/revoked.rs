@@ -24,7 +24,7 @@ pub fn is_krl(path: &Path) -> bool {
 /// Whether `key_blob` is listed in a file of keys (TrustedUserCAKeys); Err
 /// when the file cannot be read or is a KRL (which lists no trust).
 pub fn contains(path: &Path, key_blob: &[u8]) -> Result<bool, String> {
-    let bytes = std::fs::read(path).map_err(|e| crate::net::describe_io_error(&e))?;
+    let bytes = std::fs::read(path).map_err(|e| crate::io_error::describe_io_error(&e))?;
     if bytes.starts_with(KRL_MAGIC) {
         return Err("a binary KRL lists revocations, not keys to trust".into());
     }
@@ -36,7 +36,7 @@ pub fn contains(path: &Path, key_blob: &[u8]) -> Result<bool, String> {
 /// serial or key ID under its CA). The caller checks a certificate's plain
 /// key and CA key as keys too. Err: the file is unusable; refuse the key.
 pub fn is_revoked(path: &Path, blob: &[u8], cert: Option<&Cert>) -> Result<bool, String> {
-    let bytes = std::fs::read(path).map_err(|e| crate::net::describe_io_error(&e))?;
+    let bytes = std::fs::read(path).map_err(|e| crate::io_error::describe_io_error(&e))?;
     if !bytes.starts_with(KRL_MAGIC) {
         return Ok(listed(&String::from_utf8_lossy(&bytes), blob));
     }
@@ -70,21 +70,10 @@ fn listed(text: &str, key_blob: &[u8]) -> bool {
     })
 }
 
-/// sshd's name of a key's type in log lines (sshkey_type).
-pub fn sshd_key_type(key_blob: &[u8]) -> &'static str {
-    match sluice_proto::crypto::hostkey::blob_key_type(key_blob).unwrap_or_default() {
-        "ssh-ed25519" => "ED25519",
-        "ssh-rsa" => "RSA",
-        t if t.starts_with("ecdsa-sha2-") => "ECDSA",
-        "sk-ssh-ed25519@openssh.com" => "ED25519-SK",
-        "sk-ecdsa-sha2-nistp256@openssh.com" => "ECDSA-SK",
-        _ => "unknown",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::key_type::sshd_key_type;
 
     #[test]
     fn plain_key_lists() {

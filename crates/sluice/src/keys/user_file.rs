@@ -94,7 +94,7 @@ impl Refused {
             Refused::Open(p, e) => format!(
                 "Could not open user '{user}' {kind} '{}': {}",
                 p.display(),
-                crate::net::describe_io_error(e)
+                crate::io_error::describe_io_error(e)
             ),
             Refused::NotRegular(p) => {
                 format!("User {user} {kind} {} is not a regular file", p.display())

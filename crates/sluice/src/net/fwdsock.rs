@@ -67,7 +67,7 @@ pub fn poll_connects(
             }
             ConnectResult::Failed(e) => {
                 connecting.swap_remove(i);
-                let why = crate::net::describe_io_error(&e);
+                let why = crate::io_error::describe_io_error(&e);
                 crate::log!(Info, "connect_to: channel {}: {why}", id.0);
                 let _ = conn.reject_channel(id, CONNECT_FAILED, &why);
             }
@@ -151,7 +151,7 @@ pub fn listen_tcp(addrs: &[SocketAddr]) -> Result<(Vec<TcpListener>, u16), Strin
                     "bind [{}]:{}: {}",
                     a.ip(),
                     a.port(),
-                    super::describe_io_error(&e)
+                    crate::io_error::describe_io_error(&e)
                 );
                 // Shown even when another address bound, as ssh does.
                 crate::log!(Error, "{msg}");

@@ -15,15 +15,8 @@ pub mod qos;
 pub mod sockbuf;
 pub mod socket_bridge;
 pub mod stripe;
+pub mod tcp_info;
 
-/// An I/O error in the words OpenSSH uses ("Connection refused").
-pub fn describe_io_error(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => "Connection refused".to_owned(),
-        std::io::ErrorKind::TimedOut => "Connection timed out".to_owned(),
-        _ => {
-            let s = e.to_string();
-            s.split(" (os error").next().unwrap_or(&s).to_owned()
-        }
-    }
-}
+// net/pump (being rewritten elsewhere) still names it here; callers name
+// crate::io_error.
+pub use crate::io_error::describe_io_error;

@@ -254,7 +254,11 @@ pub fn connect(
             let e = std::io::Error::last_os_error();
             return Err(std::io::Error::new(
                 e.kind(),
-                format!("bind {}: {}", local.ip(), super::describe_io_error(&e)),
+                format!(
+                    "bind {}: {}",
+                    local.ip(),
+                    crate::io_error::describe_io_error(&e)
+                ),
             ));
         }
     }

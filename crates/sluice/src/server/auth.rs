@@ -231,7 +231,7 @@ impl ServerAuth {
             log!(
                 Info,
                 "refusing previously-used {} key",
-                crate::keys::revoked::sshd_key_type(key_blob)
+                crate::keys::key_type::sshd_key_type(key_blob)
             );
             return false;
         }

@@ -27,7 +27,9 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+mod carrier;
 mod hostkeys;
+pub mod join_source;
 pub mod joined;
 mod path_info;
 pub(crate) mod publickey;
@@ -113,7 +115,7 @@ pub struct ServerConn {
     /// after authentication, proved on request (server/conn/hostkeys.rs).
     host_keys: Vec<Vec<u8>>,
     /// A striped session's joined connections arrive here (conn/joined.rs).
-    joins: Option<Box<dyn joined::JoinSource>>,
+    joins: Option<Box<dyn join_source::JoinSource>>,
     /// This connection, for "one carrier per connection" (net/stripe).
     stripe_key: crate::net::stripe::ConnKey,
 }
@@ -522,7 +524,7 @@ impl Handler for ServerConn {
                 };
                 if channel_type == sluice_proto::stripe::CARRIER_CHANNEL {
                     self.idle.forget(channel);
-                    stripe::open_carrier(conn, fds, channel, &data, self.stripe_key);
+                    carrier::open_carrier(conn, fds, channel, &data, self.stripe_key);
                     return Ok(());
                 }
                 // Counted once open (connected); a refusal drops it.

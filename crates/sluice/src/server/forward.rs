@@ -164,7 +164,11 @@ impl ServerForward {
                     Ok(s) => self.confirm(conn, fds, id, s)?,
                     Err(e) => {
                         log!(Info, "connect to {path} failed: {e}");
-                        reject(conn, CONNECT_FAILED, &crate::net::describe_io_error(&e))?;
+                        reject(
+                            conn,
+                            CONNECT_FAILED,
+                            &crate::io_error::describe_io_error(&e),
+                        )?;
                     }
                 }
                 Ok(true)

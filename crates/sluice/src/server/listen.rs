@@ -93,7 +93,7 @@ impl Listener {
                         "Bind to port {} on {} failed: {}.",
                         a.port(),
                         a.ip(),
-                        crate::net::describe_io_error(&e)
+                        crate::io_error::describe_io_error(&e)
                     );
                 }
             }

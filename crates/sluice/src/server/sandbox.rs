@@ -23,7 +23,7 @@ mod filter;
 /// numbers are written for x86_64 and aarch64); the rest still applies.
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod filter {
-    pub(super) fn install() -> Result<bool, super::SandboxError> {
+    pub(super) fn install() -> Result<bool, std::io::Error> {
         crate::log!(
             Error,
             "sandbox: no seccomp filter for this architecture; running without a system call filter"
@@ -157,7 +157,7 @@ impl Sandbox {
                 return Err(SandboxError::Rlimit(what, last()));
             }
         }
-        let seccomp = filter::install()?;
+        let seccomp = filter::install().map_err(SandboxError::Seccomp)?;
         Ok(Applied {
             user: self.user.name,
             seccomp,

@@ -66,7 +66,7 @@ impl ClientForward {
             Endpoint::Unix(path) => match fwdsock::connect_unix(&path) {
                 Ok(s) => self.accept(conn, fds, id, s)?,
                 Err(e) => {
-                    let why = crate::net::describe_io_error(&e);
+                    let why = crate::io_error::describe_io_error(&e);
                     log!(Info, "connect to {path}: {why}");
                     conn.reject_channel(id, CONNECT_FAILED, &why)
                         .map_err(|e| e.to_string())?;

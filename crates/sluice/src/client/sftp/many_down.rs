@@ -5,10 +5,9 @@
 //! flight. Each lands as transfer::download lands it: in `.NAME.sluice-part`
 //! beside the target, renamed over it once whole.
 
-use super::many_up::fatal;
 use super::resume;
-use super::session::{Sftp, SftpError};
-use super::spread::{Job, Spread};
+use super::session::{fatal, Sftp, SftpError};
+use super::spread::{Batch, Job, Spread};
 use super::transfer::{self, Options};
 use sluice_proto::sftp::{Attrs, Reply, Request, Status};
 use std::collections::HashMap;
@@ -61,7 +60,7 @@ impl Downloads {
             waiting: HashMap::new(),
             next: 0,
             failed: false,
-            spread: Spread::new(o),
+            spread: Spread::new(o, |o| Box::new(Downloads::new(o))),
         }
     }
 
@@ -343,5 +342,22 @@ impl Downloads {
             }
         }
         Ok(())
+    }
+}
+
+impl Batch for Downloads {
+    fn start(&mut self, s: &mut Sftp, job: Job, say: &mut dyn FnMut(&str)) -> Result<(), String> {
+        match job {
+            Job::Down {
+                remote,
+                local,
+                attrs,
+            } => self.get(s, remote, local, attrs, say),
+            Job::Up { .. } => Ok(()),
+        }
+    }
+
+    fn finish(&mut self, s: &mut Sftp, say: &mut dyn FnMut(&str)) -> Result<bool, String> {
+        Downloads::finish(self, s, say)
     }
 }

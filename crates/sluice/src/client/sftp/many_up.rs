@@ -10,8 +10,8 @@
 //! ends as transfer::upload would: under `.NAME.sluice-part` renamed into
 //! place when the server has posix-rename, modes (and times with -p) set.
 
-use super::session::{Sftp, SftpError};
-use super::spread::{Job, Spread};
+use super::session::{fatal, Sftp, SftpError};
+use super::spread::{Batch, Job, Spread};
 use super::transfer::{self, Options};
 use sluice_proto::sftp::{pflags, Attrs, Extended, Reply, Request, Status};
 use std::collections::HashMap;
@@ -74,7 +74,7 @@ impl Uploads {
             waiting: HashMap::new(),
             next: 0,
             failed: false,
-            spread: Spread::new(o),
+            spread: Spread::new(o, |o| Box::new(Uploads::new(o))),
         }
     }
 
@@ -358,10 +358,15 @@ impl Uploads {
     }
 }
 
-/// A session error as the message that ends the run.
-pub(super) fn fatal(e: SftpError) -> String {
-    match e {
-        SftpError::Fatal(m) => m,
-        e => e.to_string(),
+impl Batch for Uploads {
+    fn start(&mut self, s: &mut Sftp, job: Job, say: &mut dyn FnMut(&str)) -> Result<(), String> {
+        match job {
+            Job::Up { local, remote } => self.put(s, local, remote, say),
+            Job::Down { .. } => Ok(()),
+        }
+    }
+
+    fn finish(&mut self, s: &mut Sftp, say: &mut dyn FnMut(&str)) -> Result<bool, String> {
+        Uploads::finish(self, s, say)
     }
 }

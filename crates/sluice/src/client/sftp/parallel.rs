@@ -23,6 +23,7 @@ use super::progress::Meter;
 use super::resume::{self, Record};
 use super::session::{Sftp, SftpError};
 use super::transfer::{self, Options, Span, TransferError, TransferResult};
+use crate::client::streams::Streams;
 use crate::client::streams_auto::{Steer, Step};
 use crate::client::ClientOptions;
 use sluice_proto::sftp::{pflags, Attrs};
@@ -37,40 +38,6 @@ use std::time::{Duration, Instant};
 /// cost more in connection setup than it saves.
 pub const MIN_SPLIT: u64 = 64 << 20;
 pub use crate::client::streams_auto::AUTO_MAX;
-/// The most `Streams N` accepts.
-pub const STREAMS_MAX: usize = 64;
-
-/// ssh_config `Streams`: how many connections a copy may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Streams {
-    /// Add connections while each one helps.
-    Auto,
-    /// This many in all (1: no extra connection).
-    Fixed(usize),
-}
-
-impl Streams {
-    /// `auto` or 1-64.
-    pub fn parse(v: &str) -> Option<Streams> {
-        if v.eq_ignore_ascii_case("auto") {
-            return Some(Streams::Auto);
-        }
-        match v.parse::<usize>() {
-            Ok(n) if (1..=STREAMS_MAX).contains(&n) => Some(Streams::Fixed(n)),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Streams {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Streams::Auto => f.write_str("auto"),
-            Streams::Fixed(n) => write!(f, "{n}"),
-        }
-    }
-}
-
 /// Makes the options of one more connection (BatchMode on).
 pub type Connector = Arc<dyn Fn() -> Result<ClientOptions, String> + Send + Sync>;
 
@@ -693,17 +660,6 @@ fn range_size(size: u64, conns: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn streams_values() {
-        assert_eq!(Streams::parse("auto"), Some(Streams::Auto));
-        assert_eq!(Streams::parse("AUTO"), Some(Streams::Auto));
-        assert_eq!(Streams::parse("4"), Some(Streams::Fixed(4)));
-        assert_eq!(Streams::parse("0"), None);
-        assert_eq!(Streams::parse("65"), None);
-        assert_eq!(Streams::parse("x"), None);
-        assert_eq!(Streams::Fixed(8).to_string(), "8");
-    }
 
     #[test]
     fn ranges_stay_within_bounds() {

@@ -960,3 +960,11 @@ fn one_name(body: &[u8]) -> SftpResult<Vec<u8>> {
         _ => Err(bad("expected one NAME")),
     }
 }
+
+/// A session error as the message that ends the run.
+pub(super) fn fatal(e: SftpError) -> String {
+    match e {
+        SftpError::Fatal(m) => m,
+        e => e.to_string(),
+    }
+}

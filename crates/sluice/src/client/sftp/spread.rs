@@ -17,11 +17,10 @@
 //! (its name in the message) and counted; a connection that dies hands
 //! the files it had not yet confirmed back to the others.
 
-use super::many_down::Downloads;
-use super::many_up::Uploads;
-use super::parallel::{Connector, Streams, AUTO_MAX};
+use super::parallel::{Connector, AUTO_MAX};
 use super::session::Sftp;
 use super::transfer::Options;
+use crate::client::streams::Streams;
 use sluice_proto::sftp::Attrs;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -47,6 +46,19 @@ pub(super) enum Job {
     },
 }
 
+/// One direction's batch of small files as an extra connection runs it
+/// (many_up.rs's `Uploads`, many_down.rs's `Downloads`): each hands
+/// `Spread::new` the way to make one, so this file names neither.
+pub(super) trait Batch {
+    /// Starts `job` (one of this batch's direction); Err ends the session.
+    fn start(&mut self, s: &mut Sftp, job: Job, say: &mut dyn FnMut(&str)) -> Result<(), String>;
+    /// Waits for the replies of every file started; Ok(all went well).
+    fn finish(&mut self, s: &mut Sftp, say: &mut dyn FnMut(&str)) -> Result<bool, String>;
+}
+
+/// Makes an extra connection's batch from the workers' settings.
+pub(super) type MakeBatch = fn(&Options) -> Box<dyn Batch>;
+
 /// The extra connections of one recursive copy (ended when dropped).
 pub struct Spread {
     sh: Arc<Shared>,
@@ -58,6 +70,7 @@ struct Shared {
     connect: Connector,
     /// The workers' settings (no parallel copies of their own).
     o: Options,
+    make: MakeBatch,
     state: Mutex<State>,
     cv: Condvar,
     failed: AtomicBool,
@@ -76,8 +89,9 @@ struct State {
 }
 
 impl Spread {
-    /// Some when `o` allows more than one connection.
-    pub fn new(o: &Options) -> Option<Spread> {
+    /// Some when `o` allows more than one connection; each extra one runs
+    /// a batch that `make` makes.
+    pub(super) fn new(o: &Options, make: MakeBatch) -> Option<Spread> {
         let p = o.parallel.as_ref()?;
         if p.streams() == Streams::Fixed(1) {
             return None;
@@ -90,6 +104,7 @@ impl Spread {
                 streams: p.streams(),
                 connect: p.connector(),
                 o: wo,
+                make,
                 state: Mutex::new(State::default()),
                 cv: Condvar::new(),
                 failed: AtomicBool::new(false),
@@ -214,8 +229,7 @@ impl Shared {
         }
         let tag = self.o.tag;
         let mut say = |m: &str| crate::errln!("{tag}{m}");
-        let mut up = Uploads::new(&self.o);
-        let mut down = Downloads::new(&self.o);
+        let mut batch = (self.make)(&self.o);
         let mut taken: Vec<Job> = Vec::new();
         let dead = loop {
             let job = {
@@ -235,22 +249,7 @@ impl Shared {
             };
             match job {
                 Some(j) => {
-                    let r = match &j {
-                        Job::Up { local, remote } => {
-                            up.put(&mut s, local.clone(), remote.clone(), &mut say)
-                        }
-                        Job::Down {
-                            remote,
-                            local,
-                            attrs,
-                        } => down.get(
-                            &mut s,
-                            remote.clone(),
-                            local.clone(),
-                            attrs.clone(),
-                            &mut say,
-                        ),
-                    };
+                    let r = batch.start(&mut s, j.clone(), &mut say);
                     taken.push(j);
                     if let Err(e) = r {
                         break Some(e);
@@ -263,10 +262,7 @@ impl Shared {
                 None => {}
             }
             // Nothing queued (or many taken): confirm what this one has.
-            let confirmed = up
-                .finish(&mut s, &mut say)
-                .and_then(|a| Ok(a & down.finish(&mut s, &mut say)?));
-            match confirmed {
+            match batch.finish(&mut s, &mut say) {
                 Ok(ok) => {
                     if !ok {
                         self.failed.store(true, Ordering::Relaxed);

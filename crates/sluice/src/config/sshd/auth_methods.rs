@@ -170,6 +170,16 @@ impl Progress {
     }
 }
 
+impl ServerConfig {
+    /// Authentication methods to offer first under this configuration:
+    /// those enabled that begin some AuthenticationMethods list when it is
+    /// set (later steps are offered as earlier ones succeed). Here, beside
+    /// `Progress`, so the configuration's file does not import this one.
+    pub fn auth_methods(&self) -> Vec<String> {
+        Progress::new(self).offered()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! line for lists sshd repeats, sshd's spelling of values; keywords sluiced
 //! accepts without acting on show what sshd would; sluiced's own come last.
 
-use super::keywords::OTHER;
+use super::keyword_table::OTHER;
 use super::ServerConfig;
 
 /// sshd's order; a `*` suffix marks keywords printed once per value.

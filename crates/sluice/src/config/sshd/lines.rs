@@ -4,42 +4,12 @@
 //! the block it sits in. Which lines apply is decided later, once per
 //! connection (see `ServerConfig::for_connection`).
 
-use super::keywords;
+use super::keyword_table;
+use super::line::Line;
 use super::matching::Criteria;
 use crate::config::split_line;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// One keyword line and the Match criteria (all must hold) it sits under.
-#[derive(Debug, Clone)]
-pub(super) struct Line {
-    /// File name, or `command-line` for `-o`.
-    pub(super) file: Arc<str>,
-    /// Line number (0 for `-o`).
-    pub(super) n: usize,
-    /// Keyword, lower-case.
-    pub(super) kw: String,
-    /// Keyword as written (for messages).
-    pub(super) name: String,
-    /// Arguments, quotes removed.
-    pub(super) args: Vec<String>,
-    /// The rest of the line as written (ForceCommand, AuthorizedKeysCommand).
-    pub(super) raw: String,
-    /// Match criteria in force, outermost first.
-    pub(super) conds: Vec<Arc<Criteria>>,
-}
-
-impl Line {
-    /// `FILE line N: msg`, as sshd words most errors.
-    pub(super) fn err(&self, msg: &str) -> String {
-        format!("{} line {}: {msg}", self.file, self.n)
-    }
-
-    /// Whether the line applies in `ctx` (None: at startup).
-    pub(super) fn active(&self, ctx: Option<&super::MatchContext>) -> bool {
-        self.conds.iter().all(|c| c.matches(ctx))
-    }
-}
 
 /// What reading produced: the lines, warnings to log, and bad option messages.
 #[derive(Default)]
@@ -134,7 +104,7 @@ fn add(
             Err((msg, false)) => Err(format!("{msg} at line {n}")),
         };
     }
-    let known = keywords::known(&line.kw);
+    let known = keyword_table::known(&line.kw);
     if !known {
         r.bad.push(format!(
             "{file}: line {n}: Bad configuration option: {}",
@@ -143,7 +113,7 @@ fn add(
     }
     // At startup only `Match All` blocks are in force; anything else inside
     // a Match block must be a keyword sshd allows there.
-    if !line.active(None) && !keywords::match_allowed(&line.kw) {
+    if !line.active(None) && !keyword_table::match_allowed(&line.kw) {
         let mut msg = r.bad.join("\n");
         if !msg.is_empty() {
             msg.push('\n');
@@ -157,7 +127,7 @@ fn add(
     if !known {
         return Ok(None);
     }
-    if let Some(w) = keywords::warning(&line.kw) {
+    if let Some(w) = keyword_table::warning(&line.kw) {
         r.warnings
             .push(format!("{file} line {n}: {w} option {}", line.name));
     }

@@ -14,10 +14,13 @@ mod addr_list;
 pub mod auth_methods;
 pub(crate) mod command_line;
 mod dump;
+pub(crate) mod keyword_table;
 pub(crate) mod keywords;
+mod line;
 mod lines;
 mod matching;
 pub mod per_source;
+pub mod proto;
 pub mod snapshot;
 pub mod timeouts;
 
@@ -26,7 +29,7 @@ pub use matching::{connection_rdomain, set_connection_rdomain, MatchContext};
 use crate::keys::host_keys::HostKeyFiles;
 use crate::log::Level;
 use crate::net::crypto_pool::CryptoThreads;
-use lines::Line;
+use line::Line;
 use sluice_proto::crypto::{cipher, hostkey};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -444,7 +447,7 @@ impl ServerConfig {
         // denying every key later (Match blocks included).
         for l in lines
             .iter()
-            .filter(|l| keywords::canonical(&l.kw) == "revokedkeys")
+            .filter(|l| keyword_table::canonical(&l.kw) == "revokedkeys")
         {
             let f = l.args.first().map(String::as_str).unwrap_or("none");
             if f == "none" {
@@ -485,7 +488,7 @@ impl ServerConfig {
             || self
                 .lines
                 .iter()
-                .any(|l| !l.conds.is_empty() && keywords::canonical(&l.kw) == "maxstreams")
+                .any(|l| !l.conds.is_empty() && keyword_table::canonical(&l.kw) == "maxstreams")
     }
 
     /// The configuration for one connection: global lines and the Match
@@ -518,12 +521,12 @@ impl ServerConfig {
                 .filter(|l| !l.conds.is_empty() && l.active(Some(c)))
             {
                 cfg.apply(l, &mut seen)?;
-                from_match.insert(keywords::canonical(&l.kw).to_owned());
+                from_match.insert(keyword_table::canonical(&l.kw).to_owned());
             }
         }
         let mut seen = HashSet::new();
         for l in lines.iter().filter(|l| l.active(None)) {
-            if !from_match.contains(keywords::canonical(&l.kw)) {
+            if !from_match.contains(keyword_table::canonical(&l.kw)) {
                 cfg.apply(l, &mut seen)?;
             }
         }
@@ -558,7 +561,7 @@ impl ServerConfig {
         let given: Vec<PathBuf> = self
             .lines
             .iter()
-            .filter(|l| keywords::canonical(&l.kw) == "hostkey" && l.active(None))
+            .filter(|l| keyword_table::canonical(&l.kw) == "hostkey" && l.active(None))
             .filter_map(|l| l.args.first().map(PathBuf::from))
             .collect();
         if given.is_empty() {
@@ -614,14 +617,6 @@ impl ServerConfig {
             }
         }
         m
-    }
-
-    /// Authentication methods to offer first under this configuration:
-    /// those enabled that begin some AuthenticationMethods list when it is
-    /// set (later steps are offered as earlier ones succeed, see
-    /// auth_methods.rs).
-    pub fn auth_methods(&self) -> Vec<String> {
-        auth_methods::Progress::new(self).offered()
     }
 
     /// Some AuthenticationMethods list names only enabled methods.

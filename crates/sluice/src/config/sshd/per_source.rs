@@ -4,7 +4,7 @@
 //! their defaults and how `-T` shows them. The listener enforces them
 //! (server/listen.rs, server/penalty.rs). None of them is allowed in Match.
 
-use super::lines::Line;
+use super::line::Line;
 
 /// What PerSourcePenalties says once defaults are filled in.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -48,7 +48,7 @@ pub(super) fn read_file(path: &Path) -> Result<String, String> {
             });
         }
         let r = std::fs::read_to_string(path)
-            .map_err(|e| crate::net::describe_io_error(&e).to_string());
+            .map_err(|e| crate::io_error::describe_io_error(&e).to_string());
         s.files.insert(key, r.clone());
         r
     })

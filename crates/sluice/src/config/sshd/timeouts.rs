@@ -2,7 +2,7 @@
 //! 9.2): their values read and checked as sshd reads them, and the rules a
 //! connection runs with. What they do at run time is server/idle.rs.
 
-use super::lines::Line;
+use super::line::Line;
 use crate::config::parse_time;
 use std::time::Duration;
 

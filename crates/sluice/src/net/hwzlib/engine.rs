@@ -13,7 +13,9 @@
 //! packet that inflates past the packet limit is
 //! [`Violation::BadCompression`] (a clean disconnect), whatever the library.
 
-use super::loader::{ZStream, ZlibLibrary, Z_BUF_ERROR, Z_OK, Z_STREAM_END, Z_SYNC_FLUSH};
+use super::loader::{
+    LoadError, ZStream, ZlibLibrary, Z_BUF_ERROR, Z_OK, Z_STREAM_END, Z_SYNC_FLUSH,
+};
 use crate::log;
 use sluice_proto::error::Violation;
 use sluice_proto::transport::compress::{
@@ -338,6 +340,42 @@ impl Inflater {
         if std::mem::take(&mut self.live) {
             lib.inflate_end(&mut self.z);
         }
+    }
+}
+
+impl ZlibLibrary {
+    /// Opens `name` (a path, or a soname the dynamic loader searches for),
+    /// resolves the zlib functions and checks one round trip. Here, not in
+    /// loader.rs, because the check runs this file's Deflater and Inflater.
+    pub fn load(name: &str) -> Result<ZlibLibrary, LoadError> {
+        let lib = Self::open(name)?;
+        lib.self_test().map_err(LoadError::SelfTest)?;
+        Ok(lib)
+    }
+
+    /// One packet through the library both ways, with the SSH flush: a
+    /// library that loads but cannot do that is not used.
+    fn self_test(&self) -> Result<(), String> {
+        let msg: Vec<u8> = (0..4096u32)
+            .map(|i| b"sluice hw deflate "[(i % 18) as usize])
+            .collect();
+        let mut z = Vec::new();
+        let mut back = Vec::new();
+        let mut d = Deflater::new(self).map_err(|rc| format!("deflateInit2_ returned {rc}"))?;
+        let mut i = Inflater::new(self).map_err(|rc| format!("inflateInit2_ returned {rc}"))?;
+        for _ in 0..2 {
+            z.clear();
+            d.run(self, &msg, &mut z)
+                .map_err(|()| "deflate failed".to_owned())?;
+            i.run(self, &z, &mut back, msg.len())
+                .map_err(|()| "inflate failed".to_owned())?;
+            if back != msg {
+                return Err("inflate did not give back what deflate was given".into());
+            }
+        }
+        d.end(self);
+        i.end(self);
+        Ok(())
     }
 }
 

@@ -160,8 +160,12 @@ fn root_safe(name: &str, owner: Owner) -> Result<(), LoadError> {
         return Ok(());
     }
     use std::os::unix::fs::MetadataExt;
-    let real = std::fs::canonicalize(name)
-        .map_err(|e| LoadError::Open(format!("{name}: {}", crate::net::describe_io_error(&e))))?;
+    let real = std::fs::canonicalize(name).map_err(|e| {
+        LoadError::Open(format!(
+            "{name}: {}",
+            crate::io_error::describe_io_error(&e)
+        ))
+    })?;
     let mut at = Some(real.as_path());
     while let Some(p) = at {
         let m =

@@ -9,7 +9,7 @@
 //! one or more connections (sluice, striped or not), so process-wide is
 //! the right scope for a summary of that session.
 
-use crate::net::path::TcpInfo;
+use crate::net::tcp_info::TcpInfo;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 

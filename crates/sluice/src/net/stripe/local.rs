@@ -60,7 +60,7 @@ pub fn spawn_input(hub: &Arc<Hub>, src: ChanFd) -> std::io::Result<JoinHandle<()
                             Error,
                             "channel {}: read of local input failed: {}",
                             hub.channel(),
-                            crate::net::describe_io_error(&e)
+                            crate::io_error::describe_io_error(&e)
                         );
                         break;
                     }
@@ -153,7 +153,7 @@ pub fn spawn_output(hub: &Arc<Hub>, sink: ChanFd) -> std::io::Result<JoinHandle<
                                     Error,
                                     "channel {}: write of received data failed: {}",
                                     hub.channel(),
-                                    crate::net::describe_io_error(&e)
+                                    crate::io_error::describe_io_error(&e)
                                 );
                             }
                             // The reader is gone: the rest is discarded

@@ -18,16 +18,18 @@
 //!   carriers opened on any connection.
 
 mod carrier;
+mod conn_key;
 mod hub;
 mod local;
 mod registry;
 mod striped;
 
 pub use carrier::CarrierEnd;
+pub use conn_key::ConnKey;
 pub use hub::Failure;
 pub use hub::Hub;
 pub use local::{spawn_input, spawn_output, spawn_stderr, LocalThreads};
-pub use registry::{find, register, ConnKey};
+pub use registry::{find, register};
 pub use striped::{handle_ack, tick, Stderr, StripedEnd};
 
 /// Bytes a sender keeps (sent and not acknowledged, or not yet sent), and

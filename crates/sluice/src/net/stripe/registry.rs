@@ -5,23 +5,9 @@
 //! the channel number is the key. Entries go when their hub is dropped.
 
 use super::hub::Hub;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 static CHANNELS: Mutex<Vec<(u32, Weak<Hub>)>> = Mutex::new(Vec::new());
-static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
-
-/// A number unique to one connection of this process (a carrier's
-/// connection, for "at most one carrier per connection").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnKey(pub u64);
-
-impl ConnKey {
-    /// A fresh one.
-    pub fn next() -> ConnKey {
-        ConnKey(NEXT_CONN.fetch_add(1, Ordering::Relaxed))
-    }
-}
 
 /// Makes `hub` findable by its channel number.
 pub fn register(hub: &Arc<Hub>) {

@@ -7,35 +7,17 @@
 //! [`on_joined`] runs it in a pump of its own on its own thread (its
 //! crypto on another core). It serves carriers only: a
 //! `stripe-carrier-v00@sluice.dev` open for a striped channel of this
-//! session is accepted (conn/stripe.rs), every other channel is refused
+//! session is accepted (conn/carrier.rs), every other channel is refused
 //! (ADMINISTRATIVELY_PROHIBITED), every global or channel request answered
 //! with failure.
 
+use super::join_source::{JoinSource, JoinedConn};
 use super::{ServerConn, ADMINISTRATIVELY_PROHIBITED};
 use crate::log;
 use crate::net::pump::{ChannelFds, Handler, Pump};
 use crate::net::stripe::ConnKey;
 use sluice_proto::{Connection, Event};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-
-/// A secondary connection, joined and imported.
-pub struct JoinedConn {
-    /// The engine, imported from the secondary's handover.
-    pub conn: Connection,
-    /// Its TCP socket.
-    pub sock: OwnedFd,
-    /// Raw bytes from the peer its pre-auth engine had not read.
-    pub input: Vec<u8>,
-}
-
-/// Where joined connections come from (the monitor's join socket).
-pub trait JoinSource {
-    /// The descriptor to watch for readability.
-    fn fd(&self) -> RawFd;
-    /// The next joined connection, if one is waiting (never blocks when
-    /// none is); an error means the source is broken and is dropped.
-    fn receive(&mut self) -> Result<Option<JoinedConn>, String>;
-}
+use std::os::fd::AsRawFd;
 
 /// Runs a joined secondary connection on a thread of its own; it ends when
 /// its peer or this process does.
@@ -96,7 +78,7 @@ impl Handler for Secondary {
                 ..
             } => {
                 if channel_type == sluice_proto::stripe::CARRIER_CHANNEL {
-                    super::stripe::open_carrier(conn, fds, channel, &data, self.key);
+                    super::carrier::open_carrier(conn, fds, channel, &data, self.key);
                 } else {
                     log!(
                         Verbose,

@@ -9,7 +9,6 @@ use crate::keys::authorized_keys::{self, KeyOptions};
 use crate::keys::cert::Cert;
 use crate::keys::identity::fingerprint_sha256;
 use crate::keys::revoked;
-use crate::keys::user_file::{self, Reader};
 use crate::log;
 use crate::server::keys_command::{self, Which};
 use crate::server::session::{self, UserInfo};
@@ -19,6 +18,9 @@ use std::net::SocketAddr;
 use super::ServerConn;
 
 mod cert;
+mod user_files;
+
+use user_files::read_user_files;
 
 impl ServerConn {
     /// A publickey request: refused, accepted (PK_OK for a query), or for
@@ -159,7 +161,7 @@ fn decide_inner(
         // sshd names the type as sshkey_type does (`ED25519 SHA256:..`).
         None => format!(
             "{} {}",
-            revoked::sshd_key_type(key_blob),
+            crate::keys::key_type::sshd_key_type(key_blob),
             fingerprint_sha256(key_blob)
         ),
     };
@@ -245,7 +247,7 @@ fn is_revoked(cfg: &Sshd, key_blob: &[u8], cert: Option<&Cert>) -> bool {
     let Some(f) = &cfg.revoked_keys else {
         return false;
     };
-    let ty = revoked::sshd_key_type(key_blob);
+    let ty = crate::keys::key_type::sshd_key_type(key_blob);
     let fp = fingerprint_sha256(key_blob);
     match revoked::is_revoked(f, key_blob, cert) {
         Ok(false) => false,
@@ -274,41 +276,4 @@ fn is_revoked(cfg: &Sshd, key_blob: &[u8], cert: Option<&Cert>) -> bool {
 fn read_authorized_keys(cfg: &Sshd, info: &UserInfo) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let files = cfg.authorized_keys_files(&info.name, &info.home, info.uid);
     read_user_files(cfg, info, &files, "authorized keys")
-}
-
-/// Files read as the user (StrictModes applied), each refusal logged in
-/// sshd's words (`kind`: "authorized keys", "authorized principals").
-fn read_user_files(
-    cfg: &Sshd,
-    info: &UserInfo,
-    paths: &[std::path::PathBuf],
-    kind: &str,
-) -> Vec<(std::path::PathBuf, Vec<u8>)> {
-    let groups = match session::group_list(&info.name, info.gid) {
-        Ok(g) => g,
-        Err(e) => {
-            log!(
-                Error,
-                "Authentication refused: groups of {}: {e}",
-                info.name
-            );
-            return Vec::new();
-        }
-    };
-    let who = Reader {
-        name: info.name.clone(),
-        uid: info.uid,
-        gid: info.gid,
-        groups,
-        home: info.home.clone().into(),
-    };
-    let mut out = Vec::new();
-    for f in paths {
-        match user_file::read_as_user(f, &who, cfg.strict_modes) {
-            Ok(bytes) => out.push((f.clone(), bytes)),
-            Err(r) if r.is_notable() => log!(Info, "{}", r.message(&info.name, kind)),
-            Err(r) => log!(Debug1, "{}", r.message(&info.name, kind)),
-        }
-    }
-    out
 }

@@ -55,7 +55,7 @@ pub(crate) fn allows(
         log!(
             Info,
             "public key {} {} signature for {user} from {} port {} rejected: {why}",
-            crate::keys::revoked::sshd_key_type(key_blob),
+            crate::keys::key_type::sshd_key_type(key_blob),
             crate::keys::identity::fingerprint_sha256(key_blob),
             peer.ip(),
             peer.port()

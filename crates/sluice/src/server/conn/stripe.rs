@@ -7,18 +7,15 @@
 //! client opens on this connection and on the secondaries (`joined.rs`).
 
 use crate::log;
-use crate::net::pump::{ChanFd, ChanIo, ChannelFds};
-use crate::net::stripe::{self, CarrierEnd, ConnKey, Hub, Stderr, StripedEnd};
+use crate::net::pump::{ChanFd, ChanIo};
+use crate::net::stripe::{self, Hub, Stderr, StripedEnd};
 use crate::server::conn::ServerConn;
 use sluice_proto::msg::DisconnectReason;
-use sluice_proto::stripe::codec::{check_stripe_channel_request, CarrierOpen, StripeWanted};
+use sluice_proto::stripe::codec::{check_stripe_channel_request, StripeWanted};
 use sluice_proto::stripe::{ACK_REQUEST, STRIPE_REQUEST};
 use sluice_proto::{ChannelId, Connection};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
-
-/// RFC 4254 5.1's reason for a carrier refused.
-const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
 
 impl ServerConn {
     /// Answers the client's `stripe-v00@sluice.dev` global request with
@@ -141,40 +138,6 @@ impl ServerConn {
                 .map_err(|e| e.to_string())?;
         }
         Ok(true)
-    }
-}
-
-/// A `stripe-carrier-v00@sluice.dev` open on connection `key` (the primary
-/// or a secondary of this session): accepted for a striped channel that is
-/// open and has no carrier on this connection yet, refused otherwise.
-pub(crate) fn open_carrier(
-    conn: &mut Connection,
-    fds: &mut ChannelFds,
-    channel: ChannelId,
-    data: &[u8],
-    key: ConnKey,
-) {
-    let end = match CarrierOpen::decode(data) {
-        Ok(o) => stripe::find(o.striped_channel).and_then(|h| CarrierEnd::new(&h, key)),
-        Err(e) => {
-            conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &e.to_string());
-            return;
-        }
-    };
-    match end {
-        Some(end) => {
-            if conn.accept_channel(channel).is_ok() {
-                log!(Debug1, "carrier channel {} open", channel.0);
-                fds.insert(channel, ChanIo::in_process(Box::new(end)));
-            }
-        }
-        None => {
-            let _ = conn.reject_channel(
-                channel,
-                ADMINISTRATIVELY_PROHIBITED,
-                "no striped channel for this carrier",
-            );
-        }
     }
 }
 

@@ -10,7 +10,9 @@
 //! authorized_keys file, no PAM, PermitTTY no and MaxSessions 0 (no pty is
 //! allocated, no login record written), no striping socket.
 
-use super::mauth::{Accepted, MonitorAuth};
+use super::accepted::Accepted;
+use super::datagram;
+use super::mauth::MonitorAuth;
 use super::signer::KeyHolder;
 use super::wire;
 use crate::config::sshd::ServerConfig as Sshd;
@@ -51,7 +53,7 @@ pub fn drive(
     host: &Arc<dyn Signer>,
     datagrams: &[&[u8]],
 ) -> (Result<(), String>, u32) {
-    let Ok((m, c)) = wire::socketpair() else {
+    let Ok((m, c)) = datagram::socketpair() else {
         return (Err("socketpair".into()), 0);
     };
     let host = host.clone();

@@ -5,12 +5,14 @@
 //! does not allow must end the connection with nothing signed and nothing
 //! allocated.
 
-use super::mauth::{Accepted, MonitorAuth};
-use super::monitor::{preauth_phase, Handover};
+use super::accepted::Accepted;
+use super::datagram;
+use super::mauth::MonitorAuth;
+use super::monitor::preauth_phase;
 use super::policy::{Pre, Req, Turns};
 use super::postauth::serve_requests;
 use super::signer::KeyHolder;
-use super::wire::{self, Method, Msg};
+use super::wire::{Handover, Method, Msg};
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::server::logins::Logins;
 use sluice_proto::crypto::hostkey::{KeyPair, Signer};
@@ -221,7 +223,7 @@ type PreResult = (Result<Option<Handover>, String>, u32);
 /// The real pre-auth loop on a thread, with one host key; the child's end
 /// and the host key's blob.
 fn monitor_pre(cfg: Sshd) -> (OwnedFd, Vec<u8>, JoinHandle<PreResult>) {
-    let (m, c) = wire::socketpair().unwrap();
+    let (m, c) = datagram::socketpair().unwrap();
     let host: Arc<dyn Signer> = Arc::new(KeyPair::generate_ed25519().unwrap());
     let blob = host.public_blob();
     let h = std::thread::spawn(move || {
@@ -234,8 +236,8 @@ fn monitor_pre(cfg: Sshd) -> (OwnedFd, Vec<u8>, JoinHandle<PreResult>) {
 }
 
 fn ask(c: &OwnedFd, m: &Msg) -> Msg {
-    wire::send(c, m).unwrap();
-    wire::recv(c, 5000).unwrap().expect("an answer")
+    datagram::send(c, m).unwrap();
+    datagram::recv(c, 5000).unwrap().expect("an answer")
 }
 
 /// Brings a fresh monitor to `state`; None where this harness cannot
@@ -266,7 +268,7 @@ fn bring_to(state: Pre, login: &Login) -> Option<(OwnedFd, Vec<u8>, JoinHandle<P
                     &login.key.public_blob(),
                 );
                 let signature = Some(login.key.sign("ssh-ed25519", &data).unwrap());
-                wire::send(
+                datagram::send(
                     &c,
                     &Msg::Auth {
                         user: login.user.clone(),
@@ -284,7 +286,7 @@ fn bring_to(state: Pre, login: &Login) -> Option<(OwnedFd, Vec<u8>, JoinHandle<P
             if state == Pre::Closed {
                 // MaxAuthTries (6) failed passwords.
                 for _ in 0..login.cfg.max_auth_tries {
-                    wire::send(
+                    datagram::send(
                         &c,
                         &Msg::Auth {
                             user: login.user.clone(),
@@ -304,7 +306,7 @@ fn bring_to(state: Pre, login: &Login) -> Option<(OwnedFd, Vec<u8>, JoinHandle<P
 /// The verdict after a policy message, if one comes first.
 fn verdict(c: &OwnedFd) -> Msg {
     loop {
-        match wire::recv(c, 5000).unwrap().expect("a verdict") {
+        match datagram::recv(c, 5000).unwrap().expect("a verdict") {
             Msg::Policy { .. } => continue,
             m => return m,
         }
@@ -335,7 +337,7 @@ fn the_pre_auth_monitor_ends_the_connection_on_every_request_out_of_turn() {
                 .pre(state, Req::of(&msg), login.cfg.max_auth_tries)
                 .is_ok();
             let signed_before = u32::from(state != Pre::Kex);
-            wire::send(&c, &msg).unwrap();
+            datagram::send(&c, &msg).unwrap();
             if allowed {
                 // Allowed here: the monitor acts on it (tested elsewhere).
                 drop(end(c, h));
@@ -364,7 +366,7 @@ fn the_pre_auth_monitor_counts() {
     let login = Login::new("count");
     // A second exchange before authentication: one Sign, as sshd's MON_ONCE.
     let (c, blob, h) = bring_to(Pre::Auth, &login).unwrap();
-    wire::send(
+    datagram::send(
         &c,
         &Msg::SignExchange {
             key: 0,
@@ -382,7 +384,7 @@ fn the_pre_auth_monitor_counts() {
     let (c, _, h) = bring_to(Pre::Auth, &login).unwrap();
     let limit = 2 * login.cfg.max_auth_tries + 16;
     for _ in 0..limit {
-        wire::send(
+        datagram::send(
             &c,
             &Msg::Auth {
                 user: "nosuchuser-hostile".into(),
@@ -392,7 +394,7 @@ fn the_pre_auth_monitor_counts() {
         .unwrap();
         assert_eq!(verdict(&c), Msg::Reject);
     }
-    wire::send(
+    datagram::send(
         &c,
         &Msg::Auth {
             user: "nosuchuser-hostile".into(),
@@ -408,10 +410,10 @@ fn the_pre_auth_monitor_counts() {
         user: login.user.clone(),
         method: Method::Password(Zeroizing::new("wrong".into())),
     };
-    wire::send(&c, &pw).unwrap();
-    wire::send(&c, &pw).unwrap();
+    datagram::send(&c, &pw).unwrap();
+    datagram::send(&c, &pw).unwrap();
     // Read what the monitor answers (the user's policy) until it closes.
-    while let Ok(Some(_)) = wire::recv(&c, 5000) {}
+    while let Ok(Some(_)) = datagram::recv(&c, 5000) {}
     let (r, _) = end(c, h);
     assert!(
         r.as_ref()
@@ -425,7 +427,7 @@ type PostResult = (Result<(), String>, u32);
 
 /// The real post-auth request loop on a thread, MaxSessions `sessions`.
 fn monitor_post(sessions: u32) -> (OwnedFd, Vec<u8>, JoinHandle<PostResult>) {
-    let (m, c) = wire::socketpair().unwrap();
+    let (m, c) = datagram::socketpair().unwrap();
     let host: Arc<dyn Signer> = Arc::new(KeyPair::generate_ed25519().unwrap());
     let blob = host.public_blob();
     let h = std::thread::spawn(move || {
@@ -477,7 +479,7 @@ fn the_post_auth_monitor_ends_the_connection_on_every_request_out_of_turn() {
             let _ = h.join();
             continue;
         }
-        wire::send(&c, &msg).unwrap();
+        datagram::send(&c, &msg).unwrap();
         drop(c);
         let (r, signed) = h.join().unwrap();
         let why = r.err().unwrap_or_else(|| panic!("{name} was taken"));
@@ -507,13 +509,13 @@ fn the_post_auth_monitor_ends_the_connection_on_every_request_out_of_turn() {
         ask(&c, &Msg::StripeGrant { wanted: 2 }),
         Msg::StripeGranted(None)
     );
-    wire::send(&c, &Msg::StripeGrant { wanted: 2 }).unwrap();
+    datagram::send(&c, &Msg::StripeGrant { wanted: 2 }).unwrap();
     drop(c);
     let (r, signed) = h.join().unwrap();
     assert!(r.unwrap_err().contains("twice"));
     assert_eq!(signed, 2);
     let (c, _, h) = monitor_post(10);
-    wire::send(&c, &sign(Zeroizing::new(vec![7; 32]))).unwrap();
+    datagram::send(&c, &sign(Zeroizing::new(vec![7; 32]))).unwrap();
     drop(c);
     let (r, signed) = h.join().unwrap();
     assert!(r.is_err());

@@ -6,7 +6,7 @@
 //! and user its own pre-auth monitor fixed; here the state is decoded
 //! strictly again and must name this process's user.
 
-use crate::server::conn::joined::{JoinSource, JoinedConn};
+use crate::server::conn::join_source::{JoinSource, JoinedConn};
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::handover::TransportState;
 use sluice_proto::{Connection, ServerConfig};

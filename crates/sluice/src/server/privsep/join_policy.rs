@@ -26,12 +26,12 @@
 //! Refusals are logged in sshd's words; the lines the shared checks log
 //! here start with the join they were made for (`log::with_context`).
 
-use super::mauth::Accepted;
+use super::accepted::Accepted;
 use crate::config::sshd::auth_methods::{Outcome, Progress};
 use crate::config::sshd::{MatchContext, PermitRootLogin, ServerConfig as Sshd};
 use crate::keys::cert::Cert;
 use crate::keys::identity::fingerprint_sha256;
-use crate::keys::revoked::sshd_key_type;
+use crate::keys::key_type::sshd_key_type;
 use sluice_proto::crypto::hostkey;
 use std::net::SocketAddr;
 

@@ -8,6 +8,7 @@
 //! for, a public-key signature that does not verify against the session
 //! id the monitor fixed itself, all end the connection ([`Violation`]).
 
+use super::accepted::Accepted;
 use super::signer::KeyHolder;
 use super::stripe_join::{self, Joining};
 use super::wire::{Method, Msg};
@@ -107,18 +108,6 @@ impl Answers for Recorder {
         self.closed = true;
         self.timed_out = true;
     }
-}
-
-/// Who authenticated, as the monitor decided it.
-#[derive(Debug, Clone)]
-pub struct Accepted {
-    /// The account.
-    pub user: UserInfo,
-    /// authorized_keys options of the key used, if publickey.
-    pub key_options: Option<KeyOptions>,
-    /// The method that succeeded, as ExposeAuthInfo shows it
-    /// (server/auth_info.rs).
-    pub auth_info: String,
 }
 
 /// A striping secondary admitted by its session's monitor, to be handed

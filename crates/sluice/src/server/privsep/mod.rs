@@ -28,6 +28,7 @@
 //! U on a socket of their own (join_inbox.rs), and M' ends: the
 //! secondary's bytes are parsed in U, as the user, from then on.
 
+pub mod accepted;
 pub mod datagram;
 pub mod harness;
 pub mod join_inbox;
@@ -37,6 +38,7 @@ pub mod monitor;
 pub mod policy;
 pub mod postauth;
 pub mod preauth;
+pub mod reap;
 pub mod signer;
 pub mod stripe;
 pub mod stripe_join;

@@ -3,11 +3,13 @@
 //! ends, or misbehaves, or LoginGraceTime runs out), then check the
 //! handover and start the post-auth process (postauth.rs).
 
+use super::datagram;
 use super::mauth::{Joined, MonitorAuth};
 use super::policy::{Req, Turns};
 use super::preauth::{self, ChildSetup};
+use super::reap::{kill_and_reap, reap_within};
 use super::signer::{KeyHolder, Link};
-use super::wire::{self, Msg, WireError};
+use super::wire::{Handover, Msg, WireError};
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::log::{self, Level};
 use crate::server::penalty::{EXIT_AUTH_ATTEMPTED, EXIT_CHILD_CRASH, EXIT_LOGIN_GRACE};
@@ -23,26 +25,6 @@ use zeroize::Zeroizing;
 
 /// Cap on the raw input a handover may carry (the pump's input buffer).
 const MAX_HANDOVER_INPUT: usize = 2 << 20;
-
-/// What the handover brought: the checked state's encoding and the input.
-pub struct Handover {
-    /// `TransportState::encode`, checked against the monitor's session.
-    pub state: Zeroizing<Vec<u8>>,
-    /// Raw peer bytes not yet consumed.
-    pub rest: Vec<u8>,
-}
-
-impl std::fmt::Debug for Handover {
-    /// Sizes only: the state holds the session's keys.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Handover {{ state: {} bytes, rest: {} bytes }}",
-            self.state.len(),
-            self.rest.len()
-        )
-    }
-}
 
 /// One connection on `sock` under privilege separation (the `-R`, `-i`
 /// and `-d` connection process); `startup` is closed once the user is
@@ -95,7 +77,7 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
             }
         }
     };
-    let (m_end, c_end) = match wire::socketpair() {
+    let (m_end, c_end) = match datagram::socketpair() {
         Ok(p) => p,
         Err(e) => {
             crate::log!(Error, "monitor socketpair: {e}");
@@ -108,7 +90,7 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
         .and_then(|p| crate::server::auth::read_banner(p));
     let setup = ChildSetup {
         server_cfg: ServerConfig {
-            common: crate::server::daemon::proto_config(&cfg),
+            common: crate::config::sshd::proto::proto_config(&cfg),
             host_keys: Vec::new(),
             auth_methods: crate::server::auth::offered_methods(&cfg),
             max_auth_tries: cfg.max_auth_tries,
@@ -262,7 +244,7 @@ pub(super) fn preauth_phase(
         let timeout = auth
             .tick_interval()
             .map_or(-1, |d| d.as_millis().min(60_000) as i32);
-        let msg = match wire::recv(fd, timeout) {
+        let msg = match datagram::recv(fd, timeout) {
             Ok(m) => m,
             Err(WireError::Closed) => return Ok(None),
             Err(e) => return Err(e.to_string()),
@@ -357,7 +339,7 @@ fn receive_handover(
     let user = user.ok_or("handover before authentication")?;
     let mut rest = Vec::new();
     loop {
-        match wire::recv(fd, 10_000).map_err(|e| e.to_string())? {
+        match datagram::recv(fd, 10_000).map_err(|e| e.to_string())? {
             Some(Msg::Input(b)) if rest.len() + b.len() <= MAX_HANDOVER_INPUT => {
                 rest.extend_from_slice(&b)
             }
@@ -397,7 +379,7 @@ pub(super) fn relay_log(level: u8, line: &str, mark: &str) -> Result<(), String>
 }
 
 fn send(fd: &OwnedFd, m: &Msg) -> Result<(), String> {
-    wire::send(fd, m).map_err(|e| e.to_string())
+    datagram::send(fd, m).map_err(|e| e.to_string())
 }
 
 /// How a connection that never authenticated ends, as the listener reads
@@ -432,60 +414,4 @@ fn wait_status(pid: libc::pid_t) -> Option<libc::c_int> {
         }
     }
     Some(status)
-}
-
-/// Waits for `pid`; its exit code (signals logged, 255).
-pub(super) fn reap(pid: libc::pid_t, what: &str) -> i32 {
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return 255;
-        }
-    }
-    exit_code(status, what)
-}
-
-fn exit_code(status: libc::c_int, what: &str) -> i32 {
-    if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        if libc::WIFSIGNALED(status) {
-            crate::log!(
-                Error,
-                "monitor: {what} killed by signal {}",
-                libc::WTERMSIG(status)
-            );
-        }
-        255
-    }
-}
-
-/// The exit code of `pid` if it ends within `limit`; killed otherwise.
-fn reap_within(pid: libc::pid_t, limit: Duration) -> Option<i32> {
-    let end = Instant::now() + limit;
-    loop {
-        let mut status = 0;
-        // SAFETY: polling our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            return Some(exit_code(status, "pre-auth child"));
-        }
-        if r < 0 || Instant::now() >= end {
-            kill_and_reap(pid);
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Ends an unreaped child of ours (its pid cannot have been reused).
-pub(super) fn kill_and_reap(pid: libc::pid_t) {
-    // SAFETY: our own child, not yet reaped.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
-    let mut status = 0;
-    // SAFETY: reaping it.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
-        && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-    {}
 }

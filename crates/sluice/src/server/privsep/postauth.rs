@@ -14,11 +14,12 @@
 //! uid (and checks root cannot come back) before it decodes the state,
 //! then serves the connection as that user.
 
-use super::mauth::Accepted;
-use super::monitor::{kill_and_reap, reap, Handover};
+use super::accepted::Accepted;
+use super::datagram;
 use super::policy::{Req, Turns};
+use super::reap::{kill_and_reap, reap};
 use super::signer::{KeyHolder, Link, ProxySigner};
-use super::wire::{self, Msg, WireError, INPUT_CHUNK, R, W};
+use super::wire::{Handover, Msg, WireError, INPUT_CHUNK, R, W};
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::KeyOptions;
 use crate::net::pump::Pump;
@@ -71,10 +72,10 @@ pub struct Start<'a> {
 /// exit code.
 pub fn start(s: Start<'_>) -> i32 {
     let spawned = (|| -> Result<(std::process::Child, OwnedFd, OwnedFd), String> {
-        let (m_end, u_end) = wire::socketpair().map_err(|e| e.to_string())?;
+        let (m_end, u_end) = datagram::socketpair().map_err(|e| e.to_string())?;
         // Joined connections get a socket of their own: M's request loop
         // owns the first, its join thread writes to this one.
-        let (join_m, join_u) = wire::socketpair().map_err(|e| e.to_string())?;
+        let (join_m, join_u) = datagram::socketpair().map_err(|e| e.to_string())?;
         let sock = s.sock.try_clone().map_err(|e| e.to_string())?;
         let raw = u_end.as_raw_fd();
         let join_raw = join_u.as_raw_fd();
@@ -183,7 +184,7 @@ fn serve_postauth(
     pam_env: &[(OsString, OsString)],
     logins: &mut Logins,
 ) -> Result<(), String> {
-    let send = |m: &Msg| wire::send(fd, m).map_err(|e| e.to_string());
+    let send = |m: &Msg| datagram::send(fd, m).map_err(|e| e.to_string());
     send(&Msg::Start {
         user: accepted.user.name.clone(),
         key_options: accepted.key_options.as_ref().map(encode_key_options),
@@ -222,12 +223,12 @@ pub(super) fn serve_requests(
     stripe: &mut super::stripe::GrantKeeper,
     logins: &mut Logins,
 ) -> Result<(), String> {
-    let send = |m: &Msg| wire::send(fd, m).map_err(|e| e.to_string());
+    let send = |m: &Msg| datagram::send(fd, m).map_err(|e| e.to_string());
     let mut turns = Turns::new();
     // The ptys given out and still open, by name.
     let mut ptys: Vec<String> = Vec::new();
     loop {
-        let msg = match wire::recv(fd, -1) {
+        let msg = match datagram::recv(fd, -1) {
             Err(WireError::Closed) => return Ok(()),
             Err(e) => return Err(e.to_string()),
             Ok(None) => continue,
@@ -274,7 +275,7 @@ pub(super) fn serve_requests(
                 Ok((p, tty)) => {
                     logins.login(&tty, &accepted.user.name, accepted.user.uid);
                     let fds = [p.master.as_fd(), p.slave.as_fd()];
-                    wire::send_fds(fd, &Msg::PtyGranted, &fds).map_err(|e| e.to_string())?;
+                    datagram::send_fds(fd, &Msg::PtyGranted, &fds).map_err(|e| e.to_string())?;
                     ptys.push(tty);
                 }
                 Err(why) => {
@@ -469,7 +470,7 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         })
         .collect();
     let server_cfg = ServerConfig {
-        common: crate::server::daemon::post_auth_proto_config(&cfg),
+        common: crate::config::sshd::proto::post_auth_proto_config(&cfg),
         host_keys,
         auth_methods: Vec::new(),
         max_auth_tries: cfg.max_auth_tries,

@@ -40,7 +40,7 @@ fn log_to_monitor(level: Level, line: &str) {
     };
     // SAFETY: a borrowed descriptor that lives as long as the process.
     let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    let _ = super::wire::send(&bfd, &m);
+    let _ = super::datagram::send(&bfd, &m);
 }
 
 /// What the child was given by the monitor before the fork.

@@ -13,7 +13,8 @@
 //! data it builds itself from that session id and its own key. How often
 //! each may be asked, and when, is policy.rs's.
 
-use super::wire::{self, Msg, WireError};
+use super::datagram;
+use super::wire::{Msg, WireError};
 use sluice_proto::crypto::hostkey::{self, Signer};
 use sluice_proto::crypto::kex::HashAlg;
 use sluice_proto::crypto::CryptoError;
@@ -40,27 +41,27 @@ impl Link {
     /// Sends `m` and waits for the monitor's answer.
     pub fn request(&self, m: &Msg) -> Result<Msg, WireError> {
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        wire::send(&self.fd, m)?;
-        wire::recv(&self.fd, -1)?.ok_or(WireError::Closed)
+        datagram::send(&self.fd, m)?;
+        datagram::recv(&self.fd, -1)?.ok_or(WireError::Closed)
     }
 
     /// As [`Link::request`], with the descriptors that came with the answer.
     pub fn request_fds(&self, m: &Msg) -> Result<(Msg, Vec<OwnedFd>), WireError> {
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        wire::send(&self.fd, m)?;
-        wire::recv_fds(&self.fd, -1)?.ok_or(WireError::Closed)
+        datagram::send(&self.fd, m)?;
+        datagram::recv_fds(&self.fd, -1)?.ok_or(WireError::Closed)
     }
 
     /// Sends `m` with no answer expected.
     pub fn tell(&self, m: &Msg) -> Result<(), WireError> {
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        wire::send(&self.fd, m)
+        datagram::send(&self.fd, m)
     }
 
     /// Waits for the next message from the monitor.
     pub fn next(&self) -> Result<Msg, WireError> {
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        wire::recv(&self.fd, -1)?.ok_or(WireError::Closed)
+        datagram::recv(&self.fd, -1)?.ok_or(WireError::Closed)
     }
 
     /// The descriptor (for the log sink).

@@ -147,7 +147,7 @@ mod tests {
             let policy = super::super::join_policy::test_policy("bob", 1000, "password\n", "");
             GrantKeeper::new(
                 &dir,
-                Some(super::super::wire::socketpair().unwrap().0),
+                Some(super::super::datagram::socketpair().unwrap().0),
                 policy,
             )
         };

@@ -20,8 +20,9 @@
 //! SOCK_SEQPACKET and speaks the monitor protocol (wire.rs), decoded
 //! strictly; one join per connection, each message within a time limit.
 
+use super::datagram;
 use super::join_policy::JoinPolicy;
-use super::wire::{self, Msg, WireError, INPUT_CHUNK};
+use super::wire::{Msg, WireError, INPUT_CHUNK};
 use aws_lc_rs::digest;
 use sluice_proto::stripe::codec::JoinRequest;
 use sluice_proto::stripe::token::{Admission, JoinRefused};
@@ -211,7 +212,7 @@ fn peer_uid(s: &OwnedFd) -> Option<u32> {
 
 /// The next message within the time limit.
 fn next(fd: &OwnedFd) -> Result<(Msg, Vec<OwnedFd>), String> {
-    match wire::recv_fds(fd, IO_TIMEOUT_MS) {
+    match datagram::recv_fds(fd, IO_TIMEOUT_MS) {
         Ok(Some(m)) => Ok(m),
         Ok(None) => Err("timed out".into()),
         Err(e) => Err(e.to_string()),
@@ -258,11 +259,11 @@ fn answer(
     let (n, user) = match verdict {
         Ok(v) => v,
         Err(why) => {
-            let _ = wire::send(conn, &Msg::JoinRefused(why.clone()));
+            let _ = datagram::send(conn, &Msg::JoinRefused(why.clone()));
             return Err(why);
         }
     };
-    wire::send(conn, &Msg::JoinAdmitted(n)).map_err(|e| e.to_string())?;
+    datagram::send(conn, &Msg::JoinAdmitted(n)).map_err(|e| e.to_string())?;
     crate::log!(Verbose, "monitor: striping join {n} admitted for {user}");
     // The join number is used up: whatever fails from here, it admits
     // nothing again.
@@ -282,7 +283,7 @@ fn answer(
     }
     pass_on(to_user, &state, &input, sock[0].as_fd())
         .map_err(|e| format!("join {n}: passing the connection to the session: {e}"))?;
-    wire::send(conn, &Msg::Accept).map_err(|e| e.to_string())
+    datagram::send(conn, &Msg::Accept).map_err(|e| e.to_string())
 }
 
 /// A joined connection's handover on `fd`: its state with the socket
@@ -293,15 +294,15 @@ fn pass_on(
     input: &[u8],
     sock: BorrowedFd<'_>,
 ) -> Result<(), WireError> {
-    wire::send_fds(
+    datagram::send_fds(
         fd,
         &Msg::State(zeroize::Zeroizing::new(state.to_vec())),
         &[sock],
     )?;
     for chunk in input.chunks(INPUT_CHUNK) {
-        wire::send(fd, &Msg::Input(chunk.to_vec()))?;
+        datagram::send(fd, &Msg::Input(chunk.to_vec()))?;
     }
-    wire::send(fd, &Msg::End)
+    datagram::send(fd, &Msg::End)
 }
 
 /// A join admitted by the session's monitor, whose connection is still to
@@ -344,8 +345,8 @@ pub fn ask(
         peer,
         local,
     };
-    wire::send(&s, &m).map_err(|e| format!("asking the session's monitor: {e}"))?;
-    match wire::recv(&s, IO_TIMEOUT_MS) {
+    datagram::send(&s, &m).map_err(|e| format!("asking the session's monitor: {e}"))?;
+    match datagram::recv(&s, IO_TIMEOUT_MS) {
         Ok(Some(Msg::JoinAdmitted(number))) => Ok(Joining { s, number }),
         Ok(Some(Msg::JoinRefused(why))) => Err(why),
         Ok(None) => Err("the session's monitor did not answer".into()),
@@ -360,7 +361,7 @@ impl Joining {
     /// once the session's monitor passed it to the user's process.
     pub fn hand_over(self, state: &[u8], input: &[u8], sock: BorrowedFd<'_>) -> Result<(), String> {
         pass_on(&self.s, state, input, sock).map_err(|e| format!("handing over: {e}"))?;
-        match wire::recv(&self.s, IO_TIMEOUT_MS) {
+        match datagram::recv(&self.s, IO_TIMEOUT_MS) {
             Ok(Some(Msg::Accept)) => Ok(()),
             Ok(None) => Err("the session's monitor did not confirm".into()),
             _ => Err("the session's monitor did not take the connection (see its log)".into()),
@@ -374,7 +375,7 @@ impl Joining {
 pub fn receive(
     fd: &OwnedFd,
 ) -> Result<Option<(zeroize::Zeroizing<Vec<u8>>, Vec<u8>, OwnedFd)>, String> {
-    let (state, mut fds) = match wire::recv_fds(fd, 0) {
+    let (state, mut fds) = match datagram::recv_fds(fd, 0) {
         Ok(None) => return Ok(None),
         Ok(Some((Msg::State(s), fds))) if fds.len() == 1 => (s, fds),
         Ok(Some(_)) => return Err("unexpected message on the join socket".into()),
@@ -416,7 +417,7 @@ mod tests {
         let primary = [7u8; 32];
         let (admission, grant) =
             Admission::issue(vec![3; 32], [9; 32], &primary, "bob", 3, 7).unwrap();
-        let (to_user, at_user) = wire::socketpair().unwrap();
+        let (to_user, at_user) = datagram::socketpair().unwrap();
         // bob logged in with a password; not allowed from 10.0.0.0/8.
         let policy = || {
             super::super::join_policy::test_policy(
@@ -498,7 +499,7 @@ mod tests {
         // A directory group or others may enter is refused.
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let (a, _) = Admission::issue(vec![6; 32], [9; 32], &primary, "bob", 2, 7).unwrap();
-        let fd = || wire::socketpair().unwrap().0;
+        let fd = || datagram::socketpair().unwrap().0;
         assert!(JoinService::start(&dir, Arc::new(Mutex::new(a)), policy(), fd()).is_err());
         // So is one whose parent others may write.
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();

@@ -12,7 +12,25 @@ use sluice_proto::stripe::codec::JoinRequest;
 use std::net::SocketAddr;
 use zeroize::Zeroizing;
 
-pub use super::datagram::{recv, recv_fds, send, send_fds, socketpair};
+/// What the handover brought: the checked state's encoding and the input.
+pub struct Handover {
+    /// `TransportState::encode`, checked against the monitor's session.
+    pub state: Zeroizing<Vec<u8>>,
+    /// Raw peer bytes not yet consumed.
+    pub rest: Vec<u8>,
+}
+
+impl std::fmt::Debug for Handover {
+    /// Sizes only: the state holds the session's keys.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Handover {{ state: {} bytes, rest: {} bytes }}",
+            self.state.len(),
+            self.rest.len()
+        )
+    }
+}
 
 /// The largest datagram either side sends or accepts.
 pub const MAX_MSG: usize = 128 * 1024;

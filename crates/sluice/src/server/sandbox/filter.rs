@@ -20,7 +20,6 @@
 //! be mapped), madvise only with the advice values an allocator uses,
 //! setsockopt only for TCP_QUICKACK (EPERM for any other option).
 
-use super::SandboxError;
 use crate::log;
 
 #[cfg(target_arch = "x86_64")]
@@ -225,8 +224,9 @@ fn program() -> Vec<libc::sock_filter> {
 }
 
 /// Sets no_new_privs and installs the filter on every thread (TSYNC).
-/// Ok(false), logged, where the kernel has no seccomp filter support.
-pub(super) fn install() -> Result<bool, SandboxError> {
+/// Ok(false), logged, where the kernel has no seccomp filter support; Err
+/// when the filter was refused otherwise (sandbox.rs's `Seccomp`).
+pub(super) fn install() -> Result<bool, std::io::Error> {
     // SAFETY: prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         let e = std::io::Error::last_os_error();
@@ -262,11 +262,11 @@ pub(super) fn install() -> Result<bool, SandboxError> {
         return Ok(false);
     }
     // rc > 0: the id of a thread that could not be synchronised.
-    Err(SandboxError::Seccomp(if rc > 0 {
+    Err(if rc > 0 {
         std::io::Error::other(format!("thread {rc} could not take the filter"))
     } else {
         e
-    }))
+    })
 }
 
 #[cfg(test)]

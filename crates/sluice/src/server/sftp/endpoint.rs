@@ -8,63 +8,21 @@
 //! window closes and the client waits: memory stays bounded whatever it
 //! sends. The limit sits above what stock clients keep in flight (64
 //! requests of up to 255 KiB: 16.3 MiB), so it never holds them back. The
-//! worker stops while [`REPLY_QUEUE_BYTES`] of replies wait for the
+//! worker stops while `REPLY_QUEUE_BYTES` (queues.rs) of replies wait for the
 //! channel (a client that reads slowly).
 
-use super::serve::{self, Worker};
+use super::handles::Worker;
+use super::queues::{Queues, Shared};
+use super::serve;
 
 use crate::net::pump::{ChannelEndpoint, Ext, Produced, WakeFd};
 use sluice_proto::sftp::{Deframer, FrameError, MAX_PACKET};
-use std::collections::VecDeque;
 use std::os::fd::RawFd;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Requests waiting for the worker, in bytes, before the end stops taking
 /// input (see the file doc).
 pub(super) const REQUEST_QUEUE_BYTES: usize = 24 << 20;
-
-/// Replies waiting for the channel, in bytes, before the worker waits.
-pub(super) const REPLY_QUEUE_BYTES: usize = 24 << 20;
-
-/// What the end and the worker share.
-#[derive(Default)]
-pub(super) struct Queues {
-    /// Packet bodies (type byte onwards), oldest first.
-    pub(super) requests: VecDeque<Vec<u8>>,
-    pub(super) request_bytes: usize,
-    /// Framed replies, oldest first; `reply_off` bytes of the first are sent.
-    pub(super) replies: VecDeque<Vec<u8>>,
-    pub(super) reply_off: usize,
-    pub(super) reply_bytes: usize,
-    /// No more requests come (the peer's EOF, or a packet that could not be
-    /// framed): the worker ends after the queue.
-    pub(super) input_done: bool,
-    /// The channel is gone: the worker ends now.
-    pub(super) abort: bool,
-    /// The input could not be framed: the exit status is 255.
-    pub(super) fatal: bool,
-    /// The worker ended, with this exit status (sftp-server's: 0, or 255
-    /// after a fatal protocol error).
-    pub(super) exit: Option<u32>,
-}
-
-/// The queues, the worker's wake-up and the eventfd that wakes the pump.
-pub(super) struct Shared {
-    pub(super) q: Mutex<Queues>,
-    pub(super) cv: Condvar,
-    wake: WakeFd,
-}
-
-impl Shared {
-    pub(super) fn lock(&self) -> MutexGuard<'_, Queues> {
-        self.q.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Makes the pump's wake fd readable.
-    pub(super) fn wake_pump(&self) {
-        self.wake.wake();
-    }
-}
 
 /// How the SFTP session ended, for the session's exit-status.
 #[derive(Clone)]

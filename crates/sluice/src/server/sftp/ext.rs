@@ -2,7 +2,7 @@
 //! home-directory (draft-ietf-secsh-filexfer-extensions).
 
 use super::files::{self, status_of};
-use super::serve::Server;
+use super::handles::Server;
 use sluice_proto::sftp::reply::{self, Statvfs};
 use sluice_proto::sftp::{Extended, Status, MAX_HASH_RANGE, MAX_PACKET, MAX_READ_WRITE};
 use std::io;
@@ -142,8 +142,8 @@ pub(super) fn answer(
             // Closed whatever follows, as CLOSE; renamed only when every
             // WRITE landed (PROTOCOL.md).
             let f = match s.close(handle)? {
-                super::serve::Handle::File(f) => f,
-                super::serve::Handle::Dir(_) => return Err(Status::FAILURE),
+                super::files::Handle::File(f) => f,
+                super::files::Handle::Dir(_) => return Err(Status::FAILURE),
             };
             drop(f.file);
             if f.failed {

@@ -2,16 +2,39 @@
 //! errno to status codes (as sftp-server maps them), attributes from
 //! stat(2), `ls -l` lines, directory listings, attribute changes.
 
-use super::serve::OpenDir;
 use sluice_proto::sftp::{pflags, reply, Attrs, NameEntry, Status};
 use std::collections::HashMap;
 use std::ffi::{CString, OsStr};
-use std::fs::{File, Metadata};
+use std::fs::{File, Metadata, ReadDir};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
+
+/// An open file.
+pub(super) struct OpenFile {
+    pub(super) file: File,
+    pub(super) path: Vec<u8>,
+    pub(super) read: u64,
+    pub(super) written: u64,
+    /// A WRITE (or copy-data into it) failed: close-rename@sluice.dev
+    /// must not put this file under its final name.
+    pub(super) failed: bool,
+}
+
+/// An open directory: "." and ".." first, as readdir(3) gives them.
+pub(super) struct OpenDir {
+    pub(super) path: Vec<u8>,
+    pub(super) iter: ReadDir,
+    pub(super) dots_sent: bool,
+}
+
+/// What a handle refers to.
+pub(super) enum Handle {
+    File(OpenFile),
+    Dir(OpenDir),
+}
 
 /// A wire path as a file-system path (bytes unchanged; "" is ".", as
 /// sftp-server treats it).

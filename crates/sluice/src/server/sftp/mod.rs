@@ -22,10 +22,12 @@
 mod endpoint;
 mod ext;
 mod files;
+mod handles;
+mod queues;
 mod serve;
 
 pub use endpoint::{SftpEndpoint, SftpExit};
-pub use serve::Worker;
+pub use handles::Worker;
 
 use crate::log::Level;
 

@@ -7,8 +7,8 @@
 //! The command takes them if they are what it would ask; whatever it
 //! does not take is dropped after it (a created file removed).
 
-use super::words::tokenize;
-use super::Settings;
+use super::settings::Settings;
+use super::tokens::tokenize;
 use crate::client::sftp::remote::{absolute, has_glob};
 use crate::client::sftp::session::{Behind, EarlyOpen, First, OpenAhead, Sftp, SftpResult};
 use crate::client::sftp::transfer;

@@ -6,7 +6,8 @@
 //! the server's own long names otherwise. `df -h`'s sizes use the same
 //! scaling ([`fmt_scaled`]).
 
-use super::*;
+use super::common::*;
+use super::words::flags;
 use std::collections::HashMap;
 
 /// One name to list.

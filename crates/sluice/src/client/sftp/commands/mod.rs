@@ -5,49 +5,29 @@
 //! codes are OpenSSH's: in batch mode the first failing command ends the
 //! run with exit 1 unless its line starts with `-`.
 
+mod common;
 mod first;
 mod line_edit;
 mod listing;
 mod ops;
+mod settings;
+mod tokens;
 mod words;
 mod xfer;
 
-use super::remote::{self, absolute, basename};
-use super::session::{EarlyOpen, Sftp, SftpError, SftpResult};
-use super::transfer::{self, os_text, Options, TransferError};
+pub use common::Fail;
+pub use settings::Settings;
+
+use super::session::{EarlyOpen, SftpResult};
 use super::Link;
-use listing::fmt_scaled;
+use common::*;
 use ops::lcd;
-use sluice_proto::sftp::{pflags, Attrs, Status};
 use std::ffi::OsStr;
-use std::io::{BufRead, Read, Write};
+use std::io::BufRead;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
-use words::{arg, flags, local_glob, tokenize, HELP};
+use tokens::tokenize;
+use words::{arg, HELP};
 use xfer::put_tree;
-
-/// How the program was started (sftp's flags).
-#[derive(Debug, Clone, Default)]
-pub struct Settings {
-    /// -b: the batch file ("-" for stdin).
-    pub batch: Option<String>,
-    /// -q, or batch mode: no "Fetching ..." lines.
-    pub quiet: bool,
-    /// Transfer flags (-a, -f, -p, -r, -B, -R, the meter).
-    pub transfer: Options,
-    /// -r: every get and put is recursive.
-    pub recursive: bool,
-    /// The destination's path: a directory to start in, or a file to fetch.
-    pub start_path: Option<String>,
-}
-
-/// A command failed (its message printed), or the session cannot go on.
-pub enum Fail {
-    /// Failed; the message is printed.
-    Failed,
-    /// The session cannot go on.
-    Fatal(String),
-}
 
 /// What scp sees of a failed tree upload.
 pub use Fail as Failure;
@@ -60,48 +40,6 @@ pub fn put_tree_quiet(
     o: &Options,
 ) -> Result<(), Fail> {
     put_tree(s, local, remote_dir, o, true)
-}
-
-type Done = Result<bool, Fail>;
-
-fn err(msg: &str) -> Fail {
-    crate::errln!("{msg}");
-    Fail::Failed
-}
-
-fn remote_err(what: &str, e: SftpError) -> Fail {
-    match e {
-        SftpError::Fatal(m) => Fail::Fatal(m),
-        e => err(&format!("{what}: {e}")),
-    }
-}
-
-fn transfer_err(e: TransferError) -> Fail {
-    match e {
-        TransferError::Failed(m) => err(&m),
-        TransferError::Fatal(m) => Fail::Fatal(m),
-    }
-}
-
-fn lossy(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn path_of(b: &[u8]) -> PathBuf {
-    PathBuf::from(OsStr::from_bytes(b))
-}
-
-struct Shell {
-    s: Sftp,
-    cwd: Vec<u8>,
-    set: Settings,
-    /// The first command's requests, sent with the session's (first.rs),
-    /// and their answers until that command takes them.
-    guess: Option<first::Guess>,
-    early: Option<first::Early>,
-    /// Bytes of stdin read before connecting (first.rs): the commands'
-    /// input starts with them.
-    stdin: Vec<u8>,
 }
 
 /// Runs sftp over `link`; returns the exit code.

@@ -1,7 +1,9 @@
 //! sftp's commands on remote names: rm, mkdir/rmdir helpers, chmod,
 //! chown/chgrp, ln, df, cd, ls; and lcd.
 
-use super::*;
+use super::common::*;
+use super::listing::fmt_scaled;
+use super::words::{arg, flags};
 
 impl Shell {
     pub(super) fn one_path(

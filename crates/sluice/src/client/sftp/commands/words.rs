@@ -1,7 +1,7 @@
 //! Command lines as sftp reads them: words (quotes, backslashes), a
 //! command's flags, local globs, the help text.
 
-use super::*;
+use super::common::*;
 
 pub(super) fn arg<'a>(args: &'a [Vec<u8>], i: usize, name: &str) -> Result<&'a [u8], Fail> {
     // Flags are not taken by these commands; the operands are positional.
@@ -69,50 +69,6 @@ pub(super) fn local_glob(p: &[u8]) -> Vec<PathBuf> {
     out
 }
 
-/// Splits a command line into words: blanks separate, '...' and "..."
-/// quote, a backslash escapes the next byte (sftp's makeargv).
-pub(super) fn tokenize(line: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
-    let mut out = Vec::new();
-    let mut cur = Vec::new();
-    let mut in_word = false;
-    let mut quote: Option<u8> = None;
-    let mut it = line.iter().copied();
-    while let Some(c) = it.next() {
-        match (quote, c) {
-            (_, b'\\') if quote != Some(b'\'') => {
-                let Some(n) = it.next() else {
-                    return Err("Unterminated escape sequence");
-                };
-                cur.push(n);
-                in_word = true;
-            }
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => cur.push(c),
-            (None, b'\'' | b'"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, b' ' | b'\t' | b'\n' | b'\r') => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return Err("Unterminated quoted argument");
-    }
-    if in_word {
-        out.push(cur);
-    }
-    Ok(out)
-}
-
 pub(super) const HELP: &str = "Available commands:
 bye                                Quit sftp
 cd path                            Change remote directory to 'path'
@@ -148,24 +104,3 @@ version                            Show SFTP version
 !command                           Execute 'command' in local shell
 !                                  Escape to local shell
 ?                                  Synonym for help";
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn words_as_sftp_splits_them() {
-        let w = tokenize(br#"put "a b" c\ d 'e\f' "#).unwrap();
-        assert_eq!(
-            w,
-            vec![
-                b"put".to_vec(),
-                b"a b".to_vec(),
-                b"c d".to_vec(),
-                b"e\\f".to_vec()
-            ]
-        );
-        assert!(tokenize(b"get \"x").is_err());
-        assert_eq!(tokenize(b"get \xff").unwrap()[1], b"\xff");
-    }
-}

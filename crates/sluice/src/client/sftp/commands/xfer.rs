@@ -2,7 +2,8 @@
 //! transfer.rs: destinations as sftp picks them, "Fetching"/"Uploading"
 //! lines, directory trees.
 
-use super::*;
+use super::common::*;
+use super::words::{flags, local_glob};
 use crate::client::sftp::many_down::{self, Downloads};
 use crate::client::sftp::many_up::{self as many, Uploads};
 use crate::client::sftp::progress::Tally;

@@ -10,7 +10,7 @@
 //! Runs where the decision is made: in a single-process server, and as
 //! root in the privilege-separation monitor (server/privsep/mauth.rs).
 
-use super::read_user_files;
+use super::user_files::read_user_files;
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::{self, KeyOptions};
 use crate::keys::cert::{self, Cert, CertOptions};

@@ -1,0 +1,67 @@
+//! What sftp's command files share: how a command fails, the helpers each
+//! uses to say so, and the shell's state (`Shell`). The command files take
+//! it whole (`use super::common::*`), the names of the session and the
+//! transfers with it; mod.rs, which runs the loop, imports them all.
+
+pub(super) use super::super::remote::{self, absolute, basename};
+pub(super) use super::super::session::{Sftp, SftpError};
+pub(super) use super::super::transfer::{self, os_text, Options, TransferError};
+use super::first;
+use super::settings::Settings;
+pub(super) use sluice_proto::sftp::{pflags, Attrs, Status};
+use std::ffi::OsStr;
+pub(super) use std::io::{Read, Write};
+pub(super) use std::os::unix::ffi::OsStrExt;
+pub(super) use std::path::{Path, PathBuf};
+
+/// A command failed (its message printed), or the session cannot go on.
+pub enum Fail {
+    /// Failed; the message is printed.
+    Failed,
+    /// The session cannot go on.
+    Fatal(String),
+}
+
+pub(super) type Done = Result<bool, Fail>;
+
+pub(super) fn err(msg: &str) -> Fail {
+    crate::errln!("{msg}");
+    Fail::Failed
+}
+
+pub(super) fn remote_err(what: &str, e: SftpError) -> Fail {
+    match e {
+        SftpError::Fatal(m) => Fail::Fatal(m),
+        e => err(&format!("{what}: {e}")),
+    }
+}
+
+pub(super) fn transfer_err(e: TransferError) -> Fail {
+    match e {
+        TransferError::Failed(m) => err(&m),
+        TransferError::Fatal(m) => Fail::Fatal(m),
+    }
+}
+
+pub(super) fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+pub(super) fn path_of(b: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(b))
+}
+
+/// The shell's state: its commands are methods in listing.rs, ops.rs and
+/// xfer.rs, its loop mod.rs's.
+pub(super) struct Shell {
+    pub(super) s: Sftp,
+    pub(super) cwd: Vec<u8>,
+    pub(super) set: Settings,
+    /// The first command's requests, sent with the session's (first.rs),
+    /// and their answers until that command takes them.
+    pub(super) guess: Option<first::Guess>,
+    pub(super) early: Option<first::Early>,
+    /// Bytes of stdin read before connecting (first.rs): the commands'
+    /// input starts with them.
+    pub(super) stdin: Vec<u8>,
+}
