@@ -8,6 +8,7 @@ pub mod agent_forward;
 pub mod app;
 pub mod auth;
 pub mod check_host_ip;
+pub mod dial;
 pub mod error;
 pub mod escape;
 pub mod forward;
@@ -25,6 +26,8 @@ pub mod mux_control;
 pub mod mux_forward;
 pub mod mux_session;
 pub mod mux_wire;
+pub mod options;
+pub mod plan;
 pub mod prompt;
 pub mod proxy;
 pub mod request;
@@ -44,144 +47,16 @@ use crate::net::crypto_pool::CryptoThreads;
 use crate::net::fdio;
 use crate::net::pump::{Pump, PumpError};
 use crate::net::sockbuf::{self, Buf};
+use dial::tcp_connect;
+pub use dial::Dial;
 pub use error::ClientError;
-use session::{ClientSession, HostKeyCheck, Identity, SessionPlan};
+pub use options::ClientOptions;
+use plan::SessionPlan;
+use session::ClientSession;
 use sluice_proto::crypto::SystemRng;
-use sluice_proto::{ClientConfig, Config, Connection};
-use std::net::{TcpStream, ToSocketAddrs};
+use sluice_proto::{ClientConfig, Connection};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Duration;
-
-/// Everything one client run needs, resolved from the command line and ssh_config.
-pub struct ClientOptions {
-    /// Host to connect to (after HostName).
-    pub host: String,
-    /// Port.
-    pub port: u16,
-    /// Remote user.
-    pub user: String,
-    /// 4 or 6 to restrict the address family.
-    pub family: Option<u8>,
-    /// ConnectTimeout.
-    pub connect_timeout: Option<Duration>,
-    /// BindAddress and BindInterface: where the connection leaves from.
-    pub bind: (Option<String>, Option<String>),
-    /// Protocol settings: algorithms, re-key limits, windows.
-    pub proto: Config,
-    /// CryptoThreads.
-    pub crypto_threads: CryptoThreads,
-    /// CompressionLevel: a fixed level for what we send (None: steered).
-    pub compression_level: Option<u8>,
-    /// TcpRcvBuf and TcpSndBuf in bytes (0: the kernel's autotuning).
-    pub tcp_rcvbuf: u64,
-    /// See `tcp_rcvbuf`.
-    pub tcp_sndbuf: u64,
-    /// TCPKeepAlive (default yes).
-    pub keepalive: bool,
-    /// IPQoS's mark for the connection; None: the system's.
-    pub tos: Option<u8>,
-    /// What to run.
-    pub plan: SessionPlan,
-    /// The keys to offer, in order (client/identities.rs for ssh's list).
-    pub identities: Vec<Identity>,
-    /// Decides whether the server's host key is trusted (client/host_trust.rs
-    /// for known_hosts and StrictHostKeyChecking).
-    pub host_key_check: HostKeyCheck,
-    /// `-n` / `-f`: stdin from /dev/null before connecting.
-    pub null_stdin: bool,
-    /// UpdateHostKeys yes or ask (None: no).
-    pub update_host_keys: Option<update_host_keys::Settings>,
-    /// How to authenticate (PreferredAuthentications, BatchMode, ...).
-    pub auth: auth::AuthPrefs,
-    /// ProxyCommand, tokens expanded (ProxyJump arrives here as one too).
-    pub proxy_command: Option<String>,
-    /// ConnectionAttempts (at least 1).
-    pub connection_attempts: u32,
-    /// ServerAliveInterval (None: off) and ServerAliveCountMax.
-    pub server_alive: (Option<Duration>, u32),
-    /// ControlMaster yes/ask (false) or auto/autoask (true) with its
-    /// ControlPath, tokens expanded: the master socket to listen on.
-    pub control_master: Option<(String, bool)>,
-    /// ControlPath when ControlMaster is no or auto: a master there runs
-    /// the session (client/mux_client.rs).
-    pub control_ride: Option<String>,
-    /// ControlPersist: None for no; Some(None) to stay until `-O exit`;
-    /// Some(Some(t)) to end after `t` without passengers.
-    pub control_persist: Option<Option<Duration>>,
-    /// Streams: connections a file copy may use (sftp/parallel.rs).
-    pub streams: streams::Streams,
-    /// KeepPartial: a failed sftp or scp copy keeps its partial file for a
-    /// resume (sftp/partial/).
-    pub keep_partial: bool,
-    /// Metrics, MetricsInterval, MetricsPath (client/metrics.rs).
-    pub metrics: metrics::MetricsPlan,
-}
-
-impl ClientOptions {
-    /// Options for `user@host:port` with ssh's defaults: no command (a
-    /// shell), no keys, the default algorithms and windows, one connection
-    /// attempt. `host_key_check` decides which host keys are trusted.
-    pub fn new(host: &str, port: u16, user: &str, host_key_check: HostKeyCheck) -> Self {
-        ClientOptions {
-            host: host.to_owned(),
-            port,
-            user: user.to_owned(),
-            family: None,
-            connect_timeout: None,
-            bind: (None, None),
-            proto: Config {
-                stock_openssh_window_max: crate::config::stock_openssh_window_max(),
-                ..Config::default()
-            },
-            crypto_threads: CryptoThreads::Auto,
-            compression_level: None,
-            tcp_rcvbuf: 0,
-            tcp_sndbuf: 0,
-            keepalive: true,
-            tos: crate::config::ssh::ipqos::DEFAULT.bulk,
-            plan: SessionPlan::exec(None),
-            auth: auth::AuthPrefs::default(),
-            proxy_command: None,
-            connection_attempts: 1,
-            server_alive: (None, 3),
-            control_master: None,
-            control_ride: None,
-            control_persist: None,
-            streams: streams::Streams::Auto,
-            keep_partial: true,
-            metrics: metrics::MetricsPlan {
-                interval: Duration::from_secs(1),
-                ..Default::default()
-            },
-            identities: Vec::new(),
-            host_key_check,
-            null_stdin: false,
-            update_host_keys: None,
-        }
-    }
-}
-
-impl SessionPlan {
-    /// A session running `command` (None: a shell) on the channel wired to
-    /// fds 0, 1 and 2, without a pty, forwarding or environment.
-    pub fn exec(command: Option<Vec<u8>>) -> Self {
-        SessionPlan {
-            command,
-            subsystem: false,
-            env: Vec::new(),
-            stdio: true,
-            none_switch: None,
-            remote_bufs: (0, 0),
-            tty: None,
-            agent: Default::default(),
-            forwards: Default::default(),
-            no_session: false,
-            fork_after_auth: false,
-            channel_end: None,
-            local_command: None,
-        }
-    }
-}
 
 /// The address the connection reached (not through a proxy), for
 /// CheckHostIP and NoHostAuthenticationForLocalhost (client/host_trust.rs):
@@ -214,146 +89,6 @@ fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), St
                 attempt += 1;
                 std::thread::sleep(Duration::from_secs(1));
             }
-        }
-    }
-}
-
-/// Where and how to open a TCP connection to the server (a secondary
-/// connection of a striped session dials the same).
-#[derive(Debug, Clone)]
-pub struct Dial {
-    /// Host (after HostName).
-    pub host: String,
-    /// Port.
-    pub port: u16,
-    /// 4 or 6 to restrict the address family.
-    pub family: Option<u8>,
-    /// ConnectTimeout.
-    pub connect_timeout: Option<Duration>,
-    /// BindAddress and BindInterface.
-    pub bind: (Option<String>, Option<String>),
-    /// TcpRcvBuf (0: automatic).
-    pub tcp_rcvbuf: u64,
-    /// TcpSndBuf (0: automatic).
-    pub tcp_sndbuf: u64,
-    /// TCPKeepAlive.
-    pub keepalive: bool,
-    /// IPQoS's mark for this connection (interactive or bulk, as the
-    /// session asks for a terminal or not); None: the system's.
-    pub tos: Option<u8>,
-}
-
-impl Dial {
-    /// The dial of `opts`.
-    pub fn of(opts: &ClientOptions) -> Dial {
-        Dial {
-            host: opts.host.clone(),
-            port: opts.port,
-            family: opts.family,
-            connect_timeout: opts.connect_timeout,
-            bind: opts.bind.clone(),
-            tcp_rcvbuf: opts.tcp_rcvbuf,
-            tcp_sndbuf: opts.tcp_sndbuf,
-            keepalive: opts.keepalive,
-            tos: opts.tos,
-        }
-    }
-
-    /// A connected, non-blocking socket with TCP_NODELAY.
-    pub fn connect(&self) -> Result<OwnedFd, String> {
-        let s = tcp_connect(self)?;
-        let _ = s.set_nodelay(true);
-        s.set_nonblocking(true)
-            .map_err(|e| format!("sluice: socket: {e}"))?;
-        Ok(OwnedFd::from(s))
-    }
-}
-
-fn tcp_connect(opts: &Dial) -> Result<TcpStream, String> {
-    let addrs: Vec<_> = (opts.host.as_str(), opts.port)
-        .to_socket_addrs()
-        .map_err(|e| format!("ssh: Could not resolve hostname {}: {e}", opts.host))?
-        .filter(|a| match opts.family {
-            Some(4) => a.is_ipv4(),
-            Some(6) => a.is_ipv6(),
-            _ => true,
-        })
-        .collect();
-    let mut last = None;
-    for a in &addrs {
-        log!(
-            Debug1,
-            "Connecting to {} [{}] port {}.",
-            opts.host,
-            a.ip(),
-            a.port()
-        );
-        // Unset: the automatic size (only where it beats autotuning).
-        let size = |asked: u64, b: Buf| match asked {
-            0 => sockbuf::auto_size(b).unwrap_or(0),
-            n => n,
-        };
-        let bufs = [
-            (Buf::Recv, size(opts.tcp_rcvbuf, Buf::Recv)),
-            (Buf::Send, size(opts.tcp_sndbuf, Buf::Send)),
-        ];
-        let from =
-            crate::net::local_addr::for_target(a, opts.bind.0.as_deref(), opts.bind.1.as_deref())
-                .map_err(|e| format!("ssh: {e}"))?;
-        let r = if bufs.iter().any(|b| b.1 > 0) || from.is_some() {
-            sockbuf::connect(*a, from, opts.connect_timeout, bufs).map(|(s, granted)| {
-                for g in granted {
-                    log!(
-                        Debug1,
-                        "socket buffer: asked {}, granted {}",
-                        g.asked,
-                        g.granted
-                    );
-                    // The automatic size asks for the sysctl's cap: no advice.
-                    if let Some(advice) = g.advice {
-                        log!(Info, "{advice}");
-                    }
-                }
-                s
-            })
-        } else {
-            match opts.connect_timeout {
-                Some(t) => TcpStream::connect_timeout(a, t),
-                None => TcpStream::connect(a),
-            }
-        };
-        match r {
-            Ok(s) => {
-                log!(Debug1, "Connection established.");
-                marks(&s, opts);
-                return Ok(s);
-            }
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(match last {
-        Some(e) => format!(
-            "ssh: connect to host {} port {}: {}",
-            opts.host,
-            opts.port,
-            crate::io_error::describe_io_error(&e)
-        ),
-        None => format!(
-            "ssh: Could not resolve hostname {}: no address of the requested family",
-            opts.host
-        ),
-    })
-}
-
-/// TCPKeepAlive and IPQoS on a new connection.
-fn marks(s: &TcpStream, d: &Dial) {
-    use std::os::fd::AsFd;
-    if let Err(e) = crate::net::qos::set_keepalive(s.as_fd(), d.keepalive) {
-        log!(Debug1, "setsockopt SO_KEEPALIVE: {e}");
-    }
-    if let Some(tos) = d.tos {
-        if let Err(e) = crate::net::qos::set_tos(s.as_fd(), tos) {
-            log!(Info, "setsockopt IP_TOS {tos:#x}: {e}");
         }
     }
 }

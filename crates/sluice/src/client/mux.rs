@@ -140,7 +140,7 @@ impl Master {
                 log!(
                     Error,
                     "ControlSocket {path}: {}, disabling multiplexing",
-                    crate::net::describe_io_error(&e)
+                    crate::io_error::describe_io_error(&e)
                 );
                 return None;
             }

@@ -7,7 +7,7 @@
 
 use super::forward_spec::{Forward, Kind};
 use super::mux_wire::{self as mux, Fields};
-use super::session::SessionPlan;
+use super::plan::SessionPlan;
 use crate::log;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -156,7 +156,7 @@ pub fn ride(path: &str, ask: &SessionAsk) -> Option<i32> {
             log!(
                 Debug1,
                 "Control socket connect({path}): {}",
-                crate::net::describe_io_error(&e)
+                crate::io_error::describe_io_error(&e)
             );
             return None;
         }

@@ -21,7 +21,7 @@ fn connect_master(path: &str) -> Result<UnixStream, String> {
     let mut s = UnixStream::connect(path).map_err(|e| {
         format!(
             "Control socket connect({path}): {}",
-            crate::net::describe_io_error(&e)
+            crate::io_error::describe_io_error(&e)
         )
     })?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(30)));

@@ -4,7 +4,7 @@
 //! and stderr.
 
 use super::auth::{AuthPrefs, ClientAuth};
-use crate::client::tty::{TtyPlan, TtySession};
+use crate::client::tty::TtySession;
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds, Handler};
 use sluice_proto::msg::ChannelRequestKind;
@@ -13,43 +13,7 @@ use sluice_proto::{ChannelId, Connection, Event};
 
 pub use super::auth::Identity;
 
-/// The server's verdict on the host key, given by the runtime.
-pub type HostKeyCheck = Box<dyn FnMut(&str, &[u8]) -> Result<(), String>>;
-
-/// What the session does after authentication.
-pub struct SessionPlan {
-    /// The remote command; None asks for a shell.
-    pub command: Option<Vec<u8>>,
-    /// The command names a subsystem (`-s`).
-    pub subsystem: bool,
-    /// Environment to send (SendEnv / SetEnv).
-    pub env: Vec<(String, Vec<u8>)>,
-    /// Wire the channel to fds 0, 1, 2.
-    pub stdio: bool,
-    /// HPN-SSH's NoneSwitch: after authentication, re-key asking for the
-    /// NONE cipher, and with `Some(true)` the NONE MAC too. The runtime
-    /// leaves it None for interactive sessions.
-    pub none_switch: Option<bool>,
-    /// RemoteRcvBuf, RemoteSndBuf: socket buffers (bytes, 0 = don't ask)
-    /// the server is asked to set for this connection after authentication.
-    pub remote_bufs: (u64, u64),
-    /// Ask for a pty (client/tty.rs decides).
-    pub tty: Option<TtyPlan>,
-    /// ForwardAgent: asked for on the session, agent channels bridged.
-    pub agent: crate::client::agent_forward::AgentForward,
-    /// Port forwarding (-L, -R, -D, -W; client/forward.rs).
-    pub forwards: crate::client::forward::ForwardPlan,
-    /// No session channel (-N, -W).
-    pub no_session: bool,
-    /// -f: go to the background after authentication (after the remote
-    /// forwards are confirmed with ExitOnForwardFailure).
-    pub fork_after_auth: bool,
-    /// The session channel's in-process end (the sftp and scp clients)
-    /// instead of fds 0-2; `stdio` is false with it.
-    pub channel_end: Option<Box<dyn crate::net::pump::ChannelEndpoint>>,
-    /// LocalCommand (PermitLocalCommand yes), run once authenticated.
-    pub local_command: Option<String>,
-}
+pub use super::plan::{HostKeyCheck, SessionPlan};
 
 /// Client-side event handling for one connection.
 pub struct ClientSession {

@@ -28,9 +28,11 @@
 //! more are added. Short paths keep one plain connection: a loss there is
 //! repaired within a few milliseconds.
 
+use crate::client::dial::Dial;
+use crate::client::options::ClientOptions;
+use crate::client::plan::SessionPlan;
 use crate::client::streams::Streams;
 use crate::client::streams_auto::{self, Steer, Step, AUTO_MAX};
-use crate::client::{ClientOptions, Dial};
 use crate::log;
 use crate::net::crypto_pool::CryptoThreads;
 use crate::net::pump::{ChanFd, ChanIo, ChannelFds, Handler, Pump};
@@ -168,7 +170,7 @@ impl ClientStripe {
     /// Striping for this run, when it may apply: a command on fds 0-2
     /// without a pty, `Streams` other than 1, no ProxyCommand (a -v line
     /// says why not).
-    pub fn plan(opts: &ClientOptions, plan: &super::SessionPlan) -> Option<ClientStripe> {
+    pub fn plan(opts: &ClientOptions, plan: &SessionPlan) -> Option<ClientStripe> {
         let plain = plan.stdio
             && plan.tty.is_none()
             && plan.channel_end.is_none()
@@ -190,7 +192,7 @@ impl ClientStripe {
         Some(ClientStripe {
             streams: opts.streams,
             phase: Phase::Idle,
-            dial: super::Dial::of(opts),
+            dial: Dial::of(opts),
             proto: opts.proto.clone(),
             user: opts.user.clone(),
             host_key: None,

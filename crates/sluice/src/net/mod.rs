@@ -16,7 +16,3 @@ pub mod sockbuf;
 pub mod socket_bridge;
 pub mod stripe;
 pub mod tcp_info;
-
-// net/pump (being rewritten elsewhere) still names it here; callers name
-// crate::io_error.
-pub use crate::io_error::describe_io_error;

@@ -338,7 +338,7 @@ impl ChanIo {
             crate::log!(
                 Error,
                 "write of received data failed: {}; the rest is discarded",
-                crate::net::describe_io_error(e)
+                crate::io_error::describe_io_error(e)
             );
         }
     }
