@@ -209,6 +209,10 @@ pub enum Event {
     /// The peer's answer to [`crate::Connection::global_request`]: SUCCESS
     /// (with its data, e.g. the port a `tcpip-forward` bound) or FAILURE.
     GlobalReply {
+        /// The request it answers (replies come in the order of the
+        /// requests, so each owner gets its own: a keepalive's FAILURE is
+        /// never taken for a `tcpip-forward`'s answer).
+        request: String,
         /// SUCCESS.
         success: bool,
         /// The reply's request-specific data.

@@ -28,7 +28,7 @@ fn replies(p: &Pair) -> Vec<String> {
         .iter()
         .filter_map(|e| match e {
             Event::SockBufReply(r) => Some(format!("sockbuf {r:?}")),
-            Event::GlobalReply { success, data } => Some(format!("global {success} {data:?}")),
+            Event::GlobalReply { success, data, .. } => Some(format!("global {success} {data:?}")),
             _ => None,
         })
         .collect()
@@ -116,4 +116,41 @@ fn path_info_reaches_the_runtime_and_its_reply_is_decoded() {
     p.drive().unwrap();
     p.server.answer_global(true, &[0, 0, 0, 1, b'a']);
     assert!(p.drive().is_err());
+}
+
+/// Each reply names the request it answers, so that the runtime gives it to
+/// that request's owner (a keepalive's FAILURE is never a forward's answer).
+#[test]
+fn replies_name_their_requests() {
+    let mut p = established();
+    p.client
+        .global_request("keepalive@openssh.com", true, &[])
+        .unwrap();
+    p.client
+        .global_request("tcpip-forward", true, &[0; 8])
+        .unwrap();
+    p.client
+        .global_request("no-more-sessions@openssh.com", false, &[])
+        .unwrap();
+    p.drive().unwrap();
+    p.server.answer_global(false, &[]);
+    p.server.answer_global(true, &[0, 0, 0x9c, 0x40]);
+    p.drive().unwrap();
+    let named: Vec<(String, bool)> = p
+        .client_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::GlobalReply {
+                request, success, ..
+            } => Some((request.clone(), *success)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        named,
+        vec![
+            ("keepalive@openssh.com".to_owned(), false),
+            ("tcpip-forward".to_owned(), true),
+        ]
+    );
 }

@@ -176,7 +176,7 @@ fn primary_as(
                     conn.global_request(STRIPE_REQUEST, true, &wanted.encode())
                         .unwrap();
                 }
-                Event::GlobalReply { success, data } => {
+                Event::GlobalReply { success, data, .. } => {
                     return Some(success.then(|| StripeGrant::decode(&data).unwrap()));
                 }
                 _ => {}

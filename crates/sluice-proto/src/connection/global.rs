@@ -37,10 +37,10 @@ enum Owed {
 }
 
 /// One of our requests that wants a reply: what its reply becomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Asked {
-    /// [`Event::GlobalReply`].
-    Other,
+    /// [`Event::GlobalReply`], naming the request it answers.
+    Other(String),
     /// [`Event::SockBufReply`].
     SockBuf,
     /// [`Event::HostKeysProof`].
@@ -130,13 +130,14 @@ impl Connection {
                 None
             };
             self.events.push_back(Event::PathInfoReply(figures));
-        } else {
+        } else if let Asked::Other(request) = asked {
             let data = if num == MsgNum::REQUEST_SUCCESS {
                 msg::RequestSuccess::decode(payload).map_err(bad)?.data
             } else {
                 Vec::new()
             };
             self.events.push_back(Event::GlobalReply {
+                request,
                 success: num == MsgNum::REQUEST_SUCCESS,
                 data,
             });
@@ -190,7 +191,7 @@ impl Connection {
         };
         self.queue_with(|p| r.encode(p));
         if want_reply {
-            self.globals.asked.push_back(Asked::Other);
+            self.globals.asked.push_back(Asked::Other(name.to_owned()));
         }
         Ok(())
     }

@@ -49,7 +49,7 @@ pub fn ask_for_grant(
     }
     p.drive().unwrap();
     let reply = p.client_events.iter().find_map(|e| match e {
-        Event::GlobalReply { success, data } => Some((*success, data.clone())),
+        Event::GlobalReply { success, data, .. } => Some((*success, data.clone())),
         _ => None,
     });
     let (success, data) = reply.expect("a reply");

@@ -411,17 +411,25 @@ impl Handler for ClientSession {
             } if Some(channel) != self.channel => {
                 self.fwd.on_open_failed(channel, reason, &description)?
             }
-            Event::GlobalReply { success, data } => {
-                let ours = match self.stripe.as_mut() {
-                    Some(st) => st.on_global_reply(success, &data)?,
-                    None => false,
-                };
-                if !ours {
+            // Each reply to its request's owner (a keepalive's is only a
+            // sign of life, counted above).
+            Event::GlobalReply {
+                request,
+                success,
+                data,
+            } => match request.as_str() {
+                sluice_proto::stripe::STRIPE_REQUEST => {
+                    if let Some(st) = self.stripe.as_mut() {
+                        st.on_global_reply(success, &data)?;
+                    }
+                }
+                "tcpip-forward" | "streamlocal-forward@openssh.com" => {
                     if let Some(o) = self.fwd.on_global_reply(success, &data)? {
                         self.mux_fwd.on_outcome(o);
                     }
                 }
-            }
+                _ => {}
+            },
             Event::ChannelOpened(id) => self.on_opened(conn, fds, id)?,
             Event::ChannelOpenFailed { description, .. } => {
                 return Err(format!("channel 0: open failed: {description}"));
