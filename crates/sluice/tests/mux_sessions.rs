@@ -178,7 +178,15 @@ fn passengers_ride_sluice_and_openssh_masters() {
         let _kill = Master(pid);
         ride_both(&s, &ctl, label);
         ride_together(&s, &ctl, label);
-        ok(&control(&ctl, "exit"), "-O exit");
+        // `-O stop`: a master with no session of its own (-N) ends once
+        // nothing is open, as ssh's.
+        ok(&control(&ctl, "stop"), "-O stop");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        // SAFETY: kill with signal 0 only checks the pid.
+        while unsafe { libc::kill(pid, 0) } == 0 {
+            assert!(Instant::now() < deadline, "{label}: still running after -O stop");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 

@@ -198,6 +198,11 @@ impl ClientForward {
         Ok(())
     }
 
+    /// Local or dynamic listeners are open.
+    pub fn has_listeners(&self) -> bool {
+        !self.listeners.is_empty()
+    }
+
     /// All remote forwards answered (for `-f` with ExitOnForwardFailure).
     pub fn setup_done(&self) -> bool {
         self.remote_pending.is_empty()

@@ -177,6 +177,11 @@ impl Master {
         std::mem::take(&mut self.new_sessions)
     }
 
+    /// Still taking control connections (no `-O stop` yet).
+    pub fn listening(&self) -> bool {
+        self.listener.is_some()
+    }
+
     /// Forwardings asked for since the last call.
     pub fn take_forwards(&mut self) -> Vec<FwdAsk> {
         std::mem::take(&mut self.new_forwards)

@@ -567,6 +567,18 @@ impl Handler for ClientSession {
             for ask in m.take_forwards() {
                 self.mux_fwd.apply(&mut self.fwd, conn, ask);
             }
+            // As ssh's master after `-O stop`: with no session of its own,
+            // it ends once nothing is open any more (its last passenger
+            // gone, no listener, no forwarded connection).
+            let idle = self.channel.is_none()
+                && !self.passengers.active()
+                && !self.fwd.busy()
+                && !self.fwd.has_listeners();
+            if !m.listening() && idle && !self.finished {
+                log!(Debug1, "multiplex: stopped, and nothing is open: exiting");
+                self.finished = true;
+                self.exit_status.get_or_insert(0);
+            }
             if m.terminate && !self.terminated {
                 // As ssh's master on `-O exit`: the connection ends now.
                 self.terminated = true;
