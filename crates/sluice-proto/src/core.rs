@@ -72,6 +72,9 @@ pub struct Connection {
     pub(crate) our_version: String,
     pub(crate) peer_version: Option<String>,
     pub(crate) banner_sent: bool,
+    /// A server's answer to a client whose identification line is bad,
+    /// in plain text after our banner, as sshd sends it.
+    pub(crate) version_refusal: bool,
     pub(crate) send: SendState,
     pub(crate) recv: RecvState,
     /// Payloads waiting to be sealed, in order.
@@ -126,6 +129,7 @@ impl Connection {
             our_version,
             peer_version: None,
             banner_sent: false,
+            version_refusal: false,
             send: SendState::new(),
             recv: RecvState::new(),
             outbox: VecDeque::new(),
@@ -251,7 +255,16 @@ impl Connection {
     /// Ends the connection after an error: queues a DISCONNECT for protocol
     /// violations and marks the connection closed.
     pub(crate) fn fail(&mut self, e: Error) -> Error {
-        if let Error::Protocol(v) = &e {
+        let bad_line = matches!(
+            &e,
+            Error::Protocol(Violation::BadVersion(_) | Violation::VersionTooLong)
+        );
+        if bad_line && self.role == Role::Server && self.peer_version.is_none() {
+            // No packet can be read by a peer that sent no identification:
+            // sshd answers in plain text, and so do we.
+            self.outbox.clear();
+            self.version_refusal = true;
+        } else if let Error::Protocol(v) = &e {
             self.queue_disconnect(v.reason_code(), &v.to_string());
         }
         self.closed = true;
@@ -466,6 +479,10 @@ impl Connection {
             out.extend_from_slice(self.our_version.as_bytes());
             out.extend_from_slice(b"\r\n");
             self.banner_sent = true;
+        }
+        if std::mem::take(&mut self.version_refusal) {
+            out.extend_from_slice(b"Invalid SSH identification string.\r\n");
+            return;
         }
         self.maybe_rekey(now);
         while let Some(p) = self.outbox.pop_front() {

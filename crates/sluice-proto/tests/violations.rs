@@ -459,3 +459,22 @@ fn display_wording() {
         assert_eq!(v.reason_code(), DisconnectReason::PROTOCOL_ERROR.0);
     }
 }
+
+/// A client whose first line is no identification hears sshd's words in
+/// plain text (scripts grep for them), not a packet it could not read.
+#[test]
+fn a_server_answers_a_bad_identification_line_in_plain_text() {
+    let mut p = Pair::default_algs();
+    let now = p.now;
+    let mut wire = b"\n".to_vec();
+    let v = violation(feed(&mut p.server, &mut wire, now));
+    assert!(matches!(v, Violation::BadVersion(_)), "{v:?}");
+    let mut out = Vec::new();
+    p.server.poll_transmit(now, &mut out);
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.starts_with("SSH-2.0-")
+            && text.ends_with("\r\nInvalid SSH identification string.\r\n"),
+        "{text:?}"
+    );
+}

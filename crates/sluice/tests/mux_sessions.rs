@@ -184,7 +184,10 @@ fn passengers_ride_sluice_and_openssh_masters() {
         let deadline = Instant::now() + Duration::from_secs(20);
         // SAFETY: kill with signal 0 only checks the pid.
         while unsafe { libc::kill(pid, 0) } == 0 {
-            assert!(Instant::now() < deadline, "{label}: still running after -O stop");
+            assert!(
+                Instant::now() < deadline,
+                "{label}: still running after -O stop"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
