@@ -50,9 +50,15 @@ pub fn client_command(path: Option<&str>, cmd: &str, forwards: &[(Kind, Forward)
         "exit" => (C_TERMINATE, "termination"),
         "stop" => (C_STOP_LISTENING, "stop listening"),
         "forward" | "cancel" => {
-            let r = connect_master(path)
-                .and_then(|mut s| ask_master(&mut s, cmd == "cancel", forwards, false, 1));
-            // As ssh: a failed forward is fatal, a failed cancel is not.
+            let mut s = match connect_master(path) {
+                Ok(s) => s,
+                Err(e) => {
+                    log::print(&e);
+                    return 255;
+                }
+            };
+            let r = ask_master(&mut s, cmd == "cancel", forwards, false, 1);
+            // As ssh: a refused forward is fatal, a refused cancel is not.
             return match r {
                 Ok(()) => 0,
                 Err(e) if cmd == "cancel" => {
