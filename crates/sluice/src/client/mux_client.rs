@@ -6,7 +6,7 @@
 //! foreground process rides it for its own session, as ssh does.
 
 use super::forward_spec::{Forward, Kind};
-use super::mux_wire::{self as mux, Fields};
+use super::mux_wire::{self as mux, Fields, Msg};
 use super::plan::SessionPlan;
 use crate::log;
 use std::io::Write;
@@ -105,44 +105,29 @@ impl SessionAsk {
 
     /// MUX_C_NEW_STDIO_FWD (the port as a uint32, as ssh sends it).
     fn stdio_message(&self, request_id: u32, host: &str, port: u16) -> Vec<u8> {
-        let mut b = Vec::new();
-        for w in [mux::C_NEW_STDIO_FWD, request_id, 0, host.len() as u32] {
-            b.extend_from_slice(&w.to_be_bytes());
-        }
-        b.extend_from_slice(host.as_bytes());
-        b.extend_from_slice(&u32::from(port).to_be_bytes());
-        let mut m = (b.len() as u32).to_be_bytes().to_vec();
-        m.extend(b);
-        m
+        Msg::new()
+            .u32(mux::C_NEW_STDIO_FWD)
+            .u32(request_id)
+            .string(b"")
+            .string(host.as_bytes())
+            .u32(port.into())
+            .finish()
     }
 
     fn message(&self, request_id: u32) -> Vec<u8> {
-        let mut b = Vec::new();
-        let u32 = |b: &mut Vec<u8>, v: u32| b.extend_from_slice(&v.to_be_bytes());
-        let string = |b: &mut Vec<u8>, s: &[u8]| {
-            b.extend_from_slice(&(s.len() as u32).to_be_bytes());
-            b.extend_from_slice(s);
-        };
-        u32(&mut b, mux::C_NEW_SESSION);
-        u32(&mut b, request_id);
-        string(&mut b, b"");
+        let mut m = Msg::new();
+        m.u32(mux::C_NEW_SESSION).u32(request_id).string(b"");
         // The four flags as ssh sends them: uint32 each.
         for flag in [self.tty, false, self.agent, self.subsystem] {
-            u32(&mut b, flag as u32);
+            m.u32(flag as u32);
         }
-        u32(&mut b, self.escape.map_or(u32::MAX, u32::from));
+        m.u32(self.escape.map_or(u32::MAX, u32::from));
         let term = std::env::var("TERM").unwrap_or_default();
-        string(&mut b, term.as_bytes());
-        string(&mut b, &self.command);
+        m.string(term.as_bytes()).string(&self.command);
         for (name, value) in &self.env {
-            let mut e = name.as_bytes().to_vec();
-            e.push(b'=');
-            e.extend_from_slice(value);
-            string(&mut b, &e);
+            m.string(&[name.as_bytes(), b"=", value].concat());
         }
-        let mut m = (b.len() as u32).to_be_bytes().to_vec();
-        m.extend(b);
-        m
+        m.finish()
     }
 }
 
@@ -179,8 +164,14 @@ pub fn ride(path: &str, ask: &SessionAsk) -> Option<i32> {
         })
         .collect();
     if !ask.forwards.is_empty() {
-        let r =
-            super::mux_control::ask_master(&mut s, false, &ask.forwards, !ask.exit_on_failure, 10);
+        let r = super::mux_control::ask_master(
+            &mut s,
+            false,
+            &ask.forwards,
+            super::mux_control::Asker::Passenger {
+                exit_on_failure: ask.exit_on_failure,
+            },
+        );
         if let Err(e) = r {
             log!(Error, "{e}");
             return Some(255);

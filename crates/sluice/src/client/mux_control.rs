@@ -57,7 +57,7 @@ pub fn client_command(path: Option<&str>, cmd: &str, forwards: &[(Kind, Forward)
                     return 255;
                 }
             };
-            let r = ask_master(&mut s, cmd == "cancel", forwards, false, 1);
+            let r = ask_master(&mut s, cmd == "cancel", forwards, Asker::Command);
             // As ssh: a refused forward is fatal, a refused cancel is not.
             return match r {
                 Ok(()) => 0,
@@ -141,18 +141,30 @@ pub fn client_command(path: Option<&str>, cmd: &str, forwards: &[(Kind, Forward)
     }
 }
 
-/// Asks the master over `s` (hello done) for each of `forwards` (or to
-/// close it), request ids from `first_id`. A port the master reports for a
-/// `-R 0:...` is printed on stdout for `-O forward` (as ssh), logged for a
-/// passenger. `keep_going`: a refused one is logged and the rest asked.
+/// Who asks the master for forwardings.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Asker {
+    /// `sluice -O forward|cancel`: a port the master reports for a
+    /// `-R 0:...` is printed on stdout (as ssh); the first refusal ends it.
+    Command,
+    /// A passenger before its session: the port is logged; a refusal is
+    /// logged and the rest asked, unless ExitOnForwardFailure.
+    Passenger { exit_on_failure: bool },
+}
+
+/// Asks the master over `s` (hello done) for each of `forwards`, or to
+/// close it.
 pub(super) fn ask_master(
     s: &mut UnixStream,
     close: bool,
     forwards: &[(Kind, Forward)],
-    keep_going: bool,
-    first_id: u32,
+    asker: Asker,
 ) -> Result<(), String> {
-    let command = first_id == 1;
+    // A passenger's ids stay clear of its alive check and session request.
+    let (first_id, keep_going) = match asker {
+        Asker::Command => (1, false),
+        Asker::Passenger { exit_on_failure } => (10, !exit_on_failure),
+    };
     for (i, (kind, f)) in forwards.iter().enumerate() {
         let rid = first_id + i as u32;
         s.write_all(&fwd_request(close, rid, *kind, f))
@@ -163,7 +175,7 @@ pub(super) fn ask_master(
             (Some(S_OK), Some(r)) if r == rid => None,
             (Some(S_REMOTE_PORT), Some(r)) if r == rid => {
                 let port = word(&m, 2).unwrap_or(0);
-                if command {
+                if asker == Asker::Command {
                     crate::outln!("{port}");
                 } else {
                     log!(

@@ -56,15 +56,43 @@ impl<'a> Fields<'a> {
     }
 }
 
-pub(super) fn frame(words: &[u32], text: Option<&str>) -> Vec<u8> {
-    let mut body: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
-    if let Some(t) = text {
-        body.extend_from_slice(&(t.len() as u32).to_be_bytes());
-        body.extend_from_slice(t.as_bytes());
+/// Builds one message: its fields in order, its length put in front.
+pub(super) struct Msg(Vec<u8>);
+
+impl Msg {
+    pub(super) fn new() -> Msg {
+        Msg(vec![0; 4])
     }
-    let mut m = (body.len() as u32).to_be_bytes().to_vec();
-    m.extend(body);
-    m
+
+    pub(super) fn u32(&mut self, v: u32) -> &mut Msg {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+
+    pub(super) fn string(&mut self, s: &[u8]) -> &mut Msg {
+        self.u32(s.len() as u32);
+        self.0.extend_from_slice(s);
+        self
+    }
+
+    pub(super) fn finish(&mut self) -> Vec<u8> {
+        let mut m = std::mem::take(&mut self.0);
+        let len = (m.len() - 4) as u32;
+        m[..4].copy_from_slice(&len.to_be_bytes());
+        m
+    }
+}
+
+/// A message of `words` and an optional closing string (a reason).
+pub(super) fn frame(words: &[u32], text: Option<&str>) -> Vec<u8> {
+    let mut m = Msg::new();
+    for w in words {
+        m.u32(*w);
+    }
+    if let Some(t) = text {
+        m.string(t.as_bytes());
+    }
+    m.finish()
 }
 
 pub(super) fn read_message(s: &mut UnixStream) -> std::io::Result<Vec<u8>> {
@@ -123,43 +151,26 @@ pub(super) fn parse_fwd(body: &[u8]) -> Option<(Kind, Forward)> {
 
 /// The message that asks a master for `f` (or to close it).
 pub(super) fn fwd_request(close: bool, rid: u32, kind: Kind, f: &Forward) -> Vec<u8> {
-    let mut body = Vec::new();
-    let put_u32 = |b: &mut Vec<u8>, v: u32| b.extend_from_slice(&v.to_be_bytes());
-    let put_str = |b: &mut Vec<u8>, s: &str| {
-        b.extend_from_slice(&(s.len() as u32).to_be_bytes());
-        b.extend_from_slice(s.as_bytes());
-    };
-    put_u32(&mut body, if close { C_CLOSE_FWD } else { C_OPEN_FWD });
-    put_u32(&mut body, rid);
-    put_u32(
-        &mut body,
-        match kind {
+    let mut m = Msg::new();
+    m.u32(if close { C_CLOSE_FWD } else { C_OPEN_FWD })
+        .u32(rid)
+        .u32(match kind {
             Kind::Local => FWD_LOCAL,
             Kind::Remote => FWD_REMOTE,
             Kind::Dynamic => FWD_DYNAMIC,
-        },
-    );
-    let mut end = |e: Option<&Endpoint>| match e {
-        Some(Endpoint::Tcp { host, port }) => {
-            put_str(&mut body, host.as_deref().unwrap_or(""));
-            put_u32(&mut body, (*port).into());
-        }
-        Some(Endpoint::Unix(p)) => {
-            put_str(&mut body, p);
-            put_u32(&mut body, PORT_STREAMLOCAL);
-        }
-        // A dynamic forward's target, as ssh writes it (its master
-        // refuses an empty one).
-        None => {
-            put_str(&mut body, "socks");
-            put_u32(&mut body, 0);
-        }
-    };
-    end(Some(&f.listen));
-    end(f.connect.as_ref());
-    let mut m = (body.len() as u32).to_be_bytes().to_vec();
-    m.extend(body);
-    m
+        });
+    for e in [Some(&f.listen), f.connect.as_ref()] {
+        match e {
+            Some(Endpoint::Tcp { host, port }) => m
+                .string(host.as_deref().unwrap_or("").as_bytes())
+                .u32((*port).into()),
+            Some(Endpoint::Unix(p)) => m.string(p.as_bytes()).u32(PORT_STREAMLOCAL),
+            // A dynamic forward's target, as ssh writes it (its master
+            // refuses an empty one).
+            None => m.string(b"socks").u32(0),
+        };
+    }
+    m.finish()
 }
 
 #[cfg(test)]
