@@ -305,7 +305,8 @@ impl Passenger {
             return Ok(());
         };
         if self.request.stdio {
-            return self.stdio_opened(conn, fds, stdin, stdout);
+            self.attach(fds, stdin, stdout, None);
+            return Ok(());
         }
         let Some(stderr) = stderr else {
             return Ok(());
@@ -351,33 +352,26 @@ impl Passenger {
         conn.channel_request(id, req, true)
             .map_err(|e| e.to_string())?;
         self.pending.push(Pending::Session);
-        for fd in [&stdin, &stdout, &stderr] {
-            let _ = crate::net::fdio::set_nonblocking(fd.as_raw_fd(), true);
-        }
-        let mut io = ChanIo::owned(Some(stdin), None, Some(stdout), Some(stderr));
-        io.close_when_sink_fails = true;
-        fds.insert(id, io);
-        let opened = mux::frame(
-            &[mux::S_SESSION_OPENED, self.request.request_id, id.0],
-            None,
-        );
-        send(&mut self.conn, &opened);
+        self.attach(fds, stdin, stdout, Some(stderr));
         Ok(())
     }
 
-    /// A stdio forward's channel is open: its descriptors carry it.
-    fn stdio_opened(
+    /// The passenger's descriptors go on the channel (non-blocking: the
+    /// master must never wait on one), and it hears that its session is open.
+    fn attach(
         &mut self,
-        conn: &mut Connection,
         fds: &mut ChannelFds,
         stdin: OwnedFd,
         stdout: OwnedFd,
-    ) -> Result<(), String> {
-        conn.hold_close(self.id);
-        for fd in [&stdin, &stdout] {
+        stderr: Option<OwnedFd>,
+    ) {
+        for fd in [Some(&stdin), Some(&stdout), stderr.as_ref()]
+            .into_iter()
+            .flatten()
+        {
             let _ = crate::net::fdio::set_nonblocking(fd.as_raw_fd(), true);
         }
-        let mut io = ChanIo::owned(Some(stdin), None, Some(stdout), None);
+        let mut io = ChanIo::owned(Some(stdin), None, Some(stdout), stderr);
         io.close_when_sink_fails = true;
         fds.insert(self.id, io);
         let opened = mux::frame(
@@ -385,7 +379,6 @@ impl Passenger {
             None,
         );
         send(&mut self.conn, &opened);
-        Ok(())
     }
 
     /// A window-change when the passenger's terminal changed size.
