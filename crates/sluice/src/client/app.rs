@@ -321,161 +321,34 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
     if proto.prefer_compression || proto.compression_auto {
         proto.compression_engines = hwzlib::engines(proto.compression_engines, &hw_settings(r));
     }
-    let size = |kw: &str, name: &str| -> Result<u64, String> {
-        r.get(kw).map_or(Ok(0), |v| {
-            crate::config::parse_size(v)
-                .ok_or_else(|| format!("Bad {name} '{v}': use bytes with an optional K, M or G"))
-        })
-    };
-    let tcp_rcvbuf = size("tcprcvbuf", "TcpRcvBuf")?;
-    let tcp_sndbuf = size("tcpsndbuf", "TcpSndBuf")?;
+    let tcp_rcvbuf = size(r, "tcprcvbuf", "TcpRcvBuf")?;
+    let tcp_sndbuf = size(r, "tcpsndbuf", "TcpSndBuf")?;
     let remote_bufs = (
-        size("remotercvbuf", "RemoteRcvBuf")?,
-        size("remotesndbuf", "RemoteSndBuf")?,
+        size(r, "remotercvbuf", "RemoteRcvBuf")?,
+        size(r, "remotesndbuf", "RemoteSndBuf")?,
     );
-    // CompressionLevel: ssh's keyword of SSH-1 days (ignored by ssh now),
-    // here a fixed level 0-9 for what sluice sends instead of the steered
-    // one; `auto` (the default) steers.
-    let compression_level = match r.get("compressionlevel") {
-        None => None,
-        Some(v) if v.eq_ignore_ascii_case("auto") => None,
-        Some(v) => Some(
-            v.parse::<u8>()
-                .ok()
-                .filter(|l| *l <= 9)
-                .ok_or_else(|| format!("Bad CompressionLevel '{v}': use auto or 0-9"))?,
-        ),
-    };
-    if let Some(l) = compression_level {
-        if let Some(level) = proto.compression_engines.iter().find_map(|e| e.level()) {
-            level.set(l);
-        }
-    }
-    let crypto_threads = match r.get("cryptothreads") {
-        None => CryptoThreads::Auto,
-        Some(v) => CryptoThreads::parse(v)
-            .ok_or_else(|| format!("Bad CryptoThreads '{v}': use auto or a count of threads"))?,
-    };
+    let compression_level = compression_level(r, &proto)?;
+    let crypto_threads = crypto_threads(r)?;
     let family = args.family.or(match r.get("addressfamily") {
         Some("inet") => Some(4),
         Some("inet6") => Some(6),
         _ => None,
     });
     let connect_timeout = setup::time(r, "connecttimeout");
-    let mut env: Vec<(String, Vec<u8>)> = Vec::new();
-    let send = r.all("sendenv").join(",");
-    if !send.is_empty() {
-        for (k, v) in std::env::vars_os() {
-            let k = k.to_string_lossy().into_owned();
-            if pattern::match_pattern_list(&k, &send) == Some(true) {
-                env.push((
-                    k,
-                    std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str()).to_vec(),
-                ));
-            }
-        }
-    }
-    for kv in r.all("setenv") {
-        if let Some((k, v)) = kv.split_once('=') {
-            env.push((k.to_owned(), v.as_bytes().to_vec()));
-        }
-    }
-    // RemoteCommand (tokens expanded) when no command was given; both is an error.
-    let remote = r
-        .get("remotecommand")
-        .filter(|c| !c.eq_ignore_ascii_case("none"))
-        .map(|c| r.tokens().expand(c, crate::config::ssh::tokens::FILE))
-        .transpose()?;
-    let command = match (args.command.is_empty(), remote) {
-        (false, Some(_)) => {
-            return Err(ClientError::Config(
-                "Cannot execute command-line and remote command.".into(),
-            ))
-        }
-        (false, None) => Some(args.command.join(" ").into_bytes()),
-        (true, remote) => remote.map(String::into_bytes),
-    };
-    // HPN-SSH's NONE switch: both NoneEnabled and NoneSwitch, and never for
-    // a shell or when a tty is asked for (-t, RequestTTY yes or force).
+    let env = session_env(r);
+    let command = command(r, args)?;
     let tty = args.tty > 0
         || r.get("requesttty")
             .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "yes" | "force"));
-    let none_switch = match (none_enabled && none_switch, command.is_none() || tty) {
-        (false, _) => None,
-        (true, false) => Some(none_mac),
-        (true, true) => {
-            log!(
-                Debug1,
-                "Cannot switch to NONE cipher: a shell or a tty was asked for"
-            );
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "NONE cipher switch disabled when a TTY is allocated"
-            );
-            None
-        }
-    };
-    let (want_tty, warn) = crate::client::tty::decide(
-        args.tty,
-        r.get("requesttty"),
-        command.is_some(),
-        args.no_command
-            || r.get("sessiontype")
-                .is_some_and(|v| v.eq_ignore_ascii_case("none")),
-        crate::client::tty::stdin_is_tty(),
-    )?;
-    if warn {
-        log!(
-            Info,
-            "Pseudo-terminal will not be allocated because stdin is not a terminal."
-        );
-    }
-    let escape = match r.get("escapechar") {
-        Some(v) => crate::client::escape::parse_escape_char(v)?,
-        None => Some(b'~'),
-    };
-    if none_switch.is_some() && proto.compression_auto {
-        // The NONE switch is for fast trusted links, where compression
-        // (even level 0's copy) costs more than it saves.
-        log!(Debug1, "Compression auto: off with the NONE cipher switch");
-        proto.compression_auto = false;
-    }
-    if want_tty && proto.compression_auto {
-        // Compressed keystrokes leak through their lengths; auto never
-        // compresses a terminal session (-C still does, as ssh's).
-        log!(Debug1, "Compression auto: off for a session with a pty");
-        proto.compression_auto = false;
-    }
-    let tty_plan = want_tty.then_some(crate::client::tty::TtyPlan {
-        escape,
-        required: tty,
-    });
-    let agent = crate::client::agent_forward::AgentForward::from_config(
-        r.get("forwardagent"),
-        identity_agent(r),
-        |p| {
-            r.tokens()
-                .path(p, crate::config::ssh::tokens::FILE)
-                .map(PathBuf::from)
-                .map_err(|e| format!("ForwardAgent {p}: {e}"))
-        },
-    )?;
-    let mut ids = identities(&args.identities, r);
-    // PubkeyAcceptedAlgorithms limits the signature algorithms offered (an
-    // RSA key signs with rsa-sha2-256 only when that alone is listed).
-    for id in &mut ids {
-        id.sig_algs
-            .retain(|a| proto.pubkey_algs.iter().any(|p| p == a));
-        if id.sig_algs.is_empty() {
-            log!(
-                Debug1,
-                "Skipping {}: not in PubkeyAcceptedAlgorithms",
-                id.label
-            );
-        }
-    }
-    ids.retain(|id| !id.sig_algs.is_empty());
+    let none_switch = none_switch_plan(
+        none_enabled && none_switch,
+        none_mac,
+        command.is_none() || tty,
+    );
+    let tty_plan = tty_plan(r, args, command.is_some(), tty)?;
+    compression_auto_off(&mut proto, none_switch.is_some(), tty_plan.is_some());
+    let agent = agent_forward(r)?;
+    let ids = offered_identities(args, r, &proto);
     let trusted = Arc::new(AtomicBool::new(false));
     let check = host_key_check(r, host.clone(), port, trusted.clone());
     let mut proto = proto;
@@ -494,16 +367,7 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
             "Cannot fork into background without a command to execute.".into(),
         ));
     }
-    // IPQoS: the interactive mark for a terminal session, else the bulk one.
-    let qos = match r.get("ipqos") {
-        Some(_) => crate::config::ssh::ipqos::parse(&r.all("ipqos").join(" "))?,
-        None => crate::config::ssh::ipqos::DEFAULT,
-    };
-    let tos = if tty_plan.is_some() {
-        qos.interactive
-    } else {
-        qos.bulk
-    };
+    let tos = ip_tos(r, tty_plan.is_some())?;
     let plan = SessionPlan {
         command,
         // SessionType subsystem is -s; none is -N (no_session above).
@@ -558,6 +422,203 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
         update_host_keys,
     };
     Ok(opts)
+}
+
+/// Compression auto is not for every session: the NONE switch is for fast
+/// trusted links, where compression (even level 0's copy) costs more than
+/// it saves; compressed keystrokes leak through their lengths, so auto
+/// never compresses a terminal session (-C still does, as ssh's).
+fn compression_auto_off(proto: &mut Config, none_switch: bool, tty: bool) {
+    if none_switch && proto.compression_auto {
+        log!(Debug1, "Compression auto: off with the NONE cipher switch");
+        proto.compression_auto = false;
+    }
+    if tty && proto.compression_auto {
+        log!(Debug1, "Compression auto: off for a session with a pty");
+        proto.compression_auto = false;
+    }
+}
+
+/// ForwardAgent: no, yes (IdentityAgent's socket) or a socket path.
+fn agent_forward(r: &Resolved) -> Result<crate::client::agent_forward::AgentForward, String> {
+    crate::client::agent_forward::AgentForward::from_config(
+        r.get("forwardagent"),
+        identity_agent(r),
+        |p| {
+            r.tokens()
+                .path(p, crate::config::ssh::tokens::FILE)
+                .map(PathBuf::from)
+                .map_err(|e| format!("ForwardAgent {p}: {e}"))
+        },
+    )
+}
+
+fn crypto_threads(r: &Resolved) -> Result<CryptoThreads, String> {
+    match r.get("cryptothreads") {
+        None => Ok(CryptoThreads::Auto),
+        Some(v) => CryptoThreads::parse(v)
+            .ok_or_else(|| format!("Bad CryptoThreads '{v}': use auto or a count of threads")),
+    }
+}
+
+/// A terminal for the session (-t/-T, RequestTTY, stdin a terminal) with
+/// its EscapeChar, or None; `required`: -t or RequestTTY yes/force.
+fn tty_plan(
+    r: &Resolved,
+    args: &SessionRequest,
+    has_command: bool,
+    required: bool,
+) -> Result<Option<crate::client::tty::TtyPlan>, ClientError> {
+    let (want_tty, warn) = crate::client::tty::decide(
+        args.tty,
+        r.get("requesttty"),
+        has_command,
+        args.no_command
+            || r.get("sessiontype")
+                .is_some_and(|v| v.eq_ignore_ascii_case("none")),
+        crate::client::tty::stdin_is_tty(),
+    )?;
+    if warn {
+        log!(
+            Info,
+            "Pseudo-terminal will not be allocated because stdin is not a terminal."
+        );
+    }
+    // A bad EscapeChar is refused with a terminal or without.
+    let escape = match r.get("escapechar") {
+        Some(v) => crate::client::escape::parse_escape_char(v)?,
+        None => Some(b'~'),
+    };
+    Ok(want_tty.then_some(crate::client::tty::TtyPlan { escape, required }))
+}
+
+/// TcpRcvBuf and its kind: bytes with an optional K, M or G (0: not set).
+fn size(r: &Resolved, kw: &str, name: &str) -> Result<u64, String> {
+    r.get(kw).map_or(Ok(0), |v| {
+        crate::config::parse_size(v)
+            .ok_or_else(|| format!("Bad {name} '{v}': use bytes with an optional K, M or G"))
+    })
+}
+
+/// CompressionLevel: ssh's keyword of SSH-1 days (ignored by ssh now), here
+/// a fixed level 0-9 for what sluice sends instead of the steered one;
+/// `auto` (the default) steers. A fixed level is set on the engines.
+fn compression_level(r: &Resolved, proto: &Config) -> Result<Option<u8>, String> {
+    let level = match r.get("compressionlevel") {
+        None => None,
+        Some(v) if v.eq_ignore_ascii_case("auto") => None,
+        Some(v) => Some(
+            v.parse::<u8>()
+                .ok()
+                .filter(|l| *l <= 9)
+                .ok_or_else(|| format!("Bad CompressionLevel '{v}': use auto or 0-9"))?,
+        ),
+    };
+    if let Some(l) = level {
+        if let Some(engine) = proto.compression_engines.iter().find_map(|e| e.level()) {
+            engine.set(l);
+        }
+    }
+    Ok(level)
+}
+
+/// SendEnv (the matching variables of our environment), then SetEnv.
+fn session_env(r: &Resolved) -> Vec<(String, Vec<u8>)> {
+    let mut env: Vec<(String, Vec<u8>)> = Vec::new();
+    let send = r.all("sendenv").join(",");
+    if !send.is_empty() {
+        for (k, v) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if pattern::match_pattern_list(&k, &send) == Some(true) {
+                env.push((
+                    k,
+                    std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str()).to_vec(),
+                ));
+            }
+        }
+    }
+    for kv in r.all("setenv") {
+        if let Some((k, v)) = kv.split_once('=') {
+            env.push((k.to_owned(), v.as_bytes().to_vec()));
+        }
+    }
+    env
+}
+
+/// The command line's command, or RemoteCommand (tokens expanded) when none
+/// was given; both is an error, as ssh's.
+fn command(r: &Resolved, args: &SessionRequest) -> Result<Option<Vec<u8>>, ClientError> {
+    let remote = r
+        .get("remotecommand")
+        .filter(|c| !c.eq_ignore_ascii_case("none"))
+        .map(|c| r.tokens().expand(c, crate::config::ssh::tokens::FILE))
+        .transpose()?;
+    match (args.command.is_empty(), remote) {
+        (false, Some(_)) => Err(ClientError::Config(
+            "Cannot execute command-line and remote command.".into(),
+        )),
+        (false, None) => Ok(Some(args.command.join(" ").into_bytes())),
+        (true, remote) => Ok(remote.map(String::into_bytes)),
+    }
+}
+
+/// HPN-SSH's NONE switch (Some(with the NONE MAC too)): both NoneEnabled and
+/// NoneSwitch, and never for a shell or when a tty is asked for (-t,
+/// RequestTTY yes or force).
+fn none_switch_plan(wanted: bool, none_mac: bool, shell_or_tty: bool) -> Option<bool> {
+    match (wanted, shell_or_tty) {
+        (false, _) => None,
+        (true, false) => Some(none_mac),
+        (true, true) => {
+            log!(
+                Debug1,
+                "Cannot switch to NONE cipher: a shell or a tty was asked for"
+            );
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "NONE cipher switch disabled when a TTY is allocated"
+            );
+            None
+        }
+    }
+}
+
+/// The identities to offer: PubkeyAcceptedAlgorithms limits the signature
+/// algorithms each may use (an RSA key signs with rsa-sha2-256 only when
+/// that alone is listed); one left with none is skipped.
+fn offered_identities(
+    args: &SessionRequest,
+    r: &Resolved,
+    proto: &Config,
+) -> Vec<crate::client::auth::Identity> {
+    let mut ids = identities(&args.identities, r);
+    for id in &mut ids {
+        id.sig_algs
+            .retain(|a| proto.pubkey_algs.iter().any(|p| p == a));
+        if id.sig_algs.is_empty() {
+            log!(
+                Debug1,
+                "Skipping {}: not in PubkeyAcceptedAlgorithms",
+                id.label
+            );
+        }
+    }
+    ids.retain(|id| !id.sig_algs.is_empty());
+    ids
+}
+
+/// IPQoS: the interactive mark for a terminal session, else the bulk one.
+fn ip_tos(r: &Resolved, interactive: bool) -> Result<Option<u8>, String> {
+    let qos = match r.get("ipqos") {
+        Some(_) => crate::config::ssh::ipqos::parse(&r.all("ipqos").join(" "))?,
+        None => crate::config::ssh::ipqos::DEFAULT,
+    };
+    Ok(if interactive {
+        qos.interactive
+    } else {
+        qos.bulk
+    })
 }
 
 /// Metrics (the summary at the end), MetricsInterval (default 1 s; HPN-SSH

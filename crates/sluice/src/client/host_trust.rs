@@ -26,123 +26,127 @@ pub(super) fn host_key_check(
     port: u16,
     trusted: Arc<AtomicBool>,
 ) -> HostKeyCheck {
-    let strict = r
-        .get("stricthostkeychecking")
-        .unwrap_or("ask")
-        .to_ascii_lowercase();
-    let batch = r.flag("batchmode", false);
-    let hash = r.flag("hashknownhosts", false);
-    let visual = r.flag("visualhostkey", false);
-    let khc = super::known_hosts_command::configured(r);
-    let check_ip = super::check_host_ip::enabled(r, &host);
-    // NoHostAuthenticationForLocalhost: the key of a server reached on a
-    // loopback address is accepted unchecked (not with HostKeyAlias), as
-    // ssh judges it: by the socket's peer, so never through a proxy.
-    let skip_local =
-        r.flag("nohostauthenticationforlocalhost", false) && r.get("hostkeyalias").is_none();
-    let toks = r.tokens();
-    let user_files = setup::user_known_hosts(r);
-    // HostKeyAlias: the name looked up and stored instead of the host's.
-    // As ssh, no port: the alias is the known_hosts name as it stands.
-    let (host, port) = match r.get("hostkeyalias") {
-        Some(a) => {
-            log!(Debug1, "using hostkeyalias: {a}");
-            (a.to_owned(), 22)
+    let trust = HostTrust::new(r, host, port, trusted);
+    Box::new(move |_alg: &str, blob: &[u8]| trust.check(blob))
+}
+
+/// What the check needs of the configuration, read once at setup.
+struct HostTrust {
+    strict: String,
+    batch: bool,
+    hash: bool,
+    visual: bool,
+    known_hosts_command: Option<String>,
+    check_ip: bool,
+    skip_local: bool,
+    toks: crate::config::ssh::tokens::Tokens,
+    user_files: Vec<PathBuf>,
+    global: Vec<PathBuf>,
+    /// The known_hosts name: HostKeyAlias (port 22) or the host and port.
+    host: String,
+    port: u16,
+    ca_algs: Vec<String>,
+    revoked_file: Option<PathBuf>,
+    trusted: Arc<AtomicBool>,
+}
+
+impl HostTrust {
+    fn new(r: &Resolved, host: String, port: u16, trusted: Arc<AtomicBool>) -> HostTrust {
+        let check_ip = super::check_host_ip::enabled(r, &host);
+        // HostKeyAlias: the name looked up and stored instead of the host's.
+        // As ssh, no port: the alias is the known_hosts name as it stands.
+        let (host, port) = match r.get("hostkeyalias") {
+            Some(a) => {
+                log!(Debug1, "using hostkeyalias: {a}");
+                (a.to_owned(), 22)
+            }
+            None => (host, port),
+        };
+        HostTrust {
+            strict: r
+                .get("stricthostkeychecking")
+                .unwrap_or("ask")
+                .to_ascii_lowercase(),
+            batch: r.flag("batchmode", false),
+            hash: r.flag("hashknownhosts", false),
+            visual: r.flag("visualhostkey", false),
+            known_hosts_command: super::known_hosts_command::configured(r),
+            check_ip,
+            // NoHostAuthenticationForLocalhost: the key of a server reached
+            // on a loopback address is accepted unchecked (not with
+            // HostKeyAlias), as ssh judges it: by the socket's peer, so
+            // never through a proxy.
+            skip_local: r.flag("nohostauthenticationforlocalhost", false)
+                && r.get("hostkeyalias").is_none(),
+            toks: r.tokens(),
+            user_files: setup::user_known_hosts(r),
+            global: global_files(r),
+            host,
+            port,
+            ca_algs: setup::ca_signature_algorithms(r),
+            revoked_file: r
+                .get("revokedhostkeys")
+                .filter(|v| !v.eq_ignore_ascii_case("none"))
+                .map(|v| r.file_path(v)),
+            trusted,
         }
-        None => (host, port),
-    };
-    let global = global_files(r);
-    let ca_algs = setup::ca_signature_algorithms(r);
-    let revoked_file = r
-        .get("revokedhostkeys")
-        .filter(|v| !v.eq_ignore_ascii_case("none"))
-        .map(|v| r.file_path(v));
-    Box::new(move |_alg: &str, blob: &[u8]| {
-        if skip_local && super::PEER_IP.get().is_some_and(|ip| ip.is_loopback()) {
+    }
+
+    fn name(&self) -> String {
+        known_hosts::host_name(&self.host, self.port)
+    }
+
+    /// UserKnownHostsFile, GlobalKnownHostsFile, then what
+    /// KnownHostsCommand prints for this key.
+    fn files(&self, blob: &[u8]) -> Vec<PathBuf> {
+        let mut files = self.user_files.clone();
+        files.extend(self.global.iter().cloned());
+        if let Some(cmd) = &self.known_hosts_command {
+            let key_type = hostkey::blob_key_type(blob).unwrap_or("unknown");
+            let k = super::known_hosts_command::KeyTokens {
+                lookup: &self.name(),
+                key_b64: &known_hosts::base64_encode(blob),
+                fingerprint: &identity::fingerprint_sha256(blob),
+                key_type,
+            };
+            files.extend(super::known_hosts_command::run(cmd, &k, &self.toks));
+        }
+        files
+    }
+
+    fn check(&self, full: &[u8]) -> Result<(), String> {
+        if self.skip_local && super::PEER_IP.get().is_some_and(|ip| ip.is_loopback()) {
             log!(
                 Debug1,
                 "Forcing accepting of host key for loopback/localhost."
             );
             return Ok(());
         }
-        let mut files = user_files.clone();
-        files.extend(global.iter().cloned());
-        if let Some(cmd) = &khc {
-            let key_type = hostkey::blob_key_type(blob).unwrap_or("unknown");
-            let k = super::known_hosts_command::KeyTokens {
-                lookup: &known_hosts::host_name(&host, port),
-                key_b64: &known_hosts::base64_encode(blob),
-                fingerprint: &identity::fingerprint_sha256(blob),
-                key_type,
-            };
-            files.extend(super::known_hosts_command::run(cmd, &k, &toks));
-        }
-        if let Some(f) = &revoked_file {
-            revoked_host_key(f, blob)
-                .map_err(|shown| revoked_message(&shown, &known_hosts::host_name(&host, port)))?;
+        let files = self.files(full);
+        if let Some(f) = &self.revoked_file {
+            revoked_host_key(f, full).map_err(|shown| revoked_message(&shown, &self.name()))?;
         }
         let plain;
-        let full = blob;
-        let blob = if is_cert(blob) {
-            match host_certificate(&files, &host, port, blob, &ca_algs) {
+        let blob = if is_cert(full) {
+            match host_certificate(&files, &self.host, self.port, full, &self.ca_algs) {
                 CertVerdict::Trusted => return Ok(()),
-                CertVerdict::Revoked(shown) => {
-                    return Err(revoked_message(
-                        &shown,
-                        &known_hosts::host_name(&host, port),
-                    ))
-                }
+                CertVerdict::Revoked(shown) => return Err(revoked_message(&shown, &self.name())),
                 CertVerdict::PlainKey(p) => {
                     plain = p;
                     plain.as_slice()
                 }
             }
         } else {
-            blob
+            full
         };
-        let key_type = hostkey::blob_key_type(blob).unwrap_or("unknown").to_owned();
-        let shown = key_type.trim_start_matches("ssh-").to_ascii_uppercase();
-        let fp = identity::fingerprint_sha256(blob);
-        let name = known_hosts::host_name(&host, port);
-        log!(Debug1, "Server host key: {key_type} {fp}");
-        // VisualHostKey: the picture under the fingerprint, as ssh draws it.
-        let art = if visual {
-            crate::keys::randomart::randomart(blob)
-        } else {
-            None
-        };
-        match known_hosts::check(&files, &host, port, blob) {
-            HostKeyStatus::Known => {
-                if let Some(a) = &art {
-                    log!(Info, "Host key fingerprint is {fp}\n{a}");
-                }
-                log!(
-                    Debug1,
-                    "Host '{name}' is known and matches the {shown} host key."
-                );
-                // Not for a certificate's plain key, nor one only the
-                // global files list (ssh disables UpdateHostKeys then).
-                let in_user_file =
-                    known_hosts::check(&user_files, &host, port, blob) == HostKeyStatus::Known;
-                trusted.store(!is_cert(full) && in_user_file, Ordering::Relaxed);
-                if check_ip {
-                    super::check_host_ip::after_known(
-                        &files,
-                        &user_files,
-                        (&host, port),
-                        blob,
-                        &shown,
-                        &strict,
-                        batch,
-                        hash,
-                    )?;
-                }
-                Ok(())
-            }
-            HostKeyStatus::Revoked => Err(revoked_message(&shown, &name)),
+        let key = KeyShown::new(blob, self.visual);
+        let name = self.name();
+        match known_hosts::check(&files, &self.host, self.port, blob) {
+            HostKeyStatus::Known => self.known(&files, full, blob, &key),
+            HostKeyStatus::Revoked => Err(revoked_message(&key.shown, &name)),
             HostKeyStatus::Changed { file, line } => {
-                let msg = known_hosts::changed_warning(&name, &shown, &fp, &file, line);
-                if strict == "no" || strict == "off" {
+                let msg = known_hosts::changed_warning(&name, &key.shown, &key.fp, &file, line);
+                if self.strict == "no" || self.strict == "off" {
                     log!(
                         Error,
                         "{}",
@@ -153,45 +157,129 @@ pub(super) fn host_key_check(
                     Err(msg)
                 }
             }
-            HostKeyStatus::Unknown => {
-                // CheckHostIP: the address goes on the same line, as ssh writes it.
-                let ip = check_ip
-                    .then(|| super::check_host_ip::new_address(&files, port, blob))
-                    .flatten();
-                let add = |user: &[PathBuf]| {
-                    if let Some(f) = user.first() {
-                        let mut names = vec![host.as_str()];
-                        names.extend(ip.as_deref());
-                        if known_hosts::append_names(f, &names, port, blob, hash).is_ok() {
-                            let added: Vec<String> = names
-                                .iter()
-                                .map(|h| known_hosts::host_name(h, port))
-                                .collect();
-                            let added = added.join(",");
-                            log!(Info, "Warning: Permanently added '{added}' ({shown}) to the list of known hosts.");
-                        }
-                    }
-                };
-                match strict.as_str() {
-                    "no" | "off" | "accept-new" => {
-                        add(&user_files);
-                        Ok(())
-                    }
-                    "yes" => Err(format!("No {shown} host key is known for {name} and you have requested strict checking.\nHost key verification failed.")),
-                    _ if batch => Err("Host key verification failed.".into()),
-                    _ => {
-                        if ask_yes(&name, &shown, &fp, art.as_deref()) {
-                            add(&user_files);
-                            trusted.store(!is_cert(full), Ordering::Relaxed);
-                            Ok(())
-                        } else {
-                            Err("Host key verification failed.".into())
-                        }
-                    }
+            HostKeyStatus::Unknown => self.unknown(&files, full, blob, &key),
+        }
+    }
+
+    /// A key known_hosts lists: trusted for UpdateHostKeys when a user
+    /// file lists it; CheckHostIP's look at the address.
+    fn known(
+        &self,
+        files: &[PathBuf],
+        full: &[u8],
+        blob: &[u8],
+        key: &KeyShown,
+    ) -> Result<(), String> {
+        if let Some(a) = &key.art {
+            log!(Info, "Host key fingerprint is {}\n{a}", key.fp);
+        }
+        log!(
+            Debug1,
+            "Host '{}' is known and matches the {} host key.",
+            self.name(),
+            key.shown
+        );
+        // Not for a certificate's plain key, nor one only the global files
+        // list (ssh disables UpdateHostKeys then).
+        let in_user_file = known_hosts::check(&self.user_files, &self.host, self.port, blob)
+            == HostKeyStatus::Known;
+        self.trusted
+            .store(!is_cert(full) && in_user_file, Ordering::Relaxed);
+        if self.check_ip {
+            super::check_host_ip::after_known(
+                files,
+                &self.user_files,
+                (&self.host, self.port),
+                blob,
+                &key.shown,
+                &self.strict,
+                self.batch,
+                self.hash,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A key known_hosts does not list: StrictHostKeyChecking decides
+    /// (added, refused, or the user asked).
+    fn unknown(
+        &self,
+        files: &[PathBuf],
+        full: &[u8],
+        blob: &[u8],
+        key: &KeyShown,
+    ) -> Result<(), String> {
+        let name = self.name();
+        let shown = &key.shown;
+        match self.strict.as_str() {
+            "no" | "off" | "accept-new" => {
+                self.add(files, blob, shown);
+                Ok(())
+            }
+            "yes" => Err(format!("No {shown} host key is known for {name} and you have requested strict checking.\nHost key verification failed.")),
+            _ if self.batch => Err("Host key verification failed.".into()),
+            _ => {
+                if ask_yes(&name, shown, &key.fp, key.art.as_deref()) {
+                    self.add(files, blob, shown);
+                    self.trusted.store(!is_cert(full), Ordering::Relaxed);
+                    Ok(())
+                } else {
+                    Err("Host key verification failed.".into())
                 }
             }
         }
-    })
+    }
+
+    /// A new key into the first UserKnownHostsFile; with CheckHostIP the
+    /// address goes on the same line, as ssh writes it.
+    fn add(&self, files: &[PathBuf], blob: &[u8], shown: &str) {
+        let ip = self
+            .check_ip
+            .then(|| super::check_host_ip::new_address(files, self.port, blob))
+            .flatten();
+        let Some(f) = self.user_files.first() else {
+            return;
+        };
+        let mut names = vec![self.host.as_str()];
+        names.extend(ip.as_deref());
+        if known_hosts::append_names(f, &names, self.port, blob, self.hash).is_ok() {
+            let added: Vec<String> = names
+                .iter()
+                .map(|h| known_hosts::host_name(h, self.port))
+                .collect();
+            let added = added.join(",");
+            log!(
+                Info,
+                "Warning: Permanently added '{added}' ({shown}) to the list of known hosts."
+            );
+        }
+    }
+}
+
+/// A host key as the messages show it.
+struct KeyShown {
+    /// `ED25519`, `RSA`, `ECDSA-SHA2-NISTP256`...
+    shown: String,
+    fp: String,
+    /// VisualHostKey: the picture under the fingerprint, as ssh draws it.
+    art: Option<String>,
+}
+
+impl KeyShown {
+    fn new(blob: &[u8], visual: bool) -> KeyShown {
+        let key_type = hostkey::blob_key_type(blob).unwrap_or("unknown").to_owned();
+        let fp = identity::fingerprint_sha256(blob);
+        log!(Debug1, "Server host key: {key_type} {fp}");
+        KeyShown {
+            shown: key_type.trim_start_matches("ssh-").to_ascii_uppercase(),
+            fp,
+            art: if visual {
+                crate::keys::randomart::randomart(blob)
+            } else {
+                None
+            },
+        }
+    }
 }
 
 fn revoked_message(shown: &str, name: &str) -> String {

@@ -112,20 +112,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         .as_ref()
         .and_then(|(path, auto)| mux::Master::listen(path, *auto));
     let mut plan = std::mem::replace(&mut opts.plan, SessionPlan::exec(None));
-    // ControlPersist: the master's own session is ridden from the
-    // foreground once the master is in the background.
-    let persist = match (&mux, &opts.control_master, opts.control_persist) {
-        (Some(_), Some((path, _)), Some(idle)) => {
-            let ask = mux_client::SessionAsk::of(&plan, &opts.host);
-            if ask.is_some() {
-                plan.no_session = true;
-                plan.stdio = false;
-                plan.tty = None;
-            }
-            Some(mux_client::Persist::new(path, ask, idle))
-        }
-        _ => None,
-    };
+    let persist = persist_plan(&opts, mux.is_some(), &mut plan);
     let identities = std::mem::take(&mut opts.identities);
     let host_key_check = std::mem::replace(
         &mut opts.host_key_check,
@@ -133,21 +120,9 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
     );
     let order = crate::config::cipher_order::current();
     log!(Debug1, "{}", order.describe(&opts.proto.ciphers));
-    let (mut sock, mut _proxy) = transport(&opts).map_err(ClientError::Connect)?;
-    let stdio = plan.stdio;
-    if stdio {
-        // A pipe on stdin or stdout (`zfs send | sluice ...`, `sluice ... | tar x`)
-        // moves a whole packet per syscall at 1 MiB instead of 64 KiB; fcntl
-        // refuses anything that is not a pipe, which is fine.
-        for fd in [0, 1] {
-            fdio::set_pipe_size(fd, 1 << 20);
-        }
-    }
-    let saved: Vec<(i32, i32)> = if stdio {
-        [0, 1, 2]
-            .iter()
-            .filter_map(|&fd| fdio::set_nonblocking(fd, true).ok().map(|f| (fd, f)))
-            .collect()
+    let (sock, _proxy) = transport(&opts).map_err(ClientError::Connect)?;
+    let saved = if plan.stdio {
+        prepare_stdio()
     } else {
         Vec::new()
     };
@@ -180,9 +155,60 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         opts.server_alive.1,
         opts.connect_timeout,
     ));
-    let mut proto = opts.proto.clone();
     let started = std::time::Instant::now();
-    let (conn, result) = loop {
+    let run = run_connection(&opts, &mut handler, sock, _proxy);
+    restore(saved);
+    let (conn, result) = run?;
+    outcome(&mut handler, &conn, result, started)
+}
+
+/// ControlPersist: the master's own session is ridden from the foreground
+/// once the master is in the background, so the master's plan loses it.
+fn persist_plan(
+    opts: &ClientOptions,
+    listening: bool,
+    plan: &mut SessionPlan,
+) -> Option<mux_client::Persist> {
+    match (listening, &opts.control_master, opts.control_persist) {
+        (true, Some((path, _)), Some(idle)) => {
+            let ask = mux_client::SessionAsk::of(plan, &opts.host);
+            if ask.is_some() {
+                plan.no_session = true;
+                plan.stdio = false;
+                plan.tty = None;
+            }
+            Some(mux_client::Persist::new(path, ask, idle))
+        }
+        _ => None,
+    }
+}
+
+/// Stdin and stdout for bulk: a pipe on either (`zfs send | sluice ...`,
+/// `sluice ... | tar x`) moves a whole packet per syscall at 1 MiB instead
+/// of 64 KiB (fcntl refuses anything that is not a pipe, which is fine);
+/// fds 0-2 non-blocking. Returns the flags to restore.
+fn prepare_stdio() -> Vec<(i32, i32)> {
+    for fd in [0, 1] {
+        fdio::set_pipe_size(fd, 1 << 20);
+    }
+    [0, 1, 2]
+        .iter()
+        .filter_map(|&fd| fdio::set_nonblocking(fd, true).ok().map(|f| (fd, f)))
+        .collect()
+}
+
+/// The pump over `sock` until the connection ends. A server that takes a
+/// wrong KEX guess as real (paramiko) fails the exchange before anything
+/// else happened (no host key, no auth): one new connection without the
+/// guess, as if KexGuess=no had been given.
+fn run_connection(
+    opts: &ClientOptions,
+    handler: &mut ClientSession,
+    mut sock: OwnedFd,
+    mut _proxy: Option<proxy::Proxy>,
+) -> Result<(Connection, Result<(), PumpError>), ClientError> {
+    let mut proto = opts.proto.clone();
+    loop {
         let common = proto.clone();
         let mut conn = Connection::client(ClientConfig { common }, Box::new(SystemRng));
         if let Some(st) = handler.stripe.as_mut() {
@@ -193,14 +219,11 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
         }
         let result = run_pump(
             &mut conn,
-            &mut handler,
+            handler,
             &sock,
             opts.crypto_threads,
             opts.compression_level.is_some(),
         );
-        // A server that takes a wrong KEX guess as real (paramiko) fails the
-        // exchange before anything else happened (no host key, no auth): one
-        // new connection without the guess, as if KexGuess=no had been given.
         let guess_refused = matches!(
             &result,
             Err(PumpError::Protocol(sluice_proto::Error::Protocol(
@@ -208,7 +231,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
             )))
         );
         if !(guess_refused && proto.kex_guess) {
-            break (conn, result);
+            return Ok((conn, result));
         }
         log!(
             Debug1,
@@ -216,22 +239,24 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
             conn.peer_version().unwrap_or("the server")
         );
         proto.kex_guess = false;
-        match transport(&opts) {
-            Ok(s) => (sock, _proxy) = s,
-            Err(e) => {
-                restore(saved);
-                return Err(ClientError::Connect(e));
-            }
-        }
-    };
-    restore(saved);
-    crate::net::compress_ctl::log_summary(&conn);
+        (sock, _proxy) = transport(opts).map_err(ClientError::Connect)?;
+    }
+}
+
+/// The run's exit code once the connection is over (see [`connect`]).
+fn outcome(
+    handler: &mut ClientSession,
+    conn: &Connection,
+    result: Result<(), PumpError>,
+    started: std::time::Instant,
+) -> Result<i32, ClientError> {
+    crate::net::compress_ctl::log_summary(conn);
     log_transferred(started.elapsed());
     if let Some(m) = handler.metrics.as_mut() {
         if let Some(st) = handler.stripe.as_ref() {
             m.set_streams(st.connections());
         }
-        m.finish(&conn);
+        m.finish(conn);
     }
     if crate::net::pump::data_lost() {
         // What the remote command sent did not all arrive (logged where

@@ -259,73 +259,11 @@ impl Handler for ClientSession {
             Event::HostKey {
                 algorithm,
                 key_blob,
-            } => {
-                if let Some(st) = self.stripe.as_mut() {
-                    st.on_host_key(&key_blob);
-                }
-                match (self.host_key_check)(&algorithm, &key_blob) {
-                    Ok(()) => conn.accept_host_key(),
-                    Err(e) => {
-                        conn.reject_host_key();
-                        return Err(e);
-                    }
-                }
-            }
+            } => self.on_host_key(conn, &algorithm, &key_blob)?,
             Event::KexDone {
                 initial,
                 algorithms,
-            } => {
-                if initial {
-                    if let Some(u) = &mut self.host_key_update {
-                        u.set_kex_alg(&algorithms.host_key);
-                    }
-                    log!(Debug1, "kex: algorithm: {}", algorithms.kex);
-                    log!(Debug1, "kex: host key algorithm: {}", algorithms.host_key);
-                    match conn.kex_guess_stood() {
-                        Some(true) => log!(Debug1, "kex: the server took our KEX guess"),
-                        Some(false) => log!(
-                            Debug1,
-                            "kex: the server dropped our KEX guess (its first method or host key algorithm differs from ours); one more round trip"
-                        ),
-                        None => {}
-                    }
-                }
-                if let Some(m) = self.metrics.as_mut() {
-                    m.on_kex_done(&algorithms);
-                }
-                // Every exchange, as ssh does: a re-key may change them (NONE).
-                log!(
-                    Debug1,
-                    "kex: client->server cipher: {} MAC: {} compression: {}",
-                    algorithms.cipher_c2s,
-                    if algorithms.mac_c2s.is_empty() {
-                        "<implicit>"
-                    } else {
-                        &algorithms.mac_c2s
-                    },
-                    algorithms.comp_c2s
-                );
-                log!(
-                    Debug1,
-                    "kex: server->client cipher: {} MAC: {} compression: {}",
-                    algorithms.cipher_s2c,
-                    if algorithms.mac_s2c.is_empty() {
-                        "<implicit>"
-                    } else {
-                        &algorithms.mac_s2c
-                    },
-                    algorithms.comp_s2c
-                );
-                // ssh's lines for each exchange (scripts count re-keys by them).
-                log!(Debug1, "SSH2_MSG_NEWKEYS sent");
-                log!(Debug1, "SSH2_MSG_NEWKEYS received");
-                if !initial {
-                    log!(Debug1, "rekey completed");
-                    if std::mem::take(&mut self.none_pending) {
-                        report_none(conn, &algorithms);
-                    }
-                }
-            }
+            } => self.on_kex_done(conn, initial, &algorithms),
             Event::AuthReady
             | Event::AuthFailure { .. }
             | Event::AuthPkOk { .. }
@@ -340,144 +278,35 @@ impl Handler for ClientSession {
             Event::AuthBanner(text) if crate::log::enabled(crate::log::Level::Info) => {
                 crate::err!("{text}")
             }
-            Event::Authenticated { .. } => {
-                log!(Debug1, "Authentication succeeded ({}).", self.auth.method());
-                if let Some(cmd) = self.plan.local_command.take() {
-                    crate::client::local_command::run(&cmd);
-                }
-                if self.plan.no_session {
-                    self.switch_to_none(conn);
-                }
-                let (rcv, snd) = self.plan.remote_bufs;
-                if rcv > 0 || snd > 0 {
-                    log!(
-                        Debug1,
-                        "Requesting remote socket buffers: receive {rcv}, send {snd}"
-                    );
-                    conn.request_sockbuf(rcv, snd).map_err(|e| e.to_string())?;
-                }
-                if let Some(st) = self.stripe.as_mut() {
-                    // Before anything else that gets a global reply.
-                    st.on_authenticated(conn)?;
-                }
-                self.fwd.start(conn)?;
-                if let Some(m) = self.metrics.as_mut() {
-                    m.on_authenticated(conn);
-                }
-                self.fork_pending = self.plan.fork_after_auth;
-                if let Some(p) = self.persist.as_mut() {
-                    p.pending = true;
-                }
-                if self.channel.is_some() {
-                    self.no_more_sessions(conn)?; // opened early; it stands now
-                } else if !self.plan.no_session {
-                    self.start_session(conn)?;
-                }
-            }
-            Event::SockBufReply(Some((rcv, snd))) => {
-                log!(
-                    Debug1,
-                    "Remote socket buffers now: receive {rcv}, send {snd}"
-                );
-            }
+            Event::Authenticated { .. } => self.on_authenticated(conn)?,
+            Event::SockBufReply(reply) => on_sockbuf_reply(reply),
             Event::PathInfoReply(figures) => {
                 if let Some(m) = self.metrics.as_mut() {
                     m.on_reply(figures);
                 }
             }
-            Event::SockBufReply(None) => {
-                log!(
-                    Info,
-                    "RemoteRcvBuf/RemoteSndBuf: the server declined (not sluiced, or its RemoteBufMax is 0); its buffers stay as they are"
-                );
-            }
-            Event::ChannelOpened(id)
-                if Some(id) != self.channel
-                    && self.stripe.as_mut().is_some_and(|st| st.on_opened(fds, id)) => {}
-            Event::ChannelOpenFailed {
-                channel,
-                description,
-                ..
-            } if Some(channel) != self.channel
-                && match self.stripe.as_mut() {
-                    Some(st) => st.on_open_failed(channel, &description)?,
-                    None => false,
-                } => {}
-            Event::ChannelOpened(id) if Some(id) != self.channel => self.fwd.on_opened(fds, id),
+            Event::ChannelOpened(id) => self.on_channel_opened(conn, fds, id)?,
             Event::ChannelOpenFailed {
                 channel,
                 reason,
                 description,
-            } if Some(channel) != self.channel => {
-                self.fwd.on_open_failed(channel, reason, &description)?
-            }
-            // Each reply to its request's owner (a keepalive's is only a
-            // sign of life, counted above).
+            } => self.on_channel_open_failed(channel, reason, &description)?,
             Event::GlobalReply {
                 request,
                 success,
                 data,
-            } => match request.as_str() {
-                sluice_proto::stripe::STRIPE_REQUEST => {
-                    if let Some(st) = self.stripe.as_mut() {
-                        st.on_global_reply(success, &data)?;
-                    }
-                }
-                "tcpip-forward" | "streamlocal-forward@openssh.com" => {
-                    if let Some(o) = self.fwd.on_global_reply(success, &data)? {
-                        self.mux_fwd.on_outcome(o);
-                    }
-                }
-                _ => {}
-            },
-            Event::ChannelOpened(id) => self.on_opened(conn, fds, id)?,
-            Event::ChannelOpenFailed { description, .. } => {
-                return Err(format!("channel 0: open failed: {description}"));
-            }
+            } => self.on_global_reply(&request, success, &data)?,
             Event::ChannelReply { channel, success }
                 if Some(channel) == self.channel && self.stripe.is_some() =>
             {
-                let striped = match self.stripe.as_mut() {
-                    Some(st) => st.on_channel_reply(conn, fds, success)?,
-                    None => None,
-                };
-                match striped {
-                    Some(true) => {}
-                    Some(false) => {
-                        let source = self.stdio_source;
-                        self.attach_stdio(conn, fds, channel, source);
-                    }
-                    None if !success => return Err(self.request_failed()),
-                    None => {}
-                }
+                self.on_session_reply(conn, fds, channel, success)?
             }
             Event::ChannelReply { success: false, .. } => return Err(self.request_failed()),
             Event::ChannelRequest {
                 channel,
                 want_reply,
                 request,
-            } => {
-                if let Some(st) = self.stripe.as_mut() {
-                    if st.on_request(channel, &request)? {
-                        return Ok(());
-                    }
-                }
-                match request {
-                    ChannelRequestKind::ExitStatus { status } => self.exit_status = Some(status),
-                    ChannelRequestKind::ExitSignal {
-                        signal, message, ..
-                    } => {
-                        if !message.is_empty() {
-                            crate::errln!("{message}");
-                        }
-                        self.exit_signal = Some(signal);
-                    }
-                    _ => {}
-                }
-                if want_reply {
-                    let _ = conn.channel_reply(channel, false);
-                }
-            }
+            } => self.on_channel_request(conn, channel, want_reply, request)?,
             Event::ChannelOpenRequest {
                 channel,
                 channel_type,
@@ -498,22 +327,7 @@ impl Handler for ClientSession {
                     st.on_eof(id);
                 }
             }
-            Event::ChannelClosed(id) => {
-                if Some(id) == self.channel {
-                    self.finished = true;
-                    if let Some(t) = self.tty.as_mut() {
-                        t.finish();
-                    }
-                    if let Some(m) = self.metrics.as_mut() {
-                        m.on_session_closed(conn);
-                    }
-                }
-                self.fwd.on_closed(id);
-                if self.plan.no_session && self.fwd.stdio_finished() {
-                    self.exit_status = Some(0);
-                    self.finished = true;
-                }
-            }
+            Event::ChannelClosed(id) => self.on_channel_closed(conn, id),
             Event::Debug(m) => log!(Info, "Remote: {m}"),
             Event::HostKeysProof(signatures) => {
                 if let Some(u) = &mut self.host_key_update {
@@ -524,31 +338,7 @@ impl Handler for ClientSession {
                 name,
                 want_reply,
                 data,
-            } if name == sluice_proto::msg::HOSTKEYS && self.host_key_update.is_some() => {
-                log!(
-                    Debug1,
-                    "client_input_global_request: rtype {name} want_reply {want_reply}"
-                );
-                if let Some(u) = &mut self.host_key_update {
-                    u.on_hostkeys(conn, &data)?;
-                }
-                if want_reply {
-                    conn.answer_global(true, &[]);
-                }
-            }
-            Event::GlobalRequest {
-                name, want_reply, ..
-            } => {
-                // keepalive@openssh.com from ClientAliveInterval, hostkeys
-                // notices: answered FAILURE as ssh does for what it ignores.
-                log!(
-                    Debug1,
-                    "client_input_global_request: rtype {name} want_reply {want_reply}"
-                );
-                if want_reply {
-                    conn.answer_global(false, &[]);
-                }
-            }
+            } => self.on_global_request(conn, &name, want_reply, &data)?,
             _ => {}
         }
         Ok(())
@@ -713,8 +503,290 @@ impl Handler for ClientSession {
     }
 }
 
+/// One method per kind of event `on_event` hands on (the order of its match
+/// arms decides which one an event reaches).
+impl ClientSession {
+    fn on_host_key(
+        &mut self,
+        conn: &mut Connection,
+        algorithm: &str,
+        key_blob: &[u8],
+    ) -> Result<(), String> {
+        if let Some(st) = self.stripe.as_mut() {
+            st.on_host_key(key_blob);
+        }
+        match (self.host_key_check)(algorithm, key_blob) {
+            Ok(()) => {
+                conn.accept_host_key();
+                Ok(())
+            }
+            Err(e) => {
+                conn.reject_host_key();
+                Err(e)
+            }
+        }
+    }
+
+    fn on_kex_done(&mut self, conn: &Connection, initial: bool, algorithms: &Algorithms) {
+        if initial {
+            if let Some(u) = &mut self.host_key_update {
+                u.set_kex_alg(&algorithms.host_key);
+            }
+            log!(Debug1, "kex: algorithm: {}", algorithms.kex);
+            log!(Debug1, "kex: host key algorithm: {}", algorithms.host_key);
+            match conn.kex_guess_stood() {
+                Some(true) => log!(Debug1, "kex: the server took our KEX guess"),
+                Some(false) => log!(
+                    Debug1,
+                    "kex: the server dropped our KEX guess (its first method or host key algorithm differs from ours); one more round trip"
+                ),
+                None => {}
+            }
+        }
+        if let Some(m) = self.metrics.as_mut() {
+            m.on_kex_done(algorithms);
+        }
+        // Every exchange, as ssh does: a re-key may change them (NONE).
+        for (way, cipher, mac, comp) in [
+            (
+                "client->server",
+                &algorithms.cipher_c2s,
+                &algorithms.mac_c2s,
+                &algorithms.comp_c2s,
+            ),
+            (
+                "server->client",
+                &algorithms.cipher_s2c,
+                &algorithms.mac_s2c,
+                &algorithms.comp_s2c,
+            ),
+        ] {
+            let mac = if mac.is_empty() {
+                "<implicit>"
+            } else {
+                mac.as_str()
+            };
+            log!(
+                Debug1,
+                "kex: {way} cipher: {cipher} MAC: {mac} compression: {comp}"
+            );
+        }
+        // ssh's lines for each exchange (scripts count re-keys by them).
+        log!(Debug1, "SSH2_MSG_NEWKEYS sent");
+        log!(Debug1, "SSH2_MSG_NEWKEYS received");
+        if !initial {
+            log!(Debug1, "rekey completed");
+            if std::mem::take(&mut self.none_pending) {
+                report_none(conn, algorithms);
+            }
+        }
+    }
+
+    /// Our session channel, a striped connection's or a forwarding's.
+    fn on_channel_opened(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        id: ChannelId,
+    ) -> Result<(), String> {
+        if Some(id) == self.channel {
+            return self.on_opened(conn, fds, id);
+        }
+        if !self.stripe.as_mut().is_some_and(|st| st.on_opened(fds, id)) {
+            self.fwd.on_opened(fds, id);
+        }
+        Ok(())
+    }
+
+    fn on_channel_open_failed(
+        &mut self,
+        channel: ChannelId,
+        reason: u32,
+        description: &str,
+    ) -> Result<(), String> {
+        if Some(channel) == self.channel {
+            return Err(format!("channel 0: open failed: {description}"));
+        }
+        let striped = match self.stripe.as_mut() {
+            Some(st) => st.on_open_failed(channel, description)?,
+            None => false,
+        };
+        if !striped {
+            self.fwd.on_open_failed(channel, reason, description)?;
+        }
+        Ok(())
+    }
+
+    fn on_authenticated(&mut self, conn: &mut Connection) -> Result<(), String> {
+        log!(Debug1, "Authentication succeeded ({}).", self.auth.method());
+        if let Some(cmd) = self.plan.local_command.take() {
+            crate::client::local_command::run(&cmd);
+        }
+        if self.plan.no_session {
+            self.switch_to_none(conn);
+        }
+        let (rcv, snd) = self.plan.remote_bufs;
+        if rcv > 0 || snd > 0 {
+            log!(
+                Debug1,
+                "Requesting remote socket buffers: receive {rcv}, send {snd}"
+            );
+            conn.request_sockbuf(rcv, snd).map_err(|e| e.to_string())?;
+        }
+        if let Some(st) = self.stripe.as_mut() {
+            // Before anything else that gets a global reply.
+            st.on_authenticated(conn)?;
+        }
+        self.fwd.start(conn)?;
+        if let Some(m) = self.metrics.as_mut() {
+            m.on_authenticated(conn);
+        }
+        self.fork_pending = self.plan.fork_after_auth;
+        if let Some(p) = self.persist.as_mut() {
+            p.pending = true;
+        }
+        if self.channel.is_some() {
+            self.no_more_sessions(conn)?; // opened early; it stands now
+        } else if !self.plan.no_session {
+            self.start_session(conn)?;
+        }
+        Ok(())
+    }
+
+    /// Each reply to its request's owner (a keepalive's is only a sign of
+    /// life, counted in `on_event`).
+    fn on_global_reply(&mut self, request: &str, success: bool, data: &[u8]) -> Result<(), String> {
+        match request {
+            sluice_proto::stripe::STRIPE_REQUEST => {
+                if let Some(st) = self.stripe.as_mut() {
+                    st.on_global_reply(success, data)?;
+                }
+            }
+            "tcpip-forward" | "streamlocal-forward@openssh.com" => {
+                if let Some(o) = self.fwd.on_global_reply(success, data)? {
+                    self.mux_fwd.on_outcome(o);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The reply to the session's exec/shell request when it may be striped.
+    fn on_session_reply(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+        channel: ChannelId,
+        success: bool,
+    ) -> Result<(), String> {
+        let striped = match self.stripe.as_mut() {
+            Some(st) => st.on_channel_reply(conn, fds, success)?,
+            None => None,
+        };
+        match striped {
+            Some(true) => {}
+            Some(false) => {
+                let source = self.stdio_source;
+                self.attach_stdio(conn, fds, channel, source);
+            }
+            None if !success => return Err(self.request_failed()),
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn on_channel_request(
+        &mut self,
+        conn: &mut Connection,
+        channel: ChannelId,
+        want_reply: bool,
+        request: ChannelRequestKind,
+    ) -> Result<(), String> {
+        if let Some(st) = self.stripe.as_mut() {
+            if st.on_request(channel, &request)? {
+                return Ok(());
+            }
+        }
+        match request {
+            ChannelRequestKind::ExitStatus { status } => self.exit_status = Some(status),
+            ChannelRequestKind::ExitSignal {
+                signal, message, ..
+            } => {
+                if !message.is_empty() {
+                    crate::errln!("{message}");
+                }
+                self.exit_signal = Some(signal);
+            }
+            _ => {}
+        }
+        if want_reply {
+            let _ = conn.channel_reply(channel, false);
+        }
+        Ok(())
+    }
+
+    fn on_channel_closed(&mut self, conn: &mut Connection, id: ChannelId) {
+        if Some(id) == self.channel {
+            self.finished = true;
+            if let Some(t) = self.tty.as_mut() {
+                t.finish();
+            }
+            if let Some(m) = self.metrics.as_mut() {
+                m.on_session_closed(conn);
+            }
+        }
+        self.fwd.on_closed(id);
+        if self.plan.no_session && self.fwd.stdio_finished() {
+            self.exit_status = Some(0);
+            self.finished = true;
+        }
+    }
+
+    /// hostkeys-00@openssh.com for UpdateHostKeys; everything else
+    /// (keepalive@openssh.com from ClientAliveInterval, ...) is answered
+    /// FAILURE as ssh does for what it ignores.
+    fn on_global_request(
+        &mut self,
+        conn: &mut Connection,
+        name: &str,
+        want_reply: bool,
+        data: &[u8],
+    ) -> Result<(), String> {
+        log!(
+            Debug1,
+            "client_input_global_request: rtype {name} want_reply {want_reply}"
+        );
+        let mut ok = false;
+        if name == sluice_proto::msg::HOSTKEYS {
+            if let Some(u) = &mut self.host_key_update {
+                u.on_hostkeys(conn, data)?;
+                ok = true;
+            }
+        }
+        if want_reply {
+            conn.answer_global(ok, &[]);
+        }
+        Ok(())
+    }
+}
+
 /// After the NONE re-key: HPN-SSH's warnings on stderr whatever the log
 /// level (scripts filter them), or at -v why the session stays encrypted.
+/// The answer to RemoteRcvBuf/RemoteSndBuf (sluice's own request).
+fn on_sockbuf_reply(reply: Option<(u64, u64)>) {
+    match reply {
+        Some((rcv, snd)) => log!(
+            Debug1,
+            "Remote socket buffers now: receive {rcv}, send {snd}"
+        ),
+        None => log!(
+            Info,
+            "RemoteRcvBuf/RemoteSndBuf: the server declined (not sluiced, or its RemoteBufMax is 0); its buffers stay as they are"
+        ),
+    }
+}
+
 fn report_none(conn: &Connection, a: &Algorithms) {
     use std::io::Write;
     if conn.none_active() {

@@ -119,91 +119,12 @@ impl HostKeyUpdate {
             );
             return Ok(());
         }
-        let list = match HostKeyList::decode(data) {
-            Ok(l) => l,
-            Err(e) => {
-                log!(
-                    Error,
-                    "client_input_hostkeys: invalid hostkeys message: {e}"
-                );
-                return Ok(());
-            }
+        let Some(all) = self.offered(data) else {
+            return Ok(());
         };
-        let mut all: Vec<Vec<u8>> = Vec::new();
-        for blob in list.items {
-            let Some(ty) = hostkey::blob_key_type(&blob).filter(|t| is_plain_known(t)) else {
-                log!(
-                    Debug1,
-                    "client_input_hostkeys: skipping key of unknown or unsupported type"
-                );
-                continue;
-            };
-            let fp = fingerprint_sha256(&blob);
-            log!(Debug1, "client_input_hostkeys: received {ty} key {fp}");
-            if !self.accepted(ty) {
-                log!(
-                    Debug1,
-                    "client_input_hostkeys: {ty} key not permitted by HostkeyAlgorithms"
-                );
-                continue;
-            }
-            if all.contains(&blob) {
-                log!(
-                    Error,
-                    "client_input_hostkeys: received duplicated {ty} host key"
-                );
-                return Ok(());
-            }
-            all.push(blob);
-        }
-        if all.is_empty() {
-            log!(Debug1, "client_input_hostkeys: server sent no hostkeys");
+        let Some((new, old)) = self.changes(&all) else {
             return Ok(());
-        }
-        let s = &self.settings;
-        let mut lines: Vec<HostLine> = Vec::new();
-        for f in &s.files {
-            lines.extend(known_hosts_edit::host_lines(f, &s.host, s.port));
-        }
-        if lines.iter().any(|l| !l.sole) {
-            log!(
-                Debug1,
-                "client_input_hostkeys: host key found matching a different name/address, skipping UserKnownHostsFile update"
-            );
-            return Ok(());
-        }
-        let new: Vec<Vec<u8>> = all
-            .iter()
-            .filter(|k| !lines.iter().any(|l| &l.blob == *k))
-            .cloned()
-            .collect();
-        let mut old: Vec<Vec<u8>> = Vec::new();
-        for l in lines {
-            if !all.contains(&l.blob) && !old.contains(&l.blob) {
-                old.push(l.blob);
-            }
-        }
-        // As ssh: a key to drop that the file also lists for other names
-        // suggests those names are this host too; leave the file alone.
-        if old.iter().any(|k| {
-            s.files
-                .iter()
-                .any(|f| known_hosts_edit::key_elsewhere(f, &s.host, s.port, k))
-        }) {
-            log!(
-                Debug1,
-                "client_input_hostkeys: key(s) for {} exist under other names; skipping UserKnownHostsFile update",
-                crate::keys::known_hosts::host_name(&s.host, s.port)
-            );
-            return Ok(());
-        }
-        if new.is_empty() && old.is_empty() {
-            log!(
-                Debug1,
-                "client_input_hostkeys: no new or deprecated keys from server"
-            );
-            return Ok(());
-        }
+        };
         log!(
             Debug1,
             "client_input_hostkeys: {} server keys: {} new, {} retained, {} deprecated",
@@ -230,6 +151,105 @@ impl HostKeyUpdate {
             .map_err(|e| e.to_string())?;
         self.pending = Some(pending);
         Ok(())
+    }
+
+    /// The keys of a hostkeys message we may store (types we know and
+    /// HostKeyAlgorithms accepts); None: nothing to do (a bad message, a
+    /// duplicate, or no key left).
+    fn offered(&self, data: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let list = match HostKeyList::decode(data) {
+            Ok(l) => l,
+            Err(e) => {
+                log!(
+                    Error,
+                    "client_input_hostkeys: invalid hostkeys message: {e}"
+                );
+                return None;
+            }
+        };
+        let mut all: Vec<Vec<u8>> = Vec::new();
+        for blob in list.items {
+            let Some(ty) = hostkey::blob_key_type(&blob).filter(|t| is_plain_known(t)) else {
+                log!(
+                    Debug1,
+                    "client_input_hostkeys: skipping key of unknown or unsupported type"
+                );
+                continue;
+            };
+            let fp = fingerprint_sha256(&blob);
+            log!(Debug1, "client_input_hostkeys: received {ty} key {fp}");
+            if !self.accepted(ty) {
+                log!(
+                    Debug1,
+                    "client_input_hostkeys: {ty} key not permitted by HostkeyAlgorithms"
+                );
+                continue;
+            }
+            if all.contains(&blob) {
+                log!(
+                    Error,
+                    "client_input_hostkeys: received duplicated {ty} host key"
+                );
+                return None;
+            }
+            all.push(blob);
+        }
+        if all.is_empty() {
+            log!(Debug1, "client_input_hostkeys: server sent no hostkeys");
+            return None;
+        }
+        Some(all)
+    }
+
+    /// The keys to add and to drop against UserKnownHostsFile; None: leave
+    /// the files alone (another name shares a line or a key, or no change).
+    #[allow(clippy::type_complexity)]
+    fn changes(&self, all: &[Vec<u8>]) -> Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+        let s = &self.settings;
+        let mut lines: Vec<HostLine> = Vec::new();
+        for f in &s.files {
+            lines.extend(known_hosts_edit::host_lines(f, &s.host, s.port));
+        }
+        if lines.iter().any(|l| !l.sole) {
+            log!(
+                Debug1,
+                "client_input_hostkeys: host key found matching a different name/address, skipping UserKnownHostsFile update"
+            );
+            return None;
+        }
+        let new: Vec<Vec<u8>> = all
+            .iter()
+            .filter(|k| !lines.iter().any(|l| &l.blob == *k))
+            .cloned()
+            .collect();
+        let mut old: Vec<Vec<u8>> = Vec::new();
+        for l in lines {
+            if !all.contains(&l.blob) && !old.contains(&l.blob) {
+                old.push(l.blob);
+            }
+        }
+        // As ssh: a key to drop that the file also lists for other names
+        // suggests those names are this host too; leave the file alone.
+        if old.iter().any(|k| {
+            s.files
+                .iter()
+                .any(|f| known_hosts_edit::key_elsewhere(f, &s.host, s.port, k))
+        }) {
+            log!(
+                Debug1,
+                "client_input_hostkeys: key(s) for {} exist under other names; skipping UserKnownHostsFile update",
+                crate::keys::known_hosts::host_name(&s.host, s.port)
+            );
+            return None;
+        }
+        if new.is_empty() && old.is_empty() {
+            log!(
+                Debug1,
+                "client_input_hostkeys: no new or deprecated keys from server"
+            );
+            return None;
+        }
+        Some((new, old))
     }
 
     /// The server's answer to our `hostkeys-prove-00@openssh.com`.
