@@ -23,6 +23,8 @@
 //! names a name through it is followed to the child that defines it.
 
 #[cfg(test)]
+mod doc;
+#[cfg(test)]
 mod graph;
 #[cfg(test)]
 mod scan;
