@@ -241,6 +241,8 @@ fn none_options_parse_and_print() {
 struct PtyAfterNone(ClientSession, Option<sluice_proto::ChannelId>, Option<bool>);
 
 impl Handler for PtyAfterNone {
+    type Error = String;
+
     fn on_event(
         &mut self,
         conn: &mut Connection,
@@ -269,10 +271,10 @@ impl Handler for PtyAfterNone {
             }
             _ => {}
         }
-        self.0.on_event(conn, fds, event)
+        self.0.on_event(conn, fds, event).map_err(|e| e.to_string())
     }
     fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
-        self.0.tick(conn, fds)
+        self.0.tick(conn, fds).map_err(|e| e.to_string())
     }
     fn finished(&self) -> bool {
         self.0.finished()
@@ -288,6 +290,8 @@ struct SessionAfterNoneMac {
 }
 
 impl Handler for SessionAfterNoneMac {
+    type Error = String;
+
     fn on_event(
         &mut self,
         conn: &mut Connection,
@@ -308,10 +312,12 @@ impl Handler for SessionAfterNoneMac {
             }
             _ => {}
         }
-        self.inner.on_event(conn, fds, event)
+        self.inner
+            .on_event(conn, fds, event)
+            .map_err(|e| e.to_string())
     }
     fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
-        self.inner.tick(conn, fds)
+        self.inner.tick(conn, fds).map_err(|e| e.to_string())
     }
     fn finished(&self) -> bool {
         self.inner.finished() && self.refused.is_some()

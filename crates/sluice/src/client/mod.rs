@@ -49,7 +49,7 @@ use crate::net::pump::{Pump, PumpError};
 use crate::net::sockbuf::{self, Buf};
 use dial::tcp_connect;
 pub use dial::Dial;
-pub use error::ClientError;
+pub use error::{ClientError, SessionError};
 pub use options::ClientOptions;
 use plan::SessionPlan;
 use session::ClientSession;
@@ -206,7 +206,7 @@ fn run_connection(
     handler: &mut ClientSession,
     mut sock: OwnedFd,
     mut _proxy: Option<proxy::Proxy>,
-) -> Result<(Connection, Result<(), PumpError>), ClientError> {
+) -> Result<(Connection, Result<(), PumpError<SessionError>>), ClientError> {
     let mut proto = opts.proto.clone();
     loop {
         let common = proto.clone();
@@ -247,7 +247,7 @@ fn run_connection(
 fn outcome(
     handler: &mut ClientSession,
     conn: &Connection,
-    result: Result<(), PumpError>,
+    result: Result<(), PumpError<SessionError>>,
     started: std::time::Instant,
 ) -> Result<i32, ClientError> {
     crate::net::compress_ctl::log_summary(conn);
@@ -267,14 +267,14 @@ fn outcome(
     // before the exit status counts.
     if let (Ok(()), Some(st)) = (&result, handler.stripe.as_mut()) {
         if let Err(e) = st.finish() {
-            return Err(ClientError::Session(e));
+            return Err(ClientError::Session(SessionError::Stripe(e)));
         }
     }
     if let (Err(_), Some(text)) = (
         &result,
         handler.stripe.as_ref().and_then(|s| s.failure_text()),
     ) {
-        return Err(ClientError::Session(text));
+        return Err(ClientError::Session(SessionError::Stripe(text)));
     }
     match result {
         Ok(()) if handler.finished_cleanly() => {
@@ -286,8 +286,8 @@ fn outcome(
             Ok(handler.exit_status.map_or(255, |s| (s & 0xff) as i32))
         }
         Ok(()) => Ok(255),
-        Err(PumpError::Handler(msg)) => Err(ClientError::Session(msg)),
-        Err(e) => Err(ClientError::Connection(e)),
+        Err(PumpError::Handler(e)) => Err(ClientError::Session(e)),
+        Err(e) => Err(ClientError::Connection(e.map_handler(|e| e.to_string()))),
     }
 }
 
@@ -339,7 +339,7 @@ fn run_pump(
     sock: &impl AsRawFd,
     threads: CryptoThreads,
     fixed_level: bool,
-) -> Result<(), PumpError> {
+) -> Result<(), PumpError<SessionError>> {
     let mut pump = Pump::new(sock.as_raw_fd());
     pump.set_crypto_threads(conn, threads);
     if fixed_level {

@@ -4,6 +4,7 @@
 //! and stderr.
 
 use super::auth::{AuthPrefs, ClientAuth};
+use super::error::SessionError;
 use crate::client::tty::TtySession;
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds, Handler};
@@ -100,24 +101,24 @@ impl ClientSession {
         self.auth.set_prefs(prefs);
     }
 
-    fn start_session(&mut self, conn: &mut Connection) -> Result<(), String> {
-        let id = conn.open_session().map_err(|e| e.to_string())?;
+    fn start_session(&mut self, conn: &mut Connection) -> Result<(), SessionError> {
+        let id = conn.open_session()?;
         self.channel = Some(id);
         self.no_more_sessions(conn)
     }
 
     /// no-more-sessions@openssh.com, unless passengers may come (a master).
-    fn no_more_sessions(&self, conn: &mut Connection) -> Result<(), String> {
+    fn no_more_sessions(&self, conn: &mut Connection) -> Result<(), SessionError> {
         match self.mux {
             Some(_) => Ok(()),
-            None => no_more_sessions(conn),
+            None => no_more_sessions(conn).map_err(SessionError::Engine),
         }
     }
 
     /// Opens the session right behind a signed publickey request, before
     /// its answer (PROTOCOL.md, "Sent early"): to servers known to take it,
     /// and not when the NONE re-key must come first.
-    fn open_early(&mut self, conn: &mut Connection) -> Result<(), String> {
+    fn open_early(&mut self, conn: &mut Connection) -> Result<(), SessionError> {
         let known = conn
             .peer_version()
             .is_some_and(|v| v.starts_with("SSH-2.0-OpenSSH_") || v.starts_with("SSH-2.0-sluice"));
@@ -131,7 +132,7 @@ impl ClientSession {
                 Debug1,
                 "Opening the session ahead of the authentication answer"
             );
-            self.channel = Some(conn.open_session_early().map_err(|e| e.to_string())?);
+            self.channel = Some(conn.open_session_early()?);
         }
         Ok(())
     }
@@ -156,12 +157,15 @@ impl ClientSession {
         conn: &mut Connection,
         fds: &mut ChannelFds,
         id: ChannelId,
-    ) -> Result<(), String> {
+    ) -> Result<(), SessionError> {
         // auth-agent-req, then pty-req, as ssh orders them; stdin may go
         // through the escape filter from now on.
-        self.plan.agent.request(conn, id)?;
+        self.plan
+            .agent
+            .request(conn, id)
+            .map_err(SessionError::Forwarding)?;
         let source = match self.tty.as_mut() {
-            Some(t) => t.start(conn, id)?,
+            Some(t) => t.start(conn, id).map_err(SessionError::Tty)?,
             None => 0,
         };
         for (name, value) in &self.plan.env {
@@ -169,8 +173,7 @@ impl ClientSession {
                 name: name.clone(),
                 value: value.clone(),
             };
-            conn.channel_request(id, req, false)
-                .map_err(|e| e.to_string())?;
+            conn.channel_request(id, req, false)?;
         }
         let req = match &self.plan.command {
             Some(cmd) if self.plan.subsystem => ChannelRequestKind::Subsystem {
@@ -187,11 +190,12 @@ impl ClientSession {
         // The stripe request goes before exec; the channel's ends wait for
         // its answer (no data before it).
         let held = match self.stripe.as_mut() {
-            Some(st) => st.on_session_opened(conn, fds, id)?,
+            Some(st) => st
+                .on_session_opened(conn, fds, id)
+                .map_err(SessionError::Stripe)?,
             None => false,
         };
-        conn.channel_request(id, req, true)
-            .map_err(|e| e.to_string())?;
+        conn.channel_request(id, req, true)?;
         self.switch_to_none(conn);
         if held {
             self.stdio_source = source;
@@ -202,7 +206,7 @@ impl ClientSession {
     }
 
     /// The session's exec, subsystem or shell was refused.
-    fn request_failed(&self) -> String {
+    fn request_failed(&self) -> SessionError {
         let what = if self.plan.subsystem {
             "subsystem"
         } else if self.plan.command.is_some() {
@@ -210,7 +214,7 @@ impl ClientSession {
         } else {
             "shell"
         };
-        format!("{what} request failed on channel 0")
+        SessionError::RequestFailed { what }
     }
 
     /// The session channel's ordinary ends: the in-process end, or fds 0-2.
@@ -234,24 +238,27 @@ impl ClientSession {
 }
 
 impl Handler for ClientSession {
+    type Error = SessionError;
+
     fn on_event(
         &mut self,
         conn: &mut Connection,
         fds: &mut ChannelFds,
         event: Event,
-    ) -> Result<(), String> {
+    ) -> Result<(), SessionError> {
         if let Some(k) = &mut self.keepalive {
             k.message();
         }
         if self.passengers.active()
             && self
                 .passengers
-                .on_event(conn, fds, &event, &self.plan.agent)?
+                .on_event(conn, fds, &event, &self.plan.agent)
+                .map_err(SessionError::Mux)?
         {
             return Ok(());
         }
         if let (Event::ChannelReply { success, .. }, Some(t)) = (&event, self.tty.as_mut()) {
-            if t.on_reply(*success)? {
+            if t.on_reply(*success).map_err(SessionError::Tty)? {
                 return Ok(());
             }
         }
@@ -271,7 +278,9 @@ impl Handler for ClientSession {
             | Event::AuthPasswdChangeReq { .. }
             | Event::ServiceAccepted
             | Event::ServerSigAlgs => {
-                self.auth.on_event(conn, &event)?;
+                self.auth
+                    .on_event(conn, &event)
+                    .map_err(SessionError::Auth)?;
                 self.open_early(conn)?;
             }
             // As ssh: straight to stderr (not the -E log), unless LogLevel is below INFO (-q).
@@ -320,7 +329,8 @@ impl Handler for ClientSession {
                 data,
             } => {
                 self.fwd
-                    .on_open_request(conn, fds, channel, &channel_type, &data)?;
+                    .on_open_request(conn, fds, channel, &channel_type, &data)
+                    .map_err(SessionError::Forwarding)?;
             }
             Event::ChannelEof(id) => {
                 if let Some(st) = self.stripe.as_mut() {
@@ -344,9 +354,9 @@ impl Handler for ClientSession {
         Ok(())
     }
 
-    fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+    fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), SessionError> {
         if let Some(k) = &mut self.keepalive {
-            k.tick(conn)?;
+            k.tick(conn).map_err(SessionError::Timeout)?;
         }
         if let Some(m) = &mut self.mux {
             m.tick();
@@ -379,7 +389,7 @@ impl Handler for ClientSession {
             }
         }
         if let Some(t) = self.tty.as_mut() {
-            if t.tick(conn)? {
+            if t.tick(conn).map_err(SessionError::Tty)? {
                 // `~.`: ssh's exit status 255.
                 self.finished = true;
                 self.exit_status = None;
@@ -392,12 +402,12 @@ impl Handler for ClientSession {
                 m.on_info_escape(conn);
             }
         }
-        self.fwd.tick(conn, fds)?;
+        self.fwd.tick(conn, fds).map_err(SessionError::Forwarding)?;
         self.passengers.tick(conn, fds);
         if let Some(p) = self.persist.as_mut() {
             let ready = !self.plan.forwards.exit_on_failure || self.fwd.setup_done();
             if p.pending && ready {
-                p.detach()?;
+                p.detach().map_err(SessionError::Mux)?;
             }
             let busy = self.passengers.active() || self.fwd.busy();
             if p.expired(busy, std::time::Instant::now()) {
@@ -408,7 +418,7 @@ impl Handler for ClientSession {
             }
         }
         if let Some(st) = self.stripe.as_mut() {
-            st.tick(conn)?;
+            st.tick(conn).map_err(SessionError::Stripe)?;
         }
         if let Some(m) = self.metrics.as_mut() {
             let window = self
@@ -419,7 +429,7 @@ impl Handler for ClientSession {
         }
         if self.fork_pending && (!self.plan.forwards.exit_on_failure || self.fwd.setup_done()) {
             self.fork_pending = false;
-            crate::client::forward::go_background()?;
+            crate::client::forward::go_background().map_err(SessionError::Forwarding)?;
         }
         // Once the remote side has sent EOF and our output is written, and it
         // closed, we are done; close our end when the peer sent its exit status
@@ -511,7 +521,7 @@ impl ClientSession {
         conn: &mut Connection,
         algorithm: &str,
         key_blob: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), SessionError> {
         if let Some(st) = self.stripe.as_mut() {
             st.on_host_key(key_blob);
         }
@@ -522,7 +532,7 @@ impl ClientSession {
             }
             Err(e) => {
                 conn.reject_host_key();
-                Err(e)
+                Err(SessionError::HostKey(e))
             }
         }
     }
@@ -588,7 +598,7 @@ impl ClientSession {
         conn: &mut Connection,
         fds: &mut ChannelFds,
         id: ChannelId,
-    ) -> Result<(), String> {
+    ) -> Result<(), SessionError> {
         if Some(id) == self.channel {
             return self.on_opened(conn, fds, id);
         }
@@ -603,21 +613,27 @@ impl ClientSession {
         channel: ChannelId,
         reason: u32,
         description: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), SessionError> {
         if Some(channel) == self.channel {
-            return Err(format!("channel 0: open failed: {description}"));
+            return Err(SessionError::ChannelOpenFailed {
+                description: description.to_owned(),
+            });
         }
         let striped = match self.stripe.as_mut() {
-            Some(st) => st.on_open_failed(channel, description)?,
+            Some(st) => st
+                .on_open_failed(channel, description)
+                .map_err(SessionError::Stripe)?,
             None => false,
         };
         if !striped {
-            self.fwd.on_open_failed(channel, reason, description)?;
+            self.fwd
+                .on_open_failed(channel, reason, description)
+                .map_err(SessionError::Forwarding)?;
         }
         Ok(())
     }
 
-    fn on_authenticated(&mut self, conn: &mut Connection) -> Result<(), String> {
+    fn on_authenticated(&mut self, conn: &mut Connection) -> Result<(), SessionError> {
         log!(Debug1, "Authentication succeeded ({}).", self.auth.method());
         if let Some(cmd) = self.plan.local_command.take() {
             crate::client::local_command::run(&cmd);
@@ -631,13 +647,13 @@ impl ClientSession {
                 Debug1,
                 "Requesting remote socket buffers: receive {rcv}, send {snd}"
             );
-            conn.request_sockbuf(rcv, snd).map_err(|e| e.to_string())?;
+            conn.request_sockbuf(rcv, snd)?;
         }
         if let Some(st) = self.stripe.as_mut() {
             // Before anything else that gets a global reply.
-            st.on_authenticated(conn)?;
+            st.on_authenticated(conn).map_err(SessionError::Stripe)?;
         }
-        self.fwd.start(conn)?;
+        self.fwd.start(conn).map_err(SessionError::Forwarding)?;
         if let Some(m) = self.metrics.as_mut() {
             m.on_authenticated(conn);
         }
@@ -655,15 +671,25 @@ impl ClientSession {
 
     /// Each reply to its request's owner (a keepalive's is only a sign of
     /// life, counted in `on_event`).
-    fn on_global_reply(&mut self, request: &str, success: bool, data: &[u8]) -> Result<(), String> {
+    fn on_global_reply(
+        &mut self,
+        request: &str,
+        success: bool,
+        data: &[u8],
+    ) -> Result<(), SessionError> {
         match request {
             sluice_proto::stripe::STRIPE_REQUEST => {
                 if let Some(st) = self.stripe.as_mut() {
-                    st.on_global_reply(success, data)?;
+                    st.on_global_reply(success, data)
+                        .map_err(SessionError::Stripe)?;
                 }
             }
             "tcpip-forward" | "streamlocal-forward@openssh.com" => {
-                if let Some(o) = self.fwd.on_global_reply(success, data)? {
+                if let Some(o) = self
+                    .fwd
+                    .on_global_reply(success, data)
+                    .map_err(SessionError::Forwarding)?
+                {
                     self.mux_fwd.on_outcome(o);
                 }
             }
@@ -679,9 +705,11 @@ impl ClientSession {
         fds: &mut ChannelFds,
         channel: ChannelId,
         success: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), SessionError> {
         let striped = match self.stripe.as_mut() {
-            Some(st) => st.on_channel_reply(conn, fds, success)?,
+            Some(st) => st
+                .on_channel_reply(conn, fds, success)
+                .map_err(SessionError::Stripe)?,
             None => None,
         };
         match striped {
@@ -702,9 +730,12 @@ impl ClientSession {
         channel: ChannelId,
         want_reply: bool,
         request: ChannelRequestKind,
-    ) -> Result<(), String> {
+    ) -> Result<(), SessionError> {
         if let Some(st) = self.stripe.as_mut() {
-            if st.on_request(channel, &request)? {
+            if st
+                .on_request(channel, &request)
+                .map_err(SessionError::Stripe)?
+            {
                 return Ok(());
             }
         }
@@ -752,7 +783,7 @@ impl ClientSession {
         name: &str,
         want_reply: bool,
         data: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), SessionError> {
         log!(
             Debug1,
             "client_input_global_request: rtype {name} want_reply {want_reply}"
@@ -760,7 +791,7 @@ impl ClientSession {
         let mut ok = false;
         if name == sluice_proto::msg::HOSTKEYS {
             if let Some(u) = &mut self.host_key_update {
-                u.on_hostkeys(conn, data)?;
+                u.on_hostkeys(conn, data).map_err(SessionError::HostKeys)?;
                 ok = true;
             }
         }
@@ -819,14 +850,13 @@ impl ClientSession {
 /// the server, as ssh does after opening its session (or right after
 /// authentication with -N), so a hijacked connection cannot get a shell.
 /// Only to peers known to take it (ssh's rule: OpenSSH; and sluiced).
-pub fn no_more_sessions(conn: &mut Connection) -> Result<(), String> {
+pub fn no_more_sessions(conn: &mut Connection) -> Result<(), sluice_proto::Error> {
     if conn
         .peer_version()
         .is_some_and(|v| v.starts_with("SSH-2.0-OpenSSH") || v.starts_with("SSH-2.0-sluice"))
     {
         log!(Debug1, "Requesting no-more-sessions@openssh.com");
-        conn.global_request("no-more-sessions@openssh.com", false, &[])
-            .map_err(|e| e.to_string())?;
+        conn.global_request("no-more-sessions@openssh.com", false, &[])?;
     }
     Ok(())
 }

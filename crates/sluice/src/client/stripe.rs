@@ -837,6 +837,8 @@ impl Drop for Secondary {
 }
 
 impl Handler for Secondary {
+    type Error = String;
+
     fn on_event(
         &mut self,
         conn: &mut Connection,

@@ -466,6 +466,8 @@ pub(crate) fn remote_sockbuf(
 }
 
 impl Handler for ServerConn {
+    type Error = String;
+
     fn on_event(
         &mut self,
         conn: &mut Connection,

@@ -30,7 +30,7 @@ mod tests;
 pub use channel::{data_lost, ChanIo};
 pub use channels::ChannelFds;
 pub use endpoint::{ChannelEndpoint, Produced, WakeFd};
-pub use handler::{Handler, PumpError};
+pub use handler::{Handler, PumpError, PumpIo};
 pub use stream::{ChanFd, Ext};
 
 use super::compress_ctl::{LevelControl, Stalls};
@@ -173,23 +173,23 @@ impl Pump {
     }
 
     /// Runs until the handler is finished or the connection ends.
-    pub fn run(
+    pub fn run<E>(
         &mut self,
         conn: &mut Connection,
-        handler: &mut dyn Handler,
-    ) -> Result<(), PumpError> {
+        handler: &mut dyn Handler<Error = E>,
+    ) -> Result<(), PumpError<E>> {
         let result = self.run_inner(conn, handler);
         // Flush what is queued (a DISCONNECT after an error) before returning.
         conn.poll_transmit(Instant::now(), &mut self.out);
-        let _ = self.flush_blocking(Duration::from_secs(2));
+        let _ = self.flush_blocking::<E>(Duration::from_secs(2));
         result
     }
 
-    fn run_inner(
+    fn run_inner<E>(
         &mut self,
         conn: &mut Connection,
-        handler: &mut dyn Handler,
-    ) -> Result<(), PumpError> {
+        handler: &mut dyn Handler<Error = E>,
+    ) -> Result<(), PumpError<E>> {
         loop {
             let now = Instant::now();
             if let Some(then) = self.turn.began.replace(now) {
@@ -233,7 +233,7 @@ impl Pump {
             let why = self.wait_reason();
             let slept = Instant::now();
             pollset::wait(sock, &mut self.fds, conn, handler)
-                .map_err(|e| PumpError::Io(format!("poll: {e}")))?;
+                .map_err(|e| PumpError::Io(PumpIo::Poll(e)))?;
             tally::add_wait(why, slept.elapsed());
         }
     }
@@ -257,11 +257,11 @@ impl Pump {
         }
     }
 
-    fn process_input(
+    fn process_input<E>(
         &mut self,
         conn: &mut Connection,
-        handler: &mut dyn Handler,
-    ) -> Result<(), PumpError> {
+        handler: &mut dyn Handler<Error = E>,
+    ) -> Result<(), PumpError<E>> {
         loop {
             let mut progressed = false;
             loop {
@@ -345,7 +345,7 @@ impl Pump {
                     self.sock_reset = true;
                     return Ok(());
                 }
-                Err(e) => return Err(PumpError::Io(format!("read from socket: {e}"))),
+                Err(e) => return Err(PumpError::Io(PumpIo::Read(e))),
             }
             if !progressed {
                 return Ok(());
@@ -353,12 +353,12 @@ impl Pump {
         }
     }
 
-    fn on_event(
+    fn on_event<E>(
         &mut self,
         conn: &mut Connection,
-        handler: &mut dyn Handler,
+        handler: &mut dyn Handler<Error = E>,
         ev: Event,
-    ) -> Result<(), PumpError> {
+    ) -> Result<(), PumpError<E>> {
         match &ev {
             Event::ChannelEof(id) => {
                 if let Some(io) = self.fds.get_mut(*id) {
@@ -504,7 +504,7 @@ impl Pump {
         }
     }
 
-    fn flush_socket(&mut self) -> Result<(), PumpError> {
+    fn flush_socket<E>(&mut self) -> Result<(), PumpError<E>> {
         while self.out_pos < self.out.len() {
             let Some(pending) = self.out.get(self.out_pos..) else {
                 break;
@@ -526,7 +526,7 @@ impl Pump {
                         PumpError::PeerClosed
                     })
                 }
-                Err(e) => return Err(PumpError::Io(format!("write to socket: {e}"))),
+                Err(e) => return Err(PumpError::Io(PumpIo::Write(e))),
             }
         }
         if self.out_pos >= self.out.len() {
@@ -535,16 +535,15 @@ impl Pump {
         }
         let unsent = self.out.len() - self.out_pos;
         if unsent > OUT_HARD_CAP {
-            return Err(PumpError::Io(format!(
-                "{} MiB of output the peer does not read (limit {} MiB): closing",
-                unsent >> 20,
-                OUT_HARD_CAP >> 20
-            )));
+            return Err(PumpError::Io(PumpIo::Unread {
+                unsent,
+                limit: OUT_HARD_CAP,
+            }));
         }
         Ok(())
     }
 
-    fn flush_blocking(&mut self, limit: Duration) -> Result<(), PumpError> {
+    fn flush_blocking<E>(&mut self, limit: Duration) -> Result<(), PumpError<E>> {
         let end = Instant::now() + limit;
         while self.out_pos < self.out.len() && Instant::now() < end {
             self.flush_socket()?;

@@ -38,11 +38,11 @@ fn pollfd(fd: std::os::fd::RawFd, events: libc::c_short) -> libc::pollfd {
 /// Builds the poll set, sleeps until something is ready or a timer (the
 /// engine's, or the handler's tick) is due, and marks the channel sources
 /// and in-process ends that became ready.
-pub(crate) fn wait(
+pub(crate) fn wait<E>(
     sock: SockInterest,
     fds: &mut ChannelFds,
     conn: &Connection,
-    handler: &dyn Handler,
+    handler: &dyn Handler<Error = E>,
 ) -> std::io::Result<()> {
     let mut pfds = Vec::with_capacity(8);
     let mut sock_events = 0;

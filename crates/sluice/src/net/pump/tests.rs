@@ -135,6 +135,8 @@ struct ClientSide {
 }
 
 impl Handler for ClientSide {
+    type Error = String;
+
     fn on_event(
         &mut self,
         conn: &mut Connection,
@@ -191,6 +193,8 @@ struct ServerSide {
 }
 
 impl Handler for ServerSide {
+    type Error = String;
+
     fn on_event(
         &mut self,
         conn: &mut Connection,

@@ -52,6 +52,8 @@ impl End {
 }
 
 impl Handler for End {
+    type Error = String;
+
     fn on_event(
         &mut self,
         conn: &mut Connection,

@@ -64,6 +64,8 @@ struct Secondary {
 }
 
 impl Handler for Secondary {
+    type Error = String;
+
     fn on_event(
         &mut self,
         conn: &mut Connection,

@@ -208,6 +208,8 @@ impl Preauth {
 }
 
 impl Handler for Preauth {
+    type Error = String;
+
     fn on_event(
         &mut self,
         conn: &mut Connection,
