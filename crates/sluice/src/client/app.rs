@@ -87,7 +87,7 @@ pub fn query(what: &str) -> i32 {
     0
 }
 
-fn proto_config(r: &Resolved) -> Result<Config, String> {
+fn proto_config(r: &Resolved) -> Result<Config, ClientError> {
     let alg_from = |kw: &str, default: &[&str], all: &[&str], what: &str| match r.get(kw) {
         Some(spec) => algorithms::resolve(spec, default, all, what),
         None => Ok(default.iter().map(|s| (*s).to_owned()).collect()),
@@ -192,7 +192,7 @@ impl<T> Pipe for T {}
 /// PreferredAuthentications, BatchMode, NumberOfPasswordPrompts and the
 /// per-method switches (KbdInteractiveAuthentication has the older name
 /// ChallengeResponseAuthentication).
-fn auth_prefs(r: &Resolved) -> Result<AuthPrefs, String> {
+fn auth_prefs(r: &Resolved) -> Result<AuthPrefs, ClientError> {
     let mut p = AuthPrefs::default();
     if let Some(list) = r.get("preferredauthentications") {
         p.preferred = list.split(',').map(|m| m.trim().to_owned()).collect();
@@ -217,7 +217,7 @@ fn auth_prefs(r: &Resolved) -> Result<AuthPrefs, String> {
 }
 
 /// The HPN-SSH NONE switches, checked before anything else (as in `-G`).
-fn none_flags(r: &Resolved) -> Result<(bool, bool, bool), String> {
+fn none_flags(r: &Resolved) -> Result<(bool, bool, bool), ClientError> {
     let yes_no = |kw: &str, name: &str| -> Result<bool, String> {
         r.get(kw).map_or(Ok(false), |v| {
             crate::config::yes_no(v).ok_or_else(|| format!("Bad {name} '{v}': use yes or no"))
@@ -234,7 +234,7 @@ fn none_flags(r: &Resolved) -> Result<(bool, bool, bool), String> {
 /// own keyword) lists, in its order: a way to pick one for a run or a host.
 fn compression_engines(
     r: &Resolved,
-) -> Result<Vec<std::sync::Arc<dyn compress::CompressionEngine>>, String> {
+) -> Result<Vec<std::sync::Arc<dyn compress::CompressionEngine>>, ClientError> {
     let all = compress::default_engines();
     let Some(list) = r.get("compressionalgorithms") else {
         return Ok(all);
@@ -243,10 +243,10 @@ fn compression_engines(
         .map(|name| {
             compress::find(&all, name).ok_or_else(|| {
                 let known: Vec<&str> = all.iter().map(|e| e.name()).collect();
-                format!(
+                ClientError::Config(format!(
                     "Bad CompressionAlgorithms '{list}': unknown '{name}' (known: {})",
                     known.join(",")
-                )
+                ))
             })
         })
         .collect()
@@ -440,7 +440,7 @@ fn compression_auto_off(proto: &mut Config, none_switch: bool, tty: bool) {
 }
 
 /// ForwardAgent: no, yes (IdentityAgent's socket) or a socket path.
-fn agent_forward(r: &Resolved) -> Result<crate::client::agent_forward::AgentForward, String> {
+fn agent_forward(r: &Resolved) -> Result<crate::client::agent_forward::AgentForward, ClientError> {
     crate::client::agent_forward::AgentForward::from_config(
         r.get("forwardagent"),
         identity_agent(r),
@@ -451,13 +451,15 @@ fn agent_forward(r: &Resolved) -> Result<crate::client::agent_forward::AgentForw
                 .map_err(|e| format!("ForwardAgent {p}: {e}"))
         },
     )
+    .map_err(ClientError::Config)
 }
 
-fn crypto_threads(r: &Resolved) -> Result<CryptoThreads, String> {
+fn crypto_threads(r: &Resolved) -> Result<CryptoThreads, ClientError> {
     match r.get("cryptothreads") {
         None => Ok(CryptoThreads::Auto),
         Some(v) => CryptoThreads::parse(v)
-            .ok_or_else(|| format!("Bad CryptoThreads '{v}': use auto or a count of threads")),
+            .ok_or_else(|| format!("Bad CryptoThreads '{v}': use auto or a count of threads"))
+            .map_err(ClientError::Config),
     }
 }
 
@@ -493,17 +495,18 @@ fn tty_plan(
 }
 
 /// TcpRcvBuf and its kind: bytes with an optional K, M or G (0: not set).
-fn size(r: &Resolved, kw: &str, name: &str) -> Result<u64, String> {
+fn size(r: &Resolved, kw: &str, name: &str) -> Result<u64, ClientError> {
     r.get(kw).map_or(Ok(0), |v| {
         crate::config::parse_size(v)
             .ok_or_else(|| format!("Bad {name} '{v}': use bytes with an optional K, M or G"))
+            .map_err(ClientError::Config)
     })
 }
 
 /// CompressionLevel: ssh's keyword of SSH-1 days (ignored by ssh now), here
 /// a fixed level 0-9 for what sluice sends instead of the steered one;
 /// `auto` (the default) steers. A fixed level is set on the engines.
-fn compression_level(r: &Resolved, proto: &Config) -> Result<Option<u8>, String> {
+fn compression_level(r: &Resolved, proto: &Config) -> Result<Option<u8>, ClientError> {
     let level = match r.get("compressionlevel") {
         None => None,
         Some(v) if v.eq_ignore_ascii_case("auto") => None,
@@ -609,7 +612,7 @@ fn offered_identities(
 }
 
 /// IPQoS: the interactive mark for a terminal session, else the bulk one.
-fn ip_tos(r: &Resolved, interactive: bool) -> Result<Option<u8>, String> {
+fn ip_tos(r: &Resolved, interactive: bool) -> Result<Option<u8>, ClientError> {
     let qos = match r.get("ipqos") {
         Some(_) => crate::config::ssh::ipqos::parse(&r.all("ipqos").join(" "))?,
         None => crate::config::ssh::ipqos::DEFAULT,
