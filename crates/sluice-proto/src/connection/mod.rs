@@ -53,67 +53,9 @@ impl Connection {
             MsgNum::GLOBAL_REQUEST | MsgNum::REQUEST_SUCCESS | MsgNum::REQUEST_FAILURE => {
                 self.handle_global(num, payload)?;
             }
-            MsgNum::CHANNEL_OPEN => {
-                let o = msg::ChannelOpen::decode(payload).map_err(bad)?;
-                let Some(id) = self.channels.alloc() else {
-                    let f = msg::ChannelOpenFailure {
-                        recipient_channel: o.sender_channel,
-                        reason_code: RESOURCE_SHORTAGE,
-                        description: "too many channels".into(),
-                        language: String::new(),
-                    };
-                    self.queue_with(|p| f.encode(p));
-                    return Ok(());
-                };
-                let ch = Channel::new(
-                    ChannelState::PeerOpening,
-                    o.sender_channel,
-                    o.initial_window,
-                    o.max_packet,
-                    self.recv_window(),
-                );
-                self.channels.insert(id, ch);
-                self.events.push_back(Event::ChannelOpenRequest {
-                    channel: id,
-                    channel_type: o.channel_type,
-                    data: o.data,
-                });
-            }
-            MsgNum::CHANNEL_OPEN_CONFIRMATION => {
-                let c = msg::ChannelOpenConfirmation::decode(payload).map_err(bad)?;
-                self.early_open_answered(c.recipient_channel);
-                let ch = self.channel_mut(c.recipient_channel)?;
-                if ch.state != ChannelState::Opening {
-                    return Err(Violation::ChannelNotOpening {
-                        num,
-                        channel: c.recipient_channel,
-                    }
-                    .into());
-                }
-                ch.state = ChannelState::Open;
-                ch.remote = c.sender_channel;
-                ch.send_window = c.initial_window;
-                ch.send_max_packet = c.max_packet;
-                self.events
-                    .push_back(Event::ChannelOpened(ChannelId(c.recipient_channel)));
-            }
-            MsgNum::CHANNEL_OPEN_FAILURE => {
-                let f = msg::ChannelOpenFailure::decode(payload).map_err(bad)?;
-                self.early_open_answered(f.recipient_channel);
-                if self.channel_mut(f.recipient_channel)?.state != ChannelState::Opening {
-                    return Err(Violation::ChannelNotOpening {
-                        num,
-                        channel: f.recipient_channel,
-                    }
-                    .into());
-                }
-                self.channels.free(ChannelId(f.recipient_channel));
-                self.events.push_back(Event::ChannelOpenFailed {
-                    channel: ChannelId(f.recipient_channel),
-                    reason: f.reason_code,
-                    description: f.description,
-                });
-            }
+            MsgNum::CHANNEL_OPEN => self.on_channel_open(num, payload)?,
+            MsgNum::CHANNEL_OPEN_CONFIRMATION => self.on_open_confirmation(num, payload)?,
+            MsgNum::CHANNEL_OPEN_FAILURE => self.on_open_failure(num, payload)?,
             MsgNum::CHANNEL_WINDOW_ADJUST => {
                 let a = msg::ChannelWindowAdjust::decode(payload).map_err(bad)?;
                 let ch = self.open_channel_mut(a.recipient_channel)?;
@@ -128,30 +70,7 @@ impl Connection {
                 self.events
                     .push_back(Event::ChannelEof(ChannelId(e.recipient_channel)));
             }
-            MsgNum::CHANNEL_CLOSE => {
-                let c = msg::ChannelClose::decode(payload).map_err(bad)?;
-                let id = ChannelId(c.recipient_channel);
-                let ch = self.open_channel_mut(c.recipient_channel)?;
-                ch.close_received = true;
-                if ch.hold_close && !ch.close_sent {
-                    // The runtime answers with close_channel once it has
-                    // said what is left; nothing more is read or sent.
-                    self.events.push_back(Event::ChannelCloseHeld(id));
-                    return Ok(());
-                }
-                if !ch.close_sent {
-                    ch.close_sent = true;
-                    let remote = ch.remote;
-                    self.queue_with(|p| {
-                        msg::ChannelClose {
-                            recipient_channel: remote,
-                        }
-                        .encode(p)
-                    });
-                }
-                self.channels.free(id);
-                self.events.push_back(Event::ChannelClosed(id));
-            }
+            MsgNum::CHANNEL_CLOSE => self.on_channel_close(num, payload)?,
             MsgNum::CHANNEL_REQUEST => {
                 let r = msg::ChannelRequest::decode(payload).map_err(bad)?;
                 let ch = self.open_channel_mut(r.recipient_channel)?;
@@ -189,6 +108,107 @@ impl Connection {
                 .into())
             }
         }
+        Ok(())
+    }
+
+    /// CHANNEL_OPEN: a channel the peer opens, for the runtime to accept or refuse.
+    fn on_channel_open(&mut self, num: MsgNum, payload: &[u8]) -> Result<(), Error> {
+        let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
+        let o = msg::ChannelOpen::decode(payload).map_err(bad)?;
+        let Some(id) = self.channels.alloc() else {
+            let f = msg::ChannelOpenFailure {
+                recipient_channel: o.sender_channel,
+                reason_code: RESOURCE_SHORTAGE,
+                description: "too many channels".into(),
+                language: String::new(),
+            };
+            self.queue_with(|p| f.encode(p));
+            return Ok(());
+        };
+        let ch = Channel::new(
+            ChannelState::PeerOpening,
+            o.sender_channel,
+            o.initial_window,
+            o.max_packet,
+            self.recv_window(),
+        );
+        self.channels.insert(id, ch);
+        self.events.push_back(Event::ChannelOpenRequest {
+            channel: id,
+            channel_type: o.channel_type,
+            data: o.data,
+        });
+        Ok(())
+    }
+
+    /// Our open accepted.
+    fn on_open_confirmation(&mut self, num: MsgNum, payload: &[u8]) -> Result<(), Error> {
+        let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
+        let c = msg::ChannelOpenConfirmation::decode(payload).map_err(bad)?;
+        self.early_open_answered(c.recipient_channel);
+        let ch = self.channel_mut(c.recipient_channel)?;
+        if ch.state != ChannelState::Opening {
+            return Err(Violation::ChannelNotOpening {
+                num,
+                channel: c.recipient_channel,
+            }
+            .into());
+        }
+        ch.state = ChannelState::Open;
+        ch.remote = c.sender_channel;
+        ch.send_window = c.initial_window;
+        ch.send_max_packet = c.max_packet;
+        self.events
+            .push_back(Event::ChannelOpened(ChannelId(c.recipient_channel)));
+        Ok(())
+    }
+
+    /// Our open refused.
+    fn on_open_failure(&mut self, num: MsgNum, payload: &[u8]) -> Result<(), Error> {
+        let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
+        let f = msg::ChannelOpenFailure::decode(payload).map_err(bad)?;
+        self.early_open_answered(f.recipient_channel);
+        if self.channel_mut(f.recipient_channel)?.state != ChannelState::Opening {
+            return Err(Violation::ChannelNotOpening {
+                num,
+                channel: f.recipient_channel,
+            }
+            .into());
+        }
+        self.channels.free(ChannelId(f.recipient_channel));
+        self.events.push_back(Event::ChannelOpenFailed {
+            channel: ChannelId(f.recipient_channel),
+            reason: f.reason_code,
+            description: f.description,
+        });
+        Ok(())
+    }
+
+    /// CHANNEL_CLOSE: answered with ours unless the runtime holds it.
+    fn on_channel_close(&mut self, num: MsgNum, payload: &[u8]) -> Result<(), Error> {
+        let bad = |e: WireError| Error::Protocol(Violation::Malformed(num, e));
+        let c = msg::ChannelClose::decode(payload).map_err(bad)?;
+        let id = ChannelId(c.recipient_channel);
+        let ch = self.open_channel_mut(c.recipient_channel)?;
+        ch.close_received = true;
+        if ch.hold_close && !ch.close_sent {
+            // The runtime answers with close_channel once it has
+            // said what is left; nothing more is read or sent.
+            self.events.push_back(Event::ChannelCloseHeld(id));
+            return Ok(());
+        }
+        if !ch.close_sent {
+            ch.close_sent = true;
+            let remote = ch.remote;
+            self.queue_with(|p| {
+                msg::ChannelClose {
+                    recipient_channel: remote,
+                }
+                .encode(p)
+            });
+        }
+        self.channels.free(id);
+        self.events.push_back(Event::ChannelClosed(id));
         Ok(())
     }
 
