@@ -25,7 +25,7 @@ use report::{Done, Path as PathInfo, Role};
 use row::{Direction, Spec};
 use std::io::{IsTerminal, Read};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -258,31 +258,13 @@ fn run_inner(o: &Options) -> Result<i32, String> {
         );
     }
     let mut done: Vec<Done> = Vec::new();
-    let step = |spec: Spec, role: Role, cipher: Option<String>, done: &mut Vec<Done>| {
-        let n = done.len() + 1;
-        let mut last = Instant::now();
-        let mut show = |bytes: u64, t: f64| {
-            if tty && last.elapsed() >= Duration::from_millis(500) && t > 0.0 {
-                last = Instant::now();
-                crate::err!(
-                    "\r[{n}/{total}] {} {}: {:.1} MB/s   ",
-                    spec.name,
-                    spec.direction.word(),
-                    bytes as f64 / t / 1e6
-                );
-            }
-        };
-        let outcome = row::run(&spec, &o.ssh_args, f64::from(secs), &mut show);
-        if tty {
-            crate::err!("\r\x1b[K");
-        }
-        done.push(Done {
-            spec,
-            role,
-            cipher,
-            outcome,
-        });
+    let runner = Runner {
+        ssh_args: &o.ssh_args,
+        secs,
+        tty,
+        total,
     };
+    let step = |spec, role, cipher, done: &mut Vec<Done>| runner.step(spec, role, cipher, done);
     for c in &ciphers {
         let spec = Spec {
             name: short(c).into(),
@@ -303,72 +285,7 @@ fn run_inner(o: &Options) -> Result<i32, String> {
     let best = report::preferred_cipher(&done)
         .or_else(|| ciphers.first().cloned())
         .unwrap_or_else(|| "aes128-gcm@openssh.com".into());
-    let b = short(&best).to_owned();
-    let mut plan: Vec<(Spec, Role)> = Vec::new();
-    let spec = |name: String, data_name: &str, args: Vec<String>, dir, data: &Arc<Vec<u8>>| Spec {
-        name,
-        data_name: data_name.into(),
-        program: me.clone(),
-        args,
-        direction: dir,
-        data: data.clone(),
-    };
-    if sluiced {
-        plan.push((
-            spec(
-                format!("{b}, Streams auto"),
-                "random",
-                sluice_args(&best, "auto", "no"),
-                Direction::Up,
-                &random,
-            ),
-            Role::Streams,
-        ));
-    }
-    plan.push((
-        spec(
-            format!("{b}, Compression no"),
-            &sample_name,
-            sluice_args(&best, "1", "no"),
-            Direction::Up,
-            &sample,
-        ),
-        Role::SampleRaw,
-    ));
-    plan.push((
-        spec(
-            format!("{b}, Compression auto"),
-            &sample_name,
-            sluice_args(&best, "1", "auto"),
-            Direction::Up,
-            &sample,
-        ),
-        Role::SampleAuto,
-    ));
-    plan.push((
-        spec(
-            b.clone(),
-            "zeros",
-            sluice_args(&best, "1", "no"),
-            Direction::Down,
-            &random,
-        ),
-        Role::Download,
-    ));
-    if let Some(ssh) = &ssh {
-        let args = ["-o", "BatchMode=yes", "-o", "Compression=no"];
-        plan.push((
-            Spec {
-                name: "OpenSSH ssh, its defaults".into(),
-                data_name: "random".into(),
-                program: ssh.clone(),
-                args: args.iter().map(|s| (*s).to_owned()).collect(),
-                direction: Direction::Up,
-                data: random.clone(),
-            },
-            Role::Stock,
-        ));
-    }
+    let plan = later_runs(&me, &best, sluiced, &random, (&sample, &sample_name), &ssh);
     for (s, role) in plan {
         let cipher = (role != Role::Stock).then(|| best.clone());
         step(s, role, cipher, &mut done);
@@ -381,6 +298,122 @@ fn run_inner(o: &Options) -> Result<i32, String> {
     }
     let any = done.iter().any(|d| d.outcome.error.is_none());
     Ok(if any { 0 } else { 255 })
+}
+
+/// How one run is made and shown (the progress line on a terminal).
+struct Runner<'a> {
+    ssh_args: &'a [String],
+    secs: u32,
+    tty: bool,
+    total: usize,
+}
+
+impl Runner<'_> {
+    fn step(&self, spec: Spec, role: Role, cipher: Option<String>, done: &mut Vec<Done>) {
+        let (n, total, tty) = (done.len() + 1, self.total, self.tty);
+        let mut last = Instant::now();
+        let mut show = |bytes: u64, t: f64| {
+            if tty && last.elapsed() >= Duration::from_millis(500) && t > 0.0 {
+                last = Instant::now();
+                crate::err!(
+                    "\r[{n}/{total}] {} {}: {:.1} MB/s   ",
+                    spec.name,
+                    spec.direction.word(),
+                    bytes as f64 / t / 1e6
+                );
+            }
+        };
+        let outcome = row::run(&spec, self.ssh_args, f64::from(self.secs), &mut show);
+        if tty {
+            crate::err!("\r\x1b[K");
+        }
+        done.push(Done {
+            spec,
+            role,
+            cipher,
+            outcome,
+        });
+    }
+}
+
+/// The runs after the ciphers', with the best cipher: Streams auto (to
+/// sluiced), the sample without and with compression, a download, and
+/// OpenSSH's ssh with its defaults when it is installed.
+fn later_runs(
+    me: &Path,
+    best: &str,
+    sluiced: bool,
+    random: &Arc<Vec<u8>>,
+    (sample, sample_name): (&Arc<Vec<u8>>, &str),
+    ssh: &Option<PathBuf>,
+) -> Vec<(Spec, Role)> {
+    let b = short(best).to_owned();
+    let mut plan: Vec<(Spec, Role)> = Vec::new();
+    let spec = |name: String, data_name: &str, args: Vec<String>, dir, data: &Arc<Vec<u8>>| Spec {
+        name,
+        data_name: data_name.into(),
+        program: me.to_path_buf(),
+        args,
+        direction: dir,
+        data: data.clone(),
+    };
+    if sluiced {
+        plan.push((
+            spec(
+                format!("{b}, Streams auto"),
+                "random",
+                sluice_args(best, "auto", "no"),
+                Direction::Up,
+                random,
+            ),
+            Role::Streams,
+        ));
+    }
+    plan.push((
+        spec(
+            format!("{b}, Compression no"),
+            sample_name,
+            sluice_args(best, "1", "no"),
+            Direction::Up,
+            sample,
+        ),
+        Role::SampleRaw,
+    ));
+    plan.push((
+        spec(
+            format!("{b}, Compression auto"),
+            sample_name,
+            sluice_args(best, "1", "auto"),
+            Direction::Up,
+            sample,
+        ),
+        Role::SampleAuto,
+    ));
+    plan.push((
+        spec(
+            b.clone(),
+            "zeros",
+            sluice_args(best, "1", "no"),
+            Direction::Down,
+            random,
+        ),
+        Role::Download,
+    ));
+    if let Some(ssh) = ssh {
+        let args = ["-o", "BatchMode=yes", "-o", "Compression=no"];
+        plan.push((
+            Spec {
+                name: "OpenSSH ssh, its defaults".into(),
+                data_name: "random".into(),
+                program: ssh.clone(),
+                args: args.iter().map(|s| (*s).to_owned()).collect(),
+                direction: Direction::Up,
+                data: Arc::clone(random),
+            },
+            Role::Stock,
+        ));
+    }
+    plan
 }
 
 #[cfg(test)]

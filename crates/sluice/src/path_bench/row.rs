@@ -171,73 +171,29 @@ pub(super) fn run(
     let moved = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     watchdog(child.id(), moved.clone(), done.clone());
-    let limit = Duration::from_secs_f64(secs);
-    let mut clock: Option<(Instant, u64)> = None;
-    // Where the second half starts: the rate is taken from there.
-    let mut half: Option<(Instant, u64)> = None;
-    let mut total = 0u64;
-    let mut failed = None;
+    let mut meter = Meter {
+        limit: Duration::from_secs_f64(secs),
+        clock: None,
+        half: None,
+        total: 0,
+        moved,
+    };
     let mut stopped_at = None;
-    match spec.direction {
-        Direction::Up => {
-            let mut input = child.stdin.take();
-            let data = &spec.data;
-            let mut at = 0usize;
-            while let Some(w) = input.as_mut() {
-                let end = (at + CHUNK).min(data.len());
-                let chunk = data.get(at..end).unwrap_or_default();
-                if let Err(e) = w.write_all(chunk) {
-                    failed = Some(format!("writing to the client: {e}"));
-                    break;
-                }
-                at = if end >= data.len() { 0 } else { end };
-                total += chunk.len() as u64;
-                moved.store(total, Ordering::Relaxed);
-                let (t0, b0) = *clock.get_or_insert((Instant::now(), total));
-                progress(total - b0, t0.elapsed().as_secs_f64());
-                if half.is_none() && t0.elapsed() >= limit / 2 {
-                    half = Some((Instant::now(), total));
-                }
-                if t0.elapsed() >= limit || total >= MAX_BYTES {
-                    input = None; // EOF: the client finishes and exits
-                }
-            }
-        }
+    let failed = match spec.direction {
+        Direction::Up => feed(child.stdin.take(), &spec.data, &mut meter, progress),
         Direction::Down => {
-            let mut out = child.stdout.take();
-            let mut buf = vec![0u8; CHUNK];
-            while let Some(r) = out.as_mut() {
-                match r.read(&mut buf) {
-                    Ok(0) => {
-                        failed = Some("the stream ended early".into());
-                        break;
-                    }
-                    Ok(n) => {
-                        total += n as u64;
-                        moved.store(total, Ordering::Relaxed);
-                        let (t0, b0) = *clock.get_or_insert((Instant::now(), total));
-                        progress(total - b0, t0.elapsed().as_secs_f64());
-                        if half.is_none() && t0.elapsed() >= limit / 2 {
-                            half = Some((Instant::now(), total));
-                        }
-                        if t0.elapsed() >= limit || total >= MAX_BYTES {
-                            out = None;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        failed = Some(format!("reading from the client: {e}"));
-                        break;
-                    }
-                }
-            }
+            let failed = drain(child.stdout.take(), &mut meter, progress);
             // Time is up: the bytes are counted, the client is stopped.
             if failed.is_none() {
                 stopped_at = Some(Instant::now());
             }
             let _ = child.kill();
+            failed
         }
-    }
+    };
+    let Meter {
+        clock, half, total, ..
+    } = meter;
     let status = child.wait();
     let end = stopped_at.unwrap_or_else(Instant::now);
     done.store(true, Ordering::Relaxed);
@@ -268,4 +224,74 @@ pub(super) fn run(
         cpu,
         error,
     }
+}
+
+/// Bytes moved and when: the clock starts at the first bytes, the steady
+/// rate is taken from the second half on.
+struct Meter {
+    limit: Duration,
+    clock: Option<(Instant, u64)>,
+    half: Option<(Instant, u64)>,
+    total: u64,
+    /// What the watchdog sees.
+    moved: Arc<AtomicU64>,
+}
+
+impl Meter {
+    /// `n` more bytes; true when the time (or the byte cap) is up.
+    fn count(&mut self, n: usize, progress: &mut dyn FnMut(u64, f64)) -> bool {
+        self.total += n as u64;
+        self.moved.store(self.total, Ordering::Relaxed);
+        let (t0, b0) = *self.clock.get_or_insert((Instant::now(), self.total));
+        progress(self.total - b0, t0.elapsed().as_secs_f64());
+        if self.half.is_none() && t0.elapsed() >= self.limit / 2 {
+            self.half = Some((Instant::now(), self.total));
+        }
+        t0.elapsed() >= self.limit || self.total >= MAX_BYTES
+    }
+}
+
+/// An upload: `data` over and over into the client's stdin until the time
+/// is up, then EOF (the client finishes and exits). Some(why) if it failed.
+fn feed(
+    mut input: Option<std::process::ChildStdin>,
+    data: &[u8],
+    meter: &mut Meter,
+    progress: &mut dyn FnMut(u64, f64),
+) -> Option<String> {
+    let mut at = 0usize;
+    while let Some(w) = input.as_mut() {
+        let end = (at + CHUNK).min(data.len());
+        let chunk = data.get(at..end).unwrap_or_default();
+        if let Err(e) = w.write_all(chunk) {
+            return Some(format!("writing to the client: {e}"));
+        }
+        at = if end >= data.len() { 0 } else { end };
+        if meter.count(chunk.len(), progress) {
+            input = None;
+        }
+    }
+    None
+}
+
+/// A download: the client's stdout read until the time is up.
+fn drain(
+    mut out: Option<std::process::ChildStdout>,
+    meter: &mut Meter,
+    progress: &mut dyn FnMut(u64, f64),
+) -> Option<String> {
+    let mut buf = vec![0u8; CHUNK];
+    while let Some(r) = out.as_mut() {
+        match r.read(&mut buf) {
+            Ok(0) => return Some("the stream ended early".into()),
+            Ok(n) => {
+                if meter.count(n, progress) {
+                    out = None;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Some(format!("reading from the client: {e}")),
+        }
+    }
+    None
 }
