@@ -254,7 +254,7 @@ pub(super) fn serve_requests(
                 send(&Msg::Signature(sig))?;
             }
             Msg::SockBuf { rcvbuf, sndbuf } => {
-                let g = crate::server::conn::remote_sockbuf(
+                let g = crate::server::conn::sockbuf::remote_sockbuf(
                     cfg,
                     Some(sock.as_raw_fd()),
                     peer,
