@@ -30,9 +30,11 @@
 
 pub mod accepted;
 pub mod datagram;
+mod drop_root;
 pub mod harness;
 pub mod join_inbox;
 pub mod join_policy;
+mod keyopts;
 pub mod mauth;
 pub mod monitor;
 pub mod policy;
