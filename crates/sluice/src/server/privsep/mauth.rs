@@ -368,17 +368,7 @@ impl MonitorAuth {
             return Ok(());
         }
         if let Some(sig) = &signature {
-            let sid = keys.session_id().ok_or(Violation::NoSession)?;
-            let data = sluice_proto::msg::publickey_signed_data(
-                sid,
-                sent,
-                "ssh-connection",
-                algorithm,
-                key_blob,
-            );
-            if hostkey::verify(algorithm, key_blob, sig, &data).is_err() {
-                return Err(Violation::BadSignature);
-            }
+            check_signature(keys, sent, algorithm, key_blob, sig)?;
         }
         let signed = signature.is_some();
         let allowed = self.auth.valid_user(&self.cfg, user).is_some()
@@ -399,26 +389,8 @@ impl MonitorAuth {
         };
         // UsePAM: the account modules have the last word on a right key,
         // as in sshd (an expired account, pam_access, pam_nologin).
-        let decided = decided.filter(|(info, _)| {
-            if !(signed && self.cfg.use_pam) {
-                return true;
-            }
-            match crate::server::pam_session::account(
-                &self.cfg.pam_service(),
-                &info.name,
-                &self.peer.ip().to_string(),
-            ) {
-                Ok(()) => true,
-                Err(e) => {
-                    crate::log!(
-                        Info,
-                        "Access denied for user {} by PAM account configuration ({e})",
-                        info.name
-                    );
-                    false
-                }
-            }
-        });
+        let decided = decided
+            .filter(|(info, _)| !(signed && self.cfg.use_pam) || self.pam_account_allows(info));
         // Every key that met a step restricts the session.
         let decided = decided.and_then(|(info, opts)| match &self.partial_key_options {
             Some(earlier) if signed => earlier.clone().merge(&opts).map(|o| (info, o)),
@@ -443,6 +415,25 @@ impl MonitorAuth {
             self.partial_key_options = Some(opts);
         }
         Ok(())
+    }
+
+    /// UsePAM's account modules on a user whose key was right.
+    fn pam_account_allows(&self, info: &UserInfo) -> bool {
+        match crate::server::pam_session::account(
+            &self.cfg.pam_service(),
+            &info.name,
+            &self.peer.ip().to_string(),
+        ) {
+            Ok(()) => true,
+            Err(e) => {
+                crate::log!(
+                    Info,
+                    "Access denied for user {} by PAM account configuration ({e})",
+                    info.name
+                );
+                false
+            }
+        }
     }
 
     /// A striping secondary's join (PROTOCOL.md "Channel striping"): the
@@ -586,6 +577,24 @@ impl MonitorAuth {
         self.prompted = matches!(v, Msg::InfoRequest { .. });
         Some(v)
     }
+}
+
+/// A publickey request's signature over this session's data, checked in
+/// the monitor (the child could skip the engine's check).
+fn check_signature(
+    keys: &KeyHolder,
+    sent: &str,
+    algorithm: &str,
+    key_blob: &[u8],
+    sig: &[u8],
+) -> Result<(), Violation> {
+    let sid = keys.session_id().ok_or(Violation::NoSession)?;
+    let data =
+        sluice_proto::msg::publickey_signed_data(sid, sent, "ssh-connection", algorithm, key_blob);
+    if hostkey::verify(algorithm, key_blob, sig, &data).is_err() {
+        return Err(Violation::BadSignature);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
