@@ -94,7 +94,7 @@ fn set_environment(cmd: &mut Command, s: &SessionSpawn, shell: &str) {
     cmd.env("USER", &u.name)
         .env("LOGNAME", &u.name)
         .env("HOME", &u.home)
-        .env("SHELL", &shell)
+        .env("SHELL", shell)
         .env("PATH", if u.uid == 0 { root_path } else { user_path })
         .env("MAIL", format!("/var/mail/{}", u.name));
     for (k, v) in &s.server_env {
