@@ -37,6 +37,7 @@ pub mod join_policy;
 mod keyopts;
 pub mod mauth;
 pub mod monitor;
+mod monitor_link;
 pub mod policy;
 pub mod postauth;
 pub mod preauth;

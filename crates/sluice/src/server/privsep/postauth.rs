@@ -23,7 +23,7 @@ use super::wire::{Handover, Msg, WireError, INPUT_CHUNK};
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::KeyOptions;
 use crate::net::pump::Pump;
-use crate::server::conn::{MonitorRequests, ServerConn};
+use crate::server::conn::ServerConn;
 use crate::server::logins::Logins;
 use crate::server::pty::PtyPair;
 use crate::server::session::{self, UserInfo};
@@ -324,61 +324,6 @@ fn pty_for(accepted: &Accepted, cfg: &Sshd) -> Result<PtyPair, String> {
     Ok(p)
 }
 
-/// The user's process's requests to the monitor (and whether a striping
-/// grant was asked for already).
-struct MonitorLink(Arc<Link>, bool);
-
-impl MonitorRequests for MonitorLink {
-    fn sockbuf(&mut self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)> {
-        match self.0.request(&Msg::SockBuf { rcvbuf, sndbuf }) {
-            Ok(Msg::SockBufGranted(g)) => g,
-            _ => None,
-        }
-    }
-
-    fn pty(&mut self) -> Result<PtyPair, String> {
-        match self.0.request_fds(&Msg::PtyRequest) {
-            Ok((Msg::PtyGranted, fds)) => {
-                let mut fds = fds.into_iter();
-                match (fds.next(), fds.next(), fds.next()) {
-                    (Some(master), Some(slave), None) => Ok(PtyPair {
-                        master,
-                        slave,
-                        owner_set: true,
-                    }),
-                    _ => Err("the monitor sent a pty without its two descriptors".into()),
-                }
-            }
-            Ok((Msg::Reject, _)) => Err("refused by the monitor (see its log)".into()),
-            Ok(_) => Err("unexpected answer from the monitor".into()),
-            Err(e) => Err(e.to_string()),
-        }
-    }
-
-    fn prove_host_key(&mut self, index: u32, alg: &str) -> Result<Vec<u8>, String> {
-        ProxySigner::prove(&self.0, index, alg)
-    }
-
-    fn stripe_grant(&mut self, wanted: u32) -> Option<zeroize::Zeroizing<Vec<u8>>> {
-        // The monitor answers one grant request a connection; a second is
-        // declined here, as the monitor used to.
-        if std::mem::replace(&mut self.1, true) {
-            crate::log!(Verbose, "striping: a second grant request, declined");
-            return None;
-        }
-        match self.0.request(&Msg::StripeGrant { wanted }) {
-            Ok(Msg::StripeGranted(g)) => g,
-            _ => None,
-        }
-    }
-
-    fn pty_released(&mut self, tty: &str) {
-        let _ = self.0.tell(&Msg::PtyRelease {
-            tty: tty.to_owned(),
-        });
-    }
-}
-
 /// Post-auth process side (`sluiced` started with [`super::POSTAUTH_ENV`]):
 /// `cfg` is the startup configuration; returns the exit code.
 pub fn run(cfg: Sshd, fd: i32) -> i32 {
@@ -465,7 +410,7 @@ fn run_as_user(cfg: Sshd, fd: i32) -> Result<i32, i32> {
     )
     .map_err(|e| fail(format!("importing the transport: {e}")))?;
     let threads = cfg.crypto_threads;
-    let monitor = Box::new(MonitorLink(link.clone(), false));
+    let monitor = Box::new(super::monitor_link::MonitorLink(link.clone(), false));
     let mut handler =
         ServerConn::authenticated(cfg, matched, peer, local, info, got.key_options, monitor);
     handler.set_socket(sock.as_raw_fd());
