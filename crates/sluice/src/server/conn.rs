@@ -21,13 +21,14 @@ use crate::server::keepalive::ClientAlive;
 use crate::server::pty::Pty;
 use crate::server::session::{self, ExitResult, UserInfo};
 use sluice_proto::msg::ChannelRequestKind;
-use sluice_proto::{AuthMethodRequest, ChannelId, Connection, Event};
+use sluice_proto::{ChannelId, Connection, Event};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 mod carrier;
+mod events;
 mod hostkeys;
 pub mod join_source;
 pub mod joined;
@@ -35,6 +36,7 @@ mod path_info;
 pub(crate) mod publickey;
 mod requests;
 pub(crate) mod sk_policy;
+pub(crate) mod sockbuf;
 mod stripe;
 
 /// RFC 4254 5.1 reason codes.
@@ -405,64 +407,6 @@ impl ServerConn {
         // A failure (not a TCP socket, as with a relayed -i) changes nothing.
         crate::net::fdio::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, on);
     }
-
-    /// The client's RemoteRcvBuf / RemoteSndBuf (`sockbuf-v00@sluice.dev`):
-    /// each size asked for is capped as RemoteBufMax says (by default the
-    /// sysctl maxima; past them, forced as root, only up to a RemoteBufMax
-    /// the administrator set) and set; 0 leaves a buffer alone. Declined
-    /// when RemoteBufMax is 0 or the connection is not a TCP socket.
-    fn remote_sockbuf(&mut self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)> {
-        if let Some(m) = self.monitor.as_mut() {
-            return m.sockbuf(rcvbuf, sndbuf);
-        }
-        remote_sockbuf(&self.cfg, self.sock, self.peer, rcvbuf, sndbuf)
-    }
-}
-
-/// RemoteRcvBuf / RemoteSndBuf on `sock` under `cfg` for a client at
-/// `peer` (see [`ServerConn::remote_sockbuf`]); the privsep monitor calls
-/// it on its own copy of the socket.
-pub(crate) fn remote_sockbuf(
-    cfg: &Sshd,
-    sock: Option<std::os::fd::RawFd>,
-    peer: SocketAddr,
-    rcvbuf: u64,
-    sndbuf: u64,
-) -> Option<(u64, u64)> {
-    use crate::net::sockbuf::{self, Buf, RemoteMax};
-    let max = cfg.remote_buf_max;
-    let fd = sock.filter(|_| max != RemoteMax::Bytes(0))?;
-    let mut granted = [0u64; 2];
-    for (i, (b, asked)) in [(Buf::Recv, rcvbuf), (Buf::Send, sndbuf)]
-        .into_iter()
-        .enumerate()
-    {
-        let what = &b.keyword()[3..];
-        let plan = (asked > 0)
-            .then(|| sockbuf::remote_plan(b, asked, max, sockbuf::sysctl_max(b)))
-            .flatten();
-        if let Some(plan) = plan {
-            if let Some((sysctl, cap)) = plan.clamped_by {
-                log!(
-                    Debug1,
-                    "Remote{what} from {}: asked {asked}, clamped to {sysctl} = {cap}; raise it with sysctl -w {sysctl}={asked}, or set RemoteBufMax",
-                    peer.ip()
-                );
-            }
-            let g = sockbuf::set_planned(fd, b, &plan);
-            log!(
-                Verbose,
-                "Remote{what} from {}: asked {asked}, granted {} (RemoteBufMax {max})",
-                peer.ip(),
-                g.granted
-            );
-            if let Some(a) = g.advice.filter(|_| plan.force) {
-                log!(Info, "{a}");
-            }
-        }
-        granted[i] = sockbuf::get(fd, b)?;
-    }
-    Some((granted[0], granted[1]))
 }
 
 impl Handler for ServerConn {
@@ -474,40 +418,12 @@ impl Handler for ServerConn {
         fds: &mut ChannelFds,
         event: Event,
     ) -> Result<(), String> {
-        match &event {
-            Event::ChannelOpened(id) => {
-                let kind = if self.agent.is_opening(*id) {
-                    Some("agent-connection")
-                } else {
-                    self.fwd.opening_type(*id)
-                };
-                if let Some(kind) = kind {
-                    self.idle.opened(*id, kind, Instant::now());
-                }
-            }
-            Event::ChannelClosed(id) => self.idle.closed(*id, Instant::now()),
-            _ => {}
-        }
+        self.track_idle(&event);
         if self.agent.on_event(conn, fds, &event) {
             return Ok(());
         }
         match event {
-            Event::AuthRequest { user, method } => {
-                let user = crate::server::auth::without_style(user);
-                self.user_config(conn, &user);
-                match &method {
-                    AuthMethodRequest::PublicKey {
-                        key_blob,
-                        signature,
-                        ..
-                    } => self.on_publickey(conn, &user, key_blob, signature.as_deref()),
-                    _ => {
-                        if let Some(info) = self.auth.on_request(conn, &self.cfg, &user, method) {
-                            self.user = Some(info);
-                        }
-                    }
-                }
-            }
+            Event::AuthRequest { user, method } => self.on_auth_request(conn, user, method),
             Event::AuthInfoResponse { answers } => {
                 if let Some(info) = self.auth.on_info_response(conn, &self.cfg, answers) {
                     self.user = Some(info);
@@ -518,96 +434,12 @@ impl Handler for ServerConn {
                 channel,
                 channel_type,
                 data,
-            } => {
-                let ctx = crate::server::forward::Ctx {
-                    cfg: &self.cfg,
-                    user: self.user.as_ref(),
-                    key: self.key_options.as_ref(),
-                };
-                if channel_type == sluice_proto::stripe::CARRIER_CHANNEL {
-                    self.idle.forget(channel);
-                    carrier::open_carrier(conn, fds, channel, &data, self.stripe_key);
-                    return Ok(());
-                }
-                // Counted once open (connected); a refusal drops it.
-                self.idle.opening(channel, &channel_type);
-                if channel_type != "session"
-                    && self
-                        .fwd
-                        .open_request(&ctx, conn, fds, channel, &channel_type, &data)?
-                {
-                    return Ok(()); // a forwarding channel, answered there
-                }
-                if channel_type != "session" {
-                    let _ =
-                        conn.reject_channel(channel, UNKNOWN_CHANNEL_TYPE, "unknown channel type");
-                } else if conn.none_mac_active() {
-                    // Its requests (exec, subsystem, env) could be changed
-                    // on the wire undetected.
-                    log!(
-                        Info,
-                        "Refusing a session from {} port {}: the NONE MAC is in use, so its requests would not be integrity-protected",
-                        self.peer.ip(),
-                        self.peer.port()
-                    );
-                    let _ = conn.reject_channel(
-                        channel,
-                        ADMINISTRATIVELY_PROHIBITED,
-                        "no new sessions after the NONE MAC switch",
-                    );
-                } else if self.no_more_sessions {
-                    log!(
-                        Info,
-                        "Refusing a session from {} port {}: the client sent no-more-sessions@openssh.com (possible attack)",
-                        self.peer.ip(),
-                        self.peer.port()
-                    );
-                    let _ = conn.reject_channel(
-                        channel,
-                        ADMINISTRATIVELY_PROHIBITED,
-                        "no more sessions",
-                    );
-                } else if self.sessions.len() >= self.cfg.max_sessions as usize {
-                    let _ = conn.reject_channel(
-                        channel,
-                        ADMINISTRATIVELY_PROHIBITED,
-                        "too many sessions",
-                    );
-                } else {
-                    self.sessions.insert(channel, Session::default());
-                    conn.accept_channel(channel).map_err(|e| e.to_string())?;
-                }
-            }
+            } => return self.on_channel_open_request(conn, fds, channel, &channel_type, &data),
             Event::ChannelRequest {
                 channel,
                 want_reply,
                 request,
-            } => {
-                if let ChannelRequestKind::Other { name, data } = &request {
-                    if self.stripe_request(conn, channel, name, data, want_reply)? {
-                        return Ok(());
-                    }
-                }
-                // sshd's names for a running session (ChannelTimeout).
-                let kind = match &request {
-                    ChannelRequestKind::Exec { .. } => Some("session:command".to_owned()),
-                    ChannelRequestKind::Shell => Some("session:shell".to_owned()),
-                    ChannelRequestKind::Subsystem { name } => {
-                        Some(format!("session:subsystem:{name}"))
-                    }
-                    _ => None,
-                };
-                let ok = self.on_request(conn, fds, channel, request);
-                if let Some(kind) = kind.filter(|_| ok) {
-                    self.idle.started(channel, &kind, Instant::now());
-                    // The exit status goes before our CLOSE, even when the
-                    // client closes first (sshd's order).
-                    conn.hold_close(channel);
-                }
-                if want_reply {
-                    conn.channel_reply(channel, ok).map_err(|e| e.to_string())?;
-                }
-            }
+            } => return self.on_channel_request(conn, fds, channel, want_reply, request),
             Event::ChannelOpened(id) => {
                 self.fwd.on_open_result(fds, id, true);
             }
@@ -620,115 +452,20 @@ impl Handler for ServerConn {
                 }
             }
             Event::ChannelCloseHeld(id) => self.on_close_held(conn, fds, id),
-            Event::ChannelClosed(id) => {
-                self.fwd.on_closed(id);
-                if let Some(mut s) = self.sessions.remove(&id) {
-                    if s.abandoned {
-                        self.orphans
-                            .extend(s.child.take().filter(|_| s.exit.is_none()));
-                    }
-                    if let Some(c) = s.child.as_mut() {
-                        if s.exit.is_none() {
-                            c.signal("HUP");
-                            let _ = c.wait();
-                        }
-                    }
-                    // Its pty goes back: the monitor writes the logout
-                    // and counts it no longer against MaxSessions.
-                    if let (Some(p), Some(m)) = (s.pty.take(), self.monitor.as_mut()) {
-                        let tty = p.name().to_owned();
-                        drop(p);
-                        m.pty_released(&tty);
-                    }
-                }
-            }
+            Event::ChannelClosed(id) => self.on_channel_closed(id),
             Event::GlobalRequest {
                 name,
                 want_reply,
                 data,
-            } => {
-                log!(
-                    Debug1,
-                    "server_input_global_request: rtype {name} want_reply {want_reply}"
-                );
-                if name == "no-more-sessions@openssh.com" {
-                    self.no_more_sessions = true;
-                    log!(Debug1, "no more sessions on this connection");
-                }
-                if name == sluice_proto::msg::HOSTKEYS_PROVE {
-                    let proofs = self.prove_host_keys(conn, &data);
-                    if want_reply {
-                        match proofs {
-                            Some(p) => conn.answer_global(true, &p),
-                            None => conn.answer_global(false, &[]),
-                        }
-                    }
-                    return Ok(());
-                }
-                if name == sluice_proto::msg::PATH_INFO_REQUEST {
-                    self.answer_path_info(conn, &data, want_reply);
-                    return Ok(());
-                }
-                if name == sluice_proto::stripe::STRIPE_REQUEST {
-                    self.stripe_grant(conn, &data, want_reply);
-                    return Ok(());
-                }
-                let ctx = crate::server::forward::Ctx {
-                    cfg: &self.cfg,
-                    user: self.user.as_ref(),
-                    key: self.key_options.as_ref(),
-                };
-                let forwarding = self
-                    .fwd
-                    .global_request(&ctx, conn, &name, want_reply, &data);
-                if !forwarding && want_reply {
-                    conn.answer_global(false, &[]);
-                }
-            }
+            } => self.on_global_request(conn, &name, want_reply, &data),
             Event::GlobalReply { .. } => self.alive.on_reply(),
             Event::SockBufRequest { rcvbuf, sndbuf } => {
-                let granted = self.remote_sockbuf(rcvbuf, sndbuf);
-                if let Some((r, w)) = granted {
-                    // Only the sizes asked for count as set on purpose.
-                    self.remote_bufs = Some((
-                        if rcvbuf > 0 { r } else { 0 },
-                        if sndbuf > 0 { w } else { 0 },
-                    ));
-                    // What the client had the kernel hold for it is part
-                    // of what this connection may make us buffer.
-                    conn.set_buffered_elsewhere(r.saturating_add(w));
-                }
-                conn.answer_sockbuf(granted);
+                self.on_sockbuf_request(conn, rcvbuf, sndbuf)
             }
             Event::KexDone {
                 initial,
                 algorithms,
-            } => {
-                log!(
-                    Debug1,
-                    "kex: client->server cipher: {} MAC: {} compression: {}",
-                    algorithms.cipher_c2s,
-                    algorithms.mac_c2s,
-                    algorithms.comp_c2s
-                );
-                if !initial && conn.none_active() {
-                    log!(
-                        Info,
-                        "WARNING: NONE cipher in use from {} port {} (MAC: {})",
-                        self.peer.ip(),
-                        self.peer.port(),
-                        algorithms.mac_c2s
-                    );
-                }
-                if !initial && conn.none_mac_active() {
-                    log!(
-                        Info,
-                        "WARNING: NONE MAC in use from {} port {}: channel requests from now on are not integrity-protected; new session channels are refused",
-                        self.peer.ip(),
-                        self.peer.port()
-                    );
-                }
-            }
+            } => self.on_kex_done(conn, initial, &algorithms),
             _ => {}
         }
         Ok(())

@@ -87,11 +87,66 @@ fn load_config(args: &ServerArgs) -> Result<(Sshd, Vec<String>), String> {
 /// command line itself, which the listener passes on (with `-R`, without
 /// `-D`) to each connection's process.
 pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
+    match run_phases(args, argv) {
+        Ok(code) | Err(code) => code,
+    }
+}
+
+/// `run`'s steps in order; `Err` is an exit code for a step that stops
+/// early.
+fn run_phases(args: &ServerArgs, argv: &[String]) -> Result<i32, i32> {
+    let cfg = configure(args)?;
+    if args.generate_host_keys {
+        return Ok(generate_host_keys(&cfg));
+    }
+    let ctx = match args
+        .connection_spec
+        .as_deref()
+        .map(MatchContext::parse_spec)
+    {
+        Some(Err(e)) => {
+            crate::errln!("{e}");
+            return Err(1);
+        }
+        Some(Ok(c)) => Some(c),
+        None => None,
+    };
+    if let Some(fd) = crate::server::privsep::postauth_fd_from_env() {
+        // The post-auth process of privilege separation: no host keys here.
+        if args.log_stderr {
+            log::set_prefix(format!("sluiced[{}]: ", std::process::id()));
+        }
+        return Ok(crate::server::privsep::postauth::run(cfg, fd));
+    }
+    if args.inetd {
+        // Pipes from a ProxyCommand: a relay makes fd 0 a socket, before
+        // the host keys are in this process's memory.
+        if let Err(e) = crate::server::inetd::socket_on_stdin() {
+            crate::log!(Fatal, "inetd mode: {e}");
+            return Err(255);
+        }
+    }
+    check_host_keys_at_start(args, &cfg)?;
+    if args.print_config {
+        return Ok(print_config(&cfg, ctx));
+    }
+    if args.test_config {
+        return Ok(0);
+    }
+    if args.reexec || args.inetd {
+        return Ok(serve_accepted(args, cfg, argv));
+    }
+    listen_and_serve(args, cfg, argv)
+}
+
+/// The configuration read (as the listener read it, in a connection's
+/// process) and the log set up as it and the command line say.
+fn configure(args: &ServerArgs) -> Result<Sshd, i32> {
     let path = &config_path(args);
     // A connection's processes parse the files as the listener read them.
     if let Err(e) = snapshot::load_from_env() {
         crate::errln!("{e}");
-        return 255;
+        return Err(255);
     }
     if snapshot::replaying() {
         // Started through /proc/self/exe: "exe" in ps otherwise.
@@ -99,15 +154,12 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         unsafe { libc::prctl(libc::PR_SET_NAME, c"sluiced".as_ptr()) };
     } else if let Err(e) = std::fs::metadata(path) {
         crate::errln!("{path}: {}", crate::io_error::describe_io_error(&e));
-        return 1;
+        return Err(1);
     }
-    let (cfg, warnings) = match load_config(args) {
-        Ok(c) => c,
-        Err(e) => {
-            crate::errln!("{e}");
-            return 255;
-        }
-    };
+    let (cfg, warnings) = load_config(args).map_err(|e| {
+        crate::errln!("{e}");
+        255
+    })?;
     log::set_level(match args.debug {
         0 if args.quiet => Level::Quiet,
         0 => cfg.log_level,
@@ -123,106 +175,81 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
     for w in &warnings {
         crate::log!(Verbose, "{w}");
     }
-    if args.generate_host_keys {
-        return generate_host_keys(&cfg);
-    }
-    let ctx = match args
-        .connection_spec
-        .as_deref()
-        .map(MatchContext::parse_spec)
-    {
-        Some(Err(e)) => {
-            crate::errln!("{e}");
-            return 1;
-        }
-        Some(Ok(c)) => Some(c),
-        None => None,
-    };
-    if let Some(fd) = crate::server::privsep::postauth_fd_from_env() {
-        // The post-auth process of privilege separation: no host keys here.
-        if args.log_stderr {
-            log::set_prefix(format!("sluiced[{}]: ", std::process::id()));
-        }
-        return crate::server::privsep::postauth::run(cfg, fd);
-    }
-    if args.inetd {
-        // Pipes from a ProxyCommand: a relay makes fd 0 a socket, before
-        // the host keys are in this process's memory.
-        if let Err(e) = crate::server::inetd::socket_on_stdin() {
-            crate::log!(Fatal, "inetd mode: {e}");
-            return 255;
-        }
-    }
-    // The host keys are checked at start, as sshd does, but never read by
-    // a process that will fork a pre-auth child: a connection's monitor
-    // (`-R`, `-i`, `-d`) reads them after that fork (privsep/monitor.rs).
-    // The listener reads them here; its connections are fresh images.
+    Ok(cfg)
+}
+
+/// The host keys are checked at start, as sshd does, but never read by
+/// a process that will fork a pre-auth child: a connection's monitor
+/// (`-R`, `-i`, `-d`) reads them after that fork (privsep/monitor.rs).
+/// The listener reads them here; its connections are fresh images.
+fn check_host_keys_at_start(args: &ServerArgs, cfg: &Sshd) -> Result<(), i32> {
     let serves_here = args.reexec || args.inetd || args.debug > 0;
     let checked = if serves_here && !(args.print_config || args.test_config) {
         if args.reexec {
             Ok(())
         } else {
-            check_host_keys_apart(&cfg)
+            check_host_keys_apart(cfg)
         }
     } else {
         crate::keys::host_keys::load(&cfg.host_keys).map(drop)
     };
-    if let Err(e) = checked {
+    checked.map_err(|e| {
         crate::log!(Fatal, "{e}");
-        return 1;
-    }
-    if args.print_config {
-        // Without -C, a blank spec: only `Match All` blocks apply.
-        return match cfg.for_test(&ctx.unwrap_or_default()) {
-            Ok(eff) => {
-                crate::out!("{}", eff.dump());
-                crate::outln!("{}", crate::server::privsep::DUMP_LINE);
-                0
-            }
-            Err(e) => {
-                crate::errln!("{e}");
-                255
-            }
-        };
-    }
-    if args.test_config {
-        return 0;
-    }
-    if args.reexec || args.inetd {
-        if args.log_stderr {
-            log::set_prefix(format!("sluiced[{}]: ", std::process::id()));
+        1
+    })
+}
+
+/// `-T`: the effective configuration; without -C, a blank spec (only
+/// `Match All` blocks apply).
+fn print_config(cfg: &Sshd, ctx: Option<MatchContext>) -> i32 {
+    match cfg.for_test(&ctx.unwrap_or_default()) {
+        Ok(eff) => {
+            crate::out!("{}", eff.dump());
+            crate::outln!("{}", crate::server::privsep::DUMP_LINE);
+            0
         }
-        // SAFETY: fd 0 is the accepted socket handed over by the listener (or inetd).
-        let sock = unsafe { std::net::TcpStream::from_raw_fd(0) };
-        // The socket is also fd 1; move stdout away so a stray print cannot corrupt the stream.
-        // SAFETY: dup2 onto fd 1 of /dev/null.
-        unsafe {
-            let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
-            if null >= 0 {
-                libc::dup2(null, 1);
-                libc::close(null);
-            }
-        }
-        let startup = listen::startup_fd_from_env();
-        return crate::server::privsep::serve(cfg, sock, startup, argv);
-    }
-    let addrs = match cfg.listen_addrs() {
-        Ok(a) => a,
         Err(e) => {
-            crate::log!(Fatal, "{e}");
-            return 255;
+            crate::errln!("{e}");
+            255
         }
-    };
+    }
+}
+
+/// `-R` (from the listener) or `-i`: the connection on fd 0 served.
+fn serve_accepted(args: &ServerArgs, cfg: Sshd, argv: &[String]) -> i32 {
+    if args.log_stderr {
+        log::set_prefix(format!("sluiced[{}]: ", std::process::id()));
+    }
+    // SAFETY: fd 0 is the accepted socket handed over by the listener (or inetd).
+    let sock = unsafe { std::net::TcpStream::from_raw_fd(0) };
+    // The socket is also fd 1; move stdout away so a stray print cannot corrupt the stream.
+    // SAFETY: dup2 onto fd 1 of /dev/null.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if null >= 0 {
+            libc::dup2(null, 1);
+            libc::close(null);
+        }
+    }
+    let startup = listen::startup_fd_from_env();
+    crate::server::privsep::serve(cfg, sock, startup, argv)
+}
+
+/// The listener: bound (or its sockets kept across a SIGHUP restart),
+/// then one connection with -d, else daemonized and serving until
+/// SIGTERM.
+fn listen_and_serve(args: &ServerArgs, cfg: Sshd, argv: &[String]) -> Result<i32, i32> {
+    let addrs = cfg.listen_addrs().map_err(|e| {
+        crate::log!(Fatal, "{e}");
+        255
+    })?;
     // A listener restarted by SIGHUP gets its sockets back (restart.rs).
     let kept = restart::inherited();
     let restarted = kept.is_some();
-    let mut listener = match Listener::bind(&addrs, kept.unwrap_or_default()) {
-        Ok(l) => l,
-        Err(e) => {
-            crate::log!(Fatal, "{e}");
-            return 255;
-        }
-    };
+    let mut listener = Listener::bind(&addrs, kept.unwrap_or_default()).map_err(|e| {
+        crate::log!(Fatal, "{e}");
+        255
+    })?;
     listener.set_buffers(cfg.tcp_rcvbuf, cfg.tcp_sndbuf);
     // As root, sshd's check of its privilege separation directory, made
     // here when missing (root's, 0755) as Debian's ssh.service makes /run/sshd.
@@ -230,23 +257,23 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
     if unsafe { libc::geteuid() } == 0 {
         if let Err(e) = crate::server::sandbox::ensure_chroot_dir() {
             crate::log!(Fatal, "{e}");
-            return 255;
+            return Err(255);
         }
     }
     if args.debug > 0 {
         // sshd -d: one connection, served in this process, then exit.
         // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-        return match listener.accept_one() {
+        return Ok(match listener.accept_one() {
             Some(sock) => crate::server::privsep::serve(cfg, sock, None, argv),
             None => 255,
-        };
+        });
     }
     // Before the daemon changes directory (a relative argv[0]).
     let own_path = restart::own_path();
     // Restarted, this process is the daemon already: the same pid.
     if !args.foreground && !restarted && !daemonize() {
-        return 255;
+        return Err(255);
     }
     if let Some(p) = &cfg.pid_file {
         if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
@@ -257,6 +284,22 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
     // Bound, daemonized and the pid file written: systemd's Type=notify
     // may call the service started (again after a SIGHUP re-exec).
     crate::server::notify::ready();
+    serve_until_stopped(&mut listener, &cfg, argv, own_path.as_deref());
+    crate::log!(Info, "Received signal 15; terminating.");
+    if let Some(p) = &cfg.pid_file {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(0)
+}
+
+/// The daemon's loop: connections accepted and re-executed until
+/// SIGTERM; SIGHUP restarts (or, when the check fails, serving goes on).
+fn serve_until_stopped(
+    listener: &mut Listener,
+    cfg: &Sshd,
+    argv: &[String],
+    own_path: Option<&Path>,
+) {
     // Connections run this very image, even if the file was replaced or
     // removed since (sshd's re-exec fallback), with the configuration as
     // read now (snapshot.rs), which the children inherit.
@@ -284,18 +327,13 @@ pub fn run(args: &ServerArgs, argv: &[String]) -> i32 {
         HUP.store(false, Ordering::Relaxed);
         // Returns only when it did not restart; serving goes on.
         restart::on_sighup(
-            own_path.as_deref(),
+            own_path,
             argv,
             &listener.socket_fds(),
             cfg.pid_file.as_deref(),
             &STOP,
         );
     }
-    crate::log!(Info, "Received signal 15; terminating.");
-    if let Some(p) = &cfg.pid_file {
-        let _ = std::fs::remove_file(p);
-    }
-    0
 }
 
 /// `-A`: every missing host key made (the HostKey files, else the defaults

@@ -64,6 +64,27 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
             cmd.arg0(format!("-{base}"));
         }
     }
+    set_environment(&mut cmd, s, &shell);
+    let home_ok = std::path::Path::new(&u.home).is_dir();
+    cmd.current_dir(if home_ok { u.home.as_str() } else { "/" });
+    if let Some(pre) = pre {
+        // SAFETY: the caller's closure is async-signal-safe (see PreExec).
+        unsafe { cmd.pre_exec(pre) };
+    }
+    drop_privileges_in_child(&mut cmd, u)?;
+    // Last, after the pty's and the user's setup: the program holds 0, 1
+    // and 2 and nothing else of the server's (the monitor's socket, other
+    // channels' sockets, what sluiced itself inherited).
+    // SAFETY: cloexec_from_3 makes system calls only (async-signal-safe).
+    unsafe { cmd.pre_exec(crate::fds::cloexec_from_3) };
+    Ok(cmd)
+}
+
+/// The session's environment: the client's accepted variables, then the
+/// login's (USER, HOME, PATH, ...), the server's, and SSH_CONNECTION and
+/// SSH_CLIENT; nothing of sluiced's own.
+fn set_environment(cmd: &mut Command, s: &SessionSpawn, shell: &str) {
+    let u = &s.user;
     let root_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     let user_path = "/usr/local/bin:/usr/bin:/bin:/usr/games";
     cmd.env_clear();
@@ -73,7 +94,7 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
     cmd.env("USER", &u.name)
         .env("LOGNAME", &u.name)
         .env("HOME", &u.home)
-        .env("SHELL", &shell)
+        .env("SHELL", shell)
         .env("PATH", if u.uid == 0 { root_path } else { user_path })
         .env("MAIL", format!("/var/mail/{}", u.name));
     for (k, v) in &s.server_env {
@@ -95,12 +116,12 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
         "SSH_CLIENT",
         format!("{} {} {}", ip(s.client), s.client.port(), s.server.port()),
     );
-    let home_ok = std::path::Path::new(&u.home).is_dir();
-    cmd.current_dir(if home_ok { u.home.as_str() } else { "/" });
-    if let Some(pre) = pre {
-        // SAFETY: the caller's closure is async-signal-safe (see PreExec).
-        unsafe { cmd.pre_exec(pre) };
-    }
+}
+
+/// The user's credentials for the program, set in the child between fork
+/// and exec (as root), or a refusal when sluiced runs as another user
+/// than the one to serve.
+fn drop_privileges_in_child(cmd: &mut Command, u: &UserInfo) -> std::io::Result<()> {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     if euid == 0 && u.uid != 0 {
@@ -140,12 +161,7 @@ pub fn command(s: &SessionSpawn, pre: Option<PreExec>) -> std::io::Result<Comman
             });
         }
     }
-    // Last, after the pty's and the user's setup: the program holds 0, 1
-    // and 2 and nothing else of the server's (the monitor's socket, other
-    // channels' sockets, what sluiced itself inherited).
-    // SAFETY: cloexec_from_3 makes system calls only (async-signal-safe).
-    unsafe { cmd.pre_exec(crate::fds::cloexec_from_3) };
-    Ok(cmd)
+    Ok(())
 }
 
 /// The user's groups (getgrouplist), `gid` included, as initgroups sets them.

@@ -20,29 +20,309 @@ pub struct DumpInput<'a> {
 
 /// The -G text.
 pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
-    let mut o = String::new();
-    let t = r.tokens();
-    let mut line = |k: &str, v: &str| {
-        let _ = writeln!(o, "{k} {v}");
+    let mut d = Dump {
+        r,
+        input,
+        t: r.tokens(),
+        o: String::new(),
     };
-    let get = |k: &str, d: &str| {
-        r.get(k)
+    d.line("host", &r.original_host);
+    d.line("user", r.user());
+    d.line("hostname", r.hostname());
+    d.line("port", &r.port().to_string());
+    d.flags();
+    d.strings()?;
+    d.forwards()?;
+    d.identities();
+    d.known_hosts()?;
+    d.rest()?;
+    d.proxy()?;
+    for (k, v) in input.sluice {
+        d.line(k, v);
+    }
+    Ok(d.o)
+}
+
+/// The -G text being written and what it is written from.
+struct Dump<'a> {
+    r: &'a Resolved,
+    input: &'a DumpInput<'a>,
+    t: tokens::Tokens,
+    o: String,
+}
+
+impl Dump<'_> {
+    fn line(&mut self, k: &str, v: &str) {
+        let _ = writeln!(self.o, "{k} {v}");
+    }
+
+    /// The value as -G shows it, or `d` when unset.
+    fn get(&self, k: &str, d: &str) -> String {
+        self.r
+            .get(k)
             .map_or_else(|| d.to_owned(), |v| values::show(k, v))
-    };
-    let alg = |k: &str| {
-        input
+    }
+
+    /// The algorithm list sluice will offer for `k`.
+    fn alg(&self, k: &str) -> String {
+        self.input
             .algorithms
             .iter()
             .find(|(n, _)| *n == k)
             .map(|(_, v)| v.clone())
             .unwrap_or_default()
-    };
-    line("host", &r.original_host);
-    line("user", r.user());
-    line("hostname", r.hostname());
-    line("port", &r.port().to_string());
+    }
+
+    fn opt(&self, k: &str) -> Option<String> {
+        self.r.get(k).map(|v| values::show(k, v))
+    }
+
+    /// A socket path with tokens expanded; `none` and `SSH_AUTH_SOCK` as
+    /// written, ControlPath none not at all.
+    fn path(&self, k: &str) -> Result<Option<String>, String> {
+        match self.r.get(k) {
+            Some(v) if v.eq_ignore_ascii_case("none") && k == "controlpath" => Ok(None),
+            Some(v) if v == "none" || v == "SSH_AUTH_SOCK" => Ok(Some(v.to_owned())),
+            Some(v) => self.t.path(v, tokens::FILE).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Every value of a repeatable keyword on one line, or `d`.
+    fn oneline(&self, k: &str, d: &str) -> String {
+        match self.r.all(k) {
+            [] => d.to_owned(),
+            v => v.join(" "),
+        }
+    }
+
+    /// The flags and numbers ssh prints first, with their defaults.
+    fn flags(&mut self) {
+        for (k, d) in flag_defaults(self.r) {
+            // KbdInteractiveAuthentication's old name sets it too.
+            let v = if k == "kbdinteractiveauthentication" && self.r.get(k).is_none() {
+                self.r
+                    .get("challengeresponseauthentication")
+                    .map_or_else(|| d.to_owned(), |v| values::show(k, v))
+            } else {
+                self.get(k, d)
+            };
+            self.line(k, &v);
+        }
+    }
+
+    /// The string options, printed only when set (algorithms always).
+    fn strings(&mut self) -> Result<(), String> {
+        let (r, t) = (self.r, &self.t);
+        let strings: Vec<(&str, Option<String>)> = vec![
+            ("bindaddress", self.opt("bindaddress")),
+            ("bindinterface", self.opt("bindinterface")),
+            ("ciphers", Some(self.alg("ciphers"))),
+            ("controlpath", self.path("controlpath")?),
+            ("hostkeyalgorithms", Some(self.alg("hostkeyalgorithms"))),
+            ("hostkeyalias", self.opt("hostkeyalias")),
+            (
+                "hostbasedacceptedalgorithms",
+                Some(self.alg("hostbasedacceptedalgorithms")),
+            ),
+            ("identityagent", self.path("identityagent")?),
+            ("ignoreunknown", self.opt("ignoreunknown")),
+            ("kbdinteractivedevices", self.opt("kbdinteractivedevices")),
+            ("kexalgorithms", Some(self.alg("kexalgorithms"))),
+            (
+                "casignaturealgorithms",
+                Some(self.alg("casignaturealgorithms")),
+            ),
+            (
+                "localcommand",
+                r.all("localcommand")
+                    .first()
+                    .map(|_| r.all("localcommand").join(" ")),
+            ),
+            (
+                "remotecommand",
+                match r.all("remotecommand") {
+                    [] => None,
+                    words => Some(t.expand(&words.join(" "), tokens::FILE)?),
+                },
+            ),
+            ("loglevel", Some(self.get("loglevel", "INFO"))),
+            ("macs", Some(self.alg("macs"))),
+            ("pkcs11provider", self.opt("pkcs11provider")),
+            (
+                "securitykeyprovider",
+                Some(self.get("securitykeyprovider", "internal")),
+            ),
+            (
+                "preferredauthentications",
+                self.opt("preferredauthentications"),
+            ),
+            (
+                "pubkeyacceptedalgorithms",
+                Some(self.alg("pubkeyacceptedalgorithms")),
+            ),
+            ("revokedhostkeys", self.opt("revokedhostkeys")),
+            (
+                "xauthlocation",
+                Some(self.get("xauthlocation", "/usr/bin/xauth")),
+            ),
+            ("knownhostscommand", self.opt("knownhostscommand")),
+            ("tag", self.opt("tag")),
+        ];
+        for (k, v) in strings {
+            if let Some(v) = v {
+                self.line(k, &v);
+            }
+        }
+        Ok(())
+    }
+
+    /// DynamicForward, LocalForward, RemoteForward.
+    fn forwards(&mut self) -> Result<(), String> {
+        let r = self.r;
+        for v in r.all("dynamicforward") {
+            self.line("dynamicforward", &bracket(v));
+        }
+        for k in ["localforward", "remoteforward"] {
+            for v in r.all(k) {
+                let shown = forward(v, &self.t)?;
+                self.line(k, &shown);
+            }
+        }
+        Ok(())
+    }
+
+    /// `-i` files, then IdentityFile lines, else ssh's default list.
+    fn identities(&mut self) {
+        let mut ids: Vec<String> = self.input.identities.to_vec();
+        ids.extend(self.r.all("identityfile").iter().cloned());
+        if ids.is_empty() {
+            ids = [
+                "id_rsa",
+                "id_ecdsa",
+                "id_ecdsa_sk",
+                "id_ed25519",
+                "id_ed25519_sk",
+                "id_xmss",
+                "id_dsa",
+            ]
+            .map(|f| format!("~/.ssh/{f}"))
+            .to_vec();
+        }
+        for i in &ids {
+            self.line("identityfile", i);
+        }
+    }
+
+    /// CanonicalDomains, CertificateFile and the known-hosts files.
+    fn known_hosts(&mut self) -> Result<(), String> {
+        let r = self.r;
+        let domains = self.oneline("canonicaldomains", "none");
+        self.line("canonicaldomains", &domains);
+        for c in r.all("certificatefile") {
+            self.line("certificatefile", c);
+        }
+        let global = self.oneline(
+            "globalknownhostsfile",
+            "/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2",
+        );
+        self.line("globalknownhostsfile", &global);
+        let ukh = match r.all("userknownhostsfile") {
+            [] => vec![
+                "~/.ssh/known_hosts".to_owned(),
+                "~/.ssh/known_hosts2".to_owned(),
+            ],
+            v => v.to_vec(),
+        };
+        let ukh: Result<Vec<String>, String> = ukh
+            .iter()
+            .map(|f| {
+                if f == "none" {
+                    Ok(f.clone())
+                } else {
+                    self.t.path(f, tokens::FILE)
+                }
+            })
+            .collect();
+        self.line("userknownhostsfile", &ukh?.join(" "));
+        Ok(())
+    }
+
+    /// The environment, agent, timeouts, escape, QoS and rekeying lines,
+    /// in ssh's order.
+    fn rest(&mut self) -> Result<(), String> {
+        let r = self.r;
+        for k in ["sendenv", "setenv"] {
+            for v in r.all(k) {
+                self.line(k, v);
+            }
+        }
+        let mut shown: Vec<(&str, String)> = vec![
+            ("logverbose", self.oneline("logverbose", "none")),
+            ("permitremoteopen", self.oneline("permitremoteopen", "any")),
+            ("addkeystoagent", self.get("addkeystoagent", "false")),
+        ];
+        let fwd_agent = match r.get("forwardagent") {
+            Some(v) if crate::config::yes_no(v).is_none() => self.t.path(v, tokens::FILE)?,
+            _ => self.get("forwardagent", "no"),
+        };
+        shown.push(("forwardagent", fwd_agent));
+        shown.push((
+            "connecttimeout",
+            r.get("connecttimeout")
+                .filter(|v| !v.eq_ignore_ascii_case("none"))
+                .map_or_else(|| "none".to_owned(), |v| values::show("connecttimeout", v)),
+        ));
+        shown.push(("tunneldevice", self.get("tunneldevice", "any:any")));
+        shown.push((
+            "canonicalizePermittedcnames",
+            self.oneline("canonicalizepermittedcnames", "none"),
+        ));
+        shown.push(("controlpersist", self.get("controlpersist", "no")));
+        shown.push(("escapechar", self.get("escapechar", "~")));
+        let q = match r.all("ipqos") {
+            [] => crate::config::ssh::ipqos::DEFAULT,
+            v => crate::config::ssh::ipqos::parse(&v.join(" "))?,
+        };
+        let name = crate::config::ssh::ipqos::name;
+        shown.push(("ipqos", format!("{} {}", name(q.interactive), name(q.bulk))));
+        let (bytes, secs) = super::super::parse_rekey_limit(r.all("rekeylimit")).unwrap_or((0, 0));
+        shown.push(("rekeylimit", format!("{bytes} {secs}")));
+        shown.push((
+            "streamlocalbindmask",
+            self.get("streamlocalbindmask", "0177"),
+        ));
+        shown.push(("syslogfacility", self.get("syslogfacility", "USER")));
+        for (k, v) in shown {
+            self.line(k, &v);
+        }
+        Ok(())
+    }
+
+    /// ProxyJump, else ProxyCommand unless none.
+    fn proxy(&mut self) -> Result<(), String> {
+        match (self.r.get("proxyjump"), self.r.all("proxycommand")) {
+            (Some(j), _) => {
+                if let Some(j) = jump::parse(j)? {
+                    self.line("proxyjump", &j.show());
+                }
+            }
+            (None, []) => {}
+            (None, [w]) if w.eq_ignore_ascii_case("none") => {}
+            (None, words) => {
+                let cmd = words.join(" ");
+                self.line("proxycommand", &cmd);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The flags and numbers of -G's first block and their defaults (some
+/// depend on other settings, as in ssh).
+fn flag_defaults(r: &Resolved) -> Vec<(&'static str, &'static str)> {
     let update_default = update_host_keys_default(r);
-    for (k, d) in [
+    vec![
         ("addressfamily", "any"),
         ("batchmode", "no"),
         ("canonicalizefallbacklocal", "yes"),
@@ -102,191 +382,7 @@ pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
             },
         ),
         ("requiredrsasize", "1024"),
-    ] {
-        // KbdInteractiveAuthentication's old name sets it too.
-        let v = if k == "kbdinteractiveauthentication" && r.get(k).is_none() {
-            r.get("challengeresponseauthentication")
-                .map_or_else(|| d.to_owned(), |v| values::show(k, v))
-        } else {
-            get(k, d)
-        };
-        line(k, &v);
-    }
-    let opt = |k: &str| r.get(k).map(|v| values::show(k, v));
-    let path = |k: &str| -> Result<Option<String>, String> {
-        match r.get(k) {
-            Some(v) if v.eq_ignore_ascii_case("none") && k == "controlpath" => Ok(None),
-            Some(v) if v == "none" || v == "SSH_AUTH_SOCK" => Ok(Some(v.to_owned())),
-            Some(v) => t.path(v, tokens::FILE).map(Some),
-            None => Ok(None),
-        }
-    };
-    let mut strings: Vec<(&str, Option<String>)> = vec![
-        ("bindaddress", opt("bindaddress")),
-        ("bindinterface", opt("bindinterface")),
-        ("ciphers", Some(alg("ciphers"))),
-        ("controlpath", path("controlpath")?),
-        ("hostkeyalgorithms", Some(alg("hostkeyalgorithms"))),
-        ("hostkeyalias", opt("hostkeyalias")),
-        (
-            "hostbasedacceptedalgorithms",
-            Some(alg("hostbasedacceptedalgorithms")),
-        ),
-        ("identityagent", path("identityagent")?),
-        ("ignoreunknown", opt("ignoreunknown")),
-        ("kbdinteractivedevices", opt("kbdinteractivedevices")),
-        ("kexalgorithms", Some(alg("kexalgorithms"))),
-        ("casignaturealgorithms", Some(alg("casignaturealgorithms"))),
-        (
-            "localcommand",
-            r.all("localcommand")
-                .first()
-                .map(|_| r.all("localcommand").join(" ")),
-        ),
-        (
-            "remotecommand",
-            match r.all("remotecommand") {
-                [] => None,
-                words => Some(t.expand(&words.join(" "), tokens::FILE)?),
-            },
-        ),
-        ("loglevel", Some(get("loglevel", "INFO"))),
-        ("macs", Some(alg("macs"))),
-        ("pkcs11provider", opt("pkcs11provider")),
-        (
-            "securitykeyprovider",
-            Some(get("securitykeyprovider", "internal")),
-        ),
-        ("preferredauthentications", opt("preferredauthentications")),
-        (
-            "pubkeyacceptedalgorithms",
-            Some(alg("pubkeyacceptedalgorithms")),
-        ),
-        ("revokedhostkeys", opt("revokedhostkeys")),
-        (
-            "xauthlocation",
-            Some(get("xauthlocation", "/usr/bin/xauth")),
-        ),
-        ("knownhostscommand", opt("knownhostscommand")),
-        ("tag", opt("tag")),
-    ];
-    for (k, v) in strings.drain(..) {
-        if let Some(v) = v {
-            line(k, &v);
-        }
-    }
-    for v in r.all("dynamicforward") {
-        line("dynamicforward", &bracket(v));
-    }
-    for k in ["localforward", "remoteforward"] {
-        for v in r.all(k) {
-            line(k, &forward(v, &t)?);
-        }
-    }
-    let mut ids: Vec<String> = input.identities.to_vec();
-    ids.extend(r.all("identityfile").iter().cloned());
-    if ids.is_empty() {
-        ids = [
-            "id_rsa",
-            "id_ecdsa",
-            "id_ecdsa_sk",
-            "id_ed25519",
-            "id_ed25519_sk",
-            "id_xmss",
-            "id_dsa",
-        ]
-        .map(|f| format!("~/.ssh/{f}"))
-        .to_vec();
-    }
-    for i in &ids {
-        line("identityfile", i);
-    }
-    let oneline = |k: &str, d: &str| match r.all(k) {
-        [] => d.to_owned(),
-        v => v.join(" "),
-    };
-    line("canonicaldomains", &oneline("canonicaldomains", "none"));
-    for c in r.all("certificatefile") {
-        line("certificatefile", c);
-    }
-    line(
-        "globalknownhostsfile",
-        &oneline(
-            "globalknownhostsfile",
-            "/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2",
-        ),
-    );
-    let ukh = match r.all("userknownhostsfile") {
-        [] => vec![
-            "~/.ssh/known_hosts".to_owned(),
-            "~/.ssh/known_hosts2".to_owned(),
-        ],
-        v => v.to_vec(),
-    };
-    let ukh: Result<Vec<String>, String> = ukh
-        .iter()
-        .map(|f| {
-            if f == "none" {
-                Ok(f.clone())
-            } else {
-                t.path(f, tokens::FILE)
-            }
-        })
-        .collect();
-    line("userknownhostsfile", &ukh?.join(" "));
-    for k in ["sendenv", "setenv"] {
-        for v in r.all(k) {
-            line(k, v);
-        }
-    }
-    line("logverbose", &oneline("logverbose", "none"));
-    line("permitremoteopen", &oneline("permitremoteopen", "any"));
-    line("addkeystoagent", &get("addkeystoagent", "false"));
-    let fwd_agent = match r.get("forwardagent") {
-        Some(v) if crate::config::yes_no(v).is_none() => t.path(v, tokens::FILE)?,
-        _ => get("forwardagent", "no"),
-    };
-    line("forwardagent", &fwd_agent);
-    line(
-        "connecttimeout",
-        &r.get("connecttimeout")
-            .filter(|v| !v.eq_ignore_ascii_case("none"))
-            .map_or_else(|| "none".to_owned(), |v| values::show("connecttimeout", v)),
-    );
-    line("tunneldevice", &get("tunneldevice", "any:any"));
-    line(
-        "canonicalizePermittedcnames",
-        &oneline("canonicalizepermittedcnames", "none"),
-    );
-    line("controlpersist", &get("controlpersist", "no"));
-    line("escapechar", &get("escapechar", "~"));
-    let q = match r.all("ipqos") {
-        [] => crate::config::ssh::ipqos::DEFAULT,
-        v => crate::config::ssh::ipqos::parse(&v.join(" "))?,
-    };
-    let name = crate::config::ssh::ipqos::name;
-    line(
-        "ipqos",
-        &format!("{} {}", name(q.interactive), name(q.bulk)),
-    );
-    let (bytes, secs) = super::super::parse_rekey_limit(r.all("rekeylimit")).unwrap_or((0, 0));
-    line("rekeylimit", &format!("{bytes} {secs}"));
-    line("streamlocalbindmask", &get("streamlocalbindmask", "0177"));
-    line("syslogfacility", &get("syslogfacility", "USER"));
-    match (r.get("proxyjump"), r.all("proxycommand")) {
-        (Some(j), _) => {
-            if let Some(j) = jump::parse(j)? {
-                line("proxyjump", &j.show());
-            }
-        }
-        (None, []) => {}
-        (None, [w]) if w.eq_ignore_ascii_case("none") => {}
-        (None, words) => line("proxycommand", &words.join(" ")),
-    }
-    for (k, v) in input.sluice {
-        line(k, v);
-    }
-    Ok(o)
+    ]
 }
 
 /// Forwarding specs as -G prints them: `8080 [localhost]:80`.

@@ -135,7 +135,90 @@ fn or_none<T: ToString>(v: Option<T>) -> String {
 impl ServerConfig {
     /// The values shown for one keyword (empty: the line is left out).
     fn shown(&self, kw: &str) -> Vec<String> {
-        let one = |s: String| vec![s];
+        if let Some(b) = self.shown_flag(kw) {
+            return vec![yn(b)];
+        }
+        if let Some(v) = self.shown_number(kw).or_else(|| self.shown_text(kw)) {
+            return vec![v];
+        }
+        if let Some(v) = self.shown_repeated(kw) {
+            return v;
+        }
+        // Accepted without acting on: as written, else sshd's default.
+        let default = OTHER.iter().find(|(o, _)| *o == kw).and_then(|(_, d)| *d);
+        self.other
+            .get(kw)
+            .cloned()
+            .or(default.map(str::to_owned))
+            .into_iter()
+            .collect()
+    }
+
+    /// The yes/no keywords.
+    fn shown_flag(&self, kw: &str) -> Option<bool> {
+        Some(match kw {
+            "usepam" => self.use_pam,
+            "pubkeyauthentication" => self.pubkey_authentication,
+            "passwordauthentication" => self.password_authentication,
+            "kbdinteractiveauthentication" => self.kbd_interactive_authentication,
+            "printmotd" => self.print_motd,
+            "printlastlog" => self.print_last_log,
+            "x11forwarding" => self.x11_forwarding,
+            "permittty" => self.permit_tty,
+            "strictmodes" => self.strict_modes,
+            "permitemptypasswords" => self.permit_empty_passwords,
+            "enablehwcompression" => self.enable_hw_compression,
+            "allowagentforwarding" => self.allow_agent_forwarding,
+            "disableforwarding" => self.disable_forwarding,
+            "streamlocalbindunlink" => self.stream_local_bind_unlink,
+            "permituserenvironment" => self.permit_user_environment,
+            "exposeauthinfo" => self.expose_auth_info,
+            "noneenabled" => self.none_enabled,
+            "nonemacenabled" => self.none_mac_enabled,
+            "tcpkeepalive" => self.tcp_keep_alive,
+            _ => return None,
+        })
+    }
+
+    /// Numbers, sizes, times and limits.
+    fn shown_number(&self, kw: &str) -> Option<String> {
+        Some(match kw {
+            "logingracetime" => self.login_grace_time.to_string(),
+            "maxauthtries" => self.max_auth_tries.to_string(),
+            "maxsessions" => self.max_sessions.to_string(),
+            "clientaliveinterval" => self.client_alive_interval.to_string(),
+            "clientalivecountmax" => self.client_alive_count_max.to_string(),
+            "unusedconnectiontimeout" => match self.unused_connection_timeout {
+                0 => "none".to_owned(),
+                s => s.to_string(),
+            },
+            "maxstartups" => {
+                let (s, r, f) = self.max_startups;
+                format!("{s}:{r}:{f}")
+            }
+            "rekeylimit" => format!("{} {}", self.rekey_limit.0, self.rekey_limit.1),
+            "persourcemaxstartups" => or_none(self.per_source_max_startups),
+            "persourcenetblocksize" => {
+                let (v4, v6) = self.per_source_net_block_size;
+                format!("{v4}:{v6}")
+            }
+            "persourcepenalties" => self.per_source_penalties.dump(),
+            "cryptothreads" => self.crypto_threads.to_string(),
+            "tcprcvbuf" => self.tcp_rcvbuf.to_string(),
+            "tcpsndbuf" => self.tcp_sndbuf.to_string(),
+            "remotebufmax" => self.remote_buf_max.to_string(),
+            "channelwindow" => self.channel_window.to_string(),
+            "channelwindowmax" => self.channel_window_max.to_string(),
+            "maxforwardchannels" => self.max_forward_channels.to_string(),
+            "maxstreams" => self.max_streams.to_string(),
+            "requiredrsasize" => self.required_rsa_size.to_string(),
+            "streamlocalbindmask" => format!("{:04o}", self.stream_local_bind_mask),
+            _ => return None,
+        })
+    }
+
+    /// Words, paths, commands and algorithm lists shown on one line.
+    fn shown_text(&self, kw: &str) -> Option<String> {
         let list = |v: &Vec<String>| {
             if v.is_empty() {
                 "any".to_owned()
@@ -143,7 +226,80 @@ impl ServerConfig {
                 v.join(" ")
             }
         };
-        match kw {
+        let path = |p: &Option<std::path::PathBuf>| or_none(p.as_ref().map(|p| p.display()));
+        Some(match kw {
+            "pamservicename" => self.pam_service(),
+            "permitrootlogin" => self.permit_root_login.name().to_owned(),
+            "compression" => self.compression.clone(),
+            "hwcompressionlibrary" => path(&self.hw_compression_library),
+            "gatewayports" => self.gateway_ports.clone(),
+            "allowtcpforwarding" => self.allow_tcp_forwarding.clone(),
+            "allowstreamlocalforwarding" => self.allow_stream_local_forwarding.clone(),
+            "pidfile" => path(&self.pid_file),
+            "ciphers" => self.ciphers.join(","),
+            "macs" => self.macs.join(","),
+            "banner" => path(&self.banner),
+            "forcecommand" => or_none(self.force_command.as_ref()),
+            "chrootdirectory" => or_none(self.chroot_directory.as_ref()),
+            "authorizedkeyscommand" => or_none(self.authorized_keys_command.as_ref()),
+            "authorizedkeyscommanduser" => or_none(self.authorized_keys_command_user.as_ref()),
+            "authorizedprincipalscommand" => or_none(self.authorized_principals_command.as_ref()),
+            "authorizedprincipalscommanduser" => {
+                or_none(self.authorized_principals_command_user.as_ref())
+            }
+            "kexalgorithms" => self.kex.join(","),
+            "hostkeyalgorithms" => self.host_key_algorithms.join(","),
+            "pubkeyacceptedalgorithms" => self.pubkey_algorithms.join(","),
+            "loglevel" => match self.log_level {
+                crate::log::Level::Debug1 => "DEBUG".to_owned(),
+                l => l.name().to_owned(),
+            },
+            "syslogfacility" => self.syslog_facility.clone(),
+            "authorizedkeysfile" => self.authorized_keys_file.join(" "),
+            "persourcepenaltyexemptlist" => or_none(self.per_source_penalty_exempt.as_ref()),
+            "permitopen" => list(&self.permit_open),
+            "permitlisten" => list(&self.permit_listen),
+            "addressfamily" => self.address_family.clone(),
+            "revokedkeys" => path(&self.revoked_keys),
+            "trustedusercakeys" => path(&self.trusted_user_ca_keys),
+            "authorizedprincipalsfile" => or_none(self.authorized_principals_file.as_ref()),
+            "casignaturealgorithms" => self.ca_signature_algorithms.join(","),
+            "pubkeyauthoptions" => self.pubkey_auth_options_shown(),
+            "authenticationmethods" => list(&self.authentication_methods),
+            "hostkeyagent" => or_none(self.host_keys.agent.as_ref()),
+            "securitykeyprovider" => self
+                .host_keys
+                .sk_provider
+                .clone()
+                .unwrap_or_else(|| "internal".to_owned()),
+            _ => return None,
+        })
+    }
+
+    /// PubkeyAuthOptions' words, or `none`.
+    fn pubkey_auth_options_shown(&self) -> String {
+        let o = self.pubkey_auth_options;
+        let words: Vec<&str> = [
+            (o.touch_required, "touch-required"),
+            (o.verify_required, "verify-required"),
+        ]
+        .into_iter()
+        .filter_map(|(on, w)| on.then_some(w))
+        .collect();
+        if words.is_empty() {
+            "none".to_owned()
+        } else {
+            words.join(" ")
+        }
+    }
+
+    /// Keywords sshd prints once per value (ChannelTimeout: once, or left
+    /// out when none, as sshd does).
+    fn shown_repeated(&self, kw: &str) -> Option<Vec<String>> {
+        let paths = |v: &[std::path::PathBuf]| -> Vec<String> {
+            v.iter().map(|p| p.display().to_string()).collect()
+        };
+        Some(match kw {
             "port" => self.ports.iter().map(u16::to_string).collect(),
             "listenaddress" => {
                 let mut v: Vec<String> = self
@@ -157,69 +313,10 @@ impl ServerConfig {
                 }
                 v
             }
-            "usepam" => one(yn(self.use_pam)),
-            "pamservicename" => one(self.pam_service()),
-            "logingracetime" => one(self.login_grace_time.to_string()),
-            "maxauthtries" => one(self.max_auth_tries.to_string()),
-            "maxsessions" => one(self.max_sessions.to_string()),
-            "clientaliveinterval" => one(self.client_alive_interval.to_string()),
-            "clientalivecountmax" => one(self.client_alive_count_max.to_string()),
-            "unusedconnectiontimeout" => one(match self.unused_connection_timeout {
-                0 => "none".to_owned(),
-                s => s.to_string(),
-            }),
-            // Left out when none, as sshd does.
             "channeltimeout" if self.channel_timeout.is_empty() => Vec::new(),
-            "channeltimeout" => one(self.channel_timeout.join(" ")),
-            "permitrootlogin" => one(self.permit_root_login.name().to_owned()),
-            "pubkeyauthentication" => one(yn(self.pubkey_authentication)),
-            "passwordauthentication" => one(yn(self.password_authentication)),
-            "kbdinteractiveauthentication" => one(yn(self.kbd_interactive_authentication)),
-            "printmotd" => one(yn(self.print_motd)),
-            "printlastlog" => one(yn(self.print_last_log)),
-            "x11forwarding" => one(yn(self.x11_forwarding)),
-            "permittty" => one(yn(self.permit_tty)),
-            "strictmodes" => one(yn(self.strict_modes)),
-            "permitemptypasswords" => one(yn(self.permit_empty_passwords)),
-            "compression" => one(self.compression.clone()),
-            "enablehwcompression" => one(yn(self.enable_hw_compression)),
-            "hwcompressionlibrary" => one(or_none(
-                self.hw_compression_library.as_ref().map(|p| p.display()),
-            )),
-            "gatewayports" => one(self.gateway_ports.clone()),
-            "allowtcpforwarding" => one(self.allow_tcp_forwarding.clone()),
-            "allowagentforwarding" => one(yn(self.allow_agent_forwarding)),
-            "disableforwarding" => one(yn(self.disable_forwarding)),
-            "allowstreamlocalforwarding" => one(self.allow_stream_local_forwarding.clone()),
-            "streamlocalbindunlink" => one(yn(self.stream_local_bind_unlink)),
-            "pidfile" => one(or_none(self.pid_file.as_ref().map(|p| p.display()))),
-            "ciphers" => one(self.ciphers.join(",")),
-            "macs" => one(self.macs.join(",")),
-            "banner" => one(or_none(self.banner.as_ref().map(|p| p.display()))),
-            "forcecommand" => one(or_none(self.force_command.as_ref())),
-            "chrootdirectory" => one(or_none(self.chroot_directory.as_ref())),
-            "authorizedkeyscommand" => one(or_none(self.authorized_keys_command.as_ref())),
-            "authorizedkeyscommanduser" => one(or_none(self.authorized_keys_command_user.as_ref())),
-            "authorizedprincipalscommand" => {
-                one(or_none(self.authorized_principals_command.as_ref()))
-            }
-            "authorizedprincipalscommanduser" => {
-                one(or_none(self.authorized_principals_command_user.as_ref()))
-            }
-            "kexalgorithms" => one(self.kex.join(",")),
-            "hostkeyalgorithms" => one(self.host_key_algorithms.join(",")),
-            "pubkeyacceptedalgorithms" => one(self.pubkey_algorithms.join(",")),
-            "loglevel" => one(match self.log_level {
-                crate::log::Level::Debug1 => "DEBUG".to_owned(),
-                l => l.name().to_owned(),
-            }),
-            "syslogfacility" => one(self.syslog_facility.clone()),
-            "authorizedkeysfile" => one(self.authorized_keys_file.join(" ")),
-            "hostkey" => self
-                .host_keys
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
+            "channeltimeout" => vec![self.channel_timeout.join(" ")],
+            "hostkey" => paths(&self.host_keys),
+            "hostcertificate" => paths(&self.host_keys.certificates),
             "allowusers" => self.allow_users.clone(),
             "denyusers" => self.deny_users.clone(),
             "allowgroups" => self.allow_groups.clone(),
@@ -231,84 +328,8 @@ impl ServerConfig {
                 .iter()
                 .map(|(s, c)| format!("{s} {c}"))
                 .collect(),
-            "maxstartups" => {
-                let (s, r, f) = self.max_startups;
-                one(format!("{s}:{r}:{f}"))
-            }
-            "rekeylimit" => one(format!("{} {}", self.rekey_limit.0, self.rekey_limit.1)),
-            "persourcemaxstartups" => one(or_none(self.per_source_max_startups)),
-            "persourcenetblocksize" => {
-                let (v4, v6) = self.per_source_net_block_size;
-                one(format!("{v4}:{v6}"))
-            }
-            "persourcepenalties" => one(self.per_source_penalties.dump()),
-            "persourcepenaltyexemptlist" => one(or_none(self.per_source_penalty_exempt.as_ref())),
-            "permitopen" => one(list(&self.permit_open)),
-            "permitlisten" => one(list(&self.permit_listen)),
-            "permituserenvironment" => one(yn(self.permit_user_environment)),
-            "exposeauthinfo" => one(yn(self.expose_auth_info)),
-            "cryptothreads" => one(self.crypto_threads.to_string()),
-            "tcprcvbuf" => one(self.tcp_rcvbuf.to_string()),
-            "tcpsndbuf" => one(self.tcp_sndbuf.to_string()),
-            "remotebufmax" => one(self.remote_buf_max.to_string()),
-            "channelwindow" => one(self.channel_window.to_string()),
-            "channelwindowmax" => one(self.channel_window_max.to_string()),
-            "maxforwardchannels" => one(self.max_forward_channels.to_string()),
-            "maxstreams" => one(self.max_streams.to_string()),
-            "noneenabled" => one(yn(self.none_enabled)),
-            "addressfamily" => one(self.address_family.clone()),
-            "requiredrsasize" => one(self.required_rsa_size.to_string()),
-            "streamlocalbindmask" => one(format!("{:04o}", self.stream_local_bind_mask)),
-            "tcpkeepalive" => one(yn(self.tcp_keep_alive)),
-            "revokedkeys" => one(or_none(self.revoked_keys.as_ref().map(|p| p.display()))),
-            "trustedusercakeys" => one(or_none(
-                self.trusted_user_ca_keys.as_ref().map(|p| p.display()),
-            )),
-            "authorizedprincipalsfile" => one(or_none(self.authorized_principals_file.as_ref())),
-            "casignaturealgorithms" => one(self.ca_signature_algorithms.join(",")),
-            "pubkeyauthoptions" => {
-                let o = self.pubkey_auth_options;
-                let words: Vec<&str> = [
-                    (o.touch_required, "touch-required"),
-                    (o.verify_required, "verify-required"),
-                ]
-                .into_iter()
-                .filter_map(|(on, w)| on.then_some(w))
-                .collect();
-                one(if words.is_empty() {
-                    "none".to_owned()
-                } else {
-                    words.join(" ")
-                })
-            }
-            "hostcertificate" => self
-                .host_keys
-                .certificates
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
-            "authenticationmethods" => one(if self.authentication_methods.is_empty() {
-                "any".to_owned()
-            } else {
-                self.authentication_methods.join(" ")
-            }),
-            "nonemacenabled" => one(yn(self.none_mac_enabled)),
-            "hostkeyagent" => one(or_none(self.host_keys.agent.as_ref())),
-            "securitykeyprovider" => one(self
-                .host_keys
-                .sk_provider
-                .clone()
-                .unwrap_or_else(|| "internal".to_owned())),
-            k => {
-                let default = OTHER.iter().find(|(o, _)| *o == k).and_then(|(_, d)| *d);
-                self.other
-                    .get(k)
-                    .cloned()
-                    .or(default.map(str::to_owned))
-                    .into_iter()
-                    .collect()
-            }
-        }
+            _ => return None,
+        })
     }
 
     /// The effective configuration, like `sshd -T`.

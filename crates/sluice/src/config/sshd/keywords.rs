@@ -108,6 +108,77 @@ fn forwarding(l: &Line, v: &str) -> Result<String, String> {
     .into())
 }
 
+/// One line's value: the line, its first argument and the readings most
+/// keywords make of it (each error in sshd's words).
+struct Value<'a> {
+    l: &'a Line,
+    first: String,
+}
+
+impl Value<'_> {
+    fn yes_no(&self) -> Result<bool, String> {
+        yes_no(&self.first).ok_or_else(|| {
+            self.l
+                .err(&format!("unsupported option \"{}\".", self.first))
+        })
+    }
+
+    fn num(&self) -> Result<u32, String> {
+        self.first.parse::<u32>().map_err(|_| {
+            self.l
+                .err(&format!("{} integer value invalid.", self.l.name))
+        })
+    }
+
+    fn time(&self) -> Result<u64, String> {
+        parse_time(&self.first).ok_or_else(|| self.l.err("invalid time value."))
+    }
+
+    fn size(&self) -> Result<u64, String> {
+        parse_size(&self.first).ok_or_else(|| self.l.err("bad size"))
+    }
+
+    /// `first` itself when it is one of `allowed`, else sshd's "unsupported option".
+    fn one_of(&self, allowed: &[&str]) -> Result<String, String> {
+        if allowed.contains(&self.first.as_str()) {
+            Ok(self.first.clone())
+        } else {
+            Err(self.unsupported_value())
+        }
+    }
+
+    fn unsupported_value(&self) -> String {
+        self.l
+            .err(&format!("unsupported option \"{}\".", self.first))
+    }
+
+    /// An algorithm list against its default and the names it may take.
+    fn algorithms(
+        &self,
+        default: &[&str],
+        all: &[&str],
+        what: &str,
+    ) -> Result<Vec<String>, String> {
+        algorithms::resolve(&self.first, default, all, what).map_err(|e| self.l.err(&e))
+    }
+}
+
+/// One keyword group's handler: Ok(false) when the keyword is not its.
+type Group = fn(&mut ServerConfig, &str, &Value) -> Result<bool, String>;
+
+/// Every group, tried in turn; a keyword belongs to one of them at most.
+const GROUPS: &[Group] = &[
+    ServerConfig::apply_listen,
+    ServerConfig::apply_auth,
+    ServerConfig::apply_auth_sources,
+    ServerConfig::apply_algorithms,
+    ServerConfig::apply_session,
+    ServerConfig::apply_forwarding,
+    ServerConfig::apply_logging,
+    ServerConfig::apply_limits,
+    ServerConfig::apply_throughput,
+];
+
 impl ServerConfig {
     /// Applies one line: the first value of a keyword wins, repeatable ones accumulate.
     pub(super) fn apply(&mut self, l: &Line, seen: &mut HashSet<String>) -> Result<(), String> {
@@ -123,19 +194,19 @@ impl ServerConfig {
         if !REPEATABLE.contains(&kw) && !seen.insert(kw.to_owned()) {
             return Ok(()); // first value wins
         }
-        let bool_arg =
-            || yes_no(&first).ok_or_else(|| l.err(&format!("unsupported option \"{first}\".")));
-        let num = || {
-            first
-                .parse::<u32>()
-                .map_err(|_| l.err(&format!("{} integer value invalid.", l.name)))
-        };
-        let time = || parse_time(&first).ok_or_else(|| l.err("invalid time value."));
-        let size = || parse_size(&first).ok_or_else(|| l.err("bad size"));
-        let algs = |default: &[&str], what: &str| {
-            algorithms::resolve(&first, default, default, what).map_err(|e| l.err(&e))
-        };
-        let args = l.args.clone();
+        let v = Value { l, first };
+        for group in GROUPS {
+            if group(self, kw, &v)? {
+                return Ok(());
+            }
+        }
+        self.keep_other(kw, &v)
+    }
+
+    /// Where sluiced listens and what it shows itself as: ports, addresses,
+    /// host keys and certificates, the pid file, the banner.
+    fn apply_listen(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+        let (l, first) = (v.l, &v.first);
         match kw {
             "port" => self.ports.push(
                 first
@@ -144,116 +215,123 @@ impl ServerConfig {
                     .filter(|p| *p != 0)
                     .ok_or_else(|| l.err("Badly formatted port number."))?,
             ),
-            "listenaddress" => self.listen.push(first),
+            "listenaddress" => self.listen.push(first.clone()),
+            "addressfamily" => self.address_family = v.one_of(&["any", "inet", "inet6"])?,
+            "tcpkeepalive" => self.tcp_keep_alive = v.yes_no()?,
             "hostkey" => self.host_keys.push(first.into()),
-            "authorizedkeysfile" => self.authorized_keys_file = args,
+            "hostcertificate" => self.host_keys.certificates.push(first.into()),
+            "hostkeyagent" => {
+                self.host_keys.agent =
+                    (!first.eq_ignore_ascii_case("none")).then_some(first.clone())
+            }
+            "securitykeyprovider" => self.host_keys.sk_provider = Some(first.clone()),
+            "pidfile" => self.pid_file = (first != "none").then(|| first.into()),
+            "banner" => self.banner = (first != "none").then(|| first.into()),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Who may log in and by which methods.
+    fn apply_auth(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+        let (l, first) = (v.l, &v.first);
+        match kw {
             "permitrootlogin" => {
                 self.permit_root_login = match first.as_str() {
                     "yes" => PermitRootLogin::Yes,
                     "prohibit-password" | "without-password" => PermitRootLogin::ProhibitPassword,
                     "forced-commands-only" => PermitRootLogin::ForcedCommandsOnly,
                     "no" => PermitRootLogin::No,
-                    _ => return Err(l.err(&format!("unsupported option \"{first}\"."))),
+                    _ => return Err(v.unsupported_value()),
                 }
             }
-            "pubkeyauthentication" => self.pubkey_authentication = bool_arg()?,
-            "passwordauthentication" => self.password_authentication = bool_arg()?,
-            "strictmodes" => self.strict_modes = bool_arg()?,
-            "pidfile" => self.pid_file = (first != "none").then(|| first.into()),
-            "subsystem" => {
-                if self.subsystems.iter().any(|(s, _)| *s == first) {
-                    return Err(l.err(&format!("Subsystem '{first}' already defined.")));
-                }
-                let cmd = args.get(1..).unwrap_or_default().join(" ");
-                if cmd.is_empty() {
-                    return Err(l.err("Missing subsystem command."));
-                }
-                self.subsystems.push((first, cmd));
+            "pubkeyauthentication" => self.pubkey_authentication = v.yes_no()?,
+            "passwordauthentication" => self.password_authentication = v.yes_no()?,
+            "kbdinteractiveauthentication" => self.kbd_interactive_authentication = v.yes_no()?,
+            "permitemptypasswords" => self.permit_empty_passwords = v.yes_no()?,
+            "strictmodes" => self.strict_modes = v.yes_no()?,
+            "usepam" => self.use_pam = v.yes_no()?,
+            "pamservicename" => self.pam_service_name = Some(first.clone()),
+            "allowusers" => self.allow_users.extend(l.args.clone()),
+            "denyusers" => self.deny_users.extend(l.args.clone()),
+            "allowgroups" => self.allow_groups.extend(l.args.clone()),
+            "denygroups" => self.deny_groups.extend(l.args.clone()),
+            "maxauthtries" => self.max_auth_tries = v.num()?,
+            "logingracetime" => self.login_grace_time = v.time()?,
+            "authenticationmethods" => self.authentication_methods = authentication_methods(l)?,
+            "requiredrsasize" => self.required_rsa_size = v.num()?,
+            "pubkeyauthoptions" => self.pubkey_auth_options = pubkey_auth_options(l)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Where public-key authentication finds its keys, principals, CAs and
+    /// revocations.
+    fn apply_auth_sources(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+        let (l, first) = (v.l, &v.first);
+        match kw {
+            "authorizedkeysfile" => self.authorized_keys_file = l.args.clone(),
+            "authorizedkeyscommand" => {
+                self.authorized_keys_command = command(l, first, command_line::KEYS_TOKENS)?
             }
-            "acceptenv" => self.accept_env.extend(args),
-            "allowusers" => self.allow_users.extend(args),
-            "denyusers" => self.deny_users.extend(args),
-            "allowgroups" => self.allow_groups.extend(args),
-            "denygroups" => self.deny_groups.extend(args),
-            "loglevel" => {
-                self.log_level = Level::parse(&first)
-                    .ok_or_else(|| l.err(&format!("unsupported log level '{first}'")))?
+            "authorizedkeyscommanduser" => {
+                self.authorized_keys_command_user = (first != "none").then_some(first.clone())
             }
-            "syslogfacility" => {
-                let f = first.to_ascii_uppercase();
-                if !FACILITIES.contains(&f.as_str()) {
-                    return Err(l.err(&format!("unsupported log facility '{first}'")));
-                }
-                self.syslog_facility = f;
+            "authorizedprincipalsfile" => {
+                self.authorized_principals_file = (first != "none").then_some(first.clone())
             }
-            "maxsessions" => self.max_sessions = num()?,
-            "maxauthtries" => self.max_auth_tries = num()?,
-            "maxstartups" => {
-                let p: Vec<Option<u32>> = first.split(':').map(|x| x.parse().ok()).collect();
-                self.max_startups = match p.as_slice() {
-                    [Some(s)] => (*s, 30, *s),
-                    [Some(s), Some(r), Some(f)] if s <= f && *r <= 100 && *r > 0 => (*s, *r, *f),
-                    _ => return Err(l.err("Invalid MaxStartups spec.")),
-                };
+            "authorizedprincipalscommand" => {
+                self.authorized_principals_command =
+                    command(l, first, command_line::PRINCIPALS_TOKENS)?
             }
-            "logingracetime" => self.login_grace_time = time()?,
-            "clientaliveinterval" => self.client_alive_interval = time()?,
-            "clientalivecountmax" => self.client_alive_count_max = num()?,
-            "channeltimeout" => self.channel_timeout = super::timeouts::channel_timeout(l)?,
-            "unusedconnectiontimeout" => {
-                self.unused_connection_timeout = super::timeouts::unused_connection_timeout(l)?
+            "authorizedprincipalscommanduser" => {
+                self.authorized_principals_command_user = (first != "none").then_some(first.clone())
             }
-            "ciphers" => self.ciphers = algs(cipher_order::default_ciphers(), "cipher")?,
+            "revokedkeys" => self.revoked_keys = (first != "none").then(|| first.into()),
+            "trustedusercakeys" => {
+                self.trusted_user_ca_keys = (first != "none").then(|| first.into())
+            }
+            "casignaturealgorithms" => {
+                self.ca_signature_algorithms = v.algorithms(
+                    crate::keys::cert::CA_SIGNATURE_ALGORITHMS,
+                    crate::keys::cert::CA_SIGNATURE_ALGORITHMS_ALL,
+                    "CASignatureAlgorithms",
+                )?
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Transport algorithms, compression, rekeying and the crypto threads.
+    fn apply_algorithms(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+        let (l, first) = (v.l, &v.first);
+        match kw {
+            "ciphers" => {
+                let default = cipher_order::default_ciphers();
+                self.ciphers = v.algorithms(default, default, "cipher")?
+            }
             "macs" => {
-                self.macs =
-                    algorithms::resolve(&first, cipher::DEFAULT_MACS, cipher::SUPPORTED_MACS, "Mac")
-                        .map_err(|e| l.err(&e))?
+                self.macs = v.algorithms(cipher::DEFAULT_MACS, cipher::SUPPORTED_MACS, "Mac")?
             }
             "kexalgorithms" => {
-                self.kex = algorithms::resolve(
-                    &first,
-                    super::SERVER_DEFAULT_KEX,
-                    kex::ALL_KEX,
-                    "KexAlgorithms",
-                )
-                .map_err(|e| l.err(&e))?
+                self.kex = v.algorithms(super::SERVER_DEFAULT_KEX, kex::ALL_KEX, "KexAlgorithms")?
             }
             // ssh-rsa (SHA-1) and its certificate only when named, as sshd.
-            "hostkeyalgorithms" | "pubkeyacceptedalgorithms" => {
-                let what = if kw == "hostkeyalgorithms" {
-                    "HostKeyAlgorithms"
-                } else {
-                    "PubkeyAcceptedAlgorithms"
-                };
-                let list = algorithms::resolve(
-                    &first,
+            "hostkeyalgorithms" => {
+                self.host_key_algorithms = v.algorithms(
                     hostkey::DEFAULT_SIG_ALGS,
                     hostkey::ALL_SIG_ALGS,
-                    what,
-                )
-                .map_err(|e| l.err(&e))?;
-                if kw == "hostkeyalgorithms" {
-                    self.host_key_algorithms = list;
-                } else {
-                    self.pubkey_algorithms = list;
-                }
+                    "HostKeyAlgorithms",
+                )?
             }
-            "pubkeyauthoptions" => {
-                let mut o = super::PubkeyAuthOptions::default();
-                for a in &l.args {
-                    match a.as_str() {
-                        "none" => {}
-                        "touch-required" => o.touch_required = true,
-                        "verify-required" => o.verify_required = true,
-                        other => {
-                            return Err(l.err(&format!(
-                            "unsupported {} option {other} (none, touch-required, verify-required)",
-                            l.name
-                        )))
-                        }
-                    }
-                }
-                self.pubkey_auth_options = o;
+            "pubkeyacceptedalgorithms" => {
+                self.pubkey_algorithms = v.algorithms(
+                    hostkey::DEFAULT_SIG_ALGS,
+                    hostkey::ALL_SIG_ALGS,
+                    "PubkeyAcceptedAlgorithms",
+                )?
             }
             "compression" => {
                 self.compression = match first.as_str() {
@@ -263,162 +341,146 @@ impl ServerConfig {
                     // client's choice; sluiced's sender steers itself
                     // whenever compression is on (README, "Compression").
                     "auto" => "auto".into(),
-                    _ => return Err(l.err(&format!("unsupported option \"{first}\"."))),
+                    _ => return Err(v.unsupported_value()),
                 }
             }
-            "enablehwcompression" => self.enable_hw_compression = bool_arg()?,
+            "enablehwcompression" => self.enable_hw_compression = v.yes_no()?,
             "hwcompressionlibrary" => {
                 self.hw_compression_library = (first != "none").then(|| first.into())
             }
             "rekeylimit" => {
                 self.rekey_limit =
-                    parse_rekey_limit(&args).ok_or_else(|| l.err("RekeyLimit too small"))?
+                    parse_rekey_limit(&l.args).ok_or_else(|| l.err("RekeyLimit too small"))?
             }
             "cryptothreads" => {
-                self.crypto_threads = CryptoThreads::parse(&first)
+                self.crypto_threads = CryptoThreads::parse(first)
                     .ok_or_else(|| l.err(&format!("Bad CryptoThreads: {first}")))?
             }
+            "noneenabled" => self.none_enabled = v.yes_no()?,
+            "nonemacenabled" => self.none_mac_enabled = v.yes_no()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// What a session runs and sees: subsystems, commands, chroot, tty,
+    /// environment, motd and lastlog.
+    fn apply_session(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+        let (l, first) = (v.l, &v.first);
+        match kw {
+            "subsystem" => {
+                if self.subsystems.iter().any(|(s, _)| s == first) {
+                    return Err(l.err(&format!("Subsystem '{first}' already defined.")));
+                }
+                let cmd = l.args.get(1..).unwrap_or_default().join(" ");
+                if cmd.is_empty() {
+                    return Err(l.err("Missing subsystem command."));
+                }
+                self.subsystems.push((first.clone(), cmd));
+            }
+            "maxsessions" => self.max_sessions = v.num()?,
+            "acceptenv" => self.accept_env.extend(l.args.clone()),
+            "setenv" => self.set_env = set_env(l)?,
             "forcecommand" => self.force_command = (first != "none").then(|| l.raw.clone()),
             // Tokens (%h %u %U %%) are expanded per user (chroot_for).
             "chrootdirectory" => {
                 self.chroot_directory = (!first.eq_ignore_ascii_case("none")).then(|| first.clone())
             }
-            "banner" => self.banner = (first != "none").then(|| first.into()),
-            "tcprcvbuf" => self.tcp_rcvbuf = size()?,
-            "tcpsndbuf" => self.tcp_sndbuf = size()?,
-            "remotebufmax" => {
-                use crate::net::sockbuf::RemoteMax;
-                self.remote_buf_max = if first.eq_ignore_ascii_case("sysctl") {
-                    RemoteMax::Sysctl
-                } else {
-                    RemoteMax::Bytes(size()?)
-                }
-            }
-            "maxforwardchannels" => self.max_forward_channels = num()?,
-            // 1 = never grant striping; 0 would mean no connection at all.
-            "maxstreams" => {
-                self.max_streams = num()?;
-                if self.max_streams == 0 {
-                    return Err(l.err("MaxStreams must be at least 1."));
-                }
-            }
-            "channelwindow" | "channelwindowmax" => {
-                let (name, slot) = if kw == "channelwindow" {
-                    ("ChannelWindow", &mut self.channel_window)
-                } else {
-                    ("ChannelWindowMax", &mut self.channel_window_max)
-                };
-                *slot =
-                    crate::config::window_size(Some(&first), name, *slot).map_err(|e| l.err(&e))?
-            }
-            "noneenabled" => self.none_enabled = bool_arg()?,
-            "nonemacenabled" => self.none_mac_enabled = bool_arg()?,
-            "usepam" => self.use_pam = bool_arg()?,
-            "pamservicename" => self.pam_service_name = Some(first.clone()),
-            "kbdinteractiveauthentication" => self.kbd_interactive_authentication = bool_arg()?,
-            "permitemptypasswords" => self.permit_empty_passwords = bool_arg()?,
-            "allowtcpforwarding" => self.allow_tcp_forwarding = forwarding(l, &first)?,
+            "permittty" => self.permit_tty = v.yes_no()?,
+            "x11forwarding" => self.x11_forwarding = v.yes_no()?,
+            "printmotd" => self.print_motd = v.yes_no()?,
+            "printlastlog" => self.print_last_log = v.yes_no()?,
+            "permituserenvironment" => self.permit_user_environment = v.yes_no()?,
+            "exposeauthinfo" => self.expose_auth_info = v.yes_no()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// TCP, Unix-socket and agent forwarding.
+    fn apply_forwarding(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+        let (l, first) = (v.l, &v.first);
+        match kw {
+            "allowtcpforwarding" => self.allow_tcp_forwarding = forwarding(l, first)?,
             "allowstreamlocalforwarding" => {
-                self.allow_stream_local_forwarding = forwarding(l, &first)?
+                self.allow_stream_local_forwarding = forwarding(l, first)?
             }
-            "allowagentforwarding" => self.allow_agent_forwarding = bool_arg()?,
-            "disableforwarding" => self.disable_forwarding = bool_arg()?,
-            "gatewayports" => {
-                self.gateway_ports = match first.as_str() {
-                    "yes" | "no" | "clientspecified" => first,
-                    _ => return Err(l.err(&format!("unsupported option \"{first}\"."))),
-                }
-            }
-            "permitopen" => self.permit_open = args,
+            "allowagentforwarding" => self.allow_agent_forwarding = v.yes_no()?,
+            "disableforwarding" => self.disable_forwarding = v.yes_no()?,
+            "gatewayports" => self.gateway_ports = v.one_of(&["yes", "no", "clientspecified"])?,
+            "permitopen" => self.permit_open = l.args.clone(),
+            // A bare port means any address, as sshd shows it (`*:8080`).
             "permitlisten" => {
-                // A bare port means any address, as sshd shows it (`*:8080`).
-                self.permit_listen = args
-                    .into_iter()
+                self.permit_listen = l
+                    .args
+                    .iter()
                     .map(|a| {
                         if a.parse::<u16>().is_ok() {
                             format!("*:{a}")
                         } else {
-                            a
+                            a.clone()
                         }
                     })
                     .collect()
             }
-            "streamlocalbindunlink" => self.stream_local_bind_unlink = bool_arg()?,
-            "permittty" => self.permit_tty = bool_arg()?,
-            "x11forwarding" => self.x11_forwarding = bool_arg()?,
-            "printmotd" => self.print_motd = bool_arg()?,
-            "printlastlog" => self.print_last_log = bool_arg()?,
-            "permituserenvironment" => self.permit_user_environment = bool_arg()?,
-            "exposeauthinfo" => self.expose_auth_info = bool_arg()?,
-            "setenv" => {
-                if args.iter().any(|a| !a.contains('=')) {
-                    return Err(l.err("Invalid environment."));
-                }
-                // A name given twice keeps its first value, as in sshd.
-                let mut env: Vec<String> = Vec::new();
-                for a in args {
-                    let name = a.split('=').next().unwrap_or_default();
-                    if !env.iter().any(|e| e.split('=').next() == Some(name)) {
-                        env.push(a);
-                    }
-                }
-                self.set_env = env;
-            }
-            "authorizedkeyscommand" => {
-                self.authorized_keys_command = command(l, &first, command_line::KEYS_TOKENS)?
-            }
-            "authorizedprincipalscommand" => {
-                self.authorized_principals_command =
-                    command(l, &first, command_line::PRINCIPALS_TOKENS)?
-            }
-            "authorizedprincipalscommanduser" => {
-                self.authorized_principals_command_user = (first != "none").then_some(first)
-            }
-            "addressfamily" => {
-                self.address_family = match first.as_str() {
-                    "any" | "inet" | "inet6" => first,
-                    _ => return Err(l.err(&format!("unsupported option \"{first}\"."))),
-                }
-            }
-            "requiredrsasize" => self.required_rsa_size = num()?,
+            "streamlocalbindunlink" => self.stream_local_bind_unlink = v.yes_no()?,
             "streamlocalbindmask" => {
-                self.stream_local_bind_mask = u32::from_str_radix(&first, 8)
+                self.stream_local_bind_mask = u32::from_str_radix(first, 8)
                     .ok()
                     .filter(|m| *m <= 0o777 && first.starts_with(|c: char| c.is_ascii_digit()))
                     .ok_or_else(|| l.err(&format!("Invalid {}.", l.name)))?
             }
-            "tcpkeepalive" => self.tcp_keep_alive = bool_arg()?,
-            "revokedkeys" => self.revoked_keys = (first != "none").then(|| first.into()),
-            "trustedusercakeys" => {
-                self.trusted_user_ca_keys = (first != "none").then(|| first.into())
+            "maxforwardchannels" => self.max_forward_channels = v.num()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The log's level and facility.
+    fn apply_logging(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+        let (l, first) = (v.l, &v.first);
+        match kw {
+            "loglevel" => {
+                self.log_level = Level::parse(first)
+                    .ok_or_else(|| l.err(&format!("unsupported log level '{first}'")))?
             }
-            "authorizedprincipalsfile" => {
-                self.authorized_principals_file = (first != "none").then_some(first)
+            "syslogfacility" => {
+                let f = first.to_ascii_uppercase();
+                if !FACILITIES.contains(&f.as_str()) {
+                    return Err(l.err(&format!("unsupported log facility '{first}'")));
+                }
+                self.syslog_facility = f;
             }
-            "hostcertificate" => self.host_keys.certificates.push(first.into()),
-            "hostkeyagent" => {
-                self.host_keys.agent = (!first.eq_ignore_ascii_case("none")).then_some(first)
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// How many connections, from where, for how long: MaxStartups,
+    /// PerSource*, client-alive and idle timeouts.
+    fn apply_limits(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+        let (l, first) = (v.l, &v.first);
+        match kw {
+            "maxstartups" => {
+                let p: Vec<Option<u32>> = first.split(':').map(|x| x.parse().ok()).collect();
+                self.max_startups = match p.as_slice() {
+                    [Some(s)] => (*s, 30, *s),
+                    [Some(s), Some(r), Some(f)] if s <= f && *r <= 100 && *r > 0 => (*s, *r, *f),
+                    _ => return Err(l.err("Invalid MaxStartups spec.")),
+                };
             }
-            "securitykeyprovider" => self.host_keys.sk_provider = Some(first),
-            "casignaturealgorithms" => {
-                self.ca_signature_algorithms = algorithms::resolve(
-                    &first,
-                    crate::keys::cert::CA_SIGNATURE_ALGORITHMS,
-                    crate::keys::cert::CA_SIGNATURE_ALGORITHMS_ALL,
-                    "CASignatureAlgorithms",
-                )
-                .map_err(|e| l.err(&e))?
-            }
-            "authenticationmethods" => self.authentication_methods = authentication_methods(l)?,
-            "authorizedkeyscommanduser" => {
-                self.authorized_keys_command_user = (first != "none").then_some(first)
+            "clientaliveinterval" => self.client_alive_interval = v.time()?,
+            "clientalivecountmax" => self.client_alive_count_max = v.num()?,
+            "channeltimeout" => self.channel_timeout = super::timeouts::channel_timeout(l)?,
+            "unusedconnectiontimeout" => {
+                self.unused_connection_timeout = super::timeouts::unused_connection_timeout(l)?
             }
             "persourcemaxstartups" => {
-                self.per_source_max_startups = per_source::max_startups(l, &first)?
+                self.per_source_max_startups = per_source::max_startups(l, first)?
             }
             "persourcenetblocksize" => {
                 self.per_source_net_block_size =
-                    per_source::net_block_size(l, &first, self.per_source_net_block_size.1)?
+                    per_source::net_block_size(l, first, self.per_source_net_block_size.1)?
             }
             "persourcepenalties" => self.per_source_penalties.apply(l)?,
             "persourcepenaltyexemptlist" => {
@@ -426,23 +488,102 @@ impl ServerConfig {
                 self.per_source_penalty_exempt = if first.eq_ignore_ascii_case("none") {
                     None
                 } else {
-                    Some(per_source::exempt_list(l, &first)?)
+                    Some(per_source::exempt_list(l, first)?)
                 }
             }
-            other => {
-                unsupported(l, other, &first)?;
-                // Accepted, not acted on: kept for -T (yes/no as sshd spells them).
-                let v = args
-                    .iter()
-                    .map(|a| match yes_no(a) {
-                        Some(b) => if b { "yes" } else { "no" }.to_owned(),
-                        None => a.clone(),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                self.other.insert(other.to_owned(), v);
-            }
+            _ => return Ok(false),
         }
+        Ok(true)
+    }
+
+    /// sluice's own throughput keywords: socket buffers, windows, striping.
+    fn apply_throughput(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+        let (l, first) = (v.l, &v.first);
+        match kw {
+            "tcprcvbuf" => self.tcp_rcvbuf = v.size()?,
+            "tcpsndbuf" => self.tcp_sndbuf = v.size()?,
+            "remotebufmax" => {
+                use crate::net::sockbuf::RemoteMax;
+                self.remote_buf_max = if first.eq_ignore_ascii_case("sysctl") {
+                    RemoteMax::Sysctl
+                } else {
+                    RemoteMax::Bytes(v.size()?)
+                }
+            }
+            // 1 = never grant striping; 0 would mean no connection at all.
+            "maxstreams" => {
+                self.max_streams = v.num()?;
+                if self.max_streams == 0 {
+                    return Err(l.err("MaxStreams must be at least 1."));
+                }
+            }
+            "channelwindow" => {
+                self.channel_window =
+                    crate::config::window_size(Some(first), "ChannelWindow", self.channel_window)
+                        .map_err(|e| l.err(&e))?
+            }
+            "channelwindowmax" => {
+                self.channel_window_max = crate::config::window_size(
+                    Some(first),
+                    "ChannelWindowMax",
+                    self.channel_window_max,
+                )
+                .map_err(|e| l.err(&e))?
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// A keyword no group takes: refused when sluiced cannot honour its
+    /// value, else accepted and kept for -T (yes/no as sshd spells them).
+    fn keep_other(&mut self, kw: &str, v: &Value) -> Result<(), String> {
+        unsupported(v.l, kw, &v.first)?;
+        let shown =
+            v.l.args
+                .iter()
+                .map(|a| match yes_no(a) {
+                    Some(b) => if b { "yes" } else { "no" }.to_owned(),
+                    None => a.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+        self.other.insert(kw.to_owned(), shown);
         Ok(())
     }
+}
+
+/// PubkeyAuthOptions: `none`, `touch-required`, `verify-required`.
+fn pubkey_auth_options(l: &Line) -> Result<super::PubkeyAuthOptions, String> {
+    let mut o = super::PubkeyAuthOptions::default();
+    for a in &l.args {
+        match a.as_str() {
+            "none" => {}
+            "touch-required" => o.touch_required = true,
+            "verify-required" => o.verify_required = true,
+            other => {
+                return Err(l.err(&format!(
+                    "unsupported {} option {other} (none, touch-required, verify-required)",
+                    l.name
+                )))
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// SetEnv: NAME=VALUE pairs; a name given twice keeps its first value, as
+/// in sshd.
+fn set_env(l: &Line) -> Result<Vec<String>, String> {
+    if l.args.iter().any(|a| !a.contains('=')) {
+        return Err(l.err("Invalid environment."));
+    }
+    let mut env: Vec<String> = Vec::new();
+    for a in &l.args {
+        let name = a.split('=').next().unwrap_or_default();
+        if !env.iter().any(|e| e.split('=').next() == Some(name)) {
+            env.push(a.clone());
+        }
+    }
+    Ok(env)
 }

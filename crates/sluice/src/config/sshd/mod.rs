@@ -8,11 +8,13 @@
 //! README.md). `dump` prints the effective configuration like `sshd -T`.
 //!
 //! lines.rs reads files into lines with their conditions, matching.rs
-//! tests Match criteria, keywords.rs applies values, dump.rs prints.
+//! tests Match criteria, keywords.rs applies values over defaults.rs,
+//! queries.rs answers what the server asks of the result, dump.rs prints.
 
 mod addr_list;
 pub mod auth_methods;
 pub(crate) mod command_line;
+mod defaults;
 mod dump;
 pub(crate) mod keyword_table;
 pub(crate) mod keywords;
@@ -21,6 +23,7 @@ mod lines;
 mod matching;
 pub mod per_source;
 pub mod proto;
+mod queries;
 pub mod snapshot;
 pub mod timeouts;
 
@@ -30,7 +33,6 @@ use crate::keys::host_keys::HostKeyFiles;
 use crate::log::Level;
 use crate::net::crypto_pool::CryptoThreads;
 use line::Line;
-use sluice_proto::crypto::{cipher, hostkey};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -295,10 +297,6 @@ pub struct ServerConfig {
     lines: Arc<Vec<Line>>,
 }
 
-fn own(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| (*s).to_owned()).collect()
-}
-
 /// PubkeyAuthOptions (sshd_config(5)): `none` (the default: a security
 /// key's touch is required unless its authorized_keys line or certificate
 /// says `no-touch-required`), `touch-required` (always, whatever the key's
@@ -310,100 +308,6 @@ pub struct PubkeyAuthOptions {
     pub touch_required: bool,
     /// `verify-required`.
     pub verify_required: bool,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            ports: Vec::new(),
-            listen: Vec::new(),
-            host_keys: HostKeyFiles::default(),
-            authorized_keys_file: own(&[".ssh/authorized_keys", ".ssh/authorized_keys2"]),
-            permit_root_login: PermitRootLogin::ProhibitPassword,
-            pubkey_authentication: true,
-            password_authentication: true,
-            strict_modes: true,
-            pid_file: Some(PathBuf::from("/run/sluiced.pid")),
-            subsystems: Vec::new(),
-            accept_env: Vec::new(),
-            log_level: Level::Info,
-            max_sessions: 10,
-            max_auth_tries: 6,
-            max_startups: (10, 30, 100),
-            login_grace_time: 120,
-            ciphers: own(crate::config::cipher_order::default_ciphers()),
-            macs: own(cipher::DEFAULT_MACS),
-            kex: own(SERVER_DEFAULT_KEX),
-            host_key_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
-            pubkey_algorithms: own(hostkey::DEFAULT_SIG_ALGS),
-            compression: "yes".into(),
-            enable_hw_compression: false,
-            hw_compression_library: None,
-            rekey_limit: (0, 0),
-            crypto_threads: CryptoThreads::Auto,
-            force_command: None,
-            chroot_directory: None,
-            banner: None,
-            allow_users: Vec::new(),
-            deny_users: Vec::new(),
-            tcp_rcvbuf: 0,
-            tcp_sndbuf: 0,
-            remote_buf_max: crate::net::sockbuf::RemoteMax::Sysctl,
-            channel_window: sluice_proto::Config::default().window,
-            channel_window_max: sluice_proto::Config::default().window_max,
-            max_forward_channels: 256,
-            max_streams: 8,
-            none_enabled: false,
-            none_mac_enabled: false,
-            use_pam: false,
-            pam_service_name: None,
-            config_dir: PathBuf::from(DEFAULT_CONFIG_DIR),
-            kbd_interactive_authentication: true,
-            permit_empty_passwords: false,
-            allow_groups: Vec::new(),
-            deny_groups: Vec::new(),
-            allow_tcp_forwarding: "yes".into(),
-            allow_stream_local_forwarding: "yes".into(),
-            allow_agent_forwarding: true,
-            disable_forwarding: false,
-            gateway_ports: "no".into(),
-            permit_open: Vec::new(),
-            permit_listen: Vec::new(),
-            stream_local_bind_unlink: false,
-            permit_tty: true,
-            x11_forwarding: false,
-            print_motd: true,
-            print_last_log: true,
-            permit_user_environment: false,
-            expose_auth_info: false,
-            set_env: Vec::new(),
-            client_alive_interval: 0,
-            client_alive_count_max: 3,
-            channel_timeout: Vec::new(),
-            unused_connection_timeout: 0,
-            authorized_keys_command: None,
-            authorized_keys_command_user: None,
-            authorized_principals_command: None,
-            authorized_principals_command_user: None,
-            syslog_facility: "AUTH".into(),
-            required_rsa_size: crate::keys::host_keys::DEFAULT_MIN_RSA_BITS,
-            address_family: "any".into(),
-            stream_local_bind_mask: 0o177,
-            tcp_keep_alive: true,
-            authentication_methods: Vec::new(),
-            revoked_keys: None,
-            trusted_user_ca_keys: None,
-            authorized_principals_file: None,
-            ca_signature_algorithms: own(crate::keys::cert::CA_SIGNATURE_ALGORITHMS),
-            pubkey_auth_options: PubkeyAuthOptions::default(),
-            per_source_max_startups: None,
-            per_source_net_block_size: (32, 128),
-            per_source_penalties: per_source::PenaltySpec::default(),
-            per_source_penalty_exempt: None,
-            other: BTreeMap::new(),
-            lines: Arc::new(Vec::new()),
-        }
-    }
 }
 
 /// Reads the configuration: `-o` overrides first (so they win), then
@@ -554,41 +458,6 @@ impl ServerConfig {
         Ok(cfg)
     }
 
-    /// The host key files `sluiced -A` makes when missing: the HostKey
-    /// lines (`-h` included), else the default keys beside the
-    /// configuration file.
-    pub fn host_key_targets(&self) -> Vec<PathBuf> {
-        let given: Vec<PathBuf> = self
-            .lines
-            .iter()
-            .filter(|l| keyword_table::canonical(&l.kw) == "hostkey" && l.active(None))
-            .filter_map(|l| l.args.first().map(PathBuf::from))
-            .collect();
-        if given.is_empty() {
-            default_host_key_paths(&self.config_dir)
-        } else {
-            given
-        }
-    }
-
-    /// ChannelTimeout's rules in order (the first matching type wins).
-    pub fn channel_timeouts(&self) -> Vec<timeouts::ChannelTimeoutRule> {
-        timeouts::channel_timeout_rules(&self.channel_timeout)
-    }
-
-    /// The PAM service (UsePAM): PAMServiceName, else "sluiced" when
-    /// /etc/pam.d/sluiced exists (the package's), else sshd's "sshd".
-    pub fn pam_service(&self) -> String {
-        if let Some(s) = &self.pam_service_name {
-            return s.clone();
-        }
-        if Path::new("/etc/pam.d/sluiced").exists() {
-            "sluiced".into()
-        } else {
-            "sshd".into()
-        }
-    }
-
     /// For `-T`: the configuration a test spec (`-C`) gets, or sshd's
     /// complaint when the spec lacks `lport` that a Match line needs.
     pub fn for_test(&self, ctx: &MatchContext) -> Result<ServerConfig, String> {
@@ -602,23 +471,6 @@ impl ServerConfig {
         Ok(self.for_connection(ctx))
     }
 
-    /// Authentication methods enabled here (PubkeyAuthentication,
-    /// PasswordAuthentication, KbdInteractiveAuthentication), in sshd's
-    /// order, before AuthenticationMethods is applied.
-    pub fn enabled_methods(&self) -> Vec<String> {
-        let mut m = Vec::new();
-        for (on, name) in [
-            (self.pubkey_authentication, "publickey"),
-            (self.password_authentication, "password"),
-            (self.kbd_interactive_authentication, "keyboard-interactive"),
-        ] {
-            if on {
-                m.push(name.to_owned());
-            }
-        }
-        m
-    }
-
     /// Some AuthenticationMethods list names only enabled methods.
     fn some_method_list_enabled(&self) -> bool {
         let enabled = self.enabled_methods();
@@ -629,117 +481,6 @@ impl ServerConfig {
                     .any(|e| Some(e.as_str()) == m.split(':').next())
             })
         })
-    }
-
-    /// AddressFamily allows an address of this family (listening, forwarding).
-    pub fn family_allowed(&self, a: &std::net::SocketAddr) -> bool {
-        self.family_filter()(a)
-    }
-
-    /// AddressFamily as a filter on addresses.
-    pub fn family_filter(&self) -> fn(&std::net::SocketAddr) -> bool {
-        match self.address_family.as_str() {
-            "inet" => std::net::SocketAddr::is_ipv4,
-            "inet6" => std::net::SocketAddr::is_ipv6,
-            _ => |_| true,
-        }
-    }
-
-    /// AuthorizedKeysFile with tokens expanded and relative paths under home.
-    pub fn authorized_keys_files(&self, user: &str, home: &str, uid: u32) -> Vec<PathBuf> {
-        self.authorized_keys_file
-            .iter()
-            .filter(|t| t.as_str() != "none")
-            .map(|t| user_path(t, user, home, uid))
-            .collect()
-    }
-
-    /// AuthorizedPrincipalsFile with tokens expanded, relative to home.
-    pub fn authorized_principals_path(&self, user: &str, home: &str, uid: u32) -> Option<PathBuf> {
-        let t = self.authorized_principals_file.as_ref()?;
-        Some(user_path(t, user, home, uid))
-    }
-
-    /// AcceptEnv allows this variable.
-    pub fn accept_env_matches(&self, name: &str) -> bool {
-        self.accept_env
-            .iter()
-            .any(|p| crate::keys::pattern::match_pattern(name, p))
-    }
-
-    /// The command of a Subsystem.
-    pub fn subsystem_command(&self, name: &str) -> Option<String> {
-        self.subsystems
-            .iter()
-            .find(|(s, _)| s == name)
-            .map(|(_, c)| c.clone())
-    }
-
-    /// Addresses to listen on.
-    pub fn listen_addrs(&self) -> Result<Vec<std::net::SocketAddr>, String> {
-        use std::net::ToSocketAddrs;
-        let hosts: Vec<String> = if self.listen.is_empty() {
-            match self.address_family.as_str() {
-                "inet" => vec!["0.0.0.0".into()],
-                "inet6" => vec!["::".into()],
-                _ => vec!["0.0.0.0".into(), "::".into()],
-            }
-        } else {
-            self.listen.clone()
-        };
-        let mut out = Vec::new();
-        for h in hosts {
-            let (host, port) = split_host_port(&h);
-            let ports = match port {
-                Some(p) => vec![p],
-                None => self.ports.clone(),
-            };
-            for p in ports {
-                let addrs: Vec<_> = (host.as_str(), p)
-                    .to_socket_addrs()
-                    .map_err(|e| format!("ListenAddress {h}: {e}"))?
-                    .filter(|a| self.family_allowed(a))
-                    .collect();
-                if addrs.is_empty() {
-                    return Err(format!(
-                        "ListenAddress {h}: no address of the family AddressFamily {} allows",
-                        self.address_family
-                    ));
-                }
-                out.extend(addrs);
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// `host`, `host:port`, `[v6]:port`, bare v6.
-fn split_host_port(s: &str) -> (String, Option<u16>) {
-    if let Some(rest) = s.strip_prefix('[') {
-        if let Some((h, p)) = rest.split_once("]:") {
-            return (h.to_owned(), p.parse().ok());
-        }
-        return (rest.trim_end_matches(']').to_owned(), None);
-    }
-    match s.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') => (h.to_owned(), p.parse().ok()),
-        _ => (s.to_owned(), None),
-    }
-}
-
-/// A per-user file name (AuthorizedKeysFile, AuthorizedPrincipalsFile):
-/// %% %h %u %U expanded, relative names under the home directory.
-fn user_path(template: &str, user: &str, home: &str, uid: u32) -> PathBuf {
-    let s = template
-        .replace("%%", "\0")
-        .replace("%h", home)
-        .replace("%u", user)
-        .replace("%U", &uid.to_string())
-        .replace('\0', "%");
-    if s.starts_with('/') {
-        PathBuf::from(s)
-    } else {
-        Path::new(home).join(s)
     }
 }
 

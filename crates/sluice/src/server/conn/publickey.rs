@@ -147,24 +147,7 @@ fn decide_inner(
     } else {
         None
     };
-    // sshd's words: `ED25519-CERT SHA256:.. ID id (serial N) CA ED25519 SHA256:..`.
-    let described = match &certificate {
-        Some(c) => format!(
-            "{} {} ID {} (serial {}) CA {} {}",
-            c.type_name(),
-            c.fingerprint(),
-            c.key_id(),
-            c.serial(),
-            c.ca_type_name(),
-            c.ca_fingerprint()
-        ),
-        // sshd names the type as sshkey_type does (`ED25519 SHA256:..`).
-        None => format!(
-            "{} {}",
-            crate::keys::key_type::sshd_key_type(key_blob),
-            fingerprint_sha256(key_blob)
-        ),
-    };
+    let described = describe(key_blob, certificate.as_ref());
     let fail = |why: &str| {
         log!(
             Info,
@@ -172,24 +155,7 @@ fn decide_inner(
         );
         None
     };
-    // A certificate is judged by its key and its CA's key.
-    let mut checked = vec![key_blob];
-    if let Some(c) = &certificate {
-        checked = vec![key_blob, c.plain.as_slice(), c.ca.as_slice()];
-    }
-    for blob in &checked {
-        if let Some(why) = crate::keys::host_keys::rsa_too_small(blob, cfg.required_rsa_size) {
-            log!(Info, "refusing RSA key: {why}");
-            return fail("");
-        }
-        if is_revoked(cfg, blob, None) {
-            return fail("");
-        }
-    }
-    if certificate
-        .as_ref()
-        .is_some_and(|c| is_revoked(cfg, key_blob, Some(c)))
-    {
+    if key_refused(cfg, key_blob, certificate.as_ref()) {
         return fail("");
     }
     let Some(info) = session::lookup_user(user) else {
@@ -200,26 +166,13 @@ fn decide_inner(
         log!(Info, "ROOT LOGIN REFUSED FROM {ip} port {port}");
         return None;
     }
-    // sshd's order: AuthorizedKeysCommand's lines, then the files.
-    let mut files: Vec<_> = keys_command::output(
+    let Some(opts) = authorized(
         cfg,
-        Which::Keys,
         (peer, local),
-        &info,
+        (&info, user),
         key_blob,
         certificate.as_ref(),
-    )
-    .into_iter()
-    .collect();
-    files.extend(read_authorized_keys(cfg, &info));
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let found = match &certificate {
-        Some(c) => cert::allowed(cfg, (peer, local), &info, (key_blob, c), &files, now),
-        None => authorized_keys::find_key(&files, key_blob, user, ip, None, now),
-    };
-    let Some(opts) = found else {
+    ) else {
         return fail("");
     };
     if info.uid == 0 && cfg.permit_root_login.forced_commands_only() && opts.command.is_none() {
@@ -239,6 +192,73 @@ fn decide_inner(
         );
     }
     Some((info, opts))
+}
+
+/// The key as sshd's log lines name it: `ED25519 SHA256:..`, or for a
+/// certificate `ED25519-CERT SHA256:.. ID id (serial N) CA ED25519 SHA256:..`.
+fn describe(key_blob: &[u8], certificate: Option<&Cert>) -> String {
+    match certificate {
+        Some(c) => format!(
+            "{} {} ID {} (serial {}) CA {} {}",
+            c.type_name(),
+            c.fingerprint(),
+            c.key_id(),
+            c.serial(),
+            c.ca_type_name(),
+            c.ca_fingerprint()
+        ),
+        // sshd names the type as sshkey_type does (`ED25519 SHA256:..`).
+        None => format!(
+            "{} {}",
+            crate::keys::key_type::sshd_key_type(key_blob),
+            fingerprint_sha256(key_blob)
+        ),
+    }
+}
+
+/// Refused whoever the user: an RSA key under RequiredRSASize, or a key
+/// RevokedKeys lists. A certificate is judged by its key and its CA's key,
+/// and as a certificate.
+fn key_refused(cfg: &Sshd, key_blob: &[u8], certificate: Option<&Cert>) -> bool {
+    let mut checked = vec![key_blob];
+    if let Some(c) = certificate {
+        checked = vec![key_blob, c.plain.as_slice(), c.ca.as_slice()];
+    }
+    for blob in &checked {
+        if let Some(why) = crate::keys::host_keys::rsa_too_small(blob, cfg.required_rsa_size) {
+            log!(Info, "refusing RSA key: {why}");
+            return true;
+        }
+        if is_revoked(cfg, blob, None) {
+            return true;
+        }
+    }
+    certificate.is_some_and(|c| is_revoked(cfg, key_blob, Some(c)))
+}
+
+/// The key's options when the authorized keys of `info` (asked for as
+/// `user`) allow it: in sshd's
+/// order, AuthorizedKeysCommand's lines, then the files; a certificate
+/// through its CA (cert.rs).
+fn authorized(
+    cfg: &Sshd,
+    (peer, local): (SocketAddr, SocketAddr),
+    (info, user): (&UserInfo, &str),
+    key_blob: &[u8],
+    certificate: Option<&Cert>,
+) -> Option<KeyOptions> {
+    let mut files: Vec<_> =
+        keys_command::output(cfg, Which::Keys, (peer, local), info, key_blob, certificate)
+            .into_iter()
+            .collect();
+    files.extend(read_authorized_keys(cfg, info));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    match certificate {
+        Some(c) => cert::allowed(cfg, (peer, local), info, (key_blob, c), &files, now),
+        None => authorized_keys::find_key(&files, key_blob, user, peer.ip(), None, now),
+    }
 }
 
 /// sshd's auth_key_is_revoked: listed in RevokedKeys, or the file

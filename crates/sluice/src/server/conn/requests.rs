@@ -19,6 +19,9 @@ use std::os::unix::ffi::OsStringExt;
 use super::ServerConn;
 
 impl ServerConn {
+    /// Runs the session's command (None: the user's shell) on channel
+    /// `id`: on its pty, through its stripe hub, in this process when it
+    /// is internal-sftp, else on pipes. False when refused or failed.
     pub(super) fn spawn(
         &mut self,
         id: ChannelId,
@@ -30,42 +33,16 @@ impl ServerConn {
             return false;
         };
         let auth_info = self.auth_info_path();
-        let Some(s) = self.sessions.get_mut(&id) else {
+        let Some(s) = self.sessions.get(&id) else {
             return false;
         };
         if s.child.is_some() || s.sftp.is_some() {
             return false;
         }
         let env = s.env.clone();
-        let mut server_env = session_env::server_env(
-            &self.cfg,
-            &self.pam_env,
-            self.key_options.as_ref(),
-            &user,
-            self.agent.env(),
-        );
-        if let Some(path) = auth_info {
-            server_env.push(("SSH_USER_AUTH".into(), path.into_os_string()));
-        }
-        // A forced command replaces what the client asked for, which is kept
-        // in SSH_ORIGINAL_COMMAND. The administrator's ForceCommand comes
-        // before the key's command= (sshd's order).
-        let forced = self
-            .cfg
-            .force_command
-            .clone()
-            .or_else(|| self.key_options.as_ref().and_then(|o| o.command.clone()));
-        let command = match forced {
-            Some(f) => {
-                if let Some(orig) = &command {
-                    server_env.push((
-                        "SSH_ORIGINAL_COMMAND".into(),
-                        OsString::from_vec(orig.clone()),
-                    ));
-                }
-                Some(f.into_bytes())
-            }
-            None => command,
+        let (command, server_env) = self.forced_command(&user, auth_info, command);
+        let Some(s) = self.sessions.get_mut(&id) else {
+            return false;
         };
         let striped = s.stripe.clone();
         if striped.is_some()
@@ -103,47 +80,68 @@ impl ServerConn {
                 }
             };
         }
-        match session::spawn(&spawn) {
-            Ok(mut child) if striped.is_some() => {
-                let Some(hub) = striped else { return false };
-                match super::stripe::attach(&hub, &mut child) {
-                    Ok(io) => {
-                        fds.insert(id, io);
-                        s.child = Some(SessionChild::new(child));
-                        true
-                    }
-                    Err(e) => {
-                        log!(Error, "session: striped channel: {e}");
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        false
-                    }
-                }
-            }
-            Ok(mut child) => {
-                let mut io = ChanIo::owned(
-                    child.stdout.take().map(OwnedFd::from),
-                    child.stderr.take().map(OwnedFd::from),
-                    child.stdin.take().map(OwnedFd::from),
-                    None,
-                );
-                io.close_sink_on_eof = true;
-                let pipe = command_pipe_size();
-                for fd in io.raw_fds() {
-                    let _ = crate::net::fdio::set_nonblocking(fd, true);
-                    if pipe > 0 {
-                        crate::net::fdio::set_pipe_size(fd, pipe);
-                    }
-                }
-                fds.insert(id, io);
-                s.child = Some(SessionChild::new(child));
-                true
-            }
+        let mut child = match session::spawn(&spawn) {
+            Ok(c) => c,
             Err(e) => {
                 log!(Error, "session: failed to run command: {e}");
-                false
+                return false;
             }
+        };
+        let io = match striped {
+            Some(hub) => match super::stripe::attach(&hub, &mut child) {
+                Ok(io) => io,
+                Err(e) => {
+                    log!(Error, "session: striped channel: {e}");
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return false;
+                }
+            },
+            None => command_pipes(&mut child),
+        };
+        fds.insert(id, io);
+        s.child = Some(SessionChild::new(child));
+        true
+    }
+
+    /// The command to run and the environment the server sets for it. A
+    /// forced command replaces what the client asked for, which is kept
+    /// in SSH_ORIGINAL_COMMAND. The administrator's ForceCommand comes
+    /// before the key's command= (sshd's order).
+    fn forced_command(
+        &self,
+        user: &UserInfo,
+        auth_info: Option<std::path::PathBuf>,
+        command: Option<Vec<u8>>,
+    ) -> (Option<Vec<u8>>, Vec<(OsString, OsString)>) {
+        let mut server_env = session_env::server_env(
+            &self.cfg,
+            &self.pam_env,
+            self.key_options.as_ref(),
+            user,
+            self.agent.env(),
+        );
+        if let Some(path) = auth_info {
+            server_env.push(("SSH_USER_AUTH".into(), path.into_os_string()));
         }
+        let forced = self
+            .cfg
+            .force_command
+            .clone()
+            .or_else(|| self.key_options.as_ref().and_then(|o| o.command.clone()));
+        let command = match forced {
+            Some(f) => {
+                if let Some(orig) = &command {
+                    server_env.push((
+                        "SSH_ORIGINAL_COMMAND".into(),
+                        OsString::from_vec(orig.clone()),
+                    ));
+                }
+                Some(f.into_bytes())
+            }
+            None => command,
+        };
+        (command, server_env)
     }
 
     /// `internal-sftp` (a Subsystem or ForceCommand naming it): the server
@@ -185,6 +183,8 @@ impl ServerConn {
         }
     }
 
+    /// A session channel's request: true when done (the reply's
+    /// success).
     pub(super) fn on_request(
         &mut self,
         conn: &mut Connection,
@@ -193,23 +193,7 @@ impl ServerConn {
         req: ChannelRequestKind,
     ) -> bool {
         match req {
-            ChannelRequestKind::Env { name, value } => {
-                let Some(s) = self.sessions.get_mut(&id) else {
-                    return false;
-                };
-                // Names are the peer's: log at most 64 characters of them.
-                let shown: String = name.chars().take(64).collect();
-                if !self.cfg.accept_env_matches(&name) {
-                    log!(Debug1, "Ignoring env request {shown}: disallowed name");
-                    return false;
-                }
-                if let Err(why) = session_env::check_request(&name, &value, &s.env) {
-                    log!(Info, "Ignoring env request {shown}: {why}");
-                    return false;
-                }
-                s.env.push((name.into(), OsString::from_vec(value)));
-                true
-            }
+            ChannelRequestKind::Env { name, value } => self.on_env(id, name, value),
             ChannelRequestKind::Other { name, .. } if name == agent_forward::REQUEST => {
                 match (&self.user, self.sessions.contains_key(&id)) {
                     (Some(u), true) => self.agent.request(&self.cfg, self.key_options.as_ref(), u),
@@ -231,44 +215,8 @@ impl ServerConn {
                 height_px,
                 modes,
             } => {
-                if refuse_interactive(conn, id, "pty-req") {
-                    return false;
-                }
-                if !self.cfg.permit_tty {
-                    log!(Info, "Pty allocation disabled.");
-                    return false;
-                }
-                let Some(s) = self.sessions.get_mut(&id) else {
-                    return false;
-                };
-                if s.pty.is_some() || s.child.is_some() {
-                    return false;
-                }
-                if self.key_options.as_ref().is_some_and(|k| k.no_pty) {
-                    log!(Info, "channel {}: pty-req refused: key option no-pty", id.0);
-                    return false;
-                }
-                let size = (cols, rows, width_px, height_px);
-                let opened = match self.monitor.as_mut() {
-                    Some(m) => Pty::open(&term, size, &modes, || m.pty()),
-                    None => Pty::open(&term, size, &modes, crate::server::pty::openpty),
-                };
-                match opened {
-                    Ok(p) => {
-                        log!(
-                            Debug1,
-                            "session: allocated pty {} for channel {}",
-                            p.name(),
-                            id.0
-                        );
-                        s.pty = Some(p);
-                        true
-                    }
-                    Err(e) => {
-                        log!(Info, "channel {}: pty-req refused: {e}", id.0);
-                        false
-                    }
-                }
+                !refuse_interactive(conn, id, "pty-req")
+                    && self.on_pty_req(id, &term, (cols, rows, width_px, height_px), &modes)
             }
             ChannelRequestKind::WindowChange {
                 cols,
@@ -281,23 +229,7 @@ impl ServerConn {
                 }
                 false
             }
-            ChannelRequestKind::Subsystem { name } => match self.cfg.subsystem_command(&name) {
-                Some(cmd) => {
-                    log!(
-                        Verbose,
-                        "subsystem request for {name} by user {}",
-                        self.user.as_ref().map_or("", |u| u.name.as_str())
-                    );
-                    self.spawn(id, fds, Some(cmd.into_bytes()), true)
-                }
-                None => {
-                    log!(
-                        Info,
-                        "subsystem request for {name} failed, subsystem not found"
-                    );
-                    false
-                }
-            },
+            ChannelRequestKind::Subsystem { name } => self.on_subsystem(id, fds, &name),
             ChannelRequestKind::Other { name, .. } if name == "eow@openssh.com" => {
                 // The client can write no more of our output (its stdout
                 // went away): stop reading the command's output so it gets
@@ -309,28 +241,139 @@ impl ServerConn {
                 false
             }
             ChannelRequestKind::Signal { name } => {
-                // Only a command that still exists is signalled (child.rs):
-                // after it was reaped its pid may belong to anyone.
-                if let Some(s) = self.sessions.get(&id) {
-                    let sent = match (&s.child, &s.pty) {
-                        (Some(c), Some(_)) => c.signal_group(&name),
-                        (Some(c), None) => c.signal(&name),
-                        _ => false,
-                    };
-                    if !sent {
-                        log!(
-                            Debug1,
-                            "channel {}: signal {name} not sent: no such process",
-                            id.0
-                        );
-                    }
-                }
-                let _ = conn;
+                self.on_signal(id, &name);
                 false
             }
             _ => false,
         }
     }
+
+    /// env: kept for the command when AcceptEnv names it and it passes
+    /// session_env's checks.
+    fn on_env(&mut self, id: ChannelId, name: String, value: Vec<u8>) -> bool {
+        let Some(s) = self.sessions.get_mut(&id) else {
+            return false;
+        };
+        // Names are the peer's: log at most 64 characters of them.
+        let shown: String = name.chars().take(64).collect();
+        if !self.cfg.accept_env_matches(&name) {
+            log!(Debug1, "Ignoring env request {shown}: disallowed name");
+            return false;
+        }
+        if let Err(why) = session_env::check_request(&name, &value, &s.env) {
+            log!(Info, "Ignoring env request {shown}: {why}");
+            return false;
+        }
+        s.env.push((name.into(), OsString::from_vec(value)));
+        true
+    }
+
+    /// pty-req: a pty (from the monitor under privilege separation) unless
+    /// PermitTTY, the key's no-pty or an earlier pty or command refuses it.
+    fn on_pty_req(
+        &mut self,
+        id: ChannelId,
+        term: &str,
+        size: (u32, u32, u32, u32),
+        modes: &[u8],
+    ) -> bool {
+        if !self.cfg.permit_tty {
+            log!(Info, "Pty allocation disabled.");
+            return false;
+        }
+        let Some(s) = self.sessions.get_mut(&id) else {
+            return false;
+        };
+        if s.pty.is_some() || s.child.is_some() {
+            return false;
+        }
+        if self.key_options.as_ref().is_some_and(|k| k.no_pty) {
+            log!(Info, "channel {}: pty-req refused: key option no-pty", id.0);
+            return false;
+        }
+        let opened = match self.monitor.as_mut() {
+            Some(m) => Pty::open(term, size, modes, || m.pty()),
+            None => Pty::open(term, size, modes, crate::server::pty::openpty),
+        };
+        match opened {
+            Ok(p) => {
+                log!(
+                    Debug1,
+                    "session: allocated pty {} for channel {}",
+                    p.name(),
+                    id.0
+                );
+                s.pty = Some(p);
+                true
+            }
+            Err(e) => {
+                log!(Info, "channel {}: pty-req refused: {e}", id.0);
+                false
+            }
+        }
+    }
+
+    /// subsystem: the Subsystem line's command, run as a command is.
+    fn on_subsystem(&mut self, id: ChannelId, fds: &mut ChannelFds, name: &str) -> bool {
+        match self.cfg.subsystem_command(name) {
+            Some(cmd) => {
+                log!(
+                    Verbose,
+                    "subsystem request for {name} by user {}",
+                    self.user.as_ref().map_or("", |u| u.name.as_str())
+                );
+                self.spawn(id, fds, Some(cmd.into_bytes()), true)
+            }
+            None => {
+                log!(
+                    Info,
+                    "subsystem request for {name} failed, subsystem not found"
+                );
+                false
+            }
+        }
+    }
+
+    /// signal: only a command that still exists is signalled (child.rs):
+    /// after it was reaped its pid may belong to anyone.
+    fn on_signal(&self, id: ChannelId, name: &str) {
+        let Some(s) = self.sessions.get(&id) else {
+            return;
+        };
+        let sent = match (&s.child, &s.pty) {
+            (Some(c), Some(_)) => c.signal_group(name),
+            (Some(c), None) => c.signal(name),
+            _ => false,
+        };
+        if !sent {
+            log!(
+                Debug1,
+                "channel {}: signal {name} not sent: no such process",
+                id.0
+            );
+        }
+    }
+}
+
+/// A command's stdin, stdout and stderr as the channel's ends: pipes made
+/// non-blocking and enlarged (command_pipe_size); the command's input
+/// closes at the channel's EOF.
+fn command_pipes(child: &mut std::process::Child) -> ChanIo {
+    let mut io = ChanIo::owned(
+        child.stdout.take().map(OwnedFd::from),
+        child.stderr.take().map(OwnedFd::from),
+        child.stdin.take().map(OwnedFd::from),
+        None,
+    );
+    io.close_sink_on_eof = true;
+    let pipe = command_pipe_size();
+    for fd in io.raw_fds() {
+        let _ = crate::net::fdio::set_nonblocking(fd, true);
+        if pipe > 0 {
+            crate::net::fdio::set_pipe_size(fd, pipe);
+        }
+    }
+    io
 }
 
 /// A pty or shell makes the connection interactive: NONE is withdrawn from

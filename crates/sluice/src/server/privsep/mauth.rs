@@ -12,18 +12,21 @@ use super::accepted::Accepted;
 use super::signer::KeyHolder;
 use super::stripe_join::{self, Joining};
 use super::wire::{Method, Msg};
-use crate::config::sshd::{MatchContext, PermitRootLogin, ServerConfig as Sshd};
+use crate::config::sshd::{MatchContext, ServerConfig as Sshd};
 use crate::keys::authorized_keys::KeyOptions;
 use crate::server::auth::{Answers, ServerAuth};
 use crate::server::auth_info;
 use crate::server::session::UserInfo;
 use sluice_proto::crypto::hostkey;
-use sluice_proto::msg::{DisconnectReason, Prompt};
-use sluice_proto::stripe::codec::JoinRequest;
 use sluice_proto::AuthMethodRequest;
 use std::net::SocketAddr;
 use std::time::Duration;
 use zeroize::Zeroizing;
+
+mod join;
+mod recorder;
+
+use recorder::Recorder;
 
 /// A child's request the monitor did not expect: the connection ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,56 +60,6 @@ impl std::fmt::Display for Violation {
             Violation::BadAlgorithm => f.write_str("publickey algorithm not allowed"),
             Violation::UserChanged => f.write_str("another user named than at first"),
         }
-    }
-}
-
-/// The verdicts [`ServerAuth`] gives, kept for the child.
-#[derive(Default)]
-struct Recorder {
-    verdict: Option<Msg>,
-    failures: u32,
-    max_tries: u32,
-    closed: bool,
-    /// The pending request is `none` (its rejection is not counted).
-    none: bool,
-    /// LoginGraceTime ran out (ServerAuth disconnects for it).
-    timed_out: bool,
-}
-
-impl Answers for Recorder {
-    fn auth_accept(&mut self) {
-        self.verdict = Some(Msg::Accept);
-    }
-    fn auth_reject(&mut self) {
-        if !self.none {
-            self.failures += 1;
-            if self.max_tries > 0 && self.failures >= self.max_tries {
-                self.closed = true;
-            }
-        }
-        self.verdict = Some(Msg::Reject);
-    }
-    fn auth_partial(&mut self, methods: Vec<String>) {
-        self.verdict = Some(Msg::Partial { methods });
-    }
-    fn auth_info_request(
-        &mut self,
-        _name: &str,
-        instruction: &str,
-        prompts: Vec<Prompt>,
-    ) -> Result<(), sluice_proto::Error> {
-        self.verdict = Some(Msg::InfoRequest {
-            instruction: instruction.to_owned(),
-            prompts: prompts.into_iter().map(|p| (p.prompt, p.echo)).collect(),
-        });
-        Ok(())
-    }
-    fn is_closed(&self) -> bool {
-        self.closed
-    }
-    fn disconnect(&mut self, _reason: DisconnectReason, _description: &str) {
-        self.closed = true;
-        self.timed_out = true;
     }
 }
 
@@ -368,17 +321,7 @@ impl MonitorAuth {
             return Ok(());
         }
         if let Some(sig) = &signature {
-            let sid = keys.session_id().ok_or(Violation::NoSession)?;
-            let data = sluice_proto::msg::publickey_signed_data(
-                sid,
-                sent,
-                "ssh-connection",
-                algorithm,
-                key_blob,
-            );
-            if hostkey::verify(algorithm, key_blob, sig, &data).is_err() {
-                return Err(Violation::BadSignature);
-            }
+            check_signature(keys, sent, algorithm, key_blob, sig)?;
         }
         let signed = signature.is_some();
         let allowed = self.auth.valid_user(&self.cfg, user).is_some()
@@ -399,26 +342,8 @@ impl MonitorAuth {
         };
         // UsePAM: the account modules have the last word on a right key,
         // as in sshd (an expired account, pam_access, pam_nologin).
-        let decided = decided.filter(|(info, _)| {
-            if !(signed && self.cfg.use_pam) {
-                return true;
-            }
-            match crate::server::pam_session::account(
-                &self.cfg.pam_service(),
-                &info.name,
-                &self.peer.ip().to_string(),
-            ) {
-                Ok(()) => true,
-                Err(e) => {
-                    crate::log!(
-                        Info,
-                        "Access denied for user {} by PAM account configuration ({e})",
-                        info.name
-                    );
-                    false
-                }
-            }
-        });
+        let decided = decided
+            .filter(|(info, _)| !(signed && self.cfg.use_pam) || self.pam_account_allows(info));
         // Every key that met a step restricts the session.
         let decided = decided.and_then(|(info, opts)| match &self.partial_key_options {
             Some(earlier) if signed => earlier.clone().merge(&opts).map(|o| (info, o)),
@@ -445,78 +370,23 @@ impl MonitorAuth {
         Ok(())
     }
 
-    /// A striping secondary's join (PROTOCOL.md "Channel striping"): the
-    /// user's configuration must allow striping and the account this
-    /// connection, then the session's monitor judges the proof against
-    /// the session id this monitor fixed, and the primary's credentials
-    /// against this connection's addresses (join_policy.rs). Any refusal
-    /// is an ordinary failure, logged with its reason here.
-    fn stripe_join(
-        &mut self,
-        keys: &KeyHolder,
-        (sent, user): (&str, &str),
-        req: &JoinRequest,
-    ) -> Result<(), Violation> {
-        let sid = keys.session_id().ok_or(Violation::NoSession)?;
-        let (ip, port) = (super::show_ip(self.peer), self.peer.port());
-        let verdict = if self.cfg.max_streams <= 1 {
-            Err(format!("MaxStreams {}", self.cfg.max_streams))
-        } else {
-            let context = format!("stripe-join for {user} from {ip} port {port}: ");
-            crate::log::with_context(&context, || self.join_account(user)).and_then(|()| {
-                let addrs = (self.peer, self.local);
-                stripe_join::ask(&self.stripe_dir, sid, sent, req, addrs)
-            })
-        };
-        match verdict {
-            Ok(joining) => {
+    /// UsePAM's account modules on a user whose key was right.
+    fn pam_account_allows(&self, info: &UserInfo) -> bool {
+        match crate::server::pam_session::account(
+            &self.cfg.pam_service(),
+            &info.name,
+            &self.peer.ip().to_string(),
+        ) {
+            Ok(()) => true,
+            Err(e) => {
                 crate::log!(
                     Info,
-                    "Accepted stripe-join for {user} from {ip} port {port} ssh2: join {}",
-                    joining.number
+                    "Access denied for user {} by PAM account configuration ({e})",
+                    info.name
                 );
-                self.joined = Some(Joined {
-                    user: user.to_owned(),
-                    joining,
-                });
-                self.rec.auth_accept();
-            }
-            Err(why) => {
-                crate::log!(
-                    Info,
-                    "Failed stripe-join for {user} from {ip} port {port} ssh2: {why}"
-                );
-                self.auth.reject(&mut self.rec);
+                false
             }
         }
-        Ok(())
-    }
-
-    /// What a login by `user` from this connection would pass whatever
-    /// its method (join_policy.rs judges the primary's methods): the
-    /// account exists and may log in from here (allow.rs: its state,
-    /// AllowUsers/DenyUsers/AllowGroups/DenyGroups, logged as sshd does),
-    /// root is not refused outright (`PermitRootLogin no`), and with UsePAM
-    /// the account modules agree with PAM_RHOST this connection's address.
-    fn join_account(&mut self, user: &str) -> Result<(), String> {
-        let Some(info) = self.auth.valid_user(&self.cfg, user) else {
-            return Err("user not allowed from here".into());
-        };
-        let (ip, port) = (super::show_ip(self.peer), self.peer.port());
-        if info.uid == 0 && self.cfg.permit_root_login == PermitRootLogin::No {
-            return Err(format!("ROOT LOGIN REFUSED FROM {ip} port {port}"));
-        }
-        if self.cfg.use_pam {
-            crate::server::pam_session::account(
-                &self.cfg.pam_service(),
-                user,
-                &self.peer.ip().to_string(),
-            )
-            .map_err(|e| {
-                format!("Access denied for user {user} by PAM account configuration ({e})")
-            })?;
-        }
-        Ok(())
     }
 
     /// Authentication is complete: `auth_info` is the last step's line;
@@ -586,6 +456,24 @@ impl MonitorAuth {
         self.prompted = matches!(v, Msg::InfoRequest { .. });
         Some(v)
     }
+}
+
+/// A publickey request's signature over this session's data, checked in
+/// the monitor (the child could skip the engine's check).
+fn check_signature(
+    keys: &KeyHolder,
+    sent: &str,
+    algorithm: &str,
+    key_blob: &[u8],
+    sig: &[u8],
+) -> Result<(), Violation> {
+    let sid = keys.session_id().ok_or(Violation::NoSession)?;
+    let data =
+        sluice_proto::msg::publickey_signed_data(sid, sent, "ssh-connection", algorithm, key_blob);
+    if hostkey::verify(algorithm, key_blob, sig, &data).is_err() {
+        return Err(Violation::BadSignature);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

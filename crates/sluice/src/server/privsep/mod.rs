@@ -30,11 +30,14 @@
 
 pub mod accepted;
 pub mod datagram;
+mod drop_root;
 pub mod harness;
 pub mod join_inbox;
 pub mod join_policy;
+mod keyopts;
 pub mod mauth;
 pub mod monitor;
+mod monitor_link;
 pub mod policy;
 pub mod postauth;
 pub mod preauth;

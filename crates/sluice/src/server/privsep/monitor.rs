@@ -41,13 +41,13 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
     };
     // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    let (ip, port) = (peer.ip(), peer.port());
     let started = Instant::now();
     // VERBOSE, as sshd logs it.
     crate::log!(
         Verbose,
-        "Connection from {} port {port} on {} port {}",
+        "Connection from {} port {} on {} port {}",
         super::show_ip(peer),
+        peer.port(),
         super::show_ip(local),
         local.port()
     );
@@ -55,27 +55,9 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
     crate::log!(Debug1, "{}", order.describe(&cfg.ciphers));
     let _ = sock.set_nodelay(true);
     let _ = sock.set_nonblocking(true);
-    // Never parse the peer's bytes as root: no sandbox, no connection.
-    // A server run by an ordinary user (`sluice demo`) has no root to
-    // protect and cannot chroot or change users: its child runs as itself.
-    // SAFETY: geteuid has no preconditions.
-    let sandbox = if unsafe { libc::geteuid() } != 0 {
-        crate::log!(
-            Debug1,
-            "not running as root: the pre-auth child keeps this user and is not chrooted"
-        );
-        None
-    } else {
-        match Sandbox::prepare(Path::new(CHROOT_DIR)) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                crate::log!(
-                    Error,
-                    "Refusing connection from {ip} port {port}: privilege separation cannot be set up: {e}"
-                );
-                return 255;
-            }
-        }
+    let sandbox = match sandbox_for(peer) {
+        Ok(s) => s,
+        Err(code) => return code,
     };
     let (m_end, c_end) = match datagram::socketpair() {
         Ok(p) => p,
@@ -84,22 +66,7 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
             return 255;
         }
     };
-    let banner = cfg
-        .banner
-        .as_ref()
-        .and_then(|p| crate::server::auth::read_banner(p));
-    let setup = ChildSetup {
-        server_cfg: ServerConfig {
-            common: crate::config::sshd::proto::proto_config(&cfg),
-            host_keys: Vec::new(),
-            auth_methods: crate::server::auth::offered_methods(&cfg),
-            max_auth_tries: cfg.max_auth_tries,
-            banner,
-        },
-        sock: sock.as_raw_fd(),
-        peer,
-        stripe_join: cfg.striping_possible(),
-    };
+    let setup = child_setup(&cfg, &sock, peer);
     // SAFETY: this process has started no thread yet (the listener
     // re-executed us, or -i/-d before any work), so the child may run
     // ordinary code after the fork.
@@ -120,57 +87,23 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
     }
     drop(c_end);
     drop(setup);
-    // Now the keys, in the monitor alone; the child gets their public halves.
-    let holder = match crate::keys::host_keys::load(&cfg.host_keys) {
-        Ok(k) => KeyHolder::new(k).with_host_key_algorithms(&cfg.host_key_algorithms),
-        Err(e) => {
-            crate::log!(Fatal, "{e}");
-            kill_and_reap(pid);
-            return 1;
-        }
+    let mut holder = match keys_for_child(&cfg, &m_end, pid, peer) {
+        Ok(h) => h,
+        Err(code) => return code,
     };
-    if let Err(e) = send(&m_end, &Msg::HostKeys(holder.public_blobs())) {
-        crate::log!(Error, "monitor: pre-auth child for {ip} port {port}: {e}");
-        kill_and_reap(pid);
-        return 255;
-    }
-    // LoginGraceTime even when the monitor blocks (a hung home directory,
-    // a FIFO as Banner): a thread (now that the child is forked) kills the
-    // child and ends the monitor, as server/grace.rs does for one process.
-    let grace = (cfg.login_grace_time > 0)
-        .then(|| {
-            crate::server::grace::GraceTimer::arm(
-                Duration::from_secs(cfg.login_grace_time) + crate::server::grace::SLACK,
-                move || {
-                    crate::log!(Info, "Timeout before authentication for {ip} port {port}");
-                    // SAFETY: our unreaped child; then ending the process.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                        libc::_exit(EXIT_LOGIN_GRACE);
-                    }
-                },
-            )
-        })
-        .flatten();
+    let grace = arm_grace(&cfg, pid, peer);
     let mut auth = MonitorAuth::new(cfg.clone(), peer, local);
-    let mut holder = holder;
-    let handover = match preauth_phase(Some(pid), &m_end, &mut holder, &mut auth) {
-        Ok(Some(h)) => h,
-        Ok(None) => {
-            let status = wait_status(pid);
-            let grace = Duration::from_secs(cfg.login_grace_time);
-            let grace_out = auth.timed_out() || (!grace.is_zero() && started.elapsed() >= grace);
-            return unauthenticated_exit(status, grace_out, auth.attempted());
-        }
-        Err(why) => {
-            crate::log!(
-                Error,
-                "monitor: pre-auth child for {ip} port {port}: {why}; ending the connection"
-            );
-            kill_and_reap(pid);
-            // A child that breaks the monitor's rules is treated as a crash.
-            return EXIT_CHILD_CRASH;
-        }
+    let grace_time = Duration::from_secs(cfg.login_grace_time);
+    let handover = match preauth_outcome(
+        pid,
+        &m_end,
+        &mut holder,
+        &mut auth,
+        peer,
+        (started, grace_time),
+    ) {
+        Ok(h) => h,
+        Err(code) => return code,
     };
     // The child must be gone before its successor runs.
     if reap_within(pid, Duration::from_secs(5)) != Some(0) {
@@ -189,12 +122,161 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
     if let Some(join) = auth.take_join() {
         return hand_over_join(join, handover, &sock, peer);
     }
+    start_user_session(&auth, &sock, peer, holder, handover, argv)
+}
+
+/// Never parse the peer's bytes as root: no sandbox, no connection (Err:
+/// the exit code). A server run by an ordinary user (`sluice demo`) has
+/// no root to protect and cannot chroot or change users: its child runs
+/// as itself (None).
+fn sandbox_for(peer: SocketAddr) -> Result<Option<Sandbox>, i32> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        crate::log!(
+            Debug1,
+            "not running as root: the pre-auth child keeps this user and is not chrooted"
+        );
+        return Ok(None);
+    }
+    match Sandbox::prepare(Path::new(CHROOT_DIR)) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) => {
+            crate::log!(
+                Error,
+                "Refusing connection from {} port {}: privilege separation cannot be set up: {e}",
+                peer.ip(),
+                peer.port()
+            );
+            Err(255)
+        }
+    }
+}
+
+/// What the pre-auth child starts from: the engine's configuration
+/// without host keys (their public halves come over the socketpair).
+fn child_setup(cfg: &Sshd, sock: &TcpStream, peer: SocketAddr) -> ChildSetup {
+    let banner = cfg
+        .banner
+        .as_ref()
+        .and_then(|p| crate::server::auth::read_banner(p));
+    ChildSetup {
+        server_cfg: ServerConfig {
+            common: crate::config::sshd::proto::proto_config(cfg),
+            host_keys: Vec::new(),
+            auth_methods: crate::server::auth::offered_methods(cfg),
+            max_auth_tries: cfg.max_auth_tries,
+            banner,
+        },
+        sock: sock.as_raw_fd(),
+        peer,
+        stripe_join: cfg.striping_possible(),
+    }
+}
+
+/// The host keys, read now that the child `pid` is forked, in the monitor
+/// alone; the child gets their public halves (Err: the exit code, the
+/// child killed).
+fn keys_for_child(
+    cfg: &Sshd,
+    m_end: &OwnedFd,
+    pid: libc::pid_t,
+    peer: SocketAddr,
+) -> Result<KeyHolder, i32> {
+    let holder = match crate::keys::host_keys::load(&cfg.host_keys) {
+        Ok(k) => KeyHolder::new(k).with_host_key_algorithms(&cfg.host_key_algorithms),
+        Err(e) => {
+            crate::log!(Fatal, "{e}");
+            kill_and_reap(pid);
+            return Err(1);
+        }
+    };
+    if let Err(e) = send(m_end, &Msg::HostKeys(holder.public_blobs())) {
+        crate::log!(
+            Error,
+            "monitor: pre-auth child for {} port {}: {e}",
+            peer.ip(),
+            peer.port()
+        );
+        kill_and_reap(pid);
+        return Err(255);
+    }
+    Ok(holder)
+}
+
+/// LoginGraceTime even when the monitor blocks (a hung home directory,
+/// a FIFO as Banner): a thread (now that the child is forked) kills the
+/// child and ends the monitor, as server/grace.rs does for one process.
+fn arm_grace(
+    cfg: &Sshd,
+    pid: libc::pid_t,
+    peer: SocketAddr,
+) -> Option<crate::server::grace::GraceTimer> {
+    let (ip, port) = (peer.ip(), peer.port());
+    (cfg.login_grace_time > 0)
+        .then(|| {
+            crate::server::grace::GraceTimer::arm(
+                Duration::from_secs(cfg.login_grace_time) + crate::server::grace::SLACK,
+                move || {
+                    crate::log!(Info, "Timeout before authentication for {ip} port {port}");
+                    // SAFETY: our unreaped child; then ending the process.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                        libc::_exit(EXIT_LOGIN_GRACE);
+                    }
+                },
+            )
+        })
+        .flatten()
+}
+
+/// The pre-auth phase with child `pid` run to its end: the handover, or
+/// the exit code of a connection that never authenticated (for
+/// PerSourcePenalties) or whose child broke the monitor's rules.
+/// `(started, grace)`: when the connection came and LoginGraceTime.
+fn preauth_outcome(
+    pid: libc::pid_t,
+    m_end: &OwnedFd,
+    holder: &mut KeyHolder,
+    auth: &mut MonitorAuth,
+    peer: SocketAddr,
+    (started, grace): (Instant, Duration),
+) -> Result<Handover, i32> {
+    match preauth_phase(Some(pid), m_end, holder, auth) {
+        Ok(Some(h)) => Ok(h),
+        Ok(None) => {
+            let status = wait_status(pid);
+            let grace_out = auth.timed_out() || (!grace.is_zero() && started.elapsed() >= grace);
+            Err(unauthenticated_exit(status, grace_out, auth.attempted()))
+        }
+        Err(why) => {
+            crate::log!(
+                Error,
+                "monitor: pre-auth child for {} port {}: {why}; ending the connection",
+                peer.ip(),
+                peer.port()
+            );
+            kill_and_reap(pid);
+            // A child that breaks the monitor's rules is treated as a crash.
+            Err(EXIT_CHILD_CRASH)
+        }
+    }
+}
+
+/// The authenticated user's session: PAM's (UsePAM) opened before the
+/// user's process starts (which inherits what it set up: limits, login
+/// uid) and closed after it ends; returns the connection's exit code.
+fn start_user_session(
+    auth: &MonitorAuth,
+    sock: &TcpStream,
+    peer: SocketAddr,
+    holder: KeyHolder,
+    handover: Handover,
+    argv: &[String],
+) -> i32 {
     let Some(accepted) = auth.accepted().cloned() else {
         return 255;
     };
     let user_cfg = auth.config().clone();
-    // UsePAM: the session opens before the user's process starts (which
-    // inherits what it set up: limits, login uid) and closes after it ends.
     let session = if user_cfg.use_pam {
         match crate::server::pam_session::Session::open(
             &user_cfg.pam_service(),
@@ -214,7 +296,7 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
     let code = super::postauth::start(super::postauth::Start {
         argv,
         pam_env,
-        sock: &sock,
+        sock,
         peer,
         holder,
         accepted,

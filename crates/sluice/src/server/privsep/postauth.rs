@@ -19,11 +19,11 @@ use super::datagram;
 use super::policy::{Req, Turns};
 use super::reap::{kill_and_reap, reap};
 use super::signer::{KeyHolder, Link, ProxySigner};
-use super::wire::{Handover, Msg, WireError, INPUT_CHUNK, R, W};
+use super::wire::{Handover, Msg, WireError, INPUT_CHUNK};
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::KeyOptions;
 use crate::net::pump::Pump;
-use crate::server::conn::{MonitorRequests, ServerConn};
+use crate::server::conn::ServerConn;
 use crate::server::logins::Logins;
 use crate::server::pty::PtyPair;
 use crate::server::session::{self, UserInfo};
@@ -71,60 +71,7 @@ pub struct Start<'a> {
 /// Monitor side: starts the post-auth process and serves it; returns its
 /// exit code.
 pub fn start(s: Start<'_>) -> i32 {
-    let spawned = (|| -> Result<(std::process::Child, OwnedFd, OwnedFd), String> {
-        let (m_end, u_end) = datagram::socketpair().map_err(|e| e.to_string())?;
-        // Joined connections get a socket of their own: M's request loop
-        // owns the first, its join thread writes to this one.
-        let (join_m, join_u) = datagram::socketpair().map_err(|e| e.to_string())?;
-        let sock = s.sock.try_clone().map_err(|e| e.to_string())?;
-        let raw = u_end.as_raw_fd();
-        let join_raw = join_u.as_raw_fd();
-        let mut cmd = Command::new("/proc/self/exe");
-        cmd.args(s.argv)
-            .env(super::POSTAUTH_ENV, CHILD_FD.to_string())
-            .env(JOIN_ENV, CHILD_JOIN_FD.to_string())
-            .stdin(Stdio::from(OwnedFd::from(sock)))
-            .stdout(Stdio::null());
-        // The configuration as this monitor parsed it (fd 10 or above).
-        let config = crate::config::sshd::snapshot::fd_for_children();
-        if let Some(fd) = config {
-            cmd.env(crate::config::sshd::snapshot::CONFIG_ENV, fd.to_string());
-        }
-        // SAFETY: dup2/fcntl only, async-signal-safe, between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                // The join end first out of the way (fd 10 or above, closed
-                // at exec), in case it sits at CHILD_FD.
-                let join_tmp = libc::fcntl(join_raw, libc::F_DUPFD_CLOEXEC, 10);
-                let mut ok = join_tmp >= 0;
-                ok &= if raw == CHILD_FD {
-                    libc::fcntl(raw, libc::F_SETFD, 0) == 0
-                } else {
-                    libc::dup2(raw, CHILD_FD) == CHILD_FD
-                };
-                ok &= libc::dup2(join_tmp, CHILD_JOIN_FD) == CHILD_JOIN_FD;
-                if let Some(fd) = config {
-                    ok &= libc::fcntl(fd, libc::F_SETFD, 0) == 0;
-                }
-                // Nothing else of the monitor's reaches the user's process:
-                // a descriptor a PAM module opened without close-on-exec,
-                // say.
-                let keep = [CHILD_FD, CHILD_JOIN_FD, config.unwrap_or(CHILD_JOIN_FD)];
-                ok &= crate::fds::cloexec_except(&keep).is_ok();
-                if ok {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                }
-            });
-        }
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("starting the post-auth process: {e}"))?;
-        drop(u_end);
-        drop(join_u);
-        Ok((child, m_end, join_m))
-    })();
+    let spawned = spawn_postauth(&s);
     let (child, fd, join_fd) = match spawned {
         Ok(x) => x,
         Err(e) => {
@@ -172,6 +119,65 @@ pub fn start(s: Start<'_>) -> i32 {
     code
 }
 
+/// The post-auth process: `sluiced` re-executed with the peer's socket on
+/// fd 0, its monitor socket at [`CHILD_FD`], the join socket at
+/// [`CHILD_JOIN_FD`], the configuration's snapshot, and nothing else of
+/// the monitor's. Returns it and the monitor's ends of both sockets.
+fn spawn_postauth(s: &Start<'_>) -> Result<(std::process::Child, OwnedFd, OwnedFd), String> {
+    let (m_end, u_end) = datagram::socketpair().map_err(|e| e.to_string())?;
+    // Joined connections get a socket of their own: M's request loop
+    // owns the first, its join thread writes to this one.
+    let (join_m, join_u) = datagram::socketpair().map_err(|e| e.to_string())?;
+    let sock = s.sock.try_clone().map_err(|e| e.to_string())?;
+    let raw = u_end.as_raw_fd();
+    let join_raw = join_u.as_raw_fd();
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.args(s.argv)
+        .env(super::POSTAUTH_ENV, CHILD_FD.to_string())
+        .env(JOIN_ENV, CHILD_JOIN_FD.to_string())
+        .stdin(Stdio::from(OwnedFd::from(sock)))
+        .stdout(Stdio::null());
+    // The configuration as this monitor parsed it (fd 10 or above).
+    let config = crate::config::sshd::snapshot::fd_for_children();
+    if let Some(fd) = config {
+        cmd.env(crate::config::sshd::snapshot::CONFIG_ENV, fd.to_string());
+    }
+    // SAFETY: dup2/fcntl only, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            // The join end first out of the way (fd 10 or above, closed
+            // at exec), in case it sits at CHILD_FD.
+            let join_tmp = libc::fcntl(join_raw, libc::F_DUPFD_CLOEXEC, 10);
+            let mut ok = join_tmp >= 0;
+            ok &= if raw == CHILD_FD {
+                libc::fcntl(raw, libc::F_SETFD, 0) == 0
+            } else {
+                libc::dup2(raw, CHILD_FD) == CHILD_FD
+            };
+            ok &= libc::dup2(join_tmp, CHILD_JOIN_FD) == CHILD_JOIN_FD;
+            if let Some(fd) = config {
+                ok &= libc::fcntl(fd, libc::F_SETFD, 0) == 0;
+            }
+            // Nothing else of the monitor's reaches the user's process:
+            // a descriptor a PAM module opened without close-on-exec,
+            // say.
+            let keep = [CHILD_FD, CHILD_JOIN_FD, config.unwrap_or(CHILD_JOIN_FD)];
+            ok &= crate::fds::cloexec_except(&keep).is_ok();
+            if ok {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("starting the post-auth process: {e}"))?;
+    drop(u_end);
+    drop(join_u);
+    Ok((child, m_end, join_m))
+}
+
 fn serve_postauth(
     fd: &OwnedFd,
     join_fd: OwnedFd,
@@ -187,7 +193,7 @@ fn serve_postauth(
     let send = |m: &Msg| datagram::send(fd, m).map_err(|e| e.to_string());
     send(&Msg::Start {
         user: accepted.user.name.clone(),
-        key_options: accepted.key_options.as_ref().map(encode_key_options),
+        key_options: accepted.key_options.as_ref().map(super::keyopts::encode),
         host_keys: keys.public_blobs(),
         auth_info: if cfg.expose_auth_info {
             accepted.auth_info.clone()
@@ -254,7 +260,7 @@ pub(super) fn serve_requests(
                 send(&Msg::Signature(sig))?;
             }
             Msg::SockBuf { rcvbuf, sndbuf } => {
-                let g = crate::server::conn::remote_sockbuf(
+                let g = crate::server::conn::sockbuf::remote_sockbuf(
                     cfg,
                     Some(sock.as_raw_fd()),
                     peer,
@@ -318,83 +324,33 @@ fn pty_for(accepted: &Accepted, cfg: &Sshd) -> Result<PtyPair, String> {
     Ok(p)
 }
 
-/// The user's process's requests to the monitor (and whether a striping
-/// grant was asked for already).
-struct MonitorLink(Arc<Link>, bool);
-
-impl MonitorRequests for MonitorLink {
-    fn sockbuf(&mut self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)> {
-        match self.0.request(&Msg::SockBuf { rcvbuf, sndbuf }) {
-            Ok(Msg::SockBufGranted(g)) => g,
-            _ => None,
-        }
-    }
-
-    fn pty(&mut self) -> Result<PtyPair, String> {
-        match self.0.request_fds(&Msg::PtyRequest) {
-            Ok((Msg::PtyGranted, fds)) => {
-                let mut fds = fds.into_iter();
-                match (fds.next(), fds.next(), fds.next()) {
-                    (Some(master), Some(slave), None) => Ok(PtyPair {
-                        master,
-                        slave,
-                        owner_set: true,
-                    }),
-                    _ => Err("the monitor sent a pty without its two descriptors".into()),
-                }
-            }
-            Ok((Msg::Reject, _)) => Err("refused by the monitor (see its log)".into()),
-            Ok(_) => Err("unexpected answer from the monitor".into()),
-            Err(e) => Err(e.to_string()),
-        }
-    }
-
-    fn prove_host_key(&mut self, index: u32, alg: &str) -> Result<Vec<u8>, String> {
-        ProxySigner::prove(&self.0, index, alg)
-    }
-
-    fn stripe_grant(&mut self, wanted: u32) -> Option<zeroize::Zeroizing<Vec<u8>>> {
-        // The monitor answers one grant request a connection; a second is
-        // declined here, as the monitor used to.
-        if std::mem::replace(&mut self.1, true) {
-            crate::log!(Verbose, "striping: a second grant request, declined");
-            return None;
-        }
-        match self.0.request(&Msg::StripeGrant { wanted }) {
-            Ok(Msg::StripeGranted(g)) => g,
-            _ => None,
-        }
-    }
-
-    fn pty_released(&mut self, tty: &str) {
-        let _ = self.0.tell(&Msg::PtyRelease {
-            tty: tty.to_owned(),
-        });
-    }
-}
-
 /// Post-auth process side (`sluiced` started with [`super::POSTAUTH_ENV`]):
 /// `cfg` is the startup configuration; returns the exit code.
 pub fn run(cfg: Sshd, fd: i32) -> i32 {
+    match run_as_user(cfg, fd) {
+        Ok(code) | Err(code) => code,
+    }
+}
+
+/// `run`'s steps: what the monitor sends, root given up, the transport
+/// imported, then the connection served. `Err` is the exit code of a step
+/// that failed (logged).
+fn run_as_user(cfg: Sshd, fd: i32) -> Result<i32, i32> {
+    let fail = |e: String| {
+        crate::log!(Error, "post-auth: {e}");
+        255
+    };
     // The monitor's socket is this process's alone: close-on-exec, so no
     // command of the user's holds it.
     // SAFETY: fcntl on a descriptor number.
     if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
-        crate::log!(Error, "post-auth: the monitor socket (fd {fd}) is not open");
-        return 255;
+        return Err(fail(format!("the monitor socket (fd {fd}) is not open")));
     }
     // SAFETY: the monitor put its socket at this fd for us.
     let link = Link::new(unsafe { OwnedFd::from_raw_fd(fd) });
-    let (user, key_options, blobs, state, rest, auth_info, pam_env) = match receive(&link) {
-        Ok(x) => x,
-        Err(e) => {
-            crate::log!(Error, "post-auth: {e}");
-            return 255;
-        }
-    };
-    let Some(info) = session::lookup_user(&user) else {
-        crate::log!(Error, "post-auth: user {user} vanished");
-        return 255;
+    let got = receive(&link).map_err(fail)?;
+    let Some(info) = session::lookup_user(&got.user) else {
+        return Err(fail(format!("user {} vanished", got.user)));
     };
     // Started through /proc/self/exe (the monitor's own image, even if the
     // file was replaced since), the process would be called "exe" in ps.
@@ -411,29 +367,96 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
     // SAFETY: fd 0 is the peer's socket, handed over by the monitor.
     let sock = unsafe { TcpStream::from_raw_fd(0) };
     let Some((peer, local)) = super::addresses(&sock) else {
-        return 255;
+        return Err(255);
     };
-    // The groups are read before a chroot hides /etc/group; the chroot is
-    // made as root, then the uid changes (sshd's order).
-    let groups = match login_groups(&info) {
-        Ok(g) => g,
-        Err(e) => {
-            crate::log!(Error, "post-auth: groups of {}: {e}", info.name);
-            return 255;
-        }
+    let ctx = crate::config::sshd::MatchContext::connection(&got.user, peer, local);
+    let matched = give_up_root(&cfg, &ctx, &info, monitor_pid)?;
+    let state =
+        TransportState::decode(&got.state).map_err(|e| fail(format!("handover state: {e}")))?;
+    let announced = got.host_keys.clone();
+    let host_keys = got
+        .host_keys
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let k: Arc<dyn Signer> = Arc::new(ProxySigner::new(link.clone(), i as u32, b));
+            k
+        })
+        .collect();
+    let server_cfg = ServerConfig {
+        common: crate::config::sshd::proto::post_auth_proto_config(&cfg),
+        host_keys,
+        auth_methods: Vec::new(),
+        max_auth_tries: cfg.max_auth_tries,
+        banner: None,
     };
-    let ctx = crate::config::sshd::MatchContext::connection(&user, peer, local);
-    let matched = cfg.for_connection(&ctx);
+    let user = got.user;
+    // The engine kept the name as sent (`user:style`, which logs in `user`).
+    let sent = state
+        .user()
+        .filter(|u| crate::server::auth::without_style((*u).to_owned()) == user)
+        .unwrap_or(&user)
+        .to_owned();
+    let keepalive = matched.tcp_keep_alive;
+    let joins = join_fd_from_env().map(|fd| {
+        super::join_inbox::JoinInbox::new(fd, server_cfg.clone(), user.clone(), keepalive)
+    });
+    let mut conn = Connection::import_server(
+        server_cfg,
+        Box::new(SystemRng),
+        state,
+        &sent,
+        Instant::now(),
+    )
+    .map_err(|e| fail(format!("importing the transport: {e}")))?;
+    let threads = cfg.crypto_threads;
+    let monitor = Box::new(super::monitor_link::MonitorLink(link.clone(), false));
+    let mut handler =
+        ServerConn::authenticated(cfg, matched, peer, local, info, got.key_options, monitor);
+    handler.set_socket(sock.as_raw_fd());
+    handler.set_auth_info(got.auth_info);
+    handler.set_pam_env(got.pam_env);
+    handler.set_host_keys(announced);
+    handler.authenticated_on(&mut conn);
+    if let Some(j) = joins {
+        handler.set_join_source(Box::new(j));
+    }
+    let mut pump = Pump::new(sock.as_raw_fd());
+    pump.set_crypto_threads(&mut conn, threads);
+    pump.preload_input(&got.rest);
+    let r = pump.run(&mut conn, &mut handler);
+    crate::net::compress_ctl::log_summary(&conn);
+    Ok(super::log_end(
+        r,
+        &format!("user {user} "),
+        peer,
+        handler.take_error(),
+    ))
+}
+
+/// Root given up for the user `info` (drop_root.rs), before anything of
+/// the peer's is decoded: the groups read before a chroot hides
+/// /etc/group, the chroot made as root, then the uid changed (sshd's
+/// order); the process made undumpable and tied to its monitor
+/// `monitor_pid`. Returns the configuration with the user's Match blocks.
+fn give_up_root(
+    cfg: &Sshd,
+    ctx: &crate::config::sshd::MatchContext,
+    info: &UserInfo,
+    monitor_pid: libc::pid_t,
+) -> Result<Sshd, i32> {
+    let fail = |e: String| {
+        crate::log!(Error, "post-auth: {e}");
+        255
+    };
+    let groups = super::drop_root::login_groups(info)
+        .map_err(|e| fail(format!("groups of {}: {e}", info.name)))?;
+    let matched = cfg.for_connection(ctx);
     if let Some(template) = matched.chroot_directory.clone() {
-        if let Err(e) = enter_chroot(&template, &info) {
-            crate::log!(Error, "post-auth: {e}");
-            return 255;
-        }
+        super::drop_root::enter_chroot(&template, info).map_err(fail)?;
     }
-    if let Err(e) = become_user(&info, &groups) {
-        crate::log!(Error, "post-auth: becoming {}: {e}", info.name);
-        return 255;
-    }
+    super::drop_root::become_user(info, &groups)
+        .map_err(|e| fail(format!("becoming {}: {e}", info.name)))?;
     // Not dumpable, as sshd's post-auth process: the user may not ptrace
     // it nor open its /proc/PID/fd or mem, which would reach the monitor's
     // socket. The uid change leaves /proc/sys/fs/suid_dumpable's value,
@@ -449,74 +472,10 @@ pub fn run(cfg: Sshd, fd: i32) -> i32 {
         libc::signal(libc::SIGTERM, libc::SIG_DFL);
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
         if libc::getppid() != monitor_pid {
-            crate::log!(Error, "post-auth: the monitor is gone");
-            return 255;
+            return Err(fail("the monitor is gone".into()));
         }
     }
-    let state = match TransportState::decode(&state) {
-        Ok(s) => s,
-        Err(e) => {
-            crate::log!(Error, "post-auth: handover state: {e}");
-            return 255;
-        }
-    };
-    let announced = blobs.clone();
-    let host_keys = blobs
-        .into_iter()
-        .enumerate()
-        .map(|(i, b)| {
-            let k: Arc<dyn Signer> = Arc::new(ProxySigner::new(link.clone(), i as u32, b));
-            k
-        })
-        .collect();
-    let server_cfg = ServerConfig {
-        common: crate::config::sshd::proto::post_auth_proto_config(&cfg),
-        host_keys,
-        auth_methods: Vec::new(),
-        max_auth_tries: cfg.max_auth_tries,
-        banner: None,
-    };
-    // The engine kept the name as sent (`user:style`, which logs in `user`).
-    let sent = state
-        .user()
-        .filter(|u| crate::server::auth::without_style((*u).to_owned()) == user)
-        .unwrap_or(&user)
-        .to_owned();
-    let keepalive = matched.tcp_keep_alive;
-    let joins = join_fd_from_env().map(|fd| {
-        super::join_inbox::JoinInbox::new(fd, server_cfg.clone(), user.clone(), keepalive)
-    });
-    let mut conn = match Connection::import_server(
-        server_cfg,
-        Box::new(SystemRng),
-        state,
-        &sent,
-        Instant::now(),
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            crate::log!(Error, "post-auth: importing the transport: {e}");
-            return 255;
-        }
-    };
-    let threads = cfg.crypto_threads;
-    let monitor = Box::new(MonitorLink(link.clone(), false));
-    let mut handler =
-        ServerConn::authenticated(cfg, matched, peer, local, info, key_options, monitor);
-    handler.set_socket(sock.as_raw_fd());
-    handler.set_auth_info(auth_info);
-    handler.set_pam_env(pam_env);
-    handler.set_host_keys(announced);
-    handler.authenticated_on(&mut conn);
-    if let Some(j) = joins {
-        handler.set_join_source(Box::new(j));
-    }
-    let mut pump = Pump::new(sock.as_raw_fd());
-    pump.set_crypto_threads(&mut conn, threads);
-    pump.preload_input(&rest);
-    let r = pump.run(&mut conn, &mut handler);
-    crate::net::compress_ctl::log_summary(&conn);
-    super::log_end(r, &format!("user {user} "), peer, handler.take_error())
+    Ok(matched)
 }
 
 /// The join socket the monitor put at [`CHILD_JOIN_FD`], if it did.
@@ -532,16 +491,25 @@ fn join_fd_from_env() -> Option<OwnedFd> {
     }
 }
 
-type Received = (
-    String,
-    Option<KeyOptions>,
-    Vec<Vec<u8>>,
-    zeroize::Zeroizing<Vec<u8>>,
-    Vec<u8>,
-    String,
-    Vec<(OsString, OsString)>,
-);
+/// What the monitor sends the post-auth process before anything else.
+struct Received {
+    /// The authenticated user.
+    user: String,
+    /// The key's authorized_keys options, if a key was used.
+    key_options: Option<KeyOptions>,
+    /// Host key public blobs, in the monitor's order.
+    host_keys: Vec<Vec<u8>>,
+    /// The transport state's encoding.
+    state: zeroize::Zeroizing<Vec<u8>>,
+    /// Raw peer bytes the engine had not consumed.
+    rest: Vec<u8>,
+    /// ExposeAuthInfo's text.
+    auth_info: String,
+    /// PAM's environment for sessions.
+    pam_env: Vec<(OsString, OsString)>,
+}
 
+/// The `Start` message and the handover, strictly in that order.
 fn receive(link: &Link) -> Result<Received, String> {
     let err = |e: WireError| e.to_string();
     let Msg::Start {
@@ -555,7 +523,7 @@ fn receive(link: &Link) -> Result<Received, String> {
         return Err("expected the start message".into());
     };
     let key_options = match key_options {
-        Some(b) => Some(decode_key_options(&b).map_err(err)?),
+        Some(b) => Some(super::keyopts::decode(&b).map_err(err)?),
         None => None,
     };
     let Msg::State(state) = link.next().map_err(err)? else {
@@ -573,7 +541,7 @@ fn receive(link: &Link) -> Result<Received, String> {
         .into_iter()
         .map(|(k, v)| (OsString::from_vec(k), OsString::from_vec(v)))
         .collect();
-    Ok((
+    Ok(Received {
         user,
         key_options,
         host_keys,
@@ -581,126 +549,5 @@ fn receive(link: &Link) -> Result<Received, String> {
         rest,
         auth_info,
         pam_env,
-    ))
-}
-
-/// The user's groups (initgroups' list), read while /etc/group is still
-/// reachable; empty when not running as root (nothing to set).
-fn login_groups(u: &UserInfo) -> Result<Vec<libc::gid_t>, String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Ok(Vec::new());
-    }
-    session::group_list(&u.name, u.gid).map_err(|e| e.to_string())
-}
-
-/// ChrootDirectory for the user (Match blocks applied): tokens, sshd's
-/// ownership checks, chroot(2). Only root can chroot; the error says so.
-fn enter_chroot(template: &str, u: &UserInfo) -> Result<(), String> {
-    let path = crate::server::chroot::expand(template, u)?;
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err(format!(
-            "ChrootDirectory {} needs sluiced to run as root",
-            path.display()
-        ));
-    }
-    crate::server::chroot::enter(&path)
-}
-
-/// initgroups, setgid, setuid as sshd's permanently_set_uid; for a user
-/// other than root, proof that neither uid 0 nor gid 0 can come back.
-fn become_user(u: &UserInfo, groups: &[libc::gid_t]) -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    if euid != 0 {
-        // A server run by an ordinary user serves only that user.
-        return if u.uid == euid {
-            Ok(())
-        } else {
-            Err("not running as root".into())
-        };
-    }
-    let last = || std::io::Error::last_os_error().to_string();
-    // SAFETY: credential system calls in a process with no other thread yet.
-    unsafe {
-        if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
-            return Err(format!("setgroups: {}", last()));
-        }
-        if libc::setgid(u.gid) != 0 {
-            return Err(format!("setgid: {}", last()));
-        }
-        if libc::setuid(u.uid) != 0 {
-            return Err(format!("setuid: {}", last()));
-        }
-        if u.uid != 0 {
-            if libc::setuid(0) == 0 || libc::geteuid() != u.uid {
-                libc::abort();
-            }
-            if u.gid != 0 && libc::setgid(0) == 0 {
-                libc::abort();
-            }
-        }
-    }
-    Ok(())
-}
-
-/// authorized_keys options for the post-auth process.
-fn encode_key_options(k: &KeyOptions) -> Vec<u8> {
-    let mut w = W(Vec::new());
-    match &k.command {
-        Some(c) => w.u8(1).bytes(c.as_bytes()),
-        None => w.u8(0),
-    };
-    w.u32(k.environment.len() as u32);
-    for (n, v) in &k.environment {
-        w.bytes(n.as_bytes()).bytes(v.as_bytes());
-    }
-    for b in [
-        k.no_pty,
-        k.no_port_forwarding,
-        k.no_agent_forwarding,
-        k.no_x11_forwarding,
-        k.no_user_rc,
-    ] {
-        w.u8(u8::from(b));
-    }
-    w.u32(k.permitopen.len() as u32);
-    for p in &k.permitopen {
-        w.bytes(p.as_bytes());
-    }
-    w.u32(k.permitlisten.len() as u32);
-    for p in &k.permitlisten {
-        w.bytes(p.as_bytes());
-    }
-    w.0
-}
-
-fn decode_key_options(b: &[u8]) -> Result<KeyOptions, WireError> {
-    const MAX: usize = 64 * 1024;
-    let mut r = R(b);
-    let mut k = KeyOptions {
-        command: if r.bool()? {
-            Some(r.string(MAX)?)
-        } else {
-            None
-        },
-        ..KeyOptions::default()
-    };
-    for _ in 0..r.list_len()? {
-        k.environment.push((r.string(MAX)?, r.string(MAX)?));
-    }
-    k.no_pty = r.bool()?;
-    k.no_port_forwarding = r.bool()?;
-    k.no_agent_forwarding = r.bool()?;
-    k.no_x11_forwarding = r.bool()?;
-    k.no_user_rc = r.bool()?;
-    for _ in 0..r.list_len()? {
-        k.permitopen.push(r.string(MAX)?);
-    }
-    for _ in 0..r.list_len()? {
-        k.permitlisten.push(r.string(MAX)?);
-    }
-    r.finish()?;
-    Ok(k)
+    })
 }

@@ -16,111 +16,48 @@ pub(super) fn answer(
     e: Extended<'_>,
     out: &mut Vec<u8>,
 ) -> Result<(), Status> {
-    let st = |e: io::Error| status_of(&e);
+    let ok = |out: &mut Vec<u8>| reply::status(out, id, Status::OK, "");
     match e {
         Extended::PosixRename { from, to } => {
-            s.log(&format!(
-                "posix-rename old \"{}\" new \"{}\"",
-                files::show(from),
-                files::show(to)
-            ));
-            std::fs::rename(files::path(from), files::path(to)).map_err(st)?;
-            reply::status(out, id, Status::OK, "");
+            posix_rename(s, from, to)?;
+            ok(out);
         }
         Extended::Hardlink { target, link } => {
-            s.log(&format!(
-                "hardlink old \"{}\" new \"{}\"",
-                files::show(target),
-                files::show(link)
-            ));
-            std::fs::hard_link(files::path(target), files::path(link)).map_err(st)?;
-            reply::status(out, id, Status::OK, "");
+            hardlink(s, target, link)?;
+            ok(out);
         }
         Extended::Statvfs { path } => {
-            let c = std::ffi::CString::new(files::path(path).as_os_str().as_encoded_bytes())
-                .map_err(|_| Status::BAD_MESSAGE)?;
-            // SAFETY: statvfs fills the zeroed struct we pass; valid C string.
-            let v = unsafe {
-                let mut v: libc::statvfs = std::mem::zeroed();
-                if libc::statvfs(c.as_ptr(), &mut v) != 0 {
-                    return Err(st(io::Error::last_os_error()));
-                }
-                v
-            };
-            reply::statvfs(out, id, &statvfs_of(&v));
+            let v = statvfs(path)?;
+            reply::statvfs(out, id, &v);
         }
         Extended::Fstatvfs { handle } => {
-            let f = s.file(handle).ok_or(Status::FAILURE)?;
-            // SAFETY: fstatvfs fills the zeroed struct we pass, on our fd.
-            let v = unsafe {
-                let mut v: libc::statvfs = std::mem::zeroed();
-                if libc::fstatvfs(f.file.as_raw_fd(), &mut v) != 0 {
-                    return Err(st(io::Error::last_os_error()));
-                }
-                v
-            };
-            reply::statvfs(out, id, &statvfs_of(&v));
+            let v = fstatvfs(s, handle)?;
+            reply::statvfs(out, id, &v);
         }
         Extended::Fsync { handle } => {
             let f = s.file(handle).ok_or(Status::FAILURE)?;
-            f.file.sync_all().map_err(st)?;
-            reply::status(out, id, Status::OK, "");
+            f.file.sync_all().map_err(|e| status_of(&e))?;
+            ok(out);
         }
         Extended::Lsetstat { path, attrs } => {
             s.log(&format!(
                 "set \"{}\" attributes (lsetstat)",
                 files::show(path)
             ));
-            files::set_attrs(path, &attrs, false).map_err(st)?;
-            reply::status(out, id, Status::OK, "");
+            files::set_attrs(path, &attrs, false).map_err(|e| status_of(&e))?;
+            ok(out);
         }
-        Extended::Limits => {
-            let handles = s.max_handles() as u64;
-            reply::extended(out, id, |w| {
-                w.u64(u64::from(MAX_PACKET))
-                    .u64(u64::from(MAX_READ_WRITE))
-                    .u64(u64::from(MAX_READ_WRITE))
-                    .u64(handles);
-            });
-        }
+        Extended::Limits => limits(s, id, out),
         Extended::ExpandPath { path } => {
             let p = expand_tilde(s, path)?;
-            let p = files::realpath(&p).map_err(st)?;
+            let p = files::realpath(&p).map_err(|e| status_of(&e))?;
             files::one_name(out, id, p);
         }
         Extended::HomeDirectory { user } => {
-            let home = if user.is_empty() || user == s.w.user.as_bytes() {
-                s.w.home.clone()
-            } else {
-                let name = std::str::from_utf8(user).map_err(|_| Status::NO_SUCH_FILE)?;
-                crate::users::by_name(name)
-                    .ok_or(Status::NO_SUCH_FILE)?
-                    .home
-            };
+            let home = home_directory(s, user)?;
             files::one_name(out, id, home.into_bytes());
         }
-        Extended::UsersGroupsById { uids, gids } => {
-            let users: Vec<String> = uids
-                .iter()
-                .map(|u| s.names.user(*u).unwrap_or_default())
-                .collect();
-            let groups: Vec<String> = gids
-                .iter()
-                .map(|g| s.names.group(*g).unwrap_or_default())
-                .collect();
-            reply::extended(out, id, |w| {
-                w.nested(|w| {
-                    for u in &users {
-                        w.utf8(u);
-                    }
-                });
-                w.nested(|w| {
-                    for g in &groups {
-                        w.utf8(g);
-                    }
-                });
-            });
-        }
+        Extended::UsersGroupsById { uids, gids } => users_groups_by_id(s, id, &uids, &gids, out),
         Extended::CopyData {
             read_handle,
             read_offset,
@@ -136,30 +73,11 @@ pub(super) fn answer(
                 write_handle,
                 write_offset,
             )?;
-            reply::status(out, id, Status::OK, "");
+            ok(out);
         }
         Extended::CloseRename { handle, to } => {
-            // Closed whatever follows, as CLOSE; renamed only when every
-            // WRITE landed (PROTOCOL.md).
-            let f = match s.close(handle)? {
-                super::files::Handle::File(f) => f,
-                super::files::Handle::Dir(_) => return Err(Status::FAILURE),
-            };
-            drop(f.file);
-            if f.failed {
-                s.log(&format!(
-                    "close-rename \"{}\": a write failed, not renamed",
-                    files::show(&f.path)
-                ));
-                return Err(Status::FAILURE);
-            }
-            s.log(&format!(
-                "posix-rename old \"{}\" new \"{}\"",
-                files::show(&f.path),
-                files::show(to)
-            ));
-            std::fs::rename(files::path(&f.path), files::path(to)).map_err(st)?;
-            reply::status(out, id, Status::OK, "");
+            close_rename(s, handle, to)?;
+            ok(out);
         }
         Extended::OpenAs {
             handle,
@@ -171,7 +89,7 @@ pub(super) fn answer(
             let hid = s.client_handle(handle)?;
             let h = s.open_file(path, pflags, &attrs)?;
             s.insert_handle(hid, h);
-            reply::status(out, id, Status::OK, "");
+            ok(out);
         }
         Extended::Sha256Range { path, offset, len } => {
             let (n, hash) = sha256_range(path, offset, len)?;
@@ -181,6 +99,124 @@ pub(super) fn answer(
         }
     }
     Ok(())
+}
+
+/// posix-rename@openssh.com: rename(2), replacing the target.
+fn posix_rename(s: &mut Server, from: &[u8], to: &[u8]) -> Result<(), Status> {
+    s.log(&format!(
+        "posix-rename old \"{}\" new \"{}\"",
+        files::show(from),
+        files::show(to)
+    ));
+    std::fs::rename(files::path(from), files::path(to)).map_err(|e| status_of(&e))
+}
+
+/// hardlink@openssh.com: link(2).
+fn hardlink(s: &mut Server, target: &[u8], link: &[u8]) -> Result<(), Status> {
+    s.log(&format!(
+        "hardlink old \"{}\" new \"{}\"",
+        files::show(target),
+        files::show(link)
+    ));
+    std::fs::hard_link(files::path(target), files::path(link)).map_err(|e| status_of(&e))
+}
+
+/// statvfs@openssh.com: the file system holding `path`.
+fn statvfs(path: &[u8]) -> Result<Statvfs, Status> {
+    let c = std::ffi::CString::new(files::path(path).as_os_str().as_encoded_bytes())
+        .map_err(|_| Status::BAD_MESSAGE)?;
+    // SAFETY: statvfs fills the zeroed struct we pass; valid C string.
+    let v = unsafe {
+        let mut v: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c.as_ptr(), &mut v) != 0 {
+            return Err(status_of(&io::Error::last_os_error()));
+        }
+        v
+    };
+    Ok(statvfs_of(&v))
+}
+
+/// fstatvfs@openssh.com: the file system holding an open file.
+fn fstatvfs(s: &mut Server, handle: &[u8]) -> Result<Statvfs, Status> {
+    let f = s.file(handle).ok_or(Status::FAILURE)?;
+    // SAFETY: fstatvfs fills the zeroed struct we pass, on our fd.
+    let v = unsafe {
+        let mut v: libc::statvfs = std::mem::zeroed();
+        if libc::fstatvfs(f.file.as_raw_fd(), &mut v) != 0 {
+            return Err(status_of(&io::Error::last_os_error()));
+        }
+        v
+    };
+    Ok(statvfs_of(&v))
+}
+
+/// limits@openssh.com: packet and read/write sizes, open handles.
+fn limits(s: &Server, id: u32, out: &mut Vec<u8>) {
+    let handles = s.max_handles() as u64;
+    reply::extended(out, id, |w| {
+        w.u64(u64::from(MAX_PACKET))
+            .u64(u64::from(MAX_READ_WRITE))
+            .u64(u64::from(MAX_READ_WRITE))
+            .u64(handles);
+    });
+}
+
+/// home-directory: the session user's home, or another user's.
+fn home_directory(s: &Server, user: &[u8]) -> Result<String, Status> {
+    if user.is_empty() || user == s.w.user.as_bytes() {
+        return Ok(s.w.home.clone());
+    }
+    let name = std::str::from_utf8(user).map_err(|_| Status::NO_SUCH_FILE)?;
+    Ok(crate::users::by_name(name)
+        .ok_or(Status::NO_SUCH_FILE)?
+        .home)
+}
+
+/// users-groups-by-id@openssh.com: names for ids, empty when unknown.
+fn users_groups_by_id(s: &mut Server, id: u32, uids: &[u32], gids: &[u32], out: &mut Vec<u8>) {
+    let users: Vec<String> = uids
+        .iter()
+        .map(|u| s.names.user(*u).unwrap_or_default())
+        .collect();
+    let groups: Vec<String> = gids
+        .iter()
+        .map(|g| s.names.group(*g).unwrap_or_default())
+        .collect();
+    reply::extended(out, id, |w| {
+        w.nested(|w| {
+            for u in &users {
+                w.utf8(u);
+            }
+        });
+        w.nested(|w| {
+            for g in &groups {
+                w.utf8(g);
+            }
+        });
+    });
+}
+
+/// close-rename@sluice.dev: closed whatever follows, as CLOSE; renamed
+/// only when every WRITE landed (PROTOCOL.md).
+fn close_rename(s: &mut Server, handle: &[u8], to: &[u8]) -> Result<(), Status> {
+    let f = match s.close(handle)? {
+        super::files::Handle::File(f) => f,
+        super::files::Handle::Dir(_) => return Err(Status::FAILURE),
+    };
+    drop(f.file);
+    if f.failed {
+        s.log(&format!(
+            "close-rename \"{}\": a write failed, not renamed",
+            files::show(&f.path)
+        ));
+        return Err(Status::FAILURE);
+    }
+    s.log(&format!(
+        "posix-rename old \"{}\" new \"{}\"",
+        files::show(&f.path),
+        files::show(to)
+    ));
+    std::fs::rename(files::path(&f.path), files::path(to)).map_err(|e| status_of(&e))
 }
 
 /// sha256-range@sluice.dev (PROTOCOL.md): the SHA-256 of the file's bytes

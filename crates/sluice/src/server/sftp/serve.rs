@@ -135,6 +135,49 @@ impl Server {
     }
 
     fn dispatch(&mut self, id: u32, req: Request<'_>, out: &mut Vec<u8>) -> Result<(), Status> {
+        match req {
+            Request::Open { .. }
+            | Request::Opendir { .. }
+            | Request::Close { .. }
+            | Request::Read { .. }
+            | Request::Write { .. }
+            | Request::Fstat { .. }
+            | Request::Fsetstat { .. }
+            | Request::Readdir { .. } => self.on_handle_request(id, req, out),
+            Request::Lstat { .. }
+            | Request::Stat { .. }
+            | Request::Setstat { .. }
+            | Request::Remove { .. }
+            | Request::Mkdir { .. }
+            | Request::Rmdir { .. }
+            | Request::Realpath { .. }
+            | Request::Rename { .. }
+            | Request::Readlink { .. }
+            | Request::Symlink { .. } => self.on_path_request(id, req, out),
+            Request::Extended(e) => ext::answer(self, id, e, out),
+            Request::UnknownExtended { name } => {
+                crate::log!(
+                    Debug1,
+                    "sftp: unsupported extended request \"{}\"",
+                    files::show(name)
+                );
+                Err(Status::OP_UNSUPPORTED)
+            }
+            Request::Unknown { kind } => {
+                crate::log!(Debug1, "sftp: unknown request type {kind}");
+                Err(Status::OP_UNSUPPORTED)
+            }
+            Request::Init { .. } => Err(Status::BAD_MESSAGE),
+        }
+    }
+
+    /// Requests that open a handle or work on one.
+    fn on_handle_request(
+        &mut self,
+        id: u32,
+        req: Request<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Status> {
         let st = |e: std::io::Error| files::status_of(&e);
         match req {
             Request::Open {
@@ -165,29 +208,7 @@ impl Server {
                 handle,
                 offset,
                 len,
-            } => {
-                let f = self.file(handle).ok_or(Status::FAILURE)?;
-                let len = len.min(MAX_READ_WRITE) as usize;
-                let at = reply::data_begin(out, id);
-                out.resize(at + 13 + len, 0);
-                let n = files::read_at(&f.file, out.get_mut(at + 13..).unwrap_or_default(), offset)
-                    .map_err(st);
-                match n {
-                    Ok(0) if len > 0 => {
-                        out.truncate(at);
-                        return Err(Status::EOF);
-                    }
-                    Ok(n) => {
-                        f.read += n as u64;
-                        out.truncate(at + 13 + n);
-                        reply::data_end(out, at);
-                    }
-                    Err(e) => {
-                        out.truncate(at);
-                        return Err(e);
-                    }
-                }
-            }
+            } => self.read(id, handle, offset, len, out)?,
             Request::Write {
                 handle,
                 offset,
@@ -201,23 +222,10 @@ impl Server {
                 f.written += data.len() as u64;
                 reply::status(out, id, Status::OK, "");
             }
-            Request::Lstat { path } => {
-                let m = std::fs::symlink_metadata(files::path(path)).map_err(st)?;
-                reply::attrs(out, id, &files::attrs_of(&m));
-            }
-            Request::Stat { path } => {
-                let m = std::fs::metadata(files::path(path)).map_err(st)?;
-                reply::attrs(out, id, &files::attrs_of(&m));
-            }
             Request::Fstat { handle } => {
                 let f = self.file(handle).ok_or(Status::FAILURE)?;
                 let m = f.file.metadata().map_err(st)?;
                 reply::attrs(out, id, &files::attrs_of(&m));
-            }
-            Request::Setstat { path, attrs } => {
-                self.log(&format!("set \"{}\" attributes", files::show(path)));
-                files::set_attrs(path, &attrs, true).map_err(st)?;
-                reply::status(out, id, Status::OK, "");
             }
             Request::Fsetstat { handle, attrs } => {
                 let f = self.file(handle).ok_or(Status::FAILURE)?;
@@ -235,24 +243,89 @@ impl Server {
                 }
                 reply::name(out, id, &entries);
             }
-            Request::Remove { path } => {
-                self.log(&format!("remove name \"{}\"", files::show(path)));
-                std::fs::remove_file(files::path(path)).map_err(st)?;
-                reply::status(out, id, Status::OK, "");
+            _ => return Err(Status::BAD_MESSAGE), // not a handle request (dispatch)
+        }
+        Ok(())
+    }
+
+    /// READ: the file's bytes read straight into the DATA reply; EOF when
+    /// none are left.
+    fn read(
+        &mut self,
+        id: u32,
+        handle: &[u8],
+        offset: u64,
+        len: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Status> {
+        let f = self.file(handle).ok_or(Status::FAILURE)?;
+        let len = len.min(MAX_READ_WRITE) as usize;
+        let at = reply::data_begin(out, id);
+        out.resize(at + 13 + len, 0);
+        let n = files::read_at(&f.file, out.get_mut(at + 13..).unwrap_or_default(), offset)
+            .map_err(|e| files::status_of(&e));
+        match n {
+            Ok(0) if len > 0 => {
+                out.truncate(at);
+                Err(Status::EOF)
             }
-            Request::Mkdir { path, attrs } => {
-                self.log(&format!("mkdir name \"{}\"", files::show(path)));
-                files::mkdir(path, &attrs).map_err(st)?;
-                reply::status(out, id, Status::OK, "");
+            Ok(n) => {
+                f.read += n as u64;
+                out.truncate(at + 13 + n);
+                reply::data_end(out, at);
+                Ok(())
             }
-            Request::Rmdir { path } => {
-                self.log(&format!("rmdir name \"{}\"", files::show(path)));
-                std::fs::remove_dir(files::path(path)).map_err(st)?;
-                reply::status(out, id, Status::OK, "");
+            Err(e) => {
+                out.truncate(at);
+                Err(e)
+            }
+        }
+    }
+
+    /// Requests on names: attributes, links, directories, removal, renames.
+    fn on_path_request(
+        &mut self,
+        id: u32,
+        req: Request<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Status> {
+        let st = |e: std::io::Error| files::status_of(&e);
+        match req {
+            Request::Lstat { path } => {
+                let m = std::fs::symlink_metadata(files::path(path)).map_err(st)?;
+                reply::attrs(out, id, &files::attrs_of(&m));
+                return Ok(());
+            }
+            Request::Stat { path } => {
+                let m = std::fs::metadata(files::path(path)).map_err(st)?;
+                reply::attrs(out, id, &files::attrs_of(&m));
+                return Ok(());
             }
             Request::Realpath { path } => {
                 let p = files::realpath(path).map_err(st)?;
                 files::one_name(out, id, p);
+                return Ok(());
+            }
+            Request::Readlink { path } => {
+                let t = std::fs::read_link(files::path(path)).map_err(st)?;
+                files::one_name(out, id, files::bytes_of(&t));
+                return Ok(());
+            }
+            Request::Setstat { path, attrs } => {
+                self.log(&format!("set \"{}\" attributes", files::show(path)));
+                files::set_attrs(path, &attrs, true).map_err(st)?;
+            }
+            Request::Remove { path } => {
+                self.log(&format!("remove name \"{}\"", files::show(path)));
+                std::fs::remove_file(files::path(path)).map_err(st)?;
+            }
+            Request::Mkdir { path, attrs } => {
+                self.log(&format!("mkdir name \"{}\"", files::show(path)));
+                files::mkdir(path, &attrs).map_err(st)?;
+            }
+            Request::Rmdir { path } => {
+                self.log(&format!("rmdir name \"{}\"", files::show(path)));
+                std::fs::remove_dir(files::path(path)).map_err(st)?;
             }
             Request::Rename { from, to } => {
                 self.log(&format!(
@@ -261,11 +334,6 @@ impl Server {
                     files::show(to)
                 ));
                 files::rename_noreplace(from, to).map_err(st)?;
-                reply::status(out, id, Status::OK, "");
-            }
-            Request::Readlink { path } => {
-                let t = std::fs::read_link(files::path(path)).map_err(st)?;
-                files::one_name(out, id, files::bytes_of(&t));
             }
             Request::Symlink { target, link } => {
                 self.log(&format!(
@@ -274,23 +342,11 @@ impl Server {
                     files::show(link)
                 ));
                 std::os::unix::fs::symlink(files::path(target), files::path(link)).map_err(st)?;
-                reply::status(out, id, Status::OK, "");
             }
-            Request::Extended(e) => ext::answer(self, id, e, out)?,
-            Request::UnknownExtended { name } => {
-                crate::log!(
-                    Debug1,
-                    "sftp: unsupported extended request \"{}\"",
-                    files::show(name)
-                );
-                return Err(Status::OP_UNSUPPORTED);
-            }
-            Request::Unknown { kind } => {
-                crate::log!(Debug1, "sftp: unknown request type {kind}");
-                return Err(Status::OP_UNSUPPORTED);
-            }
-            Request::Init { .. } => return Err(Status::BAD_MESSAGE),
+            _ => return Err(Status::BAD_MESSAGE), // not a path request (dispatch)
         }
+        // The changes answer with a plain status.
+        reply::status(out, id, Status::OK, "");
         Ok(())
     }
 }
