@@ -16,6 +16,7 @@ use crate::net::pump::{ChannelFds, Handler};
 use crate::server::agent_forward::ServerAgent;
 use crate::server::auth::ServerAuth;
 use crate::server::child::SessionChild;
+use crate::server::error::ServerError;
 use crate::server::idle::Idle;
 use crate::server::keepalive::ClientAlive;
 use crate::server::pty::Pty;
@@ -100,8 +101,6 @@ pub struct ServerConn {
     no_more_sessions: bool,
     /// Port forwarding (server/forward.rs).
     fwd: crate::server::forward::ServerForward,
-    /// Why this handler stopped the connection, typed (the pump gets text).
-    stopped: Option<crate::server::error::ServerError>,
     /// LoginGraceTime even when a call blocks the loop (server/grace.rs).
     grace: Option<crate::server::grace::GraceTimer>,
     /// Under privilege separation, what the user's process cannot do
@@ -248,7 +247,6 @@ impl ServerConn {
             agent: ServerAgent::default(),
             no_more_sessions: false,
             fwd: Default::default(),
-            stopped: None,
             stripe_key: crate::net::stripe::ConnKey::next(),
         }
     }
@@ -311,28 +309,21 @@ impl ServerConn {
         self.match_user.as_deref()
     }
 
-    /// "Timeout, client not responding from user bob ADDR port P", kept
-    /// typed for the daemon and returned as text for the pump.
-    fn client_gone(&mut self) -> String {
-        let e = crate::server::error::ServerError::ClientTimeout {
+    /// "Timeout, client not responding from user bob ADDR port P".
+    fn client_gone(&self) -> ServerError {
+        ServerError::ClientTimeout {
             user: self.user_name().map(str::to_owned),
             peer: self.peer,
-        };
-        let text = e.to_string();
-        self.stopped = Some(e);
-        text
+        }
     }
 
     /// UnusedConnectionTimeout passed: "terminating inactive connection
-    /// from user bob ADDR port P", typed for the daemon as [`Self::client_gone`].
-    fn connection_unused(&mut self) -> String {
-        let e = crate::server::error::ServerError::InactiveConnection {
+    /// from user bob ADDR port P".
+    fn connection_unused(&self) -> ServerError {
+        ServerError::InactiveConnection {
             user: self.user_name().map(str::to_owned),
             peer: self.peer,
-        };
-        let text = e.to_string();
-        self.stopped = Some(e);
-        text
+        }
     }
 
     /// The client closed a running session's channel: its ends go (the
@@ -393,12 +384,6 @@ impl ServerConn {
         }
     }
 
-    /// Why this handler ended the connection, when it did for a reason the
-    /// caller treats apart (see server/error.rs).
-    pub fn take_error(&mut self) -> Option<crate::server::error::ServerError> {
-        self.stopped.take()
-    }
-
     /// The TCP socket RemoteRcvBuf requests apply to; sets TCPKeepAlive on it.
     pub fn set_socket(&mut self, fd: std::os::fd::RawFd) {
         self.sock = Some(fd);
@@ -410,14 +395,14 @@ impl ServerConn {
 }
 
 impl Handler for ServerConn {
-    type Error = String;
+    type Error = ServerError;
 
     fn on_event(
         &mut self,
         conn: &mut Connection,
         fds: &mut ChannelFds,
         event: Event,
-    ) -> Result<(), String> {
+    ) -> Result<(), ServerError> {
         self.track_idle(&event);
         if self.agent.on_event(conn, fds, &event) {
             return Ok(());
@@ -434,7 +419,15 @@ impl Handler for ServerConn {
                 channel,
                 channel_type,
                 data,
-            } => return self.on_channel_open_request(conn, fds, channel, &channel_type, &data),
+            } => {
+                return Ok(self.on_channel_open_request(
+                    conn,
+                    fds,
+                    channel,
+                    &channel_type,
+                    &data,
+                )?)
+            }
             Event::ChannelRequest {
                 channel,
                 want_reply,
@@ -473,7 +466,7 @@ impl Handler for ServerConn {
 
     /// Reaps commands; after a command exited and its output reached EOF,
     /// sends exit-status (or exit-signal) and closes the channel.
-    fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+    fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), ServerError> {
         if !self.alive.tick(conn) {
             return Err(self.client_gone());
         }

@@ -1,7 +1,7 @@
-//! Why the server ended a connection, where the caller acts on the kind:
-//! the pump's handler interface carries text, so the connection keeps the
-//! typed reason next to it (`ServerConn::take_error`) and the daemon matches
-//! on that, not on the text. `Display` is sshd's log line.
+//! Why the server's side of a connection gave up: the post-auth handler's
+//! error (server/conn.rs), handed back by the pump as
+//! `PumpError::Handler`; `log_end` (server/privsep/mod.rs) matches on the
+//! kind. `Display` is sshd's log line.
 
 use std::net::SocketAddr;
 
@@ -23,6 +23,17 @@ pub enum ServerError {
         /// The client's address.
         peer: SocketAddr,
     },
+    /// Anything else that ended the connection (logged at ERROR with the
+    /// connection's address): sshd's message.
+    Failed(String),
+}
+
+/// The connection's handlers check their steps with String messages; at the
+/// handler's boundary they are [`ServerError::Failed`].
+impl From<String> for ServerError {
+    fn from(m: String) -> Self {
+        ServerError::Failed(m)
+    }
 }
 
 impl std::fmt::Display for ServerError {
@@ -42,6 +53,7 @@ impl std::fmt::Display for ServerError {
                 peer.ip(),
                 peer.port()
             ),
+            ServerError::Failed(m) => f.write_str(m),
         }
     }
 }

@@ -66,7 +66,7 @@ impl ServerConn {
         channel: ChannelId,
         channel_type: &str,
         data: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::server::error::ServerError> {
         if channel_type == sluice_proto::stripe::CARRIER_CHANNEL {
             self.idle.forget(channel);
             super::carrier::open_carrier(conn, fds, channel, data, self.stripe_key);
@@ -138,7 +138,7 @@ impl ServerConn {
         channel: ChannelId,
         want_reply: bool,
         request: ChannelRequestKind,
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::server::error::ServerError> {
         if let ChannelRequestKind::Other { name, data } = &request {
             if self.stripe_request(conn, channel, name, data, want_reply)? {
                 return Ok(());

@@ -54,7 +54,11 @@ fn serve(j: JoinedConn) {
         key: ConnKey::next(),
     };
     let r = pump.run(&mut conn, &mut handler);
-    crate::server::privsep::log_end(r, "stripe secondary ", peer, None);
+    crate::server::privsep::log_end(
+        r.map_err(|e| e.map_handler(crate::server::error::ServerError::Failed)),
+        "stripe secondary ",
+        peer,
+    );
 }
 
 /// A secondary's events: carriers only.

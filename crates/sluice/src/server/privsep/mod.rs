@@ -140,14 +140,9 @@ pub fn postauth_fd_from_env() -> Option<std::os::fd::RawFd> {
 
 /// Logs how a connection ended, in sshd's words (as the single-process
 /// server did); returns the exit code. `who` is "user bob " or
-/// "authenticating user bob " or empty; `typed` is the handler's own
-/// reason for stopping, when it has one (server/error.rs).
-pub fn log_end(
-    r: Result<(), PumpError>,
-    who: &str,
-    peer: SocketAddr,
-    typed: Option<ServerError>,
-) -> i32 {
+/// "authenticating user bob " or empty. A handler whose errors are text
+/// hands them in as [`ServerError::Failed`] (`map_handler`).
+pub fn log_end(r: Result<(), PumpError<ServerError>>, who: &str, peer: SocketAddr) -> i32 {
     let (ip, port) = (peer.ip(), peer.port());
     match r {
         Ok(()) => {
@@ -173,20 +168,18 @@ pub fn log_end(
             log!(Info, "Disconnected from {who}{ip} port {port}");
             0
         }
-        Err(PumpError::Handler(msg)) => match typed {
-            // A client that stopped answering, or one that kept a
-            // connection with no channel open, is routine: INFO, as sshd.
-            Some(
-                e @ (ServerError::ClientTimeout { .. } | ServerError::InactiveConnection { .. }),
-            ) => {
-                log!(Info, "{e}");
-                255
-            }
-            None => {
-                log!(Error, "Connection from {who}{ip} port {port}: {msg}");
-                255
-            }
-        },
+        // A client that stopped answering, or one that kept a connection
+        // with no channel open, is routine: INFO, as sshd.
+        Err(PumpError::Handler(
+            e @ (ServerError::ClientTimeout { .. } | ServerError::InactiveConnection { .. }),
+        )) => {
+            log!(Info, "{e}");
+            255
+        }
+        Err(PumpError::Handler(ServerError::Failed(msg))) => {
+            log!(Error, "Connection from {who}{ip} port {port}: {msg}");
+            255
+        }
         Err(e) => {
             log!(Error, "Connection from {who}{ip} port {port}: {e}");
             255

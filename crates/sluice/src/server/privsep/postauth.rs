@@ -426,12 +426,7 @@ fn run_as_user(cfg: Sshd, fd: i32) -> Result<i32, i32> {
     pump.preload_input(&got.rest);
     let r = pump.run(&mut conn, &mut handler);
     crate::net::compress_ctl::log_summary(&conn);
-    Ok(super::log_end(
-        r,
-        &format!("user {user} "),
-        peer,
-        handler.take_error(),
-    ))
+    Ok(super::log_end(r, &format!("user {user} "), peer))
 }
 
 /// Root given up for the user `info` (drop_root.rs), before anything of

@@ -135,7 +135,11 @@ fn serve(setup: ChildSetup, link: Arc<Link>) -> i32 {
         .as_deref()
         .map(|u| format!("authenticating user {u} "))
         .unwrap_or_default();
-    super::log_end(r, &who, setup.peer, None)
+    super::log_end(
+        r.map_err(|e| e.map_handler(crate::server::error::ServerError::Failed)),
+        &who,
+        setup.peer,
+    )
 }
 
 fn hand_over(conn: &mut Connection, pump: &mut Pump, link: &Link) -> Result<(), String> {
