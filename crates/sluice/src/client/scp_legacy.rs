@@ -700,7 +700,7 @@ fn name_of(p: &Path) -> &[u8] {
 }
 
 fn os_text(e: &std::io::Error) -> String {
-    crate::client::sftp::transfer::os_text(e)
+    crate::client::sftp::errors::os_text(e)
 }
 
 /// The `sluice` client beside this program (or on PATH), with the

@@ -11,12 +11,14 @@
 //!
 //! - `channel.rs`: the in-process channel end and the program's [`Link`].
 //! - `session.rs`: requests and replies, the version exchange, limits.
-//! - `transfer.rs`: pipelined downloads and uploads;
-//!   `depth.rs`: how many requests a transfer keeps in flight;
+//! - `transfer.rs`: whole-file downloads and uploads; `options.rs` how
+//!   (sftp's and scp's flags); `errors.rs` why one failed;
+//!   `pipeline/`: the request loop both directions run (`read.rs`,
+//!   `write.rs`); `depth.rs`: how many requests it keeps in flight;
 //!   `partial/`: the partial file every copy writes and what a resume
-//!   takes from it (`down.rs`, `up.rs`).
+//!   takes from it (`down.rs`, `up.rs`, `hash.rs` the SHA-256 check).
 //! - `progress.rs`: the progress meter; `bwlimit.rs`: `-l`.
-//! - `many_up.rs`, `many_down.rs`: small files, many in flight on one session.
+//! - `many/`: small files, many in flight on one session (`up.rs`, `down.rs`).
 //! - `spread.rs`: many small files dealt out over several connections.
 //! - `parallel.rs`: a large file over several connections (Streams);
 //!   `resume.rs`: the record of a copy's completed ranges.
@@ -30,10 +32,12 @@ pub mod bwlimit;
 pub mod channel;
 pub mod commands;
 pub mod depth;
-pub mod many_down;
-pub mod many_up;
+pub mod errors;
+pub mod many;
+pub mod options;
 pub mod parallel;
 pub mod partial;
+pub mod pipeline;
 pub mod progress;
 pub mod remote;
 pub mod resume;

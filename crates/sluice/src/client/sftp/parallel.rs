@@ -19,10 +19,11 @@
 //! Each range acknowledged is added to the copy's record (resume.rs), so
 //! a killed copy resumes without copying completed ranges again.
 
+use super::errors::{show, TransferError, TransferResult};
+use super::pipeline::{self, Pace, Span};
 use super::progress::Meter;
 use super::resume::{self, Record};
 use super::session::{Sftp, SftpError};
-use super::transfer::{self, Options, Span, TransferError, TransferResult};
 use crate::client::streams::Streams;
 use crate::client::streams_auto::{Steer, Step};
 use crate::client::ClientOptions;
@@ -88,7 +89,7 @@ struct Copy {
     local: PathBuf,
     /// The path extra connections open on the server (a temporary name).
     remote: Vec<u8>,
-    o: Options,
+    pace: Pace,
     meter: Mutex<Meter>,
     /// Ranges not yet finished, and the first error (changed under state's
     /// lock so the waiter never misses the last one).
@@ -221,7 +222,7 @@ impl Parallel {
         local: &std::path::Path,
         remote: &[u8],
         size: u64,
-        o: &Options,
+        pace: &Pace,
         meter: Meter,
         done: &[(u64, u64)],
         record: Option<Arc<Record>>,
@@ -229,8 +230,6 @@ impl Parallel {
         let file = file
             .try_clone()
             .map_err(|e| TransferError::Failed(format!("dup: {e}")))?;
-        let mut wo = o.clone();
-        wo.parallel = None;
         let step = range_size(size, self.max());
         let todo = resume::missing(size, done, step);
         if !done.is_empty() {
@@ -251,7 +250,7 @@ impl Parallel {
             file,
             local: local.to_path_buf(),
             remote: remote.to_vec(),
-            o: wo,
+            pace: pace.clone(),
             meter: Mutex::new(meter),
             left: Mutex::new((n, None)),
             acked: Mutex::new(todo.iter().map(|&(a, b)| (a, (b, 0))).collect()),
@@ -562,7 +561,7 @@ impl Shared {
                         _ => Ok(()),
                     })?;
             }
-            let what = format!("open remote \"{}\"", transfer::show(&c.remote));
+            let what = format!("open remote \"{}\"", show(&c.remote));
             let h = if c.up {
                 s.open(&c.remote, pflags::WRITE, Attrs::default())
             } else {
@@ -602,9 +601,9 @@ impl Shared {
             c.meter.lock().unwrap_or_else(|e| e.into_inner()).add(n);
             c.acked(off, n);
         };
-        let (file, local, remote, o) = (&c.file, &c.local, &c.remote, &c.o);
+        let (file, local, remote, pace) = (&c.file, &c.local, &c.remote, &c.pace);
         if c.up {
-            transfer::send_file(
+            pipeline::send_file(
                 s,
                 &h,
                 file,
@@ -612,15 +611,15 @@ impl Shared {
                 &[],
                 local,
                 remote,
-                o,
+                pace,
                 &mut more,
                 &mut tally,
-                transfer::Closing::No,
+                pipeline::Closing::No,
             )
             .map(|_| ())
         } else {
             // An exact span fails on an early EOF: the file shrank.
-            transfer::fetch(
+            pipeline::fetch(
                 s,
                 &h,
                 remote,
@@ -628,7 +627,7 @@ impl Shared {
                 first,
                 &[],
                 local,
-                o,
+                pace,
                 &mut more,
                 &mut tally,
             )

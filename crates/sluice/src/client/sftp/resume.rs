@@ -17,9 +17,9 @@
 //! a stock server only because size and mtime matched. It is never read or
 //! written through a symbolic link.
 
-use super::partial::same_range;
+use super::errors::{show, TransferResult};
+use super::partial::hash::same_range;
 use super::session::Sftp;
-use super::transfer::{show, TransferResult};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;

@@ -6,11 +6,13 @@
 //! exit code is 1 when any failed (255 when the connection failed).
 
 use super::commands::{put_tree_quiet, Failure};
-use super::many_down::{self, Downloads};
+use super::errors::{os_text, TransferError};
+use super::many::{self, Downloads};
+use super::options::Options;
 use super::progress::Tally;
 use super::remote::{self, absolute, basename};
 use super::session::{Behind, EarlyOpen, First, OpenAhead, Sftp, SftpError};
-use super::transfer::{self, os_text, Options, TransferError};
+use super::transfer;
 use super::Link;
 use sluice_proto::sftp::{pflags, Attrs};
 use std::ffi::OsStr;
@@ -255,7 +257,7 @@ fn copy_down(
 }
 
 /// Fetches the remote directory `dir` as `local`; small files many at
-/// once (many_down.rs).
+/// once (many/).
 fn get_tree(s: &mut Sftp, dir: &[u8], local: &Path, o: &Options) -> Result<bool, String> {
     let mut batch = Downloads::new(o);
     let walked = walk_down(s, &mut batch, dir, local, o);
@@ -297,7 +299,7 @@ fn walk_down(
         let l = local.join(path_of(&e.filename));
         ok &= match e.attrs.permissions.map(|p| p & 0o170000) {
             Some(0o040000) => walk_down(s, batch, &r, &l, o)?,
-            Some(0o100000) if e.attrs.size.is_some_and(|n| n <= many_down::SMALL) && !o.resume => {
+            Some(0o100000) if e.attrs.size.is_some_and(|n| n <= many::SMALL) && !o.resume => {
                 batch.get(s, r, l, e.attrs, &mut say)?;
                 true
             }

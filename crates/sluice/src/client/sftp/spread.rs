@@ -1,7 +1,7 @@
 //! Many small files over several connections (mscp's way, against any
 //! SFTP server): when `Streams` allows more than one connection, the
 //! small files of a recursive copy are dealt out in turn to this session
-//! and to extra ones, each running its own many_up/many_down pipeline.
+//! and to extra ones, each running its own many/ batch.
 //! One session's round trips cap how many files a second it moves; N
 //! sessions move N times as many.
 //!
@@ -17,9 +17,9 @@
 //! (its name in the message) and counted; a connection that dies hands
 //! the files it had not yet confirmed back to the others.
 
+use super::options::Options;
 use super::parallel::{Connector, AUTO_MAX};
 use super::session::Sftp;
-use super::transfer::Options;
 use crate::client::streams::Streams;
 use sluice_proto::sftp::Attrs;
 use std::collections::VecDeque;
@@ -47,7 +47,7 @@ pub(super) enum Job {
 }
 
 /// One direction's batch of small files as an extra connection runs it
-/// (many_up.rs's `Uploads`, many_down.rs's `Downloads`): each hands
+/// (many/'s `Uploads` and `Downloads`): each hands
 /// `Spread::new` the way to make one, so this file names neither.
 pub(super) trait Batch {
     /// Starts `job` (one of this batch's direction); Err ends the session.

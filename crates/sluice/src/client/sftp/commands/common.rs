@@ -3,9 +3,11 @@
 //! it whole (`use super::common::*`), the names of the session and the
 //! transfers with it; mod.rs, which runs the loop, imports them all.
 
+pub(super) use super::super::errors::{os_text, TransferError};
+pub(super) use super::super::options::Options;
 pub(super) use super::super::remote::{self, absolute, basename};
 pub(super) use super::super::session::{Sftp, SftpError};
-pub(super) use super::super::transfer::{self, os_text, Options, TransferError};
+pub(super) use super::super::transfer;
 use super::first;
 use super::settings::Settings;
 pub(super) use sluice_proto::sftp::{pflags, Attrs, Status};

@@ -4,8 +4,7 @@
 
 use super::common::*;
 use super::words::{flags, local_glob};
-use crate::client::sftp::many_down::{self, Downloads};
-use crate::client::sftp::many_up::{self as many, Uploads};
+use crate::client::sftp::many::{self, Downloads, Uploads};
 use crate::client::sftp::progress::Tally;
 use crate::client::sftp::resume;
 use crate::client::sftp::session::{Behind, OpenAhead};
@@ -131,7 +130,7 @@ impl Shell {
     }
 
     /// Fetches `remote_dir` as `local`; small files many at once
-    /// (many_down.rs).
+    /// (many/).
     pub(super) fn get_dir(
         &mut self,
         remote_dir: &[u8],
@@ -190,7 +189,7 @@ impl Shell {
                     if !self.set.quiet {
                         crate::outln!("Fetching {} to {}", lossy(&r), l.display());
                     }
-                    if e.attrs.size.is_some_and(|n| n <= many_down::SMALL) && !o.resume {
+                    if e.attrs.size.is_some_and(|n| n <= many::SMALL) && !o.resume {
                         batch
                             .get(&mut self.s, r, l, e.attrs, &mut |m| crate::errln!("{m}"))
                             .map_err(Fail::Fatal)
