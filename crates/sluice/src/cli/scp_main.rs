@@ -1,11 +1,11 @@
 //! `sluice-scp`'s main: scp(1)'s command line (cli/xfer_args.rs for the
-//! parts shared with sftp), then client/sftp/scp.rs copies over SFTP, or
-//! client/scp_legacy.rs over the legacy protocol with -O.
+//! parts shared with sftp), then client/sftp/scp/ copies over SFTP, or
+//! client/sftp/scp/legacy/ over the legacy protocol with -O.
 
 use crate::cli::sftp_main::stdout_is_tty;
 use crate::cli::xfer_args::{getopt, parallel, see_page, split_remote, x_option, SshSide, HELP};
-use crate::client::scp_legacy::{self as legacy, Legacy};
 use crate::client::sftp::run;
+use crate::client::sftp::scp::legacy::{self, Legacy};
 use crate::client::sftp::scp::{self, Place};
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -25,8 +25,10 @@
 //! - `commands/`: sftp's commands (batch files and the prompt): `mod.rs` the
 //!   loop and dispatch, `xfer.rs` get and put, `ops.rs` the others,
 //!   `words.rs` command lines.
-//! - `scp.rs`: scp's copies.
-//! - `remote.rs`: remote paths: joining, globbing.
+//! - `scp/`: scp's copies over SFTP (`mod.rs`) and over the legacy
+//!   protocol (`legacy/`, `-O`).
+//! - `remote.rs`: remote paths: joining, globbing, names checked;
+//!   `tree.rs`: the walk of a remote tree for a recursive download.
 
 pub mod bwlimit;
 pub mod channel;
@@ -45,6 +47,7 @@ pub mod scp;
 pub mod session;
 pub mod spread;
 pub mod transfer;
+mod tree;
 
 #[cfg(test)]
 mod tests;
