@@ -20,7 +20,7 @@
 //! - `progress.rs`: the progress meter; `bwlimit.rs`: `-l`.
 //! - `many/`: small files, many in flight on one session (`up.rs`, `down.rs`).
 //! - `spread.rs`: many small files dealt out over several connections.
-//! - `parallel.rs`: a large file over several connections (Streams);
+//! - `parallel/`: a large file over several connections (Streams);
 //!   `resume.rs`: the record of a copy's completed ranges.
 //! - `commands/`: sftp's commands (batch files and the prompt): `mod.rs` the
 //!   loop and dispatch, `xfer.rs` get and put, `ops.rs` the others,

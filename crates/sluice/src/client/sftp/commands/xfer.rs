@@ -7,7 +7,7 @@ use super::words::{flags, local_glob};
 use crate::client::sftp::many::{self, Downloads, Uploads};
 use crate::client::sftp::progress::Tally;
 use crate::client::sftp::resume;
-use crate::client::sftp::session::{Behind, OpenAhead};
+use crate::client::sftp::session::{Behind, EarlyOpen, OpenAhead};
 use crate::client::sftp::tree::{self, Visit};
 
 impl Shell {
@@ -27,49 +27,11 @@ impl Shell {
         let mut matches =
             remote::glob(&mut self.s, &self.cwd, src).map_err(|e| remote_err("get", e))?;
         // A STAT (not a listing's entry): the download need not ask again.
-        // The file is opened in the same round trip, on the guess that it
-        // is one (used below, or dropped).
-        let mut stated = false;
-        let mut pre = None;
-        if matches.len() == 1 && matches[0].1.is_none() {
-            let open = OpenAhead {
-                path: matches[0].0.clone(),
-                flags: sluice_proto::sftp::pflags::READ,
-                attrs: Attrs::default(),
-            };
-            // Its first bytes are asked for behind the open (sluiced), unless
-            // -l paces every byte or -B sizes the READs.
-            let behind = match o.limit.is_none() && o.buffer == 0 && !o.resume {
-                true => Behind::Read,
-                false => Behind::Nothing,
-            };
-            // Asked with the session's first requests already (first.rs)?
-            let path = open.path.clone();
-            let asked = match self.take_early(&path, |p| p == path) {
-                Some(x) => Ok(x),
-                None => self.s.stat_with_open(&open.path, &open, behind),
-            };
-            let stat = match asked {
-                Ok((a, e)) => {
-                    pre = Some(e);
-                    a
-                }
-                Err(e) => Err(e),
-            };
-            match stat {
-                Ok(a) => {
-                    matches[0].1 = Some(a);
-                    stated = true;
-                }
-                Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
-                Err(_) => {
-                    if let Some(e) = pre.take() {
-                        self.s.discard_early_open(e);
-                    }
-                    matches.clear()
-                }
-            }
-        }
+        let (stated, mut pre) = if matches.len() == 1 && matches[0].1.is_none() {
+            self.stat_one(&mut matches, &o)?
+        } else {
+            (false, None)
+        };
         if matches.is_empty() {
             return Err(err(&format!(
                 "File \"{}\" not found.",
@@ -127,6 +89,57 @@ impl Shell {
             Err(Fail::Failed)
         } else {
             Ok(true)
+        }
+    }
+
+    /// STATs the one match of a get (unless the listing gave its
+    /// attributes) and opens it in the same round trip, on the guess that
+    /// it is a file (used by the download, or dropped): whether it was
+    /// stated, and the open. A match that is not there is dropped.
+    #[allow(clippy::type_complexity)]
+    fn stat_one(
+        &mut self,
+        matches: &mut Vec<(Vec<u8>, Option<Attrs>)>,
+        o: &Options,
+    ) -> Result<(bool, Option<EarlyOpen>), Fail> {
+        let open = OpenAhead {
+            path: matches[0].0.clone(),
+            flags: sluice_proto::sftp::pflags::READ,
+            attrs: Attrs::default(),
+        };
+        // Its first bytes are asked for behind the open (sluiced), unless
+        // -l paces every byte or -B sizes the READs.
+        let behind = match o.limit.is_none() && o.buffer == 0 && !o.resume {
+            true => Behind::Read,
+            false => Behind::Nothing,
+        };
+        // Asked with the session's first requests already (first.rs)?
+        let path = open.path.clone();
+        let asked = match self.take_early(&path, |p| p == path) {
+            Some(x) => Ok(x),
+            None => self.s.stat_with_open(&open.path, &open, behind),
+        };
+        let mut pre = None;
+        let stat = match asked {
+            Ok((a, e)) => {
+                pre = Some(e);
+                a
+            }
+            Err(e) => Err(e),
+        };
+        match stat {
+            Ok(a) => {
+                matches[0].1 = Some(a);
+                Ok((true, pre))
+            }
+            Err(SftpError::Fatal(m)) => Err(Fail::Fatal(m)),
+            Err(_) => {
+                if let Some(e) = pre.take() {
+                    self.s.discard_early_open(e);
+                }
+                matches.clear();
+                Ok((false, None))
+            }
         }
     }
 
