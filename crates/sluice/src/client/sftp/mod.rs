@@ -6,11 +6,11 @@
 //! program runs and the channel keeps sluice's window growth.
 //!
 //! Threads: the pump runs on the calling thread; the program (the command
-//! interpreter or scp, over session.rs and transfer.rs) runs on its own,
+//! interpreter or scp, over session/ and transfer.rs) runs on its own,
 //! so disk waits never hold the connection.
 //!
 //! - `channel.rs`: the in-process channel end and the program's [`Link`].
-//! - `session.rs`: requests and replies, the version exchange, limits.
+//! - `session/`: requests and replies, the version exchange, limits.
 //! - `transfer.rs`: whole-file downloads and uploads; `options.rs` how
 //!   (sftp's and scp's flags); `errors.rs` why one failed;
 //!   `pipeline/`: the request loop both directions run (`read.rs`,
@@ -68,7 +68,7 @@ where
     run_with(opts, program, false)
 }
 
-/// [`run`] for an extra connection (parallel.rs): its failure is a debug
+/// [`run`] for an extra connection (parallel/): its failure is a debug
 /// line, since the copy goes on without it.
 pub fn run_quiet<F>(opts: ClientOptions, program: F) -> i32
 where

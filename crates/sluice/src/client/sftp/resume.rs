@@ -1,7 +1,7 @@
 //! The record of a copy's completed ranges, for a resume. Every copy
 //! writes to a fixed partial name beside the target, `.NAME.sluice-part`
 //! (partial/), and adds what is complete to a small record: a copy over
-//! several connections (parallel.rs) each range as it is acknowledged, one
+//! several connections (parallel/) each range as it is acknowledged, one
 //! stream its pieces every few MiB (partial::Checkpoint). A run that is
 //! killed can be taken up again with `-a`/`reget`/`reput`: only the ranges
 //! not in the record are copied again.

@@ -8,8 +8,8 @@
 //! `Streams N` opens N-1 extra connections at the first small file;
 //! `Streams auto` opens one more for every `FILES_PER_CONN` small files
 //! seen so far (the files seen are the guess of the files to come), up
-//! to parallel.rs's `AUTO_MAX`, so a tree of a few files never pays for a
-//! connection's setup. Extra connections are made as parallel.rs makes
+//! to parallel/'s `AUTO_MAX`, so a tree of a few files never pays for a
+//! connection's setup. Extra connections are made as parallel/ makes
 //! them (BatchMode); one that cannot be made costs nothing but its share,
 //! which this session takes back in `Spread::take`.
 //!

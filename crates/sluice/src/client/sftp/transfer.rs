@@ -1,6 +1,6 @@
 //! Whole-file copies, one file each way: the remote file's checks, the
 //! partial file and its record (partial/), the bytes over one pipeline
-//! (pipeline/) or in ranges over several connections (parallel.rs), then
+//! (pipeline/) or in ranges over several connections (parallel/), then
 //! what follows the data (truncate, fsync, modes and times, the rename
 //! into place).
 //!
@@ -148,7 +148,7 @@ fn fetch_all(
     o: &Options,
 ) -> TransferResult<u64> {
     let meter = meter(o, &show(remote), size.unwrap_or(0), d.start, &d.done);
-    // Large files go in ranges over several connections (parallel.rs).
+    // Large files go in ranges over several connections (parallel/).
     let split = match (&o.parallel, size) {
         (Some(p), Some(sz)) if d.start == 0 && p.splits(s, sz) => Some((p, sz)),
         _ => None,
@@ -366,7 +366,7 @@ fn send_all(
         close_status: None,
         renamed_at_close: false,
     };
-    // Large files go in ranges over several connections (parallel.rs).
+    // Large files go in ranges over several connections (parallel/).
     let split = o
         .parallel
         .as_ref()

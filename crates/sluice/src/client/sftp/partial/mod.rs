@@ -49,7 +49,7 @@ pub(super) fn same_prefix(
 /// A single stream's record kept up to date: the pieces written (or
 /// acknowledged) are joined as they come, in whatever order, and saved
 /// every [`CHECKPOINT`] bytes; a copy in ranges keeps its own record
-/// range by range (parallel.rs).
+/// range by range (parallel/).
 pub(super) struct Checkpoint {
     record: Option<Arc<Record>>,
     /// Complete, sorted and joined: what the record will say.

@@ -51,7 +51,7 @@ pub fn fetch(
         more,
         tally,
     };
-    // READs already on their way (behind an open-as, session.rs), and the
+    // READs already on their way (behind an open-as, session/), and the
     // answers to them that came already, read before any other.
     let mut pending = Pending::new();
     for ((id, off, n), body) in s.take_sent_ahead(sent) {

@@ -1,5 +1,5 @@
 //! The WRITE side of the pipeline: the local file read straight into each
-//! WRITE request (session.rs's `send_write_from`), a few of the server's
+//! WRITE request (session/'s `send_write_from`), a few of the server's
 //! windows in flight, and the CLOSE (or close-rename@sluice.dev) right
 //! behind the last WRITE when the caller has nothing to do in between.
 
@@ -33,7 +33,7 @@ pub enum Closing<'a> {
 /// it closes. Some(the CLOSE's status) once everything was answered; a
 /// failed WRITE is reported as before (the file is then removed or kept for
 /// a resume by the caller). `sent`: WRITEs of the span's first bytes
-/// already on their way (behind an open-as, session.rs), taken as in flight.
+/// already on their way (behind an open-as, session/), taken as in flight.
 #[allow(clippy::too_many_arguments)]
 pub fn send_file(
     s: &mut Sftp,
@@ -106,7 +106,7 @@ impl Writes<'_> {
         )
     }
 
-    /// WRITEs sent ahead (session.rs): those answered counted or failed,
+    /// WRITEs sent ahead (session/): those answered counted or failed,
     /// the others taken as pending. A failure ends the upload once the
     /// others are answered.
     fn take_sent_ahead(
@@ -196,7 +196,7 @@ impl Side for Writes<'_> {
         }
         let want = (self.end - self.next).min(self.len as u64) as usize;
         let next = self.next;
-        // Read straight into the request (session.rs); -l paces what was
+        // Read straight into the request (session/); -l paces what was
         // read before it is sent.
         let (file, limit) = (self.file, &self.pace.limit);
         let fill = |b: &mut [u8]| {
