@@ -120,7 +120,7 @@ impl Spread {
         self.grow();
         let mut st = self.sh.lock();
         let n = 1 + st.live + st.starting;
-        if n == 1 || self.seen % n == 0 {
+        if n == 1 || self.seen.is_multiple_of(n) {
             return Some(job);
         }
         st.queue.push_back(job);

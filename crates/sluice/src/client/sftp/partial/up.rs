@@ -111,6 +111,9 @@ fn unless_fatal(e: SftpError) -> TransferResult<SftpError> {
     }
 }
 
+/// Byte ranges, `[start, end)` each.
+type Ranges = Vec<(u64, u64)>;
+
 /// A resume into the partial file `part`: its handle and the ranges of
 /// `rec` found right, when every range lies within it.
 fn reopen_part(
@@ -118,7 +121,7 @@ fn reopen_part(
     part: &[u8],
     file: &File,
     rec: &Record,
-) -> TransferResult<Option<(Vec<u8>, Vec<(u64, u64)>)>> {
+) -> TransferResult<Option<(Vec<u8>, Ranges)>> {
     let done = rec.load();
     let last = done.iter().map(|r| r.1).max().unwrap_or(0);
     match s.stat(part, false) {
