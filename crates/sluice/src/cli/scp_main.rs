@@ -1,11 +1,11 @@
 //! `sluice-scp`'s main: scp(1)'s command line (cli/xfer_args.rs for the
-//! parts shared with sftp), then client/sftp/scp.rs copies over SFTP, or
-//! client/scp_legacy.rs over the legacy protocol with -O.
+//! parts shared with sftp), then client/sftp/scp/ copies over SFTP, or
+//! client/sftp/scp/legacy/ over the legacy protocol with -O.
 
 use crate::cli::sftp_main::stdout_is_tty;
 use crate::cli::xfer_args::{getopt, parallel, see_page, split_remote, x_option, SshSide, HELP};
-use crate::client::scp_legacy::{self, Legacy};
 use crate::client::sftp::run;
+use crate::client::sftp::scp::legacy::{self, Legacy};
 use crate::client::sftp::scp::{self, Place};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -48,62 +48,18 @@ pub fn main(argv: &[String]) -> i32 {
         crate::outln!("{USAGE}\n{}", see_page("sluice-scp"));
         return 0;
     }
-    let mut ssh = SshSide::default();
-    let mut set = scp::Settings::default();
-    let mut legacy = false;
-    let mut by_origin = false;
-    for (c, v) in &opts {
-        match ssh.take(*c, v) {
-            Ok(true) => continue,
-            Ok(false) => {}
-            Err(e) => {
-                crate::errln!("{e}");
-                return 1;
-            }
-        }
-        let r: Result<(), String> = match c {
-            // Ours (scp has none): resume as sftp's reget and reput.
-            'a' => {
-                set.transfer.resume = true;
-                Ok(())
-            }
-            'p' => {
-                set.transfer.preserve = true;
-                Ok(())
-            }
-            'r' => {
-                set.recursive = true;
-                Ok(())
-            }
-            'B' => {
-                ssh.options.push("BatchMode=yes".into());
-                Ok(())
-            }
-            's' | 'T' => Ok(()),
-            'X' => x_option(v, &mut set.transfer),
-            // -3 is the default for copies between two remote hosts.
-            '3' => {
-                by_origin = false;
-                Ok(())
-            }
-            'R' => {
-                by_origin = true;
-                Ok(())
-            }
-            'O' => {
-                legacy = true;
-                Ok(())
-            }
-            'S' | 'D' => Err(format!(
-                "sluice-scp: -{c} is not supported: the connection is sluice's own, in this process"
-            )),
-            _ => Err(USAGE.to_owned()),
-        };
-        if let Err(e) = r {
+    let Flags {
+        ssh,
+        mut set,
+        legacy,
+        by_origin,
+    } = match flags(&opts) {
+        Ok(f) => f,
+        Err(e) => {
             crate::errln!("{e}");
             return 1;
         }
-    }
+    };
     if operands.len() < 2 {
         crate::errln!("{USAGE}");
         return 1;
@@ -128,33 +84,7 @@ pub fn main(argv: &[String]) -> i32 {
     if between_hosts {
         return remote_to_remote(&ssh, srcs, &target[0], &l, by_origin);
     }
-    let mut host: Option<(Option<String>, String)> = None;
-    let mut to_place = |a: &str| -> Result<Place, String> {
-        match place(a) {
-            None => Ok(Place::Local(PathBuf::from(a))),
-            Some((u, h, p)) => {
-                match &host {
-                    Some(prev) if prev != &(u.clone(), h.clone()) => {
-                        return Err(
-                            "sluice-scp: sources on more than one remote host are not supported with a local target"
-                                .into(),
-                        )
-                    }
-                    _ => host = Some((u, h)),
-                }
-                Ok(Place::Remote(p.into_bytes()))
-            }
-        }
-    };
-    let parsed: Result<(Vec<Place>, Place), String> = (|| {
-        let s = srcs
-            .iter()
-            .map(|a| to_place(a))
-            .collect::<Result<Vec<_>, _>>()?;
-        let t = to_place(&target[0])?;
-        Ok((s, t))
-    })();
-    let (sources, target) = match parsed {
+    let (sources, target, host) = match places(srcs, &target[0]) {
         Ok(p) => p,
         Err(e) => {
             crate::errln!("{e}");
@@ -175,10 +105,101 @@ pub fn main(argv: &[String]) -> i32 {
         return 1;
     }
     if legacy {
-        let cmd = scp_legacy::ssh_command(legacy_ssh_args(&ssh, user.as_deref()), &host);
-        return scp_legacy::run(cmd, &sources, &target, &l);
+        let cmd = legacy::ssh_command(legacy_ssh_args(&ssh, user.as_deref()), &host);
+        return legacy::run(cmd, &sources, &target, &l);
     }
-    let copts = match ssh.client_options(user.as_deref(), &host, "sftp") {
+    over_sftp(&ssh, set, user.as_deref(), &host, sources, target)
+}
+
+/// What scp's flags say.
+struct Flags {
+    ssh: SshSide,
+    set: scp::Settings,
+    /// -O.
+    legacy: bool,
+    /// -R (else -3).
+    by_origin: bool,
+}
+
+/// Reads scp's flags (ssh's own into `ssh`); Err is the message to print
+/// before exiting 1.
+fn flags(opts: &[(char, String)]) -> Result<Flags, String> {
+    let mut f = Flags {
+        ssh: SshSide::default(),
+        set: scp::Settings::default(),
+        legacy: false,
+        by_origin: false,
+    };
+    for (c, v) in opts {
+        if f.ssh.take(*c, v)? {
+            continue;
+        }
+        match c {
+            // Ours (scp has none): resume as sftp's reget and reput.
+            'a' => f.set.transfer.resume = true,
+            'p' => f.set.transfer.preserve = true,
+            'r' => f.set.recursive = true,
+            'B' => f.ssh.options.push("BatchMode=yes".into()),
+            's' | 'T' => {}
+            'X' => x_option(v, &mut f.set.transfer)?,
+            // -3 is the default for copies between two remote hosts.
+            '3' => f.by_origin = false,
+            'R' => f.by_origin = true,
+            'O' => f.legacy = true,
+            'S' | 'D' => {
+                return Err(format!(
+                "sluice-scp: -{c} is not supported: the connection is sluice's own, in this process"
+            ))
+            }
+            _ => return Err(USAGE.to_owned()),
+        }
+    }
+    Ok(f)
+}
+
+/// The sources and the target as places, and the one remote host among
+/// them (user, host), if any.
+#[allow(clippy::type_complexity)]
+fn places(
+    srcs: &[String],
+    target: &str,
+) -> Result<(Vec<Place>, Place, Option<(Option<String>, String)>), String> {
+    let mut host: Option<(Option<String>, String)> = None;
+    let mut to_place = |a: &str| -> Result<Place, String> {
+        match place(a) {
+            None => Ok(Place::Local(PathBuf::from(a))),
+            Some((u, h, p)) => {
+                match &host {
+                    Some(prev) if prev != &(u.clone(), h.clone()) => {
+                        return Err(
+                            "sluice-scp: sources on more than one remote host are not supported with a local target"
+                                .into(),
+                        )
+                    }
+                    _ => host = Some((u, h)),
+                }
+                Ok(Place::Remote(p.into_bytes()))
+            }
+        }
+    };
+    let s = srcs
+        .iter()
+        .map(|a| to_place(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let t = to_place(target)?;
+    Ok((s, t, host))
+}
+
+/// Copies over SFTP with sluice's own connection to `host`.
+fn over_sftp(
+    ssh: &SshSide,
+    mut set: scp::Settings,
+    user: Option<&str>,
+    host: &str,
+    sources: Vec<Place>,
+    target: Place,
+) -> i32 {
+    let copts = match ssh.client_options(user, host, "sftp") {
         Ok(o) => o,
         Err(e) => {
             crate::log::print(&e.to_string());
@@ -188,7 +209,7 @@ pub fn main(argv: &[String]) -> i32 {
     set.transfer.limit = ssh
         .limit
         .map(|k| std::sync::Arc::new(crate::client::sftp::bwlimit::BwLimit::new(k)));
-    set.transfer.parallel = parallel(&ssh, &copts, user.as_deref(), &host, "sftp");
+    set.transfer.parallel = parallel(ssh, &copts, user, host, "sftp");
     set.transfer.place = format!("{}@{}:{}", copts.user, copts.host, copts.port);
     set.transfer.keep_partial = copts.keep_partial;
     run(copts, move |link| {
@@ -253,7 +274,7 @@ fn remote_to_remote(
             code = 1;
             continue;
         };
-        let from = scp_legacy::ssh_command(legacy_ssh_args(ssh, su.as_deref()), &sh);
+        let from = legacy::ssh_command(legacy_ssh_args(ssh, su.as_deref()), &sh);
         let r = if by_origin {
             // The origin's scp, with its own keys and config, reaches the target.
             let mut c = from;
@@ -264,8 +285,8 @@ fn remote_to_remote(
                 _ => 1,
             }
         } else {
-            let to = scp_legacy::ssh_command(legacy_ssh_args(ssh, tu.as_deref()), &th);
-            scp_legacy::relay(from, sp.as_bytes(), to, tp.as_bytes(), srcs.len() > 1, l)
+            let to = legacy::ssh_command(legacy_ssh_args(ssh, tu.as_deref()), &th);
+            legacy::relay(from, sp.as_bytes(), to, tp.as_bytes(), srcs.len() > 1, l)
         };
         if r != 0 {
             code = 1;

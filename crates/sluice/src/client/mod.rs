@@ -31,7 +31,6 @@ pub mod plan;
 pub mod prompt;
 pub mod proxy;
 pub mod request;
-pub mod scp_legacy;
 pub mod session;
 pub mod setup;
 pub mod sftp;

@@ -6,34 +6,40 @@
 //! program runs and the channel keeps sluice's window growth.
 //!
 //! Threads: the pump runs on the calling thread; the program (the command
-//! interpreter or scp, over session.rs and transfer.rs) runs on its own,
+//! interpreter or scp, over session/ and transfer.rs) runs on its own,
 //! so disk waits never hold the connection.
 //!
 //! - `channel.rs`: the in-process channel end and the program's [`Link`].
-//! - `session.rs`: requests and replies, the version exchange, limits.
-//! - `transfer.rs`: pipelined downloads and uploads;
-//!   `depth.rs`: how many requests a transfer keeps in flight;
+//! - `session/`: requests and replies, the version exchange, limits.
+//! - `transfer.rs`: whole-file downloads and uploads; `options.rs` how
+//!   (sftp's and scp's flags); `errors.rs` why one failed;
+//!   `pipeline/`: the request loop both directions run (`read.rs`,
+//!   `write.rs`); `depth.rs`: how many requests it keeps in flight;
 //!   `partial/`: the partial file every copy writes and what a resume
-//!   takes from it (`down.rs`, `up.rs`).
+//!   takes from it (`down.rs`, `up.rs`, `hash.rs` the SHA-256 check).
 //! - `progress.rs`: the progress meter; `bwlimit.rs`: `-l`.
-//! - `many_up.rs`, `many_down.rs`: small files, many in flight on one session.
+//! - `many/`: small files, many in flight on one session (`up.rs`, `down.rs`).
 //! - `spread.rs`: many small files dealt out over several connections.
-//! - `parallel.rs`: a large file over several connections (Streams);
+//! - `parallel/`: a large file over several connections (Streams);
 //!   `resume.rs`: the record of a copy's completed ranges.
 //! - `commands/`: sftp's commands (batch files and the prompt): `mod.rs` the
 //!   loop and dispatch, `xfer.rs` get and put, `ops.rs` the others,
 //!   `words.rs` command lines.
-//! - `scp.rs`: scp's copies.
-//! - `remote.rs`: remote paths: joining, globbing.
+//! - `scp/`: scp's copies over SFTP (`mod.rs`) and over the legacy
+//!   protocol (`legacy/`, `-O`).
+//! - `remote.rs`: remote paths: joining, globbing, names checked;
+//!   `tree.rs`: the walk of a remote tree for a recursive download.
 
 pub mod bwlimit;
 pub mod channel;
 pub mod commands;
 pub mod depth;
-pub mod many_down;
-pub mod many_up;
+pub mod errors;
+pub mod many;
+pub mod options;
 pub mod parallel;
 pub mod partial;
+pub mod pipeline;
 pub mod progress;
 pub mod remote;
 pub mod resume;
@@ -41,6 +47,7 @@ pub mod scp;
 pub mod session;
 pub mod spread;
 pub mod transfer;
+mod tree;
 
 #[cfg(test)]
 mod tests;
@@ -61,7 +68,7 @@ where
     run_with(opts, program, false)
 }
 
-/// [`run`] for an extra connection (parallel.rs): its failure is a debug
+/// [`run`] for an extra connection (parallel/): its failure is a debug
 /// line, since the copy goes on without it.
 pub fn run_quiet<F>(opts: ClientOptions, program: F) -> i32
 where

@@ -3,9 +3,9 @@
 //! (about once a second), the elapsed time once done. Only drawn when
 //! asked for (stdout a terminal, not -q, not batch mode).
 //!
-//! A recursive copy moves its small files many at a time (many_up.rs,
-//! many_down.rs, on several connections with spread.rs), so no one file
-//! has a meter running: [`Tally`] prints each file's finished line as it
+//! A recursive copy moves its small files many at a time (many/, on
+//! several connections with spread.rs), so no one file has a meter
+//! running: [`Tally`] prints each file's finished line as it
 //! lands (the line scp leaves behind for a fast file) and, at the end, one
 //! total line for the tree.
 

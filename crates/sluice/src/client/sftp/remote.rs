@@ -4,6 +4,21 @@
 
 use super::session::{Sftp, SftpResult};
 use sluice_proto::sftp::Attrs;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+/// Whether a name the server lists names a file in that directory: no
+/// `/`, not `.` or `..`. Others are dropped, so a server cannot steer
+/// where a copy lands.
+pub fn plain_name(name: &[u8]) -> bool {
+    !(name.contains(&b'/') || name == b"." || name == b"..")
+}
+
+/// A remote name or path as a local path, byte for byte.
+pub fn path_of(b: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(b))
+}
 
 /// `p` against the working directory `cwd` (absolute).
 pub fn absolute(cwd: &[u8], p: &[u8]) -> Vec<u8> {
@@ -88,9 +103,7 @@ pub fn glob(s: &mut Sftp, cwd: &[u8], p: &[u8]) -> SftpResult<Vec<(Vec<u8>, Opti
     };
     let mut out: Vec<(Vec<u8>, Option<Attrs>)> = entries
         .into_iter()
-        // A server's name with a '/' (or a dot name) never names a file in
-        // this directory: dropped, so it cannot steer where a copy lands.
-        .filter(|e| e.filename != b"." && e.filename != b".." && !e.filename.contains(&b'/'))
+        .filter(|e| plain_name(&e.filename))
         .filter(|e| fnmatch(&pat, &e.filename))
         .map(|e| (join(&dir, &e.filename), Some(e.attrs)))
         .collect();

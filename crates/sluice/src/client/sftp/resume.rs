@@ -1,7 +1,7 @@
 //! The record of a copy's completed ranges, for a resume. Every copy
 //! writes to a fixed partial name beside the target, `.NAME.sluice-part`
 //! (partial/), and adds what is complete to a small record: a copy over
-//! several connections (parallel.rs) each range as it is acknowledged, one
+//! several connections (parallel/) each range as it is acknowledged, one
 //! stream its pieces every few MiB (partial::Checkpoint). A run that is
 //! killed can be taken up again with `-a`/`reget`/`reput`: only the ranges
 //! not in the record are copied again.
@@ -17,9 +17,9 @@
 //! a stock server only because size and mtime matched. It is never read or
 //! written through a symbolic link.
 
-use super::partial::same_range;
+use super::errors::{show, TransferResult};
+use super::partial::hash::same_range;
 use super::session::Sftp;
-use super::transfer::{show, TransferResult};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;

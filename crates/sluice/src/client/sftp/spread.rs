@@ -1,15 +1,15 @@
 //! Many small files over several connections (mscp's way, against any
 //! SFTP server): when `Streams` allows more than one connection, the
 //! small files of a recursive copy are dealt out in turn to this session
-//! and to extra ones, each running its own many_up/many_down pipeline.
+//! and to extra ones, each running its own many/ batch.
 //! One session's round trips cap how many files a second it moves; N
 //! sessions move N times as many.
 //!
 //! `Streams N` opens N-1 extra connections at the first small file;
 //! `Streams auto` opens one more for every `FILES_PER_CONN` small files
 //! seen so far (the files seen are the guess of the files to come), up
-//! to parallel.rs's `AUTO_MAX`, so a tree of a few files never pays for a
-//! connection's setup. Extra connections are made as parallel.rs makes
+//! to parallel/'s `AUTO_MAX`, so a tree of a few files never pays for a
+//! connection's setup. Extra connections are made as parallel/ makes
 //! them (BatchMode); one that cannot be made costs nothing but its share,
 //! which this session takes back in `Spread::take`.
 //!
@@ -17,9 +17,9 @@
 //! (its name in the message) and counted; a connection that dies hands
 //! the files it had not yet confirmed back to the others.
 
+use super::options::Options;
 use super::parallel::{Connector, AUTO_MAX};
 use super::session::Sftp;
-use super::transfer::Options;
 use crate::client::streams::Streams;
 use sluice_proto::sftp::Attrs;
 use std::collections::VecDeque;
@@ -47,7 +47,7 @@ pub(super) enum Job {
 }
 
 /// One direction's batch of small files as an extra connection runs it
-/// (many_up.rs's `Uploads`, many_down.rs's `Downloads`): each hands
+/// (many/'s `Uploads` and `Downloads`): each hands
 /// `Spread::new` the way to make one, so this file names neither.
 pub(super) trait Batch {
     /// Starts `job` (one of this batch's direction); Err ends the session.
@@ -120,7 +120,7 @@ impl Spread {
         self.grow();
         let mut st = self.sh.lock();
         let n = 1 + st.live + st.starting;
-        if n == 1 || self.seen % n == 0 {
+        if n == 1 || self.seen.is_multiple_of(n) {
             return Some(job);
         }
         st.queue.push_back(job);

@@ -3,8 +3,9 @@
 //! order, and one that answers READs short, still give the exact file.
 
 use super::channel::{self, SftpChannel};
+use super::options::Options;
 use super::session::Sftp;
-use super::transfer::{self, Options};
+use super::transfer;
 use crate::net::pump::{ChannelEndpoint, Ext, Produced};
 use sluice_proto::sftp::{frame, reply, Attrs, Request, Status};
 use std::collections::HashMap;

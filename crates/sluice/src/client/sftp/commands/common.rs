@@ -3,13 +3,14 @@
 //! it whole (`use super::common::*`), the names of the session and the
 //! transfers with it; mod.rs, which runs the loop, imports them all.
 
-pub(super) use super::super::remote::{self, absolute, basename};
+pub(super) use super::super::errors::{os_text, TransferError};
+pub(super) use super::super::options::Options;
+pub(super) use super::super::remote::{self, absolute, basename, path_of};
 pub(super) use super::super::session::{Sftp, SftpError};
-pub(super) use super::super::transfer::{self, os_text, Options, TransferError};
+pub(super) use super::super::transfer;
 use super::first;
 use super::settings::Settings;
 pub(super) use sluice_proto::sftp::{pflags, Attrs, Status};
-use std::ffi::OsStr;
 pub(super) use std::io::{Read, Write};
 pub(super) use std::os::unix::ffi::OsStrExt;
 pub(super) use std::path::{Path, PathBuf};
@@ -45,10 +46,6 @@ pub(super) fn transfer_err(e: TransferError) -> Fail {
 
 pub(super) fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-pub(super) fn path_of(b: &[u8]) -> PathBuf {
-    PathBuf::from(OsStr::from_bytes(b))
 }
 
 /// The shell's state: its commands are methods in listing.rs, ops.rs and

@@ -2,7 +2,7 @@
 //! will do first is often known before it connects: `sftp host:file`
 //! fetches that file, and a batch file's first line may be a `get` or a
 //! `put` of one file. Its STAT and the guessed OPEN (with the first MiB
-//! of READs or WRITEs behind it, session.rs) then go with the session's
+//! of READs or WRITEs behind it, session/) then go with the session's
 //! first requests, as scp's do, instead of a round trip after VERSION.
 //! The command takes them if they are what it would ask; whatever it
 //! does not take is dropped after it (a created file removed).

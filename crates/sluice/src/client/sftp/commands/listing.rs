@@ -121,25 +121,7 @@ impl Shell {
             }
             return Ok(true);
         }
-        // Row-major columns of equal width, as sftp prints them.
-        let width = crate::client::sftp::progress::terminal_width();
-        let m = items.iter().map(|it| it.shown.len()).max().unwrap_or(0);
-        let columns = (width / (m + 2)).max(1);
-        let colspace = width / columns;
-        let mut c = 1;
-        for it in &items {
-            let _ = out.write_all(&printable(&it.shown));
-            if c >= columns {
-                let _ = out.write_all(b"\n");
-                c = 1;
-            } else {
-                let _ = out.write_all(&vec![b' '; colspace.saturating_sub(it.shown.len())]);
-                c += 1;
-            }
-        }
-        if c != 1 {
-            let _ = out.write_all(b"\n");
-        }
+        columns(&mut out, &items);
         Ok(true)
     }
 
@@ -267,6 +249,28 @@ pub(super) fn printable(b: &[u8]) -> Vec<u8> {
     b.iter()
         .map(|&c| if c < 0x20 || c == 0x7f { b'?' } else { c })
         .collect()
+}
+
+/// Row-major columns of equal width, as sftp prints them.
+fn columns(out: &mut impl Write, items: &[Item]) {
+    let width = crate::client::sftp::progress::terminal_width();
+    let m = items.iter().map(|it| it.shown.len()).max().unwrap_or(0);
+    let columns = (width / (m + 2)).max(1);
+    let colspace = width / columns;
+    let mut c = 1;
+    for it in items {
+        let _ = out.write_all(&printable(&it.shown));
+        if c >= columns {
+            let _ = out.write_all(b"\n");
+            c = 1;
+        } else {
+            let _ = out.write_all(&vec![b' '; colspace.saturating_sub(it.shown.len())]);
+            c += 1;
+        }
+    }
+    if c != 1 {
+        let _ = out.write_all(b"\n");
+    }
 }
 
 #[cfg(test)]

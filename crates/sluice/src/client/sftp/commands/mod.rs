@@ -9,6 +9,7 @@ mod common;
 mod first;
 mod line_edit;
 mod listing;
+mod local;
 mod ops;
 mod settings;
 mod tokens;
@@ -21,12 +22,12 @@ pub use settings::Settings;
 use super::session::{EarlyOpen, SftpResult};
 use super::Link;
 use common::*;
-use ops::lcd;
+use local::{lcd, lls, lmkdir, lpwd, lumask};
 use std::ffi::OsStr;
 use std::io::BufRead;
 use std::os::unix::ffi::OsStrExt;
 use tokens::tokenize;
-use words::{arg, HELP};
+use words::HELP;
 use xfer::put_tree;
 
 /// What scp sees of a failed tree upload.
@@ -251,115 +252,32 @@ impl Shell {
                 crate::outln!("Remote working directory: {}", lossy(&self.cwd));
                 Ok(true)
             }
-            b"lpwd" => match std::env::current_dir() {
-                Ok(d) => {
-                    crate::outln!("Local working directory: {}", d.display());
-                    Ok(true)
-                }
-                Err(e) => Err(err(&format!("Couldn't get local cwd: {}", os_text(&e)))),
-            },
+            b"lpwd" => lpwd(),
             b"mkdir" => self.one_path(&args, "mkdir", |sh, p| {
                 sh.s.mkdir(p, Some(0o777))
                     .map_err(|e| remote_err(&format!("remote mkdir \"{}\"", lossy(p)), e))
             }),
-            b"lmkdir" => {
-                let p = arg(&args, 1, "lmkdir")?;
-                std::fs::create_dir(path_of(p)).map_err(|e| {
-                    err(&format!(
-                        "Couldn't create local directory \"{}\": {}",
-                        lossy(p),
-                        os_text(&e)
-                    ))
-                })?;
-                Ok(true)
-            }
+            b"lmkdir" => lmkdir(&args),
             b"rmdir" => self.one_path(&args, "rmdir", |sh, p| {
                 sh.s.rmdir(p)
                     .map_err(|e| remote_err(&format!("remote rmdir \"{}\"", lossy(p)), e))
             }),
             b"rm" => self.rm(&args),
-            b"rename" => {
-                let (from, to) = (arg(&args, 1, "rename")?, arg(&args, 2, "rename")?);
-                let (f, t) = (absolute(&self.cwd, from), absolute(&self.cwd, to));
-                self.s.rename(&f, &t, true).map_err(|e| {
-                    remote_err(
-                        &format!("remote rename \"{}\" to \"{}\"", lossy(&f), lossy(&t)),
-                        e,
-                    )
-                })?;
-                Ok(true)
-            }
-            b"chmod" => {
-                let m = arg(&args, 1, "chmod")?;
-                let mode = std::str::from_utf8(m)
-                    .ok()
-                    .and_then(|m| u32::from_str_radix(m, 8).ok())
-                    .filter(|m| *m <= 0o7777)
-                    .ok_or_else(|| {
-                        err("You must supply a numeric argument to the chmod command.")
-                    })?;
-                self.setstat_glob(&args, "chmod", |a| a.permissions = Some(mode))
-            }
-            b"chown" | b"chgrp" => {
-                let which = if cmd.as_slice() == b"chown" {
-                    "chown"
-                } else {
-                    "chgrp"
-                };
-                let n = arg(&args, 1, which)?;
-                let id: u32 = std::str::from_utf8(n)
-                    .ok()
-                    .and_then(|n| n.parse().ok())
-                    .ok_or_else(|| {
-                        err(&format!(
-                            "You must supply a numeric argument to the {which} command."
-                        ))
-                    })?;
-                self.chown(&args, which, id)
-            }
+            b"rename" => self.rename(&args),
+            b"chmod" => self.chmod(&args),
+            b"chown" => self.chown_to(&args, "chown"),
+            b"chgrp" => self.chown_to(&args, "chgrp"),
             b"ln" | b"symlink" => self.ln(&args),
             b"copy" | b"cp" => self.copy(&args),
-            b"lls" | b"ldir" => {
-                // The rest of the line goes to the local ls as typed.
-                let rest = line.get(cmd.len()..).unwrap_or_default();
-                let rest = rest.trim_ascii_start();
-                let mut c = b"ls".to_vec();
-                if !rest.is_empty() {
-                    c.push(b' ');
-                    c.extend_from_slice(rest);
-                }
-                self.shell(&c)
-            }
-            b"lumask" => {
-                let mask = args
-                    .get(1)
-                    .and_then(|m| std::str::from_utf8(m).ok())
-                    .and_then(|m| u32::from_str_radix(m, 8).ok())
-                    .ok_or_else(|| {
-                        err("You must supply a numeric argument to the lumask command.")
-                    })?;
-                // SAFETY: umask only sets the process's mask.
-                unsafe { libc::umask((mask & 0o777) as libc::mode_t) };
-                crate::outln!("Local umask: {:03o}", mask & 0o777);
-                Ok(true)
-            }
+            // The rest of the line goes to the local ls as typed.
+            b"lls" | b"ldir" => self.shell(&lls(line.get(cmd.len()..).unwrap_or_default())),
+            b"lumask" => lumask(&args),
             b"df" => self.df(&args),
             b"version" => {
                 crate::outln!("SFTP protocol version 3");
                 Ok(true)
             }
-            b"progress" => {
-                self.set.transfer.progress = !self.set.transfer.progress;
-                crate::outln!(
-                    "Progress meter {}abled",
-                    if self.set.transfer.progress {
-                        "en"
-                    } else {
-                        "dis"
-                    }
-                );
-                Ok(true)
-            }
+            b"progress" => self.toggle_progress(),
             b"help" | b"?" => {
                 crate::outln!("{HELP}");
                 Ok(true)

@@ -1,5 +1,5 @@
 //! sftp's commands on remote names: rm, mkdir/rmdir helpers, chmod,
-//! chown/chgrp, ln, df, cd, ls; and lcd.
+//! chown/chgrp, ln, df, cd, rename; and the progress toggle.
 
 use super::common::*;
 use super::listing::fmt_scaled;
@@ -275,16 +275,51 @@ impl Shell {
         self.cwd = target;
         Ok(true)
     }
-}
 
-pub(super) fn lcd(args: &[Vec<u8>]) -> Done {
-    let p = arg(args, 1, "lcd")?;
-    std::env::set_current_dir(path_of(p)).map_err(|e| {
-        err(&format!(
-            "Couldn't change local directory to \"{}\": {}",
-            lossy(p),
-            os_text(&e)
-        ))
-    })?;
-    Ok(true)
+    pub(super) fn rename(&mut self, args: &[Vec<u8>]) -> Done {
+        let (from, to) = (arg(args, 1, "rename")?, arg(args, 2, "rename")?);
+        let (f, t) = (absolute(&self.cwd, from), absolute(&self.cwd, to));
+        self.s.rename(&f, &t, true).map_err(|e| {
+            remote_err(
+                &format!("remote rename \"{}\" to \"{}\"", lossy(&f), lossy(&t)),
+                e,
+            )
+        })?;
+        Ok(true)
+    }
+
+    pub(super) fn chmod(&mut self, args: &[Vec<u8>]) -> Done {
+        let m = arg(args, 1, "chmod")?;
+        let mode = std::str::from_utf8(m)
+            .ok()
+            .and_then(|m| u32::from_str_radix(m, 8).ok())
+            .filter(|m| *m <= 0o7777)
+            .ok_or_else(|| err("You must supply a numeric argument to the chmod command."))?;
+        self.setstat_glob(args, "chmod", |a| a.permissions = Some(mode))
+    }
+
+    /// chown or chgrp (`which`) with its numeric id.
+    pub(super) fn chown_to(&mut self, args: &[Vec<u8>], which: &str) -> Done {
+        let n = arg(args, 1, which)?;
+        let id: u32 = std::str::from_utf8(n)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| {
+                err(&format!(
+                    "You must supply a numeric argument to the {which} command."
+                ))
+            })?;
+        self.chown(args, which, id)
+    }
+
+    pub(super) fn toggle_progress(&mut self) -> Done {
+        self.set.transfer.progress = !self.set.transfer.progress;
+        let how = if self.set.transfer.progress {
+            "en"
+        } else {
+            "dis"
+        };
+        crate::outln!("Progress meter {how}abled");
+        Ok(true)
+    }
 }

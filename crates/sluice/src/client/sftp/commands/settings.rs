@@ -1,7 +1,7 @@
 //! How sftp was started (its flags), for the first command's guess
 //! (first.rs) and the shell (mod.rs).
 
-use super::super::transfer::Options;
+use super::super::options::Options;
 
 /// How the program was started (sftp's flags).
 #[derive(Debug, Clone, Default)]

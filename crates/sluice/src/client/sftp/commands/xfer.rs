@@ -4,11 +4,11 @@
 
 use super::common::*;
 use super::words::{flags, local_glob};
-use crate::client::sftp::many_down::{self, Downloads};
-use crate::client::sftp::many_up::{self as many, Uploads};
+use crate::client::sftp::many::{self, Downloads, Uploads};
 use crate::client::sftp::progress::Tally;
 use crate::client::sftp::resume;
-use crate::client::sftp::session::{Behind, OpenAhead};
+use crate::client::sftp::session::{Behind, EarlyOpen, OpenAhead};
+use crate::client::sftp::tree::{self, Visit};
 
 impl Shell {
     pub(super) fn get(&mut self, args: &[Vec<u8>], resume: bool) -> Done {
@@ -27,49 +27,11 @@ impl Shell {
         let mut matches =
             remote::glob(&mut self.s, &self.cwd, src).map_err(|e| remote_err("get", e))?;
         // A STAT (not a listing's entry): the download need not ask again.
-        // The file is opened in the same round trip, on the guess that it
-        // is one (used below, or dropped).
-        let mut stated = false;
-        let mut pre = None;
-        if matches.len() == 1 && matches[0].1.is_none() {
-            let open = OpenAhead {
-                path: matches[0].0.clone(),
-                flags: sluice_proto::sftp::pflags::READ,
-                attrs: Attrs::default(),
-            };
-            // Its first bytes are asked for behind the open (sluiced), unless
-            // -l paces every byte or -B sizes the READs.
-            let behind = match o.limit.is_none() && o.buffer == 0 && !o.resume {
-                true => Behind::Read,
-                false => Behind::Nothing,
-            };
-            // Asked with the session's first requests already (first.rs)?
-            let path = open.path.clone();
-            let asked = match self.take_early(&path, |p| p == path) {
-                Some(x) => Ok(x),
-                None => self.s.stat_with_open(&open.path, &open, behind),
-            };
-            let stat = match asked {
-                Ok((a, e)) => {
-                    pre = Some(e);
-                    a
-                }
-                Err(e) => Err(e),
-            };
-            match stat {
-                Ok(a) => {
-                    matches[0].1 = Some(a);
-                    stated = true;
-                }
-                Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
-                Err(_) => {
-                    if let Some(e) = pre.take() {
-                        self.s.discard_early_open(e);
-                    }
-                    matches.clear()
-                }
-            }
-        }
+        let (stated, mut pre) = if matches.len() == 1 && matches[0].1.is_none() {
+            self.stat_one(&mut matches, &o)?
+        } else {
+            (false, None)
+        };
         if matches.is_empty() {
             return Err(err(&format!(
                 "File \"{}\" not found.",
@@ -130,8 +92,59 @@ impl Shell {
         }
     }
 
+    /// STATs the one match of a get (unless the listing gave its
+    /// attributes) and opens it in the same round trip, on the guess that
+    /// it is a file (used by the download, or dropped): whether it was
+    /// stated, and the open. A match that is not there is dropped.
+    #[allow(clippy::type_complexity)]
+    fn stat_one(
+        &mut self,
+        matches: &mut Vec<(Vec<u8>, Option<Attrs>)>,
+        o: &Options,
+    ) -> Result<(bool, Option<EarlyOpen>), Fail> {
+        let open = OpenAhead {
+            path: matches[0].0.clone(),
+            flags: sluice_proto::sftp::pflags::READ,
+            attrs: Attrs::default(),
+        };
+        // Its first bytes are asked for behind the open (sluiced), unless
+        // -l paces every byte or -B sizes the READs.
+        let behind = match o.limit.is_none() && o.buffer == 0 && !o.resume {
+            true => Behind::Read,
+            false => Behind::Nothing,
+        };
+        // Asked with the session's first requests already (first.rs)?
+        let path = open.path.clone();
+        let asked = match self.take_early(&path, |p| p == path) {
+            Some(x) => Ok(x),
+            None => self.s.stat_with_open(&open.path, &open, behind),
+        };
+        let mut pre = None;
+        let stat = match asked {
+            Ok((a, e)) => {
+                pre = Some(e);
+                a
+            }
+            Err(e) => Err(e),
+        };
+        match stat {
+            Ok(a) => {
+                matches[0].1 = Some(a);
+                Ok((true, pre))
+            }
+            Err(SftpError::Fatal(m)) => Err(Fail::Fatal(m)),
+            Err(_) => {
+                if let Some(e) = pre.take() {
+                    self.s.discard_early_open(e);
+                }
+                matches.clear();
+                Ok((false, None))
+            }
+        }
+    }
+
     /// Fetches `remote_dir` as `local`; small files many at once
-    /// (many_down.rs).
+    /// (many/).
     pub(super) fn get_dir(
         &mut self,
         remote_dir: &[u8],
@@ -144,94 +157,17 @@ impl Shell {
             ..o.clone()
         };
         let mut batch = Downloads::new(o);
-        let walked = self.walk_down(&mut batch, remote_dir, local, o);
+        let mut v = GetTree {
+            quiet: self.set.quiet,
+            o,
+        };
+        let walked = tree::walk_down(&mut self.s, &mut batch, remote_dir, local, &mut v);
         let flushed = batch.drain(&mut self.s, &mut |m| crate::errln!("{m}"));
         tally.total();
         match (walked, flushed) {
-            (Err(Fail::Fatal(f)), _) | (_, Err(f)) => Err(Fail::Fatal(f)),
-            (Err(Fail::Failed), _) | (_, Ok(false)) => Err(Fail::Failed),
+            (Err(f), _) | (_, Err(f)) => Err(Fail::Fatal(f)),
+            (Ok(false), _) | (_, Ok(false)) => Err(Fail::Failed),
             _ => Ok(()),
-        }
-    }
-
-    fn walk_down(
-        &mut self,
-        batch: &mut Downloads,
-        remote_dir: &[u8],
-        local: &Path,
-        o: &Options,
-    ) -> Result<(), Fail> {
-        // READDIR, STAT and large files wait for their own replies.
-        let mut failed = !settle_down(&mut self.s, batch)?;
-        if !self.set.quiet {
-            crate::outln!("Retrieving {}", lossy(remote_dir));
-        }
-        match std::fs::create_dir(local) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && local.is_dir() => {}
-            Err(e) => return Err(err(&format!("mkdir {}: {}", local.display(), os_text(&e)))),
-        }
-        let entries = self.s.read_dir(remote_dir).map_err(|e| {
-            remote_err(
-                &format!("Unable to open directory \"{}\"", lossy(remote_dir)),
-                e,
-            )
-        })?;
-        for e in entries {
-            if e.filename == b"." || e.filename == b".." || e.filename.contains(&b'/') {
-                continue;
-            }
-            let r = remote::join(remote_dir, &e.filename);
-            let l = local.join(path_of(&e.filename));
-            let kind = e.attrs.permissions.map(|p| p & 0o170000);
-            let res = match kind {
-                Some(0o040000) => self.walk_down(batch, &r, &l, o),
-                Some(0o100000) => {
-                    if !self.set.quiet {
-                        crate::outln!("Fetching {} to {}", lossy(&r), l.display());
-                    }
-                    if e.attrs.size.is_some_and(|n| n <= many_down::SMALL) && !o.resume {
-                        batch
-                            .get(&mut self.s, r, l, e.attrs, &mut |m| crate::errln!("{m}"))
-                            .map_err(Fail::Fatal)
-                    } else {
-                        failed |= !settle_down(&mut self.s, batch)?;
-                        let r = transfer::download(&mut self.s, &r, &l, o);
-                        if let (Ok(()), Some(t)) = (&r, &o.tally) {
-                            t.counted(e.attrs.size.unwrap_or(0));
-                        }
-                        r.map_err(transfer_err)
-                    }
-                }
-                _ => {
-                    crate::log!(Info, "download \"{}\": not a regular file", lossy(&r));
-                    Ok(())
-                }
-            };
-            match res {
-                Ok(()) => {}
-                Err(Fail::Fatal(f)) => return Err(Fail::Fatal(f)),
-                Err(Fail::Failed) => failed = true,
-            }
-        }
-        if o.preserve {
-            // Every file in first, on every connection.
-            failed |= !batch
-                .drain(&mut self.s, &mut |m| crate::errln!("{m}"))
-                .map_err(Fail::Fatal)?;
-            if let Some((_, mt)) = self
-                .s
-                .stat(remote_dir, true)
-                .ok()
-                .and_then(|a| a.atime_mtime)
-            {
-                let _ = set_path_times(local, mt);
-            }
-        }
-        if failed {
-            Err(Fail::Failed)
-        } else {
-            Ok(())
         }
     }
 
@@ -377,11 +313,87 @@ pub(super) fn put_tree(
     }
 }
 
-/// Waits for the batch's downloads; Ok(none failed).
-fn settle_down(s: &mut Sftp, batch: &mut Downloads) -> Result<bool, Fail> {
-    batch
-        .finish(s, &mut |m| crate::errln!("{m}"))
-        .map_err(Fail::Fatal)
+/// sftp's steps in `get -r`: "Retrieving" and "Fetching" lines (unless
+/// -q), directory times with -p.
+struct GetTree<'a> {
+    quiet: bool,
+    o: &'a Options,
+}
+
+impl Visit for GetTree<'_> {
+    fn enter(&mut self, s: &mut Sftp, batch: &mut Downloads, dir: &[u8]) -> Result<bool, String> {
+        // READDIR, STAT and large files wait for their own replies.
+        let ok = batch.finish(s, &mut |m| crate::errln!("{m}"))?;
+        if !self.quiet {
+            crate::outln!("Retrieving {}", lossy(dir));
+        }
+        Ok(ok)
+    }
+
+    fn no_dir(&mut self, local: &Path, e: std::io::Error) -> Result<bool, String> {
+        err(&format!("mkdir {}: {}", local.display(), os_text(&e)));
+        Ok(false)
+    }
+
+    fn unlisted(&mut self, dir: &[u8], e: SftpError) -> Result<bool, String> {
+        let what = format!("Unable to open directory \"{}\"", lossy(dir));
+        failed_or_fatal(Err(remote_err(&what, e)))
+    }
+
+    fn file(
+        &mut self,
+        s: &mut Sftp,
+        batch: &mut Downloads,
+        r: Vec<u8>,
+        l: PathBuf,
+        attrs: Attrs,
+    ) -> Result<bool, String> {
+        if !self.quiet {
+            crate::outln!("Fetching {} to {}", lossy(&r), l.display());
+        }
+        if attrs.size.is_some_and(|n| n <= many::SMALL) && !self.o.resume {
+            batch.get(s, r, l, attrs, &mut |m| crate::errln!("{m}"))?;
+            return Ok(true);
+        }
+        let settled = batch.finish(s, &mut |m| crate::errln!("{m}"))?;
+        let res = transfer::download(s, &r, &l, self.o);
+        if let (Ok(()), Some(t)) = (&res, &self.o.tally) {
+            t.counted(attrs.size.unwrap_or(0));
+        }
+        Ok(settled & failed_or_fatal(res.map_err(transfer_err).map(|()| true))?)
+    }
+
+    fn other(&mut self, r: &[u8]) {
+        crate::log!(Info, "download \"{}\": not a regular file", lossy(r));
+    }
+
+    fn leave(
+        &mut self,
+        s: &mut Sftp,
+        batch: &mut Downloads,
+        dir: &[u8],
+        local: &Path,
+    ) -> Result<bool, String> {
+        if !self.o.preserve {
+            return Ok(true);
+        }
+        // Every file in first, on every connection.
+        let ok = batch.drain(s, &mut |m| crate::errln!("{m}"))?;
+        if let Some((_, mt)) = s.stat(dir, true).ok().and_then(|a| a.atime_mtime) {
+            let _ = set_path_times(local, mt);
+        }
+        Ok(ok)
+    }
+}
+
+/// A step's failure as a tree walk counts it: Ok(false) once printed,
+/// Err for the session's end.
+fn failed_or_fatal(r: Result<bool, Fail>) -> Result<bool, String> {
+    match r {
+        Ok(ok) => Ok(ok),
+        Err(Fail::Failed) => Ok(false),
+        Err(Fail::Fatal(m)) => Err(m),
+    }
 }
 
 /// Waits for the batch's files; Ok(none failed).

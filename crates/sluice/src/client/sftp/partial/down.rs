@@ -9,9 +9,10 @@
 //! with O_EXCL when new; its record is read and written without following
 //! links (resume.rs).
 
+use super::super::errors::{show, TransferError, TransferResult};
+use super::super::options::Options;
 use super::super::resume::{self, Record};
 use super::super::session::Sftp;
-use super::super::transfer::{show, Options, TransferError, TransferResult};
 use super::{same_prefix, say_kept};
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -81,7 +82,7 @@ fn regular(f: File, part: &Path) -> TransferResult<File> {
 }
 
 /// Creates the part, or empties the one an earlier run left (a plain get
-/// starts over, as OpenSSH's does). Also many_down.rs's, for small files.
+/// starts over, as OpenSSH's does). Also many/down.rs's, for small files.
 pub(in crate::client::sftp) fn create(part: &Path, mode: u32) -> Result<File, io::Error> {
     let new = OpenOptions::new()
         .read(true)

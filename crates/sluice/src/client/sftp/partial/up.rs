@@ -6,9 +6,10 @@
 //! partial file appends after the target's prefix (checked by SHA-256
 //! against sluiced).
 
+use super::super::errors::{show, TransferError, TransferResult};
+use super::super::options::Options;
 use super::super::resume::{self, Record};
 use super::super::session::{EarlyOpen, InFlight, Sftp, SftpError};
-use super::super::transfer::{show, Options, TransferError, TransferResult};
 use super::{same_prefix, say_kept};
 use sluice_proto::sftp::{pflags, Attrs};
 use std::fs::{File, Metadata};
@@ -75,61 +76,14 @@ pub fn prepare(
         sent_ahead: Vec::new(),
         keep,
     };
-    let fatal = |e: SftpError| match e {
-        SftpError::Fatal(m) => Err(TransferError::Fatal(m)),
-        e => Ok(e),
-    };
     if o.resume {
-        if record.is_some() {
-            let done = record.as_ref().map(|r| r.load()).unwrap_or_default();
-            let last = done.iter().map(|r| r.1).max().unwrap_or(0);
-            match s.stat(&part, false) {
-                // Every completed range lies within the partial file.
-                Ok(a) if !done.is_empty() && a.size.is_some_and(|n| n >= last) => {
-                    let done = resume::checked(s, &part, file, done)?;
-                    match s.open(&part, pflags::WRITE, Attrs::default()) {
-                        Ok(h) => return Ok(up(&part, h, 0, done, true, record)),
-                        Err(e) => {
-                            let e = fatal(e)?;
-                            crate::log!(Debug1, "resume: cannot open \"{}\": {e}", show(&part))
-                        }
-                    }
-                }
-                Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
-                _ if !done.is_empty() => crate::log!(
-                    Debug1,
-                    "resume: \"{}\" is missing or short: not used",
-                    show(&part)
-                ),
-                _ => {}
+        if let Some(rec) = &record {
+            if let Some((h, done)) = reopen_part(s, &part, file, rec)? {
+                return Ok(up(&part, h, 0, done, true, record));
             }
         }
-        // OpenSSH's reput: the target's own prefix, if it can be trusted.
-        match s.stat(remote, true) {
-            Ok(a) => {
-                let have = a.size.unwrap_or(0);
-                if have > size {
-                    return Err(TransferError::Failed(
-                        "destination file bigger or same size as source file".into(),
-                    ));
-                }
-                match same_prefix(s, remote, file, have)? {
-                    Some(false) => crate::errln!(
-                        "\"{}\": remote prefix differs from the local file: sending it whole",
-                        show(remote)
-                    ),
-                    _ => {
-                        let h = s
-                            .open(remote, pflags::WRITE, Attrs::default())
-                            .map_err(|e| {
-                                TransferError::remote(format!("dest open \"{}\"", show(remote)), e)
-                            })?;
-                        return Ok(up(remote, h, have, Vec::new(), false, None));
-                    }
-                }
-            }
-            Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
-            Err(_) => {}
+        if let Some((h, have)) = reopen_target(s, remote, file, size)? {
+            return Ok(up(remote, h, have, Vec::new(), false, None));
         }
     }
     let attrs = Attrs {
@@ -137,44 +91,131 @@ pub fn prepare(
         ..Attrs::default()
     };
     if posix {
-        // The part opened ahead, with its first WRITEs perhaps behind it.
-        let mut sent_ahead = Vec::new();
-        let early = pre
-            .take_if(|e| e.result.is_ok() && e.path == part)
-            .map(|mut e| {
-                sent_ahead = std::mem::take(&mut e.sent);
-                e.result
-            });
-        let r = match early {
-            Some(r) => r,
-            // What a killed run left is emptied: a plain put starts over.
-            None => s.open(
-                &part,
-                pflags::WRITE | pflags::CREAT | pflags::TRUNC,
-                attrs.clone(),
-            ),
-        };
-        match r {
-            Ok(h) => {
-                let mut u = up(&part, h, 0, Vec::new(), true, record);
-                u.sent_ahead = sent_ahead;
-                return Ok(u);
-            }
-            Err(e) => {
-                // A directory we may not create in (a writable file in
-                // /etc): in place after all, as sftp writes.
-                let e = fatal(e)?;
-                crate::log!(
-                    Debug1,
-                    "partial upload name refused ({e}): writing in place"
-                );
-            }
+        if let Some((h, sent_ahead)) = open_part(s, &part, pre, &attrs)? {
+            let mut u = up(&part, h, 0, Vec::new(), true, record);
+            u.sent_ahead = sent_ahead;
+            return Ok(u);
         }
     }
     let h = s
         .open(remote, pflags::WRITE | pflags::CREAT | pflags::TRUNC, attrs)
         .map_err(|e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e))?;
     Ok(up(remote, h, 0, Vec::new(), false, None))
+}
+
+/// `e` unless it ends the session.
+fn unless_fatal(e: SftpError) -> TransferResult<SftpError> {
+    match e {
+        SftpError::Fatal(m) => Err(TransferError::Fatal(m)),
+        e => Ok(e),
+    }
+}
+
+/// Byte ranges, `[start, end)` each.
+type Ranges = Vec<(u64, u64)>;
+
+/// A resume into the partial file `part`: its handle and the ranges of
+/// `rec` found right, when every range lies within it.
+fn reopen_part(
+    s: &mut Sftp,
+    part: &[u8],
+    file: &File,
+    rec: &Record,
+) -> TransferResult<Option<(Vec<u8>, Ranges)>> {
+    let done = rec.load();
+    let last = done.iter().map(|r| r.1).max().unwrap_or(0);
+    match s.stat(part, false) {
+        // Every completed range lies within the partial file.
+        Ok(a) if !done.is_empty() && a.size.is_some_and(|n| n >= last) => {
+            let done = resume::checked(s, part, file, done)?;
+            match s.open(part, pflags::WRITE, Attrs::default()) {
+                Ok(h) => return Ok(Some((h, done))),
+                Err(e) => {
+                    let e = unless_fatal(e)?;
+                    crate::log!(Debug1, "resume: cannot open \"{}\": {e}", show(part))
+                }
+            }
+        }
+        Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+        _ if !done.is_empty() => crate::log!(
+            Debug1,
+            "resume: \"{}\" is missing or short: not used",
+            show(part)
+        ),
+        _ => {}
+    }
+    Ok(None)
+}
+
+/// OpenSSH's reput: the target's own prefix, if it can be trusted; its
+/// handle and length.
+fn reopen_target(
+    s: &mut Sftp,
+    remote: &[u8],
+    file: &File,
+    size: u64,
+) -> TransferResult<Option<(Vec<u8>, u64)>> {
+    let a = match s.stat(remote, true) {
+        Ok(a) => a,
+        Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+        Err(_) => return Ok(None),
+    };
+    let have = a.size.unwrap_or(0);
+    if have > size {
+        return Err(TransferError::Failed(
+            "destination file bigger or same size as source file".into(),
+        ));
+    }
+    if let Some(false) = same_prefix(s, remote, file, have)? {
+        crate::errln!(
+            "\"{}\": remote prefix differs from the local file: sending it whole",
+            show(remote)
+        );
+        return Ok(None);
+    }
+    let h = s
+        .open(remote, pflags::WRITE, Attrs::default())
+        .map_err(|e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e))?;
+    Ok(Some((h, have)))
+}
+
+/// The partial name opened (ahead, with its first WRITEs perhaps behind
+/// it, or now, emptied: a plain put starts over); None when the server
+/// refuses the name.
+fn open_part(
+    s: &mut Sftp,
+    part: &[u8],
+    pre: &mut Option<EarlyOpen>,
+    attrs: &Attrs,
+) -> TransferResult<Option<(Vec<u8>, Vec<InFlight>)>> {
+    let mut sent_ahead = Vec::new();
+    let early = pre
+        .take_if(|e| e.result.is_ok() && e.path == part)
+        .map(|mut e| {
+            sent_ahead = std::mem::take(&mut e.sent);
+            e.result
+        });
+    let r = match early {
+        Some(r) => r,
+        None => s.open(
+            part,
+            pflags::WRITE | pflags::CREAT | pflags::TRUNC,
+            attrs.clone(),
+        ),
+    };
+    match r {
+        Ok(h) => Ok(Some((h, sent_ahead))),
+        Err(e) => {
+            // A directory we may not create in (a writable file in
+            // /etc): in place after all, as sftp writes.
+            let e = unless_fatal(e)?;
+            crate::log!(
+                Debug1,
+                "partial upload name refused ({e}): writing in place"
+            );
+            Ok(None)
+        }
+    }
 }
 
 impl Up {

@@ -1,19 +1,23 @@
 //! scp(1)'s copies over SFTP, as OpenSSH 9's scp does by default: remote
 //! to local and local to remote (one remote host per run; copies between
-//! two remote hosts are client/scp_legacy.rs's). Remote sources are globbed on the server's
+//! two remote hosts are legacy.rs's). Remote sources are globbed on the server's
 //! listing; relative remote paths start at the login directory. Errors
 //! name the file, `scp: path: reason`, the other files still go, and the
 //! exit code is 1 when any failed (255 when the connection failed).
 
+pub mod legacy;
+
 use super::commands::{put_tree_quiet, Failure};
-use super::many_down::{self, Downloads};
+use super::errors::{os_text, TransferError};
+use super::many::{self, Downloads};
+use super::options::Options;
 use super::progress::Tally;
-use super::remote::{self, absolute, basename};
+use super::remote::{self, absolute, basename, path_of};
 use super::session::{Behind, EarlyOpen, First, OpenAhead, Sftp, SftpError};
-use super::transfer::{self, os_text, Options, TransferError};
+use super::transfer;
+use super::tree::{self, Visit};
 use super::Link;
 use sluice_proto::sftp::{pflags, Attrs};
-use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -37,10 +41,6 @@ pub struct Settings {
 
 fn say(msg: &str) {
     crate::errln!("scp: {msg}");
-}
-
-fn path_of(b: &[u8]) -> PathBuf {
-    PathBuf::from(OsStr::from_bytes(b))
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -255,57 +255,55 @@ fn copy_down(
 }
 
 /// Fetches the remote directory `dir` as `local`; small files many at
-/// once (many_down.rs).
+/// once (many/).
 fn get_tree(s: &mut Sftp, dir: &[u8], local: &Path, o: &Options) -> Result<bool, String> {
     let mut batch = Downloads::new(o);
-    let walked = walk_down(s, &mut batch, dir, local, o);
+    let walked = tree::walk_down(s, &mut batch, dir, local, &mut Tree { o });
     let flushed = batch.drain(s, &mut say);
     Ok(walked? & flushed?)
 }
 
-fn walk_down(
-    s: &mut Sftp,
-    batch: &mut Downloads,
-    dir: &[u8],
-    local: &Path,
-    o: &Options,
-) -> Result<bool, String> {
-    // READDIR and large files wait for their own replies: the batch's
-    // replies come in first.
-    let mut ok = batch.finish(s, &mut say)?;
-    match std::fs::create_dir(local) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && local.is_dir() => {}
-        Err(e) => {
-            say(&format!("{}: {}", local.display(), os_text(&e)));
-            return Ok(false);
-        }
+/// scp's steps in a tree walk: messages as `scp: path: reason`.
+struct Tree<'a> {
+    o: &'a Options,
+}
+
+impl Visit for Tree<'_> {
+    fn enter(&mut self, s: &mut Sftp, batch: &mut Downloads, _dir: &[u8]) -> Result<bool, String> {
+        // READDIR and large files wait for their own replies: the batch's
+        // replies come in first.
+        batch.finish(s, &mut say)
     }
-    let entries = match s.read_dir(dir) {
-        Ok(e) => e,
-        Err(SftpError::Fatal(m)) => return Err(m),
-        Err(e) => {
-            say(&format!("{}: {e}", lossy(dir)));
-            return Ok(false);
-        }
-    };
-    for e in entries {
-        if e.filename == b"." || e.filename == b".." || e.filename.contains(&b'/') {
-            continue;
-        }
-        let r = remote::join(dir, &e.filename);
-        let l = local.join(path_of(&e.filename));
-        ok &= match e.attrs.permissions.map(|p| p & 0o170000) {
-            Some(0o040000) => walk_down(s, batch, &r, &l, o)?,
-            Some(0o100000) if e.attrs.size.is_some_and(|n| n <= many_down::SMALL) && !o.resume => {
-                batch.get(s, r, l, e.attrs, &mut say)?;
-                true
+
+    fn no_dir(&mut self, local: &Path, e: std::io::Error) -> Result<bool, String> {
+        say(&format!("{}: {}", local.display(), os_text(&e)));
+        Ok(false)
+    }
+
+    fn unlisted(&mut self, dir: &[u8], e: SftpError) -> Result<bool, String> {
+        match e {
+            SftpError::Fatal(m) => Err(m),
+            e => {
+                say(&format!("{}: {e}", lossy(dir)));
+                Ok(false)
             }
-            Some(0o100000) => batch.finish(s, &mut say)? & copy_down(s, &r, None, None, &l, o)?,
-            _ => true,
-        };
+        }
     }
-    Ok(ok)
+
+    fn file(
+        &mut self,
+        s: &mut Sftp,
+        batch: &mut Downloads,
+        r: Vec<u8>,
+        l: PathBuf,
+        attrs: Attrs,
+    ) -> Result<bool, String> {
+        if attrs.size.is_some_and(|n| n <= many::SMALL) && !self.o.resume {
+            batch.get(s, r, l, attrs, &mut say)?;
+            return Ok(true);
+        }
+        Ok(batch.finish(s, &mut say)? & copy_down(s, &r, None, None, &l, self.o)?)
+    }
 }
 
 fn upload(
