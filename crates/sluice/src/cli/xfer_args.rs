@@ -293,7 +293,7 @@ pub fn requests(v: &str) -> Result<usize, String> {
 /// `-X buffer=N` or `-X nrequests=N`, as sftp and scp take them.
 pub fn x_option(
     v: &str,
-    transfer: &mut crate::client::sftp::transfer::Options,
+    transfer: &mut crate::client::sftp::options::Options,
 ) -> Result<(), String> {
     match v.split_once('=') {
         Some(("buffer", b)) => buffer(b).map(|b| transfer.buffer = b),

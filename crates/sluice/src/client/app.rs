@@ -649,7 +649,7 @@ fn metrics_plan(r: &Resolved) -> Result<crate::client::metrics::MetricsPlan, Cli
 }
 
 /// Streams: how many connections sluice-sftp and sluice-scp may copy a
-/// large file over (client/sftp/parallel.rs); `auto` by default.
+/// large file over (client/sftp/parallel/); `auto` by default.
 fn streams(r: &Resolved) -> Result<Streams, ClientError> {
     match r.get("streams") {
         None => Ok(Streams::Auto),

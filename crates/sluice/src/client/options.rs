@@ -64,7 +64,7 @@ pub struct ClientOptions {
     /// ControlPersist: None for no; Some(None) to stay until `-O exit`;
     /// Some(Some(t)) to end after `t` without passengers.
     pub control_persist: Option<Option<Duration>>,
-    /// Streams: connections a file copy may use (sftp/parallel.rs).
+    /// Streams: connections a file copy may use (sftp/parallel/).
     pub streams: streams::Streams,
     /// KeepPartial: a failed sftp or scp copy keeps its partial file for a
     /// resume (sftp/partial/).

@@ -1,6 +1,6 @@
 //! ssh_config's `Streams` (sluice's own keyword): how many connections a
 //! copy or a striped command may use. The client's options carry it; file
-//! copies (sftp/parallel.rs, sftp/spread.rs) and striping (stripe.rs,
+//! copies (sftp/parallel/, sftp/spread.rs) and striping (stripe.rs,
 //! streams_auto.rs) act on it.
 
 /// The most `Streams N` accepts.

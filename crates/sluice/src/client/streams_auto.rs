@@ -1,5 +1,5 @@
 //! `Streams auto`'s rule, shared by a file copied over several connections
-//! (sftp/parallel.rs) and a channel striped over several (stripe.rs):
+//! (sftp/parallel/) and a channel striped over several (stripe.rs):
 //! connections are added in steps, and each step is measured over a period
 //! once its connections are up. A step must raise the total rate by a
 //! tenth, else it is given back (or, where connections cannot be given

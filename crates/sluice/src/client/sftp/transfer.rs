@@ -14,7 +14,7 @@
 
 use super::errors::{show, TransferError, TransferResult};
 // cli/xfer_args.rs names the options here.
-pub use super::options::Options;
+use super::options::Options;
 use super::partial::down::{self, Down};
 use super::partial::up::{self, Up};
 use super::partial::{spans, Checkpoint};
