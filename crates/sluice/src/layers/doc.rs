@@ -1,9 +1,9 @@
 //! ARCHITECTURE.md kept true: its module tables are generated from the
 //! sources (each module's name and the first sentence of its `//!` doc),
 //! every top-level module directory of both crates has one, and every path
-//! its prose names exists. `SLUICE_BLESS=1 cargo test -p sluice --lib
-//! architecture` rewrites the tables after a module is added, moved or
-//! documented anew.
+//! its prose names exists. `SLUICE_BLESS=1 cargo test --release -p sluice
+//! --lib architecture` rewrites the tables after a module is added, moved
+//! or documented anew.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -179,7 +179,7 @@ fn architecture_doc_matches_the_tree() {
     } else {
         assert!(
             fresh == doc,
-            "{DOC}'s module tables differ from the sources: run `SLUICE_BLESS=1 cargo test -p sluice --lib architecture` and read the diff"
+            "{DOC}'s module tables differ from the sources: run `SLUICE_BLESS=1 cargo test --release -p sluice --lib architecture` and read the diff"
         );
     }
     let mut missing = Vec::new();
