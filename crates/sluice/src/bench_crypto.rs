@@ -90,7 +90,40 @@ fn cpu_now() -> Duration {
     t(ru.ru_utime) + t(ru.ru_stime)
 }
 
-fn measure(cipher: &str, mac: &str, threads: usize, size: u64) -> Result<Measured, String> {
+/// Why a measurement could not be made.
+#[derive(Debug)]
+pub(crate) enum BenchError {
+    /// The engine refused something (a bug here, or the cipher is unknown).
+    Engine(sluice_proto::Error),
+    /// The throwaway key could not be made.
+    Key(String),
+    /// The server engine stopped inside a packet.
+    Partial,
+    /// The in-memory server refused the key.
+    AuthFailed,
+    /// The handshake did not finish in its rounds.
+    Unfinished,
+}
+
+impl std::fmt::Display for BenchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BenchError::Engine(e) => write!(f, "{e}"),
+            BenchError::Key(e) => f.write_str(e),
+            BenchError::Partial => f.write_str("server did not take a whole packet"),
+            BenchError::AuthFailed => f.write_str("authentication failed"),
+            BenchError::Unfinished => f.write_str("in-memory handshake did not finish"),
+        }
+    }
+}
+
+impl From<sluice_proto::Error> for BenchError {
+    fn from(e: sluice_proto::Error) -> Self {
+        BenchError::Engine(e)
+    }
+}
+
+fn measure(cipher: &str, mac: &str, threads: usize, size: u64) -> Result<Measured, BenchError> {
     let (mut client, mut server, cch, sch) = establish(cipher, mac)?;
     client.set_batch_crypto(true);
     server.set_batch_crypto(true);
@@ -126,14 +159,12 @@ fn measure(cipher: &str, mac: &str, threads: usize, size: u64) -> Result<Measure
         client.poll_transmit(now, &mut wire);
         let (t0, c0) = (Instant::now(), cpu_now());
         let mut at = 0;
-        server
-            .open_batch(&mut wire, &mut run)
-            .map_err(|e| e.to_string())?;
+        server.open_batch(&mut wire, &mut run)?;
         while at < wire.len() {
             let input = wire.get_mut(at..).unwrap_or_default();
-            let r = server.handle_input(now, input).map_err(|e| e.to_string())?;
+            let r = server.handle_input(now, input)?;
             if r.consumed == 0 {
-                return Err("server did not take a whole packet".into());
+                return Err(BenchError::Partial);
             }
             let got = r.data.map_or(0, |d| d.data.len());
             at += r.consumed;
@@ -143,9 +174,7 @@ fn measure(cipher: &str, mac: &str, threads: usize, size: u64) -> Result<Measure
         m.open_cpu += cpu_now() - c0;
         while server.poll_event().is_some() {}
         server.poll_transmit(now, &mut back);
-        client
-            .handle_input(now, &mut back)
-            .map_err(|e| e.to_string())?;
+        client.handle_input(now, &mut back)?;
         back.clear();
         while client.poll_event().is_some() {}
     }
@@ -156,7 +185,7 @@ fn measure(cipher: &str, mac: &str, threads: usize, size: u64) -> Result<Measure
 pub(crate) fn establish(
     cipher: &str,
     mac: &str,
-) -> Result<(Connection, Connection, ChannelId, ChannelId), String> {
+) -> Result<(Connection, Connection, ChannelId, ChannelId), BenchError> {
     let common = Config {
         ciphers: vec![cipher.to_owned()],
         macs: vec![mac.to_owned()],
@@ -165,8 +194,8 @@ pub(crate) fn establish(
     let mut seed = [0u8; 32];
     SystemRng.fill(&mut seed);
     let host: Arc<dyn Signer> =
-        Arc::new(KeyPair::from_ed25519_seed(&seed).map_err(|e| e.to_string())?);
-    let user = KeyPair::from_ed25519_seed(&seed).map_err(|e| e.to_string())?;
+        Arc::new(KeyPair::from_ed25519_seed(&seed).map_err(|e| BenchError::Key(e.to_string()))?);
+    let user = KeyPair::from_ed25519_seed(&seed).map_err(|e| BenchError::Key(e.to_string()))?;
     let mut client = Connection::client(
         ClientConfig {
             common: common.clone(),
@@ -206,10 +235,10 @@ pub(crate) fn establish(
                     cch = Some(id);
                     Ok(())
                 }
-                Event::AuthFailure { .. } => return Err("authentication failed".into()),
+                Event::AuthFailure { .. } => return Err(BenchError::AuthFailed),
                 _ => Ok(()),
             };
-            r.map_err(|e| e.to_string())?;
+            r?;
         }
         while let Some(e) = server.poll_event() {
             match e {
@@ -219,21 +248,21 @@ pub(crate) fn establish(
                 } => server.auth_accept(),
                 Event::AuthRequest { .. } => server.auth_reject(),
                 Event::ChannelOpenRequest { channel, .. } => {
-                    server.accept_channel(channel).map_err(|e| e.to_string())?;
+                    server.accept_channel(channel)?;
                     sch = Some(channel);
                 }
                 _ => {}
             }
         }
     }
-    Err("in-memory handshake did not finish".into())
+    Err(BenchError::Unfinished)
 }
 
-fn feed(conn: &mut Connection, buf: &mut Vec<u8>, now: Instant) -> Result<(), String> {
+fn feed(conn: &mut Connection, buf: &mut Vec<u8>, now: Instant) -> Result<(), BenchError> {
     let mut at = 0;
     while at < buf.len() {
         let input = buf.get_mut(at..).unwrap_or_default();
-        let r = conn.handle_input(now, input).map_err(|e| e.to_string())?;
+        let r = conn.handle_input(now, input)?;
         if r.consumed == 0 {
             break;
         }

@@ -66,7 +66,85 @@ impl Drop for Server {
     }
 }
 
-fn start_server(dir: &Path, port: u16, verbose: bool) -> Result<Server, String> {
+/// Why the demo stopped; printed after `sluice demo: `.
+#[derive(Debug)]
+enum DemoError {
+    /// A file, pipe or process call (what was tried; empty: the error alone).
+    Io { what: String, error: std::io::Error },
+    /// sluiced could not be started.
+    StartServer(std::io::Error),
+    /// sluiced started but did not listen.
+    NotListening,
+    /// A throwaway key could not be made or read.
+    Key(String),
+    /// `--cipher` names no cipher sluice has (config/'s message).
+    Cipher(String),
+    /// The data generator thread panicked.
+    GeneratorPanicked,
+    /// The client process failed.
+    ClientFailed {
+        direction: &'static str,
+        status: i32,
+        stderr: String,
+    },
+    /// The server saw other bytes than were sent.
+    UploadMismatch { sent: String, seen: String },
+    /// Other bytes arrived than the server sent.
+    DownloadMismatch {
+        sent: String,
+        received: u64,
+        hash: String,
+    },
+}
+
+impl DemoError {
+    fn io(what: impl Into<String>, error: std::io::Error) -> Self {
+        DemoError::Io {
+            what: what.into(),
+            error,
+        }
+    }
+}
+
+impl std::fmt::Display for DemoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DemoError::Io { what, error } if what.is_empty() => write!(f, "{error}"),
+            DemoError::Io { what, error } => write!(f, "{what}: {error}"),
+            DemoError::StartServer(e) => write!(
+                f,
+                "starting sluiced: {e} (build it with `cargo build --release`)"
+            ),
+            DemoError::NotListening => f.write_str("sluiced did not start listening within 10 s"),
+            DemoError::Key(e) | DemoError::Cipher(e) => f.write_str(e),
+            DemoError::GeneratorPanicked => f.write_str("generator panicked"),
+            DemoError::ClientFailed {
+                direction,
+                status,
+                stderr,
+            } => {
+                write!(f, "{direction} failed: the client exited with {status}")?;
+                if *direction == "download" {
+                    write!(f, ": {stderr}")?;
+                }
+                Ok(())
+            }
+            DemoError::UploadMismatch { sent, seen } => {
+                write!(f, "upload hash mismatch: sent {sent}, server saw {seen}")
+            }
+            DemoError::DownloadMismatch {
+                sent,
+                received,
+                hash,
+            } => write!(
+                f,
+                "download hash mismatch: server sent {sent}, received {received} bytes hashing to {hash}"
+            ),
+        }
+    }
+}
+
+fn start_server(dir: &Path, port: u16, verbose: bool) -> Result<Server, DemoError> {
     let user = std::env::var("USER")
         .ok()
         .filter(|u| !u.is_empty())
@@ -78,18 +156,19 @@ fn start_server(dir: &Path, port: u16, verbose: bool) -> Result<Server, String> 
         dir.join("authorized_keys").display(),
         if verbose { "DEBUG1" } else { "ERROR" },
     );
-    std::fs::write(&cfg, text).map_err(|e| format!("writing {}: {e}", cfg.display()))?;
+    std::fs::write(&cfg, text)
+        .map_err(|error| DemoError::io(format!("writing {}", cfg.display()), error))?;
     let child = Command::new(sibling("sluiced"))
         .args(["-D", "-e", "-f"])
         .arg(&cfg)
         .stdin(Stdio::null())
         .spawn()
-        .map_err(|e| format!("starting sluiced: {e} (build it with `cargo build --release`)"))?;
+        .map_err(DemoError::StartServer)?;
     let server = Server { child };
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if Instant::now() > deadline {
-            return Err("sluiced did not start listening within 10 s".into());
+            return Err(DemoError::NotListening);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -104,13 +183,14 @@ fn client_options(
     port: u16,
     opts: &DemoOptions,
     remote: &str,
-) -> Result<ClientOptions, String> {
-    let host_key = identity::public_blob(&dir.join("host_ed25519"))?;
+) -> Result<ClientOptions, DemoError> {
+    let host_key = identity::public_blob(&dir.join("host_ed25519"))
+        .map_err(|e| DemoError::Key(e.to_string()))?;
     let check: HostKeyCheck = Box::new(move |_alg: &str, blob: &[u8]| {
         if blob == host_key.as_slice() {
             Ok(())
         } else {
-            Err("Host key verification failed.".into())
+            Err(crate::client::error::HostKeyError::NotVerified)
         }
     });
     let mut o = ClientOptions::new("127.0.0.1", port, &local_user(), check);
@@ -125,7 +205,8 @@ fn client_options(
             cipher::DEFAULT_CIPHERS,
             cipher::DEFAULT_CIPHERS,
             "cipher",
-        )?;
+        )
+        .map_err(DemoError::Cipher)?;
     }
     Ok(o)
 }
@@ -138,11 +219,11 @@ struct ClientProc {
 
 impl ClientProc {
     /// The client's exit code (128 + signal when killed).
-    fn wait(self) -> Result<i32, String> {
+    fn wait(self) -> Result<i32, DemoError> {
         let mut status = 0;
         // SAFETY: waiting for our own child; status is a valid out pointer.
         if unsafe { libc::waitpid(self.pid, &mut status, 0) } < 0 {
-            return Err(format!("waitpid: {}", std::io::Error::last_os_error()));
+            return Err(DemoError::io("waitpid", std::io::Error::last_os_error()));
         }
         Ok(if libc::WIFEXITED(status) {
             libc::WEXITSTATUS(status)
@@ -162,12 +243,12 @@ fn spawn_client(
     opts: ClientOptions,
     verbose: bool,
     stdio: [Option<OwnedFd>; 3],
-) -> Result<ClientProc, String> {
+) -> Result<ClientProc, DemoError> {
     // SAFETY: see above: single-threaded here; the child only rewires its
     // fds, runs the client and leaves with _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        return Err(DemoError::io("fork", std::io::Error::last_os_error()));
     }
     if pid > 0 {
         return Ok(ClientProc { pid });
@@ -204,11 +285,11 @@ struct Run {
     secs: f64,
 }
 
-fn upload(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<Run, String> {
+fn upload(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<Run, DemoError> {
     let t0 = Instant::now();
     let o = client_options(dir, port, opts, &format!("{helper} demo-helper sink"))?;
-    let (stdin_r, mut stdin) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
-    let (mut stdout, stdout_w) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let (stdin_r, mut stdin) = std::io::pipe().map_err(|e| DemoError::io("pipe", e))?;
+    let (mut stdout, stdout_w) = std::io::pipe().map_err(|e| DemoError::io("pipe", e))?;
     let child = spawn_client(
         o,
         opts.verbose,
@@ -217,27 +298,33 @@ fn upload(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<Run
     let size = opts.size;
     let gen = std::thread::spawn(move || datagen::generate(1, false, size, &mut stdin));
     let mut out = String::new();
-    stdout.read_to_string(&mut out).map_err(|e| e.to_string())?;
+    stdout
+        .read_to_string(&mut out)
+        .map_err(|e| DemoError::io("", e))?;
     let status = child.wait()?;
     let secs = t0.elapsed().as_secs_f64();
     let sent = gen
         .join()
-        .map_err(|_| "generator panicked")?
-        .map_err(|e| format!("sending: {e}"))?;
+        .map_err(|_| DemoError::GeneratorPanicked)?
+        .map_err(|e| DemoError::io("sending", e))?;
     if status != 0 {
-        return Err(format!("upload failed: the client exited with {status}"));
+        return Err(DemoError::ClientFailed {
+            direction: "upload",
+            status,
+            stderr: String::new(),
+        });
     }
     let expect = format!("{} {}", opts.size, sent);
     if out.trim() != expect {
-        return Err(format!(
-            "upload hash mismatch: sent {expect}, server saw {}",
-            out.trim()
-        ));
+        return Err(DemoError::UploadMismatch {
+            sent: expect,
+            seen: out.trim().to_owned(),
+        });
     }
     Ok(Run { secs })
 }
 
-fn download(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<Run, String> {
+fn download(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<Run, DemoError> {
     let t0 = Instant::now();
     let o = client_options(
         dir,
@@ -245,8 +332,8 @@ fn download(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<R
         opts,
         &format!("{helper} demo-helper source 2 {}", opts.size),
     )?;
-    let (mut stdout, stdout_w) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
-    let (mut stderr, stderr_w) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let (mut stdout, stdout_w) = std::io::pipe().map_err(|e| DemoError::io("pipe", e))?;
+    let (mut stderr, stderr_w) = std::io::pipe().map_err(|e| DemoError::io("pipe", e))?;
     let child = spawn_client(
         o,
         opts.verbose,
@@ -254,22 +341,27 @@ fn download(dir: &Path, port: u16, opts: &DemoOptions, helper: &str) -> Result<R
     )?;
     // The helper's summary is one short line on stderr, read after stdout
     // ends (well under a pipe's buffer, so the client never blocks on it).
-    let (n, got) = datagen::hash_stream(&mut stdout).map_err(|e| e.to_string())?;
+    let (n, got) = datagen::hash_stream(&mut stdout).map_err(|e| DemoError::io("", e))?;
     let mut err = String::new();
-    stderr.read_to_string(&mut err).map_err(|e| e.to_string())?;
+    stderr
+        .read_to_string(&mut err)
+        .map_err(|e| DemoError::io("", e))?;
     let status = child.wait()?;
     let secs = t0.elapsed().as_secs_f64();
     if status != 0 {
-        return Err(format!(
-            "download failed: the client exited with {status}: {}",
-            err.trim()
-        ));
+        return Err(DemoError::ClientFailed {
+            direction: "download",
+            status,
+            stderr: err.trim().to_owned(),
+        });
     }
     let sent = err.lines().last().unwrap_or("").trim().to_owned();
     if n != opts.size || sent != got {
-        return Err(format!(
-            "download hash mismatch: server sent {sent}, received {n} bytes hashing to {got}"
-        ));
+        return Err(DemoError::DownloadMismatch {
+            sent,
+            received: n,
+            hash: got,
+        });
     }
     Ok(Run { secs })
 }
@@ -285,19 +377,20 @@ pub fn run(opts: &DemoOptions) -> i32 {
     }
 }
 
-fn run_inner(opts: &DemoOptions) -> Result<(), String> {
+fn run_inner(opts: &DemoOptions) -> Result<(), DemoError> {
     let base = std::env::temp_dir().join(format!("sluice-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&base).map_err(|e| format!("creating {}: {e}", base.display()))?;
+    std::fs::create_dir_all(&base)
+        .map_err(|e| DemoError::io(format!("creating {}", base.display()), e))?;
     let dir = TempDir(base);
     generate_ed25519_file(&dir.0.join("host_ed25519"), "sluice demo host")
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| DemoError::Key(e.to_string()))?;
     generate_ed25519_file(&dir.0.join("id_ed25519"), "sluice demo user")
-        .map_err(|e| e.to_string())?;
-    let pubkey = std::fs::read(dir.0.join("id_ed25519.pub")).map_err(|e| e.to_string())?;
+        .map_err(|e| DemoError::Key(e.to_string()))?;
+    let pubkey = std::fs::read(dir.0.join("id_ed25519.pub")).map_err(|e| DemoError::io("", e))?;
     std::fs::File::create(dir.0.join("authorized_keys"))
         .and_then(|mut f| f.write_all(&pubkey))
-        .map_err(|e| e.to_string())?;
-    let port = free_port().map_err(|e| e.to_string())?;
+        .map_err(|e| DemoError::io("", e))?;
+    let port = free_port().map_err(|e| DemoError::io("", e))?;
     let helper = sibling("sluice");
     let helper = format!("'{}'", helper.display());
     // Both ends use the default order unless a cipher is asked for: the

@@ -203,21 +203,41 @@ pub fn use_sink(sink: fn(Level, &str)) {
 
 static FILE: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
 
+/// `-E log_file` could not be opened.
+#[derive(Debug)]
+pub struct LogFileError {
+    /// As given.
+    pub path: String,
+    /// Why.
+    pub error: std::io::Error,
+}
+
+impl std::fmt::Display for LogFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Couldn't open logfile {}: {}",
+            self.path,
+            crate::io_error::describe_io_error(&self.error)
+        )
+    }
+}
+
+impl std::error::Error for LogFileError {}
+
 /// `-E log_file`: every later line (and [`print`]'s messages) is appended
 /// to `path` instead of going to stderr, as ssh and sshd do. The file is
 /// created mode 0600; it stays open across fork and chroot. First call wins.
-pub fn use_file(path: &str) -> Result<(), String> {
+pub fn use_file(path: &str) -> Result<(), LogFileError> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o600)
         .open(path)
-        .map_err(|e| {
-            format!(
-                "Couldn't open logfile {path}: {}",
-                crate::io_error::describe_io_error(&e)
-            )
+        .map_err(|error| LogFileError {
+            path: path.to_owned(),
+            error,
         })?;
     let _ = FILE.set(f);
     Ok(())

@@ -141,15 +141,42 @@ pub fn encode(t: &termios) -> Vec<u8> {
     out
 }
 
+/// A peer's terminal modes string that is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModesError {
+    /// Longer than [`MAX_MODES_LEN`] (its length).
+    TooLong(usize),
+    /// Ends inside the argument of this opcode.
+    Truncated(u8),
+}
+
+impl std::fmt::Display for ModesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModesError::TooLong(n) => write!(
+                f,
+                "terminal modes too long ({n} bytes, at most {MAX_MODES_LEN})"
+            ),
+            ModesError::Truncated(op) => write!(f, "terminal modes truncated at opcode {op}"),
+        }
+    }
+}
+
+impl std::error::Error for ModesError {}
+
+/// Bridge for callers that still report with Strings (server/pty.rs).
+impl From<ModesError> for String {
+    fn from(e: ModesError) -> String {
+        e.to_string()
+    }
+}
+
 /// Decodes a mode string: (opcode, value) pairs up to TTY_OP_END or the
 /// first opcode of 160 and above (RFC 4254 8: parsing stops there).
 /// Truncated or over-long strings are refused.
-pub fn parse(b: &[u8]) -> Result<Vec<(u8, u32)>, String> {
+pub fn parse(b: &[u8]) -> Result<Vec<(u8, u32)>, ModesError> {
     if b.len() > MAX_MODES_LEN {
-        return Err(format!(
-            "terminal modes too long ({} bytes, at most {MAX_MODES_LEN})",
-            b.len()
-        ));
+        return Err(ModesError::TooLong(b.len()));
     }
     let mut out = Vec::new();
     let mut i = 0;
@@ -157,9 +184,7 @@ pub fn parse(b: &[u8]) -> Result<Vec<(u8, u32)>, String> {
         if op == TTY_OP_END || op >= 160 {
             break;
         }
-        let arg = b
-            .get(i + 1..i + 5)
-            .ok_or_else(|| format!("terminal modes truncated at opcode {op}"))?;
+        let arg = b.get(i + 1..i + 5).ok_or(ModesError::Truncated(op))?;
         out.push((op, u32::from_be_bytes([arg[0], arg[1], arg[2], arg[3]])));
         i += 5;
     }
@@ -228,8 +253,11 @@ mod tests {
         assert_eq!(u.c_cc[libc::VINTR], 3);
         // Unknown opcodes are kept (and ignored), parsing stops at 160+.
         assert_eq!(parse(&[20, 0, 0, 0, 1, 160, 1]).unwrap(), vec![(20, 1)]);
-        assert!(parse(&[53, 0, 0]).is_err());
-        assert!(parse(&vec![0u8; MAX_MODES_LEN + 1]).is_err());
+        assert_eq!(parse(&[53, 0, 0]), Err(ModesError::Truncated(53)));
+        assert_eq!(
+            parse(&vec![0u8; MAX_MODES_LEN + 1]),
+            Err(ModesError::TooLong(MAX_MODES_LEN + 1))
+        );
         assert_eq!(parse(&[]).unwrap(), vec![]);
     }
 }

@@ -331,7 +331,8 @@ fn identity(s: &Setup) -> Identity {
         public_blob: sluice::keys::identity::public_blob(&key).unwrap(),
         sig_algs: vec!["ssh-ed25519"],
         load: Box::new(move || {
-            let kp = sluice::keys::identity::load(&key, &mut |_| None)?;
+            let kp = sluice::keys::identity::load(&key, &mut |_| None)
+                .map_err(|e| sluice::client::auth::LoadError::Key(e.to_string()))?;
             Ok(Arc::new(kp) as Arc<dyn Signer>)
         }),
         in_memory: true,

@@ -6,6 +6,7 @@
 
 #[cfg(test)]
 mod tests {
+    use crate::cli::usage::UsageError;
     use crate::cli::{scp_main, sftp_main, ssh_args, sshd_args};
     use crate::config::ssh as ssh_config;
     use crate::config::sshd::keyword_table as sshd_keywords;
@@ -106,14 +107,14 @@ mod tests {
     }
 
     /// What a parser accepts, found by asking it about every letter and
-    /// digit: `probe(c)` is Err("...unknown option...") for a flag it
-    /// refuses and Err("...requires an argument...") for one wanting a value.
-    fn probe(probe: impl Fn(char) -> Result<(), String>) -> Flags {
+    /// digit: `probe(c)` is an unknown option for a flag it refuses and a
+    /// missing argument for one wanting a value.
+    fn probe(probe: impl Fn(char) -> Result<(), UsageError>) -> Flags {
         let mut f = Flags::default();
         for c in ('0'..='9').chain('A'..='Z').chain('a'..='z') {
             match probe(c) {
-                Err(e) if e.contains("unknown option") => {}
-                Err(e) if e.contains("requires an argument") => {
+                Err(UsageError::UnknownOption { .. }) => {}
+                Err(UsageError::MissingArgument { .. }) => {
                     f.valued.insert(c);
                 }
                 _ => {

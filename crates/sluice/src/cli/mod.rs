@@ -13,4 +13,5 @@ pub mod ssh_args;
 pub mod ssh_main;
 pub mod sshd_args;
 pub mod sshd_main;
+pub mod usage;
 pub mod xfer_args;

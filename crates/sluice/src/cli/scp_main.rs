@@ -3,6 +3,7 @@
 //! client/sftp/scp/legacy/ over the legacy protocol with -O.
 
 use crate::cli::sftp_main::stdout_is_tty;
+use crate::cli::usage::UsageError;
 use crate::cli::xfer_args::{getopt, parallel, see_page, split_remote, x_option, SshSide, HELP};
 use crate::client::sftp::run;
 use crate::client::sftp::scp::legacy::{self, Legacy};
@@ -123,7 +124,7 @@ struct Flags {
 
 /// Reads scp's flags (ssh's own into `ssh`); Err is the message to print
 /// before exiting 1.
-fn flags(opts: &[(char, String)]) -> Result<Flags, String> {
+fn flags(opts: &[(char, String)]) -> Result<Flags, UsageError> {
     let mut f = Flags {
         ssh: SshSide::default(),
         set: scp::Settings::default(),
@@ -147,11 +148,12 @@ fn flags(opts: &[(char, String)]) -> Result<Flags, String> {
             'R' => f.by_origin = true,
             'O' => f.legacy = true,
             'S' | 'D' => {
-                return Err(format!(
-                "sluice-scp: -{c} is not supported: the connection is sluice's own, in this process"
-            ))
+                return Err(UsageError::Unsupported {
+                    prog: "sluice-scp",
+                    opt: *c,
+                })
             }
-            _ => return Err(USAGE.to_owned()),
+            _ => return Err(UsageError::Usage(USAGE)),
         }
     }
     Ok(f)
@@ -163,18 +165,17 @@ fn flags(opts: &[(char, String)]) -> Result<Flags, String> {
 fn places(
     srcs: &[String],
     target: &str,
-) -> Result<(Vec<Place>, Place, Option<(Option<String>, String)>), String> {
+) -> Result<(Vec<Place>, Place, Option<(Option<String>, String)>), UsageError> {
     let mut host: Option<(Option<String>, String)> = None;
-    let mut to_place = |a: &str| -> Result<Place, String> {
+    let mut to_place = |a: &str| -> Result<Place, UsageError> {
         match place(a) {
             None => Ok(Place::Local(PathBuf::from(a))),
             Some((u, h, p)) => {
                 match &host {
                     Some(prev) if prev != &(u.clone(), h.clone()) => {
-                        return Err(
-                            "sluice-scp: sources on more than one remote host are not supported with a local target"
-                                .into(),
-                        )
+                        return Err(UsageError::Refused(
+                            "sluice-scp: sources on more than one remote host are not supported with a local target",
+                        ))
                     }
                     _ => host = Some((u, h)),
                 }

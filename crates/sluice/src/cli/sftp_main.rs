@@ -1,6 +1,7 @@
 //! `sluice-sftp`'s main: sftp(1)'s command line (cli/xfer_args.rs for
 //! the parts shared with scp), then client/sftp/ does the session.
 
+use crate::cli::usage::UsageError;
 use crate::cli::xfer_args::{
     buffer, getopt, parallel, requests, see_page, split_remote, x_option, SshSide, HELP,
 };
@@ -48,7 +49,7 @@ pub fn main(argv: &[String]) -> i32 {
                 return 1;
             }
         }
-        let r: Result<(), String> = match c {
+        let r: Result<(), UsageError> = match c {
             'a' => {
                 set.transfer.resume = true;
                 Ok(())
@@ -77,10 +78,11 @@ pub fn main(argv: &[String]) -> i32 {
             'B' => buffer(v).map(|b| set.transfer.buffer = b),
             'R' => requests(v).map(|n| set.transfer.requests = n),
             'X' => x_option(v, &mut set.transfer),
-            'S' | 'D' => Err(format!(
-                "sluice-sftp: -{c} is not supported: the connection is sluice's own, in this process"
-            )),
-            _ => Err(USAGE.to_owned()),
+            'S' | 'D' => Err(UsageError::Unsupported {
+                prog: "sluice-sftp",
+                opt: *c,
+            }),
+            _ => Err(UsageError::Usage(USAGE)),
         };
         if let Err(e) = r {
             crate::errln!("{e}");

@@ -1,6 +1,8 @@
 //! `sluice` arguments, parsed as ssh's getopt does: bundled flags (`-vvv`),
 //! attached values (`-p22`, `-oKey=Value`), options end at the destination.
 
+use crate::cli::usage::UsageError;
+
 /// Flags that take no value.
 const FLAGS: &str = "46AaCfGgKkMNnqsTtVvXxYy";
 /// Options that take a value.
@@ -153,7 +155,7 @@ fn help(usage: &str) -> Invocation {
 }
 
 /// Parses argv (without the program name).
-pub fn parse(argv: &[String]) -> Result<Invocation, String> {
+pub fn parse(argv: &[String]) -> Result<Invocation, UsageError> {
     match argv.first().map(String::as_str) {
         Some("demo") => return parse_demo(argv.get(1..).unwrap_or_default()),
         Some("bench-crypto") => return parse_bench_crypto(argv.get(1..).unwrap_or_default()),
@@ -162,16 +164,15 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
             if rest.iter().any(|a| a == "--help") {
                 return Ok(help(crate::path_bench::USAGE));
             }
-            let o = crate::path_bench::parse(rest)?;
+            let o = crate::path_bench::parse(rest).map_err(UsageError::Bench)?;
             // Its runs choose their own commands: words after the
             // destination would be dropped, so they are refused.
             if let Ok(Invocation::Connect(c)) = parse(&o.ssh_args) {
                 if !c.command.is_empty() {
-                    return Err(format!(
-                        "bench: unexpected words after the destination: {}\n{}",
-                        c.command.join(" "),
-                        crate::path_bench::USAGE
-                    ));
+                    return Err(UsageError::ExtraWords {
+                        words: c.command,
+                        usage: crate::path_bench::USAGE,
+                    });
                 }
             }
             return Ok(Invocation::Bench(o));
@@ -192,7 +193,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
         Parsed::Done(inv) => return Ok(*inv),
         Parsed::Stopped { terminated } => terminated,
     };
-    let dest = argv.get(i).ok_or_else(|| USAGE.to_owned())?;
+    let dest = argv.get(i).ok_or(UsageError::Usage(USAGE))?;
     parse_destination(dest, &mut a)?;
     i += 1;
     if !terminated {
@@ -222,7 +223,7 @@ fn options(
     i: &mut usize,
     a: &mut ClientArgs,
     forward_agent: &mut Option<&'static str>,
-) -> Result<Parsed, String> {
+) -> Result<Parsed, UsageError> {
     while *i < argv.len() {
         let arg = &argv[*i];
         if arg == "--" {
@@ -242,7 +243,11 @@ fn options(
             // is); -1 is an error. Neither is in the usage line.
             match c {
                 '2' => continue,
-                '1' => return Err("SSH protocol v.1 is no longer supported".into()),
+                '1' => {
+                    return Err(UsageError::Refused(
+                        "SSH protocol v.1 is no longer supported",
+                    ))
+                }
                 _ => {}
             }
             if FLAGS.contains(c) {
@@ -284,20 +289,29 @@ fn options(
                 continue;
             }
             if !WITH_VALUE.contains(c) {
-                return Err(format!("unknown option -- {c}\n{USAGE}"));
+                return Err(UsageError::UnknownOption {
+                    opt: c,
+                    usage: Some(USAGE),
+                });
             }
             let rest = &arg[1 + pos + c.len_utf8()..];
             let value = if !rest.is_empty() {
                 rest.to_owned()
             } else {
                 *i += 1;
-                argv.get(*i)
-                    .cloned()
-                    .ok_or_else(|| format!("sluice: option requires an argument -- {c}\n{USAGE}"))?
+                argv.get(*i).cloned().ok_or(UsageError::MissingArgument {
+                    prog: Some("sluice"),
+                    opt: c,
+                    usage: Some(USAGE),
+                })?
             };
             match c {
                 'p' => {
-                    a.port = Some(value.parse().map_err(|_| format!("Bad port '{value}'"))?);
+                    a.port = Some(
+                        value
+                            .parse()
+                            .map_err(|_| UsageError::bad("Bad port", &value))?,
+                    );
                     a.options.push(format!("Port={value}"));
                 }
                 'l' => {
@@ -323,7 +337,7 @@ fn options(
                 'Q' => return Ok(Parsed::Done(Box::new(Invocation::Query(value)))),
                 'e' => a.escape = Some(value),
                 'J' if a.jump.is_some() => {
-                    return Err("Only a single -J option is permitted".into())
+                    return Err(UsageError::Refused("Only a single -J option is permitted"))
                 }
                 'J' => a.jump = Some(value),
                 'L' => a.local_forwards.push(value),
@@ -332,7 +346,7 @@ fn options(
                 'W' => a.stdio_forward = Some(value),
                 'E' => a.log_file = Some(value),
                 'O' => {
-                    crate::client::mux_control::check_command(&value)?;
+                    crate::client::mux_control::check_command(&value).map_err(UsageError::Mux)?;
                     a.control_command = Some(value);
                 }
                 'S' => a.control_path = Some(value),
@@ -353,7 +367,7 @@ fn options(
     Ok(Parsed::Stopped { terminated: false })
 }
 
-fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), String> {
+fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), UsageError> {
     let d = match dest.strip_prefix("ssh://") {
         Some(rest) => {
             let rest = rest.trim_end_matches('/');
@@ -362,7 +376,7 @@ fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), String> {
                 _ => (rest, None),
             };
             if let Some(p) = port {
-                a.port = Some(p.parse().map_err(|_| format!("Bad port '{p}'"))?);
+                a.port = Some(p.parse().map_err(|_| UsageError::bad("Bad port", p))?);
                 a.options.push(format!("Port={p}"));
             }
             userhost.to_owned()
@@ -378,12 +392,12 @@ fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), String> {
         None => a.host = d.trim_start_matches('[').trim_end_matches(']').to_owned(),
     }
     if a.host.is_empty() {
-        return Err(USAGE.to_owned());
+        return Err(UsageError::Usage(USAGE));
     }
     Ok(())
 }
 
-fn parse_demo(args: &[String]) -> Result<Invocation, String> {
+fn parse_demo(args: &[String]) -> Result<Invocation, UsageError> {
     let mut size = 1u64 << 30;
     let mut cipher = None;
     let mut verbose = false;
@@ -391,14 +405,29 @@ fn parse_demo(args: &[String]) -> Result<Invocation, String> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--size" => {
-                let v = it.next().ok_or("demo: --size needs a value")?;
-                size =
-                    crate::config::parse_size(v).ok_or_else(|| format!("demo: bad size '{v}'"))?;
+                let v = it.next().ok_or(UsageError::NeedsValue {
+                    prog: "demo",
+                    arg: "--size".into(),
+                })?;
+                size = crate::config::parse_size(v)
+                    .ok_or_else(|| UsageError::bad("demo: bad size", v))?;
             }
-            "--cipher" => cipher = Some(it.next().ok_or("demo: --cipher needs a value")?.clone()),
+            "--cipher" => {
+                let v = it.next().ok_or(UsageError::NeedsValue {
+                    prog: "demo",
+                    arg: "--cipher".into(),
+                })?;
+                cipher = Some(v.clone());
+            }
             "-v" => verbose = true,
             "--help" => return Ok(help(DEMO_USAGE)),
-            _ => return Err(format!("demo: unknown argument '{a}'\n{DEMO_USAGE}")),
+            _ => {
+                return Err(UsageError::UnknownArgument {
+                    prog: "demo",
+                    arg: a.clone(),
+                    usage: DEMO_USAGE,
+                })
+            }
         }
     }
     Ok(Invocation::Demo {
@@ -408,7 +437,7 @@ fn parse_demo(args: &[String]) -> Result<Invocation, String> {
     })
 }
 
-fn parse_bench_crypto(args: &[String]) -> Result<Invocation, String> {
+fn parse_bench_crypto(args: &[String]) -> Result<Invocation, UsageError> {
     let mut o = crate::bench_crypto::Options {
         size: 1 << 30,
         ciphers: Vec::new(),
@@ -417,13 +446,18 @@ fn parse_bench_crypto(args: &[String]) -> Result<Invocation, String> {
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or(format!("bench-crypto: {a} needs a value"));
+        let mut value = || {
+            it.next().ok_or(UsageError::NeedsValue {
+                prog: "bench-crypto",
+                arg: a.clone(),
+            })
+        };
         match a.as_str() {
             "--size" => {
                 let v = value()?;
                 o.size = crate::config::parse_size(v)
                     .filter(|s| *s > 0)
-                    .ok_or_else(|| format!("bench-crypto: bad size '{v}'"))?;
+                    .ok_or_else(|| UsageError::bad("bench-crypto: bad size", v))?;
             }
             "--cipher" => o.ciphers.push(value()?.clone()),
             "--mac" => o.mac = value()?.clone(),
@@ -433,13 +467,15 @@ fn parse_bench_crypto(args: &[String]) -> Result<Invocation, String> {
                     .split(',')
                     .map(|t| t.parse().ok().filter(|n| (1..=64).contains(n)))
                     .collect::<Option<_>>()
-                    .ok_or_else(|| format!("bench-crypto: bad thread list '{v}'"))?;
+                    .ok_or_else(|| UsageError::bad("bench-crypto: bad thread list", v))?;
             }
             "--help" => return Ok(help(BENCH_USAGE)),
             _ => {
-                return Err(format!(
-                    "bench-crypto: unknown argument '{a}'\n{BENCH_USAGE}"
-                ))
+                return Err(UsageError::UnknownArgument {
+                    prog: "bench-crypto",
+                    arg: a.clone(),
+                    usage: BENCH_USAGE,
+                })
             }
         }
     }
@@ -506,13 +542,15 @@ mod tests {
         ));
         assert!(parse(&words("bench")).is_err());
         let e = parse(&words("bench -p 2 h cat x")).unwrap_err();
+        assert!(matches!(&e, UsageError::ExtraWords { words, .. } if words == &["cat", "x"]));
         assert!(
-            e.starts_with("bench: unexpected words after the destination: cat x"),
+            e.to_string()
+                .starts_with("bench: unexpected words after the destination: cat x"),
             "{e}"
         );
     }
 
-    fn p(s: &str) -> Result<Invocation, String> {
+    fn p(s: &str) -> Result<Invocation, UsageError> {
         parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
     }
 
@@ -546,9 +584,22 @@ mod tests {
                 (None, vec!["-p".into(), "1".into()])
             );
         }
-        assert!(p("-Z host").unwrap_err().contains("unknown option -- Z"));
-        assert!(p("host -Z").unwrap_err().contains("unknown option -- Z"));
-        assert!(p("-p").unwrap_err().contains("requires an argument"));
+        assert!(matches!(
+            p("-Z host"),
+            Err(UsageError::UnknownOption { opt: 'Z', .. })
+        ));
+        assert!(matches!(
+            p("host -Z"),
+            Err(UsageError::UnknownOption { opt: 'Z', .. })
+        ));
+        assert!(p("-Z host")
+            .unwrap_err()
+            .to_string()
+            .starts_with("unknown option -- Z\nusage: "));
+        assert!(matches!(
+            p("-p"),
+            Err(UsageError::MissingArgument { opt: 'p', .. })
+        ));
         assert_eq!(p("-Q cipher").unwrap(), Invocation::Query("cipher".into()));
         assert!(matches!(
             p("demo --size 1M").unwrap(),

@@ -7,6 +7,7 @@
 use crate::cli::ssh_args::{self, ClientArgs, Invocation};
 use crate::client::app;
 use crate::client::request::SessionRequest;
+use crate::client::setting_error::SettingError;
 use crate::client::{self, ClientError};
 use crate::config::ssh::ClientConfig;
 use crate::log;
@@ -122,7 +123,7 @@ fn request(args: &ClientArgs) -> SessionRequest {
 /// the configuration for `-G`).
 fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     let opts = options(args);
-    super::dest_check::check(&args.host, &opts).map_err(|e| ClientError::Config(e.to_owned()))?;
+    super::dest_check::check(&args.host, &opts).map_err(SettingError::Conflict)?;
     let mut cfg = ClientConfig::load(&opts, args.config_file.as_deref().map(Path::new))?;
     // As ssh, -G prints the configuration without looking names up.
     cfg.canonicalize = !args.print_config;
@@ -161,8 +162,7 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
         let forwards = match cmd.as_str() {
             "forward" | "cancel" => {
                 use crate::client::forward_spec::Kind;
-                let plan =
-                    crate::client::forward_args::plan(&req, &r).map_err(ClientError::Config)?;
+                let plan = crate::client::forward_args::plan(&req, &r)?;
                 let tag = |k: Kind, v: Vec<crate::client::forward_spec::Forward>| {
                     v.into_iter().map(move |f| (k, f))
                 };
@@ -181,6 +181,6 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     }
     // What sluice lacks: refused, or said (config/ssh/limits.rs); -G and
     // -O connect nowhere, so they print or ask without it.
-    crate::config::ssh::limits::report(&r.limited).map_err(ClientError::Config)?;
+    crate::config::ssh::limits::report(&r.limited).map_err(SettingError::other)?;
     client::connect(app::resolve(&r, &req)?)
 }

@@ -1,6 +1,7 @@
 //! `sluiced` arguments, as sshd's: `-D -d -e -E log_file -f config -p port
 //! -h hostkey -o opt -T -t -C spec`, and `-V`.
 
+use crate::cli::usage::UsageError;
 pub use crate::server::daemon::ServerArgs;
 
 /// What the command line asks for.
@@ -30,7 +31,7 @@ pub const SEE_PAGE: &str =
 /// lines go to the file rather than syslog; `-V` is acted on where it
 /// stands (an illegal option before it is still an error, what follows
 /// it is not looked at).
-pub fn parse(argv: &[String]) -> Result<Invocation, String> {
+pub fn parse(argv: &[String]) -> Result<Invocation, UsageError> {
     let mut a = ServerArgs::default();
     let mut log_file = None;
     let mut i = 0;
@@ -42,7 +43,11 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
             return Ok(Invocation::Help);
         }
         let Some(flags) = arg.strip_prefix('-').filter(|f| !f.is_empty()) else {
-            return Err(format!("sluiced: extra argument {arg}\n{USAGE}"));
+            return Err(UsageError::ExtraArgument {
+                prog: "sluiced",
+                arg: arg.clone(),
+                usage: USAGE,
+            });
         };
         for (pos, c) in flags.char_indices() {
             match c {
@@ -65,8 +70,10 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                     let rest = &flags[pos + 1..];
                     let v = if rest.is_empty() {
                         i += 1;
-                        argv.get(i).cloned().ok_or_else(|| {
-                            format!("sluiced: option requires an argument -- {c}\n{USAGE}")
+                        argv.get(i).cloned().ok_or(UsageError::MissingArgument {
+                            prog: Some("sluiced"),
+                            opt: c,
+                            usage: Some(USAGE),
                         })?
                     } else {
                         rest.to_owned()
@@ -92,7 +99,12 @@ pub fn parse(argv: &[String]) -> Result<Invocation, String> {
                     }
                     break;
                 }
-                _ => return Err(format!("unknown option -- {c}\n{USAGE}")),
+                _ => {
+                    return Err(UsageError::UnknownOption {
+                        opt: c,
+                        usage: Some(USAGE),
+                    })
+                }
             }
         }
         i += 1;

@@ -4,8 +4,10 @@
 //! and the ssh options both pass to the connection, turned into
 //! `ClientOptions` through ssh_config as `sluice` does.
 
+use crate::cli::usage::UsageError;
 use crate::client::app;
 use crate::client::request::SessionRequest;
+use crate::client::setting_error::SettingError;
 use crate::client::sftp::parallel::{Connector, Parallel};
 use crate::client::streams::Streams;
 use crate::client::{ClientError, ClientOptions};
@@ -28,7 +30,7 @@ pub fn see_page(program: &str) -> String {
 
 /// Parses `argv` against `spec` (getopt's: a letter, `:` after it when it
 /// takes a value). Returns the options in order and the operands.
-pub fn getopt(argv: &[String], spec: &str, stop_at_operand: bool) -> Result<Parsed, String> {
+pub fn getopt(argv: &[String], spec: &str, stop_at_operand: bool) -> Result<Parsed, UsageError> {
     let mut opts = Vec::new();
     let mut operands = Vec::new();
     let mut i = 0;
@@ -57,7 +59,10 @@ pub fn getopt(argv: &[String], spec: &str, stop_at_operand: bool) -> Result<Pars
             let c = flags[j];
             j += 1;
             let Some(pos) = spec.find(c).filter(|_| c != ':') else {
-                return Err(format!("unknown option -- {c}"));
+                return Err(UsageError::UnknownOption {
+                    opt: c,
+                    usage: None,
+                });
             };
             if spec[pos + c.len_utf8()..].starts_with(':') {
                 let rest: String = flags[j..].iter().collect();
@@ -67,7 +72,11 @@ pub fn getopt(argv: &[String], spec: &str, stop_at_operand: bool) -> Result<Pars
                     i += 1;
                     argv[i - 1].clone()
                 } else {
-                    return Err(format!("option requires an argument -- {c}"));
+                    return Err(UsageError::MissingArgument {
+                        prog: None,
+                        opt: c,
+                        usage: None,
+                    });
                 };
                 opts.push((c, value));
                 break;
@@ -99,7 +108,7 @@ pub struct SshSide {
 
 impl SshSide {
     /// Takes the options both programs share; false for any other.
-    pub fn take(&mut self, c: char, v: &str) -> Result<bool, String> {
+    pub fn take(&mut self, c: char, v: &str) -> Result<bool, UsageError> {
         match c {
             '4' => self.family = Some(4),
             '6' => self.family = Some(6),
@@ -114,7 +123,7 @@ impl SshSide {
                 v.parse::<u16>()
                     .ok()
                     .filter(|p| *p > 0)
-                    .ok_or_else(|| format!("Bad port \"{v}\""))?;
+                    .ok_or_else(|| UsageError::invalid("Bad port", v))?;
                 self.options.push(format!("Port={v}"));
             }
             'q' => self.quiet = true,
@@ -125,7 +134,7 @@ impl SshSide {
                     .parse::<u64>()
                     .ok()
                     .filter(|k| *k > 0)
-                    .ok_or_else(|| format!("Invalid limit \"{v}\""))?;
+                    .ok_or_else(|| UsageError::invalid("Invalid limit", v))?;
                 self.limit = Some(k);
             }
             _ => return Ok(false),
@@ -170,7 +179,8 @@ impl SshSide {
         for w in &cfg.warnings {
             crate::log!(Debug1, "{w}");
         }
-        crate::config::ssh::limits::report(&r.limited).map_err(ClientError::Config)?;
+        crate::config::ssh::limits::report(&r.limited)
+            .map_err(|e| ClientError::Config(SettingError::other(e)))?;
         let req = SessionRequest {
             command: vec![subsystem.to_owned()],
             subsystem: !subsystem.contains('/'),
@@ -275,29 +285,29 @@ mod tests {
 }
 
 /// `-B`'s value: bytes per read or write request.
-pub fn buffer(v: &str) -> Result<u32, String> {
+pub fn buffer(v: &str) -> Result<u32, UsageError> {
     v.parse::<u32>()
         .ok()
         .filter(|b| (1..=16 << 20).contains(b))
-        .ok_or_else(|| format!("Invalid buffer size \"{v}\""))
+        .ok_or_else(|| UsageError::invalid("Invalid buffer size", v))
 }
 
 /// `-R`'s value: requests in flight.
-pub fn requests(v: &str) -> Result<usize, String> {
+pub fn requests(v: &str) -> Result<usize, UsageError> {
     v.parse::<usize>()
         .ok()
         .filter(|n| (1..=4096).contains(n))
-        .ok_or_else(|| format!("Invalid number of requests \"{v}\""))
+        .ok_or_else(|| UsageError::invalid("Invalid number of requests", v))
 }
 
 /// `-X buffer=N` or `-X nrequests=N`, as sftp and scp take them.
 pub fn x_option(
     v: &str,
     transfer: &mut crate::client::sftp::options::Options,
-) -> Result<(), String> {
+) -> Result<(), UsageError> {
     match v.split_once('=') {
         Some(("buffer", b)) => buffer(b).map(|b| transfer.buffer = b),
         Some(("nrequests", n)) => requests(n).map(|n| transfer.requests = n),
-        _ => Err(format!("Invalid -X option \"{v}\"")),
+        _ => Err(UsageError::invalid("Invalid -X option", v)),
     }
 }

@@ -5,6 +5,7 @@
 //! agent. A server opening agent channels unasked is refused and logged:
 //! it is trying to use our keys.
 
+use crate::client::setting_error::SettingError;
 use crate::log;
 use crate::net::pump::ChannelFds;
 use crate::net::socket_bridge;
@@ -37,8 +38,8 @@ impl AgentForward {
     pub fn from_config(
         value: Option<&str>,
         identity_agent: Option<PathBuf>,
-        expand: impl Fn(&str) -> Result<PathBuf, String>,
-    ) -> Result<AgentForward, String> {
+        expand: impl Fn(&str) -> Result<PathBuf, SettingError>,
+    ) -> Result<AgentForward, SettingError> {
         let env_sock = || std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from);
         let socket = match value {
             None => return Ok(AgentForward::default()),
@@ -57,7 +58,10 @@ impl AgentForward {
                     match p.to_str().and_then(|s| s.strip_prefix('$')) {
                         Some(var) => {
                             Some(std::env::var_os(var).map(PathBuf::from).ok_or_else(|| {
-                                format!("ForwardAgent: environment variable {var} is not set")
+                                SettingError::EnvUnset {
+                                    keyword: "ForwardAgent",
+                                    var: var.to_owned(),
+                                }
                             })?)
                         }
                         None => Some(p),
@@ -73,7 +77,11 @@ impl AgentForward {
     }
 
     /// On the session channel, before shell/exec: asks for forwarding.
-    pub fn request(&self, conn: &mut Connection, session: ChannelId) -> Result<(), String> {
+    pub fn request(
+        &self,
+        conn: &mut Connection,
+        session: ChannelId,
+    ) -> Result<(), sluice_proto::Error> {
         if !self.enabled {
             return Ok(());
         }
@@ -83,7 +91,6 @@ impl AgentForward {
             data: Vec::new(),
         };
         conn.channel_request(session, req, false)
-            .map_err(|e| e.to_string())
     }
 
     /// The server opened an agent channel: bridge it to the local agent,
@@ -142,7 +149,7 @@ mod tests {
     #[test]
     fn forward_agent_values() {
         // Expansion leaves `$VAR` (no braces) for the variable lookup.
-        let ex = |s: &str| -> Result<PathBuf, String> {
+        let ex = |s: &str| -> Result<PathBuf, SettingError> {
             Ok(PathBuf::from(if s.starts_with('$') {
                 s.to_owned()
             } else {

@@ -9,6 +9,7 @@ use super::identities::{identities, identity_agent};
 use crate::client::auth::AuthPrefs;
 use crate::client::request::SessionRequest;
 use crate::client::session::SessionPlan;
+use crate::client::setting_error::SettingError;
 use crate::client::setup;
 use crate::client::streams::Streams;
 use crate::client::{ClientError, ClientOptions};
@@ -200,7 +201,7 @@ fn auth_prefs(r: &Resolved) -> Result<AuthPrefs, ClientError> {
     if let Some(n) = r.get("numberofpasswordprompts") {
         p.password_prompts = n
             .parse()
-            .map_err(|_| format!("Bad NumberOfPasswordPrompts '{n}': use a number"))?;
+            .map_err(|_| SettingError::bad("NumberOfPasswordPrompts", n, "a number"))?;
     }
     p.pubkey = r.flag("pubkeyauthentication", true);
     p.password = r.flag("passwordauthentication", true);
@@ -218,9 +219,9 @@ fn auth_prefs(r: &Resolved) -> Result<AuthPrefs, ClientError> {
 
 /// The HPN-SSH NONE switches, checked before anything else (as in `-G`).
 fn none_flags(r: &Resolved) -> Result<(bool, bool, bool), ClientError> {
-    let yes_no = |kw: &str, name: &str| -> Result<bool, String> {
+    let yes_no = |kw: &str, name: &'static str| -> Result<bool, SettingError> {
         r.get(kw).map_or(Ok(false), |v| {
-            crate::config::yes_no(v).ok_or_else(|| format!("Bad {name} '{v}': use yes or no"))
+            crate::config::yes_no(v).ok_or_else(|| SettingError::bad(name, v, "yes or no"))
         })
     };
     Ok((
@@ -242,11 +243,11 @@ fn compression_engines(
     list.split(',')
         .map(|name| {
             compress::find(&all, name).ok_or_else(|| {
-                let known: Vec<&str> = all.iter().map(|e| e.name()).collect();
-                ClientError::Config(format!(
-                    "Bad CompressionAlgorithms '{list}': unknown '{name}' (known: {})",
-                    known.join(",")
-                ))
+                ClientError::Config(SettingError::UnknownCompression {
+                    list: list.to_owned(),
+                    name: name.to_owned(),
+                    known: all.iter().map(|e| e.name().to_owned()).collect(),
+                })
             })
         })
         .collect()
@@ -363,9 +364,9 @@ pub fn resolve(r: &Resolved, req: &SessionRequest) -> Result<ClientOptions, Clie
             .is_some_and(|v| v.eq_ignore_ascii_case("none"));
     let fork_after_auth = args.fork || r.flag("forkafterauthentication", false);
     if fork_after_auth && !no_session && command.is_none() {
-        return Err(ClientError::Config(
-            "Cannot fork into background without a command to execute.".into(),
-        ));
+        return Err(ClientError::Config(SettingError::Conflict(
+            "Cannot fork into background without a command to execute.",
+        )));
     }
     let tos = ip_tos(r, tty_plan.is_some())?;
     let plan = SessionPlan {
@@ -448,7 +449,11 @@ fn agent_forward(r: &Resolved) -> Result<crate::client::agent_forward::AgentForw
             r.tokens()
                 .path(p, crate::config::ssh::tokens::FILE)
                 .map(PathBuf::from)
-                .map_err(|e| format!("ForwardAgent {p}: {e}"))
+                .map_err(|e| SettingError::Path {
+                    keyword: "ForwardAgent",
+                    path: p.to_owned(),
+                    reason: e.to_string(),
+                })
         },
     )
     .map_err(ClientError::Config)
@@ -458,7 +463,7 @@ fn crypto_threads(r: &Resolved) -> Result<CryptoThreads, ClientError> {
     match r.get("cryptothreads") {
         None => Ok(CryptoThreads::Auto),
         Some(v) => CryptoThreads::parse(v)
-            .ok_or_else(|| format!("Bad CryptoThreads '{v}': use auto or a count of threads"))
+            .ok_or_else(|| SettingError::bad("CryptoThreads", v, "auto or a count of threads"))
             .map_err(ClientError::Config),
     }
 }
@@ -495,10 +500,10 @@ fn tty_plan(
 }
 
 /// TcpRcvBuf and its kind: bytes with an optional K, M or G (0: not set).
-fn size(r: &Resolved, kw: &str, name: &str) -> Result<u64, ClientError> {
+fn size(r: &Resolved, kw: &str, name: &'static str) -> Result<u64, ClientError> {
     r.get(kw).map_or(Ok(0), |v| {
         crate::config::parse_size(v)
-            .ok_or_else(|| format!("Bad {name} '{v}': use bytes with an optional K, M or G"))
+            .ok_or_else(|| SettingError::bad(name, v, "bytes with an optional K, M or G"))
             .map_err(ClientError::Config)
     })
 }
@@ -514,7 +519,7 @@ fn compression_level(r: &Resolved, proto: &Config) -> Result<Option<u8>, ClientE
             v.parse::<u8>()
                 .ok()
                 .filter(|l| *l <= 9)
-                .ok_or_else(|| format!("Bad CompressionLevel '{v}': use auto or 0-9"))?,
+                .ok_or_else(|| SettingError::bad("CompressionLevel", v, "auto or 0-9"))?,
         ),
     };
     if let Some(l) = level {
@@ -557,9 +562,9 @@ fn command(r: &Resolved, args: &SessionRequest) -> Result<Option<Vec<u8>>, Clien
         .map(|c| r.tokens().expand(c, crate::config::ssh::tokens::FILE))
         .transpose()?;
     match (args.command.is_empty(), remote) {
-        (false, Some(_)) => Err(ClientError::Config(
-            "Cannot execute command-line and remote command.".into(),
-        )),
+        (false, Some(_)) => Err(ClientError::Config(SettingError::Conflict(
+            "Cannot execute command-line and remote command.",
+        ))),
         (false, None) => Ok(Some(args.command.join(" ").into_bytes())),
         (true, remote) => Ok(remote.map(String::into_bytes)),
     }
@@ -633,7 +638,9 @@ fn metrics_plan(r: &Resolved) -> Result<crate::client::metrics::MetricsPlan, Cli
         Some(v) => crate::config::parse_time(v)
             .filter(|t| *t > 0)
             .map(Duration::from_secs)
-            .ok_or_else(|| format!("Bad MetricsInterval '{v}': use a time of at least 1 second"))?,
+            .ok_or_else(|| {
+                SettingError::bad("MetricsInterval", v, "a time of at least 1 second")
+            })?,
     };
     let kw = if r.get("metricspath").is_some() {
         "metricspath"
@@ -654,11 +661,14 @@ fn streams(r: &Resolved) -> Result<Streams, ClientError> {
     match r.get("streams") {
         None => Ok(Streams::Auto),
         Some(v) => Streams::parse(v).ok_or_else(|| {
-            format!(
-                "Bad Streams '{v}': use auto or a count of connections (1-{})",
-                crate::client::streams::STREAMS_MAX
-            )
-            .into()
+            ClientError::Config(SettingError::bad(
+                "Streams",
+                v,
+                format!(
+                    "auto or a count of connections (1-{})",
+                    crate::client::streams::STREAMS_MAX
+                ),
+            ))
         }),
     }
 }
@@ -725,8 +735,8 @@ fn control_persist(r: &Resolved) -> Result<Option<Option<Duration>>, ClientError
         (Some(false), _) => Ok(None),
         (Some(true), _) | (None, Some(0)) => Ok(Some(None)),
         (None, Some(t)) => Ok(Some(Some(Duration::from_secs(t)))),
-        _ => Err(ClientError::Config(format!(
-            "Bad ControlPersist value '{v}': yes, no or a time (10m)"
+        _ => Err(ClientError::Config(SettingError::BadControlPersist(
+            v.to_owned(),
         ))),
     }
 }

@@ -21,7 +21,7 @@ pub struct Identity {
     /// Signature algorithms, preferred first.
     pub sig_algs: Vec<&'static str>,
     /// Produces the signer when the server accepts the key.
-    pub load: Box<dyn FnMut() -> Result<Arc<dyn Signer>, String>>,
+    pub load: Box<dyn FnMut() -> Result<Arc<dyn Signer>, LoadError>>,
     /// `load` needs no passphrase, agent or token (an unencrypted key
     /// file): the signed request goes out at once, without asking first
     /// whether the server would take the key (saves a round trip).
@@ -33,18 +33,85 @@ const PUBLICKEY: &str = "publickey";
 /// Why a key's signed request did not go out.
 enum SignError {
     /// The private key did not load (passphrase, agent) or match.
-    Load(String),
+    Load(LoadError),
     /// Loading worked, signing did not (an agent declined).
-    Sign(String),
+    Sign {
+        /// The identity's label.
+        label: String,
+        /// Why.
+        error: sluice_proto::Error,
+    },
 }
 
-impl SignError {
-    fn text(&self) -> &str {
+impl std::fmt::Display for SignError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SignError::Load(m) | SignError::Sign(m) => m,
+            SignError::Load(e) => write!(f, "{e}"),
+            SignError::Sign { label, error } => write!(f, "{label}: {error}"),
         }
     }
 }
+
+/// Why an identity's private key could not be had for signing.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The key file or agent failed (keys/'s message: passphrase, format).
+    Key(String),
+    /// A certificate that does not certify the private key found for it.
+    CertMismatch,
+    /// The private key is not the public key offered.
+    KeyMismatch {
+        /// The identity's label.
+        label: String,
+    },
+    /// No identity at that index.
+    NoSuchKey,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Key(m) => f.write_str(m),
+            LoadError::CertMismatch => {
+                f.write_str("the certificate does not match its private key")
+            }
+            LoadError::KeyMismatch { label } => {
+                write!(f, "{label}: the private key does not match its public key")
+            }
+            LoadError::NoSuchKey => f.write_str("no such key"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+/// Why authentication ended without success.
+#[derive(Debug)]
+pub enum AuthError {
+    /// The engine refused an answer of ours.
+    Engine(sluice_proto::Error),
+    /// Every method the server lists was tried or is off: ssh's
+    /// `USER@HOST: Permission denied (METHODS).`
+    Denied {
+        /// `user@host`.
+        login: String,
+        /// The methods the server last listed.
+        methods: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for AuthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuthError::Engine(e) => write!(f, "{e}"),
+            AuthError::Denied { login, methods } => {
+                write!(f, "{login}: Permission denied ({}).", methods.join(","))
+            }
+        }
+    }
+}
+
+impl std::error::Error for AuthError {}
+
 const KBDINT: &str = "keyboard-interactive";
 const PASSWORD: &str = "password";
 
@@ -162,7 +229,7 @@ impl ClientAuth {
     }
 
     /// Handles the authentication events; others are left to the caller.
-    pub fn on_event(&mut self, conn: &mut Connection, event: &Event) -> Result<(), String> {
+    pub fn on_event(&mut self, conn: &mut Connection, event: &Event) -> Result<(), AuthError> {
         match event {
             Event::AuthReady => {
                 // With a key to offer first, offer it at once: the `none`
@@ -232,7 +299,7 @@ impl ClientAuth {
                     answers.push(a.map(|a| a.to_string()).unwrap_or_default());
                 }
                 conn.auth_info_response(answers)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(AuthError::Engine)?;
             }
             Event::AuthPasswdChangeReq { prompt } => {
                 log!(
@@ -251,7 +318,7 @@ impl ClientAuth {
 
     /// Sends the next request: the current method while it has tries left,
     /// then the next preferred one the server lists; or gives up.
-    fn next(&mut self, conn: &mut Connection) -> Result<(), String> {
+    fn next(&mut self, conn: &mut Connection) -> Result<(), AuthError> {
         let listed = |m: &str, list: &Option<Vec<String>>| {
             list.as_ref().is_none_or(|l| l.iter().any(|x| x == m))
         };
@@ -277,12 +344,10 @@ impl ClientAuth {
             self.exhausted.push(m);
         }
         self.step = Step::Idle;
-        let list = self.server_methods.clone().unwrap_or_default();
-        Err(format!(
-            "{}: Permission denied ({}).",
-            self.login,
-            list.join(",")
-        ))
+        Err(AuthError::Denied {
+            login: self.login.clone(),
+            methods: self.server_methods.clone().unwrap_or_default(),
+        })
     }
 
     fn pick_alg(&self, conn: &Connection, idx: usize) -> &'static str {
@@ -323,7 +388,7 @@ impl ClientAuth {
         match self.send_signed(conn, idx) {
             Ok(()) => true,
             Err(e) => {
-                log!(Info, "{}", e.text());
+                log!(Info, "{e}");
                 self.next_key = idx + 1;
                 self.try_key(conn)
             }
@@ -334,22 +399,24 @@ impl ClientAuth {
     /// is awaited (`Step::Signing`).
     fn send_signed(&mut self, conn: &mut Connection, idx: usize) -> Result<(), SignError> {
         let Some(id) = self.identities.get_mut(idx) else {
-            return Err(SignError::Load("no such key".into()));
+            return Err(SignError::Load(LoadError::NoSuchKey));
         };
         let signer = (id.load)().map_err(SignError::Load)?;
         if signer.public_blob() != id.public_blob {
-            return Err(SignError::Load(format!(
-                "{}: the private key does not match its public key",
-                id.label
-            )));
+            return Err(SignError::Load(LoadError::KeyMismatch {
+                label: id.label.clone(),
+            }));
         }
         conn.auth_publickey_sign(&self.user, self.tried_sig_alg, signer.as_ref())
-            .map_err(|e| SignError::Sign(format!("{}: {e}", id.label)))?;
+            .map_err(|error| SignError::Sign {
+                label: id.label.clone(),
+                error,
+            })?;
         self.step = Step::Signing(idx);
         Ok(())
     }
 
-    fn sign_with(&mut self, conn: &mut Connection, idx: usize) -> Result<(), String> {
+    fn sign_with(&mut self, conn: &mut Connection, idx: usize) -> Result<(), AuthError> {
         let Some(id) = self.identities.get(idx) else {
             return Ok(());
         };
@@ -360,8 +427,8 @@ impl ClientAuth {
             // with the next key, as ssh does.
             Err(e) => {
                 match &e {
-                    SignError::Sign(m) => {
-                        log!(Error, "sign_and_send_pubkey: signing failed for {m}")
+                    SignError::Sign { .. } => {
+                        log!(Error, "sign_and_send_pubkey: signing failed for {e}")
                     }
                     SignError::Load(m) => log!(Info, "{m}"),
                 }

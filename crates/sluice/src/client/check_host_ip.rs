@@ -50,7 +50,7 @@ pub(super) fn after_known(
     strict: &str,
     batch: bool,
     hash: bool,
-) -> Result<(), String> {
+) -> Result<(), crate::client::error::HostKeyError> {
     let name = known_hosts::host_name(host, port);
     let Some(ip) = peer() else { return Ok(()) };
     let ip_name = known_hosts::host_name(&ip, port);
@@ -83,10 +83,7 @@ pub(super) fn after_known(
                 _ => batch || !confirm(),
             };
             if refuse {
-                return Err(
-                    "Exiting, you have requested strict checking.\nHost key verification failed."
-                        .into(),
-                );
+                return Err(crate::client::error::HostKeyError::AddressChangedStrict);
             }
             Ok(())
         }

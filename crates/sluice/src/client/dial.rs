@@ -2,6 +2,7 @@
 //! BindAddress/BindInterface, ConnectTimeout, socket buffers, TCPKeepAlive
 //! and IPQoS. A striped session's secondary connections dial the same.
 
+use super::error::ConnectError;
 use super::options::ClientOptions;
 use crate::log;
 use crate::net::sockbuf::{self, Buf};
@@ -51,19 +52,25 @@ impl Dial {
     }
 
     /// A connected, non-blocking socket with TCP_NODELAY.
-    pub fn connect(&self) -> Result<OwnedFd, String> {
+    pub fn connect(&self) -> Result<OwnedFd, ConnectError> {
         let s = tcp_connect(self)?;
         let _ = s.set_nodelay(true);
         s.set_nonblocking(true)
-            .map_err(|e| format!("sluice: socket: {e}"))?;
+            .map_err(|error| ConnectError::Socket {
+                what: "sluice: socket",
+                error,
+            })?;
         Ok(OwnedFd::from(s))
     }
 }
 
-pub(super) fn tcp_connect(opts: &Dial) -> Result<TcpStream, String> {
+pub(super) fn tcp_connect(opts: &Dial) -> Result<TcpStream, ConnectError> {
     let addrs: Vec<_> = (opts.host.as_str(), opts.port)
         .to_socket_addrs()
-        .map_err(|e| format!("ssh: Could not resolve hostname {}: {e}", opts.host))?
+        .map_err(|error| ConnectError::Resolve {
+            host: opts.host.clone(),
+            error,
+        })?
         .filter(|a| match opts.family {
             Some(4) => a.is_ipv4(),
             Some(6) => a.is_ipv6(),
@@ -90,7 +97,7 @@ pub(super) fn tcp_connect(opts: &Dial) -> Result<TcpStream, String> {
         ];
         let from =
             crate::net::local_addr::for_target(a, opts.bind.0.as_deref(), opts.bind.1.as_deref())
-                .map_err(|e| format!("ssh: {e}"))?;
+                .map_err(|e| ConnectError::Bind(e.to_string()))?;
         let r = if bufs.iter().any(|b| b.1 > 0) || from.is_some() {
             sockbuf::connect(*a, from, opts.connect_timeout, bufs).map(|(s, granted)| {
                 for g in granted {
@@ -123,16 +130,14 @@ pub(super) fn tcp_connect(opts: &Dial) -> Result<TcpStream, String> {
         }
     }
     Err(match last {
-        Some(e) => format!(
-            "ssh: connect to host {} port {}: {}",
-            opts.host,
-            opts.port,
-            crate::io_error::describe_io_error(&e)
-        ),
-        None => format!(
-            "ssh: Could not resolve hostname {}: no address of the requested family",
-            opts.host
-        ),
+        Some(error) => ConnectError::Connect {
+            host: opts.host.clone(),
+            port: opts.port,
+            error,
+        },
+        None => ConnectError::NoAddress {
+            host: opts.host.clone(),
+        },
     })
 }
 

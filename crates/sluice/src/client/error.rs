@@ -1,6 +1,7 @@
 //! Why a client run failed, by kind; `Display` gives the line `sluice`
 //! prints, worded as OpenSSH's `ssh` words it (tests compare the two).
 
+pub use crate::client::setting_error::SettingError;
 use crate::config::error::ConfigError;
 use crate::net::pump::PumpError;
 
@@ -9,12 +10,12 @@ use crate::net::pump::PumpError;
 pub enum ClientError {
     /// A bad setting: ssh_config or a command-line value, or options that
     /// cannot go together ("Cannot execute command-line and remote command.").
-    Config(String),
+    Config(SettingError),
     /// An ssh_config file (or `-o` option) ssh would refuse, with its line.
     ConfigFile(ConfigError),
     /// The server could not be reached: name resolution, connect(2), the
     /// ProxyCommand. Messages start with `ssh:` as ssh's; `sluice:` is shown.
-    Connect(String),
+    Connect(ConnectError),
     /// Our side gave up on an established connection: host key refused,
     /// authentication failed, a request refused, ServerAlive timeout.
     Session(SessionError),
@@ -33,10 +34,10 @@ impl ClientError {
 impl std::fmt::Display for ClientError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ClientError::Config(m) => f.write_str(m),
+            ClientError::Config(e) => write!(f, "{e}"),
             ClientError::Session(e) => write!(f, "{e}"),
             ClientError::ConfigFile(e) => write!(f, "{e}"),
-            ClientError::Connect(m) => f.write_str(&m.replacen("ssh:", "sluice:", 1)),
+            ClientError::Connect(e) => f.write_str(&e.to_string().replacen("ssh:", "sluice:", 1)),
             ClientError::Connection(PumpError::Protocol(
                 sluice_proto::Error::PeerDisconnected { description, .. },
             )) => write!(f, "Received disconnect from remote host: {description}"),
@@ -58,15 +59,162 @@ impl std::fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {}
 
+/// Why the server's host key was refused; `Display` is ssh's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostKeyError {
+    /// Revoked (known_hosts `@revoked`, RevokedHostKeys, a revoked CA).
+    Revoked {
+        /// The key type as shown (`ED25519`).
+        shown: String,
+        /// The host as known_hosts names it.
+        name: String,
+    },
+    /// known_hosts lists another key for the host.
+    Changed {
+        /// The host as known_hosts names it.
+        name: String,
+        /// The key type as shown.
+        shown: String,
+        /// The key's SHA256 fingerprint.
+        fp: String,
+        /// The file with the other key.
+        file: std::path::PathBuf,
+        /// Its line.
+        line: usize,
+    },
+    /// No key known and StrictHostKeyChecking yes.
+    UnknownStrict {
+        /// The key type as shown.
+        shown: String,
+        /// The host as known_hosts names it.
+        name: String,
+    },
+    /// No key known and nobody to ask (BatchMode), or the user said no.
+    NotVerified,
+    /// CheckHostIP: the address has another key and checking is strict.
+    AddressChangedStrict,
+}
+
+impl std::fmt::Display for HostKeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostKeyError::Revoked { shown, name } => write!(
+                f,
+                "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n@       WARNING: REVOKED HOST KEY DETECTED!               @\n@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\nThe {shown} host key for {name} is marked as revoked.\nHost key verification failed."
+            ),
+            HostKeyError::Changed {
+                name,
+                shown,
+                fp,
+                file,
+                line,
+            } => f.write_str(&crate::keys::known_hosts::changed_warning(
+                name, shown, fp, file, *line,
+            )),
+            HostKeyError::UnknownStrict { shown, name } => write!(
+                f,
+                "No {shown} host key is known for {name} and you have requested strict checking.\nHost key verification failed."
+            ),
+            HostKeyError::NotVerified => f.write_str("Host key verification failed."),
+            HostKeyError::AddressChangedStrict => f.write_str(
+                "Exiting, you have requested strict checking.\nHost key verification failed.",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for HostKeyError {}
+
+/// Why the server could not be reached; `Display` as ssh's (`ssh: ...`).
+#[derive(Debug)]
+pub enum ConnectError {
+    /// The host name did not resolve.
+    Resolve {
+        /// As given.
+        host: String,
+        /// The resolver's reason.
+        error: std::io::Error,
+    },
+    /// It resolved, but to no address of the family asked for (-4/-6).
+    NoAddress {
+        /// As given.
+        host: String,
+    },
+    /// Every address refused or timed out; the last one's reason.
+    Connect {
+        /// As given.
+        host: String,
+        /// The port.
+        port: u16,
+        /// The last attempt's reason.
+        error: std::io::Error,
+    },
+    /// BindAddress / BindInterface could not be used (the reason).
+    Bind(String),
+    /// A system call on the new socket (non-blocking mode, dup).
+    Socket {
+        /// Which call: "sluice: socket", "dup", "proxy socket", "socketpair", "fork".
+        what: &'static str,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The ProxyCommand could not be started.
+    ProxySpawn {
+        /// The shell that runs it.
+        shell: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The ProxyCommand's process came without its pipes.
+    ProxyPipes,
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::Resolve { host, error } => {
+                write!(f, "ssh: Could not resolve hostname {host}: {error}")
+            }
+            ConnectError::NoAddress { host } => write!(
+                f,
+                "ssh: Could not resolve hostname {host}: no address of the requested family"
+            ),
+            ConnectError::Connect { host, port, error } => write!(
+                f,
+                "ssh: connect to host {host} port {port}: {}",
+                crate::io_error::describe_io_error(error)
+            ),
+            ConnectError::Bind(e) => write!(f, "ssh: {e}"),
+            ConnectError::Socket { what, error } => write!(f, "{what}: {error}"),
+            ConnectError::ProxySpawn { shell, error } => {
+                write!(f, "proxy command {shell}: {error}")
+            }
+            ConnectError::ProxyPipes => f.write_str("proxy command: no pipes"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConnectError::Resolve { error, .. }
+            | ConnectError::Connect { error, .. }
+            | ConnectError::Socket { error, .. }
+            | ConnectError::ProxySpawn { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
 /// Why the client's side of a connection gave up (the session handler's
 /// error, client/session.rs), by what failed; each carries ssh's message.
 #[derive(Debug)]
 pub enum SessionError {
     /// The server's host key was refused (known_hosts, StrictHostKeyChecking,
     /// a revoked key, a refused certificate).
-    HostKey(String),
+    HostKey(HostKeyError),
     /// Authentication ended without success.
-    Auth(String),
+    Auth(crate::client::auth::AuthError),
     /// The server refused to open the session channel.
     ChannelOpenFailed {
         /// The server's description.
@@ -79,18 +227,18 @@ pub enum SessionError {
     },
     /// ServerAliveCountMax probes went unanswered, or ConnectTimeout passed
     /// before the server's banner.
-    Timeout(String),
+    Timeout(crate::client::keepalive::Timeout),
     /// A forwarding (-L, -R, -D, -W, the agent) failed with
     /// ExitOnForwardFailure, or -f could not go to the background.
-    Forwarding(String),
+    Forwarding(crate::client::forward::ForwardError),
     /// Streams: the striped channel failed.
-    Stripe(String),
+    Stripe(crate::client::stripe_error::StripingError),
     /// Connection sharing: the master's passengers or ControlPersist.
-    Mux(String),
+    Mux(crate::client::mux_error::MuxError),
     /// The local terminal (-t): raw mode, the pty request.
-    Tty(String),
+    Tty(crate::client::tty::TtyError),
     /// UpdateHostKeys: the server's hostkeys message ended the connection.
-    HostKeys(String),
+    HostKeys(crate::client::update_host_keys::HostKeysError),
     /// The engine refused a request of ours.
     Engine(sluice_proto::Error),
 }
@@ -98,14 +246,8 @@ pub enum SessionError {
 impl std::fmt::Display for SessionError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SessionError::HostKey(m)
-            | SessionError::Auth(m)
-            | SessionError::Timeout(m)
-            | SessionError::Forwarding(m)
-            | SessionError::Stripe(m)
-            | SessionError::Mux(m)
-            | SessionError::Tty(m)
-            | SessionError::HostKeys(m) => f.write_str(m),
+            SessionError::HostKey(e) => write!(f, "{e}"),
+            SessionError::Mux(e) => write!(f, "{e}"),
             SessionError::ChannelOpenFailed { description } => {
                 write!(f, "channel 0: open failed: {description}")
             }
@@ -113,6 +255,12 @@ impl std::fmt::Display for SessionError {
                 write!(f, "{what} request failed on channel 0")
             }
             SessionError::Engine(e) => write!(f, "{e}"),
+            SessionError::Forwarding(e) => write!(f, "{e}"),
+            SessionError::Tty(e) => write!(f, "{e}"),
+            SessionError::HostKeys(e) => write!(f, "{e}"),
+            SessionError::Timeout(e) => write!(f, "{e}"),
+            SessionError::Auth(e) => write!(f, "{e}"),
+            SessionError::Stripe(e) => write!(f, "{e}"),
         }
     }
 }
@@ -131,10 +279,16 @@ impl From<ConfigError> for ClientError {
     }
 }
 
-/// Settings are checked with String errors in config/ (ssh's messages);
-/// at the client's boundary they become [`ClientError::Config`].
+/// Settings config/ checks with String errors (ssh's messages) become
+/// [`SettingError::Other`] at the client's boundary.
 impl From<String> for ClientError {
     fn from(m: String) -> Self {
-        ClientError::Config(m)
+        ClientError::Config(SettingError::Other(m))
+    }
+}
+
+impl From<SettingError> for ClientError {
+    fn from(e: SettingError) -> Self {
+        ClientError::Config(e)
     }
 }

@@ -7,13 +7,17 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// EscapeChar / `-e`: a character, `^X` for a control character, or
 /// `none`. Returns None for `none`.
-pub fn parse_escape_char(v: &str) -> Result<Option<u8>, String> {
+pub fn parse_escape_char(
+    v: &str,
+) -> Result<Option<u8>, crate::client::setting_error::SettingError> {
     let b = v.as_bytes();
     match b {
         _ if v.eq_ignore_ascii_case("none") => Ok(None),
         [c] => Ok(Some(*c)),
         [b'^', c] => Ok(Some(c & 31)),
-        _ => Err(format!("Bad escape character '{v}'.")),
+        _ => Err(crate::client::setting_error::SettingError::BadEscapeChar(
+            v.to_owned(),
+        )),
     }
 }
 
@@ -238,9 +242,12 @@ mod tests {
         );
         assert_eq!(run(b"~\x1a"), (vec![], vec![Action::Suspend]));
         assert_eq!(run(b"\r~I"), (b"\r".to_vec(), vec![Action::Info]));
-        assert_eq!(parse_escape_char("none"), Ok(None));
-        assert_eq!(parse_escape_char("^]"), Ok(Some(0x1d)));
-        assert_eq!(parse_escape_char("%"), Ok(Some(b'%')));
-        assert!(parse_escape_char("ab").is_err());
+        assert!(matches!(parse_escape_char("none"), Ok(None)));
+        assert!(matches!(parse_escape_char("^]"), Ok(Some(0x1d))));
+        assert!(matches!(parse_escape_char("%"), Ok(Some(b'%'))));
+        assert!(matches!(
+            parse_escape_char("ab"),
+            Err(crate::client::setting_error::SettingError::BadEscapeChar(v)) if v == "ab"
+        ));
     }
 }

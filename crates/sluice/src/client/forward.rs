@@ -15,10 +15,12 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixListener;
 
 mod added;
+pub mod error;
 mod remote;
 pub mod remote_socks;
 
 pub use added::{RemoteAdd, RemoteOutcome};
+pub use error::{ForwardError, RemoteRefusal};
 
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
 use fwdsock::CONNECT_FAILED;
@@ -122,7 +124,7 @@ impl ClientForward {
 
     /// Binds local listeners, asks for remote ones, opens the `-W` channel.
     /// Err only when ExitOnForwardFailure makes a failure fatal.
-    pub fn start(&mut self, conn: &mut Connection) -> Result<(), String> {
+    pub fn start(&mut self, conn: &mut Connection) -> Result<(), ForwardError> {
         let locals: Vec<Forward> = self
             .plan
             .local
@@ -134,7 +136,7 @@ impl ClientForward {
             if let Err(e) = self.listen(&f) {
                 log!(Error, "{e}");
                 if self.plan.exit_on_failure {
-                    return Err("Could not request local forwarding.".into());
+                    return Err(ForwardError::LocalListen);
                 }
                 log!(Info, "Could not request local forwarding.");
             }
@@ -143,9 +145,7 @@ impl ClientForward {
             self.request_remote(conn, i)?;
         }
         if let Some((host, port)) = self.plan.stdio.clone() {
-            let id = conn
-                .open_channel("direct-tcpip", &tcpip_data(&host, port, None))
-                .map_err(|e| e.to_string())?;
+            let id = conn.open_channel("direct-tcpip", &tcpip_data(&host, port, None))?;
             self.stdio_channel = Some(id);
             self.opening.insert(
                 id,
@@ -158,13 +158,13 @@ impl ClientForward {
         Ok(())
     }
 
-    fn listen(&mut self, f: &Forward) -> Result<(), String> {
+    fn listen(&mut self, f: &Forward) -> Result<(), ForwardError> {
         let fds: Vec<OwnedFd> = match &f.listen {
             Endpoint::Tcp { host, port } => {
                 let addrs = fwdsock::bind_addrs(host.as_deref(), *port, self.plan.gateway_ports)
-                    .map_err(|e| format!("getaddrinfo: {e}"))?;
+                    .map_err(|e| ForwardError::Resolve(e.to_string()))?;
                 let (ls, _) = fwdsock::listen_tcp(&addrs)
-                    .map_err(|e| format!("channel_setup_fwd_listener_tcpip: {e}"))?;
+                    .map_err(|e| ForwardError::ListenTcp(e.to_string()))?;
                 ls.into_iter().map(OwnedFd::from).collect()
             }
             Endpoint::Unix(path) => {
@@ -181,9 +181,11 @@ impl ClientForward {
                 let r = UnixListener::bind(path);
                 // SAFETY: as above.
                 unsafe { libc::umask(old) };
-                let l =
-                    r.map_err(|e| format!("{path}: {}", crate::io_error::describe_io_error(&e)))?;
-                l.set_nonblocking(true).map_err(|e| e.to_string())?;
+                let l = r.map_err(|error| ForwardError::ListenUnix {
+                    path: path.clone(),
+                    error,
+                })?;
+                l.set_nonblocking(true).map_err(ForwardError::Io)?;
                 vec![l.into()]
             }
         };
@@ -246,7 +248,12 @@ impl ClientForward {
     }
 
     /// A channel we opened was refused; Err ends the run (`-W`).
-    pub fn on_open_failed(&mut self, id: ChannelId, reason: u32, desc: &str) -> Result<(), String> {
+    pub fn on_open_failed(
+        &mut self,
+        id: ChannelId,
+        reason: u32,
+        desc: &str,
+    ) -> Result<(), ForwardError> {
         let o = self.opening.remove(&id);
         let mut msg = format!("channel {}: open failed: {}", id.0, reason_text(reason));
         if !desc.is_empty() {
@@ -256,7 +263,7 @@ impl ClientForward {
         // ssh logs this at INFO (logit).
         log!(Info, "{msg}");
         if Some(id) == self.stdio_channel {
-            return Err("stdio forwarding failed".into());
+            return Err(ForwardError::StdioFailed);
         }
         if let Some(Opening {
             sock: Some(sock),
@@ -275,7 +282,11 @@ impl ClientForward {
 
     /// Accepts on listeners, serves SOCKS handshakes, finishes connects,
     /// closes channels whose both directions are done.
-    pub fn tick(&mut self, conn: &mut Connection, fds: &mut ChannelFds) -> Result<(), String> {
+    pub fn tick(
+        &mut self,
+        conn: &mut Connection,
+        fds: &mut ChannelFds,
+    ) -> Result<(), ForwardError> {
         for l in &self.listeners {
             for (sock, peer) in fwdsock::accept_all(l.fd.as_raw_fd(), ACCEPT_BATCH) {
                 let (ty, data) = match &l.target {
@@ -299,7 +310,7 @@ impl ClientForward {
                     Debug1,
                     "Connection to forwarded port accepted, opening {ty}"
                 );
-                let id = conn.open_channel(ty, &data).map_err(|e| e.to_string())?;
+                let id = conn.open_channel(ty, &data)?;
                 self.opening.insert(
                     id,
                     Opening {
@@ -327,9 +338,7 @@ impl ClientForward {
                 } => {
                     let h = self.socks.swap_remove(i);
                     log!(Debug1, "dynamic forward: connect to {host} port {port}");
-                    let id = conn
-                        .open_channel("direct-tcpip", &tcpip_data(&host, port, None))
-                        .map_err(|e| e.to_string())?;
+                    let id = conn.open_channel("direct-tcpip", &tcpip_data(&host, port, None))?;
                     self.opening.insert(
                         id,
                         Opening {
@@ -340,7 +349,8 @@ impl ClientForward {
                 }
             }
         }
-        fwdsock::poll_connects(conn, fds, &mut self.channels, &mut self.connecting)?;
+        fwdsock::poll_connects(conn, fds, &mut self.channels, &mut self.connecting)
+            .map_err(|e| ForwardError::Socket(e.to_string()))?;
         self.half_closed = fwdsock::close_finished(conn, fds, &self.channels);
         Ok(())
     }
@@ -386,7 +396,7 @@ impl ClientForward {
 
 /// `-f`: the parent exits 0 at once, the child carries on in a new
 /// session, as ssh's `daemon(1, 1)` (stdin is already /dev/null).
-pub fn go_background() -> Result<(), String> {
+pub fn go_background() -> Result<(), ForwardError> {
     log!(Debug1, "forking to background");
     // SIGHUP ignored across the fork: when the parent leads the terminal's
     // session (a terminal's first process), its exit hangs up the
@@ -402,7 +412,7 @@ pub fn go_background() -> Result<(), String> {
         -1 => {
             // SAFETY: restores the action saved above.
             unsafe { libc::sigaction(libc::SIGHUP, &old, std::ptr::null_mut()) };
-            Err(format!("fork: {}", std::io::Error::last_os_error()))
+            Err(ForwardError::Fork(std::io::Error::last_os_error()))
         }
         0 => {
             // SAFETY: setsid has no preconditions; then the saved action

@@ -7,14 +7,18 @@
 use super::forward::ForwardPlan;
 use super::forward_spec::{self, Endpoint, Kind};
 use super::request::SessionRequest;
+use super::setting_error::SettingError;
 use crate::config::ssh::Resolved;
 
 /// Builds the plan; Err is ssh's message for a bad spec.
-pub fn plan(args: &SessionRequest, r: &Resolved) -> Result<ForwardPlan, String> {
+pub fn plan(args: &SessionRequest, r: &Resolved) -> Result<ForwardPlan, SettingError> {
     let mut p = ForwardPlan::default();
     let stdio = args.stdio_forward.is_some();
     if let Some(w) = &args.stdio_forward {
-        let bad = || format!("Bad stdio forwarding specification '{w}'");
+        let bad = || SettingError::BadForward {
+            kind: "stdio",
+            spec: w.clone(),
+        };
         let f = forward_spec::parse(w, Kind::Dynamic).map_err(|_| bad())?;
         match f.listen {
             Endpoint::Tcp {
@@ -24,11 +28,11 @@ pub fn plan(args: &SessionRequest, r: &Resolved) -> Result<ForwardPlan, String> 
             _ => return Err(bad()),
         }
     }
-    let yes_no = |kw: &str, default: bool| -> Result<bool, String> {
+    let yes_no = |kw: &'static str, default: bool| -> Result<bool, SettingError> {
         match r.get(kw) {
             None => Ok(default),
             Some(v) => {
-                crate::config::yes_no(v).ok_or_else(|| format!("Bad {kw} '{v}': use yes or no"))
+                crate::config::yes_no(v).ok_or_else(|| SettingError::bad(kw, v, "yes or no"))
             }
         }
     };
@@ -41,7 +45,7 @@ pub fn plan(args: &SessionRequest, r: &Resolved) -> Result<ForwardPlan, String> 
                 .ok()
                 .filter(|m| *m <= 0o777)
                 .ok_or_else(|| {
-                    format!("Bad StreamLocalBindMask '{v}': use an octal mask such as 0177")
+                    SettingError::bad("StreamLocalBindMask", v, "an octal mask such as 0177")
                 })?,
         );
     }
@@ -70,7 +74,11 @@ pub fn plan(args: &SessionRequest, r: &Resolved) -> Result<ForwardPlan, String> 
                 if let Endpoint::Unix(p) = e {
                     *p = t
                         .expand_env(p, crate::config::ssh::tokens::FILE)
-                        .map_err(|err| format!("{kw} {p}: {err}"))?;
+                        .map_err(|err| SettingError::Path {
+                            keyword: kw,
+                            path: p.clone(),
+                            reason: err.to_string(),
+                        })?;
                 }
             }
         }
@@ -84,11 +92,17 @@ pub fn plan(args: &SessionRequest, r: &Resolved) -> Result<ForwardPlan, String> 
 }
 
 /// `-n` and `-f`: stdin from /dev/null, as ssh does.
-pub fn stdin_from_dev_null() -> Result<(), String> {
-    let f = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+pub fn stdin_from_dev_null() -> Result<(), SettingError> {
+    let f = std::fs::File::open("/dev/null").map_err(|error| SettingError::Io {
+        what: "/dev/null",
+        error,
+    })?;
     // SAFETY: dup2 onto fd 0 from a file we hold open.
     if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&f), 0) } < 0 {
-        return Err(format!("dup2: {}", std::io::Error::last_os_error()));
+        return Err(SettingError::Io {
+            what: "dup2",
+            error: std::io::Error::last_os_error(),
+        });
     }
     Ok(())
 }

@@ -3,6 +3,8 @@
 //! field in `[...]` taken literally (IPv6 addresses), a field with a `/` a
 //! Unix socket path, `\` escaping the next character.
 
+use super::setting_error::SettingError;
+
 /// One end of a forward.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
@@ -113,8 +115,11 @@ fn port(s: &str) -> Option<u16> {
 }
 
 /// Parses a spec; the error is ssh's message.
-pub fn parse(spec: &str, kind: Kind) -> Result<Forward, String> {
-    let bad = || format!("Bad {} forwarding specification '{spec}'", kind.name());
+pub fn parse(spec: &str, kind: Kind) -> Result<Forward, SettingError> {
+    let bad = || SettingError::BadForward {
+        kind: kind.name(),
+        spec: spec.to_owned(),
+    };
     let mut s = spec.trim_start();
     let mut f: Vec<Field> = Vec::new();
     while f.len() < 4 {
@@ -127,7 +132,7 @@ pub fn parse(spec: &str, kind: Kind) -> Result<Forward, String> {
     if !s.is_empty() {
         return Err(bad());
     }
-    let tcp = |host: Option<&Field>, p: &Field| -> Result<Endpoint, String> {
+    let tcp = |host: Option<&Field>, p: &Field| -> Result<Endpoint, SettingError> {
         Ok(Endpoint::Tcp {
             host: host.map(|h| h.arg.clone()),
             port: port(&p.arg).ok_or_else(bad)?,
@@ -198,15 +203,15 @@ pub fn parse(spec: &str, kind: Kind) -> Result<Forward, String> {
 
 /// A config line's value (`LocalForward 8080 host:80`): the two words
 /// joined by a colon, as ssh's readconf does.
-pub fn from_config(value: &str, kind: Kind) -> Result<Forward, String> {
+pub fn from_config(value: &str, kind: Kind) -> Result<Forward, SettingError> {
     let words: Vec<&str> = value.split_whitespace().collect();
     match (kind, words.as_slice()) {
         (Kind::Dynamic | Kind::Remote, [one]) => parse(one, kind),
         (Kind::Local | Kind::Remote, [a, b]) => parse(&format!("{a}:{b}"), kind),
-        _ => Err(format!(
-            "Bad {} forwarding specification '{value}'",
-            kind.name()
-        )),
+        _ => Err(SettingError::BadForward {
+            kind: kind.name(),
+            spec: value.to_owned(),
+        }),
     }
 }
 
@@ -268,7 +273,11 @@ mod tests {
             "",
         ] {
             let e = parse(s, Kind::Local).unwrap_err();
-            assert_eq!(e, format!("Bad local forwarding specification '{s}'"));
+            assert!(matches!(&e, SettingError::BadForward { kind: "local", spec } if spec == s));
+            assert_eq!(
+                e.to_string(),
+                format!("Bad local forwarding specification '{s}'")
+            );
         }
         assert!(parse("8080", Kind::Local).is_err());
         assert!(parse("/x", Kind::Remote).is_err());

@@ -5,6 +5,7 @@
 //! CA vouches for it; RevokedHostKeys; HostKeyAlgorithms ordered by what
 //! is known.
 
+use crate::client::error::HostKeyError;
 use crate::client::session::HostKeyCheck;
 use crate::client::setup;
 use crate::config::ssh::Resolved;
@@ -114,7 +115,7 @@ impl HostTrust {
         files
     }
 
-    fn check(&self, full: &[u8]) -> Result<(), String> {
+    fn check(&self, full: &[u8]) -> Result<(), HostKeyError> {
         if self.skip_local && super::PEER_IP.get().is_some_and(|ip| ip.is_loopback()) {
             log!(
                 Debug1,
@@ -124,13 +125,23 @@ impl HostTrust {
         }
         let files = self.files(full);
         if let Some(f) = &self.revoked_file {
-            revoked_host_key(f, full).map_err(|shown| revoked_message(&shown, &self.name()))?;
+            if let Some(shown) = revoked_host_key(f, full) {
+                return Err(HostKeyError::Revoked {
+                    shown,
+                    name: self.name(),
+                });
+            }
         }
         let plain;
         let blob = if is_cert(full) {
             match host_certificate(&files, &self.host, self.port, full, &self.ca_algs) {
                 CertVerdict::Trusted => return Ok(()),
-                CertVerdict::Revoked(shown) => return Err(revoked_message(&shown, &self.name())),
+                CertVerdict::Revoked(shown) => {
+                    return Err(HostKeyError::Revoked {
+                        shown,
+                        name: self.name(),
+                    })
+                }
                 CertVerdict::PlainKey(p) => {
                     plain = p;
                     plain.as_slice()
@@ -143,10 +154,20 @@ impl HostTrust {
         let name = self.name();
         match known_hosts::check(&files, &self.host, self.port, blob) {
             HostKeyStatus::Known => self.known(&files, full, blob, &key),
-            HostKeyStatus::Revoked => Err(revoked_message(&key.shown, &name)),
+            HostKeyStatus::Revoked => Err(HostKeyError::Revoked {
+                shown: key.shown.clone(),
+                name,
+            }),
             HostKeyStatus::Changed { file, line } => {
-                let msg = known_hosts::changed_warning(&name, &key.shown, &key.fp, &file, line);
+                let e = HostKeyError::Changed {
+                    name,
+                    shown: key.shown.clone(),
+                    fp: key.fp.clone(),
+                    file,
+                    line,
+                };
                 if self.strict == "no" || self.strict == "off" {
+                    let msg = e.to_string();
                     log!(
                         Error,
                         "{}",
@@ -154,7 +175,7 @@ impl HostTrust {
                     );
                     Ok(())
                 } else {
-                    Err(msg)
+                    Err(e)
                 }
             }
             HostKeyStatus::Unknown => self.unknown(&files, full, blob, &key),
@@ -169,7 +190,7 @@ impl HostTrust {
         full: &[u8],
         blob: &[u8],
         key: &KeyShown,
-    ) -> Result<(), String> {
+    ) -> Result<(), HostKeyError> {
         if let Some(a) = &key.art {
             log!(Info, "Host key fingerprint is {}\n{a}", key.fp);
         }
@@ -208,7 +229,7 @@ impl HostTrust {
         full: &[u8],
         blob: &[u8],
         key: &KeyShown,
-    ) -> Result<(), String> {
+    ) -> Result<(), HostKeyError> {
         let name = self.name();
         let shown = &key.shown;
         match self.strict.as_str() {
@@ -216,15 +237,18 @@ impl HostTrust {
                 self.add(files, blob, shown);
                 Ok(())
             }
-            "yes" => Err(format!("No {shown} host key is known for {name} and you have requested strict checking.\nHost key verification failed.")),
-            _ if self.batch => Err("Host key verification failed.".into()),
+            "yes" => Err(HostKeyError::UnknownStrict {
+                shown: shown.clone(),
+                name,
+            }),
+            _ if self.batch => Err(HostKeyError::NotVerified),
             _ => {
                 if ask_yes(&name, shown, &key.fp, key.art.as_deref()) {
                     self.add(files, blob, shown);
                     self.trusted.store(!is_cert(full), Ordering::Relaxed);
                     Ok(())
                 } else {
-                    Err("Host key verification failed.".into())
+                    Err(HostKeyError::NotVerified)
                 }
             }
         }
@@ -282,18 +306,12 @@ impl KeyShown {
     }
 }
 
-fn revoked_message(shown: &str, name: &str) -> String {
-    format!(
-        "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n@       WARNING: REVOKED HOST KEY DETECTED!               @\n@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\nThe {shown} host key for {name} is marked as revoked.\nHost key verification failed."
-    )
-}
-
 /// RevokedHostKeys (ssh_config(5)): the host key, or for a certificate its
 /// key or CA, listed in the file (or a KRL revoking the certificate)
 /// refuses the host; so does a file that cannot be read or parsed, as ssh
 /// fails closed.
-/// The error is the key's type name for the warning.
-fn revoked_host_key(file: &std::path::Path, blob: &[u8]) -> Result<(), String> {
+/// Some(the key's type name for the warning) when refused.
+fn revoked_host_key(file: &std::path::Path, blob: &[u8]) -> Option<String> {
     let cert = Cert::parse(blob).ok();
     // The certificate itself (KRL serial / key ID), then its key and CA.
     let mut keys = vec![(blob.to_vec(), cert.as_ref())];
@@ -304,18 +322,18 @@ fn revoked_host_key(file: &std::path::Path, blob: &[u8]) -> Result<(), String> {
         let shown = crate::keys::key_type::sshd_key_type(&k).to_owned();
         match crate::keys::revoked::is_revoked(file, &k, c) {
             Ok(false) => {}
-            Ok(true) => return Err(shown),
+            Ok(true) => return Some(shown),
             Err(e) => {
                 log!(
                     Error,
                     "Error checking host key {shown} in revoked keys file {}: {e}",
                     file.display()
                 );
-                return Err(shown);
+                return Some(shown);
             }
         }
     }
-    Ok(())
+    None
 }
 
 fn is_cert(blob: &[u8]) -> bool {

@@ -4,6 +4,7 @@
 //! their own: the agent's, `<identity>-cert.pub` next to a key file, and
 //! CertificateFile's, each signed for by the key it certifies.
 
+use crate::client::auth::LoadError;
 use crate::client::session::Identity;
 use crate::config::ssh::Resolved;
 use crate::keys::identity;
@@ -170,7 +171,7 @@ fn cert_identity(
     log!(Debug1, "certificate file {shown} type {}", cert.type_name());
     let cert_blob = blob.clone();
     let (load, in_memory): (
-        Box<dyn FnMut() -> Result<Arc<dyn hostkey::Signer>, String>>,
+        Box<dyn FnMut() -> Result<Arc<dyn hostkey::Signer>, LoadError>>,
         bool,
     ) = match source {
         Source::File(p, sk) => {
@@ -185,7 +186,8 @@ fn cert_identity(
                         identity::prompt_passphrase(p)
                     }
                 };
-                let key = identity::load_signer(&p, &mut ask, sk.as_deref())?;
+                let key = identity::load_signer(&p, &mut ask, sk.as_deref())
+                    .map_err(|e| LoadError::Key(e.to_string()))?;
                 certified(key, &cert_blob)
             });
             (load, in_memory)
@@ -211,10 +213,10 @@ fn cert_identity(
 fn certified(
     key: Arc<dyn hostkey::Signer>,
     cert_blob: &[u8],
-) -> Result<Arc<dyn hostkey::Signer>, String> {
+) -> Result<Arc<dyn hostkey::Signer>, LoadError> {
     hostkey::CertSigner::new(key, cert_blob.to_vec())
         .map(|c| Arc::new(c) as Arc<dyn hostkey::Signer>)
-        .map_err(|_| "the certificate does not match its private key".to_owned())
+        .map_err(|_| LoadError::CertMismatch)
 }
 
 /// One key file (its public half `blob` already read) as an identity to
@@ -253,7 +255,8 @@ fn file_identity(
                 pass
             }
         };
-        let key = identity::load_signer(&p, &mut ask, sk.as_deref())?;
+        let key = identity::load_signer(&p, &mut ask, sk.as_deref())
+            .map_err(|e| LoadError::Key(e.to_string()))?;
         if let Some(a) = &add {
             a.add(&p, given.as_ref().map(|g| g.as_bytes()));
         }

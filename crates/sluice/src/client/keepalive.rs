@@ -9,6 +9,37 @@
 use sluice_proto::Connection;
 use std::time::{Duration, Instant};
 
+/// Why the client gave up waiting for the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Timeout {
+    /// ConnectTimeout passed before the server's banner.
+    Banner {
+        /// The host as given.
+        host: String,
+        /// Its port.
+        port: u16,
+    },
+    /// ServerAliveCountMax keepalives went unanswered.
+    ServerAlive {
+        /// The host as given.
+        host: String,
+    },
+}
+
+impl std::fmt::Display for Timeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Timeout::Banner { host, port } => write!(
+                f,
+                "Connection timed out during banner exchange\nConnection to {host} port {port} timed out"
+            ),
+            Timeout::ServerAlive { host } => write!(f, "Timeout, server {host} not responding."),
+        }
+    }
+}
+
+impl std::error::Error for Timeout {}
+
 /// Timers of one client connection.
 pub struct Keepalive {
     host: String,
@@ -58,16 +89,16 @@ impl Keepalive {
     }
 
     /// Runs the timers; an error ends the connection with its message.
-    pub fn tick(&mut self, conn: &mut Connection) -> Result<(), String> {
+    pub fn tick(&mut self, conn: &mut Connection) -> Result<(), Timeout> {
         let now = Instant::now();
         if let Some(d) = self.banner_deadline {
             if conn.peer_version().is_some() {
                 self.banner_deadline = None;
             } else if now >= d {
-                return Err(format!(
-                    "Connection timed out during banner exchange\nConnection to {} port {} timed out",
-                    self.host, self.port
-                ));
+                return Err(Timeout::Banner {
+                    host: self.host.clone(),
+                    port: self.port,
+                });
             }
         }
         let Some(i) = self.interval else {
@@ -78,7 +109,9 @@ impl Keepalive {
         }
         self.due = now + i;
         if self.sent >= self.count_max {
-            return Err(format!("Timeout, server {} not responding.", self.host));
+            return Err(Timeout::ServerAlive {
+                host: self.host.clone(),
+            });
         }
         // Global requests need authentication (as in ssh, whose keepalives
         // start in the session loop); before it ConnectTimeout bounds the wait.

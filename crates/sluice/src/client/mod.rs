@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod mux;
 pub mod mux_client;
 pub mod mux_control;
+pub mod mux_error;
 pub mod mux_forward;
 pub mod mux_session;
 pub mod mux_wire;
@@ -32,12 +33,14 @@ pub mod prompt;
 pub mod proxy;
 pub mod request;
 pub mod session;
+pub mod setting_error;
 pub mod setup;
 pub mod sftp;
 pub mod socks;
 pub mod streams;
 pub mod streams_auto;
 pub mod stripe;
+pub mod stripe_error;
 pub mod tty;
 pub mod update_host_keys;
 
@@ -48,7 +51,7 @@ use crate::net::pump::{Pump, PumpError};
 use crate::net::sockbuf::{self, Buf};
 use dial::tcp_connect;
 pub use dial::Dial;
-pub use error::{ClientError, SessionError};
+pub use error::{ClientError, ConnectError, HostKeyError, SessionError};
 pub use options::ClientOptions;
 use plan::SessionPlan;
 use session::ClientSession;
@@ -64,10 +67,12 @@ pub(crate) static PEER_IP: std::sync::OnceLock<std::net::IpAddr> = std::sync::On
 
 /// Connects directly, ConnectionAttempts times with a second between
 /// tries (as ssh), or starts the ProxyCommand.
-fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), String> {
+fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), ConnectError> {
     if let Some(cmd) = &opts.proxy_command {
         let p = proxy::spawn(cmd)?;
-        let fd = p.fd.try_clone().map_err(|e| format!("dup: {e}"))?;
+        let fd =
+            p.fd.try_clone()
+                .map_err(|error| ConnectError::Socket { what: "dup", error })?;
         return Ok((fd, Some(p)));
     }
     let mut attempt = 1;
@@ -76,7 +81,10 @@ fn transport(opts: &ClientOptions) -> Result<(OwnedFd, Option<proxy::Proxy>), St
             Ok(s) => {
                 let _ = s.set_nodelay(true);
                 s.set_nonblocking(true)
-                    .map_err(|e| format!("sluice: socket: {e}"))?;
+                    .map_err(|error| ConnectError::Socket {
+                        what: "sluice: socket",
+                        error,
+                    })?;
                 if let Ok(a) = s.peer_addr() {
                     let _ = PEER_IP.set(a.ip());
                 }
@@ -115,7 +123,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
     let identities = std::mem::take(&mut opts.identities);
     let host_key_check = std::mem::replace(
         &mut opts.host_key_check,
-        Box::new(|_, _| Err("host key check already taken".into())),
+        Box::new(|_, _| Err(HostKeyError::NotVerified)),
     );
     let order = crate::config::cipher_order::current();
     log!(Debug1, "{}", order.describe(&opts.proto.ciphers));
@@ -130,7 +138,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
     let metrics = (opts.metrics.summary || opts.metrics.path.is_some() || plan.tty.is_some())
         .then(|| metrics::ClientMetrics::new(opts.metrics.clone(), buffers_asked(&opts)))
         .transpose()
-        .map_err(ClientError::Config)?;
+        .map_err(|e| ClientError::Config(setting_error::SettingError::other(e)))?;
     let mut handler = ClientSession::new(
         opts.user.clone(),
         &opts.host,

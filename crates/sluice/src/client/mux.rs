@@ -10,6 +10,7 @@
 //! packets to the master) is answered MUX_S_FAILURE.
 
 use super::forward_spec::{Forward, Kind};
+use super::mux_error::MuxError;
 use super::mux_wire::*;
 use crate::log;
 use std::io::{Read, Write};
@@ -227,7 +228,7 @@ impl Master {
                         }
                         Err(why) => {
                             log!(Error, "multiplex: session request: {why}");
-                            frame(&[S_FAILURE, rid], Some(&why))
+                            frame(&[S_FAILURE, rid], Some(&why.to_string()))
                         }
                     },
                     C_OPEN_FWD | C_CLOSE_FWD => {
@@ -357,31 +358,31 @@ fn parse_stdio_fwd(f: &mut Fields<'_>) -> Option<(String, u16)> {
 }
 
 /// A MUX_C_NEW_SESSION or MUX_C_NEW_STDIO_FWD and the descriptors after it.
-fn receive_session(c: &mut Conn, rid: u32, body: &[u8]) -> Result<NewSession, String> {
+fn receive_session(c: &mut Conn, rid: u32, body: &[u8]) -> Result<NewSession, MuxError> {
     let mut f = Fields(body.get(8..).unwrap_or_default());
     let stdio_fwd = word(body, 0) == Some(C_NEW_STDIO_FWD);
     let (tty, agent, subsystem, command, env, stdio) = if stdio_fwd {
-        let to = parse_stdio_fwd(&mut f).ok_or("malformed message")?;
+        let to = parse_stdio_fwd(&mut f).ok_or(MuxError::Malformed)?;
         (None, false, false, Vec::new(), Vec::new(), Some(to))
     } else {
         let (tty, agent, subsystem, command, env) =
-            parse_new_session(&mut f).ok_or("malformed message")?;
+            parse_new_session(&mut f).ok_or(MuxError::Malformed)?;
         (tty, agent, subsystem, command, env, None)
     };
-    let names: &[&str] = if stdio_fwd {
+    let names: &[&'static str] = if stdio_fwd {
         &["stdin", "stdout"]
     } else {
         &["stdin", "stdout", "stderr"]
     };
     let mut fds = Vec::with_capacity(3);
-    for what in names {
+    for &what in names {
         let fd = crate::net::fdpass::recv_fd(&c.s, FD_WAIT)
-            .map_err(|e| format!("failed to receive fd for {what} (request {rid}): {e}"))?;
+            .map_err(|error| MuxError::ReceiveFd { what, rid, error })?;
         fds.push(fd);
     }
     let mut fds = fds.into_iter();
     let (Some(stdin), Some(stdout)) = (fds.next(), fds.next()) else {
-        return Err("descriptors missing".into());
+        return Err(MuxError::DescriptorsMissing);
     };
     match &stdio {
         Some((host, port)) => log!(
@@ -395,7 +396,9 @@ fn receive_session(c: &mut Conn, rid: u32, body: &[u8]) -> Result<NewSession, St
             String::from_utf8_lossy(&command)
         ),
     }
-    let conn = c.s.try_clone().map_err(|e| e.to_string())?;
+    let conn =
+        c.s.try_clone()
+            .map_err(|error| MuxError::Io { what: "", error })?;
     Ok(NewSession {
         conn,
         request_id: rid,

@@ -6,6 +6,7 @@
 //! foreground process rides it for its own session, as ssh does.
 
 use super::forward_spec::{Forward, Kind};
+use super::mux_error::MuxError;
 use super::mux_wire::{self as mux, Fields, Msg};
 use super::plan::SessionPlan;
 use crate::log;
@@ -311,7 +312,7 @@ fn wait_for_exit(s: &mut UnixStream, ask: &SessionAsk) -> i32 {
 /// background (a new session, stdio on /dev/null) and this process rides
 /// it for `ask`'s session, then exits with its status; without a session
 /// (-N) it just exits. Returns in the background master.
-pub fn persist_detach(path: &str, ask: Option<&SessionAsk>) -> Result<(), String> {
+pub fn persist_detach(path: &str, ask: Option<&SessionAsk>) -> Result<(), MuxError> {
     log!(
         Debug1,
         "Backgrounding the multiplexing master (ControlPersist)"
@@ -319,7 +320,10 @@ pub fn persist_detach(path: &str, ask: Option<&SessionAsk>) -> Result<(), String
     // SAFETY: fork between batches, as client/forward.rs's go_background:
     // the other threads are parked crypto workers the child does not use.
     match unsafe { libc::fork() } {
-        -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
+        -1 => Err(MuxError::Io {
+            what: "fork",
+            error: std::io::Error::last_os_error(),
+        }),
         0 => {
             // SAFETY: setsid has no preconditions.
             unsafe { libc::setsid() };
@@ -327,7 +331,10 @@ pub fn persist_detach(path: &str, ask: Option<&SessionAsk>) -> Result<(), String
                 .read(true)
                 .write(true)
                 .open("/dev/null")
-                .map_err(|e| format!("/dev/null: {e}"))?;
+                .map_err(|error| MuxError::Io {
+                    what: "/dev/null",
+                    error,
+                })?;
             for fd in 0..3 {
                 // SAFETY: dup2 onto 0-2 from a file we hold open.
                 unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
@@ -377,7 +384,7 @@ impl Persist {
     }
 
     /// Goes to the background (see [`persist_detach`]).
-    pub fn detach(&mut self) -> Result<(), String> {
+    pub fn detach(&mut self) -> Result<(), MuxError> {
         self.pending = false;
         persist_detach(&self.path, self.ask.take().as_ref())
     }

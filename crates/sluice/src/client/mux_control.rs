@@ -2,6 +2,7 @@
 //! (sluice's or ssh's), with ssh's messages and exit codes.
 
 use super::forward_spec::{Forward, Kind};
+use super::mux_error::MuxError;
 use super::mux_wire::*;
 use crate::log;
 use std::io::Write;
@@ -9,20 +10,18 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 /// The `-O` commands ssh knows; Err is ssh's message for another word.
-pub fn check_command(cmd: &str) -> Result<(), String> {
+pub fn check_command(cmd: &str) -> Result<(), MuxError> {
     match cmd {
         "check" | "forward" | "cancel" | "exit" | "stop" | "proxy" => Ok(()),
-        _ => Err("Invalid multiplex command.".into()),
+        _ => Err(MuxError::InvalidCommand),
     }
 }
 
 /// Connects to the master at `path` and says hello; Err: what to print.
-fn connect_master(path: &str) -> Result<UnixStream, String> {
-    let mut s = UnixStream::connect(path).map_err(|e| {
-        format!(
-            "Control socket connect({path}): {}",
-            crate::io_error::describe_io_error(&e)
-        )
+fn connect_master(path: &str) -> Result<UnixStream, MuxError> {
+    let mut s = UnixStream::connect(path).map_err(|error| MuxError::Connect {
+        path: path.to_owned(),
+        error,
     })?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
     let hello = (|| -> std::io::Result<()> {
@@ -33,7 +32,7 @@ fn connect_master(path: &str) -> Result<UnixStream, String> {
         }
         Ok(())
     })();
-    hello.map_err(|e| format!("mux_client_hello_exchange: {e}"))?;
+    hello.map_err(MuxError::Hello)?;
     Ok(s)
 }
 
@@ -53,7 +52,7 @@ pub fn client_command(path: Option<&str>, cmd: &str, forwards: &[(Kind, Forward)
             let mut s = match connect_master(path) {
                 Ok(s) => s,
                 Err(e) => {
-                    log::print(&e);
+                    log::print(&e.to_string());
                     return 255;
                 }
             };
@@ -62,12 +61,12 @@ pub fn client_command(path: Option<&str>, cmd: &str, forwards: &[(Kind, Forward)
             return match r {
                 Ok(()) => 0,
                 Err(e) if cmd == "cancel" => {
-                    log::print(&e);
+                    log::print(&e.to_string());
                     log::print("muxclient: master cancel forward request failed");
                     0
                 }
                 Err(e) => {
-                    log::print(&e);
+                    log::print(&e.to_string());
                     log::print("muxclient: master forward request failed");
                     255
                 }
@@ -83,7 +82,7 @@ pub fn client_command(path: Option<&str>, cmd: &str, forwards: &[(Kind, Forward)
     let mut s = match connect_master(path) {
         Ok(s) => s,
         Err(e) => {
-            log::print(&e);
+            log::print(&e.to_string());
             return 255;
         }
     };
@@ -159,7 +158,7 @@ pub(super) fn ask_master(
     close: bool,
     forwards: &[(Kind, Forward)],
     asker: Asker,
-) -> Result<(), String> {
+) -> Result<(), MuxError> {
     // A passenger's ids stay clear of its alive check and session request.
     let (first_id, keep_going) = match asker {
         Asker::Command => (1, false),
@@ -168,8 +167,8 @@ pub(super) fn ask_master(
     for (i, (kind, f)) in forwards.iter().enumerate() {
         let rid = first_id + i as u32;
         s.write_all(&fwd_request(close, rid, *kind, f))
-            .map_err(|e| format!("write to master: {e}"))?;
-        let m = read_message(s).map_err(|e| format!("read from master: {e}"))?;
+            .map_err(MuxError::Write)?;
+        let m = read_message(s).map_err(MuxError::Read)?;
         let what = if close { "cancel" } else { "forward" };
         let failed = match (word(&m, 0), word(&m, 1)) {
             (Some(S_OK), Some(r)) if r == rid => None,
@@ -186,15 +185,15 @@ pub(super) fn ask_master(
                 }
                 None
             }
-            (Some(S_PERMISSION_DENIED), _) => Some(format!(
-                "Master refused {what}ing request: {}",
-                reason(&m, 2)
-            )),
-            (Some(S_FAILURE), _) => Some(format!(
-                "mux_client_forward: {what}ing request failed: {}",
-                reason(&m, 2)
-            )),
-            _ => return Err(format!("unexpected response from master to {what} request")),
+            (Some(S_PERMISSION_DENIED), _) => Some(MuxError::Denied {
+                what,
+                reason: reason(&m, 2),
+            }),
+            (Some(S_FAILURE), _) => Some(MuxError::Failed {
+                what,
+                reason: reason(&m, 2),
+            }),
+            _ => return Err(MuxError::Unexpected { what }),
         };
         match failed {
             Some(e) if keep_going => log!(Error, "{e}"),

@@ -3,7 +3,7 @@
 //! (`ssh -O forward -L ...` or `sluice -O cancel -R ...` toward it), and
 //! client/mux_control.rs asks a master (sluice's or ssh's) for them.
 
-use super::forward::{ClientForward, RemoteAdd, RemoteOutcome};
+use super::forward::{ClientForward, ForwardError, RemoteAdd, RemoteOutcome};
 use super::forward_spec::Kind;
 use super::mux::FwdAsk;
 use super::mux_wire as mux;
@@ -58,20 +58,20 @@ impl MuxForwards {
             (false, _) => fwd.add_local(forward),
             (true, Kind::Remote) => match fwd.cancel_remote(conn, &forward) {
                 Ok(true) => Ok(()),
-                Ok(false) => Err("port not forwarded".into()),
+                Ok(false) => Err(ForwardError::NotForwarded),
                 Err(e) => Err(e),
             },
             (true, _) => {
                 if fwd.cancel_local(&forward) {
                     Ok(())
                 } else {
-                    Err("port not found".into())
+                    Err(ForwardError::NotFound)
                 }
             }
         };
         let m = match answer {
             Ok(()) => mux::frame(&[mux::S_OK, rid], None),
-            Err(e) => mux::frame(&[mux::S_FAILURE, rid], Some(&e)),
+            Err(e) => mux::frame(&[mux::S_FAILURE, rid], Some(&e.to_string())),
         };
         send(&mut reply, &m);
     }
@@ -84,7 +84,7 @@ impl MuxForwards {
         let m = match o.result {
             Ok(Some(port)) => mux::frame(&[mux::S_REMOTE_PORT, rid, port.into()], None),
             Ok(None) => mux::frame(&[mux::S_OK, rid], None),
-            Err(e) => mux::frame(&[mux::S_FAILURE, rid], Some(&e)),
+            Err(e) => mux::frame(&[mux::S_FAILURE, rid], Some(&e.to_string())),
         };
         send(&mut s, &m);
     }

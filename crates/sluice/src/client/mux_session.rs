@@ -6,6 +6,7 @@
 //! not applied to a passenger's input.
 
 use super::mux::NewSession;
+use super::mux_error::MuxError;
 use super::mux_wire as mux;
 use crate::log;
 use crate::net::pump::{ChanIo, ChannelFds};
@@ -145,7 +146,7 @@ impl Passengers {
         fds: &mut ChannelFds,
         event: &Event,
         agent: &super::agent_forward::AgentForward,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, MuxError> {
         let id = match event {
             Event::ChannelOpened(id)
             | Event::ChannelClosed(id)
@@ -295,7 +296,7 @@ impl Passenger {
         conn: &mut Connection,
         fds: &mut ChannelFds,
         agent: &super::agent_forward::AgentForward,
-    ) -> Result<(), String> {
+    ) -> Result<(), MuxError> {
         let id = self.id;
         conn.hold_close(id);
         if self.request.agent {
@@ -323,8 +324,7 @@ impl Passenger {
                 height_px,
                 modes,
             };
-            conn.channel_request(id, req, true)
-                .map_err(|e| e.to_string())?;
+            conn.channel_request(id, req, true)?;
             self.pending.push(Pending::Pty);
             self.tty_fd = stdin.try_clone().ok();
         }
@@ -336,8 +336,7 @@ impl Passenger {
                 name: String::from_utf8_lossy(&e[..eq]).into_owned(),
                 value: e[eq + 1..].to_vec(),
             };
-            conn.channel_request(id, req, false)
-                .map_err(|e| e.to_string())?;
+            conn.channel_request(id, req, false)?;
         }
         let command = std::mem::take(&mut self.request.command);
         let req = if self.request.subsystem {
@@ -349,8 +348,7 @@ impl Passenger {
         } else {
             ChannelRequestKind::Exec { command }
         };
-        conn.channel_request(id, req, true)
-            .map_err(|e| e.to_string())?;
+        conn.channel_request(id, req, true)?;
         self.pending.push(Pending::Session);
         self.attach(fds, stdin, stdout, Some(stderr));
         Ok(())

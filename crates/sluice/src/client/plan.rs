@@ -6,7 +6,8 @@
 use crate::client::tty::TtyPlan;
 
 /// The server's verdict on the host key, given by the runtime.
-pub type HostKeyCheck = Box<dyn FnMut(&str, &[u8]) -> Result<(), String>>;
+pub type HostKeyCheck =
+    Box<dyn FnMut(&str, &[u8]) -> Result<(), crate::client::error::HostKeyError>>;
 
 /// What the session does after authentication.
 pub struct SessionPlan {

@@ -8,7 +8,8 @@
 //! process, not a thread, so it survives `-f`'s fork. At the end the command
 //! gets SIGHUP and is reaped, as ssh does; the relay ends with the socket.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use super::error::ConnectError;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::process::{Child, Command, Stdio};
 
 /// A running proxy command and our end of its socketpair.
@@ -20,7 +21,7 @@ pub struct Proxy {
 }
 
 /// Starts `command` (tokens already expanded).
-pub fn spawn(command: &str) -> Result<Proxy, String> {
+pub fn spawn(command: &str) -> Result<Proxy, ConnectError> {
     let (ours, relay_end) = socketpair()?;
     let shell = std::env::var("SHELL")
         .ok()
@@ -35,13 +36,20 @@ pub fn spawn(command: &str) -> Result<Proxy, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|e| format!("proxy command {shell}: {e}"))?;
+        .map_err(|error| ConnectError::ProxySpawn {
+            shell: shell.clone(),
+            error,
+        })?;
     let (Some(to_cmd), Some(from_cmd)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err("proxy command: no pipes".into());
+        return Err(ConnectError::ProxyPipes);
     };
     let relay = fork_relay(relay_end, OwnedFd::from(to_cmd), OwnedFd::from(from_cmd))?;
-    crate::net::fdio::set_nonblocking(ours.as_raw_fd(), true)
-        .map_err(|e| format!("proxy socket: {e}"))?;
+    crate::net::fdio::set_nonblocking(ours.as_raw_fd(), true).map_err(|error| {
+        ConnectError::Socket {
+            what: "proxy socket",
+            error,
+        }
+    })?;
     Ok(Proxy {
         fd: ours,
         child,
@@ -49,31 +57,29 @@ pub fn spawn(command: &str) -> Result<Proxy, String> {
     })
 }
 
-fn socketpair() -> Result<(OwnedFd, OwnedFd), String> {
-    let mut sv = [0i32; 2];
-    // SAFETY: sv has room for the two fds socketpair writes.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            sv.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(format!("socketpair: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: both fds are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) })
+/// A close-on-exec Unix stream pair (std sets SOCK_CLOEXEC).
+fn socketpair() -> Result<(OwnedFd, OwnedFd), ConnectError> {
+    let (a, b) = std::os::unix::net::UnixStream::pair().map_err(|error| ConnectError::Socket {
+        what: "socketpair",
+        error,
+    })?;
+    Ok((a.into(), b.into()))
 }
 
 /// Forks the relay; the parent keeps none of the three fds it hands over.
-fn fork_relay(sock: OwnedFd, to_cmd: OwnedFd, from_cmd: OwnedFd) -> Result<libc::pid_t, String> {
+fn fork_relay(
+    sock: OwnedFd,
+    to_cmd: OwnedFd,
+    from_cmd: OwnedFd,
+) -> Result<libc::pid_t, ConnectError> {
     // SAFETY: the child only makes async-signal-safe calls (fcntl, dup2,
     // close_range, poll, read, write, shutdown, close, _exit) on a stack
     // buffer, so forking a process that may have threads is sound.
     match unsafe { libc::fork() } {
-        -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
+        -1 => Err(ConnectError::Socket {
+            what: "fork",
+            error: std::io::Error::last_os_error(),
+        }),
         0 => {
             // SAFETY: as above; never returns.
             unsafe { relay_child(sock.as_raw_fd(), to_cmd.as_raw_fd(), from_cmd.as_raw_fd()) }

@@ -163,7 +163,7 @@ impl ClientSession {
         self.plan
             .agent
             .request(conn, id)
-            .map_err(SessionError::Forwarding)?;
+            .map_err(SessionError::Engine)?;
         let source = match self.tty.as_mut() {
             Some(t) => t.start(conn, id).map_err(SessionError::Tty)?,
             None => 0,
@@ -389,7 +389,7 @@ impl Handler for ClientSession {
             }
         }
         if let Some(t) = self.tty.as_mut() {
-            if t.tick(conn).map_err(SessionError::Tty)? {
+            if t.tick(conn) {
                 // `~.`: ssh's exit status 255.
                 self.finished = true;
                 self.exit_status = None;

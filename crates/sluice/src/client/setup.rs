@@ -2,6 +2,7 @@
 //! ProxyCommand (ProxyJump turned into one, as ssh does), timers and
 //! known_hosts file names.
 
+use crate::client::setting_error::SettingError;
 use crate::config::ssh::dump::{self, DumpInput};
 use crate::config::ssh::{jump, tokens, Resolved};
 use std::time::Duration;
@@ -13,13 +14,15 @@ pub fn proxy_command(
     r: &Resolved,
     config_file: Option<&str>,
     verbose: u8,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, SettingError> {
     let raw = if let Some(j) = r.get("proxyjump") {
-        match jump::parse(j)? {
+        match jump::parse(j).map_err(SettingError::other)? {
             None => return Ok(None),
             Some(j) => {
-                let mut me = std::env::current_exe()
-                    .map_err(|e| format!("ProxyJump: cannot find this program: {e}"))?;
+                let mut me = std::env::current_exe().map_err(|error| SettingError::Io {
+                    what: "ProxyJump: cannot find this program",
+                    error,
+                })?;
                 // sluice-sftp and sluice-scp hop through `sluice` beside them.
                 if me
                     .file_name()
@@ -37,7 +40,10 @@ pub fn proxy_command(
             Some(c) => c.to_owned(),
         }
     };
-    r.tokens().expand(&raw, tokens::PROXY).map(Some)
+    r.tokens()
+        .expand(&raw, tokens::PROXY)
+        .map(Some)
+        .map_err(SettingError::other)
 }
 
 /// A time keyword in seconds (None when unset, `none` or 0).
@@ -78,7 +84,7 @@ pub fn print_config(
     r: &Resolved,
     proto: &sluice_proto::Config,
     sluice: &[(&str, String)],
-) -> Result<String, String> {
+) -> Result<String, SettingError> {
     let sig = proto.host_key_algs.join(",");
     let algorithms = [
         ("ciphers", proto.ciphers.join(",")),
@@ -99,7 +105,8 @@ pub fn print_config(
             algorithms: &algorithms,
             sluice,
         },
-    )?;
+    )
+    .map_err(SettingError::other)?;
     Ok(text)
 }
 

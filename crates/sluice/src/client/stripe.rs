@@ -33,6 +33,7 @@ use crate::client::options::ClientOptions;
 use crate::client::plan::SessionPlan;
 use crate::client::streams::Streams;
 use crate::client::streams_auto::{self, Steer, Step, AUTO_MAX};
+use crate::client::stripe_error::{SecondaryError, StripingError};
 use crate::log;
 use crate::net::crypto_pool::CryptoThreads;
 use crate::net::pump::{ChanFd, ChanIo, ChannelFds, Handler, Pump};
@@ -235,7 +236,7 @@ impl ClientStripe {
 
     /// After authentication: asks for the grant (before anything else
     /// that could get a global reply), or decides against striping.
-    pub fn on_authenticated(&mut self, conn: &mut Connection) -> Result<(), String> {
+    pub fn on_authenticated(&mut self, conn: &mut Connection) -> Result<(), StripingError> {
         let total = self.counts(conn).1;
         if total <= 1 {
             self.phase = Phase::Off;
@@ -250,15 +251,14 @@ impl ClientStripe {
             self.streams,
             wanted.secondaries
         );
-        conn.global_request(STRIPE_REQUEST, true, &wanted.encode())
-            .map_err(|e| e.to_string())?;
+        conn.global_request(STRIPE_REQUEST, true, &wanted.encode())?;
         self.phase = Phase::AskingGrant;
         self.grant_pending = true;
         Ok(())
     }
 
     /// A global reply: ours while the grant is asked for (returns true).
-    pub fn on_global_reply(&mut self, success: bool, data: &[u8]) -> Result<bool, String> {
+    pub fn on_global_reply(&mut self, success: bool, data: &[u8]) -> Result<bool, StripingError> {
         if !self.grant_pending {
             return Ok(false);
         }
@@ -273,7 +273,7 @@ impl ClientStripe {
             );
             return Ok(true);
         }
-        let g = StripeGrant::decode(data).map_err(|e| format!("stripe grant: {e}"))?;
+        let g = StripeGrant::decode(data).map_err(StripingError::Grant)?;
         log!(
             Debug1,
             "Striping granted: up to {} secondary connections",
@@ -300,7 +300,7 @@ impl ClientStripe {
         conn: &mut Connection,
         fds: &mut ChannelFds,
         id: ChannelId,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, StripingError> {
         let sluiced = conn
             .peer_version()
             .is_some_and(|v| v.starts_with("SSH-2.0-sluice"));
@@ -316,25 +316,21 @@ impl ClientStripe {
             name: STRIPE_REQUEST.into(),
             data: Vec::new(),
         };
-        conn.channel_request(id, req, true)
-            .map_err(|e| e.to_string())?;
+        conn.channel_request(id, req, true)?;
         self.channel = Some(id);
         self.phase = Phase::AskingChannel;
-        let hub = Hub::new(id.0).map_err(|e| format!("striping: {e}"))?;
+        let hub = Hub::new(id.0).map_err(StripingError::Hub)?;
         hub.set_primary(self.key);
         hub.no_stderr();
         let remote = conn
             .channel_info(id)
             .map(|i| i.remote)
-            .ok_or("striping: the session channel is gone")?;
+            .ok_or(StripingError::ChannelGone)?;
         let open = CarrierOpen {
             striped_channel: remote,
         }
         .encode();
-        self.carrier = Some(
-            conn.open_channel(CARRIER_CHANNEL, &open)
-                .map_err(|e| e.to_string())?,
-        );
+        self.carrier = Some(conn.open_channel(CARRIER_CHANNEL, &open)?);
         if sluiced {
             // The stream's first bytes go at once as plain data on the
             // channel (PROTOCOL.md): an upload waits no round trip for the
@@ -344,8 +340,7 @@ impl ClientStripe {
                 id,
                 ChanIo::in_process(Box::new(StripedEnd::new(&hub, Stderr::Sink(2)))),
             );
-            stripe::spawn_input(&hub, ChanFd::Borrowed(0))
-                .map_err(|e| format!("striping: cannot start a thread: {e}"))?;
+            stripe::spawn_input(&hub, ChanFd::Borrowed(0)).map_err(StripingError::Thread)?;
             self.plain = true;
         }
         self.hub = Some(hub);
@@ -360,7 +355,7 @@ impl ClientStripe {
         conn: &mut Connection,
         fds: &mut ChannelFds,
         success: bool,
-    ) -> Result<Option<bool>, String> {
+    ) -> Result<Option<bool>, StripingError> {
         if self.phase != Phase::AskingChannel {
             return Ok(None);
         }
@@ -396,11 +391,8 @@ impl ClientStripe {
             return Ok(Some(false));
         }
         self.phase = Phase::Striped;
-        let hub = self
-            .hub
-            .clone()
-            .ok_or("striping: the channel's hub is gone")?;
-        let spawn = |e: std::io::Error| format!("striping: cannot start a thread: {e}");
+        let hub = self.hub.clone().ok_or(StripingError::HubGone)?;
+        let spawn = StripingError::Thread;
         if !self.plain {
             fds.insert(
                 id,
@@ -412,7 +404,7 @@ impl ClientStripe {
         let remote = conn
             .channel_info(id)
             .map(|i| i.remote)
-            .ok_or("striping: the session channel is gone")?;
+            .ok_or(StripingError::ChannelGone)?;
         if let (Some(g), Some(sid), Some(blob)) =
             (self.grant.take(), conn.session_id(), self.host_key.clone())
         {
@@ -644,7 +636,11 @@ impl ClientStripe {
     }
 
     /// The carrier on the primary was refused: the transfer cannot start.
-    pub fn on_open_failed(&mut self, id: ChannelId, description: &str) -> Result<bool, String> {
+    pub fn on_open_failed(
+        &mut self,
+        id: ChannelId,
+        description: &str,
+    ) -> Result<bool, StripingError> {
         if self.carrier != Some(id) {
             return Ok(false);
         }
@@ -652,10 +648,10 @@ impl ClientStripe {
             // Sent behind a stripe request that was refused: expected.
             return Ok(true);
         }
-        Err(format!(
-            "channel {}: the server refused the striped channel's carrier: {description}",
-            self.channel.map_or(0, |c| c.0)
-        ))
+        Err(StripingError::CarrierRefused {
+            channel: self.channel.map_or(0, |c| c.0),
+            description: description.to_owned(),
+        })
     }
 
     /// A channel request: the server's acknowledgement on the striped
@@ -664,7 +660,7 @@ impl ClientStripe {
         &mut self,
         id: ChannelId,
         request: &ChannelRequestKind,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, StripingError> {
         let ChannelRequestKind::Other { name, data } = request else {
             return Ok(false);
         };
@@ -672,9 +668,12 @@ impl ClientStripe {
             return Ok(false);
         }
         let Some(hub) = &self.hub else {
-            return Err("striping: acknowledgement on a channel that is not striped".into());
+            return Err(StripingError::AckUnstriped);
         };
-        stripe::handle_ack(hub, data).map_err(|e| format!("channel {}: {e}", id.0))?;
+        stripe::handle_ack(hub, data).map_err(|error| StripingError::Ack {
+            channel: id.0,
+            error,
+        })?;
         Ok(true)
     }
 
@@ -687,10 +686,12 @@ impl ClientStripe {
 
     /// Once per loop turn: `auto`'s steering, the due acknowledgement; a
     /// failure ends the run.
-    pub fn tick(&mut self, conn: &mut Connection) -> Result<(), String> {
+    pub fn tick(&mut self, conn: &mut Connection) -> Result<(), StripingError> {
         self.steer();
         match (&self.hub, self.channel) {
-            (Some(h), Some(id)) => stripe::tick(h, conn, id),
+            (Some(h), Some(id)) => {
+                stripe::tick(h, conn, id).map_err(|e| StripingError::Failed(e.to_string()))
+            }
             _ => Ok(()),
         }
     }
@@ -703,13 +704,13 @@ impl ClientStripe {
 
     /// Why the striped transfer failed or stopped short, if it did: said
     /// instead of the connection's end when the server gave up first.
-    pub fn failure_text(&self) -> Option<String> {
-        self.hub.as_ref()?.incomplete()
+    pub fn failure_text(&self) -> Option<StripingError> {
+        self.hub.as_ref()?.incomplete().map(StripingError::Failed)
     }
 
     /// After the session ended: waits until the striped output is all
     /// written; an incomplete one is an error, never a success.
-    pub fn finish(&mut self) -> Result<(), String> {
+    pub fn finish(&mut self) -> Result<(), StripingError> {
         let Some(hub) = &self.hub else {
             return Ok(());
         };
@@ -718,15 +719,18 @@ impl ClientStripe {
         }
         if let Some(f) = hub.failure() {
             return Err(match f {
-                stripe::Failure::Protocol(t) | stripe::Failure::Stranded(t) => t,
+                stripe::Failure::Protocol(t) | stripe::Failure::Stranded(t) => {
+                    StripingError::Failed(t)
+                }
             });
         }
         if !hub.output_done() {
             let (acked, received) = hub.progress();
-            return Err(format!(
-                "channel {}: striped transfer incomplete: {received} bytes received, {acked} acknowledged by the server",
-                hub.channel()
-            ));
+            return Err(StripingError::Incomplete {
+                channel: hub.channel(),
+                received,
+                acked,
+            });
         }
         Ok(())
     }
@@ -837,14 +841,14 @@ impl Drop for Secondary {
 }
 
 impl Handler for Secondary {
-    type Error = String;
+    type Error = SecondaryError;
 
     fn on_event(
         &mut self,
         conn: &mut Connection,
         fds: &mut ChannelFds,
         event: Event,
-    ) -> Result<(), String> {
+    ) -> Result<(), SecondaryError> {
         let n = self.n;
         match event {
             Event::HostKey { key_blob, .. } => {
@@ -852,22 +856,18 @@ impl Handler for Secondary {
                     conn.accept_host_key();
                 } else {
                     conn.reject_host_key();
-                    return Err(format!(
-                        "secondary {n}: the server showed another host key than the primary's: dropped"
-                    ));
+                    return Err(SecondaryError::OtherHostKey { n });
                 }
             }
             Event::AuthReady => {
                 let mut j = self.joiner.lock().unwrap_or_else(|p| p.into_inner());
                 let number = conn
                     .auth_stripe_join(&self.user, &mut j)
-                    .map_err(|e| format!("secondary {n}: {e}"))?;
+                    .map_err(|error| SecondaryError::Engine { n, error })?;
                 log!(Debug1, "secondary {n}: joining as number {number}");
             }
             Event::AuthFailure { .. } => {
-                return Err(format!(
-                    "secondary {n}: the server refused the join (its sluiced may not admit secondaries yet)"
-                ));
+                return Err(SecondaryError::JoinRefused { n });
             }
             Event::Authenticated { .. } => {
                 let open = CarrierOpen {
@@ -875,7 +875,7 @@ impl Handler for Secondary {
                 }
                 .encode();
                 conn.open_channel(CARRIER_CHANNEL, &open)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|error| SecondaryError::Engine { n, error })?;
             }
             Event::ChannelOpened(id) => match CarrierEnd::new(&self.hub, self.key) {
                 Some(end) => {
@@ -893,7 +893,7 @@ impl Handler for Secondary {
                 }
             },
             Event::ChannelOpenFailed { description, .. } => {
-                return Err(format!("secondary {n}: carrier refused: {description}"));
+                return Err(SecondaryError::CarrierRefused { n, description });
             }
             Event::ChannelClosed(_) => self.done = true,
             Event::GlobalRequest {
@@ -904,7 +904,11 @@ impl Handler for Secondary {
         Ok(())
     }
 
-    fn tick(&mut self, _conn: &mut Connection, _fds: &mut ChannelFds) -> Result<(), String> {
+    fn tick(
+        &mut self,
+        _conn: &mut Connection,
+        _fds: &mut ChannelFds,
+    ) -> Result<(), SecondaryError> {
         let now = Instant::now();
         if self
             .sampled

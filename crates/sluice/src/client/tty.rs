@@ -5,12 +5,36 @@
 //! and stdin read through the escape filter (client/escape.rs).
 
 use crate::client::escape::{self, Action, Relay};
+use crate::client::setting_error::SettingError;
 use crate::log;
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::{ChannelId, Connection};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::OnceLock;
+
+/// Why the session's terminal could not be set up.
+#[derive(Debug)]
+pub enum TtyError {
+    /// The engine refused the pty-req.
+    Engine(sluice_proto::Error),
+    /// The escape filter's pipe could not be made.
+    Pipe(std::io::Error),
+    /// The server refused the pty and one was required (-t, RequestTTY yes).
+    Refused,
+}
+
+impl std::fmt::Display for TtyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TtyError::Engine(e) => write!(f, "{e}"),
+            TtyError::Pipe(e) => write!(f, "pipe: {e}"),
+            TtyError::Refused => f.write_str("PTY allocation request failed on channel 0"),
+        }
+    }
+}
+
+impl std::error::Error for TtyError {}
 
 /// Whether to request a pty, as ssh decides: RequestTTY (or -t/-T, which
 /// override it) with auto meaning "for a shell"; never when stdin is not a
@@ -21,7 +45,7 @@ pub fn decide(
     has_command: bool,
     no_session: bool,
     stdin_tty: bool,
-) -> Result<(bool, bool), String> {
+) -> Result<(bool, bool), SettingError> {
     let mode = match flag {
         f if f < 0 => "no".to_owned(),
         1 => "yes".to_owned(),
@@ -32,9 +56,10 @@ pub fn decide(
         "yes" | "force" => true,
         "no" | "auto" => false,
         _ => {
-            return Err(format!(
-                "Bad RequestTTY '{}': use yes, no, force or auto",
-                config.unwrap_or_default()
+            return Err(SettingError::bad(
+                "RequestTTY",
+                config.unwrap_or_default(),
+                "yes, no, force or auto",
             ))
         }
     };
@@ -230,7 +255,7 @@ impl TtySession {
     /// Sends the pty-req for the opened channel and takes over the local
     /// terminal; returns the fd the channel's data is read from (stdin, or
     /// the escape filter's pipe).
-    pub fn start(&mut self, conn: &mut Connection, id: ChannelId) -> Result<RawFd, String> {
+    pub fn start(&mut self, conn: &mut Connection, id: ChannelId) -> Result<RawFd, TtyError> {
         let term = std::env::var("TERM").unwrap_or_default();
         let modes = modes_of(0);
         self.size = window_size(0);
@@ -244,7 +269,7 @@ impl TtySession {
             modes,
         };
         conn.channel_request(id, req, true)
-            .map_err(|e| e.to_string())?;
+            .map_err(TtyError::Engine)?;
         self.channel = Some(id);
         self.reply_pending = true;
         if !stdin_is_tty() {
@@ -255,7 +280,7 @@ impl TtySession {
         self.winch = winch_pipe();
         match self.plan.escape {
             Some(ch) => {
-                let relay = Relay::new(ch).map_err(|e| format!("pipe: {e}"))?;
+                let relay = Relay::new(ch).map_err(TtyError::Pipe)?;
                 let fd = relay.source_fd();
                 self.relay = Some(relay);
                 Ok(fd)
@@ -265,17 +290,16 @@ impl TtySession {
     }
 
     /// A channel reply: true if it answered the pty-req (consumed here).
-    pub fn on_reply(&mut self, success: bool) -> Result<bool, String> {
+    pub fn on_reply(&mut self, success: bool) -> Result<bool, TtyError> {
         if !std::mem::take(&mut self.reply_pending) {
             return Ok(false);
         }
         if !success {
             leave_raw();
-            let msg = "PTY allocation request failed on channel 0";
             if self.plan.required {
-                return Err(msg.into());
+                return Err(TtyError::Refused);
             }
-            crate::log!(Error, "{msg}");
+            crate::log!(Error, "{}", TtyError::Refused);
         }
         Ok(true)
     }
@@ -301,9 +325,9 @@ impl TtySession {
 
     /// Moves stdin through the escape filter, acts on escapes and window
     /// size changes. Returns true when the user asked to disconnect (`~.`).
-    pub fn tick(&mut self, conn: &mut Connection) -> Result<bool, String> {
+    pub fn tick(&mut self, conn: &mut Connection) -> bool {
         let Some(id) = self.channel else {
-            return Ok(false);
+            return false;
         };
         if let Some(w) = &self.winch {
             let mut buf = [0u8; 64];
@@ -315,13 +339,13 @@ impl TtySession {
         }
         let actions = match self.relay.as_mut() {
             Some(r) => r.pump(),
-            None => return Ok(false),
+            None => return false,
         };
         for a in actions {
             match a {
                 Action::Quit => {
                     self.finish();
-                    return Ok(true);
+                    return true;
                 }
                 Action::Suspend => {
                     self.suspend();
@@ -343,10 +367,10 @@ impl TtySession {
                     let c = if up { 'v' } else { 'V' };
                     crate::err!("{ch}{c} [LogLevel {}]\r\n", l.name());
                 }
-                Action::Background => self.background()?,
+                Action::Background => self.background(),
             }
         }
-        Ok(false)
+        false
     }
 
     fn send_size(&mut self, conn: &mut Connection, id: ChannelId) {
@@ -369,12 +393,11 @@ impl TtySession {
     /// `~&`: not offered; said, as the escapes ssh knows and sluice lacks.
     /// (Going to the background here lost the session's end now and then
     /// in tests/interactive.rs: left for a later stop.)
-    fn background(&mut self) -> Result<(), String> {
+    fn background(&mut self) {
         let ch = self.plan.escape.unwrap_or(b'~') as char;
         crate::err!(
             "{ch}& is not supported by sluice: start it with -f (ForkAfterAuthentication) to run in the background\r\n"
         );
-        Ok(())
     }
 
     /// `~^Z`: the terminal restored and blocking while we are stopped.

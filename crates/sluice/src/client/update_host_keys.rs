@@ -19,6 +19,28 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// Why the server's `hostkeys-00@openssh.com` ended the connection.
+#[derive(Debug)]
+pub enum HostKeysError {
+    /// A second hostkeys message (ssh ends the connection too).
+    Again,
+    /// The engine refused our hostkeys-prove request.
+    Engine(sluice_proto::Error),
+}
+
+impl std::fmt::Display for HostKeysError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostKeysError::Again => {
+                f.write_str("client_input_hostkeys: server already sent hostkeys")
+            }
+            HostKeysError::Engine(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for HostKeysError {}
+
 /// UpdateHostKeys yes or ask (no is no updater at all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -108,9 +130,9 @@ impl HostKeyUpdate {
 
     /// `hostkeys-00@openssh.com` arrived with `data`. A second one ends
     /// the connection, as in ssh.
-    pub fn on_hostkeys(&mut self, conn: &mut Connection, data: &[u8]) -> Result<(), String> {
+    pub fn on_hostkeys(&mut self, conn: &mut Connection, data: &[u8]) -> Result<(), HostKeysError> {
         if std::mem::replace(&mut self.seen, true) {
-            return Err("client_input_hostkeys: server already sent hostkeys".into());
+            return Err(HostKeysError::Again);
         }
         if !self.settings.trusted.load(Ordering::Relaxed) {
             log!(
@@ -148,7 +170,7 @@ impl HostKeyUpdate {
             pending.new.len()
         );
         conn.request_hostkeys_prove(&pending.new)
-            .map_err(|e| e.to_string())?;
+            .map_err(HostKeysError::Engine)?;
         self.pending = Some(pending);
         Ok(())
     }

@@ -49,8 +49,55 @@ pub struct Options {
 pub const USAGE: &str =
     "usage: sluice bench [--json] [--time seconds] [--sample file] [--no-ssh] [ssh options] [user@]host";
 
+/// Why `sluice bench` could not run; `Display` is the line it prints.
+#[derive(Debug)]
+pub enum BenchError {
+    /// No destination: the usage.
+    Usage,
+    /// An option without its value.
+    NeedsValue(&'static str),
+    /// `--time` out of 1-600 seconds.
+    BadTime(String),
+    /// The data generator failed.
+    Generator(std::io::Error),
+    /// A file (the sample, this program) could not be read or run.
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The `--sample` file is empty.
+    EmptySample(std::path::PathBuf),
+    /// This program's own path is unknown.
+    CurrentExe(std::io::Error),
+    /// `sluice -G` refused the options (what it printed).
+    Config(String),
+    /// The first run failed (no login, no such host): what it said.
+    FirstRun(String),
+}
+
+impl std::fmt::Display for BenchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BenchError::Usage => f.write_str(USAGE),
+            BenchError::NeedsValue("--sample") => f.write_str("bench: --sample needs a file"),
+            BenchError::NeedsValue(o) => write!(f, "bench: {o} needs a value"),
+            BenchError::BadTime(v) => write!(f, "bench: bad --time '{v}' (1-600 seconds)"),
+            BenchError::Generator(e) => write!(f, "{e}"),
+            BenchError::File { path, error } => write!(f, "bench: {}: {error}", path.display()),
+            BenchError::EmptySample(p) => write!(f, "bench: {}: empty", p.display()),
+            BenchError::CurrentExe(e) => write!(f, "bench: {e}"),
+            BenchError::Config(m) => f.write_str(m),
+            BenchError::FirstRun(e) => write!(f, "sluice bench: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BenchError {}
+
 /// Parses the words after `bench`.
-pub fn parse(args: &[String]) -> Result<Options, String> {
+pub fn parse(args: &[String]) -> Result<Options, BenchError> {
     let mut o = Options::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -58,22 +105,22 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--json" => o.json = true,
             "--no-ssh" => o.no_ssh = true,
             "--time" => {
-                let v = it.next().ok_or("bench: --time needs a value")?;
+                let v = it.next().ok_or(BenchError::NeedsValue("--time"))?;
                 o.seconds = Some(
                     v.parse()
                         .ok()
                         .filter(|s| (1..=600).contains(s))
-                        .ok_or_else(|| format!("bench: bad --time '{v}' (1-600 seconds)"))?,
+                        .ok_or_else(|| BenchError::BadTime(v.clone()))?,
                 );
             }
             "--sample" => {
-                o.sample = Some(it.next().ok_or("bench: --sample needs a file")?.into());
+                o.sample = Some(it.next().ok_or(BenchError::NeedsValue("--sample"))?.into());
             }
             _ => o.ssh_args.push(a.clone()),
         }
     }
     if o.ssh_args.is_empty() {
-        return Err(USAGE.into());
+        return Err(BenchError::Usage);
     }
     Ok(o)
 }
@@ -84,34 +131,42 @@ const SAMPLE: usize = 48 << 20;
 /// The most of a `--sample` file that is read.
 const SAMPLE_MAX: u64 = 256 << 20;
 
-fn generated(seed: u64, text: bool) -> Result<Arc<Vec<u8>>, String> {
+fn generated(seed: u64, text: bool) -> Result<Arc<Vec<u8>>, BenchError> {
     let mut v = vec![0u8; SAMPLE];
-    let mut g = crate::datagen::Generator::new(seed, text).map_err(|e| e.to_string())?;
-    g.fill(&mut v).map_err(|e| e.to_string())?;
+    let mut g = crate::datagen::Generator::new(seed, text).map_err(BenchError::Generator)?;
+    g.fill(&mut v).map_err(BenchError::Generator)?;
     Ok(Arc::new(v))
 }
 
-fn read_sample(p: &std::path::Path) -> Result<Arc<Vec<u8>>, String> {
+fn read_sample(p: &std::path::Path) -> Result<Arc<Vec<u8>>, BenchError> {
     let mut v = Vec::new();
     std::fs::File::open(p)
         .and_then(|f| f.take(SAMPLE_MAX).read_to_end(&mut v))
-        .map_err(|e| format!("bench: {}: {e}", p.display()))?;
+        .map_err(|error| BenchError::File {
+            path: p.to_owned(),
+            error,
+        })?;
     if v.is_empty() {
-        return Err(format!("bench: {}: empty", p.display()));
+        return Err(BenchError::EmptySample(p.to_owned()));
     }
     Ok(Arc::new(v))
 }
 
 /// Where the destination leads, from `sluice -G` with the user's options.
-fn resolve(me: &std::path::Path, args: &[String]) -> Result<PathInfo, String> {
+fn resolve(me: &std::path::Path, args: &[String]) -> Result<PathInfo, BenchError> {
     let out = Command::new(me)
         .arg("-G")
         .args(args)
         .output()
-        .map_err(|e| format!("bench: {}: {e}", me.display()))?;
+        .map_err(|error| BenchError::File {
+            path: me.to_owned(),
+            error,
+        })?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+        return Err(BenchError::Config(
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        ));
     }
     let get = |k: &str| {
         text.lines()
@@ -220,8 +275,8 @@ pub fn run(o: &Options) -> i32 {
     }
 }
 
-fn run_inner(o: &Options) -> Result<i32, String> {
-    let me = std::env::current_exe().map_err(|e| format!("bench: {e}"))?;
+fn run_inner(o: &Options) -> Result<i32, BenchError> {
+    let me = std::env::current_exe().map_err(BenchError::CurrentExe)?;
     let mut path = resolve(&me, &o.ssh_args)?;
     let secs = o.seconds.unwrap_or_else(|| default_secs(path.rtt_ms));
     path.secs = f64::from(secs);
@@ -278,7 +333,7 @@ fn run_inner(o: &Options) -> Result<i32, String> {
         // The first run failing (no login, no such host) fails them all.
         if let [only] = done.as_slice() {
             if let Some(e) = &only.outcome.error {
-                return Err(format!("sluice bench: {e}"));
+                return Err(BenchError::FirstRun(e.clone()));
             }
         }
     }

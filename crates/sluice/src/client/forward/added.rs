@@ -3,7 +3,7 @@
 //! MUX_C_OPEN_FWD, MUX_C_CLOSE_FWD), with ssh's answers: an existing
 //! forwarding asked again is fine, cancelling one that is not there fails.
 
-use super::{ClientForward, Endpoint, Forward};
+use super::{ClientForward, Endpoint, Forward, ForwardError, RemoteRefusal};
 use crate::log;
 use sluice_proto::wire::Writer;
 use sluice_proto::Connection;
@@ -14,7 +14,7 @@ pub struct RemoteOutcome {
     /// The ticket [`ClientForward::add_remote`] gave.
     pub ticket: usize,
     /// Err: the server refused.
-    pub result: Result<Option<u16>, String>,
+    pub result: Result<Option<u16>, RemoteRefusal>,
 }
 
 /// What [`ClientForward::add_remote`] did.
@@ -57,33 +57,40 @@ fn remote_request(f: &Forward, cancel: bool) -> (&'static str, Vec<u8>) {
 
 impl ClientForward {
     /// The global request for remote forward `f` (at start and when added).
-    pub(super) fn request_remote(&mut self, conn: &mut Connection, i: usize) -> Result<(), String> {
+    pub(super) fn request_remote(
+        &mut self,
+        conn: &mut Connection,
+        i: usize,
+    ) -> Result<(), ForwardError> {
         let Some(f) = self.plan.remote.get(i) else {
             return Ok(());
         };
         let (name, d) = remote_request(f, false);
         log!(Debug1, "Requesting {name} for {}", f.listen);
-        conn.global_request(name, true, &d)
-            .map_err(|e| e.to_string())?;
+        conn.global_request(name, true, &d)?;
         self.remote_pending.push_back(i);
         Ok(())
     }
 
     /// Adds a local or dynamic listener; one already there is kept (Ok).
-    pub fn add_local(&mut self, f: Forward) -> Result<(), String> {
+    pub fn add_local(&mut self, f: Forward) -> Result<(), ForwardError> {
         if self.listeners.iter().any(|l| l.spec == f) {
             return Ok(());
         }
         self.listen(&f).map_err(|e| {
             log!(Error, "{e}");
-            "Port forwarding failed".to_string()
+            ForwardError::AddLocal
         })
     }
 
     /// Asks the server for a remote listener: its answer comes as a
     /// [`RemoteOutcome`] from `on_global_reply`, unless that forwarding is
     /// already there (with the port the server chose, for a `-R 0:...`).
-    pub fn add_remote(&mut self, conn: &mut Connection, f: Forward) -> Result<RemoteAdd, String> {
+    pub fn add_remote(
+        &mut self,
+        conn: &mut Connection,
+        f: Forward,
+    ) -> Result<RemoteAdd, ForwardError> {
         if let Some(i) = self.live_remote(&f) {
             return Ok(RemoteAdd::Already(self.allocated.get(&i).copied()));
         }
@@ -128,7 +135,11 @@ impl ClientForward {
 
     /// Cancels a remote listener (no reply asked, as ssh); false when
     /// there is none.
-    pub fn cancel_remote(&mut self, conn: &mut Connection, f: &Forward) -> Result<bool, String> {
+    pub fn cancel_remote(
+        &mut self,
+        conn: &mut Connection,
+        f: &Forward,
+    ) -> Result<bool, ForwardError> {
         let Some(i) = self.live_remote(f) else {
             return Ok(false);
         };
@@ -139,8 +150,7 @@ impl ClientForward {
         }
         let (name, d) = remote_request(&asked, true);
         log!(Debug1, "Requesting {name} for {}", asked.listen);
-        conn.global_request(name, false, &d)
-            .map_err(|e| e.to_string())?;
+        conn.global_request(name, false, &d)?;
         self.cancelled.insert(i);
         Ok(true)
     }

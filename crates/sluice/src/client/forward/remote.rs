@@ -2,7 +2,10 @@
 //! ExitOnForwardFailure) and the forwarded-* channels it opens, connected
 //! to the local target before they are confirmed.
 
-use super::{ClientForward, RemoteOutcome, ADMINISTRATIVELY_PROHIBITED, CONNECT_FAILED};
+use super::{
+    ClientForward, ForwardError, RemoteOutcome, RemoteRefusal, ADMINISTRATIVELY_PROHIBITED,
+    CONNECT_FAILED,
+};
 use crate::client::forward_spec::{Endpoint, Forward};
 use crate::log;
 use crate::net::fwdsock::{self, Connecting};
@@ -20,7 +23,7 @@ impl ClientForward {
         id: ChannelId,
         channel_type: &str,
         data: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), ForwardError> {
         let mut r = Reader::new(data);
         let listen = match channel_type {
             "forwarded-tcpip" => {
@@ -68,8 +71,7 @@ impl ClientForward {
                 Err(e) => {
                     let why = crate::io_error::describe_io_error(&e);
                     log!(Info, "connect to {path}: {why}");
-                    conn.reject_channel(id, CONNECT_FAILED, &why)
-                        .map_err(|e| e.to_string())?;
+                    conn.reject_channel(id, CONNECT_FAILED, &why)?;
                 }
             },
         }
@@ -95,14 +97,14 @@ impl ClientForward {
         conn: &mut Connection,
         fds: &mut ChannelFds,
         id: ChannelId,
-    ) -> Result<(), String> {
+    ) -> Result<(), ForwardError> {
         let (ours, theirs) = match std::os::unix::net::UnixStream::pair() {
             Ok(p) => p,
             Err(e) => {
                 log!(Error, "remote SOCKS forward: socketpair: {e}");
                 return conn
                     .reject_channel(id, CONNECT_FAILED, "socketpair failed")
-                    .map_err(|e| e.to_string());
+                    .map_err(ForwardError::from);
             }
         };
         if let Err(e) = ours.set_nonblocking(true) {
@@ -113,10 +115,15 @@ impl ClientForward {
         self.accept(conn, fds, id, OwnedFd::from(ours))
     }
 
-    fn refuse(&mut self, conn: &mut Connection, id: ChannelId, why: &str) -> Result<(), String> {
+    fn refuse(
+        &mut self,
+        conn: &mut Connection,
+        id: ChannelId,
+        why: &str,
+    ) -> Result<(), ForwardError> {
         log!(Debug1, "refusing channel {}: {why}", id.0);
         conn.reject_channel(id, ADMINISTRATIVELY_PROHIBITED, "open failed")
-            .map_err(|e| e.to_string())
+            .map_err(ForwardError::from)
     }
 
     pub(super) fn accept(
@@ -125,8 +132,9 @@ impl ClientForward {
         fds: &mut ChannelFds,
         id: ChannelId,
         sock: OwnedFd,
-    ) -> Result<(), String> {
+    ) -> Result<(), ForwardError> {
         fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock)
+            .map_err(|e| ForwardError::Socket(e.to_string()))
     }
 
     /// The server's answer to the oldest remote forward request; for one
@@ -135,7 +143,7 @@ impl ClientForward {
         &mut self,
         success: bool,
         data: &[u8],
-    ) -> Result<Option<RemoteOutcome>, String> {
+    ) -> Result<Option<RemoteOutcome>, ForwardError> {
         let Some(i) = self.remote_pending.pop_front() else {
             return Ok(None);
         };
@@ -156,14 +164,10 @@ impl ClientForward {
         if !success {
             self.cancelled.insert(i);
             if asked {
-                return outcome(Err(format!(
-                    "remote port forwarding failed for listen {listen}"
-                )));
+                return outcome(Err(RemoteRefusal::Failed { listen }));
             }
             if self.plan.exit_on_failure {
-                return Err(format!(
-                    "Error: remote port forwarding failed for listen {listen}"
-                ));
+                return Err(ForwardError::RemoteRefused { listen });
             }
             log!(
                 Info,
@@ -187,7 +191,7 @@ impl ClientForward {
                         Error,
                         "Invalid allocated port for remote forward to {target}"
                     );
-                    return outcome(Err("invalid allocated port".into()));
+                    return outcome(Err(RemoteRefusal::InvalidPort));
                 }
             }
         }

@@ -7,6 +7,7 @@
 //! Blocking I/O on its own thread keeps the pump's loop out of it; these
 //! are interactive-sized streams, not sluice's bulk path.
 
+use crate::client::setting_error::SettingError;
 use crate::client::socks::{self, Parsed};
 use crate::log;
 use std::io::{Read, Write};
@@ -37,7 +38,7 @@ pub enum PermitRemoteOpen {
 
 impl PermitRemoteOpen {
     /// Parses the keyword's value; Err is the message for a bad entry.
-    pub fn parse(value: &str) -> Result<Self, String> {
+    pub fn parse(value: &str) -> Result<Self, SettingError> {
         let words: Vec<&str> = value.split_whitespace().collect();
         match words.as_slice() {
             [] | ["any"] => return Ok(PermitRemoteOpen::Any),
@@ -47,7 +48,11 @@ impl PermitRemoteOpen {
         let mut v = Vec::new();
         for w in words {
             let bad = || {
-                format!("Bad PermitRemoteOpen entry '{w}': use host:port, [addr]:port, any or none")
+                SettingError::bad(
+                    "PermitRemoteOpen entry",
+                    w,
+                    "host:port, [addr]:port, any or none",
+                )
             };
             let (host, port) = match w.strip_prefix('[') {
                 Some(rest) => {
@@ -101,7 +106,51 @@ pub fn serve(ours: UnixStream, permit: PermitRemoteOpen) {
     }
 }
 
-fn serve_one(mut c: UnixStream, permit: &PermitRemoteOpen) -> Result<(), String> {
+/// Why one remote SOCKS connection was dropped (logged, never fatal).
+#[derive(Debug)]
+enum SocksError {
+    TooLong,
+    ClosedMidRequest,
+    Read(std::io::Error),
+    NoMethod,
+    Refused(&'static str),
+    NotPermitted {
+        host: String,
+        port: u16,
+    },
+    Connect {
+        host: String,
+        port: u16,
+        error: std::io::Error,
+    },
+    Reply(std::io::Error),
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for SocksError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SocksError::TooLong => f.write_str("SOCKS request too long"),
+            SocksError::ClosedMidRequest => f.write_str("SOCKS client closed mid-request"),
+            SocksError::Read(e) => write!(f, "SOCKS client: {e}"),
+            SocksError::NoMethod => {
+                f.write_str("SOCKS5 client offers no method without authentication")
+            }
+            SocksError::Refused(why) => f.write_str(why),
+            SocksError::NotPermitted { host, port } => write!(
+                f,
+                "refused to connect to {host} port {port}: not permitted by PermitRemoteOpen"
+            ),
+            SocksError::Connect { host, port, error } => {
+                write!(f, "connect to {host} port {port}: {error}")
+            }
+            SocksError::Reply(e) => write!(f, "SOCKS reply: {e}"),
+            SocksError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+fn serve_one(mut c: UnixStream, permit: &PermitRemoteOpen) -> Result<(), SocksError> {
     let _ = c.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
     let mut buf: Vec<u8> = Vec::new();
     let mut greeted = false;
@@ -114,20 +163,20 @@ fn serve_one(mut c: UnixStream, permit: &PermitRemoteOpen) -> Result<(), String>
         match parsed {
             Parsed::More => {
                 if buf.len() >= MAX_REQUEST {
-                    return Err("SOCKS request too long".into());
+                    return Err(SocksError::TooLong);
                 }
                 let mut chunk = [0u8; 512];
                 match c.read(&mut chunk) {
-                    Ok(0) => return Err("SOCKS client closed mid-request".into()),
+                    Ok(0) => return Err(SocksError::ClosedMidRequest),
                     Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    Err(e) => return Err(format!("SOCKS client: {e}")),
+                    Err(e) => return Err(SocksError::Read(e)),
                 }
             }
             Parsed::Greeting { len, ok } => {
                 buf.drain(..len);
                 let _ = c.write_all(&[5, if ok { 0 } else { 0xff }]);
                 if !ok {
-                    return Err("SOCKS5 client offers no method without authentication".into());
+                    return Err(SocksError::NoMethod);
                 }
                 greeted = true;
             }
@@ -144,7 +193,7 @@ fn serve_one(mut c: UnixStream, permit: &PermitRemoteOpen) -> Result<(), String>
                 if let Some(r) = reply {
                     let _ = c.write_all(&r);
                 }
-                return Err(why.into());
+                return Err(SocksError::Refused(why));
             }
         }
     };
@@ -158,9 +207,7 @@ fn serve_one(mut c: UnixStream, permit: &PermitRemoteOpen) -> Result<(), String>
     };
     if !permit.allows(&host, port) {
         refuse(&mut c);
-        return Err(format!(
-            "refused to connect to {host} port {port}: not permitted by PermitRemoteOpen"
-        ));
+        return Err(SocksError::NotPermitted { host, port });
     }
     log!(
         Debug1,
@@ -175,7 +222,11 @@ fn serve_one(mut c: UnixStream, permit: &PermitRemoteOpen) -> Result<(), String>
                 socks::reply5(5) // connection refused
             };
             let _ = c.write_all(&r);
-            return Err(format!("connect to {host} port {port}: {e}"));
+            return Err(SocksError::Connect {
+                host,
+                port,
+                error: e,
+            });
         }
     };
     let ok = if version == 4 {
@@ -183,19 +234,19 @@ fn serve_one(mut c: UnixStream, permit: &PermitRemoteOpen) -> Result<(), String>
     } else {
         socks::reply5(0)
     };
-    c.write_all(&ok).map_err(|e| format!("SOCKS reply: {e}"))?;
+    c.write_all(&ok).map_err(SocksError::Reply)?;
     let _ = c.set_read_timeout(None);
-    let mut t_write = target.try_clone().map_err(|e| e.to_string())?;
+    let mut t_write = target.try_clone().map_err(SocksError::Io)?;
     // Bytes the client sent right behind its request go first.
-    t_write.write_all(&buf).map_err(|e| e.to_string())?;
-    let mut c_read = c.try_clone().map_err(|e| e.to_string())?;
+    t_write.write_all(&buf).map_err(SocksError::Io)?;
+    let mut c_read = c.try_clone().map_err(SocksError::Io)?;
     let up = std::thread::Builder::new()
         .name("remote-socks-up".into())
         .spawn(move || {
             let _ = std::io::copy(&mut c_read, &mut t_write);
             let _ = t_write.shutdown(Shutdown::Write);
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(SocksError::Io)?;
     let mut t_read = target;
     let _ = std::io::copy(&mut t_read, &mut c);
     let _ = c.shutdown(Shutdown::Write);
@@ -209,7 +260,10 @@ mod tests {
 
     #[test]
     fn permit_remote_open_entries() {
-        assert_eq!(PermitRemoteOpen::parse("any"), Ok(PermitRemoteOpen::Any));
+        assert!(matches!(
+            PermitRemoteOpen::parse("any"),
+            Ok(PermitRemoteOpen::Any)
+        ));
         let none = PermitRemoteOpen::parse("none").unwrap();
         assert!(!none.allows("127.0.0.1", 22));
         let p = PermitRemoteOpen::parse("127.0.0.1:22 [::1]:22 LocalHost:* *:80").unwrap();
