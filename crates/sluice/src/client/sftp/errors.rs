@@ -11,13 +11,13 @@ pub enum TransferError {
     /// A message for the user; the session goes on.
     Failed(String),
     /// The session cannot go on.
-    Fatal(String),
+    Fatal(SftpError),
 }
 
 impl TransferError {
     pub(super) fn remote(what: String, e: SftpError) -> TransferError {
         match e {
-            SftpError::Fatal(m) => TransferError::Fatal(m),
+            e if e.is_fatal() => TransferError::Fatal(e),
             e => TransferError::Failed(format!("{what}: {e}")),
         }
     }

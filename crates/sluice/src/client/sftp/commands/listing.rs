@@ -145,7 +145,7 @@ impl Shell {
         }
         let (u, g) = match self.s.users_groups_by_id(uids.clone(), gids.clone()) {
             Ok(r) => r,
-            Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
+            Err(e) if e.is_fatal() => return Err(Fail::Fatal(e)),
             // Names are a nicety: ids are shown instead.
             Err(_) => return Ok(Names::default()),
         };

@@ -4,10 +4,11 @@
 //! transfer::download lands it: in `.NAME.sluice-part` beside the target,
 //! renamed over it once whole.
 
+use super::super::error::ProtocolError;
 use super::super::errors::{os_text, show};
 use super::super::partial::down::create;
 use super::super::resume;
-use super::super::session::{Sftp, SftpError};
+use super::super::session::{Sftp, SftpError, SftpResult};
 use super::super::spread::Job;
 use super::super::transfer::set_times;
 use super::{Direction, Many, Say};
@@ -46,7 +47,7 @@ impl Direction for Down {
     /// A READ's offset and length (0, 0 for OPEN and CLOSE).
     type Tag = (u64, u32);
 
-    fn start(b: &mut Downloads, s: &mut Sftp, job: Job, say: Say<'_>) -> Result<(), String> {
+    fn start(b: &mut Downloads, s: &mut Sftp, job: Job, say: Say<'_>) -> SftpResult<()> {
         match job {
             Job::Down {
                 remote,
@@ -64,7 +65,7 @@ impl Direction for Down {
         (off, len): (u64, u32),
         reply: Reply<'_>,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         let chunk = s.max_read.max(1);
         let Some(f) = b.files.get_mut(&n) else {
             return Ok(());
@@ -105,7 +106,7 @@ impl Direction for Down {
                     SftpError::Remote(code)
                 ));
             }
-            _ => return Err("Server sent an unexpected reply".into()),
+            _ => return Err(ProtocolError::UnexpectedReply.into()),
         }
         b.close_when_answered(s, n, say)
     }
@@ -120,7 +121,7 @@ impl Downloads {
         local: PathBuf,
         attrs: Attrs,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         let job = Job::Down {
             remote,
             local,
@@ -136,7 +137,7 @@ impl Downloads {
         local: PathBuf,
         attrs: Attrs,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         self.make_room(s, say)?;
         let mode = attrs.permissions.unwrap_or(0o644) & 0o777;
         // The same partial name as a large file's (partial/): a run that
@@ -181,7 +182,7 @@ impl Downloads {
         Ok(())
     }
 
-    fn read(&mut self, s: &mut Sftp, n: usize, off: u64, len: u32) -> Result<(), String> {
+    fn read(&mut self, s: &mut Sftp, n: usize, off: u64, len: u32) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
@@ -196,7 +197,7 @@ impl Downloads {
     }
 
     /// The handle came: READs for the listed size, and one past it.
-    fn read_all(&mut self, s: &mut Sftp, n: usize, chunk: u32) -> Result<(), String> {
+    fn read_all(&mut self, s: &mut Sftp, n: usize, chunk: u32) -> SftpResult<()> {
         let size = self.files.get(&n).map_or(0, |f| f.attrs.size.unwrap_or(0));
         let mut at = 0;
         while at < size {
@@ -217,7 +218,7 @@ impl Downloads {
         off: u64,
         len: u32,
         chunk: u32,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
@@ -247,7 +248,7 @@ impl Downloads {
 
     /// Once a file's requests are all answered: its CLOSE (or its end, if
     /// it never opened).
-    fn close_when_answered(&mut self, s: &mut Sftp, n: usize, say: Say<'_>) -> Result<(), String> {
+    fn close_when_answered(&mut self, s: &mut Sftp, n: usize, say: Say<'_>) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
@@ -266,7 +267,7 @@ impl Downloads {
 
     /// A file is through: cut to its end, modes and times set, renamed
     /// into place; or its error said and the temporary file removed.
-    fn done(&mut self, n: usize, say: Say<'_>) -> Result<(), String> {
+    fn done(&mut self, n: usize, say: Say<'_>) -> SftpResult<()> {
         let Some(mut f) = self.files.remove(&n) else {
             return Ok(());
         };

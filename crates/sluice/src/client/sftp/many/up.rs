@@ -5,7 +5,7 @@
 //! -p) set.
 
 use super::super::errors::{os_text, show};
-use super::super::session::{Sftp, SftpError};
+use super::super::session::{Sftp, SftpError, SftpResult};
 use super::super::spread::Job;
 use super::{Direction, Many, Say};
 use sluice_proto::sftp::{pflags, Attrs, Extended, Reply, Request, Status};
@@ -73,7 +73,7 @@ impl Direction for Up {
     type File = File;
     type Tag = ();
 
-    fn start(b: &mut Uploads, s: &mut Sftp, job: Job, say: Say<'_>) -> Result<(), String> {
+    fn start(b: &mut Uploads, s: &mut Sftp, job: Job, say: Say<'_>) -> SftpResult<()> {
         match job {
             Job::Up { local, remote } => b.put_here(s, local, remote, say),
             Job::Down { .. } => Ok(()),
@@ -87,7 +87,7 @@ impl Direction for Up {
         _: (),
         reply: Reply<'_>,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         let Some(f) = b.files.get_mut(&n) else {
             return Ok(());
         };
@@ -135,7 +135,7 @@ impl Uploads {
         local: PathBuf,
         remote: Vec<u8>,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         self.offer(s, Job::Up { local, remote }, say)
     }
 
@@ -145,7 +145,7 @@ impl Uploads {
         local: PathBuf,
         remote: Vec<u8>,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         self.make_room(s, say)?;
         let (data, meta) =
             match std::fs::read(&local).and_then(|d| Ok((d, std::fs::metadata(&local)?))) {
@@ -205,13 +205,7 @@ impl Uploads {
 
     /// The OPEN's answer: the file's WRITEs (and FSETSTAT) go, or its
     /// error is said.
-    fn opened(
-        &mut self,
-        s: &mut Sftp,
-        n: usize,
-        reply: Reply<'_>,
-        say: Say<'_>,
-    ) -> Result<(), String> {
+    fn opened(&mut self, s: &mut Sftp, n: usize, reply: Reply<'_>, say: Say<'_>) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
@@ -256,7 +250,7 @@ impl Uploads {
         Ok(())
     }
 
-    fn close(&mut self, s: &mut Sftp, n: usize) -> Result<(), String> {
+    fn close(&mut self, s: &mut Sftp, n: usize) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
@@ -268,7 +262,7 @@ impl Uploads {
 
     /// A file is through: its error said, and its temporary name removed
     /// (that REMOVE's reply ends it).
-    fn done(&mut self, s: &mut Sftp, n: usize, say: Say<'_>) -> Result<(), String> {
+    fn done(&mut self, s: &mut Sftp, n: usize, say: Say<'_>) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };

@@ -2,6 +2,7 @@
 //! by sha256-range@sluice.dev (sluiced only): what a resume checks before
 //! it trusts the record (resume.rs) or the target's prefix (down.rs, up.rs).
 
+use super::super::error::ProtocolError;
 use super::super::errors::{show, TransferError, TransferResult};
 use super::super::session::{Sftp, SftpError};
 use sluice_proto::sftp::{Reply, Request, MAX_HASH_RANGE};
@@ -75,27 +76,20 @@ pub(in super::super) fn same_range(
             let body = s.recv().map_err(|e| TransferError::remote(what(), e))?;
             let rid = Reply::decode(&body).ok().and_then(|r| r.id()).unwrap_or(0);
             if !pending.iter().any(|p| p.0 == rid) && rid != id {
-                return Err(TransferError::Fatal(format!(
-                    "Unexpected reply id {rid} from the server"
-                )));
+                return Err(TransferError::Fatal(ProtocolError::UnknownId(rid).into()));
             }
             answers.insert(rid, body);
         }
         let body = answers.remove(&id).unwrap_or_default();
         let theirs = match Reply::decode(&body) {
             Ok(Reply::ExtendedReply { data, .. }) => {
-                sluice_proto::sftp::response::sha256_range(data).map_err(|_| {
-                    TransferError::Fatal("Server sent a malformed sha256-range reply".into())
-                })?
+                sluice_proto::sftp::response::sha256_range(data)
+                    .map_err(|_| TransferError::Fatal(ProtocolError::BadHashReply.into()))?
             }
             Ok(Reply::Status { code, .. }) => {
                 return Err(TransferError::remote(what(), SftpError::Remote(code)))
             }
-            _ => {
-                return Err(TransferError::Fatal(
-                    "Server sent an unexpected reply".into(),
-                ))
-            }
+            _ => return Err(TransferError::Fatal(ProtocolError::UnexpectedReply.into())),
         };
         if ours.is_some_and(|o| o != theirs) {
             same = false;

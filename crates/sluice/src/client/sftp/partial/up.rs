@@ -106,7 +106,7 @@ pub fn prepare(
 /// `e` unless it ends the session.
 fn unless_fatal(e: SftpError) -> TransferResult<SftpError> {
     match e {
-        SftpError::Fatal(m) => Err(TransferError::Fatal(m)),
+        e if e.is_fatal() => Err(TransferError::Fatal(e)),
         e => Ok(e),
     }
 }
@@ -136,7 +136,7 @@ fn reopen_part(
                 }
             }
         }
-        Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+        Err(e) if e.is_fatal() => return Err(TransferError::Fatal(e)),
         _ if !done.is_empty() => crate::log!(
             Debug1,
             "resume: \"{}\" is missing or short: not used",
@@ -157,7 +157,7 @@ fn reopen_target(
 ) -> TransferResult<Option<(Vec<u8>, u64)>> {
     let a = match s.stat(remote, true) {
         Ok(a) => a,
-        Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+        Err(e) if e.is_fatal() => return Err(TransferError::Fatal(e)),
         Err(_) => return Ok(None),
     };
     let have = a.size.unwrap_or(0);

@@ -3,6 +3,7 @@
 //! answers leave holes asked for again; each byte written at its offset.
 
 use super::super::depth::Depth;
+use super::super::error::ProtocolError;
 use super::super::errors::{show, TransferError, TransferResult};
 use super::super::session::{InFlight, Sftp, SftpError};
 use super::{drive, Pace, Pending, Side, Span};
@@ -127,10 +128,13 @@ impl Reads<'_> {
     /// DATA for the READ at `off` of `n` bytes.
     fn data(&mut self, data: &[u8], off: u64, n: u32) -> TransferResult<()> {
         if data.is_empty() || data.len() > n as usize {
-            return Err(TransferError::Fatal(format!(
-                "Server sent {} bytes for a read of {n}",
-                data.len()
-            )));
+            return Err(TransferError::Fatal(
+                ProtocolError::BadReadLength {
+                    got: data.len(),
+                    asked: n,
+                }
+                .into(),
+            ));
         }
         if self.eof_at.is_some_and(|e| off >= e) {
             return Err(self.changed());
@@ -215,7 +219,7 @@ impl Side for Reads<'_> {
             }
             Reply::Status { code, .. } => Err(self.fatal(SftpError::Remote(code))),
             _ => Err(TransferError::Fatal(
-                "Server sent an unexpected reply to READ".into(),
+                ProtocolError::UnexpectedReplyTo("READ").into(),
             )),
         }
     }

@@ -4,6 +4,7 @@
 //! behind the last WRITE when the caller has nothing to do in between.
 
 use super::super::depth::Depth;
+use super::super::error::ProtocolError;
 use super::super::errors::{show, TransferError, TransferResult};
 use super::super::session::{self, InFlight, Sftp, SftpError, SftpResult, WriteFromError};
 use super::{drive, Pace, Pending, Side, Span};
@@ -277,7 +278,7 @@ impl Side for Writes<'_> {
             }
             Reply::Status { code, .. } => Err(self.failed(s, code, pending)),
             _ => Err(TransferError::Fatal(
-                "Server sent an unexpected reply to WRITE".into(),
+                ProtocolError::UnexpectedReplyTo("WRITE").into(),
             )),
         }
     }
