@@ -39,8 +39,8 @@ pub(super) fn remote_err(what: &str, e: SftpError) -> Fail {
 
 pub(super) fn transfer_err(e: TransferError) -> Fail {
     match e {
-        TransferError::Failed(m) => err(&m),
-        TransferError::Fatal(m) => Fail::Fatal(m),
+        TransferError::Fatal(e) => Fail::Fatal(e),
+        e => err(&e.to_string()),
     }
 }
 

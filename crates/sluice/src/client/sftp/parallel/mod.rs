@@ -229,9 +229,7 @@ impl Parallel {
         done: &[(u64, u64)],
         record: Option<Arc<Record>>,
     ) -> TransferResult<()> {
-        let file = file
-            .try_clone()
-            .map_err(|e| TransferError::Failed(format!("dup: {e}")))?;
+        let file = file.try_clone().map_err(TransferError::Dup)?;
         let step = range_size(size, self.max());
         let todo = resume::missing(size, done, step);
         if !done.is_empty() {

@@ -3,7 +3,7 @@
 //! another with no pause between them; a connection that dies hands its
 //! ranges back.
 
-use super::super::errors::{show, TransferError, TransferResult};
+use super::super::errors::{RemoteOp, TransferError, TransferResult};
 use super::super::pipeline::{self, Span};
 use super::super::session::Sftp;
 use super::{Copy, Open, Range, Shared};
@@ -112,16 +112,12 @@ impl Shared {
                 // connection's work (its ranges go again elsewhere).
                 s.close(&h).map_err(TransferError::Fatal)?;
             }
-            let what = format!("open remote \"{}\"", show(&c.remote));
             let h = if c.up {
                 s.open(&c.remote, pflags::WRITE, Attrs::default())
             } else {
                 s.open_read(&c.remote)
             }
-            .map_err(|e| match e {
-                e if e.is_fatal() => TransferError::Fatal(e),
-                e => TransferError::Failed(format!("{what}: {e}")),
-            })?;
+            .map_err(|e| TransferError::remote(RemoteOp::Open, &c.remote, e))?;
             *open = Some((c.clone(), h));
         }
         let h = open.as_ref().map(|(_, h)| h.clone()).unwrap_or_default();

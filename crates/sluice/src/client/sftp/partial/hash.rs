@@ -3,7 +3,7 @@
 //! it trusts the record (resume.rs) or the target's prefix (down.rs, up.rs).
 
 use super::super::error::ProtocolError;
-use super::super::errors::{show, TransferError, TransferResult};
+use super::super::errors::{RemoteOp, TransferError, TransferResult};
 use super::super::session::{Sftp, SftpError};
 use sluice_proto::sftp::{Reply, Request, MAX_HASH_RANGE};
 use std::collections::HashMap;
@@ -44,7 +44,6 @@ pub(in super::super) fn same_range(
     if !s.has("sha256-range@sluice.dev", "1") {
         return Ok(None);
     }
-    let what = || format!("Couldn't check \"{}\"", show(remote));
     let mut sent = 0;
     let mut pending: std::collections::VecDeque<(u32, u64, u64)> = Default::default();
     let mut answers: HashMap<u32, Vec<u8>> = HashMap::new();
@@ -57,7 +56,9 @@ pub(in super::super) fn same_range(
                 offset: at + sent,
                 len: n,
             });
-            let id = s.send(&req).map_err(|e| TransferError::remote(what(), e))?;
+            let id = s
+                .send(&req)
+                .map_err(|e| TransferError::remote(RemoteOp::Check, remote, e))?;
             pending.push_back((id, at + sent, n));
             sent += n;
         }
@@ -65,15 +66,14 @@ pub(in super::super) fn same_range(
             break;
         };
         let ours = if same {
-            Some(
-                local_hash(local, off, n)
-                    .map_err(|e| TransferError::local("read local file".into(), e))?,
-            )
+            Some(local_hash(local, off, n).map_err(TransferError::LocalHash)?)
         } else {
             None
         };
         while !answers.contains_key(&id) {
-            let body = s.recv().map_err(|e| TransferError::remote(what(), e))?;
+            let body = s
+                .recv()
+                .map_err(|e| TransferError::remote(RemoteOp::Check, remote, e))?;
             let rid = Reply::decode(&body).ok().and_then(|r| r.id()).unwrap_or(0);
             if !pending.iter().any(|p| p.0 == rid) && rid != id {
                 return Err(TransferError::Fatal(ProtocolError::UnknownId(rid).into()));
@@ -87,7 +87,11 @@ pub(in super::super) fn same_range(
                     .map_err(|_| TransferError::Fatal(ProtocolError::BadHashReply.into()))?
             }
             Ok(Reply::Status { code, .. }) => {
-                return Err(TransferError::remote(what(), SftpError::Remote(code)))
+                return Err(TransferError::remote(
+                    RemoteOp::Check,
+                    remote,
+                    SftpError::Remote(code),
+                ))
             }
             _ => return Err(TransferError::Fatal(ProtocolError::UnexpectedReply.into())),
         };

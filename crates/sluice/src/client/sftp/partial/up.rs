@@ -6,7 +6,7 @@
 //! partial file appends after the target's prefix (checked by SHA-256
 //! against sluiced).
 
-use super::super::errors::{show, TransferError, TransferResult};
+use super::super::errors::{show, Refusal, RemoteOp, TransferError, TransferResult};
 use super::super::options::Options;
 use super::super::resume::{self, Record};
 use super::super::session::{EarlyOpen, InFlight, Sftp, SftpError};
@@ -99,7 +99,7 @@ pub fn prepare(
     }
     let h = s
         .open(remote, pflags::WRITE | pflags::CREAT | pflags::TRUNC, attrs)
-        .map_err(|e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e))?;
+        .map_err(|e| TransferError::remote(RemoteOp::DestOpen, remote, e))?;
     Ok(up(remote, h, 0, Vec::new(), false, None))
 }
 
@@ -162,9 +162,7 @@ fn reopen_target(
     };
     let have = a.size.unwrap_or(0);
     if have > size {
-        return Err(TransferError::Failed(
-            "destination file bigger or same size as source file".into(),
-        ));
+        return Err(Refusal::DestNotSmaller.into());
     }
     if let Some(false) = same_prefix(s, remote, file, have)? {
         crate::errln!(
@@ -175,7 +173,7 @@ fn reopen_target(
     }
     let h = s
         .open(remote, pflags::WRITE, Attrs::default())
-        .map_err(|e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e))?;
+        .map_err(|e| TransferError::remote(RemoteOp::DestOpen, remote, e))?;
     Ok(Some((h, have)))
 }
 

@@ -4,7 +4,7 @@
 
 use super::super::depth::Depth;
 use super::super::error::ProtocolError;
-use super::super::errors::{show, TransferError, TransferResult};
+use super::super::errors::{LocalOp, Refusal, RemoteOp, TransferError, TransferResult};
 use super::super::session::{InFlight, Sftp, SftpError};
 use super::{drive, Pace, Pending, Side, Span};
 use sluice_proto::sftp::{Reply, Request, Status};
@@ -87,14 +87,11 @@ struct Reads<'a> {
 
 impl Reads<'_> {
     fn fatal(&self, e: SftpError) -> TransferError {
-        TransferError::remote(format!("read \"{}\"", show(self.remote)), e)
+        TransferError::remote(RemoteOp::Read, self.remote, e)
     }
 
     fn changed(&self) -> TransferError {
-        TransferError::Failed(format!(
-            "\"{}\" changed during the download",
-            show(self.remote)
-        ))
+        Refusal::ChangedDownload(self.remote.to_vec()).into()
     }
 
     /// The next READ's offset and length, None when none is due.
@@ -139,9 +136,9 @@ impl Reads<'_> {
         if self.eof_at.is_some_and(|e| off >= e) {
             return Err(self.changed());
         }
-        self.file.write_all_at(data, off).map_err(|e| {
-            TransferError::local(format!("write to \"{}\"", self.local.display()), e)
-        })?;
+        self.file
+            .write_all_at(data, off)
+            .map_err(|e| TransferError::local(LocalOp::WriteTo, self.local, e))?;
         let got = data.len() as u32;
         self.high = self.high.max(off + u64::from(got));
         let end = off + u64::from(got);

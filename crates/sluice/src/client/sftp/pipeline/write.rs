@@ -5,7 +5,7 @@
 
 use super::super::depth::Depth;
 use super::super::error::ProtocolError;
-use super::super::errors::{show, TransferError, TransferResult};
+use super::super::errors::{LocalOp, Refusal, RemoteOp, TransferError, TransferResult};
 use super::super::session::{self, InFlight, Sftp, SftpError, SftpResult, WriteFromError};
 use super::{drive, Pace, Pending, Side, Span};
 use sluice_proto::sftp::{Extended, Reply, Request, Status};
@@ -101,10 +101,7 @@ struct Writes<'a> {
 
 impl Writes<'_> {
     fn fatal(&self, e: SftpError) -> TransferError {
-        TransferError::remote(
-            format!("Couldn't write to remote file \"{}\"", show(self.remote)),
-            e,
-        )
+        TransferError::remote(RemoteOp::Write, self.remote, e)
     }
 
     /// WRITEs sent ahead (session/): those answered counted or failed,
@@ -210,16 +207,11 @@ impl Side for Writes<'_> {
         let (id, n) = s
             .send_write_from(self.handle, next, want, fill)
             .map_err(|e| match e {
-                WriteFromError::Local(e) => {
-                    TransferError::local(format!("read local \"{}\"", self.local.display()), e)
-                }
+                WriteFromError::Local(e) => TransferError::local(LocalOp::Read, self.local, e),
                 WriteFromError::Remote(e) => self.fatal(e),
             })?;
         if self.exact && n < want {
-            return Err(TransferError::Failed(format!(
-                "\"{}\" changed during the upload",
-                self.local.display()
-            )));
+            return Err(Refusal::ChangedUpload(self.local.to_path_buf()).into());
         }
         if n == 0 {
             self.local_eof = true;

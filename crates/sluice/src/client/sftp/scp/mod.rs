@@ -243,8 +243,8 @@ fn copy_down(
             Ok(true)
         }
         Err(TransferError::Fatal(f)) => Err(f),
-        Err(TransferError::Failed(f)) => {
-            say(&f);
+        Err(e) => {
+            say(&e.to_string());
             Ok(false)
         }
     }
@@ -363,8 +363,8 @@ fn upload(
                 }
             }
             Err(TransferError::Fatal(f)) => return Err(f),
-            Err(TransferError::Failed(f)) => {
-                say(&f);
+            Err(e) => {
+                say(&e.to_string());
                 ok = false;
             }
         }
