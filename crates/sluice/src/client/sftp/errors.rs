@@ -31,6 +31,32 @@ pub enum TransferError {
         /// The OS's error.
         err: io::Error,
     },
+    /// A batch's request about one file (many/) answered with a reply of
+    /// another kind: `OP "PATH": unexpected reply`.
+    Unexpected {
+        /// What was asked.
+        op: RemoteOp,
+        /// The remote path.
+        path: Vec<u8>,
+    },
+    /// A batch's upload OPEN answered OK without a handle: `dest open
+    /// "PATH": ` (no reason to give).
+    NoHandle(Vec<u8>),
+    /// A batch's download could not be put in place (cut, times, rename):
+    /// `"PATH": strerror`.
+    Landing {
+        /// The local target.
+        path: PathBuf,
+        /// The OS's error.
+        err: io::Error,
+    },
+    /// A batch's upload source could not be read: `PATH: strerror`.
+    Unreadable {
+        /// The local source.
+        path: PathBuf,
+        /// The OS's error.
+        err: io::Error,
+    },
     /// The local file could not be read for a resume's hash check.
     LocalHash(io::Error),
     /// The local file's descriptor could not be duplicated for a copy in
@@ -53,6 +79,8 @@ pub enum RemoteOp {
     Close,
     /// READ: `read`.
     Read,
+    /// READ of a batch's download: `read remote`.
+    ReadRemote,
     /// WRITE: `Couldn't write to remote file`.
     Write,
     /// OPEN of an upload's destination: `dest open`.
@@ -145,6 +173,16 @@ impl fmt::Display for TransferError {
             TransferError::Local { op, path, err } => {
                 write!(f, "{op} \"{}\": {}", path.display(), os_text(err))
             }
+            TransferError::Unexpected { op, path } => {
+                write!(f, "{op} \"{}\": unexpected reply", show(path))
+            }
+            TransferError::NoHandle(path) => write!(f, "dest open \"{}\": ", show(path)),
+            TransferError::Landing { path, err } => {
+                write!(f, "\"{}\": {}", path.display(), os_text(err))
+            }
+            TransferError::Unreadable { path, err } => {
+                write!(f, "{}: {}", path.display(), os_text(err))
+            }
             TransferError::LocalHash(e) => write!(f, "read local file: {}", os_text(e)),
             TransferError::Dup(e) => write!(f, "dup: {e}"),
             TransferError::Refused(r) => r.fmt(f),
@@ -160,6 +198,7 @@ impl fmt::Display for RemoteOp {
             RemoteOp::Stat => "stat remote",
             RemoteOp::Close => "close remote",
             RemoteOp::Read => "read",
+            RemoteOp::ReadRemote => "read remote",
             RemoteOp::Write => "Couldn't write to remote file",
             RemoteOp::DestOpen => "dest open",
             RemoteOp::Sync => "Couldn't sync file",
@@ -227,9 +266,13 @@ impl std::error::Error for TransferError {
         match self {
             TransferError::Remote { err, .. } | TransferError::Fatal(err) => Some(err),
             TransferError::Local { err, .. }
+            | TransferError::Landing { err, .. }
+            | TransferError::Unreadable { err, .. }
             | TransferError::LocalHash(err)
             | TransferError::Dup(err) => Some(err),
-            TransferError::Refused(_) => None,
+            TransferError::Refused(_)
+            | TransferError::Unexpected { .. }
+            | TransferError::NoHandle(_) => None,
         }
     }
 }

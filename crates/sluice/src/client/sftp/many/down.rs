@@ -5,7 +5,7 @@
 //! renamed over it once whole.
 
 use super::super::error::ProtocolError;
-use super::super::errors::{os_text, show};
+use super::super::errors::{LocalOp, Refusal, RemoteOp, TransferError};
 use super::super::partial::down::create;
 use super::super::resume;
 use super::super::session::{Sftp, SftpError, SftpResult};
@@ -37,7 +37,7 @@ pub(in super::super) struct Fetch {
     eof_at: Option<u64>,
     high: u64,
     closing: bool,
-    error: Option<String>,
+    error: Option<TransferError>,
     /// When it started, for its progress line.
     since: std::time::Instant,
 }
@@ -74,11 +74,11 @@ impl Direction for Down {
         if f.closing {
             if let Reply::Status { code, .. } = reply {
                 if code != Status::OK && f.error.is_none() {
-                    f.error = Some(format!(
-                        "close remote \"{}\": {}",
-                        show(&f.remote),
-                        SftpError::Remote(code)
-                    ));
+                    f.error = Some(TransferError::Remote {
+                        op: RemoteOp::Close,
+                        path: f.remote.clone(),
+                        err: SftpError::Remote(code),
+                    });
                 }
             }
             return b.done(n, say);
@@ -99,12 +99,16 @@ impl Direction for Down {
                 f.eof_at = Some(f.eof_at.map_or(off, |e| e.min(off)));
             }
             Reply::Status { code, .. } => {
-                let what = if f.handle.is_empty() { "open" } else { "read" };
-                f.error.get_or_insert(format!(
-                    "{what} remote \"{}\": {}",
-                    show(&f.remote),
-                    SftpError::Remote(code)
-                ));
+                let op = if f.handle.is_empty() {
+                    RemoteOp::Open
+                } else {
+                    RemoteOp::ReadRemote
+                };
+                f.error.get_or_insert(TransferError::Remote {
+                    op,
+                    path: f.remote.clone(),
+                    err: SftpError::Remote(code),
+                });
             }
             _ => return Err(ProtocolError::UnexpectedReply.into()),
         }
@@ -149,11 +153,7 @@ impl Downloads {
         let file = match create(&tmp, mode) {
             Ok(f) => f,
             Err(e) => {
-                say(&format!(
-                    "open local \"{}\": {}",
-                    local.display(),
-                    os_text(&e)
-                ));
+                say(&TransferError::local(LocalOp::Open, &local, e).to_string());
                 self.failed = true;
                 return Ok(());
             }
@@ -223,11 +223,8 @@ impl Downloads {
             return Ok(());
         };
         if let Err(e) = f.file.write_all_at(data, off) {
-            f.error.get_or_insert(format!(
-                "write to \"{}\": {}",
-                f.local.display(),
-                os_text(&e)
-            ));
+            let e = TransferError::local(LocalOp::WriteTo, &f.local, e);
+            f.error.get_or_insert(e);
         }
         let got = data.len() as u64;
         // -l paces the bytes that came, not the READ's length: the read
@@ -273,19 +270,17 @@ impl Downloads {
         };
         let end = f.eof_at.unwrap_or(f.high);
         if f.error.is_none() && f.high > end {
-            f.error = Some(format!(
-                "\"{}\" changed during the download",
-                show(&f.remote)
-            ));
+            f.error = Some(Refusal::ChangedDownload(f.remote.clone()).into());
         }
         if f.error.is_none() {
             if let Err(e) = self.land(&f, end) {
-                f.error = Some(format!("\"{}\": {}", f.local.display(), os_text(&e)));
+                let path = f.local.clone();
+                f.error = Some(TransferError::Landing { path, err: e });
             }
         }
         match f.error {
             Some(e) => {
-                say(&e);
+                say(&e.to_string());
                 self.failed = true;
                 let _ = std::fs::remove_file(&f.tmp);
             }
