@@ -13,8 +13,13 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SftpError {
     /// The server answered with a status other than OK (shown as
-    /// OpenSSH's fx2txt shows it).
-    Remote(Status),
+    /// OpenSSH's fx2txt shows it; the server's own message kept for -v).
+    Remote {
+        /// The status code.
+        code: Status,
+        /// The server's message (lossily decoded; may be empty).
+        message: String,
+    },
     /// The channel or the connection is gone.
     Gone(Gone),
     /// The server broke the protocol.
@@ -58,9 +63,17 @@ pub enum ProtocolError {
 }
 
 impl SftpError {
+    /// A STATUS reply's `code` and `message` as an error.
+    pub fn status(code: Status, message: &[u8]) -> SftpError {
+        SftpError::Remote {
+            code,
+            message: String::from_utf8_lossy(message).into_owned(),
+        }
+    }
+
     /// Whether the session cannot go on (sftp and scp exit 255).
     pub fn is_fatal(&self) -> bool {
-        !matches!(self, SftpError::Remote(_))
+        !matches!(self, SftpError::Remote { .. })
     }
 
     /// The text sftp shows for the error (OpenSSH's fx2txt for a status).
@@ -72,7 +85,7 @@ impl SftpError {
 impl fmt::Display for SftpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SftpError::Remote(s) => f.write_str(fx2txt(*s)),
+            SftpError::Remote { code, .. } => f.write_str(fx2txt(*code)),
             SftpError::Gone(g) => g.fmt(f),
             SftpError::Protocol(p) => p.fmt(f),
         }
@@ -114,7 +127,7 @@ impl fmt::Display for ProtocolError {
 impl std::error::Error for SftpError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            SftpError::Remote(_) => None,
+            SftpError::Remote { .. } => None,
             SftpError::Gone(g) => Some(g),
             SftpError::Protocol(p) => Some(p),
         }
@@ -169,8 +182,12 @@ mod tests {
 
     #[test]
     fn kinds_and_words() {
-        let e = SftpError::Remote(Status::NO_SUCH_FILE);
+        let e = SftpError::status(Status::NO_SUCH_FILE, b"/x: gone");
         assert!(!e.is_fatal());
+        assert!(matches!(
+            &e,
+            SftpError::Remote { code: Status::NO_SUCH_FILE, message } if message == "/x: gone"
+        ));
         assert_eq!(e.to_string(), "No such file or directory");
         let e = SftpError::from(Gone::Closed);
         assert!(e.is_fatal());

@@ -315,7 +315,7 @@ mod tests {
 
     #[test]
     fn kinds_and_words() {
-        let e = TransferError::remote(RemoteOp::Open, b"/d/f", SftpError::Remote(Status(2)));
+        let e = TransferError::remote(RemoteOp::Open, b"/d/f", SftpError::status(Status(2), b""));
         assert!(matches!(
             e,
             TransferError::Remote {

@@ -40,9 +40,10 @@ impl Shell {
         let mut entries = false;
         if !remote::has_glob(&abs) {
             let a = self.s.stat(&abs, true).map_err(|e| match e {
-                SftpError::Remote(Status::NO_SUCH_FILE) => {
-                    err(&format!("Can't ls: \"{}\" not found", lossy(&abs)))
-                }
+                SftpError::Remote {
+                    code: Status::NO_SUCH_FILE,
+                    ..
+                } => err(&format!("Can't ls: \"{}\" not found", lossy(&abs))),
                 e => remote_err(&format!("Can't ls: \"{}\"", lossy(&abs)), e),
             })?;
             if is_dir(&a) {

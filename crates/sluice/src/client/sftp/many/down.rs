@@ -72,12 +72,12 @@ impl Direction for Down {
         };
         f.outstanding -= 1;
         if f.closing {
-            if let Reply::Status { code, .. } = reply {
+            if let Reply::Status { code, message, .. } = reply {
                 if code != Status::OK && f.error.is_none() {
                     f.error = Some(TransferError::Remote {
                         op: RemoteOp::Close,
                         path: f.remote.clone(),
-                        err: SftpError::Remote(code),
+                        err: SftpError::status(code, message),
                     });
                 }
             }
@@ -98,7 +98,7 @@ impl Direction for Down {
             } if !f.handle.is_empty() => {
                 f.eof_at = Some(f.eof_at.map_or(off, |e| e.min(off)));
             }
-            Reply::Status { code, .. } => {
+            Reply::Status { code, message, .. } => {
                 let op = if f.handle.is_empty() {
                     RemoteOp::Open
                 } else {
@@ -107,7 +107,7 @@ impl Direction for Down {
                 f.error.get_or_insert(TransferError::Remote {
                     op,
                     path: f.remote.clone(),
-                    err: SftpError::Remote(code),
+                    err: SftpError::status(code, message),
                 });
             }
             _ => return Err(ProtocolError::UnexpectedReply.into()),

@@ -64,10 +64,10 @@ fn failure(r: &Reply<'_>, op: RemoteOp, path: &[u8]) -> Option<TransferError> {
         Reply::Status {
             code: Status::OK, ..
         } => None,
-        Reply::Status { code, .. } => Some(TransferError::Remote {
+        Reply::Status { code, message, .. } => Some(TransferError::Remote {
             op,
             path,
-            err: SftpError::Remote(*code),
+            err: SftpError::status(*code, message),
         }),
         _ => Some(TransferError::Unexpected { op, path }),
     }

@@ -86,11 +86,11 @@ pub(in super::super) fn same_range(
                 sluice_proto::sftp::response::sha256_range(data)
                     .map_err(|_| TransferError::Fatal(ProtocolError::BadHashReply.into()))?
             }
-            Ok(Reply::Status { code, .. }) => {
+            Ok(Reply::Status { code, message, .. }) => {
                 return Err(TransferError::remote(
                     RemoteOp::Check,
                     remote,
-                    SftpError::Remote(code),
+                    SftpError::status(code, message),
                 ))
             }
             _ => return Err(TransferError::Fatal(ProtocolError::UnexpectedReply.into())),

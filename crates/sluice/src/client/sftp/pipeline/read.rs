@@ -214,7 +214,9 @@ impl Side for Reads<'_> {
                 self.holes.retain(|h| h.0 < off);
                 Ok(())
             }
-            Reply::Status { code, .. } => Err(self.fatal(SftpError::Remote(code))),
+            Reply::Status { code, message, .. } => {
+                Err(self.fatal(SftpError::status(code, message)))
+            }
             _ => Err(TransferError::Fatal(
                 ProtocolError::UnexpectedReplyTo("READ").into(),
             )),

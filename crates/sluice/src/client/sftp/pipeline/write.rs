@@ -140,9 +140,9 @@ impl Writes<'_> {
         Err(self.fatal(e))
     }
 
-    /// A WRITE failed with `code`: the other WRITEs (and a CLOSE sent)
+    /// A WRITE failed with `why`: the other WRITEs (and a CLOSE sent)
     /// finish before it is reported.
-    fn failed(&mut self, s: &mut Sftp, code: Status, pending: &mut Pending) -> TransferError {
+    fn failed(&mut self, s: &mut Sftp, why: SftpError, pending: &mut Pending) -> TransferError {
         while !pending.is_empty() || (self.close_id.is_some() && self.closed.is_none()) {
             let b = match s.recv() {
                 Ok(b) => b,
@@ -156,7 +156,7 @@ impl Writes<'_> {
                 pending.remove(&id);
             }
         }
-        self.fatal(SftpError::Remote(code))
+        self.fatal(why)
     }
 }
 
@@ -268,7 +268,9 @@ impl Side for Writes<'_> {
                 (self.tally)(off, u64::from(n));
                 Ok(())
             }
-            Reply::Status { code, .. } => Err(self.failed(s, code, pending)),
+            Reply::Status { code, message, .. } => {
+                Err(self.failed(s, SftpError::status(code, message), pending))
+            }
             _ => Err(TransferError::Fatal(
                 ProtocolError::UnexpectedReplyTo("WRITE").into(),
             )),
