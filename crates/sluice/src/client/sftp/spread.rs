@@ -207,7 +207,7 @@ impl Shared {
     fn connect_and_work(self: Arc<Self>) {
         let opts = match (self.connect)() {
             Ok(o) => o,
-            Err(e) => return self.gone(&e),
+            Err(e) => return self.gone(&e.to_string()),
         };
         let sh = self.clone();
         super::run_quiet(opts, move |link| {
