@@ -214,10 +214,8 @@ pub fn parallel(
         host.to_owned(),
         subsystem.to_owned(),
     );
-    let connect: Connector = Arc::new(move || {
-        side.client_options(user.as_deref(), &host, &subsystem)
-            .map_err(|e| e.to_string())
-    });
+    let connect: Connector =
+        Arc::new(move || side.client_options(user.as_deref(), &host, &subsystem));
     Some(Parallel::new(opts.streams, connect))
 }
 

@@ -9,6 +9,7 @@
 //! input while [`IN_MAX`] bytes of replies wait for the program, so the
 //! channel's window closes on a server that sends what was not asked for.
 
+use super::error::Gone;
 use crate::net::pump::{ChannelEndpoint, Ext, Produced, WakeFd};
 use sluice_proto::sftp::Deframer;
 use std::collections::VecDeque;
@@ -50,7 +51,7 @@ struct Queues {
     incoming: VecDeque<Vec<u8>>,
     in_bytes: usize,
     /// The channel or the connection is gone, and why.
-    closed: Option<String>,
+    closed: Option<Gone>,
     /// Largest reply packet accepted.
     max_packet: u32,
     /// The server's SSH identification line, once the end is attached.
@@ -109,7 +110,7 @@ pub fn pair() -> std::io::Result<(SftpChannel, Link)> {
 impl Link {
     /// Queues framed request bytes; waits while too many are unsent. Err
     /// once the connection is gone.
-    pub fn send(&self, packet: &[u8]) -> Result<(), String> {
+    pub fn send(&self, packet: &[u8]) -> Result<(), Gone> {
         let mut buf = self.buffer();
         buf.clear();
         buf.extend_from_slice(packet);
@@ -125,11 +126,11 @@ impl Link {
 
     /// Queues one framed request (the whole buffer); waits while too many
     /// bytes are unsent. Err once the connection is gone.
-    pub fn send_owned(&self, packet: Vec<u8>) -> Result<(), String> {
+    pub fn send_owned(&self, packet: Vec<u8>) -> Result<(), Gone> {
         let mut q = self.0.lock();
         loop {
             if let Some(why) = &q.closed {
-                return Err(why.clone());
+                return Err(*why);
             }
             if q.out_bytes < OUT_MAX {
                 break;
@@ -148,7 +149,7 @@ impl Link {
 
     /// The next reply body, waiting for it; Err once the connection is
     /// gone and nothing is left.
-    pub fn recv(&self) -> Result<Vec<u8>, String> {
+    pub fn recv(&self) -> Result<Vec<u8>, Gone> {
         let mut q = self.0.lock();
         loop {
             if let Some(b) = q.incoming.pop_front() {
@@ -161,7 +162,7 @@ impl Link {
                 return Ok(b);
             }
             if let Some(why) = &q.closed {
-                return Err(why.clone());
+                return Err(*why);
             }
             q = self.0.cv.wait(q).unwrap_or_else(|p| p.into_inner());
         }
@@ -201,18 +202,18 @@ impl Link {
         self.0.lock().max_packet = max.clamp(DEFAULT_MAX_PACKET, MAX_PACKET_CEILING);
     }
 
-    /// The connection ended (`why` for the program's error).
-    pub fn close(&self, why: &str) {
+    /// The connection ended ("Connection closed" for the program's error).
+    pub fn close(&self) {
         let mut q = self.0.lock();
         if q.closed.is_none() {
-            q.closed = Some(why.to_owned());
+            q.closed = Some(Gone::Closed);
         }
         self.0.cv.notify_all();
     }
 }
 
 impl SftpChannel {
-    fn fail(&mut self, q: &mut Queues, why: String) {
+    fn fail(&mut self, q: &mut Queues, why: Gone) {
         crate::log!(Error, "sftp: {why}");
         q.closed = Some(why);
         self.shared.cv.notify_all();
@@ -250,7 +251,7 @@ impl ChannelEndpoint for SftpChannel {
             q.incoming.push_back(body);
         });
         if let Err(e) = queued {
-            self.fail(&mut q, format!("bad reply from the server: {e}"));
+            self.fail(&mut q, Gone::BadFrame(e));
         }
         if q.incoming.len() != before {
             shared.cv.notify_all();
@@ -308,7 +309,7 @@ impl ChannelEndpoint for SftpChannel {
     fn on_eof(&mut self) {
         let mut q = self.shared.lock();
         if q.closed.is_none() {
-            q.closed = Some("Connection closed".into());
+            q.closed = Some(Gone::Closed);
         }
         self.shared.cv.notify_all();
     }

@@ -13,6 +13,7 @@
 //! - `session/`: requests and replies, the version exchange, limits.
 //! - `transfer.rs`: whole-file downloads and uploads; `options.rs` how
 //!   (sftp's and scp's flags); `errors.rs` why one failed;
+//! - `error.rs`: why a request or the session failed ([`error::SftpError`]);
 //!   `pipeline/`: the request loop both directions run (`read.rs`,
 //!   `write.rs`); `depth.rs`: how many requests it keeps in flight;
 //!   `partial/`: the partial file every copy writes and what a resume
@@ -34,6 +35,7 @@ pub mod bwlimit;
 pub mod channel;
 pub mod commands;
 pub mod depth;
+pub mod error;
 pub mod errors;
 pub mod many;
 pub mod options;
@@ -108,7 +110,7 @@ where
         Err(e) => crate::log::print(&e.to_string()),
         Ok(_) => {}
     }
-    link.close("Connection closed");
+    link.close();
     // The program ends once its replies stop; one still reading a prompt
     // from the terminal is not waited for.
     rx.recv_timeout(Duration::from_secs(5)).unwrap_or(255)

@@ -98,7 +98,7 @@ pub fn glob(s: &mut Sftp, cwd: &[u8], p: &[u8]) -> SftpResult<Vec<(Vec<u8>, Opti
     }
     let entries = match s.read_dir(&dir) {
         Ok(e) => e,
-        Err(super::session::SftpError::Remote(_)) => return Ok(Vec::new()),
+        Err(super::session::SftpError::Remote { .. }) => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
     let mut out: Vec<(Vec<u8>, Option<Attrs>)> = entries

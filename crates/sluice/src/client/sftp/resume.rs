@@ -135,7 +135,7 @@ impl Record {
     pub fn load(&self) -> Vec<(u64, u64)> {
         let text = match std::fs::symlink_metadata(&self.path) {
             Ok(m) if m.is_file() && m.len() <= MAX_RECORD => read_nofollow(&self.path),
-            Ok(_) => Err("not a small regular file".into()),
+            Ok(_) => Err(RecordError::NotSmallFile),
             Err(_) => return Vec::new(),
         };
         match text.and_then(|t| self.parse(&t)) {
@@ -151,29 +151,29 @@ impl Record {
         }
     }
 
-    fn parse(&self, text: &str) -> Result<Vec<(u64, u64)>, String> {
+    fn parse(&self, text: &str) -> Result<Vec<(u64, u64)>, RecordError> {
         let mut lines = text.lines();
         if lines.next() != Some(MAGIC) {
-            return Err("not a sluice range record".into());
+            return Err(RecordError::NotRecord);
         }
         if lines.next() != Some(format!("for {}", self.key).as_str()) {
-            return Err("it is for another copy, or the source changed".into());
+            return Err(RecordError::OtherCopy);
         }
         if lines.next() != Some(format!("size {}", self.size).as_str()) {
-            return Err("its size differs".into());
+            return Err(RecordError::SizeDiffers);
         }
         let mut v = Vec::new();
         for l in lines {
             let mut w = l.split(' ');
             let (Some("done"), Some(a), Some(b), None) = (w.next(), w.next(), w.next(), w.next())
             else {
-                return Err(format!("bad line \"{l}\""));
+                return Err(RecordError::BadLine(l.to_owned()));
             };
             let (Ok(a), Ok(b)) = (a.parse::<u64>(), b.parse::<u64>()) else {
-                return Err(format!("bad line \"{l}\""));
+                return Err(RecordError::BadLine(l.to_owned()));
             };
             if a >= b || b > self.size {
-                return Err(format!("range {a}-{b} is outside the file"));
+                return Err(RecordError::Outside(a, b));
             }
             v.push((a, b));
         }
@@ -335,7 +335,7 @@ fn state_dir() -> Option<PathBuf> {
 }
 
 /// A small file's text, opened without following a link.
-fn read_nofollow(p: &Path) -> Result<String, String> {
+fn read_nofollow(p: &Path) -> Result<String, RecordError> {
     use std::io::Read;
     let mut text = String::new();
     OpenOptions::new()
@@ -343,8 +343,50 @@ fn read_nofollow(p: &Path) -> Result<String, String> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(p)
         .and_then(|f| f.take(MAX_RECORD).read_to_string(&mut text))
-        .map_err(|e| format!("unreadable: {e}"))?;
+        .map_err(RecordError::Unreadable)?;
     Ok(text)
+}
+
+/// Why a record on disk is ignored (a -v line; the copy starts afresh).
+#[derive(Debug)]
+enum RecordError {
+    /// A link, a directory, or larger than a record can be.
+    NotSmallFile,
+    /// It could not be opened or read.
+    Unreadable(std::io::Error),
+    /// Its first line is not the record's.
+    NotRecord,
+    /// Its key names another copy (or the source changed).
+    OtherCopy,
+    /// Its size line differs from the source's size.
+    SizeDiffers,
+    /// A line that is not `done START END`.
+    BadLine(String),
+    /// A range `[start, end)` empty or past the file's end.
+    Outside(u64, u64),
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::NotSmallFile => f.write_str("not a small regular file"),
+            RecordError::Unreadable(e) => write!(f, "unreadable: {e}"),
+            RecordError::NotRecord => f.write_str("not a sluice range record"),
+            RecordError::OtherCopy => f.write_str("it is for another copy, or the source changed"),
+            RecordError::SizeDiffers => f.write_str("its size differs"),
+            RecordError::BadLine(l) => write!(f, "bad line \"{l}\""),
+            RecordError::Outside(a, b) => write!(f, "range {a}-{b} is outside the file"),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RecordError::Unreadable(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -381,6 +423,11 @@ mod tests {
         assert!(other.load().is_empty());
         // Garbage and out-of-range lines: ignored whole.
         let good = std::fs::read_to_string(r.path()).unwrap();
+        assert!(matches!(other.parse(&good), Err(RecordError::OtherCopy)));
+        assert!(matches!(r.parse("junk"), Err(RecordError::NotRecord)));
+        let far = r.parse(&format!("{good}done 90 200\n")).unwrap_err();
+        assert!(matches!(far, RecordError::Outside(90, 200)));
+        assert_eq!(far.to_string(), "range 90-200 is outside the file");
         std::fs::write(r.path(), format!("{good}done 90 200\n")).unwrap();
         assert!(r.load().is_empty());
         std::fs::write(r.path(), "junk").unwrap();

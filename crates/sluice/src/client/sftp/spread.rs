@@ -19,7 +19,7 @@
 
 use super::options::Options;
 use super::parallel::{Connector, AUTO_MAX};
-use super::session::Sftp;
+use super::session::{Sftp, SftpResult};
 use crate::client::streams::Streams;
 use sluice_proto::sftp::Attrs;
 use std::collections::VecDeque;
@@ -51,9 +51,9 @@ pub(super) enum Job {
 /// `Spread::new` the way to make one, so this file names neither.
 pub(super) trait Batch {
     /// Starts `job` (one of this batch's direction); Err ends the session.
-    fn start(&mut self, s: &mut Sftp, job: Job, say: &mut dyn FnMut(&str)) -> Result<(), String>;
+    fn start(&mut self, s: &mut Sftp, job: Job, say: &mut dyn FnMut(&str)) -> SftpResult<()>;
     /// Waits for the replies of every file started; Ok(all went well).
-    fn finish(&mut self, s: &mut Sftp, say: &mut dyn FnMut(&str)) -> Result<bool, String>;
+    fn finish(&mut self, s: &mut Sftp, say: &mut dyn FnMut(&str)) -> SftpResult<bool>;
 }
 
 /// Makes an extra connection's batch from the workers' settings.
@@ -207,7 +207,7 @@ impl Shared {
     fn connect_and_work(self: Arc<Self>) {
         let opts = match (self.connect)() {
             Ok(o) => o,
-            Err(e) => return self.gone(&e),
+            Err(e) => return self.gone(&e.to_string()),
         };
         let sh = self.clone();
         super::run_quiet(opts, move |link| {

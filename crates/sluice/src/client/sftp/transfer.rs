@@ -12,7 +12,7 @@
 //! and -a take a killed copy up where it stopped (partial/: the names, the
 //! record, the checks by SHA-256 against sluiced).
 
-use super::errors::{show, TransferError, TransferResult};
+use super::errors::{show, LocalOp, Refusal, RemoteOp, TransferError, TransferResult};
 // cli/xfer_args.rs names the options here.
 use super::options::Options;
 use super::partial::down::{self, Down};
@@ -64,10 +64,7 @@ pub fn download_opened(
             ..
         }) => (Some(h), sent),
         Some(EarlyOpen { result: Err(e), .. }) => {
-            return Err(TransferError::remote(
-                format!("open remote \"{}\"", show(remote)),
-                e,
-            ))
+            return Err(TransferError::remote(RemoteOp::Open, remote, e))
         }
         None => (None, Vec::new()),
     };
@@ -94,14 +91,11 @@ fn download_inner(
         Some(a) => a,
         None => s
             .stat(remote, true)
-            .map_err(|e| TransferError::remote(format!("stat remote \"{}\"", show(remote)), e))?,
+            .map_err(|e| TransferError::remote(RemoteOp::Stat, remote, e))?,
     };
     if let Some(p) = a.permissions {
         if p & 0o170000 != 0o100000 && p & 0o170000 != 0 {
-            return Err(TransferError::Failed(format!(
-                "download \"{}\": not a regular file",
-                show(remote)
-            )));
+            return Err(Refusal::RemoteNotRegular(remote.to_vec()).into());
         }
     }
     let mode = a.permissions.unwrap_or(0o644) & 0o777;
@@ -116,10 +110,7 @@ fn download_inner(
     let handle = match opened {
         Ok(h) => h,
         Err(e) => {
-            let r = Err(TransferError::remote(
-                format!("open remote \"{}\"", show(remote)),
-                e,
-            ));
+            let r = Err(TransferError::remote(RemoteOp::Open, remote, e));
             d.settle(&r, remote);
             return r;
         }
@@ -131,7 +122,7 @@ fn download_inner(
     let r = r.and_then(|end| finish_download(&d, end, local, mode, &a, o));
     d.settle(&r, remote);
     r?;
-    closed.map_err(|e| TransferError::remote(format!("close remote \"{}\"", show(remote)), e))
+    closed.map_err(|e| TransferError::remote(RemoteOp::Close, remote, e))
 }
 
 /// A download's bytes, in ranges over several connections or on one
@@ -193,17 +184,16 @@ fn finish_download(
 ) -> TransferResult<()> {
     let file = &d.file;
     file.set_len(end)
-        .map_err(|e| TransferError::local(format!("truncate \"{}\"", local.display()), e))?;
+        .map_err(|e| TransferError::local(LocalOp::Truncate, local, e))?;
     if o.fsync {
         file.sync_all()
-            .map_err(|e| TransferError::local(format!("fsync \"{}\"", local.display()), e))?;
+            .map_err(|e| TransferError::local(LocalOp::Fsync, local, e))?;
     }
     if o.preserve {
         let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
         if let Some((at, mt)) = a.atime_mtime {
-            set_times(file, at, mt).map_err(|e| {
-                TransferError::local(format!("set times on \"{}\"", local.display()), e)
-            })?;
+            set_times(file, at, mt)
+                .map_err(|e| TransferError::local(LocalOp::SetTimes, local, e))?;
         }
     }
     d.commit(local)
@@ -313,16 +303,12 @@ fn upload_inner(
     o: &Options,
     pre: &mut Option<EarlyOpen>,
 ) -> TransferResult<()> {
-    let file = File::open(local)
-        .map_err(|e| TransferError::local(format!("open local \"{}\"", local.display()), e))?;
+    let file = File::open(local).map_err(|e| TransferError::local(LocalOp::Open, local, e))?;
     let meta = file
         .metadata()
-        .map_err(|e| TransferError::local(format!("stat local \"{}\"", local.display()), e))?;
+        .map_err(|e| TransferError::local(LocalOp::Stat, local, e))?;
     if !meta.is_file() {
-        return Err(TransferError::Failed(format!(
-            "\"{}\" is not a regular file",
-            local.display()
-        )));
+        return Err(Refusal::LocalNotRegular(local.to_path_buf()).into());
     }
     // The partial file and its record (partial/up.rs).
     let u = up::prepare(s, &file, &meta, local, remote, o, pre)?;
@@ -425,9 +411,9 @@ fn finish_upload(
     } = sent;
     let handle = &u.handle;
     if r.is_ok() && o.fsync {
-        r = s.fsync(handle).map_err(|e| {
-            TransferError::remote(format!("Couldn't sync file \"{}\"", show(remote)), e)
-        });
+        r = s
+            .fsync(handle)
+            .map_err(|e| TransferError::remote(RemoteOp::Sync, remote, e));
     }
     if r.is_ok() && o.preserve {
         let mt = |t: std::io::Result<std::time::SystemTime>| {
@@ -440,33 +426,23 @@ fn finish_upload(
             atime_mtime: Some((mt(meta.accessed()), mt(meta.modified()))),
             ..Attrs::default()
         };
-        r = s.fsetstat(handle, a).map_err(|e| {
-            TransferError::remote(
-                format!("Couldn't set attributes on \"{}\"", show(remote)),
-                e,
-            )
-        });
+        r = s
+            .fsetstat(handle, a)
+            .map_err(|e| TransferError::remote(RemoteOp::SetAttrs, remote, e));
     }
     let closed = match close_status {
         Some(c) => c,
         None => s.close(handle),
     };
     if r.is_ok() && renamed_at_close {
-        r = closed.map_err(|e| {
-            TransferError::remote(
-                format!("Couldn't close and rename file into \"{}\"", show(remote)),
-                e,
-            )
-        });
+        r = closed.map_err(|e| TransferError::remote(RemoteOp::CloseRename, remote, e));
     } else if r.is_ok() {
-        r = closed.map_err(|e| {
-            TransferError::remote(format!("Couldn't close file \"{}\"", show(remote)), e)
-        });
+        r = closed.map_err(|e| TransferError::remote(RemoteOp::CloseFile, remote, e));
     }
     if r.is_ok() && u.atomic && !renamed_at_close {
-        r = s.rename(&u.target, remote, true).map_err(|e| {
-            TransferError::remote(format!("Couldn't rename file into \"{}\"", show(remote)), e)
-        });
+        r = s
+            .rename(&u.target, remote, true)
+            .map_err(|e| TransferError::remote(RemoteOp::Rename, remote, e));
     }
     r
 }

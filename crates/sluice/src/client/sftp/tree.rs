@@ -6,19 +6,19 @@
 
 use super::many::Downloads;
 use super::remote::{self, path_of, plain_name};
-use super::session::{Sftp, SftpError};
+use super::session::{Sftp, SftpError, SftpResult};
 use sluice_proto::sftp::Attrs;
 use std::path::{Path, PathBuf};
 
 /// What a recursive download does at each step. Each returns Ok(all went
-/// well) or Err(the message that ends the session).
+/// well) or Err(the error that ends the session).
 pub(super) trait Visit {
     /// Before `dir` is listed (the batch's replies first).
-    fn enter(&mut self, s: &mut Sftp, batch: &mut Downloads, dir: &[u8]) -> Result<bool, String>;
+    fn enter(&mut self, s: &mut Sftp, batch: &mut Downloads, dir: &[u8]) -> SftpResult<bool>;
     /// The local directory `local` could not be made.
-    fn no_dir(&mut self, local: &Path, e: std::io::Error) -> Result<bool, String>;
+    fn no_dir(&mut self, local: &Path, e: std::io::Error) -> SftpResult<bool>;
     /// `dir` could not be listed.
-    fn unlisted(&mut self, dir: &[u8], e: SftpError) -> Result<bool, String>;
+    fn unlisted(&mut self, dir: &[u8], e: SftpError) -> SftpResult<bool>;
     /// A regular file to fetch, listed with `attrs`.
     fn file(
         &mut self,
@@ -27,7 +27,7 @@ pub(super) trait Visit {
         remote: Vec<u8>,
         local: PathBuf,
         attrs: Attrs,
-    ) -> Result<bool, String>;
+    ) -> SftpResult<bool>;
     /// Neither a file nor a directory: skipped.
     fn other(&mut self, _remote: &[u8]) {}
     /// After `dir`'s entries, whatever became of them.
@@ -37,7 +37,7 @@ pub(super) trait Visit {
         _batch: &mut Downloads,
         _dir: &[u8],
         _local: &Path,
-    ) -> Result<bool, String> {
+    ) -> SftpResult<bool> {
         Ok(true)
     }
 }
@@ -49,7 +49,7 @@ pub(super) fn walk_down(
     dir: &[u8],
     local: &Path,
     v: &mut impl Visit,
-) -> Result<bool, String> {
+) -> SftpResult<bool> {
     let mut ok = v.enter(s, batch, dir)?;
     match std::fs::create_dir(local) {
         Ok(()) => {}

@@ -6,7 +6,7 @@
 pub(super) use super::super::errors::{os_text, TransferError};
 pub(super) use super::super::options::Options;
 pub(super) use super::super::remote::{self, absolute, basename, path_of};
-pub(super) use super::super::session::{Sftp, SftpError};
+pub(super) use super::super::session::{Sftp, SftpError, SftpResult};
 pub(super) use super::super::transfer;
 use super::first;
 use super::settings::Settings;
@@ -20,7 +20,7 @@ pub enum Fail {
     /// Failed; the message is printed.
     Failed,
     /// The session cannot go on.
-    Fatal(String),
+    Fatal(SftpError),
 }
 
 pub(super) type Done = Result<bool, Fail>;
@@ -32,15 +32,15 @@ pub(super) fn err(msg: &str) -> Fail {
 
 pub(super) fn remote_err(what: &str, e: SftpError) -> Fail {
     match e {
-        SftpError::Fatal(m) => Fail::Fatal(m),
+        e if e.is_fatal() => Fail::Fatal(e),
         e => err(&format!("{what}: {e}")),
     }
 }
 
 pub(super) fn transfer_err(e: TransferError) -> Fail {
     match e {
-        TransferError::Failed(m) => err(&m),
-        TransferError::Fatal(m) => Fail::Fatal(m),
+        TransferError::Fatal(e) => Fail::Fatal(e),
+        e => err(&e.to_string()),
     }
 }
 

@@ -40,9 +40,10 @@ impl Shell {
         let mut entries = false;
         if !remote::has_glob(&abs) {
             let a = self.s.stat(&abs, true).map_err(|e| match e {
-                SftpError::Remote(Status::NO_SUCH_FILE) => {
-                    err(&format!("Can't ls: \"{}\" not found", lossy(&abs)))
-                }
+                SftpError::Remote {
+                    code: Status::NO_SUCH_FILE,
+                    ..
+                } => err(&format!("Can't ls: \"{}\" not found", lossy(&abs))),
                 e => remote_err(&format!("Can't ls: \"{}\"", lossy(&abs)), e),
             })?;
             if is_dir(&a) {
@@ -145,7 +146,7 @@ impl Shell {
         }
         let (u, g) = match self.s.users_groups_by_id(uids.clone(), gids.clone()) {
             Ok(r) => r,
-            Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
+            Err(e) if e.is_fatal() => return Err(Fail::Fatal(e)),
             // Names are a nicety: ids are shown instead.
             Err(_) => return Ok(Names::default()),
         };

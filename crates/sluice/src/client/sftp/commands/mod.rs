@@ -51,7 +51,7 @@ pub fn main(link: Link, set: Settings) -> i32 {
     let s = match Sftp::init_with(link, firsts) {
         Ok(s) => s,
         Err(e) => {
-            crate::errln!("{}", fatal_text(&e.text()));
+            crate::errln!("{e}");
             return 255;
         }
     };
@@ -69,20 +69,12 @@ pub fn main(link: Link, set: Settings) -> i32 {
     code
 }
 
-fn fatal_text(m: &str) -> String {
-    if m.is_empty() {
-        "Connection closed".into()
-    } else {
-        m.to_owned()
-    }
-}
-
 impl Shell {
     fn run(&mut self) -> i32 {
         match self.s.start_dir() {
             Ok(p) => self.cwd = p,
-            Err(SftpError::Fatal(m)) => {
-                crate::errln!("{}", fatal_text(&m));
+            Err(e) if e.is_fatal() => {
+                crate::errln!("{e}");
                 return 255;
             }
             Err(e) => {
@@ -99,8 +91,8 @@ impl Shell {
             match r {
                 Ok(Some(code)) => return code,
                 Ok(None) => {}
-                Err(Fail::Fatal(m)) => {
-                    crate::errln!("{}", fatal_text(&m));
+                Err(Fail::Fatal(e)) => {
+                    crate::errln!("{e}");
                     return 255;
                 }
                 Err(Fail::Failed) => return 1,
@@ -167,8 +159,8 @@ impl Shell {
             match r {
                 Ok(true) => {}
                 Ok(false) => return 0,
-                Err(Fail::Fatal(m)) => {
-                    crate::errln!("{}", fatal_text(&m));
+                Err(Fail::Fatal(e)) => {
+                    crate::errln!("{e}");
                     return 255;
                 }
                 Err(Fail::Failed) if batch.is_some() && !ignore => return 1,
@@ -213,7 +205,7 @@ impl Shell {
         };
         let is_dir = match stat {
             Ok(a) => a.permissions.is_some_and(|m| m & 0o170000 == 0o040000),
-            Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
+            Err(e) if e.is_fatal() => return Err(Fail::Fatal(e)),
             Err(_) => false,
         };
         if is_dir {

@@ -32,8 +32,8 @@ impl Shell {
                 crate::outln!("Removing {}", lossy(&m));
             }
             if let Err(e) = self.s.remove(&m) {
-                if let SftpError::Fatal(f) = e {
-                    return Err(Fail::Fatal(f));
+                if e.is_fatal() {
+                    return Err(Fail::Fatal(e));
                 }
                 crate::errln!("remote delete {}: {e}", lossy(&m));
                 failed = true;

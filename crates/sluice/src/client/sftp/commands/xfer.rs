@@ -132,7 +132,7 @@ impl Shell {
                 matches[0].1 = Some(a);
                 Ok((true, pre))
             }
-            Err(SftpError::Fatal(m)) => Err(Fail::Fatal(m)),
+            Err(e) if e.is_fatal() => Err(Fail::Fatal(e)),
             Err(_) => {
                 if let Some(e) = pre.take() {
                     self.s.discard_early_open(e);
@@ -228,7 +228,7 @@ impl Shell {
                 };
                 match stat {
                     Ok(a) => a.permissions.is_some_and(|m| m & 0o170000 == 0o040000),
-                    Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
+                    Err(e) if e.is_fatal() => return Err(Fail::Fatal(e)),
                     Err(_) => false,
                 }
             }
@@ -321,7 +321,7 @@ struct GetTree<'a> {
 }
 
 impl Visit for GetTree<'_> {
-    fn enter(&mut self, s: &mut Sftp, batch: &mut Downloads, dir: &[u8]) -> Result<bool, String> {
+    fn enter(&mut self, s: &mut Sftp, batch: &mut Downloads, dir: &[u8]) -> SftpResult<bool> {
         // READDIR, STAT and large files wait for their own replies.
         let ok = batch.finish(s, &mut |m| crate::errln!("{m}"))?;
         if !self.quiet {
@@ -330,12 +330,12 @@ impl Visit for GetTree<'_> {
         Ok(ok)
     }
 
-    fn no_dir(&mut self, local: &Path, e: std::io::Error) -> Result<bool, String> {
+    fn no_dir(&mut self, local: &Path, e: std::io::Error) -> SftpResult<bool> {
         err(&format!("mkdir {}: {}", local.display(), os_text(&e)));
         Ok(false)
     }
 
-    fn unlisted(&mut self, dir: &[u8], e: SftpError) -> Result<bool, String> {
+    fn unlisted(&mut self, dir: &[u8], e: SftpError) -> SftpResult<bool> {
         let what = format!("Unable to open directory \"{}\"", lossy(dir));
         failed_or_fatal(Err(remote_err(&what, e)))
     }
@@ -347,7 +347,7 @@ impl Visit for GetTree<'_> {
         r: Vec<u8>,
         l: PathBuf,
         attrs: Attrs,
-    ) -> Result<bool, String> {
+    ) -> SftpResult<bool> {
         if !self.quiet {
             crate::outln!("Fetching {} to {}", lossy(&r), l.display());
         }
@@ -373,7 +373,7 @@ impl Visit for GetTree<'_> {
         batch: &mut Downloads,
         dir: &[u8],
         local: &Path,
-    ) -> Result<bool, String> {
+    ) -> SftpResult<bool> {
         if !self.o.preserve {
             return Ok(true);
         }
@@ -388,7 +388,7 @@ impl Visit for GetTree<'_> {
 
 /// A step's failure as a tree walk counts it: Ok(false) once printed,
 /// Err for the session's end.
-fn failed_or_fatal(r: Result<bool, Fail>) -> Result<bool, String> {
+fn failed_or_fatal(r: Result<bool, Fail>) -> SftpResult<bool> {
     match r {
         Ok(ok) => Ok(ok),
         Err(Fail::Failed) => Ok(false),
@@ -419,7 +419,7 @@ fn walk_up(
         .unwrap_or(0o755);
     match s.mkdir(remote_dir, Some(mode | 0o700)) {
         Ok(()) => {}
-        Err(SftpError::Fatal(m)) => return Err(Fail::Fatal(m)),
+        Err(e) if e.is_fatal() => return Err(Fail::Fatal(e)),
         Err(e) => {
             let is_dir = s
                 .stat(remote_dir, true)

@@ -4,10 +4,11 @@
 //! transfer::download lands it: in `.NAME.sluice-part` beside the target,
 //! renamed over it once whole.
 
-use super::super::errors::{os_text, show};
+use super::super::error::ProtocolError;
+use super::super::errors::{LocalOp, Refusal, RemoteOp, TransferError};
 use super::super::partial::down::create;
 use super::super::resume;
-use super::super::session::{Sftp, SftpError};
+use super::super::session::{Sftp, SftpError, SftpResult};
 use super::super::spread::Job;
 use super::super::transfer::set_times;
 use super::{Direction, Many, Say};
@@ -36,7 +37,7 @@ pub(in super::super) struct Fetch {
     eof_at: Option<u64>,
     high: u64,
     closing: bool,
-    error: Option<String>,
+    error: Option<TransferError>,
     /// When it started, for its progress line.
     since: std::time::Instant,
 }
@@ -46,7 +47,7 @@ impl Direction for Down {
     /// A READ's offset and length (0, 0 for OPEN and CLOSE).
     type Tag = (u64, u32);
 
-    fn start(b: &mut Downloads, s: &mut Sftp, job: Job, say: Say<'_>) -> Result<(), String> {
+    fn start(b: &mut Downloads, s: &mut Sftp, job: Job, say: Say<'_>) -> SftpResult<()> {
         match job {
             Job::Down {
                 remote,
@@ -64,20 +65,20 @@ impl Direction for Down {
         (off, len): (u64, u32),
         reply: Reply<'_>,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         let chunk = s.max_read.max(1);
         let Some(f) = b.files.get_mut(&n) else {
             return Ok(());
         };
         f.outstanding -= 1;
         if f.closing {
-            if let Reply::Status { code, .. } = reply {
+            if let Reply::Status { code, message, .. } = reply {
                 if code != Status::OK && f.error.is_none() {
-                    f.error = Some(format!(
-                        "close remote \"{}\": {}",
-                        show(&f.remote),
-                        SftpError::Remote(code)
-                    ));
+                    f.error = Some(TransferError::Remote {
+                        op: RemoteOp::Close,
+                        path: f.remote.clone(),
+                        err: SftpError::status(code, message),
+                    });
                 }
             }
             return b.done(n, say);
@@ -97,15 +98,19 @@ impl Direction for Down {
             } if !f.handle.is_empty() => {
                 f.eof_at = Some(f.eof_at.map_or(off, |e| e.min(off)));
             }
-            Reply::Status { code, .. } => {
-                let what = if f.handle.is_empty() { "open" } else { "read" };
-                f.error.get_or_insert(format!(
-                    "{what} remote \"{}\": {}",
-                    show(&f.remote),
-                    SftpError::Remote(code)
-                ));
+            Reply::Status { code, message, .. } => {
+                let op = if f.handle.is_empty() {
+                    RemoteOp::Open
+                } else {
+                    RemoteOp::ReadRemote
+                };
+                f.error.get_or_insert(TransferError::Remote {
+                    op,
+                    path: f.remote.clone(),
+                    err: SftpError::status(code, message),
+                });
             }
-            _ => return Err("Server sent an unexpected reply".into()),
+            _ => return Err(ProtocolError::UnexpectedReply.into()),
         }
         b.close_when_answered(s, n, say)
     }
@@ -120,7 +125,7 @@ impl Downloads {
         local: PathBuf,
         attrs: Attrs,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         let job = Job::Down {
             remote,
             local,
@@ -136,7 +141,7 @@ impl Downloads {
         local: PathBuf,
         attrs: Attrs,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         self.make_room(s, say)?;
         let mode = attrs.permissions.unwrap_or(0o644) & 0o777;
         // The same partial name as a large file's (partial/): a run that
@@ -148,11 +153,7 @@ impl Downloads {
         let file = match create(&tmp, mode) {
             Ok(f) => f,
             Err(e) => {
-                say(&format!(
-                    "open local \"{}\": {}",
-                    local.display(),
-                    os_text(&e)
-                ));
+                say(&TransferError::local(LocalOp::Open, &local, e).to_string());
                 self.failed = true;
                 return Ok(());
             }
@@ -181,7 +182,7 @@ impl Downloads {
         Ok(())
     }
 
-    fn read(&mut self, s: &mut Sftp, n: usize, off: u64, len: u32) -> Result<(), String> {
+    fn read(&mut self, s: &mut Sftp, n: usize, off: u64, len: u32) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
@@ -196,7 +197,7 @@ impl Downloads {
     }
 
     /// The handle came: READs for the listed size, and one past it.
-    fn read_all(&mut self, s: &mut Sftp, n: usize, chunk: u32) -> Result<(), String> {
+    fn read_all(&mut self, s: &mut Sftp, n: usize, chunk: u32) -> SftpResult<()> {
         let size = self.files.get(&n).map_or(0, |f| f.attrs.size.unwrap_or(0));
         let mut at = 0;
         while at < size {
@@ -217,16 +218,13 @@ impl Downloads {
         off: u64,
         len: u32,
         chunk: u32,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
         if let Err(e) = f.file.write_all_at(data, off) {
-            f.error.get_or_insert(format!(
-                "write to \"{}\": {}",
-                f.local.display(),
-                os_text(&e)
-            ));
+            let e = TransferError::local(LocalOp::WriteTo, &f.local, e);
+            f.error.get_or_insert(e);
         }
         let got = data.len() as u64;
         // -l paces the bytes that came, not the READ's length: the read
@@ -247,7 +245,7 @@ impl Downloads {
 
     /// Once a file's requests are all answered: its CLOSE (or its end, if
     /// it never opened).
-    fn close_when_answered(&mut self, s: &mut Sftp, n: usize, say: Say<'_>) -> Result<(), String> {
+    fn close_when_answered(&mut self, s: &mut Sftp, n: usize, say: Say<'_>) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
@@ -266,25 +264,23 @@ impl Downloads {
 
     /// A file is through: cut to its end, modes and times set, renamed
     /// into place; or its error said and the temporary file removed.
-    fn done(&mut self, n: usize, say: Say<'_>) -> Result<(), String> {
+    fn done(&mut self, n: usize, say: Say<'_>) -> SftpResult<()> {
         let Some(mut f) = self.files.remove(&n) else {
             return Ok(());
         };
         let end = f.eof_at.unwrap_or(f.high);
         if f.error.is_none() && f.high > end {
-            f.error = Some(format!(
-                "\"{}\" changed during the download",
-                show(&f.remote)
-            ));
+            f.error = Some(Refusal::ChangedDownload(f.remote.clone()).into());
         }
         if f.error.is_none() {
             if let Err(e) = self.land(&f, end) {
-                f.error = Some(format!("\"{}\": {}", f.local.display(), os_text(&e)));
+                let path = f.local.clone();
+                f.error = Some(TransferError::Landing { path, err: e });
             }
         }
         match f.error {
             Some(e) => {
-                say(&e);
+                say(&e.to_string());
                 self.failed = true;
                 let _ = std::fs::remove_file(&f.tmp);
             }

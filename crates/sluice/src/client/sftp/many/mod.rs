@@ -19,8 +19,9 @@ mod up;
 pub(super) use down::Downloads;
 pub(super) use up::Uploads;
 
+use super::error::ProtocolError;
 use super::options::Options;
-use super::session::{fatal, Sftp};
+use super::session::{Sftp, SftpResult};
 use super::spread::{Batch, Job, Spread};
 use sluice_proto::sftp::{Reply, Request};
 use std::collections::HashMap;
@@ -41,7 +42,7 @@ pub(super) trait Direction: Sized + 'static {
     /// READ's offset and length).
     type Tag;
     /// Starts `job` on this session if it goes this way.
-    fn start(b: &mut Many<Self>, s: &mut Sftp, job: Job, say: Say<'_>) -> Result<(), String>;
+    fn start(b: &mut Many<Self>, s: &mut Sftp, job: Job, say: Say<'_>) -> SftpResult<()>;
     /// The reply to one of file `n`'s requests, sent with `tag`.
     fn reply(
         b: &mut Many<Self>,
@@ -50,7 +51,7 @@ pub(super) trait Direction: Sized + 'static {
         tag: Self::Tag,
         reply: Reply<'_>,
         say: Say<'_>,
-    ) -> Result<(), String>;
+    ) -> SftpResult<()>;
 }
 
 /// Small files of one direction in flight together.
@@ -70,8 +71,8 @@ struct Waiting<T>(HashMap<u32, (usize, T)>);
 
 impl<T> Waiting<T> {
     /// Sends `req` for file `n`.
-    fn ask(&mut self, s: &mut Sftp, req: &Request<'_>, n: usize, tag: T) -> Result<(), String> {
-        let id = s.send(req).map_err(fatal)?;
+    fn ask(&mut self, s: &mut Sftp, req: &Request<'_>, n: usize, tag: T) -> SftpResult<()> {
+        let id = s.send(req)?;
         self.0.insert(id, (n, tag));
         Ok(())
     }
@@ -92,7 +93,7 @@ impl<D: Direction> Many<D> {
 
     /// Waits until every file is done here and on the other connections
     /// (taking back what they could not); Ok(all went well).
-    pub(super) fn drain(&mut self, s: &mut Sftp, say: Say<'_>) -> Result<bool, String> {
+    pub(super) fn drain(&mut self, s: &mut Sftp, say: Say<'_>) -> SftpResult<bool> {
         let mut ok = self.finish(s, say)?;
         while let Some(job) = self.spread.as_ref().and_then(|sp| sp.take()) {
             D::start(self, s, job, say)?;
@@ -102,7 +103,7 @@ impl<D: Direction> Many<D> {
     }
 
     /// Waits until every file is done; Ok(all went well).
-    pub(super) fn finish(&mut self, s: &mut Sftp, say: Say<'_>) -> Result<bool, String> {
+    pub(super) fn finish(&mut self, s: &mut Sftp, say: Say<'_>) -> SftpResult<bool> {
         while !self.files.is_empty() {
             self.step(s, say)?;
         }
@@ -110,7 +111,7 @@ impl<D: Direction> Many<D> {
     }
 
     /// Deals `job` out: started here, or queued for another connection.
-    fn offer(&mut self, s: &mut Sftp, job: Job, say: Say<'_>) -> Result<(), String> {
+    fn offer(&mut self, s: &mut Sftp, job: Job, say: Say<'_>) -> SftpResult<()> {
         let here = match &mut self.spread {
             Some(sp) => sp.offer(job),
             None => Some(job),
@@ -122,7 +123,7 @@ impl<D: Direction> Many<D> {
     }
 
     /// Waits for replies while `MAX_FILES` are in flight.
-    fn make_room(&mut self, s: &mut Sftp, say: Say<'_>) -> Result<(), String> {
+    fn make_room(&mut self, s: &mut Sftp, say: Say<'_>) -> SftpResult<()> {
         while self.files.len() >= MAX_FILES {
             self.step(s, say)?;
         }
@@ -138,26 +139,24 @@ impl<D: Direction> Many<D> {
     }
 
     /// Takes one reply and moves its file on.
-    fn step(&mut self, s: &mut Sftp, say: Say<'_>) -> Result<(), String> {
-        let body = s.recv().map_err(fatal)?;
-        let reply =
-            Reply::decode(&body).map_err(|e| format!("Server sent a malformed reply: {e}"))?;
+    fn step(&mut self, s: &mut Sftp, say: Say<'_>) -> SftpResult<()> {
+        let body = s.recv()?;
+        let reply = Reply::decode(&body).map_err(ProtocolError::Malformed)?;
         let id = reply.id().unwrap_or(0);
-        let unexpected = || format!("Unexpected reply id {id} from the server");
-        let (n, tag) = self.waiting.0.remove(&id).ok_or_else(unexpected)?;
+        let (n, tag) = (self.waiting.0.remove(&id)).ok_or(ProtocolError::UnknownId(id))?;
         if !self.files.contains_key(&n) {
-            return Err(unexpected());
+            return Err(ProtocolError::UnknownId(id).into());
         }
         D::reply(self, s, n, tag, reply, say)
     }
 }
 
 impl<D: Direction> Batch for Many<D> {
-    fn start(&mut self, s: &mut Sftp, job: Job, say: Say<'_>) -> Result<(), String> {
+    fn start(&mut self, s: &mut Sftp, job: Job, say: Say<'_>) -> SftpResult<()> {
         self.offer(s, job, say)
     }
 
-    fn finish(&mut self, s: &mut Sftp, say: Say<'_>) -> Result<bool, String> {
+    fn finish(&mut self, s: &mut Sftp, say: Say<'_>) -> SftpResult<bool> {
         Many::finish(self, s, say)
     }
 }

@@ -4,8 +4,8 @@
 //! removed. Each ends as transfer::upload would, modes (and times with
 //! -p) set.
 
-use super::super::errors::{os_text, show};
-use super::super::session::{Sftp, SftpError};
+use super::super::errors::{RemoteOp, TransferError};
+use super::super::session::{Sftp, SftpError, SftpResult};
 use super::super::spread::Job;
 use super::{Direction, Many, Say};
 use sluice_proto::sftp::{pflags, Attrs, Extended, Reply, Request, Status};
@@ -42,30 +42,34 @@ pub(in super::super) struct File {
     handle: Vec<u8>,
     step: Step,
     /// The first error, reported once the file is closed.
-    error: Option<String>,
+    error: Option<TransferError>,
     /// Its size and when it started, for its progress line.
     size: u64,
     since: std::time::Instant,
 }
 
 impl File {
-    /// Keeps the first error: `reply`'s, if not OK, as "`what` "name": why".
-    fn note(&mut self, reply: &Reply<'_>, what: &str) {
+    /// Keeps the first error: `reply`'s, if not OK, as `op` on the file.
+    fn note(&mut self, reply: &Reply<'_>, op: RemoteOp) {
         if self.error.is_none() {
-            self.error =
-                status(reply).map(|why| format!("{what} \"{}\": {why}", show(&self.remote)));
+            self.error = failure(reply, op, &self.remote);
         }
     }
 }
 
-/// A reply's error, None for OK.
-fn status(r: &Reply<'_>) -> Option<String> {
+/// A reply's error for `op` on `path`, None for OK.
+fn failure(r: &Reply<'_>, op: RemoteOp, path: &[u8]) -> Option<TransferError> {
+    let path = path.to_vec();
     match r {
         Reply::Status {
             code: Status::OK, ..
         } => None,
-        Reply::Status { code, .. } => Some(SftpError::Remote(*code).to_string()),
-        _ => Some("unexpected reply".to_owned()),
+        Reply::Status { code, message, .. } => Some(TransferError::Remote {
+            op,
+            path,
+            err: SftpError::status(*code, message),
+        }),
+        _ => Some(TransferError::Unexpected { op, path }),
     }
 }
 
@@ -73,7 +77,7 @@ impl Direction for Up {
     type File = File;
     type Tag = ();
 
-    fn start(b: &mut Uploads, s: &mut Sftp, job: Job, say: Say<'_>) -> Result<(), String> {
+    fn start(b: &mut Uploads, s: &mut Sftp, job: Job, say: Say<'_>) -> SftpResult<()> {
         match job {
             Job::Up { local, remote } => b.put_here(s, local, remote, say),
             Job::Down { .. } => Ok(()),
@@ -87,21 +91,21 @@ impl Direction for Up {
         _: (),
         reply: Reply<'_>,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         let Some(f) = b.files.get_mut(&n) else {
             return Ok(());
         };
         match f.step {
             Step::Opening => return b.opened(s, n, reply, say),
             Step::Writing(left) => {
-                f.note(&reply, "Couldn't write to remote file");
+                f.note(&reply, RemoteOp::Write);
                 f.step = Step::Writing(left - 1);
                 if left == 1 {
                     b.close(s, n)?;
                 }
             }
             Step::Closing => {
-                f.note(&reply, "Couldn't close file");
+                f.note(&reply, RemoteOp::CloseFile);
                 if f.error.is_none() && f.written != f.remote {
                     let req = Request::Extended(Extended::PosixRename {
                         from: &f.written,
@@ -114,7 +118,7 @@ impl Direction for Up {
                 b.done(s, n, say)?;
             }
             Step::Renaming => {
-                f.note(&reply, "Couldn't rename file into");
+                f.note(&reply, RemoteOp::Rename);
                 b.done(s, n, say)?;
             }
             Step::Removing => {
@@ -135,7 +139,7 @@ impl Uploads {
         local: PathBuf,
         remote: Vec<u8>,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         self.offer(s, Job::Up { local, remote }, say)
     }
 
@@ -145,13 +149,17 @@ impl Uploads {
         local: PathBuf,
         remote: Vec<u8>,
         say: Say<'_>,
-    ) -> Result<(), String> {
+    ) -> SftpResult<()> {
         self.make_room(s, say)?;
         let (data, meta) =
             match std::fs::read(&local).and_then(|d| Ok((d, std::fs::metadata(&local)?))) {
                 Ok(x) => x,
                 Err(e) => {
-                    say(&format!("{}: {}", local.display(), os_text(&e)));
+                    say(&TransferError::Unreadable {
+                        path: local,
+                        err: e,
+                    }
+                    .to_string());
                     self.failed = true;
                     return Ok(());
                 }
@@ -205,19 +213,14 @@ impl Uploads {
 
     /// The OPEN's answer: the file's WRITEs (and FSETSTAT) go, or its
     /// error is said.
-    fn opened(
-        &mut self,
-        s: &mut Sftp,
-        n: usize,
-        reply: Reply<'_>,
-        say: Say<'_>,
-    ) -> Result<(), String> {
+    fn opened(&mut self, s: &mut Sftp, n: usize, reply: Reply<'_>, say: Say<'_>) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
         let Reply::Handle { handle, .. } = reply else {
-            let why = status(&reply).unwrap_or_default();
-            say(&format!("dest open \"{}\": {why}", show(&f.remote)));
+            let e = failure(&reply, RemoteOp::DestOpen, &f.remote)
+                .unwrap_or_else(|| TransferError::NoHandle(f.remote.clone()));
+            say(&e.to_string());
             self.failed = true;
             self.files.remove(&n);
             return Ok(());
@@ -256,7 +259,7 @@ impl Uploads {
         Ok(())
     }
 
-    fn close(&mut self, s: &mut Sftp, n: usize) -> Result<(), String> {
+    fn close(&mut self, s: &mut Sftp, n: usize) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
@@ -268,13 +271,13 @@ impl Uploads {
 
     /// A file is through: its error said, and its temporary name removed
     /// (that REMOVE's reply ends it).
-    fn done(&mut self, s: &mut Sftp, n: usize, say: Say<'_>) -> Result<(), String> {
+    fn done(&mut self, s: &mut Sftp, n: usize, say: Say<'_>) -> SftpResult<()> {
         let Some(f) = self.files.get_mut(&n) else {
             return Ok(());
         };
         match f.error.take() {
             Some(e) => {
-                say(&e);
+                say(&e.to_string());
                 self.failed = true;
                 if f.written != f.remote {
                     self.waiting

@@ -29,7 +29,7 @@ use super::resume::{self, Record};
 use super::session::Sftp;
 use crate::client::streams::Streams;
 use crate::client::streams_auto::Steer;
-use crate::client::ClientOptions;
+use crate::client::{ClientError, ClientOptions};
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::path::PathBuf;
@@ -42,7 +42,7 @@ use std::time::Duration;
 pub const MIN_SPLIT: u64 = 64 << 20;
 pub use crate::client::streams_auto::AUTO_MAX;
 /// Makes the options of one more connection (BatchMode on).
-pub type Connector = Arc<dyn Fn() -> Result<ClientOptions, String> + Send + Sync>;
+pub type Connector = Arc<dyn Fn() -> Result<ClientOptions, ClientError> + Send + Sync>;
 
 /// The extra connections of one sftp or scp run (cheap to clone: shared).
 #[derive(Clone)]
@@ -229,9 +229,7 @@ impl Parallel {
         done: &[(u64, u64)],
         record: Option<Arc<Record>>,
     ) -> TransferResult<()> {
-        let file = file
-            .try_clone()
-            .map_err(|e| TransferError::Failed(format!("dup: {e}")))?;
+        let file = file.try_clone().map_err(TransferError::Dup)?;
         let step = range_size(size, self.max());
         let todo = resume::missing(size, done, step);
         if !done.is_empty() {

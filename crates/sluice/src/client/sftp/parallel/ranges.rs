@@ -3,9 +3,9 @@
 //! another with no pause between them; a connection that dies hands its
 //! ranges back.
 
-use super::super::errors::{show, TransferError, TransferResult};
+use super::super::errors::{RemoteOp, TransferError, TransferResult};
 use super::super::pipeline::{self, Span};
-use super::super::session::{Sftp, SftpError};
+use super::super::session::Sftp;
 use super::{Copy, Open, Range, Shared};
 use sluice_proto::sftp::{pflags, Attrs};
 use std::sync::atomic::Ordering;
@@ -108,23 +108,16 @@ impl Shared {
         }
         if !open.as_ref().is_some_and(|(o, _)| Arc::ptr_eq(o, c)) {
             if let Some((_, h)) = open.take() {
-                s.close(&h)
-                    .map_err(|e| TransferError::Fatal(e.to_string()))
-                    .or_else(|e| match e {
-                        TransferError::Fatal(_) => Err(e),
-                        _ => Ok(()),
-                    })?;
+                // As before typed errors: any failed CLOSE here ends this
+                // connection's work (its ranges go again elsewhere).
+                s.close(&h).map_err(TransferError::Fatal)?;
             }
-            let what = format!("open remote \"{}\"", show(&c.remote));
             let h = if c.up {
                 s.open(&c.remote, pflags::WRITE, Attrs::default())
             } else {
                 s.open_read(&c.remote)
             }
-            .map_err(|e| match e {
-                SftpError::Fatal(m) => TransferError::Fatal(m),
-                e => TransferError::Failed(format!("{what}: {e}")),
-            })?;
+            .map_err(|e| TransferError::remote(RemoteOp::Open, &c.remote, e))?;
             *open = Some((c.clone(), h));
         }
         let h = open.as_ref().map(|(_, h)| h.clone()).unwrap_or_default();

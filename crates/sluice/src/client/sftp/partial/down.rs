@@ -9,7 +9,7 @@
 //! with O_EXCL when new; its record is read and written without following
 //! links (resume.rs).
 
-use super::super::errors::{show, TransferError, TransferResult};
+use super::super::errors::{show, LocalOp, Refusal, TransferError, TransferResult};
 use super::super::options::Options;
 use super::super::resume::{self, Record};
 use super::super::session::Sftp;
@@ -47,10 +47,7 @@ fn absolute(p: &Path) -> PathBuf {
 }
 
 fn refuse_link(part: &Path) -> TransferError {
-    TransferError::Failed(format!(
-        "\"{}\" is a symbolic link: not writing through it (remove it to download)",
-        part.display()
-    ))
+    Refusal::PartIsLink(part.to_path_buf()).into()
 }
 
 /// Opens an existing part for a resume; None when there is none.
@@ -64,20 +61,14 @@ fn open_existing(part: &Path) -> TransferResult<Option<File>> {
         Ok(f) => regular(f, part).map(Some),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(refuse_link(part)),
-        Err(e) => Err(TransferError::local(
-            format!("open local \"{}\"", part.display()),
-            e,
-        )),
+        Err(e) => Err(TransferError::local(LocalOp::Open, part, e)),
     }
 }
 
 fn regular(f: File, part: &Path) -> TransferResult<File> {
     match f.metadata() {
         Ok(m) if m.is_file() => Ok(f),
-        _ => Err(TransferError::Failed(format!(
-            "\"{}\" is not a regular file: remove it to download",
-            part.display()
-        ))),
+        _ => Err(Refusal::PartNotRegular(part.to_path_buf()).into()),
     }
 }
 
@@ -157,13 +148,9 @@ pub fn prepare(
         if let Ok(m) = std::fs::metadata(local) {
             let have = m.len();
             if size.is_some_and(|sz| have > sz) {
-                return Err(TransferError::Failed(format!(
-                    "Unable to resume download of \"{}\": local file is larger than remote",
-                    local.display()
-                )));
+                return Err(Refusal::LocalLarger(local.to_path_buf()).into());
             }
-            let open_local =
-                |e| TransferError::local(format!("open local \"{}\"", local.display()), e);
+            let open_local = |e| TransferError::local(LocalOp::Open, local, e);
             let f = File::open(local).map_err(open_local)?;
             match same_prefix(s, remote, &f, have)? {
                 Some(false) => crate::errln!(
@@ -187,15 +174,13 @@ pub fn prepare(
         // place, as sftp writes.
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied && local.is_file() => {
             crate::log!(Debug1, "partial name refused ({e}): writing in place");
-            let f = OpenOptions::new().write(true).open(local).map_err(|e| {
-                TransferError::local(format!("open local \"{}\"", local.display()), e)
-            })?;
+            let f = OpenOptions::new()
+                .write(true)
+                .open(local)
+                .map_err(|e| TransferError::local(LocalOp::Open, local, e))?;
             Ok(down(f, None, 0, Vec::new(), None))
         }
-        Err(e) => Err(TransferError::local(
-            format!("open local \"{}\"", local.display()),
-            e,
-        )),
+        Err(e) => Err(TransferError::local(LocalOp::Open, local, e)),
     }
 }
 
@@ -203,9 +188,8 @@ impl Down {
     /// The download is whole: the part goes over the target.
     pub fn commit(&self, local: &Path) -> TransferResult<()> {
         if let Some(p) = &self.part {
-            std::fs::rename(p, local).map_err(|e| {
-                TransferError::local(format!("rename to \"{}\"", local.display()), e)
-            })?;
+            std::fs::rename(p, local)
+                .map_err(|e| TransferError::local(LocalOp::RenameTo, local, e))?;
         }
         Ok(())
     }
@@ -256,7 +240,9 @@ mod tests {
         let e = create(&part, 0o644).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ELOOP));
         match open_existing(&part) {
-            Err(TransferError::Failed(m)) => assert!(m.contains("symbolic link"), "{m}"),
+            Err(e @ TransferError::Refused(Refusal::PartIsLink(_))) => {
+                assert!(e.to_string().contains("symbolic link"), "{e}")
+            }
             other => panic!("{:?}", other.map(|_| ())),
         }
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");

@@ -2,7 +2,8 @@
 //! by sha256-range@sluice.dev (sluiced only): what a resume checks before
 //! it trusts the record (resume.rs) or the target's prefix (down.rs, up.rs).
 
-use super::super::errors::{show, TransferError, TransferResult};
+use super::super::error::ProtocolError;
+use super::super::errors::{RemoteOp, TransferError, TransferResult};
 use super::super::session::{Sftp, SftpError};
 use sluice_proto::sftp::{Reply, Request, MAX_HASH_RANGE};
 use std::collections::HashMap;
@@ -43,7 +44,6 @@ pub(in super::super) fn same_range(
     if !s.has("sha256-range@sluice.dev", "1") {
         return Ok(None);
     }
-    let what = || format!("Couldn't check \"{}\"", show(remote));
     let mut sent = 0;
     let mut pending: std::collections::VecDeque<(u32, u64, u64)> = Default::default();
     let mut answers: HashMap<u32, Vec<u8>> = HashMap::new();
@@ -56,7 +56,9 @@ pub(in super::super) fn same_range(
                 offset: at + sent,
                 len: n,
             });
-            let id = s.send(&req).map_err(|e| TransferError::remote(what(), e))?;
+            let id = s
+                .send(&req)
+                .map_err(|e| TransferError::remote(RemoteOp::Check, remote, e))?;
             pending.push_back((id, at + sent, n));
             sent += n;
         }
@@ -64,38 +66,34 @@ pub(in super::super) fn same_range(
             break;
         };
         let ours = if same {
-            Some(
-                local_hash(local, off, n)
-                    .map_err(|e| TransferError::local("read local file".into(), e))?,
-            )
+            Some(local_hash(local, off, n).map_err(TransferError::LocalHash)?)
         } else {
             None
         };
         while !answers.contains_key(&id) {
-            let body = s.recv().map_err(|e| TransferError::remote(what(), e))?;
+            let body = s
+                .recv()
+                .map_err(|e| TransferError::remote(RemoteOp::Check, remote, e))?;
             let rid = Reply::decode(&body).ok().and_then(|r| r.id()).unwrap_or(0);
             if !pending.iter().any(|p| p.0 == rid) && rid != id {
-                return Err(TransferError::Fatal(format!(
-                    "Unexpected reply id {rid} from the server"
-                )));
+                return Err(TransferError::Fatal(ProtocolError::UnknownId(rid).into()));
             }
             answers.insert(rid, body);
         }
         let body = answers.remove(&id).unwrap_or_default();
         let theirs = match Reply::decode(&body) {
             Ok(Reply::ExtendedReply { data, .. }) => {
-                sluice_proto::sftp::response::sha256_range(data).map_err(|_| {
-                    TransferError::Fatal("Server sent a malformed sha256-range reply".into())
-                })?
+                sluice_proto::sftp::response::sha256_range(data)
+                    .map_err(|_| TransferError::Fatal(ProtocolError::BadHashReply.into()))?
             }
-            Ok(Reply::Status { code, .. }) => {
-                return Err(TransferError::remote(what(), SftpError::Remote(code)))
-            }
-            _ => {
-                return Err(TransferError::Fatal(
-                    "Server sent an unexpected reply".into(),
+            Ok(Reply::Status { code, message, .. }) => {
+                return Err(TransferError::remote(
+                    RemoteOp::Check,
+                    remote,
+                    SftpError::status(code, message),
                 ))
             }
+            _ => return Err(TransferError::Fatal(ProtocolError::UnexpectedReply.into())),
         };
         if ours.is_some_and(|o| o != theirs) {
             same = false;

@@ -6,7 +6,7 @@
 //! partial file appends after the target's prefix (checked by SHA-256
 //! against sluiced).
 
-use super::super::errors::{show, TransferError, TransferResult};
+use super::super::errors::{show, Refusal, RemoteOp, TransferError, TransferResult};
 use super::super::options::Options;
 use super::super::resume::{self, Record};
 use super::super::session::{EarlyOpen, InFlight, Sftp, SftpError};
@@ -99,14 +99,14 @@ pub fn prepare(
     }
     let h = s
         .open(remote, pflags::WRITE | pflags::CREAT | pflags::TRUNC, attrs)
-        .map_err(|e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e))?;
+        .map_err(|e| TransferError::remote(RemoteOp::DestOpen, remote, e))?;
     Ok(up(remote, h, 0, Vec::new(), false, None))
 }
 
 /// `e` unless it ends the session.
 fn unless_fatal(e: SftpError) -> TransferResult<SftpError> {
     match e {
-        SftpError::Fatal(m) => Err(TransferError::Fatal(m)),
+        e if e.is_fatal() => Err(TransferError::Fatal(e)),
         e => Ok(e),
     }
 }
@@ -136,7 +136,7 @@ fn reopen_part(
                 }
             }
         }
-        Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+        Err(e) if e.is_fatal() => return Err(TransferError::Fatal(e)),
         _ if !done.is_empty() => crate::log!(
             Debug1,
             "resume: \"{}\" is missing or short: not used",
@@ -157,14 +157,12 @@ fn reopen_target(
 ) -> TransferResult<Option<(Vec<u8>, u64)>> {
     let a = match s.stat(remote, true) {
         Ok(a) => a,
-        Err(SftpError::Fatal(m)) => return Err(TransferError::Fatal(m)),
+        Err(e) if e.is_fatal() => return Err(TransferError::Fatal(e)),
         Err(_) => return Ok(None),
     };
     let have = a.size.unwrap_or(0);
     if have > size {
-        return Err(TransferError::Failed(
-            "destination file bigger or same size as source file".into(),
-        ));
+        return Err(Refusal::DestNotSmaller.into());
     }
     if let Some(false) = same_prefix(s, remote, file, have)? {
         crate::errln!(
@@ -175,7 +173,7 @@ fn reopen_target(
     }
     let h = s
         .open(remote, pflags::WRITE, Attrs::default())
-        .map_err(|e| TransferError::remote(format!("dest open \"{}\"", show(remote)), e))?;
+        .map_err(|e| TransferError::remote(RemoteOp::DestOpen, remote, e))?;
     Ok(Some((h, have)))
 }
 

@@ -19,6 +19,7 @@ pub use read::fetch;
 pub use write::{send_file, Closing};
 
 use super::bwlimit::BwLimit;
+use super::error::ProtocolError;
 use super::errors::{TransferError, TransferResult};
 use super::session::Sftp;
 use sluice_proto::sftp::Reply;
@@ -118,15 +119,13 @@ fn drive(s: &mut Sftp, side: &mut impl Side, pending: &mut Pending) -> TransferR
         }
         let body = side.recv(s)?;
         let reply = Reply::decode(&body)
-            .map_err(|e| TransferError::Fatal(format!("Server sent a malformed reply: {e}")))?;
+            .map_err(|e| TransferError::Fatal(ProtocolError::Malformed(e).into()))?;
         let id = reply.id().unwrap_or(0);
         if side.claims(id, &body) {
             continue;
         }
         let Some((off, n)) = pending.remove(&id) else {
-            return Err(TransferError::Fatal(format!(
-                "Unexpected reply id {id} from the server"
-            )));
+            return Err(TransferError::Fatal(ProtocolError::UnknownId(id).into()));
         };
         side.take(s, reply, off, n, pending)?;
     }

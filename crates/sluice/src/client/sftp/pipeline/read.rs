@@ -3,7 +3,8 @@
 //! answers leave holes asked for again; each byte written at its offset.
 
 use super::super::depth::Depth;
-use super::super::errors::{show, TransferError, TransferResult};
+use super::super::error::ProtocolError;
+use super::super::errors::{LocalOp, Refusal, RemoteOp, TransferError, TransferResult};
 use super::super::session::{InFlight, Sftp, SftpError};
 use super::{drive, Pace, Pending, Side, Span};
 use sluice_proto::sftp::{Reply, Request, Status};
@@ -86,14 +87,11 @@ struct Reads<'a> {
 
 impl Reads<'_> {
     fn fatal(&self, e: SftpError) -> TransferError {
-        TransferError::remote(format!("read \"{}\"", show(self.remote)), e)
+        TransferError::remote(RemoteOp::Read, self.remote, e)
     }
 
     fn changed(&self) -> TransferError {
-        TransferError::Failed(format!(
-            "\"{}\" changed during the download",
-            show(self.remote)
-        ))
+        Refusal::ChangedDownload(self.remote.to_vec()).into()
     }
 
     /// The next READ's offset and length, None when none is due.
@@ -127,17 +125,20 @@ impl Reads<'_> {
     /// DATA for the READ at `off` of `n` bytes.
     fn data(&mut self, data: &[u8], off: u64, n: u32) -> TransferResult<()> {
         if data.is_empty() || data.len() > n as usize {
-            return Err(TransferError::Fatal(format!(
-                "Server sent {} bytes for a read of {n}",
-                data.len()
-            )));
+            return Err(TransferError::Fatal(
+                ProtocolError::BadReadLength {
+                    got: data.len(),
+                    asked: n,
+                }
+                .into(),
+            ));
         }
         if self.eof_at.is_some_and(|e| off >= e) {
             return Err(self.changed());
         }
-        self.file.write_all_at(data, off).map_err(|e| {
-            TransferError::local(format!("write to \"{}\"", self.local.display()), e)
-        })?;
+        self.file
+            .write_all_at(data, off)
+            .map_err(|e| TransferError::local(LocalOp::WriteTo, self.local, e))?;
         let got = data.len() as u32;
         self.high = self.high.max(off + u64::from(got));
         let end = off + u64::from(got);
@@ -213,9 +214,11 @@ impl Side for Reads<'_> {
                 self.holes.retain(|h| h.0 < off);
                 Ok(())
             }
-            Reply::Status { code, .. } => Err(self.fatal(SftpError::Remote(code))),
+            Reply::Status { code, message, .. } => {
+                Err(self.fatal(SftpError::status(code, message)))
+            }
             _ => Err(TransferError::Fatal(
-                "Server sent an unexpected reply to READ".into(),
+                ProtocolError::UnexpectedReplyTo("READ").into(),
             )),
         }
     }

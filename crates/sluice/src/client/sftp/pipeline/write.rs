@@ -4,7 +4,8 @@
 //! behind the last WRITE when the caller has nothing to do in between.
 
 use super::super::depth::Depth;
-use super::super::errors::{show, TransferError, TransferResult};
+use super::super::error::ProtocolError;
+use super::super::errors::{LocalOp, Refusal, RemoteOp, TransferError, TransferResult};
 use super::super::session::{self, InFlight, Sftp, SftpError, SftpResult, WriteFromError};
 use super::{drive, Pace, Pending, Side, Span};
 use sluice_proto::sftp::{Extended, Reply, Request, Status};
@@ -100,10 +101,7 @@ struct Writes<'a> {
 
 impl Writes<'_> {
     fn fatal(&self, e: SftpError) -> TransferError {
-        TransferError::remote(
-            format!("Couldn't write to remote file \"{}\"", show(self.remote)),
-            e,
-        )
+        TransferError::remote(RemoteOp::Write, self.remote, e)
     }
 
     /// WRITEs sent ahead (session/): those answered counted or failed,
@@ -142,9 +140,9 @@ impl Writes<'_> {
         Err(self.fatal(e))
     }
 
-    /// A WRITE failed with `code`: the other WRITEs (and a CLOSE sent)
+    /// A WRITE failed with `why`: the other WRITEs (and a CLOSE sent)
     /// finish before it is reported.
-    fn failed(&mut self, s: &mut Sftp, code: Status, pending: &mut Pending) -> TransferError {
+    fn failed(&mut self, s: &mut Sftp, why: SftpError, pending: &mut Pending) -> TransferError {
         while !pending.is_empty() || (self.close_id.is_some() && self.closed.is_none()) {
             let b = match s.recv() {
                 Ok(b) => b,
@@ -158,7 +156,7 @@ impl Writes<'_> {
                 pending.remove(&id);
             }
         }
-        self.fatal(SftpError::Remote(code))
+        self.fatal(why)
     }
 }
 
@@ -209,16 +207,11 @@ impl Side for Writes<'_> {
         let (id, n) = s
             .send_write_from(self.handle, next, want, fill)
             .map_err(|e| match e {
-                WriteFromError::Local(e) => {
-                    TransferError::local(format!("read local \"{}\"", self.local.display()), e)
-                }
+                WriteFromError::Local(e) => TransferError::local(LocalOp::Read, self.local, e),
                 WriteFromError::Remote(e) => self.fatal(e),
             })?;
         if self.exact && n < want {
-            return Err(TransferError::Failed(format!(
-                "\"{}\" changed during the upload",
-                self.local.display()
-            )));
+            return Err(Refusal::ChangedUpload(self.local.to_path_buf()).into());
         }
         if n == 0 {
             self.local_eof = true;
@@ -275,9 +268,11 @@ impl Side for Writes<'_> {
                 (self.tally)(off, u64::from(n));
                 Ok(())
             }
-            Reply::Status { code, .. } => Err(self.failed(s, code, pending)),
+            Reply::Status { code, message, .. } => {
+                Err(self.failed(s, SftpError::status(code, message), pending))
+            }
             _ => Err(TransferError::Fatal(
-                "Server sent an unexpected reply to WRITE".into(),
+                ProtocolError::UnexpectedReplyTo("WRITE").into(),
             )),
         }
     }

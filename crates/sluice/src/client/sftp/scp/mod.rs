@@ -13,7 +13,7 @@ use super::many::{self, Downloads};
 use super::options::Options;
 use super::progress::Tally;
 use super::remote::{self, absolute, basename, path_of};
-use super::session::{Behind, EarlyOpen, First, OpenAhead, Sftp, SftpError};
+use super::session::{Behind, EarlyOpen, First, OpenAhead, Sftp, SftpError, SftpResult};
 use super::transfer;
 use super::tree::{self, Visit};
 use super::Link;
@@ -117,11 +117,7 @@ pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -
         Err(e) => {
             say(&format!("Couldn't canonicalize \".\": {e}"));
             s.finish();
-            return if matches!(e, SftpError::Fatal(_)) {
-                255
-            } else {
-                1
-            };
+            return if e.is_fatal() { 255 } else { 1 };
         }
     };
     // Relative paths start at the login directory on the server.
@@ -141,14 +137,14 @@ pub fn main(link: Link, mut set: Settings, sources: Vec<Place>, target: Place) -
     match r {
         Ok(true) => 0,
         Ok(false) => 1,
-        Err(m) => {
-            say(&m);
+        Err(e) => {
+            say(&e.to_string());
             255
         }
     }
 }
 
-/// Ok(all copied), or Err(fatal message).
+/// Ok(all copied), or Err(the error that ends the session).
 fn download(
     s: &mut Sftp,
     set: &Settings,
@@ -156,7 +152,7 @@ fn download(
     sources: &[Place],
     target: &Path,
     pre: &mut Option<EarlyOpen>,
-) -> Result<bool, String> {
+) -> SftpResult<bool> {
     let target_dir = target.is_dir();
     let mut ok = true;
     let mut matched = 0;
@@ -170,7 +166,7 @@ fn download(
         } else {
             p.clone()
         };
-        let mut found = remote::glob(s, home, &p).map_err(|e| e.text())?;
+        let mut found = remote::glob(s, home, &p)?;
         // A STAT (not a directory listing's LSTAT-like entry): the
         // download need not ask again.
         let mut stated = false;
@@ -184,7 +180,7 @@ fn download(
                     found[0].1 = Some(a);
                     stated = true;
                 }
-                Err(SftpError::Fatal(m)) => return Err(m),
+                Err(e) if e.is_fatal() => return Err(e),
                 Err(e) => {
                     say(&format!("{}: {e}", lossy(&absolute(home, &p))));
                     ok = false;
@@ -238,7 +234,7 @@ fn copy_down(
     opened: Option<EarlyOpen>,
     local: &Path,
     o: &Options,
-) -> Result<bool, String> {
+) -> SftpResult<bool> {
     match transfer::download_opened(s, m, stated, opened, local, o) {
         Ok(()) => {
             if let (Some(t), Ok(meta)) = (&o.tally, std::fs::metadata(local)) {
@@ -247,8 +243,8 @@ fn copy_down(
             Ok(true)
         }
         Err(TransferError::Fatal(f)) => Err(f),
-        Err(TransferError::Failed(f)) => {
-            say(&f);
+        Err(e) => {
+            say(&e.to_string());
             Ok(false)
         }
     }
@@ -256,7 +252,7 @@ fn copy_down(
 
 /// Fetches the remote directory `dir` as `local`; small files many at
 /// once (many/).
-fn get_tree(s: &mut Sftp, dir: &[u8], local: &Path, o: &Options) -> Result<bool, String> {
+fn get_tree(s: &mut Sftp, dir: &[u8], local: &Path, o: &Options) -> SftpResult<bool> {
     let mut batch = Downloads::new(o);
     let walked = tree::walk_down(s, &mut batch, dir, local, &mut Tree { o });
     let flushed = batch.drain(s, &mut say);
@@ -269,20 +265,20 @@ struct Tree<'a> {
 }
 
 impl Visit for Tree<'_> {
-    fn enter(&mut self, s: &mut Sftp, batch: &mut Downloads, _dir: &[u8]) -> Result<bool, String> {
+    fn enter(&mut self, s: &mut Sftp, batch: &mut Downloads, _dir: &[u8]) -> SftpResult<bool> {
         // READDIR and large files wait for their own replies: the batch's
         // replies come in first.
         batch.finish(s, &mut say)
     }
 
-    fn no_dir(&mut self, local: &Path, e: std::io::Error) -> Result<bool, String> {
+    fn no_dir(&mut self, local: &Path, e: std::io::Error) -> SftpResult<bool> {
         say(&format!("{}: {}", local.display(), os_text(&e)));
         Ok(false)
     }
 
-    fn unlisted(&mut self, dir: &[u8], e: SftpError) -> Result<bool, String> {
+    fn unlisted(&mut self, dir: &[u8], e: SftpError) -> SftpResult<bool> {
         match e {
-            SftpError::Fatal(m) => Err(m),
+            e if e.is_fatal() => Err(e),
             e => {
                 say(&format!("{}: {e}", lossy(dir)));
                 Ok(false)
@@ -297,7 +293,7 @@ impl Visit for Tree<'_> {
         r: Vec<u8>,
         l: PathBuf,
         attrs: Attrs,
-    ) -> Result<bool, String> {
+    ) -> SftpResult<bool> {
         if attrs.size.is_some_and(|n| n <= many::SMALL) && !self.o.resume {
             batch.get(s, r, l, attrs, &mut say)?;
             return Ok(true);
@@ -313,7 +309,7 @@ fn upload(
     sources: &[Place],
     target: &[u8],
     pre: &mut Option<EarlyOpen>,
-) -> Result<bool, String> {
+) -> SftpResult<bool> {
     let t = absolute(home, if target.is_empty() { b"." } else { target });
     let stat = match s.take_early_stat() {
         Some(r) => r,
@@ -321,7 +317,7 @@ fn upload(
     };
     let target_dir = match stat {
         Ok(a) => a.permissions.is_some_and(|m| m & 0o170000 == 0o040000),
-        Err(SftpError::Fatal(m)) => return Err(m),
+        Err(e) if e.is_fatal() => return Err(e),
         Err(_) => false,
     };
     if sources.len() > 1 && !target_dir {
@@ -367,8 +363,8 @@ fn upload(
                 }
             }
             Err(TransferError::Fatal(f)) => return Err(f),
-            Err(TransferError::Failed(f)) => {
-                say(&f);
+            Err(e) => {
+                say(&e.to_string());
                 ok = false;
             }
         }

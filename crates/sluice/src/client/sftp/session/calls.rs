@@ -13,7 +13,7 @@ impl Sftp {
         let body = self.call(&Request::Extended(e))?;
         match Reply::decode(&body) {
             Ok(Reply::ExtendedReply { data, .. }) => Ok(data.to_vec()),
-            Ok(Reply::Status { code, .. }) => Err(SftpError::Remote(code)),
+            Ok(Reply::Status { code, message, .. }) => Err(SftpError::status(code, message)),
             _ => Err(bad("extended")),
         }
     }
@@ -84,7 +84,9 @@ impl Sftp {
                 Ok(Reply::Status {
                     code: Status::EOF, ..
                 }) => break Ok(()),
-                Ok(Reply::Status { code, .. }) => break Err(SftpError::Remote(code)),
+                Ok(Reply::Status { code, message, .. }) => {
+                    break Err(SftpError::status(code, message))
+                }
                 _ => break Err(bad("readdir")),
             }
         };

@@ -6,7 +6,8 @@
 //! - `start.rs`: the version exchange, limits, the first requests, and
 //!   what is sent ahead of its answer (`ahead.rs` its types);
 //! - `calls.rs`: each request as a call that waits for its reply;
-//! - `error.rs`: [`SftpError`]; `reply.rs`: replies read into results.
+//! - `error.rs`: [`SftpError`] taken in, a reply of the wrong kind;
+//!   `reply.rs`: replies read into results.
 
 mod ahead;
 mod calls;
@@ -15,11 +16,11 @@ mod reply;
 mod start;
 
 pub use ahead::{Behind, EarlyOpen, First, InFlight, OpenAhead};
-pub(super) use error::fatal;
 pub use error::{fx2txt, SftpError, SftpResult, WriteFromError};
 pub use reply::status_of;
 
 use super::channel::Link;
+use super::error::ProtocolError;
 use error::bad;
 use sluice_proto::sftp::{Attrs, Reply, Request};
 use std::time::{Duration, Instant};
@@ -79,7 +80,7 @@ impl Sftp {
         self.next_id = self.next_id.wrapping_add(1);
         self.scratch.clear();
         req.encode(id, &mut self.scratch);
-        self.link.send(&self.scratch).map_err(SftpError::Fatal)?;
+        self.link.send(&self.scratch)?;
         Ok(id)
     }
 
@@ -129,14 +130,14 @@ impl Sftp {
         self.next_id = self.next_id.wrapping_add(1);
         self.link
             .send_owned(buf)
-            .map_err(|e| WriteFromError::Remote(SftpError::Fatal(e)))?;
+            .map_err(|e| WriteFromError::Remote(e.into()))?;
         Ok((id, n))
     }
 
     /// The next reply body, in the order the server sent them.
     pub fn recv(&mut self) -> SftpResult<Vec<u8>> {
         loop {
-            let body = self.link.recv().map_err(SftpError::Fatal)?;
+            let body = self.link.recv()?;
             // Replies to requests sent with `close_unanswered` are dropped.
             let id = body
                 .get(1..5)
@@ -175,7 +176,7 @@ impl Sftp {
         match Reply::decode(&body) {
             Ok(r) if r.id() == Some(id) => Ok(body),
             Ok(_) => Err(bad("wrong id")),
-            Err(e) => Err(SftpError::Fatal(format!("{e}"))),
+            Err(e) => Err(ProtocolError::Undecodable(e).into()),
         }
     }
 

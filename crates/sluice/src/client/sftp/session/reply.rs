@@ -9,7 +9,7 @@ pub fn status_of(body: &[u8]) -> SftpResult<()> {
         Ok(Reply::Status {
             code: Status::OK, ..
         }) => Ok(()),
-        Ok(Reply::Status { code, .. }) => Err(SftpError::Remote(code)),
+        Ok(Reply::Status { code, message, .. }) => Err(SftpError::status(code, message)),
         _ => Err(bad("expected STATUS")),
     }
 }
@@ -17,7 +17,7 @@ pub fn status_of(body: &[u8]) -> SftpResult<()> {
 pub(super) fn attrs_of(body: &[u8]) -> SftpResult<Attrs> {
     match Reply::decode(body) {
         Ok(Reply::Attrs { attrs, .. }) => Ok(attrs),
-        Ok(Reply::Status { code, .. }) => Err(SftpError::Remote(code)),
+        Ok(Reply::Status { code, message, .. }) => Err(SftpError::status(code, message)),
         _ => Err(bad("expected ATTRS")),
     }
 }
@@ -25,7 +25,7 @@ pub(super) fn attrs_of(body: &[u8]) -> SftpResult<Attrs> {
 pub(super) fn handle_of(body: &[u8]) -> SftpResult<Vec<u8>> {
     match Reply::decode(body) {
         Ok(Reply::Handle { handle, .. }) if handle.len() <= 256 => Ok(handle.to_vec()),
-        Ok(Reply::Status { code, .. }) => Err(SftpError::Remote(code)),
+        Ok(Reply::Status { code, message, .. }) => Err(SftpError::status(code, message)),
         _ => Err(bad("expected HANDLE")),
     }
 }
@@ -35,7 +35,7 @@ pub(super) fn one_name(body: &[u8]) -> SftpResult<Vec<u8>> {
         Ok(Reply::Name { mut entries, .. }) if entries.len() == 1 => {
             Ok(entries.pop().map(|e| e.filename).unwrap_or_default())
         }
-        Ok(Reply::Status { code, .. }) => Err(SftpError::Remote(code)),
+        Ok(Reply::Status { code, message, .. }) => Err(SftpError::status(code, message)),
         _ => Err(bad("expected one NAME")),
     }
 }

@@ -160,9 +160,11 @@ impl Sftp {
                 Ok(Reply::Status { id: got, .. }) if got == id && was_early => {
                     crate::log!(Debug2, "Server has no limits@openssh.com");
                 }
-                Ok(Reply::Status { id: got, code, .. }) if got == id => {
-                    return Err(SftpError::Remote(code))
-                }
+                Ok(Reply::Status {
+                    id: got,
+                    code,
+                    message,
+                }) if got == id => return Err(SftpError::status(code, message)),
                 _ => return Err(bad("limits")),
             }
         }
