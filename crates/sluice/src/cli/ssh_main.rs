@@ -126,7 +126,7 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     let mut cfg = ClientConfig::load(&opts, args.config_file.as_deref().map(Path::new))?;
     // As ssh, -G prints the configuration without looking names up.
     cfg.canonicalize = !args.print_config;
-    let mut r = cfg.resolve(&args.host)?;
+    let mut r = cfg.resolve(&args.host).map_err(String::from)?;
     if args.stdio_forward.is_some() {
         // As ssh: -W means no session and no tty, and makes these two
         // default to yes (ssh_config may say otherwise).
@@ -156,7 +156,8 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     }
     if let Some(cmd) = &args.control_command {
         let path = r
-            .path("controlpath")?
+            .path("controlpath")
+            .map_err(String::from)?
             .filter(|p| !p.eq_ignore_ascii_case("none"));
         let forwards = match cmd.as_str() {
             "forward" | "cancel" => {
@@ -181,6 +182,7 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     }
     // What sluice lacks: refused, or said (config/ssh/limits.rs); -G and
     // -O connect nowhere, so they print or ask without it.
-    crate::config::ssh::limits::report(&r.limited).map_err(ClientError::Config)?;
+    crate::config::ssh::limits::report(&r.limited)
+        .map_err(|e| ClientError::Config(e.to_string()))?;
     client::connect(app::resolve(&r, &req)?)
 }

@@ -161,7 +161,7 @@ impl SshSide {
             opts.push(format!("User={u}"));
         }
         let cfg = ClientConfig::load(&opts, self.config_file.as_deref().map(Path::new))?;
-        let r = cfg.resolve(host)?;
+        let r = cfg.resolve(host).map_err(String::from)?;
         log::set_level(Level::from_flags(
             self.verbose,
             self.quiet,
@@ -170,7 +170,8 @@ impl SshSide {
         for w in &cfg.warnings {
             crate::log!(Debug1, "{w}");
         }
-        crate::config::ssh::limits::report(&r.limited).map_err(ClientError::Config)?;
+        crate::config::ssh::limits::report(&r.limited)
+            .map_err(|e| ClientError::Config(e.to_string()))?;
         let req = SessionRequest {
             command: vec![subsystem.to_owned()],
             subsystem: !subsystem.contains('/'),

@@ -89,12 +89,12 @@ pub fn query(what: &str) -> i32 {
 
 fn proto_config(r: &Resolved) -> Result<Config, ClientError> {
     let alg_from = |kw: &str, default: &[&str], all: &[&str], what: &str| match r.get(kw) {
-        Some(spec) => algorithms::resolve(spec, default, all, what),
+        Some(spec) => algorithms::resolve(spec, default, all, what).map_err(String::from),
         None => Ok(default.iter().map(|s| (*s).to_owned()).collect()),
     };
     let alg = |kw: &str, default: &[&str], what: &str| -> Result<Vec<String>, String> {
         match r.get(kw) {
-            Some(spec) => algorithms::resolve(spec, default, default, what),
+            Some(spec) => algorithms::resolve(spec, default, default, what).map_err(String::from),
             None => Ok(default.iter().map(|s| (*s).to_owned()).collect()),
         }
     };
@@ -118,7 +118,8 @@ fn proto_config(r: &Resolved) -> Result<Config, ClientError> {
                 hostkey::DEFAULT_SIG_ALGS,
                 hostkey::ALL_SIG_ALGS,
                 "PubkeyAcceptedAlgorithms",
-            )?;
+            )
+            .map_err(String::from)?;
         }
     }
     let compression = r.get("compression").map_or_else(
@@ -129,7 +130,8 @@ fn proto_config(r: &Resolved) -> Result<Config, ClientError> {
         r.get("channelwindowmax"),
         "ChannelWindowMax",
         Config::default().window_max,
-    )?;
+    )
+    .map_err(String::from)?;
     Ok(Config {
         // The SHA-1 methods and group 1 only when named, as ssh.
         kex: alg_from(
@@ -148,7 +150,8 @@ fn proto_config(r: &Resolved) -> Result<Config, ClientError> {
         // Any implemented MAC may be named; the default list is shorter.
         macs: match r.get("macs") {
             Some(spec) => {
-                algorithms::resolve(spec, cipher::DEFAULT_MACS, cipher::SUPPORTED_MACS, "Mac")?
+                algorithms::resolve(spec, cipher::DEFAULT_MACS, cipher::SUPPORTED_MACS, "Mac")
+                    .map_err(String::from)?
             }
             None => alg("macs", cipher::DEFAULT_MACS, "Mac")?,
         },
@@ -172,7 +175,8 @@ fn proto_config(r: &Resolved) -> Result<Config, ClientError> {
             r.get("channelwindow"),
             "ChannelWindow",
             Config::default().window,
-        )?,
+        )
+        .map_err(String::from)?,
         window_max,
         windows_max: sluice_proto::config::windows_budget(window_max),
         stock_openssh_window_max: crate::config::stock_openssh_window_max(),
@@ -555,7 +559,8 @@ fn command(r: &Resolved, args: &SessionRequest) -> Result<Option<Vec<u8>>, Clien
         .get("remotecommand")
         .filter(|c| !c.eq_ignore_ascii_case("none"))
         .map(|c| r.tokens().expand(c, crate::config::ssh::tokens::FILE))
-        .transpose()?;
+        .transpose()
+        .map_err(String::from)?;
     match (args.command.is_empty(), remote) {
         (false, Some(_)) => Err(ClientError::Config(
             "Cannot execute command-line and remote command.".into(),
@@ -614,7 +619,9 @@ fn offered_identities(
 /// IPQoS: the interactive mark for a terminal session, else the bulk one.
 fn ip_tos(r: &Resolved, interactive: bool) -> Result<Option<u8>, ClientError> {
     let qos = match r.get("ipqos") {
-        Some(_) => crate::config::ssh::ipqos::parse(&r.all("ipqos").join(" "))?,
+        Some(_) => {
+            crate::config::ssh::ipqos::parse(&r.all("ipqos").join(" ")).map_err(String::from)?
+        }
         None => crate::config::ssh::ipqos::DEFAULT,
     };
     Ok(if interactive {
@@ -640,7 +647,10 @@ fn metrics_plan(r: &Resolved) -> Result<crate::client::metrics::MetricsPlan, Cli
     } else {
         "metricsfile"
     };
-    let path = r.path(kw)?.filter(|p| !p.eq_ignore_ascii_case("none"));
+    let path = r
+        .path(kw)
+        .map_err(String::from)?
+        .filter(|p| !p.eq_ignore_ascii_case("none"));
     Ok(crate::client::metrics::MetricsPlan {
         summary: r.flag("metrics", false),
         path,
@@ -712,7 +722,8 @@ fn control_ride(r: &Resolved) -> Result<Option<String>, ClientError> {
     if !ride {
         return Ok(None);
     }
-    Ok(r.path("controlpath")?
+    Ok(r.path("controlpath")
+        .map_err(String::from)?
         .filter(|p| !p.eq_ignore_ascii_case("none")))
 }
 
@@ -744,7 +755,8 @@ fn control_master(r: &Resolved) -> Result<Option<(String, bool)>, ClientError> {
         _ => return Ok(None),
     };
     let path = r
-        .path("controlpath")?
+        .path("controlpath")
+        .map_err(String::from)?
         .filter(|p| !p.eq_ignore_ascii_case("none"));
     Ok(path.map(|p| (p, auto)))
 }

@@ -59,7 +59,7 @@ fn expand(cmd: &str, k: &KeyTokens<'_>, t: &tokens::Tokens) -> Result<String, St
             None => out.push('%'),
         }
     }
-    t.expand(&out, tokens::FILE)
+    t.expand(&out, tokens::FILE).map_err(String::from)
 }
 
 /// Runs the command and makes its output the pseudo file returned, to be

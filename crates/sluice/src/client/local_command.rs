@@ -7,9 +7,11 @@ use crate::config::ssh::{tokens, Resolved};
 /// LocalCommand, tokens expanded, when PermitLocalCommand allows it.
 pub fn configured(r: &Resolved) -> Result<Option<String>, String> {
     match r.get("localcommand") {
-        Some(c) if r.flag("permitlocalcommand", false) && !c.eq_ignore_ascii_case("none") => {
-            r.tokens().expand(c, tokens::LOCAL_COMMAND).map(Some)
-        }
+        Some(c) if r.flag("permitlocalcommand", false) && !c.eq_ignore_ascii_case("none") => r
+            .tokens()
+            .expand(c, tokens::LOCAL_COMMAND)
+            .map(Some)
+            .map_err(String::from),
         Some(_) => {
             crate::log!(Debug1, "LocalCommand not run: PermitLocalCommand is no");
             Ok(None)

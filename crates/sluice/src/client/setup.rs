@@ -37,7 +37,10 @@ pub fn proxy_command(
             Some(c) => c.to_owned(),
         }
     };
-    r.tokens().expand(&raw, tokens::PROXY).map(Some)
+    r.tokens()
+        .expand(&raw, tokens::PROXY)
+        .map(Some)
+        .map_err(String::from)
 }
 
 /// A time keyword in seconds (None when unset, `none` or 0).
