@@ -78,7 +78,7 @@ enum DemoError {
     /// A throwaway key could not be made or read.
     Key(String),
     /// `--cipher` names no cipher sluice has (config/'s message).
-    Cipher(String),
+    Cipher(crate::config::algorithms::AlgorithmError),
     /// The data generator thread panicked.
     GeneratorPanicked,
     /// The client process failed.
@@ -116,7 +116,8 @@ impl std::fmt::Display for DemoError {
                 "starting sluiced: {e} (build it with `cargo build --release`)"
             ),
             DemoError::NotListening => f.write_str("sluiced did not start listening within 10 s"),
-            DemoError::Key(e) | DemoError::Cipher(e) => f.write_str(e),
+            DemoError::Key(e) => f.write_str(e),
+            DemoError::Cipher(e) => write!(f, "{e}"),
             DemoError::GeneratorPanicked => f.write_str("generator panicked"),
             DemoError::ClientFailed {
                 direction,

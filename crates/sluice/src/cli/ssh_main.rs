@@ -181,6 +181,6 @@ fn connect(args: &ClientArgs) -> Result<i32, ClientError> {
     }
     // What sluice lacks: refused, or said (config/ssh/limits.rs); -G and
     // -O connect nowhere, so they print or ask without it.
-    crate::config::ssh::limits::report(&r.limited).map_err(SettingError::other)?;
+    crate::config::ssh::limits::report(&r.limited)?;
     client::connect(app::resolve(&r, &req)?)
 }

@@ -7,7 +7,6 @@
 use crate::cli::usage::UsageError;
 use crate::client::app;
 use crate::client::request::SessionRequest;
-use crate::client::setting_error::SettingError;
 use crate::client::sftp::parallel::{Connector, Parallel};
 use crate::client::streams::Streams;
 use crate::client::{ClientError, ClientOptions};
@@ -179,8 +178,7 @@ impl SshSide {
         for w in &cfg.warnings {
             crate::log!(Debug1, "{w}");
         }
-        crate::config::ssh::limits::report(&r.limited)
-            .map_err(|e| ClientError::Config(SettingError::other(e)))?;
+        crate::config::ssh::limits::report(&r.limited)?;
         let req = SessionRequest {
             command: vec![subsystem.to_owned()],
             subsystem: !subsystem.contains('/'),

@@ -13,6 +13,7 @@ use crate::client::setting_error::SettingError;
 use crate::client::setup;
 use crate::client::streams::Streams;
 use crate::client::{ClientError, ClientOptions};
+use crate::config::algorithms::AlgorithmError;
 use crate::config::ssh::Resolved;
 use crate::config::{algorithms, cipher_order};
 use crate::keys::pattern;
@@ -93,7 +94,7 @@ fn proto_config(r: &Resolved) -> Result<Config, ClientError> {
         Some(spec) => algorithms::resolve(spec, default, all, what),
         None => Ok(default.iter().map(|s| (*s).to_owned()).collect()),
     };
-    let alg = |kw: &str, default: &[&str], what: &str| -> Result<Vec<String>, String> {
+    let alg = |kw: &str, default: &[&str], what: &str| -> Result<Vec<String>, AlgorithmError> {
         match r.get(kw) {
             Some(spec) => algorithms::resolve(spec, default, default, what),
             None => Ok(default.iter().map(|s| (*s).to_owned()).collect()),

@@ -279,16 +279,31 @@ impl From<ConfigError> for ClientError {
     }
 }
 
-/// Settings config/ checks with String errors (ssh's messages) become
-/// [`SettingError::Other`] at the client's boundary.
-impl From<String> for ClientError {
-    fn from(m: String) -> Self {
-        ClientError::Config(SettingError::Other(m))
-    }
-}
 
 impl From<SettingError> for ClientError {
     fn from(e: SettingError) -> Self {
         ClientError::Config(e)
     }
+}
+
+/// config/'s value errors are settings refused (through [`SettingError`]).
+macro_rules! setting {
+    ($($ty:ty),* $(,)?) => {$(
+        impl From<$ty> for ClientError {
+            fn from(e: $ty) -> Self {
+                ClientError::Config(SettingError::from(e))
+            }
+        }
+    )*};
+}
+
+setting! {
+    crate::config::error::ValueError,
+    crate::config::algorithms::AlgorithmError,
+    crate::config::ssh::tokens::ExpandError,
+    crate::config::ssh::ResolveError,
+    crate::config::ssh::ipqos::BadIpQos,
+    crate::config::ssh::jump::InvalidProxyJump,
+    crate::config::ssh::dump::DumpError,
+    crate::config::ssh::limits::Refused,
 }

@@ -38,7 +38,7 @@ pub struct KeyTokens<'a> {
 }
 
 /// Expands %H %I %K %f %t here and leaves the rest (and `%%`) to `t`.
-fn expand(cmd: &str, k: &KeyTokens<'_>, t: &tokens::Tokens) -> Result<String, String> {
+fn expand(cmd: &str, k: &KeyTokens<'_>, t: &tokens::Tokens) -> Result<String, tokens::ExpandError> {
     let mut out = String::with_capacity(cmd.len());
     let mut it = cmd.chars();
     while let Some(c) = it.next() {

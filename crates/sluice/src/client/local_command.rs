@@ -13,7 +13,7 @@ pub fn configured(
             .tokens()
             .expand(c, tokens::LOCAL_COMMAND)
             .map(Some)
-            .map_err(crate::client::setting_error::SettingError::other),
+            .map_err(crate::client::setting_error::SettingError::from),
         Some(_) => {
             crate::log!(Debug1, "LocalCommand not run: PermitLocalCommand is no");
             Ok(None)

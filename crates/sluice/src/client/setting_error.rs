@@ -2,6 +2,15 @@
 //! value, a command-line value, options that cannot go together), by kind;
 //! `Display` is ssh's sentence for it.
 
+use crate::config::algorithms::AlgorithmError;
+use crate::config::error::ValueError;
+use crate::config::ssh::dump::DumpError;
+use crate::config::ssh::ipqos::BadIpQos;
+use crate::config::ssh::jump::InvalidProxyJump;
+use crate::config::ssh::limits::Refused;
+use crate::config::ssh::tokens::ExpandError;
+use crate::config::ssh::ResolveError;
+
 /// A client setting (an ssh_config keyword's value, a command-line value or
 /// options that cannot go together) that sluice refuses before connecting.
 #[derive(Debug)]
@@ -61,8 +70,45 @@ pub enum SettingError {
         /// Why.
         error: std::io::Error,
     },
-    /// A lower layer's message (config/'s value checks), printed as is.
+    /// A keyword's value config/ refuses.
+    Value(ValueError),
+    /// An algorithm list (Ciphers, MACs, ...) config/ refuses.
+    Algorithm(AlgorithmError),
+    /// `%`-tokens, `${VAR}` or `~` that did not expand.
+    Expand(ExpandError),
+    /// Resolving the host's configuration failed (HostName, Match exec...).
+    Resolve(ResolveError),
+    /// IPQoS.
+    IpQos(BadIpQos),
+    /// ProxyJump.
+    ProxyJump(InvalidProxyJump),
+    /// `-G` could not write the configuration.
+    Dump(DumpError),
+    /// A keyword sluice refuses (config/ssh/limits.rs).
+    Limit(Refused),
+    /// A lower layer's message (net/'s metrics file), printed as is.
     Other(String),
+}
+
+macro_rules! wrap {
+    ($($ty:ty => $v:ident),* $(,)?) => {$(
+        impl From<$ty> for SettingError {
+            fn from(e: $ty) -> Self {
+                SettingError::$v(e)
+            }
+        }
+    )*};
+}
+
+wrap! {
+    ValueError => Value,
+    AlgorithmError => Algorithm,
+    ExpandError => Expand,
+    ResolveError => Resolve,
+    BadIpQos => IpQos,
+    InvalidProxyJump => ProxyJump,
+    DumpError => Dump,
+    Refused => Limit,
 }
 
 impl SettingError {
@@ -111,6 +157,14 @@ impl std::fmt::Display for SettingError {
             }
             SettingError::Conflict(m) => f.write_str(m),
             SettingError::Io { what, error } => write!(f, "{what}: {error}"),
+            SettingError::Value(e) => write!(f, "{e}"),
+            SettingError::Algorithm(e) => write!(f, "{e}"),
+            SettingError::Expand(e) => write!(f, "{e}"),
+            SettingError::Resolve(e) => write!(f, "{e}"),
+            SettingError::IpQos(e) => write!(f, "{e}"),
+            SettingError::ProxyJump(e) => write!(f, "{e}"),
+            SettingError::Dump(e) => write!(f, "{e}"),
+            SettingError::Limit(e) => write!(f, "{e}"),
             SettingError::Other(m) => f.write_str(m),
         }
     }

@@ -16,7 +16,7 @@ pub fn proxy_command(
     verbose: u8,
 ) -> Result<Option<String>, SettingError> {
     let raw = if let Some(j) = r.get("proxyjump") {
-        match jump::parse(j).map_err(SettingError::other)? {
+        match jump::parse(j)? {
             None => return Ok(None),
             Some(j) => {
                 let mut me = std::env::current_exe().map_err(|error| SettingError::Io {
@@ -43,7 +43,7 @@ pub fn proxy_command(
     r.tokens()
         .expand(&raw, tokens::PROXY)
         .map(Some)
-        .map_err(SettingError::other)
+        .map_err(SettingError::from)
 }
 
 /// A time keyword in seconds (None when unset, `none` or 0).
@@ -105,8 +105,7 @@ pub fn print_config(
             algorithms: &algorithms,
             sluice,
         },
-    )
-    .map_err(SettingError::other)?;
+    )?;
     Ok(text)
 }
 

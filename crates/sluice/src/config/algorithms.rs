@@ -31,7 +31,7 @@ pub fn resolve(
     default: &[&str],
     supported: &[&str],
     what: &str,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, AlgorithmError> {
     let own = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let mut list = own(default);
     if let Some(rest) = spec.strip_prefix('-') {
@@ -58,7 +58,10 @@ pub fn resolve(
         let openssh_only =
             UNIMPLEMENTED_KEY_ALGS.contains(&n) || UNIMPLEMENTED_TRANSPORT_ALGS.contains(&n);
         if hits.is_empty() && !n.contains(['*', '?']) && !openssh_only {
-            return Err(format!("Bad SSH2 {what} spec '{spec}'."));
+            return Err(AlgorithmError::BadSpec {
+                what: what.to_owned(),
+                spec: spec.to_owned(),
+            });
         }
         if hits.is_empty() && UNIMPLEMENTED_TRANSPORT_ALGS.contains(&n) {
             left_out.push(n);
@@ -72,10 +75,11 @@ pub fn resolve(
     // A list of only such names would leave nothing to negotiate: say so
     // now rather than fail every key exchange.
     if mode == ' ' && named.is_empty() && !left_out.is_empty() {
-        return Err(format!(
-            "{what} '{spec}': sluice does not implement {}",
-            left_out.join(", ")
-        ));
+        return Err(AlgorithmError::Unimplemented {
+            what: what.to_owned(),
+            spec: spec.to_owned(),
+            names: left_out.into_iter().map(str::to_owned).collect(),
+        });
     }
     Ok(match mode {
         '+' => {
@@ -89,6 +93,51 @@ pub fn resolve(
         }
         _ => named,
     })
+}
+
+/// An algorithm list that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlgorithmError {
+    /// A name neither implemented nor known to OpenSSH:
+    /// `Bad SSH2 WHAT spec 'SPEC'.`
+    BadSpec {
+        /// The keyword's name in the message (`cipher`, `Mac`, ...).
+        what: String,
+        /// The list as written.
+        spec: String,
+    },
+    /// Only names OpenSSH has and sluice does not, leaving nothing to
+    /// negotiate: `WHAT 'SPEC': sluice does not implement NAMES`.
+    Unimplemented {
+        /// The keyword's name in the message.
+        what: String,
+        /// The list as written.
+        spec: String,
+        /// The names left out.
+        names: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for AlgorithmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AlgorithmError::BadSpec { what, spec } => write!(f, "Bad SSH2 {what} spec '{spec}'."),
+            AlgorithmError::Unimplemented { what, spec, names } => write!(
+                f,
+                "{what} '{spec}': sluice does not implement {}",
+                names.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AlgorithmError {}
+
+/// For callers that still carry text (the client's setup).
+impl From<AlgorithmError> for String {
+    fn from(e: AlgorithmError) -> String {
+        e.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -107,9 +156,13 @@ mod tests {
         assert_eq!(resolve("-b*", &d, &s, "cipher").unwrap(), ["a", "c"]);
         assert_eq!(resolve("^c", &d, &s, "cipher").unwrap(), ["c", "a", "b"]);
         assert_eq!(
-            resolve("nope", &d, &s, "cipher").unwrap_err(),
+            resolve("nope", &d, &s, "cipher").unwrap_err().to_string(),
             "Bad SSH2 cipher spec 'nope'."
         );
+        assert!(matches!(
+            resolve("nope", &d, &s, "cipher"),
+            Err(AlgorithmError::BadSpec { .. })
+        ));
         assert_eq!(resolve("a,zz*", &d, &s, "cipher").unwrap(), ["a"]);
         assert_eq!(resolve("ssh-dss,b", &d, &s, "key").unwrap(), ["b"]);
         // OpenSSH's names sluice does not implement are left out; unknown
@@ -121,7 +174,12 @@ mod tests {
         assert!(resolve("diffie-hellman-group99-sha1,a", &d, &s, "KexAlgorithms").is_err());
         assert!(resolve("3des-cbc", &d, &s, "cipher")
             .unwrap_err()
+            .to_string()
             .contains("sluice does not implement 3des-cbc"));
+        assert!(matches!(
+            resolve("3des-cbc", &d, &s, "cipher"),
+            Err(AlgorithmError::Unimplemented { names, .. }) if names == ["3des-cbc"]
+        ));
         // Names outside the default that are implemented (MACs: SHA-1,
         // MD5, UMAC) are accepted with every modifier.
         let s = ["a", "b", "c", "x", "y"];

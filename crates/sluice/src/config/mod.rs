@@ -12,9 +12,11 @@ pub mod moduli;
 pub mod ssh;
 pub mod sshd;
 
+use error::{UnmatchedQuote, ValueError};
+
 /// One configuration line split into a lower-case keyword and arguments:
 /// `Key value`, `Key=value`, the arguments as [`argv_split`] splits them.
-pub fn split_line(line: &str) -> Result<Option<(String, Vec<String>)>, String> {
+pub fn split_line(line: &str) -> Result<Option<(String, Vec<String>)>, UnmatchedQuote> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return Ok(None);
@@ -35,7 +37,7 @@ pub fn split_line(line: &str) -> Result<Option<(String, Vec<String>)>, String> {
 /// makes a following quote, backslash or (outside quotes) space literal and
 /// is kept before anything else; with `comments`, `#` at the start of a
 /// word ends the line.
-pub fn argv_split(s: &str, comments: bool) -> Result<Vec<String>, String> {
+pub fn argv_split(s: &str, comments: bool) -> Result<Vec<String>, UnmatchedQuote> {
     let mut words = Vec::new();
     let mut it = s.chars().peekable();
     loop {
@@ -65,7 +67,7 @@ pub fn argv_split(s: &str, comments: bool) -> Result<Vec<String>, String> {
             }
         }
         if quote.is_some() {
-            return Err("no matching quote".into());
+            return Err(UnmatchedQuote);
         }
         words.push(word);
     }
@@ -144,14 +146,17 @@ pub fn parse_rekey_limit(args: &[String]) -> Option<(u64, u64)> {
 /// ChannelWindow (the receive window a channel starts with, default 16M)
 /// and ChannelWindowMax (the most a bulk channel's window grows to, default
 /// 128M): sizes from 64K to 1G.
-pub fn window_size(v: Option<&str>, name: &str, default: u32) -> Result<u32, String> {
+pub fn window_size(v: Option<&str>, name: &str, default: u32) -> Result<u32, ValueError> {
     let Some(v) = v else {
         return Ok(default);
     };
     parse_size(v)
         .filter(|n| (64 << 10..=1 << 30).contains(n))
         .map(|n| n as u32)
-        .ok_or_else(|| format!("Bad {name} '{v}': use a size from 64K to 1G"))
+        .ok_or_else(|| ValueError::WindowSize {
+            keyword: name.to_owned(),
+            value: v.to_owned(),
+        })
 }
 
 /// The window cap toward stock OpenSSH peers: none, unless
@@ -189,7 +194,17 @@ mod tests {
             vec!["a", "b c", "d'e", "f g", "h\"i", "\\x", "", "x#y"]
         );
         assert_eq!(argv_split("a #b", false).unwrap(), vec!["a", "#b"]);
-        assert!(argv_split("'a", false).is_err());
+        assert_eq!(argv_split("'a", false), Err(UnmatchedQuote));
+        assert!(matches!(
+            window_size(Some("1K"), "ChannelWindow", 1),
+            Err(ValueError::WindowSize { .. })
+        ));
+        assert_eq!(
+            window_size(Some("1K"), "ChannelWindow", 1)
+                .unwrap_err()
+                .to_string(),
+            "Bad ChannelWindow '1K': use a size from 64K to 1G"
+        );
         assert_eq!(parse_size("1G"), Some(1 << 30));
         assert_eq!(parse_time("1h30m"), Some(5400));
         assert_eq!(parse_time("9065560984895444309h"), None);

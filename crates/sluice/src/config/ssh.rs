@@ -17,10 +17,11 @@ pub mod limits;
 mod limits_tests;
 pub mod matching;
 mod resolve;
+pub use resolve::ResolveError;
 pub mod tokens;
 pub mod values;
 
-use super::error::ConfigError;
+use super::error::{BadLine, ConfigError};
 use super::split_line;
 use matching::Crit;
 use std::collections::HashMap;
@@ -204,13 +205,11 @@ fn err(path: &str, n: usize, msg: &str) -> String {
 }
 
 /// ssh's refusal of a bad line: the file is given up.
-fn bad(path: &str, n: usize, message: String) -> ConfigError {
+fn bad(path: &str, n: usize, error: impl Into<BadLine>) -> ConfigError {
     ConfigError::Bad {
         file: path.to_owned(),
         line: n,
-        message,
-        detail: None,
-        colon: false,
+        error: error.into(),
     }
 }
 
@@ -288,10 +287,10 @@ impl ClientConfig {
         let file: std::sync::Arc<str> = path.into();
         for (i, line) in text.lines().enumerate() {
             let n = if cmdline { 0 } else { i + 1 };
-            let Some((kw, args)) = split_line(line).map_err(|message| ConfigError::Syntax {
+            let Some((kw, args)) = split_line(line).map_err(|error| ConfigError::Syntax {
                 file: path.to_owned(),
                 line: n,
-                message,
+                error,
             })?
             else {
                 continue;
@@ -299,13 +298,8 @@ impl ClientConfig {
             match kw.as_str() {
                 "host" if !cmdline => items.push(Item::Host(args)),
                 "match" if !cmdline => {
-                    let crit = matching::parse(&args).map_err(|e| ConfigError::Bad {
-                        file: path.to_owned(),
-                        line: n,
-                        message: "Bad Match condition".into(),
-                        detail: Some(e),
-                        colon: false,
-                    })?;
+                    let crit =
+                        matching::parse(&args).map_err(|e| bad(path, n, BadLine::Match(e)))?;
                     items.push(Item::Match(crit));
                 }
                 "include" if cmdline => return Err(ConfigError::IncludeOnCommandLine),
@@ -318,7 +312,9 @@ impl ClientConfig {
                     }
                     let mut files = Vec::new();
                     for a in &args {
-                        for f in include::expand(a, user_file).map_err(|e| bad(path, n, e))? {
+                        let found = include::expand(a, user_file)
+                            .map_err(|e| bad(path, n, BadLine::Include(e)))?;
+                        for f in found {
                             match std::fs::read_to_string(&f) {
                                 Ok(t) => files.push(self.parse_text(
                                     &t,
@@ -335,7 +331,7 @@ impl ClientConfig {
                 }
                 k if SUPPORTED.contains(&k) || limits::limit(k).is_some() => {
                     if args.is_empty() {
-                        return Err(bad(path, n, "missing argument.".into()));
+                        return Err(bad(path, n, BadLine::MissingArgument));
                     }
                     values::check(k, &args).map_err(|e| bad(path, n, e))?;
                     // Commands keep the rest of the line as written (quotes too).
@@ -360,15 +356,7 @@ impl ClientConfig {
                     self.warnings
                         .push(err(path, n, &format!("Ignored unknown option \"{k}\"")));
                 }
-                _ => {
-                    return Err(ConfigError::Bad {
-                        file: path.to_owned(),
-                        line: n,
-                        message: format!("Bad configuration option: {kw}"),
-                        detail: None,
-                        colon: true,
-                    })
-                }
+                _ => return Err(bad(path, n, BadLine::UnknownKeyword(kw))),
             }
         }
         Ok(items)
@@ -451,7 +439,7 @@ impl Resolved {
         }
     }
     /// A file-name keyword's value with `~` and tokens expanded.
-    pub fn path(&self, kw: &str) -> Result<Option<String>, String> {
+    pub fn path(&self, kw: &str) -> Result<Option<String>, tokens::ExpandError> {
         self.get(kw)
             .map(|v| self.tokens().path(v, tokens::FILE))
             .transpose()

@@ -14,7 +14,7 @@ use std::net::ToSocketAddrs;
 pub fn canonicalize(
     host: &str,
     map: &HashMap<String, Vec<String>>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Unresolved> {
     let first = |k: &str| map.get(k).and_then(|v| v.first()).map(String::as_str);
     if host.parse::<std::net::IpAddr>().is_ok() {
         return Ok(None);
@@ -59,9 +59,27 @@ pub fn canonicalize(
         crate::log!(Debug2, "host {host} not found in any suffix");
         Ok(None)
     } else {
-        Err(format!("Could not resolve host \"{host}\""))
+        Err(Unresolved {
+            host: host.to_owned(),
+        })
     }
 }
+
+/// No CanonicalDomains suffix resolved and CanonicalizeFallbackLocal is
+/// off: `Could not resolve host "HOST"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    /// The name as it stood.
+    pub host: String,
+}
+
+impl std::fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Could not resolve host \"{}\"", self.host)
+    }
+}
+
+impl std::error::Error for Unresolved {}
 
 #[cfg(test)]
 mod tests {
@@ -88,7 +106,7 @@ mod tests {
             ("canonicalizefallbacklocal", &["no"]),
         ]);
         assert_eq!(
-            canonicalize("nosuchhost", &strict).unwrap_err(),
+            canonicalize("nosuchhost", &strict).unwrap_err().to_string(),
             "Could not resolve host \"nosuchhost\""
         );
     }

@@ -4,6 +4,62 @@
 use super::{jump, tokens, values, Resolved};
 use std::fmt::Write;
 
+/// Why `-G` cannot print the configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DumpError {
+    /// A path, command or forwarding with a bad token or variable.
+    Expand(tokens::ExpandError),
+    /// IPQoS.
+    IpQos(super::ipqos::BadIpQos),
+    /// ProxyJump.
+    ProxyJump(jump::InvalidProxyJump),
+}
+
+impl std::fmt::Display for DumpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DumpError::Expand(e) => e.fmt(f),
+            DumpError::IpQos(e) => e.fmt(f),
+            DumpError::ProxyJump(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for DumpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DumpError::Expand(e) => Some(e),
+            DumpError::IpQos(e) => Some(e),
+            DumpError::ProxyJump(e) => Some(e),
+        }
+    }
+}
+
+impl From<tokens::ExpandError> for DumpError {
+    fn from(e: tokens::ExpandError) -> Self {
+        DumpError::Expand(e)
+    }
+}
+
+impl From<super::ipqos::BadIpQos> for DumpError {
+    fn from(e: super::ipqos::BadIpQos) -> Self {
+        DumpError::IpQos(e)
+    }
+}
+
+impl From<jump::InvalidProxyJump> for DumpError {
+    fn from(e: jump::InvalidProxyJump) -> Self {
+        DumpError::ProxyJump(e)
+    }
+}
+
+/// For callers that still carry text (the `-G` printer).
+impl From<DumpError> for String {
+    fn from(e: DumpError) -> String {
+        e.to_string()
+    }
+}
+
 /// Debian's GSSAPI key exchange list (printed for the keyword's sake).
 const GSS_KEX: &str = "gss-group14-sha256-,gss-group16-sha512-,gss-nistp256-sha256-,gss-curve25519-sha256-,gss-group14-sha1-,gss-gex-sha1-";
 
@@ -19,7 +75,7 @@ pub struct DumpInput<'a> {
 }
 
 /// The -G text.
-pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, String> {
+pub fn dump(r: &Resolved, input: &DumpInput<'_>) -> Result<String, DumpError> {
     let mut d = Dump {
         r,
         input,
@@ -79,11 +135,11 @@ impl Dump<'_> {
 
     /// A socket path with tokens expanded; `none` and `SSH_AUTH_SOCK` as
     /// written, ControlPath none not at all.
-    fn path(&self, k: &str) -> Result<Option<String>, String> {
+    fn path(&self, k: &str) -> Result<Option<String>, DumpError> {
         match self.r.get(k) {
             Some(v) if v.eq_ignore_ascii_case("none") && k == "controlpath" => Ok(None),
             Some(v) if v == "none" || v == "SSH_AUTH_SOCK" => Ok(Some(v.to_owned())),
-            Some(v) => self.t.path(v, tokens::FILE).map(Some),
+            Some(v) => Ok(Some(self.t.path(v, tokens::FILE)?)),
             None => Ok(None),
         }
     }
@@ -112,7 +168,7 @@ impl Dump<'_> {
     }
 
     /// The string options, printed only when set (algorithms always).
-    fn strings(&mut self) -> Result<(), String> {
+    fn strings(&mut self) -> Result<(), DumpError> {
         let (r, t) = (self.r, &self.t);
         let strings: Vec<(&str, Option<String>)> = vec![
             ("bindaddress", self.opt("bindaddress")),
@@ -178,7 +234,7 @@ impl Dump<'_> {
     }
 
     /// DynamicForward, LocalForward, RemoteForward.
-    fn forwards(&mut self) -> Result<(), String> {
+    fn forwards(&mut self) -> Result<(), DumpError> {
         let r = self.r;
         for v in r.all("dynamicforward") {
             self.line("dynamicforward", &bracket(v));
@@ -215,7 +271,7 @@ impl Dump<'_> {
     }
 
     /// CanonicalDomains, CertificateFile and the known-hosts files.
-    fn known_hosts(&mut self) -> Result<(), String> {
+    fn known_hosts(&mut self) -> Result<(), DumpError> {
         let r = self.r;
         let domains = self.oneline("canonicaldomains", "none");
         self.line("canonicaldomains", &domains);
@@ -234,7 +290,7 @@ impl Dump<'_> {
             ],
             v => v.to_vec(),
         };
-        let ukh: Result<Vec<String>, String> = ukh
+        let ukh: Result<Vec<String>, tokens::ExpandError> = ukh
             .iter()
             .map(|f| {
                 if f == "none" {
@@ -250,7 +306,7 @@ impl Dump<'_> {
 
     /// The environment, agent, timeouts, escape, QoS and rekeying lines,
     /// in ssh's order.
-    fn rest(&mut self) -> Result<(), String> {
+    fn rest(&mut self) -> Result<(), DumpError> {
         let r = self.r;
         for k in ["sendenv", "setenv"] {
             for v in r.all(k) {
@@ -300,7 +356,7 @@ impl Dump<'_> {
     }
 
     /// ProxyJump, else ProxyCommand unless none.
-    fn proxy(&mut self) -> Result<(), String> {
+    fn proxy(&mut self) -> Result<(), DumpError> {
         match (self.r.get("proxyjump"), self.r.all("proxycommand")) {
             (Some(j), _) => {
                 if let Some(j) = jump::parse(j)? {
@@ -400,7 +456,7 @@ pub fn update_host_keys_default(r: &Resolved) -> bool {
 /// One LocalForward/RemoteForward line as ssh -G prints it: `host:port`
 /// as `[host]:port`, a bare port as it is, Unix socket paths with `${VAR}`
 /// and tokens expanded, a dynamic RemoteForward with ssh's `[socks]:0`.
-fn forward(spec: &str, t: &tokens::Tokens) -> Result<String, String> {
+fn forward(spec: &str, t: &tokens::Tokens) -> Result<String, tokens::ExpandError> {
     let mut words = spec
         .split_whitespace()
         .map(|w| {
@@ -409,7 +465,7 @@ fn forward(spec: &str, t: &tokens::Tokens) -> Result<String, String> {
             }
             Ok(bracket(w))
         })
-        .collect::<Result<Vec<String>, String>>()?;
+        .collect::<Result<Vec<String>, tokens::ExpandError>>()?;
     if words.len() == 1 {
         words.push("[socks]:0".into());
     }

@@ -24,7 +24,7 @@ pub const DEFAULT: IpQos = IpQos {
 };
 
 /// One IPQoS word as a TOS byte; Ok(None) for `none`.
-fn word(w: &str) -> Result<Option<u8>, String> {
+fn word(w: &str) -> Result<Option<u8>, BadIpQos> {
     let l = w.to_ascii_lowercase();
     let dscp = |d: u8| Ok(Some(d << 2));
     match l.as_str() {
@@ -52,7 +52,9 @@ fn word(w: &str) -> Result<Option<u8>, String> {
                 Some(h) => u8::from_str_radix(h, 16),
                 None => l.parse::<u8>(),
             };
-            n.map(Some).map_err(|_| format!("Bad IPQoS value: {w}"))
+            n.map(Some).map_err(|_| BadIpQos {
+                value: w.to_owned(),
+            })
         }
     }
 }
@@ -97,7 +99,7 @@ pub fn name(tos: Option<u8>) -> String {
 }
 
 /// IPQoS's value: one word for both, or interactive then bulk.
-pub fn parse(v: &str) -> Result<IpQos, String> {
+pub fn parse(v: &str) -> Result<IpQos, BadIpQos> {
     let words: Vec<&str> = v.split_whitespace().collect();
     match words.as_slice() {
         [one] => {
@@ -111,7 +113,32 @@ pub fn parse(v: &str) -> Result<IpQos, String> {
             interactive: word(i)?,
             bulk: word(b)?,
         }),
-        _ => Err(format!("Bad IPQoS value: {v}")),
+        _ => Err(BadIpQos {
+            value: v.to_owned(),
+        }),
+    }
+}
+
+/// An IPQoS value ssh refuses: `Bad IPQoS value: V` (the bad word, or the
+/// whole value when it has more than two).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadIpQos {
+    /// The word or value.
+    pub value: String,
+}
+
+impl std::fmt::Display for BadIpQos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bad IPQoS value: {}", self.value)
+    }
+}
+
+impl std::error::Error for BadIpQos {}
+
+/// For callers that still carry text (the client's setup).
+impl From<BadIpQos> for String {
+    fn from(e: BadIpQos) -> String {
+        e.to_string()
     }
 }
 
@@ -132,7 +159,12 @@ mod tests {
         assert_eq!(word("184").unwrap(), Some(184));
         assert_eq!(word("none").unwrap(), None);
         assert!(word("af51").is_err());
-        assert!(word("cs8").is_err());
+        assert_eq!(
+            word("cs8"),
+            Err(BadIpQos {
+                value: "cs8".into()
+            })
+        );
         assert_eq!(
             parse("af21 cs1").unwrap(),
             IpQos {

@@ -47,11 +47,13 @@ fn hop(s: &str) -> Option<(Option<String>, String, Option<u16>)> {
 }
 
 /// Parses a ProxyJump value; None for `none`. Errors name the value.
-pub fn parse(v: &str) -> Result<Option<Jump>, String> {
+pub fn parse(v: &str) -> Result<Option<Jump>, InvalidProxyJump> {
     if v.eq_ignore_ascii_case("none") {
         return Ok(None);
     }
-    let bad = || format!("Invalid ProxyJump \"{v}\"");
+    let bad = || InvalidProxyJump {
+        value: v.to_owned(),
+    };
     let (extra, last) = match v.rsplit_once(',') {
         Some((e, l)) => (Some(e), l),
         None => (None, v),
@@ -128,6 +130,28 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
+/// A ProxyJump value that does not parse: `Invalid ProxyJump "V"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidProxyJump {
+    /// The value.
+    pub value: String,
+}
+
+impl std::fmt::Display for InvalidProxyJump {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Invalid ProxyJump \"{}\"", self.value)
+    }
+}
+
+impl std::error::Error for InvalidProxyJump {}
+
+/// For callers that still carry text (the client's setup).
+impl From<InvalidProxyJump> for String {
+    fn from(e: InvalidProxyJump) -> String {
+        e.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,7 +172,7 @@ mod tests {
         assert_eq!(parse("u@[::1]:23").unwrap().unwrap().show(), "u@[::1]:23");
         assert_eq!(parse("ssh://u@h:24").unwrap().unwrap().show(), "u@h:24");
         assert_eq!(parse("none").unwrap(), None);
-        assert!(parse("a,").is_err());
+        assert_eq!(parse("a,"), Err(InvalidProxyJump { value: "a,".into() }));
         assert!(parse("h:notaport").is_err());
         let one = parse("alice@jump:2222").unwrap().unwrap();
         assert_eq!(

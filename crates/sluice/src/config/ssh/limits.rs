@@ -177,9 +177,9 @@ pub struct Limited {
 /// Says what the destination's settings ask for that sluice lacks: a
 /// refusal is the error returned; a warning goes to stderr when the
 /// command line asked or ssh would have used the feature here, else to -v.
-pub fn report(limited: &[Limited]) -> Result<(), String> {
+pub fn report(limited: &[Limited]) -> Result<(), Refused> {
     if let Some(r) = limited.iter().find(|l| l.limit.how == How::Refuse) {
-        return Err(r.message.clone());
+        return Err(Refused(r.clone()));
     }
     for l in limited {
         if l.command_line || l.limit.would_matter() {
@@ -189,4 +189,24 @@ pub fn report(limited: &[Limited]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A keyword in effect that sluice refuses: it stops before connecting.
+/// `Display` is the message (file, line, why, the way out).
+#[derive(Debug, Clone)]
+pub struct Refused(pub Limited);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.message)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// For callers that still carry text (the client's setup).
+impl From<Refused> for String {
+    fn from(e: Refused) -> String {
+        e.to_string()
+    }
 }

@@ -69,6 +69,8 @@ fn only_the_matching_host_and_ignore_unknown() {
     assert!(cfg.resolve("example").unwrap().limited.is_empty());
     let r = cfg.resolve("other").unwrap();
     let e = report(&r.limited).unwrap_err();
+    assert_eq!(e.0.limit.kw, "proxyusefdpass");
+    let e = e.to_string();
     assert!(
         e.contains("ssh_config line 2: unsupported option \"proxyusefdpass yes\""),
         "{e}"

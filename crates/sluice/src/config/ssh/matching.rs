@@ -35,7 +35,7 @@ pub enum Crit {
 
 /// Parses a Match line's arguments into (negated, criterion) pairs; the
 /// errors are ssh's.
-pub fn parse(args: &[String]) -> Result<Vec<(bool, Crit)>, String> {
+pub fn parse(args: &[String]) -> Result<Vec<(bool, Crit)>, MatchError> {
     let mut out = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -51,9 +51,7 @@ pub fn parse(args: &[String]) -> Result<Vec<(bool, Crit)>, String> {
                     !matches!(x.as_str(), "all" | "canonical" | "final")
                 });
                 if others {
-                    return Err(format!(
-                        "'{a}' cannot be combined with other Match attributes"
-                    ));
+                    return Err(MatchError::AllCombined { arg: a.clone() });
                 }
                 Crit::All
             }
@@ -62,7 +60,9 @@ pub fn parse(args: &[String]) -> Result<Vec<(bool, Crit)>, String> {
             "exec" | "host" | "originalhost" | "user" | "localuser" | "tagged" | "localnetwork" => {
                 let v = it
                     .next()
-                    .ok_or_else(|| format!("Missing Match criteria for {name}"))?
+                    .ok_or_else(|| MatchError::MissingCriteria {
+                        name: name.to_owned(),
+                    })?
                     .clone();
                 match lname.as_str() {
                     "exec" => Crit::Exec(v),
@@ -72,19 +72,23 @@ pub fn parse(args: &[String]) -> Result<Vec<(bool, Crit)>, String> {
                     "tagged" => Crit::Tagged(v),
                     "localnetwork" => {
                         if !crate::keys::cert::cidr_list_ok(&v) || v.contains('*') {
-                            return Err(format!("Invalid Match localnetwork list \"{v}\""));
+                            return Err(MatchError::LocalNetwork { list: v });
                         }
                         Crit::LocalNetwork(v)
                     }
                     _ => Crit::LocalUser(v),
                 }
             }
-            _ => return Err(format!("Unsupported Match attribute {name}")),
+            _ => {
+                return Err(MatchError::Unsupported {
+                    name: name.to_owned(),
+                })
+            }
         };
         out.push((neg, crit));
     }
     if out.is_empty() {
-        return Err("One or more attributes required for Match".into());
+        return Err(MatchError::NoAttributes);
     }
     Ok(out)
 }
@@ -103,7 +107,7 @@ pub struct MatchState<'a> {
 
 /// True when all criteria hold. `exec` runs only if everything before it
 /// held, as in ssh; a command that cannot start is an error.
-pub fn eval(crits: &[(bool, Crit)], st: &mut MatchState<'_>) -> Result<bool, String> {
+pub fn eval(crits: &[(bool, Crit)], st: &mut MatchState<'_>) -> Result<bool, EvalError> {
     let t = st.tokens;
     let mut result = true;
     for (neg, c) in crits {
@@ -119,7 +123,8 @@ pub fn eval(crits: &[(bool, Crit)], st: &mut MatchState<'_>) -> Result<bool, Str
             Crit::User(p) => exact_list(&t.remote_user, p),
             Crit::LocalUser(p) => exact_list(&t.local_user, p),
             Crit::Tagged(p) => match_pattern_list(st.tag, p) == Some(true),
-            Crit::LocalNetwork(list) => crate::net::local_addr::interface_addrs(None)?
+            Crit::LocalNetwork(list) => crate::net::local_addr::interface_addrs(None)
+                .map_err(|e| EvalError::Interfaces(e.to_string()))?
                 .into_iter()
                 .any(|a| crate::keys::pattern::match_host_and_ip(a, None, list)),
             Crit::Exec(cmd) => {
@@ -157,7 +162,7 @@ pub fn exact_list(s: &str, list: &str) -> bool {
 
 /// `Match exec`: the command through the shell, stdio detached from ours
 /// except stderr; true on exit status 0.
-fn run_exec(cmd: &str) -> Result<bool, String> {
+fn run_exec(cmd: &str) -> Result<bool, EvalError> {
     let shell = std::env::var("SHELL")
         .ok()
         .filter(|s| !s.is_empty())
@@ -169,15 +174,114 @@ fn run_exec(cmd: &str) -> Result<bool, String> {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .status()
-        .map_err(|e| format!("match exec '{cmd}' error: {shell}: {e}"))?;
+        .map_err(|error| EvalError::Exec {
+            cmd: cmd.to_owned(),
+            shell,
+            error,
+        })?;
     Ok(st.success())
+}
+
+/// A Match line ssh refuses, in ssh's words (printed before
+/// "FILE line N: Bad Match condition").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MatchError {
+    /// `all` with criteria other than `canonical` and `final`.
+    AllCombined {
+        /// The `all` word as written (`!` kept).
+        arg: String,
+    },
+    /// A criterion at the end of the line without its patterns.
+    MissingCriteria {
+        /// The criterion as written.
+        name: String,
+    },
+    /// `localnetwork` with a list that is not CIDR blocks.
+    LocalNetwork {
+        /// The list.
+        list: String,
+    },
+    /// An unknown criterion.
+    Unsupported {
+        /// The criterion as written.
+        name: String,
+    },
+    /// `Match` alone.
+    NoAttributes,
+}
+
+impl std::fmt::Display for MatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MatchError::AllCombined { arg } => {
+                write!(f, "'{arg}' cannot be combined with other Match attributes")
+            }
+            MatchError::MissingCriteria { name } => {
+                write!(f, "Missing Match criteria for {name}")
+            }
+            MatchError::LocalNetwork { list } => {
+                write!(f, "Invalid Match localnetwork list \"{list}\"")
+            }
+            MatchError::Unsupported { name } => write!(f, "Unsupported Match attribute {name}"),
+            MatchError::NoAttributes => f.write_str("One or more attributes required for Match"),
+        }
+    }
+}
+
+impl std::error::Error for MatchError {}
+
+/// A Match line that cannot be evaluated.
+#[derive(Debug)]
+pub enum EvalError {
+    /// The interfaces' addresses (`localnetwork`) cannot be listed: the
+    /// lower layer's text.
+    Interfaces(String),
+    /// `exec`'s command has a bad token.
+    Token(super::tokens::ExpandError),
+    /// `exec`'s shell cannot start: `match exec 'CMD' error: SHELL: ERROR`.
+    Exec {
+        /// The command, tokens expanded.
+        cmd: String,
+        /// The shell.
+        shell: String,
+        /// Why it did not start.
+        error: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for EvalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EvalError::Interfaces(e) => f.write_str(e),
+            EvalError::Token(e) => e.fmt(f),
+            EvalError::Exec { cmd, shell, error } => {
+                write!(f, "match exec '{cmd}' error: {shell}: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for EvalError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EvalError::Interfaces(_) => None,
+            EvalError::Token(e) => Some(e),
+            EvalError::Exec { error, .. } => Some(error),
+        }
+    }
+}
+
+impl From<super::tokens::ExpandError> for EvalError {
+    fn from(e: super::tokens::ExpandError) -> Self {
+        EvalError::Token(e)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn p(s: &str) -> Result<Vec<(bool, Crit)>, String> {
+    fn p(s: &str) -> Result<Vec<(bool, Crit)>, MatchError> {
         parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
     }
 
@@ -185,10 +289,23 @@ mod tests {
     fn parse_and_eval() {
         assert_eq!(p("all").unwrap(), [(false, Crit::All)]);
         assert_eq!(p("canonical all").unwrap().len(), 2);
-        assert!(p("all host x").unwrap_err().contains("cannot be combined"));
-        assert_eq!(p("host").unwrap_err(), "Missing Match criteria for host");
-        assert_eq!(p("foo bar").unwrap_err(), "Unsupported Match attribute foo");
-        assert!(p("").is_err());
+        assert!(p("all host x")
+            .unwrap_err()
+            .to_string()
+            .contains("cannot be combined"));
+        assert_eq!(
+            p("host").unwrap_err().to_string(),
+            "Missing Match criteria for host"
+        );
+        assert_eq!(
+            p("foo bar").unwrap_err().to_string(),
+            "Unsupported Match attribute foo"
+        );
+        assert!(matches!(
+            p("foo bar"),
+            Err(MatchError::Unsupported { name }) if name == "foo"
+        ));
+        assert_eq!(p(""), Err(MatchError::NoAttributes));
         let t = Tokens {
             original_host: "web".into(),
             host: "web.example.com".into(),
@@ -222,7 +339,10 @@ mod tests {
         assert!(ev("localnetwork 127.0.0.0/8"));
         assert!(!ev("localnetwork 240.0.0.0/8"));
         assert!(ev("!localnetwork 240.0.0.0/8"));
-        assert!(p("localnetwork 10.*").is_err());
+        assert!(matches!(
+            p("localnetwork 10.*"),
+            Err(MatchError::LocalNetwork { .. })
+        ));
         assert!(want);
     }
 }

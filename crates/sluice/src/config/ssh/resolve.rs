@@ -9,9 +9,65 @@ use super::{local_user, matching, tokens, values, ClientConfig, Item, Resolved, 
 use std::collections::HashMap;
 use tokens::Tokens;
 
+/// Why the configuration could not be resolved for a destination.
+#[derive(Debug)]
+pub enum ResolveError {
+    /// HostName's `%h` (a token it does not take).
+    HostName(tokens::ExpandError),
+    /// CanonicalizeHostname found no name and may not fall back.
+    Canonicalize(super::canonical::Unresolved),
+    /// A Match line could not be evaluated (`exec`, `localnetwork`).
+    Match(matching::EvalError),
+}
+
+impl std::fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResolveError::HostName(e) => e.fmt(f),
+            ResolveError::Canonicalize(e) => e.fmt(f),
+            ResolveError::Match(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ResolveError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ResolveError::HostName(e) => Some(e),
+            ResolveError::Canonicalize(e) => Some(e),
+            ResolveError::Match(e) => Some(e),
+        }
+    }
+}
+
+impl From<tokens::ExpandError> for ResolveError {
+    fn from(e: tokens::ExpandError) -> Self {
+        ResolveError::HostName(e)
+    }
+}
+
+impl From<super::canonical::Unresolved> for ResolveError {
+    fn from(e: super::canonical::Unresolved) -> Self {
+        ResolveError::Canonicalize(e)
+    }
+}
+
+impl From<matching::EvalError> for ResolveError {
+    fn from(e: matching::EvalError) -> Self {
+        ResolveError::Match(e)
+    }
+}
+
+/// For callers that still carry text (the client's setup).
+impl From<ResolveError> for String {
+    fn from(e: ResolveError) -> String {
+        e.to_string()
+    }
+}
+
 impl ClientConfig {
     /// The effective settings for `host_arg`, the destination as typed.
-    pub fn resolve(&self, host_arg: &str) -> Result<Resolved, String> {
+    pub fn resolve(&self, host_arg: &str) -> Result<Resolved, ResolveError> {
         let mut ev = Eval {
             map: HashMap::new(),
             host_arg: host_arg.to_owned(),
@@ -154,7 +210,7 @@ impl Eval {
         }
     }
 
-    fn pass(&mut self, cfg: &ClientConfig) -> Result<(), String> {
+    fn pass(&mut self, cfg: &ClientConfig) -> Result<(), ResolveError> {
         let mut active = true;
         self.walk(&cfg.cmdline, &mut active, false)?;
         for f in &cfg.files {
@@ -164,7 +220,7 @@ impl Eval {
         Ok(())
     }
 
-    fn walk(&mut self, items: &[Item], active: &mut bool, never: bool) -> Result<(), String> {
+    fn walk(&mut self, items: &[Item], active: &mut bool, never: bool) -> Result<(), ResolveError> {
         for it in items {
             match it {
                 Item::Host(pats) => {

@@ -117,3 +117,59 @@ fn proxy_rivals_and_raw_commands() {
         ["~/k1", "/k2"]
     );
 }
+
+#[test]
+fn errors_by_kind_in_ssh_words() {
+    use crate::config::error::{BadLine, UnmatchedQuote, ValueError};
+    let bad = |text: &str| ClientConfig::default().add_text(text, "f").unwrap_err();
+    assert!(matches!(
+        bad("Bogus 1\n"),
+        ConfigError::Bad { error: BadLine::UnknownKeyword(k), line: 1, .. } if k == "bogus"
+    ));
+    assert_eq!(
+        bad("Port\n"),
+        ConfigError::Bad {
+            file: "f".into(),
+            line: 1,
+            error: BadLine::MissingArgument
+        }
+    );
+    assert!(matches!(
+        bad("Port x\n"),
+        ConfigError::Bad {
+            error: BadLine::Value(ValueError::BadPort { .. }),
+            ..
+        }
+    ));
+    assert_eq!(
+        bad("Banner \"x\n"),
+        ConfigError::Syntax {
+            file: "f".into(),
+            line: 1,
+            error: UnmatchedQuote
+        }
+    );
+    let e = bad("Match foo\n");
+    assert!(matches!(
+        &e,
+        ConfigError::Bad {
+            error: BadLine::Match(matching::MatchError::Unsupported { .. }),
+            ..
+        }
+    ));
+    assert_eq!(
+        e.to_string(),
+        "Unsupported Match attribute foo\nf line 1: Bad Match condition\nf: terminating, 1 bad configuration options"
+    );
+    assert_eq!(
+        ClientConfig::load(&["Include x".into()], Some(Path::new("none"))).unwrap_err(),
+        ConfigError::IncludeOnCommandLine
+    );
+    let c = cfg(&[], "Match exec \"%T\"\n");
+    assert!(matches!(
+        c.resolve("h"),
+        Err(ResolveError::Match(matching::EvalError::Token(
+            tokens::ExpandError::UnknownKey('T')
+        )))
+    ));
+}

@@ -85,13 +85,13 @@ impl Tokens {
 
     /// Expands `%x` tokens among `allowed` (and `%%`); others are an error,
     /// worded as ssh's.
-    pub fn expand(&self, s: &str, allowed: &str) -> Result<String, String> {
+    pub fn expand(&self, s: &str, allowed: &str) -> Result<String, ExpandError> {
         self.expand_tokens(s, allowed, false)
     }
 
     /// `${VAR}` and then tokens in the result: Unix socket paths of
     /// LocalForward and RemoteForward, as ssh expands them in two steps.
-    pub fn expand_env(&self, s: &str, allowed: &str) -> Result<String, String> {
+    pub fn expand_env(&self, s: &str, allowed: &str) -> Result<String, ExpandError> {
         self.expand(&dollar(s)?, allowed)
     }
 
@@ -99,11 +99,11 @@ impl Tokens {
     /// read for tokens): how ssh expands file names (IdentityFile,
     /// CertificateFile, ControlPath, IdentityAgent, ForwardAgent,
     /// UserKnownHostsFile).
-    pub fn path(&self, s: &str, allowed: &str) -> Result<String, String> {
+    pub fn path(&self, s: &str, allowed: &str) -> Result<String, ExpandError> {
         self.expand_tokens(&tilde(s)?, allowed, true)
     }
 
-    fn expand_tokens(&self, s: &str, allowed: &str, env: bool) -> Result<String, String> {
+    fn expand_tokens(&self, s: &str, allowed: &str, env: bool) -> Result<String, ExpandError> {
         let mut out = String::with_capacity(s.len());
         let mut rest = s;
         while let Some(i) = rest.find(|c| c == '%' || (env && c == '$')) {
@@ -124,8 +124,8 @@ impl Tokens {
             match it.next() {
                 Some('%') => out.push('%'),
                 Some(k) if allowed.contains(k) => out.push_str(&self.value(k)),
-                Some(k) => return Err(format!("percent_expand: unknown key %{k}")),
-                None => return Err("percent_expand: invalid format".into()),
+                Some(k) => return Err(ExpandError::UnknownKey(k)),
+                None => return Err(ExpandError::InvalidFormat),
             }
             rest = it.as_str();
         }
@@ -136,15 +136,17 @@ impl Tokens {
 
 /// The length of the `${NAME}` that `tail` starts with (`whole`: for the
 /// message).
-fn var_len(tail: &str, whole: &str) -> Result<usize, String> {
+fn var_len(tail: &str, whole: &str) -> Result<usize, ExpandError> {
     tail.find('}')
         .map(|e| e + 1)
-        .ok_or_else(|| format!("environment variable in \"{whole}\" is missing its closing '}}'"))
+        .ok_or_else(|| ExpandError::UnclosedVariable {
+            text: whole.to_owned(),
+        })
 }
 
 /// `${VAR}` from the environment (ssh_config(5) ENVIRONMENT VARIABLES); an
 /// unset variable is an error, as in ssh. `$` not followed by `{` stays.
-pub fn dollar(s: &str) -> Result<String, String> {
+pub fn dollar(s: &str) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.find("${") {
@@ -152,12 +154,15 @@ pub fn dollar(s: &str) -> Result<String, String> {
         let end = i + var_len(&rest[i..], s)?;
         let name = &rest[i + 2..end - 1];
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!(
-                "bad environment variable name \"${{{name}}}\" in \"{s}\""
-            ));
+            return Err(ExpandError::BadVariableName {
+                name: name.to_owned(),
+                text: s.to_owned(),
+            });
         }
-        let value = std::env::var(name)
-            .map_err(|_| format!("env var ${{{name}}} has no value (in \"{s}\")"))?;
+        let value = std::env::var(name).map_err(|_| ExpandError::UnsetVariable {
+            name: name.to_owned(),
+            text: s.to_owned(),
+        })?;
         out.push_str(&value);
         rest = &rest[end..];
     }
@@ -166,7 +171,7 @@ pub fn dollar(s: &str) -> Result<String, String> {
 }
 
 /// `~/x` and `~user/x` (tilde_expand_filename); other strings unchanged.
-pub fn tilde(s: &str) -> Result<String, String> {
+pub fn tilde(s: &str) -> Result<String, ExpandError> {
     let Some(rest) = s.strip_prefix('~') else {
         return Ok(s.to_owned());
     };
@@ -179,7 +184,9 @@ pub fn tilde(s: &str) -> Result<String, String> {
     } else {
         home_of(Some(name))
     }
-    .ok_or_else(|| format!("tilde_expand: No such user {name}"))?;
+    .ok_or_else(|| ExpandError::NoSuchUser {
+        name: name.to_owned(),
+    })?;
     // `~` alone is the home directory with a slash, as ssh's tilde_expand.
     let tail = if tail.is_empty() { "/" } else { tail };
     Ok(format!("{}{tail}", home.trim_end_matches('/')))
@@ -210,6 +217,69 @@ pub fn home_of(user: Option<&str>) -> Option<String> {
     .map(|u| u.home)
 }
 
+/// A `%` token, `${VAR}` or `~user` that cannot be expanded, in ssh's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpandError {
+    /// A token the keyword does not take: `percent_expand: unknown key %K`.
+    UnknownKey(char),
+    /// A `%` at the end: `percent_expand: invalid format`.
+    InvalidFormat,
+    /// `${` without `}`.
+    UnclosedVariable {
+        /// The whole string.
+        text: String,
+    },
+    /// `${NAME}` with a name of other than letters, digits and `_`.
+    BadVariableName {
+        /// The name.
+        name: String,
+        /// The whole string.
+        text: String,
+    },
+    /// `${NAME}` unset.
+    UnsetVariable {
+        /// The name.
+        name: String,
+        /// The whole string.
+        text: String,
+    },
+    /// `~user` of a user the password database does not know.
+    NoSuchUser {
+        /// The user ("" for our own uid).
+        name: String,
+    },
+}
+
+impl std::fmt::Display for ExpandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExpandError::UnknownKey(k) => write!(f, "percent_expand: unknown key %{k}"),
+            ExpandError::InvalidFormat => f.write_str("percent_expand: invalid format"),
+            ExpandError::UnclosedVariable { text } => write!(
+                f,
+                "environment variable in \"{text}\" is missing its closing '}}'"
+            ),
+            ExpandError::BadVariableName { name, text } => write!(
+                f,
+                "bad environment variable name \"${{{name}}}\" in \"{text}\""
+            ),
+            ExpandError::UnsetVariable { name, text } => {
+                write!(f, "env var ${{{name}}} has no value (in \"{text}\")")
+            }
+            ExpandError::NoSuchUser { name } => write!(f, "tilde_expand: No such user {name}"),
+        }
+    }
+}
+
+impl std::error::Error for ExpandError {}
+
+/// For callers that still carry text (the client's setup).
+impl From<ExpandError> for String {
+    fn from(e: ExpandError) -> String {
+        e.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,14 +300,14 @@ mod tests {
             "/home/me/me/bob@foo.example.com:2222 foo foo %h"
         );
         assert_eq!(
-            t.expand("%T", FILE).unwrap_err(),
+            t.expand("%T", FILE).unwrap_err().to_string(),
             "percent_expand: unknown key %T"
         );
         assert_eq!(
             t.expand("%d", PROXY).unwrap_err(),
-            "percent_expand: unknown key %d"
+            ExpandError::UnknownKey('d')
         );
-        assert!(t.expand("x%", FILE).is_err());
+        assert_eq!(t.expand("x%", FILE), Err(ExpandError::InvalidFormat));
         // %C is SHA-1 of %l%h%p%r.
         let want: String = aws_lc_rs::digest::digest(
             &aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY,
@@ -272,9 +342,21 @@ mod tests {
             t.expand_env("/a/${SLUICE_TOKENS_TEST}/%%", FILE).unwrap(),
             "/a/vfoo.example.com/%"
         );
-        assert!(t.path("${SLUICE_NO_SUCH_VAR_XYZ}", FILE).is_err());
-        assert!(dollar("${SLUICE_TOKENS_TEST").is_err());
-        assert!(dollar("${a b}").is_err());
-        assert!(tilde("~no-such-user-xyz/a").is_err());
+        assert!(matches!(
+            t.path("${SLUICE_NO_SUCH_VAR_XYZ}", FILE),
+            Err(ExpandError::UnsetVariable { .. })
+        ));
+        assert!(matches!(
+            dollar("${SLUICE_TOKENS_TEST"),
+            Err(ExpandError::UnclosedVariable { .. })
+        ));
+        assert!(matches!(
+            dollar("${a b}"),
+            Err(ExpandError::BadVariableName { .. })
+        ));
+        assert!(matches!(
+            tilde("~no-such-user-xyz/a"),
+            Err(ExpandError::NoSuchUser { .. })
+        ));
     }
 }

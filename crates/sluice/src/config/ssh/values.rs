@@ -2,6 +2,8 @@
 //! `ssh -G` prints them: yes/no flags, multi-state keywords printed by
 //! their first name (`yes` shows as `true`), times in seconds, ports.
 
+use crate::config::error::ValueError;
+
 /// yes/no keywords ssh prints as `yes`/`no`.
 pub const FLAGS: &[&str] = &[
     "batchmode",
@@ -183,22 +185,27 @@ pub fn port(v: &str) -> Option<u16> {
 }
 
 /// Checks a keyword's arguments; the error is ssh's (after "FILE line N: ").
-pub fn check(kw: &str, args: &[String]) -> Result<(), String> {
+pub fn check(kw: &str, args: &[String]) -> Result<(), ValueError> {
+    let unsupported = || ValueError::UnsupportedOption {
+        value: args.first().cloned().unwrap_or_default(),
+    };
     let v = args.first().map(String::as_str).unwrap_or_default();
     let low = v.to_ascii_lowercase();
     if FLAGS.contains(&kw) && super::super::yes_no(v).is_none() {
-        return Err(format!("unsupported option \"{v}\"."));
+        return Err(unsupported());
     }
     if let Some((_, words)) = MULTI.iter().find(|(k, _)| *k == kw) {
         if !words.iter().any(|(w, _)| *w == low) {
-            return Err(format!("unsupported option \"{v}\"."));
+            return Err(unsupported());
         }
     }
     if TIMES.contains(&kw) && low != "none" && super::super::parse_time(v).is_none() {
-        return Err("invalid time value.".into());
+        return Err(ValueError::InvalidTime);
     }
     if INTS.contains(&kw) && v.parse::<u32>().is_err() {
-        return Err(format!("invalid integer value \"{v}\"."));
+        return Err(ValueError::InvalidInteger {
+            value: v.to_owned(),
+        });
     }
     if kw == "syslogfacility"
         && !matches!(
@@ -217,13 +224,17 @@ pub fn check(kw: &str, args: &[String]) -> Result<(), String> {
                 | "local7"
         )
     {
-        return Err(format!("unsupported log facility '{v}'"));
+        return Err(ValueError::LogFacility {
+            value: v.to_owned(),
+        });
     }
     if kw == "ipqos" {
         super::ipqos::parse(&args.join(" "))?;
     }
     if kw == "port" && port(v).is_none() {
-        return Err(format!("Bad port '{v}'."));
+        return Err(ValueError::BadPort {
+            value: v.to_owned(),
+        });
     }
     Ok(())
 }
@@ -282,17 +293,33 @@ mod tests {
     #[test]
     fn checks_and_shows_like_ssh() {
         assert_eq!(
-            check("batchmode", &["maybe".into()]).unwrap_err(),
+            check("batchmode", &["maybe".into()])
+                .unwrap_err()
+                .to_string(),
             "unsupported option \"maybe\"."
         );
         assert_eq!(
-            check("port", &["abc".into()]).unwrap_err(),
+            check("port", &["abc".into()]).unwrap_err().to_string(),
             "Bad port 'abc'."
         );
         assert_eq!(
-            check("connecttimeout", &["x".into()]).unwrap_err(),
+            check("connecttimeout", &["x".into()])
+                .unwrap_err()
+                .to_string(),
             "invalid time value."
         );
+        assert_eq!(
+            check("connecttimeout", &["x".into()]),
+            Err(ValueError::InvalidTime)
+        );
+        assert!(matches!(
+            check("ipqos", &["af99".into()]),
+            Err(ValueError::IpQos(_))
+        ));
+        assert!(matches!(
+            check("connectionattempts", &["many".into()]),
+            Err(ValueError::InvalidInteger { value }) if value == "many"
+        ));
         assert!(check("stricthostkeychecking", &["accept-new".into()]).is_ok());
         assert_eq!(show("stricthostkeychecking", "yes"), "true");
         assert_eq!(show("stricthostkeychecking", "off"), "false");

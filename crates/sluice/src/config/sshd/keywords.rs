@@ -3,10 +3,12 @@
 //! accumulate, keyword_table.rs). Errors in sshd's words.
 
 use super::command_line;
+use super::error::{Refusal, SshdConfigError};
 use super::keyword_table::{canonical, DEPRECATED, REPEATABLE, UNSUPPORTED};
 use super::line::Line;
 use super::per_source;
 use super::{PermitRootLogin, ServerConfig};
+use crate::config::error::ValueError;
 use crate::config::{algorithms, cipher_order, parse_rekey_limit, parse_size, parse_time, yes_no};
 use crate::log::Level;
 use crate::net::crypto_pool::CryptoThreads;
@@ -15,19 +17,17 @@ use std::collections::HashSet;
 
 /// Whether `value` of keyword `kw` is one sluiced cannot honour: the error,
 /// "unsupported option X at FILE:LINE: why".
-pub(super) fn unsupported(l: &Line, kw: &str, value: &str) -> Result<(), String> {
+pub(super) fn unsupported(l: &Line, kw: &str, value: &str) -> Result<(), SshdConfigError> {
     match UNSUPPORTED.iter().find(|(k, _, _)| *k == kw) {
-        Some((_, off, why)) if !value.eq_ignore_ascii_case(off) => Err(refusal(
-            l,
-            &format!("{why}; only \"{} {off}\" is accepted", l.name),
-        )),
+        Some((_, off, why)) if !value.eq_ignore_ascii_case(off) => {
+            Err(l.refused(Refusal::OnlyOff {
+                why: *why,
+                keyword: l.name.clone(),
+                off: *off,
+            }))
+        }
         _ => Ok(()),
     }
-}
-
-/// "unsupported option X at FILE:LINE: why" (sluiced -t and startup exit 255).
-pub(super) fn refusal(l: &Line, why: &str) -> String {
-    format!("unsupported option {} at {}:{}: {why}", l.name, l.file, l.n)
 }
 
 /// Method names AuthenticationMethods may list (sshd's, with
@@ -45,10 +45,12 @@ const AUTH_METHOD_NAMES: &[&str] = &[
 /// auth_methods.rs walks them). A keyboard-interactive submethod names a
 /// device: sluiced has only `pam` (UsePAM yes), so any other is refused
 /// rather than left forever unsatisfiable.
-fn authentication_methods(l: &Line) -> Result<Vec<String>, String> {
+fn authentication_methods(l: &Line) -> Result<Vec<String>, SshdConfigError> {
     if l.args.iter().any(|a| a == "any") {
         if l.args.len() > 1 {
-            return Err(l.err(&format!("\"any\" must appear alone in {}", l.name)));
+            return Err(l.err(ValueError::AnyNotAlone {
+                keyword: l.name.clone(),
+            }));
         }
         return Ok(Vec::new());
     }
@@ -59,19 +61,19 @@ fn authentication_methods(l: &Line) -> Result<Vec<String>, String> {
                 && (name == "keyboard-interactive" || !m.contains(':'))
         });
         if !known {
-            return Err(l.err(&format!("invalid {} method list.", l.name)));
+            return Err(l.err(ValueError::InvalidMethodList {
+                keyword: l.name.clone(),
+            }));
         }
         if let Some(sub) = list
             .split(',')
             .filter_map(|m| m.split_once(':').map(|(_, s)| s))
             .find(|s| *s != "pam")
         {
-            return Err(refusal(
-                l,
-                &format!(
-                    "\"{list}\": keyboard-interactive device \"{sub}\" does not exist in sluiced (only \"pam\", with UsePAM yes)"
-                ),
-            ));
+            return Err(l.refused(Refusal::KbdDevice {
+                list: list.clone(),
+                device: sub.to_owned(),
+            }));
         }
     }
     Ok(l.args.clone())
@@ -86,24 +88,30 @@ const FACILITIES: &[&str] = &[
 /// command line starting with an absolute path whose tokens are the
 /// keyword's (sshd checks the path here and the tokens at each login,
 /// where a bad one would fail every login: refused now instead).
-fn command(l: &Line, first: &str, tokens: &str) -> Result<Option<String>, String> {
+fn command(l: &Line, first: &str, tokens: &'static str) -> Result<Option<String>, SshdConfigError> {
     if l.raw.eq_ignore_ascii_case("none") {
         return Ok(None);
     }
     if !first.starts_with('/') {
-        return Err(l.err(&format!("{} must be an absolute path", l.name)));
+        return Err(l.err(ValueError::NotAbsolute {
+            keyword: l.name.clone(),
+        }));
     }
-    command_line::check_template(&l.name, tokens, &l.raw).map_err(|e| l.err(&e))?;
+    command_line::check_template(&l.name, tokens, &l.raw).map_err(|e| l.err(e))?;
     Ok(Some(l.raw.clone()))
 }
 
-fn forwarding(l: &Line, v: &str) -> Result<String, String> {
+fn forwarding(l: &Line, v: &str) -> Result<String, SshdConfigError> {
     Ok(match v {
         "yes" | "all" => "yes",
         "no" => "no",
         "local" => "local",
         "remote" => "remote",
-        _ => return Err(l.err(&format!("unsupported option \"{v}\"."))),
+        _ => {
+            return Err(l.err(ValueError::UnsupportedOption {
+                value: v.to_owned(),
+            }))
+        }
     }
     .into())
 }
@@ -116,30 +124,33 @@ struct Value<'a> {
 }
 
 impl Value<'_> {
-    fn yes_no(&self) -> Result<bool, String> {
-        yes_no(&self.first).ok_or_else(|| {
-            self.l
-                .err(&format!("unsupported option \"{}\".", self.first))
-        })
+    /// The line's error: `FILE line N: ERROR`.
+    fn err(&self, e: ValueError) -> SshdConfigError {
+        self.l.err(e)
     }
 
-    fn num(&self) -> Result<u32, String> {
+    fn yes_no(&self) -> Result<bool, SshdConfigError> {
+        yes_no(&self.first).ok_or_else(|| self.unsupported_value())
+    }
+
+    fn num(&self) -> Result<u32, SshdConfigError> {
         self.first.parse::<u32>().map_err(|_| {
-            self.l
-                .err(&format!("{} integer value invalid.", self.l.name))
+            self.err(ValueError::IntegerValueInvalid {
+                keyword: self.l.name.clone(),
+            })
         })
     }
 
-    fn time(&self) -> Result<u64, String> {
-        parse_time(&self.first).ok_or_else(|| self.l.err("invalid time value."))
+    fn time(&self) -> Result<u64, SshdConfigError> {
+        parse_time(&self.first).ok_or_else(|| self.err(ValueError::InvalidTime))
     }
 
-    fn size(&self) -> Result<u64, String> {
-        parse_size(&self.first).ok_or_else(|| self.l.err("bad size"))
+    fn size(&self) -> Result<u64, SshdConfigError> {
+        parse_size(&self.first).ok_or_else(|| self.err(ValueError::BadSize))
     }
 
     /// `first` itself when it is one of `allowed`, else sshd's "unsupported option".
-    fn one_of(&self, allowed: &[&str]) -> Result<String, String> {
+    fn one_of(&self, allowed: &[&str]) -> Result<String, SshdConfigError> {
         if allowed.contains(&self.first.as_str()) {
             Ok(self.first.clone())
         } else {
@@ -147,9 +158,10 @@ impl Value<'_> {
         }
     }
 
-    fn unsupported_value(&self) -> String {
-        self.l
-            .err(&format!("unsupported option \"{}\".", self.first))
+    fn unsupported_value(&self) -> SshdConfigError {
+        self.err(ValueError::UnsupportedOption {
+            value: self.first.clone(),
+        })
     }
 
     /// An algorithm list against its default and the names it may take.
@@ -158,13 +170,14 @@ impl Value<'_> {
         default: &[&str],
         all: &[&str],
         what: &str,
-    ) -> Result<Vec<String>, String> {
-        algorithms::resolve(&self.first, default, all, what).map_err(|e| self.l.err(&e))
+    ) -> Result<Vec<String>, SshdConfigError> {
+        algorithms::resolve(&self.first, default, all, what)
+            .map_err(|e| self.err(ValueError::Algorithms(e)))
     }
 }
 
 /// One keyword group's handler: Ok(false) when the keyword is not its.
-type Group = fn(&mut ServerConfig, &str, &Value) -> Result<bool, String>;
+type Group = fn(&mut ServerConfig, &str, &Value) -> Result<bool, SshdConfigError>;
 
 /// Every group, tried in turn; a keyword belongs to one of them at most.
 const GROUPS: &[Group] = &[
@@ -181,16 +194,20 @@ const GROUPS: &[Group] = &[
 
 impl ServerConfig {
     /// Applies one line: the first value of a keyword wins, repeatable ones accumulate.
-    pub(super) fn apply(&mut self, l: &Line, seen: &mut HashSet<String>) -> Result<(), String> {
+    pub(super) fn apply(
+        &mut self,
+        l: &Line,
+        seen: &mut HashSet<String>,
+    ) -> Result<(), SshdConfigError> {
         let kw = canonical(&l.kw);
         if DEPRECATED.contains(&kw) {
             return Ok(());
         }
-        let first = l
-            .args
-            .first()
-            .cloned()
-            .ok_or_else(|| l.err(&format!("no argument after keyword \"{}\"", l.name)))?;
+        let first = l.args.first().cloned().ok_or_else(|| {
+            l.err(ValueError::NoArgument {
+                keyword: l.name.clone(),
+            })
+        })?;
         if !REPEATABLE.contains(&kw) && !seen.insert(kw.to_owned()) {
             return Ok(()); // first value wins
         }
@@ -205,7 +222,7 @@ impl ServerConfig {
 
     /// Where sluiced listens and what it shows itself as: ports, addresses,
     /// host keys and certificates, the pid file, the banner.
-    fn apply_listen(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+    fn apply_listen(&mut self, kw: &str, v: &Value) -> Result<bool, SshdConfigError> {
         let (l, first) = (v.l, &v.first);
         match kw {
             "port" => self.ports.push(
@@ -213,7 +230,7 @@ impl ServerConfig {
                     .parse()
                     .ok()
                     .filter(|p| *p != 0)
-                    .ok_or_else(|| l.err("Badly formatted port number."))?,
+                    .ok_or_else(|| l.err(ValueError::BadlyFormattedPort))?,
             ),
             "listenaddress" => self.listen.push(first.clone()),
             "addressfamily" => self.address_family = v.one_of(&["any", "inet", "inet6"])?,
@@ -233,7 +250,7 @@ impl ServerConfig {
     }
 
     /// Who may log in and by which methods.
-    fn apply_auth(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+    fn apply_auth(&mut self, kw: &str, v: &Value) -> Result<bool, SshdConfigError> {
         let (l, first) = (v.l, &v.first);
         match kw {
             "permitrootlogin" => {
@@ -268,7 +285,7 @@ impl ServerConfig {
 
     /// Where public-key authentication finds its keys, principals, CAs and
     /// revocations.
-    fn apply_auth_sources(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+    fn apply_auth_sources(&mut self, kw: &str, v: &Value) -> Result<bool, SshdConfigError> {
         let (l, first) = (v.l, &v.first);
         match kw {
             "authorizedkeysfile" => self.authorized_keys_file = l.args.clone(),
@@ -305,7 +322,7 @@ impl ServerConfig {
     }
 
     /// Transport algorithms, compression, rekeying and the crypto threads.
-    fn apply_algorithms(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+    fn apply_algorithms(&mut self, kw: &str, v: &Value) -> Result<bool, SshdConfigError> {
         let (l, first) = (v.l, &v.first);
         match kw {
             "ciphers" => {
@@ -349,12 +366,15 @@ impl ServerConfig {
                 self.hw_compression_library = (first != "none").then(|| first.into())
             }
             "rekeylimit" => {
-                self.rekey_limit =
-                    parse_rekey_limit(&l.args).ok_or_else(|| l.err("RekeyLimit too small"))?
+                self.rekey_limit = parse_rekey_limit(&l.args)
+                    .ok_or_else(|| l.err(ValueError::RekeyLimitTooSmall))?
             }
             "cryptothreads" => {
-                self.crypto_threads = CryptoThreads::parse(first)
-                    .ok_or_else(|| l.err(&format!("Bad CryptoThreads: {first}")))?
+                self.crypto_threads = CryptoThreads::parse(first).ok_or_else(|| {
+                    l.err(ValueError::CryptoThreads {
+                        value: first.clone(),
+                    })
+                })?
             }
             "noneenabled" => self.none_enabled = v.yes_no()?,
             "nonemacenabled" => self.none_mac_enabled = v.yes_no()?,
@@ -365,16 +385,18 @@ impl ServerConfig {
 
     /// What a session runs and sees: subsystems, commands, chroot, tty,
     /// environment, motd and lastlog.
-    fn apply_session(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+    fn apply_session(&mut self, kw: &str, v: &Value) -> Result<bool, SshdConfigError> {
         let (l, first) = (v.l, &v.first);
         match kw {
             "subsystem" => {
                 if self.subsystems.iter().any(|(s, _)| s == first) {
-                    return Err(l.err(&format!("Subsystem '{first}' already defined.")));
+                    return Err(l.err(ValueError::SubsystemDefined {
+                        name: first.clone(),
+                    }));
                 }
                 let cmd = l.args.get(1..).unwrap_or_default().join(" ");
                 if cmd.is_empty() {
-                    return Err(l.err("Missing subsystem command."));
+                    return Err(l.err(ValueError::MissingSubsystemCommand));
                 }
                 self.subsystems.push((first.clone(), cmd));
             }
@@ -398,7 +420,7 @@ impl ServerConfig {
     }
 
     /// TCP, Unix-socket and agent forwarding.
-    fn apply_forwarding(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+    fn apply_forwarding(&mut self, kw: &str, v: &Value) -> Result<bool, SshdConfigError> {
         let (l, first) = (v.l, &v.first);
         match kw {
             "allowtcpforwarding" => self.allow_tcp_forwarding = forwarding(l, first)?,
@@ -428,7 +450,11 @@ impl ServerConfig {
                 self.stream_local_bind_mask = u32::from_str_radix(first, 8)
                     .ok()
                     .filter(|m| *m <= 0o777 && first.starts_with(|c: char| c.is_ascii_digit()))
-                    .ok_or_else(|| l.err(&format!("Invalid {}.", l.name)))?
+                    .ok_or_else(|| {
+                        l.err(ValueError::Invalid {
+                            keyword: l.name.clone(),
+                        })
+                    })?
             }
             "maxforwardchannels" => self.max_forward_channels = v.num()?,
             _ => return Ok(false),
@@ -437,17 +463,22 @@ impl ServerConfig {
     }
 
     /// The log's level and facility.
-    fn apply_logging(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+    fn apply_logging(&mut self, kw: &str, v: &Value) -> Result<bool, SshdConfigError> {
         let (l, first) = (v.l, &v.first);
         match kw {
             "loglevel" => {
-                self.log_level = Level::parse(first)
-                    .ok_or_else(|| l.err(&format!("unsupported log level '{first}'")))?
+                self.log_level = Level::parse(first).ok_or_else(|| {
+                    l.err(ValueError::LogLevel {
+                        value: first.clone(),
+                    })
+                })?
             }
             "syslogfacility" => {
                 let f = first.to_ascii_uppercase();
                 if !FACILITIES.contains(&f.as_str()) {
-                    return Err(l.err(&format!("unsupported log facility '{first}'")));
+                    return Err(l.err(ValueError::LogFacility {
+                        value: first.clone(),
+                    }));
                 }
                 self.syslog_facility = f;
             }
@@ -458,7 +489,7 @@ impl ServerConfig {
 
     /// How many connections, from where, for how long: MaxStartups,
     /// PerSource*, client-alive and idle timeouts.
-    fn apply_limits(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+    fn apply_limits(&mut self, kw: &str, v: &Value) -> Result<bool, SshdConfigError> {
         let (l, first) = (v.l, &v.first);
         match kw {
             "maxstartups" => {
@@ -466,7 +497,7 @@ impl ServerConfig {
                 self.max_startups = match p.as_slice() {
                     [Some(s)] => (*s, 30, *s),
                     [Some(s), Some(r), Some(f)] if s <= f && *r <= 100 && *r > 0 => (*s, *r, *f),
-                    _ => return Err(l.err("Invalid MaxStartups spec.")),
+                    _ => return Err(l.err(ValueError::InvalidMaxStartups)),
                 };
             }
             "clientaliveinterval" => self.client_alive_interval = v.time()?,
@@ -497,7 +528,7 @@ impl ServerConfig {
     }
 
     /// sluice's own throughput keywords: socket buffers, windows, striping.
-    fn apply_throughput(&mut self, kw: &str, v: &Value) -> Result<bool, String> {
+    fn apply_throughput(&mut self, kw: &str, v: &Value) -> Result<bool, SshdConfigError> {
         let (l, first) = (v.l, &v.first);
         match kw {
             "tcprcvbuf" => self.tcp_rcvbuf = v.size()?,
@@ -514,13 +545,13 @@ impl ServerConfig {
             "maxstreams" => {
                 self.max_streams = v.num()?;
                 if self.max_streams == 0 {
-                    return Err(l.err("MaxStreams must be at least 1."));
+                    return Err(l.err(ValueError::MaxStreamsZero));
                 }
             }
             "channelwindow" => {
                 self.channel_window =
                     crate::config::window_size(Some(first), "ChannelWindow", self.channel_window)
-                        .map_err(|e| l.err(&e))?
+                        .map_err(|e| l.err(e))?
             }
             "channelwindowmax" => {
                 self.channel_window_max = crate::config::window_size(
@@ -528,7 +559,7 @@ impl ServerConfig {
                     "ChannelWindowMax",
                     self.channel_window_max,
                 )
-                .map_err(|e| l.err(&e))?
+                .map_err(|e| l.err(e))?
             }
             _ => return Ok(false),
         }
@@ -537,7 +568,7 @@ impl ServerConfig {
 
     /// A keyword no group takes: refused when sluiced cannot honour its
     /// value, else accepted and kept for -T (yes/no as sshd spells them).
-    fn keep_other(&mut self, kw: &str, v: &Value) -> Result<(), String> {
+    fn keep_other(&mut self, kw: &str, v: &Value) -> Result<(), SshdConfigError> {
         unsupported(v.l, kw, &v.first)?;
         let shown =
             v.l.args
@@ -554,7 +585,7 @@ impl ServerConfig {
 }
 
 /// PubkeyAuthOptions: `none`, `touch-required`, `verify-required`.
-fn pubkey_auth_options(l: &Line) -> Result<super::PubkeyAuthOptions, String> {
+fn pubkey_auth_options(l: &Line) -> Result<super::PubkeyAuthOptions, SshdConfigError> {
     let mut o = super::PubkeyAuthOptions::default();
     for a in &l.args {
         match a.as_str() {
@@ -562,10 +593,10 @@ fn pubkey_auth_options(l: &Line) -> Result<super::PubkeyAuthOptions, String> {
             "touch-required" => o.touch_required = true,
             "verify-required" => o.verify_required = true,
             other => {
-                return Err(l.err(&format!(
-                    "unsupported {} option {other} (none, touch-required, verify-required)",
-                    l.name
-                )))
+                return Err(l.err(ValueError::PubkeyAuthOption {
+                    keyword: l.name.clone(),
+                    value: other.to_owned(),
+                }))
             }
         }
     }
@@ -574,9 +605,9 @@ fn pubkey_auth_options(l: &Line) -> Result<super::PubkeyAuthOptions, String> {
 
 /// SetEnv: NAME=VALUE pairs; a name given twice keeps its first value, as
 /// in sshd.
-fn set_env(l: &Line) -> Result<Vec<String>, String> {
+fn set_env(l: &Line) -> Result<Vec<String>, SshdConfigError> {
     if l.args.iter().any(|a| !a.contains('=')) {
-        return Err(l.err("Invalid environment."));
+        return Err(l.err(ValueError::InvalidEnvironment));
     }
     let mut env: Vec<String> = Vec::new();
     for a in &l.args {

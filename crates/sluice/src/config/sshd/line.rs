@@ -2,6 +2,7 @@
 //! keywords (keywords.rs, per_source.rs, timeouts.rs) take it: keyword,
 //! arguments, where it was written and the Match criteria it sits under.
 
+use super::error::{LineError, Refusal, SshdConfigError};
 use super::matching::Criteria;
 use std::sync::Arc;
 
@@ -25,9 +26,23 @@ pub(super) struct Line {
 }
 
 impl Line {
-    /// `FILE line N: msg`, as sshd words most errors.
-    pub(super) fn err(&self, msg: &str) -> String {
-        format!("{} line {}: {msg}", self.file, self.n)
+    /// `FILE line N: ERROR`, as sshd words most errors.
+    pub(super) fn err(&self, error: impl Into<LineError>) -> SshdConfigError {
+        SshdConfigError::Line {
+            file: self.file.to_string(),
+            line: self.n,
+            error: error.into(),
+        }
+    }
+
+    /// "unsupported option KW at FILE:LINE: why" (sluiced -t and startup exit 255).
+    pub(super) fn refused(&self, reason: Refusal) -> SshdConfigError {
+        SshdConfigError::Refused {
+            file: self.file.to_string(),
+            line: self.n,
+            keyword: self.name.clone(),
+            reason,
+        }
     }
 
     /// Whether the line applies in `ctx` (None: at startup).

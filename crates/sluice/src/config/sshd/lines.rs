@@ -4,6 +4,7 @@
 //! the block it sits in. Which lines apply is decided later, once per
 //! connection (see `ServerConfig::for_connection`).
 
+use super::error::{BadKeyword, LineError, SshdConfigError};
 use super::keyword_table;
 use super::line::Line;
 use super::matching::Criteria;
@@ -16,7 +17,7 @@ use std::sync::Arc;
 pub(super) struct Read {
     pub(super) lines: Vec<Line>,
     pub(super) warnings: Vec<String>,
-    bad: Vec<String>,
+    bad: Vec<BadKeyword>,
     ports_from_cmdline: bool,
 }
 
@@ -25,7 +26,11 @@ const MAX_DEPTH: usize = 16;
 
 /// Reads `-o` overrides (first, so they win) and then `path`; `ports`
 /// (`-p`) replace the Port lines of the files, as in sshd.
-pub(super) fn read(path: &Path, overrides: &[String], ports: &[String]) -> Result<Read, String> {
+pub(super) fn read(
+    path: &Path,
+    overrides: &[String],
+    ports: &[String],
+) -> Result<Read, SshdConfigError> {
     let mut r = Read::default();
     let cmdline: Arc<str> = Arc::from("command-line");
     for o in overrides {
@@ -35,16 +40,16 @@ pub(super) fn read(path: &Path, overrides: &[String], ports: &[String]) -> Resul
         add(&mut r, &cmdline, 0, &format!("Port {p}"), &[], 0)?;
     }
     r.ports_from_cmdline = !ports.is_empty();
-    let text = super::snapshot::read_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = super::snapshot::read_file(path).map_err(|error| SshdConfigError::Read {
+        path: path.display().to_string(),
+        error,
+    })?;
     read_text(&mut r, &path.display().to_string(), &text, &[], 0)?;
     if !r.bad.is_empty() {
-        let mut msg = r.bad.join("\n");
-        msg.push_str(&format!(
-            "\n{}: terminating, {} bad configuration options",
-            path.display(),
-            r.bad.len()
-        ));
-        return Err(msg);
+        return Err(SshdConfigError::BadOptions {
+            path: path.display().to_string(),
+            bad: std::mem::take(&mut r.bad),
+        });
     }
     Ok(r)
 }
@@ -55,7 +60,7 @@ fn read_text(
     text: &str,
     outer: &[Arc<Criteria>],
     depth: usize,
-) -> Result<(), String> {
+) -> Result<(), SshdConfigError> {
     let file: Arc<str> = Arc::from(file);
     let mut conds = outer.to_vec();
     for (i, line) in text.lines().enumerate() {
@@ -75,8 +80,13 @@ fn add(
     text: &str,
     conds: &[Arc<Criteria>],
     depth: usize,
-) -> Result<Option<Criteria>, String> {
-    let Some((kw, args)) = split_line(text).map_err(|e| format!("{file} line {n}: {e}"))? else {
+) -> Result<Option<Criteria>, SshdConfigError> {
+    let Some((kw, args)) = split_line(text).map_err(|e| SshdConfigError::Line {
+        file: file.to_string(),
+        line: n,
+        error: LineError::Syntax(e),
+    })?
+    else {
         return Ok(None);
     };
     let name = text
@@ -96,33 +106,33 @@ fn add(
     };
     if line.kw == "match" {
         if n == 0 {
-            return Err(line.err("Match directive not supported as a command-line option"));
+            return Err(line.err(LineError::MatchOnCommandLine));
         }
-        return match Criteria::parse(&line.args) {
-            Ok(c) => Ok(Some(c)),
-            Err((msg, true)) => Err(format!("{msg}\n{}", line.err("Bad Match condition"))),
-            Err((msg, false)) => Err(format!("{msg} at line {n}")),
-        };
+        return Criteria::parse(&line.args)
+            .map(Some)
+            .map_err(|error| SshdConfigError::Match {
+                file: file.to_string(),
+                line: n,
+                error,
+            });
     }
     let known = keyword_table::known(&line.kw);
     if !known {
-        r.bad.push(format!(
-            "{file}: line {n}: Bad configuration option: {}",
-            line.name
-        ));
+        r.bad.push(BadKeyword {
+            file: file.to_string(),
+            line: n,
+            keyword: line.name.clone(),
+        });
     }
     // At startup only `Match All` blocks are in force; anything else inside
     // a Match block must be a keyword sshd allows there.
     if !line.active(None) && !keyword_table::match_allowed(&line.kw) {
-        let mut msg = r.bad.join("\n");
-        if !msg.is_empty() {
-            msg.push('\n');
-        }
-        msg.push_str(&line.err(&format!(
-            "Directive '{}' is not allowed within a Match block",
-            line.name
-        )));
-        return Err(msg);
+        return Err(SshdConfigError::NotAllowedInMatch {
+            earlier: std::mem::take(&mut r.bad),
+            file: file.to_string(),
+            line: n,
+            keyword: line.name.clone(),
+        });
     }
     if !known {
         return Ok(None);
@@ -133,10 +143,10 @@ fn add(
     }
     if line.kw == "include" {
         if line.args.is_empty() {
-            return Err(line.err("Include missing filename argument"));
+            return Err(line.err(LineError::IncludeMissingFilename));
         }
         if depth >= MAX_DEPTH {
-            return Err(line.err("Include nested too deep"));
+            return Err(line.err(LineError::IncludeTooDeep));
         }
         for a in &line.args {
             let p = if a.starts_with('/') {
@@ -145,8 +155,12 @@ fn add(
                 Path::new("/etc/ssh").join(a)
             };
             for f in super::snapshot::glob(&p, glob) {
-                let text = super::snapshot::read_file(&f)
-                    .map_err(|e| line.err(&format!("{}: {e}", f.display())))?;
+                let text = super::snapshot::read_file(&f).map_err(|error| {
+                    line.err(LineError::IncludeRead {
+                        path: f.display().to_string(),
+                        error,
+                    })
+                })?;
                 read_text(r, &f.display().to_string(), &text, conds, depth + 1)?;
             }
         }

@@ -67,7 +67,7 @@ impl MatchContext {
 
     /// `-C user=bob,host=h,addr=1.2.3.4,laddr=...,lport=...,rdomain=...,invalid-user`
     /// (the last as in sshd 10: the user is taken as having no account).
-    pub fn parse_spec(spec: &str) -> Result<Self, String> {
+    pub fn parse_spec(spec: &str) -> Result<Self, TestSpecError> {
         let mut c = MatchContext {
             invalid_user: Some(false),
             ..MatchContext::default()
@@ -78,7 +78,9 @@ impl MatchContext {
                 c.invalid_user = Some(true);
                 continue;
             }
-            let bad = || format!("Invalid test mode specification {item}");
+            let bad = || TestSpecError::Invalid {
+                item: item.to_owned(),
+            };
             let (k, v) = item.split_once('=').ok_or_else(bad)?;
             let v = v.to_owned();
             match k {
@@ -87,8 +89,9 @@ impl MatchContext {
                 "addr" => c.addr = Some(v),
                 "laddr" => c.laddr = Some(v),
                 "lport" => {
-                    c.lport = Some(v.parse().map_err(|_| {
-                        format!("Invalid port '{v}' in test mode specification {item}")
+                    c.lport = Some(v.parse().map_err(|_| TestSpecError::Port {
+                        value: v.clone(),
+                        item: item.to_owned(),
                     })?)
                 }
                 "rdomain" => c.rdomain = Some(v),
@@ -123,9 +126,105 @@ fn release() -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Criteria(Vec<(Kind, String)>);
 
-/// Why a Match line was refused: sshd's message, and whether sshd follows
-/// it with "FILE line N: Bad Match condition" (else " at line N" is appended).
-pub(super) type MatchError = (String, bool);
+/// A `-C` test spec sshd refuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TestSpecError {
+    /// An item that is not `key=value` of a known key.
+    Invalid {
+        /// The item.
+        item: String,
+    },
+    /// `lport=` with other than a port.
+    Port {
+        /// The value.
+        value: String,
+        /// The item.
+        item: String,
+    },
+}
+
+impl std::fmt::Display for TestSpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TestSpecError::Invalid { item } => {
+                write!(f, "Invalid test mode specification {item}")
+            }
+            TestSpecError::Port { value, item } => {
+                write!(
+                    f,
+                    "Invalid port '{value}' in test mode specification {item}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for TestSpecError {}
+
+/// Why a Match line was refused, in sshd's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MatchError {
+    /// An unknown criterion.
+    Unsupported {
+        /// The criterion as written.
+        attr: String,
+    },
+    /// `All` with other criteria.
+    AllCombined,
+    /// A criterion without its patterns.
+    MissingCriteria {
+        /// The criterion as written.
+        attr: String,
+    },
+    /// `Address` with a bad list.
+    Address {
+        /// The list.
+        arg: String,
+    },
+    /// `LocalAddress` with a bad list.
+    LocalAddress {
+        /// The list.
+        arg: String,
+    },
+    /// `LocalPort` with other than a port.
+    LocalPort {
+        /// The value.
+        arg: String,
+    },
+    /// `Match` alone.
+    NoAttributes,
+}
+
+impl MatchError {
+    /// Whether sshd follows the message with "FILE line N: Bad Match
+    /// condition" (else " at line N" is appended).
+    pub(super) fn bad_condition(&self) -> bool {
+        !matches!(
+            self,
+            MatchError::Address { .. } | MatchError::LocalAddress { .. }
+        )
+    }
+}
+
+impl std::fmt::Display for MatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MatchError::Unsupported { attr } => write!(f, "Unsupported Match attribute {attr}"),
+            MatchError::AllCombined => {
+                f.write_str("'all' cannot be combined with other Match attributes")
+            }
+            MatchError::MissingCriteria { attr } => write!(f, "Missing Match criteria for {attr}"),
+            MatchError::Address { arg } => write!(f, "Invalid Match address argument '{arg}'"),
+            MatchError::LocalAddress { arg } => {
+                write!(f, "Invalid Match localaddress argument '{arg}'")
+            }
+            MatchError::LocalPort { arg } => write!(f, "Invalid LocalPort '{arg}' on Match line"),
+            MatchError::NoAttributes => f.write_str("One or more attributes required for Match"),
+        }
+    }
+}
+
+impl std::error::Error for MatchError {}
 
 impl Criteria {
     /// Parses the arguments of `Match`; errors in sshd's words.
@@ -157,14 +256,11 @@ impl Criteria {
                 "localport" => Kind::LocalPort,
                 "version" => Kind::Version,
                 "rdomain" => Kind::RDomain,
-                _ => return Err((format!("Unsupported Match attribute {attr}"), true)),
+                _ => return Err(MatchError::Unsupported { attr: attr.clone() }),
             };
             if kind == Kind::All {
                 if words.len() != 1 {
-                    return Err((
-                        "'all' cannot be combined with other Match attributes".into(),
-                        true,
-                    ));
+                    return Err(MatchError::AllCombined);
                 }
                 v.push((kind, String::new()));
                 continue;
@@ -174,28 +270,25 @@ impl Criteria {
                 continue;
             }
             let Some(arg) = it.next().filter(|a| !a.is_empty()) else {
-                return Err((format!("Missing Match criteria for {attr}"), true));
+                return Err(MatchError::MissingCriteria { attr: attr.clone() });
             };
             match kind {
                 Kind::Address if !addr_list::valid(arg) => {
-                    return Err((format!("Invalid Match address argument '{arg}'"), false));
+                    return Err(MatchError::Address { arg: arg.clone() });
                 }
                 Kind::LocalAddress if !addr_list::valid(arg) => {
-                    return Err((
-                        format!("Invalid Match localaddress argument '{arg}'"),
-                        false,
-                    ));
+                    return Err(MatchError::LocalAddress { arg: arg.clone() });
                 }
                 // sshd's a2port: 0 is accepted (and never matches).
                 Kind::LocalPort if arg.parse::<u16>().is_err() => {
-                    return Err((format!("Invalid LocalPort '{arg}' on Match line"), true));
+                    return Err(MatchError::LocalPort { arg: arg.clone() });
                 }
                 _ => {}
             }
             v.push((kind, arg.clone()));
         }
         if v.is_empty() {
-            return Err(("One or more attributes required for Match".into(), true));
+            return Err(MatchError::NoAttributes);
         }
         Ok(Criteria(v))
     }
@@ -303,7 +396,10 @@ mod tests {
         assert!(!crit("Host x").matches(Some(&c)));
         assert!(crit("All").matches(None));
         assert!(crit("Address 10.1.*").matches(Some(&c)));
-        assert!(Criteria::parse(&["Address".into(), "1.2.3.4/40".into()]).is_err());
+        assert!(matches!(
+            Criteria::parse(&["Address".into(), "1.2.3.4/40".into()]),
+            Err(MatchError::Address { .. })
+        ));
         assert!(
             crit("Address 192.168.0.0/16,!192.168.30.0/24,10.0.0.0/8,host.example.com")
                 .matches(Some(&MatchContext::parse_spec("addr=192.168.0.1").unwrap()))
@@ -320,9 +416,24 @@ mod tests {
         assert!(!crit("Invalid-User").matches(None));
         assert!(crit("Version sluice_*").matches(Some(&c)));
         assert!(!crit("Version OpenSSH_*").matches(Some(&c)));
-        assert!(Criteria::parse(&["All".into(), "User".into(), "x".into()]).is_err());
-        assert!(Criteria::parse(&["User".into()]).is_err());
-        assert!(MatchContext::parse_spec("foo=1").is_err());
+        assert_eq!(
+            Criteria::parse(&["All".into(), "User".into(), "x".into()]),
+            Err(MatchError::AllCombined)
+        );
+        assert!(matches!(
+            Criteria::parse(&["User".into()]),
+            Err(MatchError::MissingCriteria { .. })
+        ));
+        assert_eq!(
+            MatchContext::parse_spec("foo=1"),
+            Err(TestSpecError::Invalid {
+                item: "foo=1".into()
+            })
+        );
+        assert_eq!(
+            MatchContext::parse_spec("lport=x").unwrap_err().to_string(),
+            "Invalid port 'x' in test mode specification lport=x"
+        );
         let root = MatchContext::parse_spec("user=root").unwrap();
         assert!(crit("Group root").matches(Some(&root)));
         assert!(!crit("Group root,!root").matches(Some(&root)));

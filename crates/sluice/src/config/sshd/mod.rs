@@ -16,6 +16,7 @@ pub mod auth_methods;
 pub(crate) mod command_line;
 mod defaults;
 mod dump;
+pub mod error;
 pub(crate) mod keyword_table;
 pub(crate) mod keywords;
 mod line;
@@ -32,6 +33,7 @@ pub use matching::{connection_rdomain, set_connection_rdomain, MatchContext};
 use crate::keys::host_keys::HostKeyFiles;
 use crate::log::Level;
 use crate::net::crypto_pool::CryptoThreads;
+use error::{LineError, SshdConfigError};
 use line::Line;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -317,7 +319,7 @@ fn read_lines(
     path: &Path,
     overrides: &[String],
     ports: &[String],
-) -> Result<(Vec<Line>, Vec<String>), String> {
+) -> Result<(Vec<Line>, Vec<String>), SshdConfigError> {
     let r = lines::read(path, overrides, ports)?;
     let mut scratch = ServerConfig::default();
     for l in &r.lines {
@@ -330,7 +332,10 @@ impl ServerConfig {
     /// Reads `path` (missing is an error, as for sshd) with `-o` overrides
     /// taking precedence; returns the configuration in force at startup
     /// (Match blocks other than `Match All` do not apply yet) and warnings to log.
-    pub fn load(path: &Path, overrides: &[String]) -> Result<(ServerConfig, Vec<String>), String> {
+    pub fn load(
+        path: &Path,
+        overrides: &[String],
+    ) -> Result<(ServerConfig, Vec<String>), SshdConfigError> {
         Self::load_with_ports(path, overrides, &[])
     }
 
@@ -339,7 +344,7 @@ impl ServerConfig {
         path: &Path,
         overrides: &[String],
         ports: &[String],
-    ) -> Result<(ServerConfig, Vec<String>), String> {
+    ) -> Result<(ServerConfig, Vec<String>), SshdConfigError> {
         let (lines, warnings) = read_lines(path, overrides, ports)?;
         let lines = Arc::new(lines);
         let dir = match path.parent() {
@@ -358,28 +363,26 @@ impl ServerConfig {
                 continue;
             }
             if let Err(e) = crate::keys::revoked::check_krl(Path::new(f)) {
-                return Err(l.err(&format!("RevokedKeys {f}: {e}")));
+                return Err(l.err(LineError::RevokedKeys {
+                    path: f.to_owned(),
+                    reason: e.to_string(),
+                }));
             }
         }
         // sshd's startup checks: a command with no user to run it as is
         // refused (never run as root by default).
         if cfg.authorized_keys_command.is_some() && cfg.authorized_keys_command_user.is_none() {
-            return Err("AuthorizedKeysCommand set without AuthorizedKeysCommandUser".into());
+            return Err(SshdConfigError::KeysCommandWithoutUser);
         }
         if cfg.authorized_principals_command.is_some()
             && cfg.authorized_principals_command_user.is_none()
         {
-            return Err(
-                "AuthorizedPrincipalsCommand set without AuthorizedPrincipalsCommandUser".into(),
-            );
+            return Err(SshdConfigError::PrincipalsCommandWithoutUser);
         }
         if !cfg.authentication_methods.is_empty() && !cfg.some_method_list_enabled() {
             // sshd's startup check, on the global configuration: at least
             // one list must be made only of enabled methods.
-            return Err(
-                "AuthenticationMethods cannot be satisfied by enabled authentication methods"
-                    .into(),
-            );
+            return Err(SshdConfigError::MethodsUnsatisfiable);
         }
         Ok((cfg, warnings))
     }
@@ -407,7 +410,7 @@ impl ServerConfig {
         lines: &Arc<Vec<Line>>,
         ctx: Option<&MatchContext>,
         config_dir: &Path,
-    ) -> Result<ServerConfig, String> {
+    ) -> Result<ServerConfig, SshdConfigError> {
         let mut cfg = ServerConfig {
             lines: lines.clone(),
             config_dir: config_dir.to_owned(),
@@ -460,13 +463,13 @@ impl ServerConfig {
 
     /// For `-T`: the configuration a test spec (`-C`) gets, or sshd's
     /// complaint when the spec lacks `lport` that a Match line needs.
-    pub fn for_test(&self, ctx: &MatchContext) -> Result<ServerConfig, String> {
+    pub fn for_test(&self, ctx: &MatchContext) -> Result<ServerConfig, SshdConfigError> {
         let needs_lport = self
             .lines
             .iter()
             .any(|l| l.conds.iter().any(|c| c.uses_local_port()));
         if needs_lport && ctx.lport.is_none() {
-            return Err("'Match LocalPort' in configuration but 'lport' not in connection test specification.".into());
+            return Err(SshdConfigError::LocalPortNotInSpec);
         }
         Ok(self.for_connection(ctx))
     }
@@ -488,7 +491,7 @@ impl ServerConfig {
 mod tests {
     use super::*;
 
-    fn load(text: &str, o: &[&str]) -> Result<ServerConfig, String> {
+    fn load(text: &str, o: &[&str]) -> Result<ServerConfig, SshdConfigError> {
         let p = std::env::temp_dir().join(format!(
             "sluiced-test-{}-{}",
             std::process::id(),
@@ -525,16 +528,43 @@ mod tests {
         );
         let e = load("Port 22\nBogus 1\n", &[]).unwrap_err();
         assert!(
+            matches!(&e, SshdConfigError::BadOptions { bad, .. } if bad.len() == 1 && bad[0].keyword == "Bogus")
+        );
+        let e = e.to_string();
+        assert!(
             e.contains("line 2: Bad configuration option: Bogus\n")
                 && e.ends_with("terminating, 1 bad configuration options"),
             "{e}"
         );
-        assert!(load("StrictModes maybe\n", &[])
-            .unwrap_err()
+        let e = load("StrictModes maybe\n", &[]).unwrap_err();
+        assert!(matches!(
+            &e,
+            SshdConfigError::Line {
+                line: 1,
+                error: LineError::Value(crate::config::error::ValueError::UnsupportedOption { .. }),
+                ..
+            }
+        ));
+        assert!(e
+            .to_string()
             .contains("line 1: unsupported option \"maybe\"."));
-        assert!(load("Ciphers aes128-ctr,nope\n", &[])
-            .unwrap_err()
-            .contains("Bad SSH2 cipher spec"));
+        let e = load("Ciphers aes128-ctr,nope\n", &[]).unwrap_err();
+        assert!(matches!(
+            &e,
+            SshdConfigError::Line {
+                error: LineError::Value(crate::config::error::ValueError::Algorithms(_)),
+                ..
+            }
+        ));
+        assert!(e.to_string().contains("Bad SSH2 cipher spec"));
+        assert!(matches!(
+            load("UseDNS yes\n", &[]),
+            Err(SshdConfigError::Refused { line: 1, .. })
+        ));
+        assert!(matches!(
+            load("Match Address 1.2.3.4/40\n", &[]),
+            Err(SshdConfigError::Match { line: 1, .. })
+        ));
         let d = c.dump();
         assert!(d.contains("port 2222\n") && d.contains("permitrootlogin yes\n"));
         assert_eq!(

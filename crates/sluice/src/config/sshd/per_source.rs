@@ -4,7 +4,9 @@
 //! their defaults and how `-T` shows them. The listener enforces them
 //! (server/listen.rs, server/penalty.rs). None of them is allowed in Match.
 
+use super::error::SshdConfigError;
 use super::line::Line;
+use crate::config::error::ValueError;
 
 /// What PerSourcePenalties says once defaults are filled in.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,26 +76,32 @@ const TIME_FIELDS: [&str; 7] = [
 
 impl PenaltySpec {
     /// Adds one PerSourcePenalties line (first value of each field wins).
-    pub(super) fn apply(&mut self, l: &Line) -> Result<(), String> {
+    pub(super) fn apply(&mut self, l: &Line) -> Result<(), SshdConfigError> {
+        let keyword = || l.name.clone();
         if l.args.is_empty() {
-            return Err(l.err(&format!("no {} specified", l.name)));
+            return Err(l.err(ValueError::NothingSpecified { keyword: keyword() }));
         }
         for a in &l.args {
             if a.eq_ignore_ascii_case("yes") || a.eq_ignore_ascii_case("no") {
                 if l.args.len() > 1 {
-                    return Err(l.err(&format!(
-                        "keyword {} \"{a}\" argument must appear alone.",
-                        l.name
-                    )));
+                    return Err(l.err(ValueError::NotAlone {
+                        keyword: keyword(),
+                        value: a.clone(),
+                    }));
                 }
                 self.enabled.get_or_insert(a.eq_ignore_ascii_case("yes"));
                 continue;
             }
-            let bad = || l.err(&format!("unsupported {} keyword {a}", l.name));
+            let bad = || {
+                l.err(ValueError::UnsupportedKeyword {
+                    keyword: keyword(),
+                    value: a.clone(),
+                })
+            };
             let (name, value) = a.split_once(':').ok_or_else(bad)?;
             if let Some(i) = TIME_FIELDS.iter().position(|f| *f == name) {
                 let secs = parse_duration(value)
-                    .ok_or_else(|| l.err(&format!("invalid {} time value.", l.name)))?;
+                    .ok_or_else(|| l.err(ValueError::InvalidKeywordTime { keyword: keyword() }))?;
                 if let Some(slot) = self.times.get_mut(i) {
                     slot.get_or_insert(secs);
                 }
@@ -105,7 +113,7 @@ impl PenaltySpec {
                     .parse::<u32>()
                     .ok()
                     .filter(|n| *n <= i32::MAX as u32)
-                    .ok_or_else(|| l.err(&format!("{} value invalid.", l.name)))?;
+                    .ok_or_else(|| l.err(ValueError::ValueInvalid { keyword: keyword() }))?;
                 if let Some(slot) = self.max_sources.get_mut(i) {
                     slot.get_or_insert(n);
                 }
@@ -208,7 +216,7 @@ pub fn parse_duration(v: &str) -> Option<f64> {
 }
 
 /// PerSourceMaxStartups: a count, or `none` (no limit).
-pub(super) fn max_startups(l: &Line, v: &str) -> Result<Option<u32>, String> {
+pub(super) fn max_startups(l: &Line, v: &str) -> Result<Option<u32>, SshdConfigError> {
     if v == "none" {
         return Ok(None);
     }
@@ -216,12 +224,24 @@ pub(super) fn max_startups(l: &Line, v: &str) -> Result<Option<u32>, String> {
         .ok()
         .filter(|n| *n <= i32::MAX as u32)
         .map(Some)
-        .ok_or_else(|| l.err(&format!("{} integer value invalid.", l.name)))
+        .ok_or_else(|| {
+            l.err(ValueError::IntegerValueInvalid {
+                keyword: l.name.clone(),
+            })
+        })
 }
 
 /// PerSourceNetBlockSize `v4[:v6]`: prefix lengths that group addresses.
-pub(super) fn net_block_size(l: &Line, v: &str, v6_default: u8) -> Result<(u8, u8), String> {
-    let bad = || l.err(&format!("Invalid {} spec.", l.name));
+pub(super) fn net_block_size(
+    l: &Line,
+    v: &str,
+    v6_default: u8,
+) -> Result<(u8, u8), SshdConfigError> {
+    let bad = || {
+        l.err(ValueError::InvalidSpec {
+            keyword: l.name.clone(),
+        })
+    };
     let (a, b) = match v.split_once(':') {
         Some((a, b)) => (a, Some(b)),
         None => (v, None),
@@ -236,7 +256,7 @@ pub(super) fn net_block_size(l: &Line, v: &str, v6_default: u8) -> Result<(u8, u
 
 /// PerSourcePenaltyExemptList: addresses or CIDR blocks, comma-separated,
 /// `!` negating; checked now so a typo cannot silently exempt nobody.
-pub(super) fn exempt_list(l: &Line, v: &str) -> Result<String, String> {
+pub(super) fn exempt_list(l: &Line, v: &str) -> Result<String, SshdConfigError> {
     let ok = v.split(',').all(|e| {
         let e = e.strip_prefix('!').unwrap_or(e);
         let (addr, len) = match e.split_once('/') {
@@ -252,7 +272,9 @@ pub(super) fn exempt_list(l: &Line, v: &str) -> Result<String, String> {
     if ok {
         Ok(v.to_owned())
     } else {
-        Err(l.err(&format!("invalid {} list.", l.name)))
+        Err(l.err(ValueError::InvalidList {
+            keyword: l.name.clone(),
+        }))
     }
 }
 
@@ -294,10 +316,33 @@ mod tests {
         off.apply(&line(&["no"])).unwrap();
         assert_eq!(off.resolve(), None);
         assert_eq!(off.dump(), "no");
-        assert!(off.apply(&line(&["no", "crash:1"])).is_err());
-        assert!(off.apply(&line(&["bogus:1"])).is_err());
-        assert!(off.apply(&line(&["crash:x"])).is_err());
-        assert!(off.apply(&line(&["overflow:maybe"])).is_err());
+        let value_error = |r: Result<(), SshdConfigError>| match r {
+            Err(SshdConfigError::Line {
+                error: super::super::error::LineError::Value(e),
+                ..
+            }) => e,
+            other => panic!("{other:?}"),
+        };
+        assert!(matches!(
+            value_error(off.apply(&line(&["no", "crash:1"]))),
+            ValueError::NotAlone { value, .. } if value == "no"
+        ));
+        assert!(matches!(
+            value_error(off.apply(&line(&["bogus:1"]))),
+            ValueError::UnsupportedKeyword { .. }
+        ));
+        assert_eq!(
+            value_error(off.apply(&line(&["crash:x"]))),
+            ValueError::InvalidKeywordTime {
+                keyword: "PerSourcePenalties".into()
+            }
+        );
+        assert_eq!(
+            off.apply(&line(&["overflow:maybe"]))
+                .unwrap_err()
+                .to_string(),
+            "f line 1: unsupported PerSourcePenalties keyword overflow:maybe"
+        );
     }
 
     #[test]

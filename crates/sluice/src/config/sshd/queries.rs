@@ -95,7 +95,7 @@ impl ServerConfig {
             .map(|(_, c)| c.clone())
     }
     /// Addresses to listen on.
-    pub fn listen_addrs(&self) -> Result<Vec<std::net::SocketAddr>, String> {
+    pub fn listen_addrs(&self) -> Result<Vec<std::net::SocketAddr>, ListenError> {
         use std::net::ToSocketAddrs;
         let hosts: Vec<String> = if self.listen.is_empty() {
             match self.address_family.as_str() {
@@ -116,14 +116,17 @@ impl ServerConfig {
             for p in ports {
                 let addrs: Vec<_> = (host.as_str(), p)
                     .to_socket_addrs()
-                    .map_err(|e| format!("ListenAddress {h}: {e}"))?
+                    .map_err(|error| ListenError::Resolve {
+                        addr: h.clone(),
+                        error,
+                    })?
                     .filter(|a| self.family_allowed(a))
                     .collect();
                 if addrs.is_empty() {
-                    return Err(format!(
-                        "ListenAddress {h}: no address of the family AddressFamily {} allows",
-                        self.address_family
-                    ));
+                    return Err(ListenError::NoAddressOfFamily {
+                        addr: h,
+                        family: self.address_family.clone(),
+                    });
                 }
                 out.extend(addrs);
             }
@@ -133,6 +136,46 @@ impl ServerConfig {
 }
 
 /// `host`, `host:port`, `[v6]:port`, bare v6.
+/// A ListenAddress that gives nothing to listen on.
+#[derive(Debug)]
+pub enum ListenError {
+    /// The name does not resolve: `ListenAddress ADDR: ERROR`.
+    Resolve {
+        /// The ListenAddress as written.
+        addr: String,
+        /// The resolver's error.
+        error: std::io::Error,
+    },
+    /// No address of the family AddressFamily allows.
+    NoAddressOfFamily {
+        /// The ListenAddress as written.
+        addr: String,
+        /// AddressFamily.
+        family: String,
+    },
+}
+
+impl std::fmt::Display for ListenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenError::Resolve { addr, error } => write!(f, "ListenAddress {addr}: {error}"),
+            ListenError::NoAddressOfFamily { addr, family } => write!(
+                f,
+                "ListenAddress {addr}: no address of the family AddressFamily {family} allows"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ListenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ListenError::Resolve { error, .. } => Some(error),
+            ListenError::NoAddressOfFamily { .. } => None,
+        }
+    }
+}
+
 fn split_host_port(s: &str) -> (String, Option<u16>) {
     if let Some(rest) = s.strip_prefix('[') {
         if let Some((h, p)) = rest.split_once("]:") {

@@ -24,7 +24,7 @@ struct State {
     /// Replaying a snapshot (no disk reads).
     replay: bool,
     /// Path -> contents; None: it could not be read (the error, replayed).
-    files: BTreeMap<String, Result<String, String>>,
+    files: BTreeMap<String, Result<String, ReadError>>,
     /// Include pattern -> the files it matched.
     globs: BTreeMap<String, Vec<String>>,
 }
@@ -38,17 +38,44 @@ fn with<T>(f: impl FnOnce(&mut State) -> T) -> T {
     f(g.get_or_insert_with(State::default))
 }
 
-/// A configuration file's text (the error as the message to show).
-pub(super) fn read_file(path: &Path) -> Result<String, String> {
+/// Why a configuration file could not be read (after `PATH: `).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    /// The system's reason, in OpenSSH's words (as recorded, when replayed).
+    Io(String),
+    /// Replaying: the listener did not read this file.
+    NotRecorded {
+        /// The file.
+        path: String,
+    },
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io(e) => f.write_str(e),
+            ReadError::NotRecorded { path } => {
+                write!(f, "{path}: not in the configuration the listener read")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// A configuration file's text.
+pub(super) fn read_file(path: &Path) -> Result<String, ReadError> {
     let key = path.display().to_string();
     with(|s| {
         if s.replay {
-            return s.files.get(&key).cloned().unwrap_or_else(|| {
-                Err(format!("{key}: not in the configuration the listener read"))
-            });
+            return s
+                .files
+                .get(&key)
+                .cloned()
+                .unwrap_or(Err(ReadError::NotRecorded { path: key }));
         }
         let r = std::fs::read_to_string(path)
-            .map_err(|e| crate::io_error::describe_io_error(&e).to_string());
+            .map_err(|e| ReadError::Io(crate::io_error::describe_io_error(&e)));
         s.files.insert(key, r.clone());
         r
     })
@@ -91,7 +118,7 @@ pub fn replay_in_memory(files: &[(String, String)], globs: &[(String, Vec<String
 
 /// In a child: replays the snapshot SLUICED_CONFIG_FD names, if any. The
 /// fd is kept (close-on-exec) for this process's own children.
-pub fn load_from_env() -> Result<(), String> {
+pub fn load_from_env() -> Result<(), SnapshotError> {
     let Ok(v) = std::env::var(CONFIG_ENV) else {
         return Ok(());
     };
@@ -100,16 +127,15 @@ pub fn load_from_env() -> Result<(), String> {
         .parse()
         .ok()
         .filter(|fd| *fd > 2)
-        .ok_or_else(|| format!("{CONFIG_ENV}={v}: not a descriptor"))?;
+        .ok_or_else(|| SnapshotError::NotDescriptor { value: v.clone() })?;
     // SAFETY: fcntl on a number; fails harmlessly if it is not open.
     if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
-        return Err(format!("{CONFIG_ENV}={v}: not open"));
+        return Err(SnapshotError::NotOpen { value: v });
     }
     // SAFETY: our parent passed this fd to us and nothing else owns it.
-    let owned =
-        high(unsafe { OwnedFd::from_raw_fd(fd) }).map_err(|e| format!("{CONFIG_ENV}: {e}"))?;
+    let owned = high(unsafe { OwnedFd::from_raw_fd(fd) }).map_err(SnapshotError::Move)?;
     let bytes = read_all(&owned)?;
-    let state = decode(&bytes).ok_or("the configuration snapshot is malformed")?;
+    let state = decode(&bytes).ok_or(SnapshotError::Malformed)?;
     with(|s| *s = state);
     let _ = FD.set(owned);
     Ok(())
@@ -173,24 +199,71 @@ fn high(fd: OwnedFd) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(raw) })
 }
 
+/// Why the snapshot SLUICED_CONFIG_FD names cannot be replayed.
+#[derive(Debug)]
+pub enum SnapshotError {
+    /// The variable is not a descriptor number above 2.
+    NotDescriptor {
+        /// Its value.
+        value: String,
+    },
+    /// The descriptor is not open.
+    NotOpen {
+        /// Its value.
+        value: String,
+    },
+    /// The descriptor cannot be moved clear of the low numbers.
+    Move(std::io::Error),
+    /// fstat failed.
+    Stat(std::io::Error),
+    /// Larger than a configuration can be.
+    TooLarge,
+    /// The file ended early.
+    ShortRead,
+    /// It does not decode.
+    Malformed,
+}
+
+impl std::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotError::NotDescriptor { value } => {
+                write!(f, "{CONFIG_ENV}={value}: not a descriptor")
+            }
+            SnapshotError::NotOpen { value } => write!(f, "{CONFIG_ENV}={value}: not open"),
+            SnapshotError::Move(e) => write!(f, "{CONFIG_ENV}: {e}"),
+            SnapshotError::Stat(e) => write!(f, "configuration snapshot: {e}"),
+            SnapshotError::TooLarge => f.write_str("configuration snapshot too large"),
+            SnapshotError::ShortRead => f.write_str("configuration snapshot: short read"),
+            SnapshotError::Malformed => f.write_str("the configuration snapshot is malformed"),
+        }
+    }
+}
+
+impl std::error::Error for SnapshotError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SnapshotError::Move(e) | SnapshotError::Stat(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Whether this process replays a snapshot (its parent read the files).
 pub fn replaying() -> bool {
     with(|s| s.replay)
 }
 
 /// The whole file with pread (children share the file offset).
-fn read_all(fd: &OwnedFd) -> Result<Vec<u8>, String> {
+fn read_all(fd: &OwnedFd) -> Result<Vec<u8>, SnapshotError> {
     // SAFETY: fstat into a zeroed struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return Err(format!(
-            "configuration snapshot: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(SnapshotError::Stat(std::io::Error::last_os_error()));
     }
     let len = u64::try_from(st.st_size).unwrap_or(0);
     if len > MAX_SNAPSHOT {
-        return Err("configuration snapshot too large".into());
+        return Err(SnapshotError::TooLarge);
     }
     let mut buf = vec![0u8; len as usize];
     let mut done = 0;
@@ -206,7 +279,7 @@ fn read_all(fd: &OwnedFd) -> Result<Vec<u8>, String> {
             )
         };
         if n <= 0 {
-            return Err("configuration snapshot: short read".into());
+            return Err(SnapshotError::ShortRead);
         }
         done += n as usize;
     }
@@ -233,7 +306,7 @@ fn encode(s: &State) -> Vec<u8> {
             }
             Err(e) => {
                 out.push(b'-');
-                put(&mut out, e);
+                put(&mut out, &e.to_string());
             }
         }
     }
@@ -275,7 +348,7 @@ fn decode(mut b: &[u8]) -> Option<State> {
                 let path = string(&mut b)?;
                 let r = match byte(&mut b)? {
                     b'+' => Ok(string(&mut b)?),
-                    b'-' => Err(string(&mut b)?),
+                    b'-' => Err(ReadError::Io(string(&mut b)?)),
                     _ => return None,
                 };
                 s.files.insert(path, r);
@@ -304,8 +377,10 @@ mod tests {
         let mut s = State::default();
         s.files
             .insert("/etc/ssh/sshd_config".into(), Ok("Port 22\n".into()));
-        s.files
-            .insert("/etc/ssh/gone".into(), Err("No such file".into()));
+        s.files.insert(
+            "/etc/ssh/gone".into(),
+            Err(ReadError::Io("No such file".into())),
+        );
         s.globs.insert(
             "/etc/ssh/sshd_config.d/*.conf".into(),
             vec!["/etc/ssh/sshd_config.d/a.conf".into()],

@@ -2,7 +2,9 @@
 //! 9.2): their values read and checked as sshd reads them, and the rules a
 //! connection runs with. What they do at run time is server/idle.rs.
 
+use super::error::SshdConfigError;
 use super::line::Line;
+use crate::config::error::ValueError;
 use crate::config::parse_time;
 use std::time::Duration;
 
@@ -38,36 +40,37 @@ fn rule(arg: &str) -> Option<ChannelTimeoutRule> {
 /// is the empty list. sshd 9.2 accepts `none` as the last of several
 /// pairs at startup and then fails every connection ("internal error:
 /// bad timeout none"): refused here instead, where it can be fixed.
-pub(super) fn channel_timeout(l: &Line) -> Result<Vec<String>, String> {
+pub(super) fn channel_timeout(l: &Line) -> Result<Vec<String>, SshdConfigError> {
     if l.args.len() == 1 && l.args.first().is_some_and(|a| a == "none") {
         return Ok(Vec::new());
     }
     for a in &l.args {
         if a == "none" {
-            return Err(l.err(&format!(
-                "keyword {} \"none\" argument must appear alone.",
-                l.name
-            )));
+            return Err(l.err(ValueError::NotAlone {
+                keyword: l.name.clone(),
+                value: a.clone(),
+            }));
         }
         if rule(a).is_none() {
-            return Err(l.err(&format!("invalid channel timeout {a}")));
+            return Err(l.err(ValueError::InvalidChannelTimeout { value: a.clone() }));
         }
     }
     Ok(l.args.clone())
 }
 
 /// UnusedConnectionTimeout in seconds: `none` or 0 is never.
-pub(super) fn unused_connection_timeout(l: &Line) -> Result<u64, String> {
+pub(super) fn unused_connection_timeout(l: &Line) -> Result<u64, SshdConfigError> {
     if l.args.len() > 1 {
-        return Err(l.err(&format!(
-            "keyword {} extra arguments at end of line",
-            l.name
-        )));
+        return Err(l.err(ValueError::ExtraArguments {
+            keyword: l.name.clone(),
+        }));
     }
     match l.args.first().map(String::as_str) {
         Some("none") => Ok(0),
-        Some(v) => interval(v).ok_or_else(|| l.err("invalid time value.")),
-        None => Err(l.err(&format!("no argument after keyword \"{}\"", l.name))),
+        Some(v) => interval(v).ok_or_else(|| l.err(ValueError::InvalidTime)),
+        None => Err(l.err(ValueError::NoArgument {
+            keyword: l.name.clone(),
+        })),
     }
 }
 
