@@ -279,7 +279,6 @@ impl From<ConfigError> for ClientError {
     }
 }
 
-
 impl From<SettingError> for ClientError {
     fn from(e: SettingError) -> Self {
         ClientError::Config(e)

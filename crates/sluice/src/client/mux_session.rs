@@ -313,7 +313,7 @@ impl Passenger {
             return Ok(());
         };
         if let Some(term) = self.request.tty.clone() {
-            self.size = crate::client::tty::window_size(stdin.as_raw_fd());
+            self.size = crate::client::tty::window_size(&stdin);
             let (cols, rows, width_px, height_px) = self.size;
             let modes = crate::client::tty::modes_of(stdin.as_raw_fd());
             let req = ChannelRequestKind::PtyReq {
@@ -382,7 +382,7 @@ impl Passenger {
     /// A window-change when the passenger's terminal changed size.
     fn follow_size(&mut self, conn: &mut Connection) {
         let Some(fd) = &self.tty_fd else { return };
-        let size = crate::client::tty::window_size(fd.as_raw_fd());
+        let size = crate::client::tty::window_size(fd);
         if size == self.size || size == (0, 0, 0, 0) {
             return;
         }

@@ -9,7 +9,7 @@ use crate::client::setting_error::SettingError;
 use crate::log;
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::{ChannelId, Connection};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::OnceLock;
 
@@ -77,8 +77,7 @@ pub fn decide(
 
 /// fd 0 is a terminal.
 pub fn stdin_is_tty() -> bool {
-    // SAFETY: isatty has no preconditions.
-    unsafe { libc::isatty(0) == 1 }
+    rustix::termios::isatty(std::io::stdin())
 }
 
 /// What goes into the pty-req, and how to handle the local terminal.
@@ -93,13 +92,10 @@ pub struct TtyPlan {
 
 /// The window size of `fd`'s terminal: (cols, rows, width px, height px),
 /// zeros when it is not a terminal.
-pub(crate) fn window_size(fd: RawFd) -> (u32, u32, u32, u32) {
-    // SAFETY: winsize is plain data filled by the ioctl.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: valid fd and pointer.
-    if unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) } != 0 {
+pub(crate) fn window_size(fd: impl AsFd) -> (u32, u32, u32, u32) {
+    let Ok(ws) = rustix::termios::tcgetwinsize(fd) else {
         return (0, 0, 0, 0);
-    }
+    };
     (
         u32::from(ws.ws_col),
         u32::from(ws.ws_row),
@@ -211,15 +207,12 @@ fn install_fatal_handlers() {
 
 /// The SIGWINCH pipe's read end.
 fn winch_pipe() -> Option<OwnedFd> {
-    let mut p = [-1; 2];
-    // SAFETY: p is valid for two fds.
-    if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
-        return None;
-    }
-    WINCH_W.store(p[1], Ordering::SeqCst);
+    use rustix::pipe::{pipe_with, PipeFlags};
+    let (r, w) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC).ok()?;
+    // The write end stays open for the process: the handler writes to it.
+    WINCH_W.store(w.into_raw_fd(), Ordering::SeqCst);
     set_handler(libc::SIGWINCH, on_winch);
-    // SAFETY: pipe2 returned the fd; the write end stays open for the process.
-    Some(unsafe { OwnedFd::from_raw_fd(p[0]) })
+    Some(r)
 }
 
 /// The terminal side of a session with a pty.
@@ -258,7 +251,7 @@ impl TtySession {
     pub fn start(&mut self, conn: &mut Connection, id: ChannelId) -> Result<RawFd, TtyError> {
         let term = std::env::var("TERM").unwrap_or_default();
         let modes = modes_of(0);
-        self.size = window_size(0);
+        self.size = window_size(std::io::stdin());
         let (cols, rows, width_px, height_px) = self.size;
         let req = ChannelRequestKind::PtyReq {
             term,
@@ -331,9 +324,8 @@ impl TtySession {
         };
         if let Some(w) = &self.winch {
             let mut buf = [0u8; 64];
-            // SAFETY: buf is valid; the pipe is non-blocking.
-            let n = unsafe { libc::read(w.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n > 0 {
+            // Non-blocking: Err(EAGAIN) when no size change came.
+            if rustix::io::read(w, &mut buf).is_ok_and(|n| n > 0) {
                 self.send_size(conn, id);
             }
         }
@@ -374,7 +366,7 @@ impl TtySession {
     }
 
     fn send_size(&mut self, conn: &mut Connection, id: ChannelId) {
-        let size = window_size(0);
+        let size = window_size(std::io::stdin());
         if size == self.size {
             return;
         }
@@ -413,8 +405,9 @@ impl TtySession {
                     .map(|f| (fd, f))
             })
             .collect();
-        // SAFETY: stops this process until SIGCONT.
-        unsafe { libc::kill(libc::getpid(), libc::SIGTSTP) };
+        // Stops this process until SIGCONT.
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::TSTP);
         // Reversed: 0, 1 and 2 often share one open file (the terminal),
         // so only the first call saw the original flags.
         for (fd, f) in flags.into_iter().rev() {
