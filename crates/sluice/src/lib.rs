@@ -20,5 +20,6 @@ pub mod ls_style;
 pub mod net;
 pub mod path_bench;
 pub mod server;
+pub mod sys;
 pub mod ttymodes;
 pub mod users;

@@ -401,26 +401,19 @@ pub fn go_background() -> Result<(), ForwardError> {
     // SIGHUP ignored across the fork: when the parent leads the terminal's
     // session (a terminal's first process), its exit hangs up the
     // foreground group, which the child is still in until its setsid.
-    // SAFETY: sigaction with valid, zeroed structures; restored below.
-    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-    let mut ignore: libc::sigaction = unsafe { std::mem::zeroed() };
-    ignore.sa_sigaction = libc::SIG_IGN;
-    unsafe { libc::sigaction(libc::SIGHUP, &ignore, &mut old) };
+    let hup = crate::sys::signal::ignore_for_now(libc::SIGHUP);
     // SAFETY: fork between batches: the other threads are parked crypto
     // workers holding nothing the child uses (it starts its own).
     match unsafe { libc::fork() } {
         -1 => {
-            // SAFETY: restores the action saved above.
-            unsafe { libc::sigaction(libc::SIGHUP, &old, std::ptr::null_mut()) };
-            Err(ForwardError::Fork(std::io::Error::last_os_error()))
+            let e = std::io::Error::last_os_error();
+            hup.restore();
+            Err(ForwardError::Fork(e))
         }
         0 => {
-            // SAFETY: setsid has no preconditions; then the saved action
-            // back, the terminal no longer ours.
-            unsafe {
-                libc::setsid();
-                libc::sigaction(libc::SIGHUP, &old, std::ptr::null_mut());
-            }
+            // A new session, then SIGHUP back: the terminal is no longer ours.
+            let _ = rustix::process::setsid();
+            hup.restore();
             Ok(())
         }
         // SAFETY: leave without running destructors that would touch the

@@ -173,11 +173,9 @@ pub(crate) fn leave_raw() {
 
 extern "C" fn on_fatal(sig: libc::c_int) {
     leave_raw();
-    // SAFETY: async-signal-safe calls; re-raised with the default action.
-    unsafe {
-        libc::signal(sig, libc::SIG_DFL);
-        libc::raise(sig);
-    }
+    // Re-raised with the default action (both async-signal-safe).
+    crate::sys::signal::default(sig);
+    crate::sys::signal::raise(sig);
 }
 
 extern "C" fn on_winch(_: libc::c_int) {
@@ -188,20 +186,9 @@ extern "C" fn on_winch(_: libc::c_int) {
     }
 }
 
-fn set_handler(sig: libc::c_int, f: extern "C" fn(libc::c_int)) {
-    // SAFETY: sigaction is plain data; the handlers are async-signal-safe.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = f as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(sig, &sa, std::ptr::null_mut());
-    }
-}
-
 fn install_fatal_handlers() {
     for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGQUIT] {
-        set_handler(sig, on_fatal);
+        crate::sys::signal::set_handler(sig, on_fatal);
     }
 }
 
@@ -211,7 +198,7 @@ fn winch_pipe() -> Option<OwnedFd> {
     let (r, w) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC).ok()?;
     // The write end stays open for the process: the handler writes to it.
     WINCH_W.store(w.into_raw_fd(), Ordering::SeqCst);
-    set_handler(libc::SIGWINCH, on_winch);
+    crate::sys::signal::set_handler(libc::SIGWINCH, on_winch);
     Some(r)
 }
 

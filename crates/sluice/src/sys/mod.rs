@@ -1,0 +1,5 @@
+//! The system calls that no safe crate offers (rustix keeps signal
+//! dispositions unsafe), each behind one documented safe function; the
+//! runtime's `unsafe` is meant to live here.
+
+pub mod signal;
