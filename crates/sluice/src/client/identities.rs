@@ -130,7 +130,7 @@ fn cert_identity(
     };
     let parsed = std::fs::read_to_string(path)
         .map_err(|e| e.to_string())
-        .and_then(|t| crate::keys::cert::Cert::parse_openssh(&t));
+        .and_then(|t| crate::keys::cert::Cert::parse_openssh(&t).map_err(|e| e.to_string()));
     let (cert, blob) = match parsed {
         Ok(c) => c,
         Err(e) => {
