@@ -126,7 +126,7 @@ impl ClientForward {
         id: ChannelId,
         sock: OwnedFd,
     ) -> Result<(), String> {
-        fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock)
+        fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock).map_err(String::from)
     }
 
     /// The server's answer to the oldest remote forward request; for one
