@@ -690,7 +690,7 @@ impl ClientStripe {
     pub fn tick(&mut self, conn: &mut Connection) -> Result<(), String> {
         self.steer();
         match (&self.hub, self.channel) {
-            (Some(h), Some(id)) => stripe::tick(h, conn, id),
+            (Some(h), Some(id)) => stripe::tick(h, conn, id).map_err(String::from),
             _ => Ok(()),
         }
     }
@@ -717,9 +717,7 @@ impl ClientStripe {
             let _ = t.join();
         }
         if let Some(f) = hub.failure() {
-            return Err(match f {
-                stripe::Failure::Protocol(t) | stripe::Failure::Stranded(t) => t,
-            });
+            return Err(f.to_string());
         }
         if !hub.output_done() {
             let (acked, received) = hub.progress();
