@@ -76,7 +76,7 @@ enum DemoError {
     /// sluiced started but did not listen.
     NotListening,
     /// A throwaway key could not be made or read.
-    Key(String),
+    Key(crate::keys::error::KeyError),
     /// `--cipher` names no cipher sluice has (config/'s message).
     Cipher(crate::config::algorithms::AlgorithmError),
     /// The data generator thread panicked.
@@ -116,7 +116,7 @@ impl std::fmt::Display for DemoError {
                 "starting sluiced: {e} (build it with `cargo build --release`)"
             ),
             DemoError::NotListening => f.write_str("sluiced did not start listening within 10 s"),
-            DemoError::Key(e) => f.write_str(e),
+            DemoError::Key(e) => write!(f, "{e}"),
             DemoError::Cipher(e) => write!(f, "{e}"),
             DemoError::GeneratorPanicked => f.write_str("generator panicked"),
             DemoError::ClientFailed {
@@ -185,8 +185,7 @@ fn client_options(
     opts: &DemoOptions,
     remote: &str,
 ) -> Result<ClientOptions, DemoError> {
-    let host_key = identity::public_blob(&dir.join("host_ed25519"))
-        .map_err(|e| DemoError::Key(e.to_string()))?;
+    let host_key = identity::public_blob(&dir.join("host_ed25519")).map_err(DemoError::Key)?;
     let check: HostKeyCheck = Box::new(move |_alg: &str, blob: &[u8]| {
         if blob == host_key.as_slice() {
             Ok(())
@@ -384,9 +383,8 @@ fn run_inner(opts: &DemoOptions) -> Result<(), DemoError> {
         .map_err(|e| DemoError::io(format!("creating {}", base.display()), e))?;
     let dir = TempDir(base);
     generate_ed25519_file(&dir.0.join("host_ed25519"), "sluice demo host")
-        .map_err(|e| DemoError::Key(e.to_string()))?;
-    generate_ed25519_file(&dir.0.join("id_ed25519"), "sluice demo user")
-        .map_err(|e| DemoError::Key(e.to_string()))?;
+        .map_err(DemoError::Key)?;
+    generate_ed25519_file(&dir.0.join("id_ed25519"), "sluice demo user").map_err(DemoError::Key)?;
     let pubkey = std::fs::read(dir.0.join("id_ed25519.pub")).map_err(|e| DemoError::io("", e))?;
     std::fs::File::create(dir.0.join("authorized_keys"))
         .and_then(|mut f| f.write_all(&pubkey))

@@ -332,7 +332,7 @@ fn identity(s: &Setup) -> Identity {
         sig_algs: vec!["ssh-ed25519"],
         load: Box::new(move || {
             let kp = sluice::keys::identity::load(&key, &mut |_| None)
-                .map_err(|e| sluice::client::auth::LoadError::Key(e.to_string()))?;
+                .map_err(sluice::client::auth::LoadError::Key)?;
             Ok(Arc::new(kp) as Arc<dyn Signer>)
         }),
         in_memory: true,

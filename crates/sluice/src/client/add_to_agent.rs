@@ -45,6 +45,36 @@ pub(super) fn plan(r: &Resolved, agent: Option<PathBuf>) -> Option<AddToAgent> {
     Some(p)
 }
 
+/// Why a key was not added (a debug line, as in ssh).
+#[derive(Debug)]
+enum AddError {
+    /// The key file did not read or decrypt.
+    Key(ssh_key::Error),
+    /// Encrypted, and no passphrase was given.
+    NoPassphrase,
+    /// A FIDO key (ssh-add adds those).
+    SecurityKey,
+    /// The user said no (AddKeysToAgent ask).
+    Declined,
+    /// The private fields did not encode.
+    Encode(ssh_encoding::Error),
+    /// The agent could not be reached or refused.
+    Agent(crate::keys::agent::AgentError),
+}
+
+impl std::fmt::Display for AddError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AddError::Key(e) => write!(f, "{e}"),
+            AddError::NoPassphrase => f.write_str("no passphrase"),
+            AddError::SecurityKey => f.write_str("a FIDO key is added with ssh-add"),
+            AddError::Declined => f.write_str("declined"),
+            AddError::Encode(e) => write!(f, "{e}"),
+            AddError::Agent(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 impl AddToAgent {
     /// Gives the key in `path` (decrypted with `pass` when it has one) to
     /// the agent; a failure is a debug line, as in ssh.
@@ -58,37 +88,38 @@ impl AddToAgent {
         }
     }
 
-    fn try_add(&self, path: &Path, pass: Option<&[u8]>) -> Result<(), String> {
+    fn try_add(&self, path: &Path, pass: Option<&[u8]>) -> Result<(), AddError> {
         use ssh_encoding::Encode;
-        let key = crate::keys::ecdsa_pad::read_file(path).map_err(|e| e.to_string())?;
+        let key = crate::keys::ecdsa_pad::read_file(path).map_err(AddError::Key)?;
         let key = match (key.is_encrypted(), pass) {
             (false, _) => key,
-            (true, Some(p)) => {
-                crate::keys::ecdsa_pad::decrypt(&key, p).map_err(|e| e.to_string())?
-            }
-            (true, None) => return Err("no passphrase".into()),
+            (true, Some(p)) => crate::keys::ecdsa_pad::decrypt(&key, p).map_err(AddError::Key)?,
+            (true, None) => return Err(AddError::NoPassphrase),
         };
         if matches!(
             key.key_data(),
             ssh_key::private::KeypairData::SkEd25519(_)
                 | ssh_key::private::KeypairData::SkEcdsaSha2NistP256(_)
         ) {
-            return Err("a FIDO key is added with ssh-add".into());
+            return Err(AddError::SecurityKey);
         }
         if self.ask && !ask(path) {
-            return Err("declined".into());
+            return Err(AddError::Declined);
         }
         // The private fields, wiped when dropped.
         let mut fields = zeroize::Zeroizing::new(Vec::new());
         key.key_data()
             .encode(&mut *fields)
-            .map_err(|e| e.to_string())?;
+            .map_err(AddError::Encode)?;
         let comment = match key.comment() {
             "" => path.display().to_string(),
             c => c.to_owned(),
         };
-        let agent = crate::keys::agent::Agent::connect(self.agent.as_deref())?;
-        agent.add_identity(&fields, &comment, self.lifetime, self.confirm)?;
+        let agent =
+            crate::keys::agent::Agent::connect(self.agent.as_deref()).map_err(AddError::Agent)?;
+        agent
+            .add_identity(&fields, &comment, self.lifetime, self.confirm)
+            .map_err(AddError::Agent)?;
         log!(Debug1, "identity added to agent: {}", path.display());
         Ok(())
     }

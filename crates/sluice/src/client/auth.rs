@@ -55,8 +55,8 @@ impl std::fmt::Display for SignError {
 /// Why an identity's private key could not be had for signing.
 #[derive(Debug)]
 pub enum LoadError {
-    /// The key file or agent failed (keys/'s message: passphrase, format).
-    Key(String),
+    /// The key file or agent failed (passphrase, format, agent).
+    Key(crate::keys::error::KeyError),
     /// A certificate that does not certify the private key found for it.
     CertMismatch,
     /// The private key is not the public key offered.
@@ -71,7 +71,7 @@ pub enum LoadError {
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LoadError::Key(m) => f.write_str(m),
+            LoadError::Key(e) => write!(f, "{e}"),
             LoadError::CertMismatch => {
                 f.write_str("the certificate does not match its private key")
             }

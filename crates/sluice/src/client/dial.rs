@@ -97,7 +97,7 @@ pub(super) fn tcp_connect(opts: &Dial) -> Result<TcpStream, ConnectError> {
         ];
         let from =
             crate::net::local_addr::for_target(a, opts.bind.0.as_deref(), opts.bind.1.as_deref())
-                .map_err(|e| ConnectError::Bind(e.to_string()))?;
+                .map_err(ConnectError::Bind)?;
         let r = if bufs.iter().any(|b| b.1 > 0) || from.is_some() {
             sockbuf::connect(*a, from, opts.connect_timeout, bufs).map(|(s, granted)| {
                 for g in granted {

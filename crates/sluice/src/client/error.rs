@@ -149,8 +149,8 @@ pub enum ConnectError {
         /// The last attempt's reason.
         error: std::io::Error,
     },
-    /// BindAddress / BindInterface could not be used (the reason).
-    Bind(String),
+    /// BindAddress / BindInterface could not be used.
+    Bind(crate::net::local_addr::LocalAddrError),
     /// A system call on the new socket (non-blocking mode, dup).
     Socket {
         /// Which call: "sluice: socket", "dup", "proxy socket", "socketpair", "fork".

@@ -162,9 +162,8 @@ impl ClientForward {
         let fds: Vec<OwnedFd> = match &f.listen {
             Endpoint::Tcp { host, port } => {
                 let addrs = fwdsock::bind_addrs(host.as_deref(), *port, self.plan.gateway_ports)
-                    .map_err(|e| ForwardError::Resolve(e.to_string()))?;
-                let (ls, _) = fwdsock::listen_tcp(&addrs)
-                    .map_err(|e| ForwardError::ListenTcp(e.to_string()))?;
+                    .map_err(ForwardError::Resolve)?;
+                let (ls, _) = fwdsock::listen_tcp(&addrs).map_err(ForwardError::ListenTcp)?;
                 ls.into_iter().map(OwnedFd::from).collect()
             }
             Endpoint::Unix(path) => {
@@ -350,7 +349,7 @@ impl ClientForward {
             }
         }
         fwdsock::poll_connects(conn, fds, &mut self.channels, &mut self.connecting)
-            .map_err(|e| ForwardError::Socket(e.to_string()))?;
+            .map_err(ForwardError::Socket)?;
         self.half_closed = fwdsock::close_finished(conn, fds, &self.channels);
         Ok(())
     }

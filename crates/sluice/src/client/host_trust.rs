@@ -408,6 +408,7 @@ fn host_certificate(
         Err(format!("Certificate for {host} contains critical options"))
     } else {
         c.check(true, now, Some(host), false, true, ca_algs)
+            .map_err(|e| e.to_string())
     };
     match checked {
         Ok(()) => {

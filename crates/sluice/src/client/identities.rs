@@ -131,7 +131,7 @@ fn cert_identity(
     };
     let parsed = std::fs::read_to_string(path)
         .map_err(|e| e.to_string())
-        .and_then(|t| crate::keys::cert::Cert::parse_openssh(&t));
+        .and_then(|t| crate::keys::cert::Cert::parse_openssh(&t).map_err(|e| e.to_string()));
     let (cert, blob) = match parsed {
         Ok(c) => c,
         Err(e) => {
@@ -186,8 +186,8 @@ fn cert_identity(
                         identity::prompt_passphrase(p)
                     }
                 };
-                let key = identity::load_signer(&p, &mut ask, sk.as_deref())
-                    .map_err(|e| LoadError::Key(e.to_string()))?;
+                let key =
+                    identity::load_signer(&p, &mut ask, sk.as_deref()).map_err(LoadError::Key)?;
                 certified(key, &cert_blob)
             });
             (load, in_memory)
@@ -255,8 +255,7 @@ fn file_identity(
                 pass
             }
         };
-        let key = identity::load_signer(&p, &mut ask, sk.as_deref())
-            .map_err(|e| LoadError::Key(e.to_string()))?;
+        let key = identity::load_signer(&p, &mut ask, sk.as_deref()).map_err(LoadError::Key)?;
         if let Some(a) = &add {
             a.add(&p, given.as_ref().map(|g| g.as_bytes()));
         }

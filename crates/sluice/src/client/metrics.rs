@@ -69,7 +69,10 @@ pub struct ClientMetrics {
 impl ClientMetrics {
     /// Metrics for a run under `plan`; the sample file is created now, and
     /// an error names it.
-    pub fn new(plan: MetricsPlan, asked: (u64, u64)) -> Result<Self, String> {
+    pub fn new(
+        plan: MetricsPlan,
+        asked: (u64, u64),
+    ) -> Result<Self, crate::net::metrics::samples::CreateError> {
         let sampler = match &plan.path {
             Some(p) => Some(Sampler::create(p, plan.interval)?),
             None => None,

@@ -138,7 +138,7 @@ pub fn connect(mut opts: ClientOptions) -> Result<i32, ClientError> {
     let metrics = (opts.metrics.summary || opts.metrics.path.is_some() || plan.tty.is_some())
         .then(|| metrics::ClientMetrics::new(opts.metrics.clone(), buffers_asked(&opts)))
         .transpose()
-        .map_err(|e| ClientError::Config(setting_error::SettingError::other(e)))?;
+        .map_err(|e| ClientError::Config(setting_error::SettingError::Metrics(e)))?;
     let mut handler = ClientSession::new(
         opts.user.clone(),
         &opts.host,

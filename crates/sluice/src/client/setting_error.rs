@@ -86,8 +86,8 @@ pub enum SettingError {
     Dump(DumpError),
     /// A keyword sluice refuses (config/ssh/limits.rs).
     Limit(Refused),
-    /// A lower layer's message (net/'s metrics file), printed as is.
-    Other(String),
+    /// MetricsPath's file could not be created.
+    Metrics(crate::net::metrics::samples::CreateError),
 }
 
 macro_rules! wrap {
@@ -112,11 +112,6 @@ wrap! {
 }
 
 impl SettingError {
-    /// A lower layer's error (config/'s checks), kept as its message.
-    pub fn other(e: impl std::fmt::Display) -> Self {
-        SettingError::Other(e.to_string())
-    }
-
     /// `Bad KEYWORD 'VALUE': use EXPECTED`.
     pub fn bad(keyword: &'static str, value: &str, expected: impl Into<String>) -> Self {
         SettingError::BadValue {
@@ -165,7 +160,7 @@ impl std::fmt::Display for SettingError {
             SettingError::ProxyJump(e) => write!(f, "{e}"),
             SettingError::Dump(e) => write!(f, "{e}"),
             SettingError::Limit(e) => write!(f, "{e}"),
-            SettingError::Other(m) => f.write_str(m),
+            SettingError::Metrics(e) => write!(f, "{e}"),
         }
     }
 }

@@ -689,9 +689,7 @@ impl ClientStripe {
     pub fn tick(&mut self, conn: &mut Connection) -> Result<(), StripingError> {
         self.steer();
         match (&self.hub, self.channel) {
-            (Some(h), Some(id)) => {
-                stripe::tick(h, conn, id).map_err(|e| StripingError::Failed(e.to_string()))
-            }
+            (Some(h), Some(id)) => stripe::tick(h, conn, id).map_err(StripingError::Tick),
             _ => Ok(()),
         }
     }
@@ -705,7 +703,10 @@ impl ClientStripe {
     /// Why the striped transfer failed or stopped short, if it did: said
     /// instead of the connection's end when the server gave up first.
     pub fn failure_text(&self) -> Option<StripingError> {
-        self.hub.as_ref()?.incomplete().map(StripingError::Failed)
+        self.hub
+            .as_ref()?
+            .incomplete()
+            .map(StripingError::Unfinished)
     }
 
     /// After the session ended: waits until the striped output is all
@@ -718,11 +719,7 @@ impl ClientStripe {
             let _ = t.join();
         }
         if let Some(f) = hub.failure() {
-            return Err(match f {
-                stripe::Failure::Protocol(t) | stripe::Failure::Stranded(t) => {
-                    StripingError::Failed(t)
-                }
-            });
+            return Err(StripingError::Failed(f));
         }
         if !hub.output_done() {
             let (acked, received) = hub.progress();

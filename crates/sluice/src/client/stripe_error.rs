@@ -1,6 +1,7 @@
 //! Why a striped channel (Streams, client/stripe.rs) failed, and why a
 //! secondary connection was dropped; `Display` keeps the logged wording.
 
+use crate::net::stripe::{Failure, TickError};
 use sluice_proto::stripe::StripeError;
 
 /// A striped transfer that cannot go on (the run ends with this).
@@ -35,8 +36,13 @@ pub enum StripingError {
         error: StripeError,
     },
     /// The hub gave up (the peer broke the protocol, or data stranded on a
-    /// lost connection): its own text.
-    Failed(String),
+    /// lost connection).
+    Failed(Failure),
+    /// The due acknowledgement found the transfer failed.
+    Tick(TickError),
+    /// The connection ended first: the hub's account of the transfer
+    /// (its failure, or what was sent, acknowledged and received).
+    Unfinished(String),
     /// The session ended before the striped output was all written.
     Incomplete {
         /// Our number for the channel.
@@ -68,7 +74,9 @@ impl std::fmt::Display for StripingError {
                 f.write_str("striping: acknowledgement on a channel that is not striped")
             }
             StripingError::Ack { channel, error } => write!(f, "channel {channel}: {error}"),
-            StripingError::Failed(t) => f.write_str(t),
+            StripingError::Failed(e) => write!(f, "{e}"),
+            StripingError::Tick(e) => write!(f, "{e}"),
+            StripingError::Unfinished(t) => f.write_str(t),
             StripingError::Incomplete {
                 channel,
                 received,

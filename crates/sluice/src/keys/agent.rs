@@ -30,6 +30,65 @@ const RSA_SHA2_512: u32 = 4;
 /// Longest agent reply accepted.
 const MAX_REPLY: usize = 256 * 1024;
 
+/// Why talking to an agent failed.
+#[derive(Debug)]
+pub enum AgentError {
+    /// No path given and SSH_AUTH_SOCK unset.
+    NoSocket,
+    /// The socket cannot be connected to.
+    Connect {
+        /// The agent's socket.
+        path: PathBuf,
+        /// The system's reason.
+        error: std::io::Error,
+    },
+    /// Another thread panicked while talking to the agent.
+    LockPoisoned,
+    /// Writing the request or reading the reply failed.
+    Io(std::io::Error),
+    /// A reply of length zero or longer than the limit.
+    ReplyTooLong,
+    /// SSH_AGENTC_ADD_IDENTITY answered with a failure.
+    KeyRefused,
+    /// The identities answer does not parse.
+    MalformedIdentities,
+    /// The request for identities answered with a failure.
+    ListRefused,
+}
+
+impl std::fmt::Display for AgentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AgentError::NoSocket => f.write_str("SSH_AUTH_SOCK is not set"),
+            AgentError::Connect { path, error } => {
+                write!(f, "Error connecting to agent {}: {error}", path.display())
+            }
+            AgentError::LockPoisoned => f.write_str("agent lock poisoned"),
+            AgentError::Io(e) => write!(f, "agent: {e}"),
+            AgentError::ReplyTooLong => f.write_str("agent: reply too long"),
+            AgentError::KeyRefused => f.write_str("the agent refused the key"),
+            AgentError::MalformedIdentities => f.write_str("agent: malformed identities answer"),
+            AgentError::ListRefused => f.write_str("agent refused to list keys"),
+        }
+    }
+}
+
+impl std::error::Error for AgentError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AgentError::Connect { error, .. } | AgentError::Io(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// Bridge for callers that still carry text (client/add_to_agent.rs).
+impl From<AgentError> for String {
+    fn from(e: AgentError) -> String {
+        e.to_string()
+    }
+}
+
 /// A connection to an agent.
 pub struct Agent {
     sock: Mutex<UnixStream>,
@@ -37,35 +96,36 @@ pub struct Agent {
 
 impl Agent {
     /// Connects to `path` (IdentityAgent, or SSH_AUTH_SOCK when None).
-    pub fn connect(path: Option<&Path>) -> Result<Agent, String> {
+    pub fn connect(path: Option<&Path>) -> Result<Agent, AgentError> {
         let p: PathBuf = match path {
             Some(p) => p.to_path_buf(),
             None => std::env::var_os("SSH_AUTH_SOCK")
                 .map(PathBuf::from)
-                .ok_or("SSH_AUTH_SOCK is not set")?,
+                .ok_or(AgentError::NoSocket)?,
         };
-        let s = UnixStream::connect(&p)
-            .map_err(|e| format!("Error connecting to agent {}: {e}", p.display()))?;
+        let s = match UnixStream::connect(&p) {
+            Ok(s) => s,
+            Err(error) => return Err(AgentError::Connect { path: p, error }),
+        };
         let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
         Ok(Agent {
             sock: Mutex::new(s),
         })
     }
 
-    fn request(&self, msg: &[u8]) -> Result<Vec<u8>, String> {
-        let mut s = self.sock.lock().map_err(|_| "agent lock poisoned")?;
+    fn request(&self, msg: &[u8]) -> Result<Vec<u8>, AgentError> {
+        let mut s = self.sock.lock().map_err(|_| AgentError::LockPoisoned)?;
         let mut framed = Vec::with_capacity(msg.len() + 4);
         Writer::new(&mut framed).string(msg);
-        s.write_all(&framed).map_err(|e| format!("agent: {e}"))?;
+        s.write_all(&framed).map_err(AgentError::Io)?;
         let mut len = [0u8; 4];
-        s.read_exact(&mut len).map_err(|e| format!("agent: {e}"))?;
+        s.read_exact(&mut len).map_err(AgentError::Io)?;
         let n = u32::from_be_bytes(len) as usize;
         if n == 0 || n > MAX_REPLY {
-            return Err("agent: reply too long".into());
+            return Err(AgentError::ReplyTooLong);
         }
         let mut reply = vec![0u8; n];
-        s.read_exact(&mut reply)
-            .map_err(|e| format!("agent: {e}"))?;
+        s.read_exact(&mut reply).map_err(AgentError::Io)?;
         Ok(reply)
     }
 
@@ -78,7 +138,7 @@ impl Agent {
         comment: &str,
         lifetime: Option<u32>,
         confirm: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), AgentError> {
         let constrained = lifetime.is_some() || confirm;
         let mut msg = Vec::new();
         let mut w = Writer::new(&mut msg);
@@ -99,17 +159,17 @@ impl Agent {
         msg.fill(0); // the private key's bytes
         match reply?.first() {
             Some(&SUCCESS) => Ok(()),
-            _ => Err("the agent refused the key".into()),
+            _ => Err(AgentError::KeyRefused),
         }
     }
 
     /// The agent's keys: (public blob, comment).
-    pub fn identities(&self) -> Result<Vec<(Vec<u8>, String)>, String> {
+    pub fn identities(&self) -> Result<Vec<(Vec<u8>, String)>, AgentError> {
         let reply = self.request(&[REQUEST_IDENTITIES])?;
         let mut r = Reader::new(&reply);
-        let bad = |_| "agent: malformed identities answer".to_owned();
+        let bad = |_| AgentError::MalformedIdentities;
         if r.u8().map_err(bad)? != IDENTITIES_ANSWER {
-            return Err("agent refused to list keys".into());
+            return Err(AgentError::ListRefused);
         }
         let n = r.u32().map_err(bad)?;
         let mut out = Vec::new();
@@ -205,6 +265,10 @@ mod tests {
                 .unwrap()
                 .success());
         }
+        let missing = dir.join("no-such.sock");
+        let e = Agent::connect(Some(&missing)).err().unwrap();
+        assert!(matches!(&e, AgentError::Connect { path, .. } if *path == missing));
+        assert!(e.to_string().starts_with("Error connecting to agent "));
         let a = std::sync::Arc::new(Agent::connect(Some(&sock)).unwrap());
         let ids = a.identities().unwrap();
         assert_eq!(ids.len(), 2);

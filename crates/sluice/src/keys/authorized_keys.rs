@@ -137,9 +137,54 @@ fn valued<'a>(s: &'a str, name: &str) -> Option<&'a str> {
     s[name.len()..].strip_prefix('=')
 }
 
+/// Why sshd's sshauthopt_parse rejects an options field; `Display` gives
+/// its reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionError {
+    /// A value that does not start with `"`.
+    MissingStartQuote,
+    /// A value whose quote is not closed.
+    MissingEndQuote,
+    /// `permitopen`/`permitlisten` with a bad host part.
+    PermissionHostname,
+    /// `permitopen`/`permitlisten` with a bad port part.
+    PermissionPort,
+    /// `command`, `principals` or `from` given twice (the option's name).
+    Multiple(&'static str),
+    /// `expiry-time` that is no time.
+    ExpiryTime,
+    /// More `environment` options than sshd takes.
+    TooManyEnvironment,
+    /// `environment` that is not `NAME=value` with a valid name.
+    Environment,
+    /// `tunnel` that is neither `any` nor a device number.
+    TunDevice,
+    /// An option sshd does not know.
+    Unknown,
+}
+
+impl std::fmt::Display for OptionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OptionError::MissingStartQuote => f.write_str("missing start quote"),
+            OptionError::MissingEndQuote => f.write_str("missing end quote"),
+            OptionError::PermissionHostname => f.write_str("invalid permission hostname"),
+            OptionError::PermissionPort => f.write_str("invalid permission port"),
+            OptionError::Multiple(name) => write!(f, "multiple \"{name}\" clauses"),
+            OptionError::ExpiryTime => f.write_str("invalid expires time"),
+            OptionError::TooManyEnvironment => f.write_str("too many environment strings"),
+            OptionError::Environment => f.write_str("invalid environment string"),
+            OptionError::TunDevice => f.write_str("invalid tun device"),
+            OptionError::Unknown => f.write_str("unknown key option"),
+        }
+    }
+}
+
+impl std::error::Error for OptionError {}
+
 /// A double-quoted value (`\"` stands for a quote): the value and the rest.
-fn dequote(s: &str) -> Result<(String, &str), &'static str> {
-    let body = s.strip_prefix('"').ok_or("missing start quote")?;
+fn dequote(s: &str) -> Result<(String, &str), OptionError> {
+    let body = s.strip_prefix('"').ok_or(OptionError::MissingStartQuote)?;
     let mut out = String::new();
     let mut it = body.char_indices();
     while let Some((i, c)) = it.next() {
@@ -152,24 +197,24 @@ fn dequote(s: &str) -> Result<(String, &str), &'static str> {
             c => out.push(c),
         }
     }
-    Err("missing end quote")
+    Err(OptionError::MissingEndQuote)
 }
 
 /// A `permitopen`/`permitlisten` value checked as sshd's handle_permit:
 /// `host:port` (or `[v6]:port`, `host/port`), port 1-65535 or `*`; a bare
 /// port for permitlisten means any host. Stored as `host:port`.
-fn permission(v: &str, bare_port: bool) -> Result<String, &'static str> {
+fn permission(v: &str, bare_port: bool) -> Result<String, OptionError> {
     let v = if bare_port && !v.contains(':') {
         format!("*:{v}")
     } else {
         v.to_owned()
     };
     let (host, port) = if v.starts_with('[') {
-        let end = v.find(']').ok_or("invalid permission hostname")?;
+        let end = v.find(']').ok_or(OptionError::PermissionHostname)?;
         match v[end + 1..].chars().next() {
             Some(':' | '/') => (&v[..=end], Some(&v[end + 2..])),
             None => (&v[..], None),
-            Some(_) => return Err("invalid permission hostname"),
+            Some(_) => return Err(OptionError::PermissionHostname),
         }
     } else {
         match v.find([':', '/']) {
@@ -178,11 +223,11 @@ fn permission(v: &str, bare_port: bool) -> Result<String, &'static str> {
         }
     };
     if host.len() >= 1025 {
-        return Err("invalid permission hostname");
+        return Err(OptionError::PermissionHostname);
     }
     match port {
         Some(p) if p == "*" || p.parse::<u16>().is_ok_and(|n| n > 0) => Ok(format!("{host}:{p}")),
-        _ => Err("invalid permission port"),
+        _ => Err(OptionError::PermissionPort),
     }
 }
 
@@ -201,7 +246,7 @@ fn env_name_ok(n: &str) -> bool {
 
 /// The options field of a line (everything before the key type), checked
 /// as sshd's sshauthopt_parse; the error is sshd's reason.
-fn parse_options(mut s: &str) -> Result<LineOptions, &'static str> {
+fn parse_options(mut s: &str) -> Result<LineOptions, OptionError> {
     let mut l = LineOptions::default();
     let k = &mut l.opts;
     loop {
@@ -238,38 +283,38 @@ fn parse_options(mut s: &str) -> Result<LineOptions, &'static str> {
             s = r;
         } else if let Some(r) = valued(s, "command") {
             if k.command.is_some() {
-                return Err("multiple \"command\" clauses");
+                return Err(OptionError::Multiple("command"));
             }
             let (v, r) = dequote(r)?;
             k.command = Some(v);
             s = r;
         } else if let Some(r) = valued(s, "principals") {
             if l.principals.is_some() {
-                return Err("multiple \"principals\" clauses");
+                return Err(OptionError::Multiple("principals"));
             }
             let (v, r) = dequote(r)?;
             l.principals = Some(v);
             s = r;
         } else if let Some(r) = valued(s, "from") {
             if l.from.is_some() {
-                return Err("multiple \"from\" clauses");
+                return Err(OptionError::Multiple("from"));
             }
             let (v, r) = dequote(r)?;
             l.from = Some(v);
             s = r;
         } else if let Some(r) = valued(s, "expiry-time") {
             let (v, r) = dequote(r)?;
-            let t = parse_absolute_time(&v).ok_or("invalid expires time")?;
+            let t = parse_absolute_time(&v).ok_or(OptionError::ExpiryTime)?;
             l.expiry = Some(l.expiry.map_or(t, |e| e.min(t)));
             s = r;
         } else if let Some(r) = valued(s, "environment") {
             if k.environment.len() > ENV_MAX {
-                return Err("too many environment strings");
+                return Err(OptionError::TooManyEnvironment);
             }
             let (v, r) = dequote(r)?;
-            let (name, value) = v.split_once('=').ok_or("invalid environment string")?;
+            let (name, value) = v.split_once('=').ok_or(OptionError::Environment)?;
             if !env_name_ok(name) {
-                return Err("invalid environment string");
+                return Err(OptionError::Environment);
             }
             if !k.environment.iter().any(|(n, _)| n == name) {
                 k.environment.push((name.to_owned(), value.to_owned()));
@@ -286,7 +331,7 @@ fn parse_options(mut s: &str) -> Result<LineOptions, &'static str> {
         } else if let Some(r) = valued(s, "tunnel") {
             let (v, r) = dequote(r)?;
             if !tun_device(&v) {
-                return Err("invalid tun device");
+                return Err(OptionError::TunDevice);
             }
             s = r;
         }
@@ -295,7 +340,7 @@ fn parse_options(mut s: &str) -> Result<LineOptions, &'static str> {
             // sshd's "unexpected end-of-options" needs a line without a
             // key, which is skipped anyway; `no-pty, ssh-ed25519 ...` is fine.
             Some(b',') => s = &s[1..],
-            Some(_) => return Err("unknown key option"),
+            Some(_) => return Err(OptionError::Unknown),
         }
     }
 }
@@ -368,10 +413,38 @@ fn is_key_type(s: &str) -> bool {
 /// Why a line is not used.
 #[derive(Debug, PartialEq, Eq)]
 enum Skip {
-    /// Not a key line sshd would read (logged at debug level).
-    NoKey(String),
+    /// No key type after the options (logged at debug level).
+    NoKeyType,
+    /// No key after the type (logged at debug level).
+    NoKey,
+    /// A key ssh-key cannot read (logged at debug level).
+    BadKey(ssh_key::Error),
+    /// A key ssh-key reads but cannot encode as a blob.
+    Encode(ssh_key::Error),
+    /// An options field with an unterminated quote (logged).
+    OptionString,
     /// Options sshd rejects, or that sluiced cannot honour (logged).
-    Options(String),
+    Options(OptionError),
+}
+
+impl std::fmt::Display for Skip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Skip::NoKeyType => f.write_str("missing key type"),
+            Skip::NoKey => f.write_str("missing key"),
+            Skip::BadKey(e) => write!(f, "bad key: {e}"),
+            Skip::Encode(e) => e.fmt(f),
+            Skip::OptionString => f.write_str("invalid key option string"),
+            Skip::Options(e) => write!(f, "bad key options: {e}"),
+        }
+    }
+}
+
+impl Skip {
+    /// Not a key line sshd would read: logged at debug level only.
+    fn no_key(&self) -> bool {
+        !matches!(self, Skip::OptionString | Skip::Options(_))
+    }
 }
 
 /// One line: its options and key blob; None for blank lines and comments.
@@ -384,18 +457,17 @@ fn parse_line(line: &str) -> Result<Option<(LineOptions, Vec<u8>)>, Skip> {
     let (opts, rest) = if is_key_type(first) {
         ("", line)
     } else {
-        split_options(line).ok_or_else(|| Skip::Options("invalid key option string".into()))?
+        split_options(line).ok_or(Skip::OptionString)?
     };
     let mut f = rest.split_whitespace();
-    let ty = f.next().ok_or(Skip::NoKey("missing key type".into()))?;
-    let b64 = f.next().ok_or(Skip::NoKey("missing key".into()))?;
-    let key = ssh_key::PublicKey::from_openssh(&format!("{ty} {b64}"))
-        .map_err(|e| Skip::NoKey(format!("bad key: {e}")))?;
-    let blob = key.to_bytes().map_err(|e| Skip::NoKey(e.to_string()))?;
+    let ty = f.next().ok_or(Skip::NoKeyType)?;
+    let b64 = f.next().ok_or(Skip::NoKey)?;
+    let key = ssh_key::PublicKey::from_openssh(&format!("{ty} {b64}")).map_err(Skip::BadKey)?;
+    let blob = key.to_bytes().map_err(Skip::Encode)?;
     let parsed = if opts.is_empty() {
         LineOptions::default()
     } else {
-        parse_options(opts).map_err(|e| Skip::Options(format!("bad key options: {e}")))?
+        parse_options(opts).map_err(Skip::Options)?
     };
     Ok(Some((parsed, blob)))
 }
@@ -443,11 +515,11 @@ fn lines(
                 match parse_line(line) {
                     Ok(Some((l, blob))) => Some((loc, l, blob)),
                     Ok(None) => None,
-                    Err(Skip::NoKey(e)) => {
+                    Err(e) if e.no_key() => {
                         log!(Debug1, "{loc}: skipping line: {e}");
                         None
                     }
-                    Err(Skip::Options(e)) => {
+                    Err(e) => {
                         log!(Info, "{loc}: {e}");
                         None
                     }
@@ -596,7 +668,7 @@ pub fn find_principal(
 mod tests {
     use super::*;
 
-    fn opts(s: &str) -> Result<KeyOptions, &'static str> {
+    fn opts(s: &str) -> Result<KeyOptions, OptionError> {
         parse_options(s).map(|l| l.opts)
     }
 
@@ -638,8 +710,33 @@ mod tests {
             ("no-restrict", "unknown key option"),
             ("ptyx", "unknown key option"),
         ] {
-            assert_eq!(opts(o), Err(why), "{o}");
+            assert_eq!(opts(o).unwrap_err().to_string(), why, "{o}");
         }
+        assert!(matches!(
+            opts(r#"from="a",from="b""#),
+            Err(OptionError::Multiple("from"))
+        ));
+        assert!(matches!(opts("ptyx"), Err(OptionError::Unknown)));
+        assert!(matches!(
+            parse_line(r#"command="x ssh-ed25519 AAAA"#),
+            Err(Skip::OptionString)
+        ));
+        let kp = sluice_proto::crypto::hostkey::KeyPair::generate_ed25519().unwrap();
+        let blob = sluice_proto::crypto::hostkey::Signer::public_blob(&kp);
+        let key = ssh_key::PublicKey::from_bytes(&blob)
+            .unwrap()
+            .to_openssh()
+            .unwrap();
+        let e = parse_line(&format!("no-pty,tunnel=\"x\" {key}")).unwrap_err();
+        assert_eq!(e, Skip::Options(OptionError::TunDevice));
+        assert_eq!(e.to_string(), "bad key options: invalid tun device");
+        assert!(matches!(
+            parse_line("ssh-ed25519 AAAA"),
+            Err(Skip::BadKey(_))
+        ));
+        let e = parse_line("ssh-ed25519").unwrap_err();
+        assert!(e.no_key() && e == Skip::NoKey, "{e}");
+        assert_eq!(e.to_string(), "missing key");
     }
 
     #[test]

@@ -50,6 +50,129 @@ pub const CA_SIGNATURE_ALGORITHMS_ALL: &[&str] = &[
     "ssh-rsa",
 ];
 
+/// What is malformed in a certificate blob or `*-cert.pub` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Malformed {
+    /// A key type that is no certificate type the engine knows.
+    UnsupportedType,
+    /// A field runs past the end.
+    Truncated,
+    /// The type field is neither user (1) nor host (2).
+    UnknownType,
+    /// The principals field does not hold UTF-8 strings.
+    Principals,
+    /// A critical option's or extension's name.
+    OptionName,
+    /// A critical option's or extension's data field.
+    OptionData,
+    /// The string inside an option's data field.
+    OptionValue,
+    /// Options out of order or repeated.
+    OptionsUnsorted,
+    /// Bytes after the signature.
+    TrailingBytes,
+    /// The base64 of a `*-cert.pub` line.
+    Base64,
+    /// The line's type is not the type its data names.
+    TypeMismatch,
+}
+
+impl std::fmt::Display for Malformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Malformed::UnsupportedType => "unsupported certificate type",
+            Malformed::Truncated => "truncated certificate",
+            Malformed::UnknownType => "unknown certificate type",
+            Malformed::Principals => "malformed principals",
+            Malformed::OptionName => "malformed option name",
+            Malformed::OptionData => "malformed option data",
+            Malformed::OptionValue => "malformed option value",
+            Malformed::OptionsUnsorted => "options not sorted or repeated",
+            Malformed::TrailingBytes => "trailing bytes after the certificate",
+            Malformed::Base64 => "bad base64",
+            Malformed::TypeMismatch => "type does not match its data",
+        })
+    }
+}
+
+/// Why a certificate is refused: it does not parse, or it fails one of
+/// sshkey_cert_check_authority's checks, the CA's signature, or its
+/// options; `Display` gives OpenSSH's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CertError {
+    /// `invalid certificate: ...`
+    Invalid(Malformed),
+    /// A user certificate where a host one is wanted (`host`), or back.
+    WrongType {
+        /// A host certificate was wanted.
+        host: bool,
+    },
+    /// Before its validity window.
+    NotYetValid,
+    /// After its validity window.
+    Expired,
+    /// No principals where one must be listed.
+    NoPrincipals,
+    /// The name is not among the principals.
+    PrincipalNotListed,
+    /// The CA key is a certificate itself.
+    CaIsCertificate,
+    /// The signature blob has no algorithm name.
+    MalformedSignature,
+    /// Signed with an algorithm CASignatureAlgorithms does not allow.
+    DisallowedAlgorithm(String),
+    /// The CA's signature does not verify.
+    BadSignature,
+    /// A `source-address` critical option that is no CIDR list.
+    SourceAddress,
+    /// A critical option sshd does not know (it must refuse it).
+    UnsupportedCriticalOption(String),
+}
+
+impl std::fmt::Display for CertError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CertError::Invalid(m) => write!(f, "invalid certificate: {m}"),
+            CertError::WrongType { host } => write!(
+                f,
+                "Certificate invalid: not a {} certificate",
+                if *host { "host" } else { "user" }
+            ),
+            CertError::NotYetValid => f.write_str("Certificate invalid: not yet valid"),
+            CertError::Expired => f.write_str("Certificate invalid: expired"),
+            CertError::NoPrincipals => f.write_str("Certificate lacks principal list"),
+            CertError::PrincipalNotListed => {
+                f.write_str("Certificate invalid: name is not a listed principal")
+            }
+            CertError::CaIsCertificate => {
+                f.write_str("Certificate invalid: CA key is itself a certificate")
+            }
+            CertError::MalformedSignature => {
+                f.write_str("Certificate invalid: malformed signature")
+            }
+            CertError::DisallowedAlgorithm(alg) => write!(
+                f,
+                "Certificate signed with disallowed algorithm {alg} (CASignatureAlgorithms)"
+            ),
+            CertError::BadSignature => {
+                f.write_str("Certificate invalid: signature verification failed")
+            }
+            CertError::SourceAddress => f.write_str("Certificate source-address contents invalid"),
+            CertError::UnsupportedCriticalOption(o) => {
+                write!(f, "Certificate critical option \"{o}\" is not supported")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CertError {}
+
+impl From<Malformed> for CertError {
+    fn from(m: Malformed) -> CertError {
+        CertError::Invalid(m)
+    }
+}
+
 /// A parsed certificate with the blobs its checks compare.
 #[derive(Debug, Clone)]
 pub struct Cert {
@@ -98,22 +221,22 @@ pub struct CertOptions {
 /// Critical options or extensions: `string name, string data` pairs, in
 /// strictly increasing name order (PROTOCOL.certkeys: sorted, no repeats);
 /// a non-empty data field holds one string.
-fn options(field: &[u8]) -> Result<Vec<(String, String)>, &'static str> {
+fn options(field: &[u8]) -> Result<Vec<(String, String)>, Malformed> {
     let mut r = Reader::new(field);
     let mut out: Vec<(String, String)> = Vec::new();
     while !r.is_empty() {
-        let name = r.utf8().map_err(|_| "malformed option name")?.to_owned();
-        let data = r.string().map_err(|_| "malformed option data")?;
+        let name = r.utf8().map_err(|_| Malformed::OptionName)?.to_owned();
+        let data = r.string().map_err(|_| Malformed::OptionData)?;
         let value = if data.is_empty() {
             String::new()
         } else {
             let mut d = Reader::new(data);
-            let v = d.utf8().map_err(|_| "malformed option value")?.to_owned();
-            d.finish().map_err(|_| "malformed option value")?;
+            let v = d.utf8().map_err(|_| Malformed::OptionValue)?.to_owned();
+            d.finish().map_err(|_| Malformed::OptionValue)?;
             v
         };
         if out.last().is_some_and(|(prev, _)| *prev >= name) {
-            return Err("options not sorted or repeated");
+            return Err(Malformed::OptionsUnsorted);
         }
         out.push((name, value));
     }
@@ -121,13 +244,12 @@ fn options(field: &[u8]) -> Result<Vec<(String, String)>, &'static str> {
 }
 
 /// The fields of a certificate blob after the public key (PROTOCOL.certkeys).
-fn parse_fields(blob: &[u8]) -> Result<Cert, &'static str> {
-    let plain = hostkey::cert::plain_blob(blob).map_err(|_| "unsupported certificate type")?;
+fn parse_fields(blob: &[u8]) -> Result<Cert, Malformed> {
+    let plain = hostkey::cert::plain_blob(blob).map_err(|_| Malformed::UnsupportedType)?;
     let mut r = Reader::new(blob);
-    let bad = |_| "truncated certificate";
+    let bad = |_| Malformed::Truncated;
     let cert_type = r.utf8().map_err(bad)?;
-    let plain_type =
-        hostkey::cert::plain_key_type(cert_type).ok_or("unsupported certificate type")?;
+    let plain_type = hostkey::cert::plain_key_type(cert_type).ok_or(Malformed::UnsupportedType)?;
     let fields = hostkey::cert::public_field_count(plain_type);
     r.string().map_err(bad)?; // nonce
     for _ in 0..fields {
@@ -137,13 +259,13 @@ fn parse_fields(blob: &[u8]) -> Result<Cert, &'static str> {
     let host = match r.u32().map_err(bad)? {
         1 => false,
         2 => true,
-        _ => return Err("unknown certificate type"),
+        _ => return Err(Malformed::UnknownType),
     };
     let key_id = r.utf8().map_err(bad)?.to_owned();
     let mut p = Reader::new(r.string().map_err(bad)?);
     let mut principals = Vec::new();
     while !p.is_empty() {
-        principals.push(p.utf8().map_err(|_| "malformed principals")?.to_owned());
+        principals.push(p.utf8().map_err(|_| Malformed::Principals)?.to_owned());
     }
     let valid_after = r.u64().map_err(bad)?;
     let valid_before = r.u64().map_err(bad)?;
@@ -153,8 +275,7 @@ fn parse_fields(blob: &[u8]) -> Result<Cert, &'static str> {
     let ca = r.string().map_err(bad)?.to_vec();
     let signed_len = blob.len() - r.remaining().len();
     let signature = r.string().map_err(bad)?.to_vec();
-    r.finish()
-        .map_err(|_| "trailing bytes after the certificate")?;
+    r.finish().map_err(|_| Malformed::TrailingBytes)?;
     Ok(Cert {
         plain,
         ca,
@@ -173,19 +294,18 @@ fn parse_fields(blob: &[u8]) -> Result<Cert, &'static str> {
 
 impl Cert {
     /// Parses a certificate blob (RFC 4253 6.6 form, as on the wire).
-    pub fn parse(blob: &[u8]) -> Result<Cert, String> {
-        parse_fields(blob).map_err(|e| format!("invalid certificate: {e}"))
+    pub fn parse(blob: &[u8]) -> Result<Cert, CertError> {
+        Ok(parse_fields(blob)?)
     }
 
     /// Parses the text of a `*-cert.pub` file (`type base64 [comment]`):
     /// the certificate and its blob.
-    pub fn parse_openssh(text: &str) -> Result<(Cert, Vec<u8>), String> {
+    pub fn parse_openssh(text: &str) -> Result<(Cert, Vec<u8>), CertError> {
         let mut f = text.split_whitespace();
         let (ty, b64) = (f.next().unwrap_or_default(), f.next().unwrap_or_default());
-        let blob =
-            super::known_hosts::base64_decode(b64).ok_or("invalid certificate: bad base64")?;
+        let blob = super::known_hosts::base64_decode(b64).ok_or(Malformed::Base64)?;
         if hostkey::blob_key_type(&blob) != Some(ty) {
-            return Err("invalid certificate: type does not match its data".into());
+            return Err(Malformed::TypeMismatch.into());
         }
         Ok((Cert::parse(&blob)?, blob))
     }
@@ -255,23 +375,20 @@ impl Cert {
         require_principal: bool,
         wildcard: bool,
         ca_algs: &[String],
-    ) -> Result<(), String> {
+    ) -> Result<(), CertError> {
         if host != self.host {
-            return Err(format!(
-                "Certificate invalid: not a {} certificate",
-                if host { "host" } else { "user" }
-            ));
+            return Err(CertError::WrongType { host });
         }
         if now < self.valid_after {
-            return Err("Certificate invalid: not yet valid".into());
+            return Err(CertError::NotYetValid);
         }
         if now >= self.valid_before {
-            return Err("Certificate invalid: expired".into());
+            return Err(CertError::Expired);
         }
         let principals = &self.principals;
         if principals.is_empty() {
             if require_principal {
-                return Err("Certificate lacks principal list".into());
+                return Err(CertError::NoPrincipals);
             }
         } else if let Some(name) = name {
             let hit = principals.iter().any(|p| {
@@ -282,7 +399,7 @@ impl Cert {
                 }
             });
             if !hit {
-                return Err("Certificate invalid: name is not a listed principal".into());
+                return Err(CertError::PrincipalNotListed);
             }
         }
         self.check_signature(ca_algs)
@@ -290,42 +407,36 @@ impl Cert {
 
     /// The CA's signature over the certificate, with an allowed algorithm;
     /// the CA key must be a plain key.
-    fn check_signature(&self, ca_algs: &[String]) -> Result<(), String> {
+    fn check_signature(&self, ca_algs: &[String]) -> Result<(), CertError> {
         let ca_type = hostkey::blob_key_type(&self.ca).unwrap_or_default();
         if hostkey::cert::is_cert_type(ca_type) {
-            return Err("Certificate invalid: CA key is itself a certificate".into());
+            return Err(CertError::CaIsCertificate);
         }
         let alg = Reader::new(&self.signature)
             .utf8()
-            .map_err(|_| "Certificate invalid: malformed signature".to_owned())?;
+            .map_err(|_| CertError::MalformedSignature)?;
         if !ca_algs.iter().any(|a| a == alg) {
-            return Err(format!(
-                "Certificate signed with disallowed algorithm {alg} (CASignatureAlgorithms)"
-            ));
+            return Err(CertError::DisallowedAlgorithm(alg.to_owned()));
         }
         hostkey::verify(alg, &self.ca, &self.signature, &self.signed)
-            .map_err(|_| "Certificate invalid: signature verification failed".to_owned())
+            .map_err(|_| CertError::BadSignature)
     }
 
     /// The critical options and extensions of a user certificate; an
     /// unknown critical option or a malformed one refuses the certificate.
-    pub fn user_options(&self) -> Result<CertOptions, String> {
+    pub fn user_options(&self) -> Result<CertOptions, CertError> {
         let mut o = CertOptions::default();
         for (name, value) in &self.critical {
             match name.as_str() {
                 "force-command" => o.force_command = Some(value.clone()),
                 "source-address" => {
                     if !cidr_list_ok(value) {
-                        return Err("Certificate source-address contents invalid".into());
+                        return Err(CertError::SourceAddress);
                     }
                     o.source_address = Some(value.clone());
                 }
                 "verify-required" => o.verify_required = true,
-                other => {
-                    return Err(format!(
-                        "Certificate critical option \"{other}\" is not supported"
-                    ))
-                }
+                other => return Err(CertError::UnsupportedCriticalOption(other.to_owned())),
             }
         }
         for (name, _) in &self.extensions {
@@ -414,7 +525,7 @@ mod tests {
         assert_eq!(c.type_name(), "ED25519-CERT");
         c.check(false, now, Some("bob"), true, false, &algs)
             .unwrap();
-        let e = |r: Result<(), String>| r.unwrap_err();
+        let e = |r: Result<(), CertError>| r.unwrap_err().to_string();
         assert_eq!(
             e(c.check(false, now, Some("carol"), true, false, &algs)),
             "Certificate invalid: name is not a listed principal"
@@ -425,7 +536,10 @@ mod tests {
         );
         // Without the CA's algorithm allowed, or with a flipped bit.
         let ed_only = vec!["rsa-sha2-256".to_owned()];
-        assert!(e(c.check(false, now, Some("bob"), true, false, &ed_only)).contains("disallowed"));
+        assert_eq!(
+            c.check(false, now, Some("bob"), true, false, &ed_only),
+            Err(CertError::DisallowedAlgorithm("ssh-ed25519".into()))
+        );
         let mut tampered = c.clone();
         tampered.signed[40] ^= 1;
         assert_eq!(
@@ -473,9 +587,25 @@ mod tests {
         assert_eq!(o.force_command.as_deref(), Some("true"));
         assert_eq!(o.source_address.as_deref(), Some("127.0.0.1/32"));
         let (c, blob) = make(&dir, "f", &["-n", "u", "-O", "critical:nope=1"]);
-        assert!(c.user_options().is_err());
+        assert_eq!(
+            c.user_options().unwrap_err(),
+            CertError::UnsupportedCriticalOption("nope".into())
+        );
+        assert!(matches!(
+            c.check(true, now, None, false, true, &algs),
+            Err(CertError::WrongType { host: true })
+        ));
         // Strict parsing: trailing bytes, truncation.
-        assert!(Cert::parse(&[blob.as_slice(), &[0]].concat()).is_err());
+        let e = Cert::parse(&[blob.as_slice(), &[0]].concat()).unwrap_err();
+        assert_eq!(e, CertError::Invalid(Malformed::TrailingBytes));
+        assert_eq!(
+            e.to_string(),
+            "invalid certificate: trailing bytes after the certificate"
+        );
+        assert!(matches!(
+            Cert::parse_openssh("ssh-ed25519-cert-v01@openssh.com !!!"),
+            Err(CertError::Invalid(Malformed::Base64))
+        ));
         for n in (0..blob.len()).step_by(7) {
             assert!(Cert::parse(&blob[..n]).is_err());
         }

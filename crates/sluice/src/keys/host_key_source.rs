@@ -10,10 +10,11 @@
 //! of its own): a pre-auth child is forked before any of them is opened, so
 //! it never holds the agent's socket or the library.
 
-use super::agent::{Agent, AgentKey};
+use super::agent::{Agent, AgentError, AgentKey};
+use super::error::{KeyError, LoadError};
 use super::identity;
 use super::sk_file::{self, SkKeyFile};
-use super::sk_provider::SkProvider;
+use super::sk_provider::{SkError, SkProvider};
 use crate::log;
 use sluice_proto::crypto::hostkey::{self, sk, Signer};
 use sluice_proto::crypto::CryptoError;
@@ -28,14 +29,14 @@ pub(super) struct Sources {
     /// SecurityKeyProvider resolved (None: "internal", which sluiced lacks).
     provider_path: Option<String>,
     /// The library, loaded at the first FIDO key.
-    provider: Option<Result<Arc<SkProvider>, String>>,
+    provider: Option<Result<Arc<SkProvider>, SkError>>,
 }
 
 /// HostKeyAgent's agent and the public keys it held when asked.
 struct AgentHold {
     /// The socket as configured, for messages.
     sock: String,
-    conn: Result<(Arc<Agent>, Vec<Vec<u8>>), String>,
+    conn: Result<(Arc<Agent>, Vec<Vec<u8>>), Arc<AgentError>>,
 }
 
 impl Sources {
@@ -46,7 +47,7 @@ impl Sources {
     /// that needed it.
     pub(super) fn new(agent: Option<&str>, sk_provider: Option<&str>) -> Sources {
         let agent = agent.map(|sock| {
-            let conn = connect(sock);
+            let conn = connect(sock).map_err(Arc::new);
             if let Err(e) = &conn {
                 log!(Error, "Could not connect to agent \"{sock}\": {e}");
             }
@@ -64,7 +65,7 @@ impl Sources {
 
     /// The signer for HostKey `path`, or why there is none (the caller
     /// says "Unable to load host key").
-    pub(super) fn signer(&mut self, path: &Path) -> Result<Arc<dyn Signer>, String> {
+    pub(super) fn signer(&mut self, path: &Path) -> Result<Arc<dyn Signer>, KeyError> {
         let as_public = read_public(path);
         let public = as_public
             .clone()
@@ -88,37 +89,32 @@ impl Sources {
             }
         }
         let Some(blob) = public else {
-            return Err(private_error.unwrap_or_else(|| {
-                format!("Load key \"{}\": No such file or directory", path.display())
+            return Err(private_error.unwrap_or_else(|| KeyError::Load {
+                path: path.to_owned(),
+                reason: LoadError::Missing,
             }));
         };
         // A type sluiced cannot sign with (DSA) is refused as its file is.
         let key_type = hostkey::blob_key_type(&blob).unwrap_or("unknown");
         if hostkey::sig_algs_for_key_type(key_type).is_empty() {
-            return Err(format!("key type {key_type} is not supported"));
+            return Err(KeyError::UnsupportedType(key_type.to_owned()));
         }
         let Some(hold) = &self.agent else {
-            return Err(
-                "only its public key is readable: name the private key file, or an \
-                        ssh-agent holding the key with HostKeyAgent"
-                    .to_owned(),
-            );
+            return Err(KeyError::PublicOnly);
         };
-        let (agent, held) = hold.conn.as_ref().map_err(|e| {
-            format!(
-                "its private key is not readable, and HostKeyAgent's agent cannot be reached: {e}"
-            )
-        })?;
+        let (agent, held) = hold
+            .conn
+            .as_ref()
+            .map_err(|e| KeyError::AgentUnreachable(e.clone()))?;
         if !held.contains(&blob) {
             if let Some(e) = private_error {
                 log!(Debug1, "{e}");
             }
-            return Err(format!(
-                "the agent at \"{}\" (HostKeyAgent) does not hold this key ({} {}): add its private key there with ssh-add",
-                hold.sock,
-                hostkey::blob_key_type(&blob).unwrap_or("?"),
-                identity::fingerprint_sha256(&blob)
-            ));
+            return Err(KeyError::NotInAgent {
+                sock: hold.sock.clone(),
+                key_type: hostkey::blob_key_type(&blob).unwrap_or("?").to_owned(),
+                fingerprint: identity::fingerprint_sha256(&blob),
+            });
         }
         log!(Debug1, "will rely on agent for hostkey {}", path.display());
         Ok(Arc::new(AgentHostKey {
@@ -131,18 +127,18 @@ impl Sources {
     }
 
     /// A FIDO key file signing through the library, without a touch.
-    fn sk_key(&mut self, path: &Path) -> Result<Arc<dyn Signer>, String> {
+    fn sk_key(&mut self, path: &Path) -> Result<Arc<dyn Signer>, KeyError> {
         let provider = self.provider(path)?;
-        let key = super::ecdsa_pad::read_file(path)
-            .map_err(|e| format!("Load key \"{}\": invalid format ({e})", path.display()))?;
+        let load = |reason| KeyError::Load {
+            path: path.to_owned(),
+            reason,
+        };
+        let key = super::ecdsa_pad::read_file(path).map_err(|e| load(LoadError::Format(e)))?;
         if key.is_encrypted() {
-            return Err(format!(
-                "Load key \"{}\": a host key must not have a passphrase",
-                path.display()
-            ));
+            return Err(load(LoadError::HostKeyPassphrase));
         }
-        let k = SkKeyFile::from_key(&key, provider)
-            .ok_or_else(|| format!("Load key \"{}\": not a security key", path.display()))?;
+        let k =
+            SkKeyFile::from_key(&key, provider).ok_or_else(|| load(LoadError::NotSecurityKey))?;
         if k.wants_user_presence() {
             log!(
                 Debug1,
@@ -154,23 +150,19 @@ impl Sources {
     }
 
     /// SecurityKeyProvider's library, loaded once.
-    fn provider(&mut self, path: &Path) -> Result<Arc<SkProvider>, String> {
+    fn provider(&mut self, path: &Path) -> Result<Arc<SkProvider>, KeyError> {
         let Some(lib) = &self.provider_path else {
-            return Err(format!(
-                "{} is a FIDO security key, which signs through a middleware library: set \
-                 SecurityKeyProvider to its path, or hold the key in an ssh-agent named by \
-                 HostKeyAgent; sluiced has no built-in (\"internal\") FIDO support",
-                path.display()
-            ));
+            return Err(KeyError::NoHostSkProvider(path.to_owned()));
         };
-        self.provider
+        Ok(self
+            .provider
             .get_or_insert_with(|| SkProvider::load(lib).map(Arc::new))
-            .clone()
+            .clone()?)
     }
 }
 
 /// `sock` as HostKeyAgent has it: `SSH_AUTH_SOCK` is the environment's.
-fn connect(sock: &str) -> Result<(Arc<Agent>, Vec<Vec<u8>>), String> {
+fn connect(sock: &str) -> Result<(Arc<Agent>, Vec<Vec<u8>>), AgentError> {
     let agent = if sock == "SSH_AUTH_SOCK" {
         Agent::connect(None)?
     } else {

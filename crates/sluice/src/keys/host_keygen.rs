@@ -3,6 +3,8 @@
 //! sizes), in OpenSSH's private key format, 0600, with the `.pub` beside it
 //! 0644. Key material comes from aws-lc-rs; ssh-key writes the files.
 
+use super::error::KeyError;
+use super::pem_key::PemError;
 use aws_lc_rs::encoding::AsDer;
 use aws_lc_rs::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use ssh_key::private::KeypairData;
@@ -52,15 +54,15 @@ impl KeyType {
 }
 
 /// A fresh key of `kind`, its comment `comment`.
-pub fn generate(kind: KeyType, comment: &str) -> Result<PrivateKey, String> {
-    let failed = |what: &str| format!("{what} key generation failed");
+pub fn generate(kind: KeyType, comment: &str) -> Result<PrivateKey, KeyError> {
+    let failed = |what: &'static str| KeyError::Generate(Some(what));
     let (public, private) = match kind {
         KeyType::Ed25519 => {
             let kp = sluice_proto::crypto::hostkey::KeyPair::generate_ed25519()
                 .map_err(|_| failed("ED25519"))?;
             let seed = kp.ed25519_seed().ok_or_else(|| failed("ED25519"))?;
             let data = KeypairData::Ed25519(ssh_key::private::Ed25519Keypair::from_seed(&seed));
-            return PrivateKey::new(data, comment).map_err(|e| e.to_string());
+            return Ok(PrivateKey::new(data, comment)?);
         }
         KeyType::Ecdsa => {
             let kp = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING)
@@ -93,21 +95,22 @@ pub fn generate(kind: KeyType, comment: &str) -> Result<PrivateKey, String> {
         pad += 1;
     }
     string(&mut file, &section);
-    PrivateKey::from_bytes(&file).map_err(|e| e.to_string())
+    Ok(PrivateKey::from_bytes(&file)?)
 }
 
 type Encoded = (Vec<u8>, Zeroizing<Vec<u8>>);
 
 /// The public key blob and the private key's encoding in OpenSSH's format
 /// (PROTOCOL.key): `ecdsa-sha2-nistp256 nistp256 Q d`.
-fn ecdsa_wire(pkcs8_der: &[u8]) -> Result<Encoded, String> {
-    let info = pkcs8::PrivateKeyInfo::try_from(pkcs8_der).map_err(|e| format!("PKCS#8: {e}"))?;
-    let k = sec1::EcPrivateKey::try_from(info.private_key).map_err(|e| format!("SEC1: {e}"))?;
-    let q = k.public_key.ok_or("EC key without its public point")?;
+fn ecdsa_wire(pkcs8_der: &[u8]) -> Result<Encoded, KeyError> {
+    let der = |e: PemError| KeyError::Der(e);
+    let info = pkcs8::PrivateKeyInfo::try_from(pkcs8_der).map_err(|e| der(e.into()))?;
+    let k = sec1::EcPrivateKey::try_from(info.private_key).map_err(|e| der(e.into()))?;
+    let q = k.public_key.ok_or(KeyError::NoPublicPoint)?;
     let mut d = Zeroizing::new(vec![0u8; 32]);
     let s = k.private_key;
     if s.is_empty() || s.len() > 32 {
-        return Err("EC private key of the wrong size".into());
+        return Err(der(PemError::EcScalarSize));
     }
     d[32 - s.len()..].copy_from_slice(s);
     let mut public = Vec::new();
@@ -120,9 +123,10 @@ fn ecdsa_wire(pkcs8_der: &[u8]) -> Result<Encoded, String> {
 }
 
 /// `ssh-rsa e n`, and `ssh-rsa n e d iqmp p q` (PROTOCOL.key).
-fn rsa_wire(pkcs8_der: &[u8]) -> Result<Encoded, String> {
-    let info = pkcs8::PrivateKeyInfo::try_from(pkcs8_der).map_err(|e| format!("PKCS#8: {e}"))?;
-    let k = pkcs1::RsaPrivateKey::try_from(info.private_key).map_err(|e| format!("PKCS#1: {e}"))?;
+fn rsa_wire(pkcs8_der: &[u8]) -> Result<Encoded, KeyError> {
+    let der = |e: PemError| KeyError::Der(e);
+    let info = pkcs8::PrivateKeyInfo::try_from(pkcs8_der).map_err(|e| der(e.into()))?;
+    let k = pkcs1::RsaPrivateKey::try_from(info.private_key).map_err(|e| der(e.into()))?;
     let mut public = Vec::new();
     string(&mut public, b"ssh-rsa");
     mpint(&mut public, k.public_exponent.as_bytes());
@@ -161,15 +165,15 @@ fn mpint(w: &mut Vec<u8>, b: &[u8]) {
 /// Writes `key` to `path` (0600) and `path.pub` (0644), each through a
 /// temporary file renamed into place, so no reader ever sees half a key
 /// and the private key is never readable by others, whatever the umask.
-pub fn write(key: &PrivateKey, path: &Path) -> Result<(), String> {
-    let text = key.to_openssh(LineEnding::LF).map_err(|e| e.to_string())?;
-    let public = key.public_key().to_openssh().map_err(|e| e.to_string())?;
+pub fn write(key: &PrivateKey, path: &Path) -> Result<(), KeyError> {
+    let text = key.to_openssh(LineEnding::LF)?;
+    let public = key.public_key().to_openssh()?;
     let pubpath = PathBuf::from(format!("{}.pub", path.display()));
     put(path, text.as_bytes(), 0o600)?;
     put(&pubpath, format!("{public}\n").as_bytes(), 0o644)
 }
 
-fn put(path: &Path, data: &[u8], mode: u32) -> Result<(), String> {
+fn put(path: &Path, data: &[u8], mode: u32) -> Result<(), KeyError> {
     let tmp = PathBuf::from(format!("{}.{}.tmp", path.display(), std::process::id()));
     let made = (|| {
         let mut f = std::fs::OpenOptions::new()
@@ -182,9 +186,12 @@ fn put(path: &Path, data: &[u8], mode: u32) -> Result<(), String> {
         std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(mode))?;
         std::fs::rename(&tmp, path)
     })();
-    made.map_err(|e| {
+    made.map_err(|error| {
         let _ = std::fs::remove_file(&tmp);
-        format!("Could not save your key to {}: {e}", path.display())
+        KeyError::Save {
+            path: path.to_owned(),
+            error,
+        }
     })
 }
 

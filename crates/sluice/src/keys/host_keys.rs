@@ -1,5 +1,7 @@
 //! The server's host keys, and throwaway key files for `sluice demo` and tests.
 
+use super::cert::CertError;
+use super::error::KeyError;
 use crate::log;
 use sluice_proto::crypto::hostkey::{CertSigner, KeyPair, Signer};
 use ssh_key::private::{Ed25519Keypair, KeypairData};
@@ -7,6 +9,64 @@ use ssh_key::{LineEnding, PrivateKey};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Why a HostCertificate file is not used (logged, the server starts
+/// without it): `Could not load host certificate "PATH": ...`, or no
+/// loaded key that it certifies.
+#[derive(Debug)]
+pub enum HostCertError {
+    /// The file cannot be read.
+    Read(PathBuf, std::io::Error),
+    /// It holds no certificate that parses.
+    Cert(PathBuf, CertError),
+    /// A user certificate.
+    NotHost(PathBuf),
+    /// The engine cannot sign with it.
+    Unusable(PathBuf),
+    /// None of the host keys is the certified key.
+    NoKey(PathBuf),
+}
+
+impl std::fmt::Display for HostCertError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cant = |f: &mut std::fmt::Formatter<'_>, p: &Path| {
+            write!(f, "Could not load host certificate \"{}\": ", p.display())
+        };
+        match self {
+            HostCertError::Read(p, e) => {
+                cant(f, p)?;
+                e.fmt(f)
+            }
+            HostCertError::Cert(p, e) => {
+                cant(f, p)?;
+                e.fmt(f)
+            }
+            HostCertError::NotHost(p) => {
+                cant(f, p)?;
+                f.write_str("not a host certificate")
+            }
+            HostCertError::Unusable(p) => {
+                cant(f, p)?;
+                f.write_str("unusable")
+            }
+            HostCertError::NoKey(p) => write!(
+                f,
+                "No matching private key found for certificate {}",
+                p.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for HostCertError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            HostCertError::Read(_, e) => Some(e),
+            HostCertError::Cert(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// The HostKey files, the smallest RSA modulus a host key may have
 /// (RequiredRSASize), and where private halves not in the files are
@@ -84,7 +144,7 @@ pub fn rsa_too_small(blob: &[u8], min_bits: u32) -> Option<String> {
 /// below RequiredRSASize are skipped with an error, as sshd does): from its
 /// file, through the FIDO library, or held by the agent
 /// (keys/host_key_source.rs); none at all is an error.
-pub fn load(files: &HostKeyFiles) -> Result<Vec<Arc<dyn Signer>>, String> {
+pub fn load(files: &HostKeyFiles) -> Result<Vec<Arc<dyn Signer>>, KeyError> {
     let mut keys: Vec<Arc<dyn Signer>> = Vec::new();
     let mut sources =
         super::host_key_source::Sources::new(files.agent.as_deref(), files.sk_provider.as_deref());
@@ -98,7 +158,7 @@ pub fn load(files: &HostKeyFiles) -> Result<Vec<Arc<dyn Signer>>, String> {
         }
     }
     if keys.is_empty() {
-        return Err("sluiced: no hostkeys available -- exiting.".to_owned());
+        return Err(KeyError::NoHostKeys);
     }
     // Each certificate goes with the key it certifies, as one more host
     // key whose algorithms are the certificate's (sshd's HostCertificate).
@@ -114,28 +174,22 @@ pub fn load(files: &HostKeyFiles) -> Result<Vec<Arc<dyn Signer>>, String> {
 }
 
 /// A HostCertificate file paired with the loaded host key it certifies.
-fn host_certificate(path: &Path, keys: &[Arc<dyn Signer>]) -> Result<Arc<dyn Signer>, String> {
-    let cant = |e: String| {
-        format!(
-            "Could not load host certificate \"{}\": {e}",
-            path.display()
-        )
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| cant(e.to_string()))?;
-    let (cert, blob) = super::cert::Cert::parse_openssh(&text).map_err(cant)?;
+fn host_certificate(
+    path: &Path,
+    keys: &[Arc<dyn Signer>],
+) -> Result<Arc<dyn Signer>, HostCertError> {
+    let p = || path.to_owned();
+    let text = std::fs::read_to_string(path).map_err(|e| HostCertError::Read(p(), e))?;
+    let (cert, blob) =
+        super::cert::Cert::parse_openssh(&text).map_err(|e| HostCertError::Cert(p(), e))?;
     if !cert.is_host() {
-        return Err(cant("not a host certificate".into()));
+        return Err(HostCertError::NotHost(p()));
     }
     let key = keys
         .iter()
         .find(|k| k.public_blob() == cert.plain)
-        .ok_or_else(|| {
-            format!(
-                "No matching private key found for certificate {}",
-                path.display()
-            )
-        })?;
-    let signer = CertSigner::new(key.clone(), blob).map_err(|_| cant("unusable".into()))?;
+        .ok_or_else(|| HostCertError::NoKey(p()))?;
+    let signer = CertSigner::new(key.clone(), blob).map_err(|_| HostCertError::Unusable(p()))?;
     log!(
         Debug1,
         "host certificate: {} type {} ID \"{}\" serial {}",
@@ -148,25 +202,31 @@ fn host_certificate(path: &Path, keys: &[Arc<dyn Signer>]) -> Result<Arc<dyn Sig
 }
 
 /// Writes a fresh Ed25519 key in OpenSSH format (0600) and its `.pub` (0644).
-pub fn generate_ed25519_file(path: &Path, comment: &str) -> Result<(), String> {
-    let kp = KeyPair::generate_ed25519().map_err(|_| "key generation failed".to_owned())?;
-    let seed = kp.ed25519_seed().ok_or("key generation failed")?;
+pub fn generate_ed25519_file(path: &Path, comment: &str) -> Result<(), KeyError> {
+    let kp = KeyPair::generate_ed25519().map_err(|_| KeyError::Generate(None))?;
+    let seed = kp.ed25519_seed().ok_or(KeyError::Generate(None))?;
     let key = PrivateKey::new(
         KeypairData::Ed25519(Ed25519Keypair::from_seed(&seed)),
         comment,
-    )
-    .map_err(|e| e.to_string())?;
-    let text = key.to_openssh(LineEnding::LF).map_err(|e| e.to_string())?;
+    )?;
+    let text = key.to_openssh(LineEnding::LF)?;
     write_mode(path, text.as_bytes(), 0o600)?;
-    let public = key.public_key().to_openssh().map_err(|e| e.to_string())?;
+    let public = key.public_key().to_openssh()?;
     let pubpath = PathBuf::from(format!("{}.pub", path.display()));
     write_mode(&pubpath, format!("{public}\n").as_bytes(), 0o644)
 }
 
-fn write_mode(path: &Path, data: &[u8], mode: u32) -> Result<(), String> {
-    std::fs::write(path, data).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| format!("chmod {}: {e}", path.display()))
+fn write_mode(path: &Path, data: &[u8], mode: u32) -> Result<(), KeyError> {
+    std::fs::write(path, data).map_err(|error| KeyError::Write {
+        path: path.to_owned(),
+        error,
+    })?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|error| {
+        KeyError::Chmod {
+            path: path.to_owned(),
+            error,
+        }
+    })
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! loading (with a passphrase prompt for encrypted keys), conversion to the
 //! engine's key pairs, fingerprints.
 
+use super::error::{KeyError, LoadError};
 use super::pem_key::PemError;
 use crate::log;
 use sluice_proto::crypto::hostkey::{KeyPair, Signer};
@@ -20,8 +21,8 @@ pub fn fingerprint_sha256(blob: &[u8]) -> String {
 }
 
 /// Converts a decrypted ssh-key private key to an engine key pair.
-pub fn to_keypair(key: &PrivateKey) -> Result<KeyPair, String> {
-    let bad = |e| format!("unusable key: {e:?}");
+pub fn to_keypair(key: &PrivateKey) -> Result<KeyPair, KeyError> {
+    let bad = KeyError::Unusable;
     match key.key_data() {
         KeypairData::Ed25519(k) => KeyPair::from_ed25519_seed(&k.private.to_bytes()).map_err(bad),
         KeypairData::Ecdsa(k) => {
@@ -44,35 +45,37 @@ pub fn to_keypair(key: &PrivateKey) -> Result<KeyPair, String> {
             )
             .map_err(bad)
         }
-        other => Err(format!(
-            "key type {} is not supported",
+        other => Err(KeyError::UnsupportedType(
             other
                 .algorithm()
-                .map_or("unknown".into(), |a| a.to_string())
+                .map_or("unknown".into(), |a| a.to_string()),
         )),
     }
 }
 
 /// The public key blob of a key file: from `path.pub` if it exists, else
 /// from the private key file's public part (readable without a passphrase).
-pub fn public_blob(path: &Path) -> Result<Vec<u8>, String> {
+pub fn public_blob(path: &Path) -> Result<Vec<u8>, KeyError> {
     let pubpath = path.with_file_name(format!(
         "{}.pub",
         path.file_name().map_or("".into(), |n| n.to_string_lossy())
     ));
     if let Ok(k) = PublicKey::read_openssh_file(&pubpath) {
-        return k.to_bytes().map_err(|e| e.to_string());
+        return Ok(k.to_bytes()?);
     }
     if let Some(k) = pem(path) {
         return k.map(|k| k.public_blob());
     }
     match super::ecdsa_pad::read_file(path) {
-        Ok(key) => key.public_key().to_bytes().map_err(|e| e.to_string()),
+        Ok(key) => Ok(key.public_key().to_bytes()?),
         // `-i key.pub`: a public key names its private half held elsewhere
         // (the agent, a security key), as ssh's sshkey_load_public reads it.
         Err(e) => match PublicKey::read_openssh_file(path) {
-            Ok(k) => k.to_bytes().map_err(|e| e.to_string()),
-            Err(_) => Err(format!("{}: {e}", path.display())),
+            Ok(k) => Ok(k.to_bytes()?),
+            Err(_) => Err(KeyError::Unreadable {
+                path: path.to_owned(),
+                error: e,
+            }),
         },
     }
 }
@@ -87,9 +90,17 @@ pub fn is_unencrypted(path: &Path) -> bool {
 
 /// The key of a file in one of OpenSSL's PEM formats (None: some other
 /// file, e.g. OpenSSH's own format), without a passphrase.
-fn pem(path: &Path) -> Option<Result<KeyPair, String>> {
+fn pem(path: &Path) -> Option<Result<KeyPair, KeyError>> {
     let key = pem_with(path, None)?;
-    Some(key.map_err(|e| format!("Load key \"{}\": {e}", path.display())))
+    Some(key.map_err(|e| load_error(path, LoadError::Pem(e))))
+}
+
+/// `Load key "PATH": REASON`.
+fn load_error(path: &Path, reason: LoadError) -> KeyError {
+    KeyError::Load {
+        path: path.to_owned(),
+        reason,
+    }
 }
 
 fn pem_with(path: &Path, pass: Option<&[u8]>) -> Option<Result<KeyPair, PemError>> {
@@ -102,20 +113,14 @@ fn pem_with(path: &Path, pass: Option<&[u8]>) -> Option<Result<KeyPair, PemError
 pub fn load(
     path: &Path,
     passphrase: &mut dyn FnMut(&Path) -> Option<Zeroizing<String>>,
-) -> Result<KeyPair, String> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("Load key \"{}\": {e}", path.display()))?;
+) -> Result<KeyPair, KeyError> {
+    let meta = std::fs::metadata(path).map_err(|e| load_error(path, LoadError::Io(e)))?;
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 && unsafe_owner_ok(&meta) {
-        return Err(format!(
-            "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n\
-             @         WARNING: UNPROTECTED PRIVATE KEY FILE!          @\n\
-             @@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n\
-             Permissions 0{mode:o} for '{}' are too open.\n\
-             It is required that your private key files are NOT accessible by others.\n\
-             This private key will be ignored.",
-            path.display()
-        ));
+        return Err(KeyError::Unprotected {
+            path: path.to_owned(),
+            mode,
+        });
     }
     match pem_with(path, None) {
         None => {}
@@ -126,21 +131,16 @@ pub fn load(
                     Some(Err(PemError::WrongPassphrase)) => {
                         log!(Info, "Bad passphrase, try again for {}", path.display())
                     }
-                    Some(r) => {
-                        return r.map_err(|e| format!("Load key \"{}\": {e}", path.display()))
-                    }
+                    Some(r) => return r.map_err(|e| load_error(path, LoadError::Pem(e))),
                     None => break,
                 }
             }
-            return Err(format!(
-                "Load key \"{}\": incorrect passphrase supplied to decrypt private key",
-                path.display()
-            ));
+            return Err(load_error(path, LoadError::Passphrase));
         }
-        Some(r) => return r.map_err(|e| format!("Load key \"{}\": {e}", path.display())),
+        Some(r) => return r.map_err(|e| load_error(path, LoadError::Pem(e))),
     }
-    let key = super::ecdsa_pad::read_file(path)
-        .map_err(|e| format!("Load key \"{}\": invalid format ({e})", path.display()))?;
+    let key =
+        super::ecdsa_pad::read_file(path).map_err(|e| load_error(path, LoadError::Format(e)))?;
     if !key.is_encrypted() {
         return to_keypair(&key);
     }
@@ -151,10 +151,7 @@ pub fn load(
             Err(_) => log!(Info, "Bad passphrase, try again for {}", path.display()),
         }
     }
-    Err(format!(
-        "Load key \"{}\": incorrect passphrase supplied to decrypt private key",
-        path.display()
-    ))
+    Err(load_error(path, LoadError::Passphrase))
 }
 
 /// [`load`] for any key a client can sign with: a FIDO key file (see
@@ -165,7 +162,7 @@ pub fn load_signer(
     path: &Path,
     passphrase: &mut dyn FnMut(&Path) -> Option<Zeroizing<String>>,
     sk_provider: Option<&str>,
-) -> Result<std::sync::Arc<dyn Signer>, String> {
+) -> Result<std::sync::Arc<dyn Signer>, KeyError> {
     let key_type = public_blob(path)
         .ok()
         .and_then(|b| sluice_proto::crypto::hostkey::blob_key_type(&b).map(str::to_owned));
@@ -175,10 +172,10 @@ pub fn load_signer(
     // ssh says these at its error level: the key cannot be used at all.
     let Some(provider) = sk_provider else {
         log!(Error, "{}", super::sk_file::no_provider(path));
-        return Err(format!("{}: no security key provider", path.display()));
+        return Err(KeyError::NoSkProvider(path.to_owned()));
     };
-    let key = super::ecdsa_pad::read_file(path)
-        .map_err(|e| format!("Load key \"{}\": invalid format ({e})", path.display()))?;
+    let key =
+        super::ecdsa_pad::read_file(path).map_err(|e| load_error(path, LoadError::Format(e)))?;
     let key = if key.is_encrypted() {
         let mut plain = None;
         for _ in 0..3 {
@@ -191,23 +188,21 @@ pub fn load_signer(
                 Err(_) => log!(Info, "Bad passphrase, try again for {}", path.display()),
             }
         }
-        plain.ok_or_else(|| {
-            format!(
-                "Load key \"{}\": incorrect passphrase supplied to decrypt private key",
-                path.display()
-            )
-        })?
+        plain.ok_or_else(|| load_error(path, LoadError::Passphrase))?
     } else {
         key
     };
-    let provider = super::sk_provider::SkProvider::load(provider).map_err(|e| {
-        log!(Error, "{e}");
-        format!("{}: no usable security key provider", path.display())
+    let provider = super::sk_provider::SkProvider::load(provider).map_err(|error| {
+        log!(Error, "{error}");
+        KeyError::SkProviderUnusable {
+            path: path.to_owned(),
+            error,
+        }
     })?;
     let provider = std::sync::Arc::new(provider);
     super::sk_file::SkKeyFile::from_key(&key, provider)
         .map(|k| std::sync::Arc::new(k) as _)
-        .ok_or_else(|| format!("Load key \"{}\": not a security key", path.display()))
+        .ok_or_else(|| load_error(path, LoadError::NotSecurityKey))
 }
 
 /// True if the file is ours (ssh only complains about our own keys' modes).
@@ -277,9 +272,47 @@ mod tests {
         let want = super::super::known_hosts::base64_decode(want.split(' ').nth(1).unwrap());
         assert_eq!(Some(key.public_blob()), want);
         let e = load(&path, &mut |_| Some(Zeroizing::new("no".to_owned()))).unwrap_err();
-        assert!(e.contains("incorrect passphrase"), "{e}");
+        assert!(
+            matches!(
+                &e,
+                KeyError::Load {
+                    reason: LoadError::Passphrase,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "Load key \"{}\": incorrect passphrase supplied to decrypt private key",
+                path.display()
+            )
+        );
         let e = load(&path, &mut |_| None).unwrap_err();
-        assert!(e.contains("incorrect passphrase"), "{e}");
+        assert!(matches!(
+            e,
+            KeyError::Load {
+                reason: LoadError::Passphrase,
+                ..
+            }
+        ));
+        // Readable by others: refused with ssh's warning.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = load(&path, &mut |_| None).unwrap_err();
+        assert!(
+            matches!(e, KeyError::Unprotected { mode: 0o644, .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("Permissions 0644 for '"));
         std::fs::remove_file(&path).unwrap();
+        let e = load(&path, &mut |_| None).unwrap_err();
+        assert!(matches!(
+            e,
+            KeyError::Load {
+                reason: LoadError::Io(_),
+                ..
+            }
+        ));
     }
 }

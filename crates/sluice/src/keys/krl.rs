@@ -39,29 +39,77 @@ pub struct Krl {
     certs: Vec<CertRevocations>,
 }
 
+/// Why a KRL is refused (then every key is, as in sshd and ssh).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KrlError {
+    /// A length or field runs past the end of the file or its section.
+    Truncated,
+    /// The file does not start with [`MAGIC`].
+    BadMagic,
+    /// A format version other than 1.
+    Version(u32),
+    /// A section other than a signature after the signature.
+    SectionAfterSignature,
+    /// A section type PROTOCOL.krl does not define.
+    SectionType(u8),
+    /// A SHA-1 or SHA-256 fingerprint section entry of another length.
+    FingerprintLength {
+        /// The hash's length in bytes.
+        want: usize,
+    },
+    /// A serial range whose start is past its end, or with bytes after it.
+    SerialRange,
+    /// A serial bitmap with bytes after it.
+    SerialBitmap,
+    /// A serial bitmap reaching past serial 2^64-1.
+    BitmapOverflow,
+    /// A certificate subsection type PROTOCOL.krl does not define.
+    CertSectionType(u8),
+}
+
+impl std::fmt::Display for KrlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KrlError::Truncated => f.write_str("truncated KRL (a field runs past the end)"),
+            KrlError::BadMagic => f.write_str("not a KRL (bad magic)"),
+            KrlError::Version(v) => write!(f, "unsupported KRL format version {v}"),
+            KrlError::SectionAfterSignature => f.write_str("KRL section after its signature"),
+            KrlError::SectionType(t) => write!(f, "unsupported KRL section type {t}"),
+            KrlError::FingerprintLength { want } => {
+                write!(f, "KRL fingerprint of a wrong length (want {want} bytes)")
+            }
+            KrlError::SerialRange => f.write_str("bad KRL serial range"),
+            KrlError::SerialBitmap => f.write_str("bad KRL serial bitmap"),
+            KrlError::BitmapOverflow => f.write_str("KRL serial bitmap overflows"),
+            KrlError::CertSectionType(t) => {
+                write!(f, "unsupported KRL certificate section type {t:#x}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for KrlError {}
+
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let (a, b) = self
-            .0
-            .split_at_checked(n)
-            .ok_or("truncated KRL (a field runs past the end)")?;
+    fn take(&mut self, n: usize) -> Result<&'a [u8], KrlError> {
+        let (a, b) = self.0.split_at_checked(n).ok_or(KrlError::Truncated)?;
         self.0 = b;
         Ok(a)
     }
-    fn u8(&mut self) -> Result<u8, String> {
+    fn u8(&mut self) -> Result<u8, KrlError> {
         Ok(self.take(1)?[0])
     }
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> Result<u32, KrlError> {
         let b = self.take(4)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
-    fn u64(&mut self) -> Result<u64, String> {
+    fn u64(&mut self) -> Result<u64, KrlError> {
         let hi = u64::from(self.u32()?);
         Ok(hi << 32 | u64::from(self.u32()?))
     }
-    fn string(&mut self) -> Result<&'a [u8], String> {
+    fn string(&mut self) -> Result<&'a [u8], KrlError> {
         let n = self.u32()? as usize;
         self.take(n)
     }
@@ -73,14 +121,14 @@ impl<'a> Reader<'a> {
 impl Krl {
     /// Parses a whole KRL file; any malformation is an error (the caller
     /// then refuses every key, as sshd does).
-    pub fn parse(bytes: &[u8]) -> Result<Krl, String> {
+    pub fn parse(bytes: &[u8]) -> Result<Krl, KrlError> {
         let mut r = Reader(bytes);
         if r.take(MAGIC.len())? != MAGIC {
-            return Err("not a KRL (bad magic)".into());
+            return Err(KrlError::BadMagic);
         }
         let version = r.u32()?;
         if version != FORMAT_VERSION {
-            return Err(format!("unsupported KRL format version {version}"));
+            return Err(KrlError::Version(version));
         }
         let (_krl_version, _date, _flags) = (r.u64()?, r.u64()?, r.u64()?);
         let (_reserved, _comment) = (r.string()?, r.string()?);
@@ -90,7 +138,7 @@ impl Krl {
             let kind = r.u8()?;
             let mut data = Reader(r.string()?);
             if signed && kind != SECTION_SIGNATURE {
-                return Err("KRL section after its signature".into());
+                return Err(KrlError::SectionAfterSignature);
             }
             match kind {
                 SECTION_CERTIFICATES => krl.certs.push(parse_certs(&mut data)?),
@@ -101,7 +149,7 @@ impl Krl {
                     signed = true;
                     continue;
                 }
-                other => return Err(format!("unsupported KRL section type {other}")),
+                other => return Err(KrlError::SectionType(other)),
             }
         }
         Ok(krl)
@@ -136,7 +184,7 @@ impl Krl {
     }
 }
 
-fn blobs(r: &mut Reader<'_>) -> Result<Vec<Vec<u8>>, String> {
+fn blobs(r: &mut Reader<'_>) -> Result<Vec<Vec<u8>>, KrlError> {
     let mut v = Vec::new();
     while !r.is_empty() {
         v.push(r.string()?.to_vec());
@@ -144,17 +192,15 @@ fn blobs(r: &mut Reader<'_>) -> Result<Vec<Vec<u8>>, String> {
     Ok(v)
 }
 
-fn hashes(r: &mut Reader<'_>, len: usize) -> Result<Vec<Vec<u8>>, String> {
+fn hashes(r: &mut Reader<'_>, len: usize) -> Result<Vec<Vec<u8>>, KrlError> {
     let v = blobs(r)?;
     if v.iter().any(|h| h.len() != len) {
-        return Err(format!(
-            "KRL fingerprint of a wrong length (want {len} bytes)"
-        ));
+        return Err(KrlError::FingerprintLength { want: len });
     }
     Ok(v)
 }
 
-fn parse_certs(r: &mut Reader<'_>) -> Result<CertRevocations, String> {
+fn parse_certs(r: &mut Reader<'_>) -> Result<CertRevocations, KrlError> {
     let mut c = CertRevocations {
         ca: r.string()?.to_vec(),
         ..Default::default()
@@ -173,7 +219,7 @@ fn parse_certs(r: &mut Reader<'_>) -> Result<CertRevocations, String> {
             CERT_SERIAL_RANGE => {
                 let (lo, hi) = (d.u64()?, d.u64()?);
                 if lo > hi || !d.is_empty() {
-                    return Err("bad KRL serial range".into());
+                    return Err(KrlError::SerialRange);
                 }
                 c.serials.push((lo, hi));
             }
@@ -181,7 +227,7 @@ fn parse_certs(r: &mut Reader<'_>) -> Result<CertRevocations, String> {
                 let offset = d.u64()?;
                 let bitmap = d.string()?;
                 if !d.is_empty() {
-                    return Err("bad KRL serial bitmap".into());
+                    return Err(KrlError::SerialBitmap);
                 }
                 // An mpint, big-endian: bit i (from the least significant
                 // end) revokes serial offset + i.
@@ -190,7 +236,7 @@ fn parse_certs(r: &mut Reader<'_>) -> Result<CertRevocations, String> {
                         if byte & (1 << bit) != 0 {
                             let s = offset
                                 .checked_add(i as u64 * 8 + bit)
-                                .ok_or("KRL serial bitmap overflows")?;
+                                .ok_or(KrlError::BitmapOverflow)?;
                             c.serials.push((s, s));
                         }
                     }
@@ -202,11 +248,7 @@ fn parse_certs(r: &mut Reader<'_>) -> Result<CertRevocations, String> {
                     c.key_ids.push(String::from_utf8_lossy(id).into_owned());
                 }
             }
-            other => {
-                return Err(format!(
-                    "unsupported KRL certificate section type {other:#x}"
-                ))
-            }
+            other => return Err(KrlError::CertSectionType(other)),
         }
     }
     Ok(c)
@@ -282,6 +324,23 @@ mod tests {
         }
         let empty = Krl::parse(&header()).unwrap();
         assert!(!empty.key_revoked(b"key-one") && !empty.cert_revoked(b"ca", 7, "bob"));
-        assert!(Krl::parse(b"SSHKRL\n\0\0\0\0\x02").is_err());
+        assert_eq!(
+            Krl::parse(b"SSHKRL\n\0\0\0\0\x02").unwrap_err(),
+            KrlError::Version(2)
+        );
+        assert_eq!(
+            Krl::parse(&header()[..20]).unwrap_err(),
+            KrlError::Truncated
+        );
+        let mut v2 = MAGIC.to_vec();
+        v2.extend_from_slice(&2u32.to_be_bytes());
+        let e = Krl::parse(&v2).unwrap_err();
+        assert_eq!(e, KrlError::Version(2));
+        assert_eq!(e.to_string(), "unsupported KRL format version 2");
+        assert_eq!(Krl::parse(b"SSHKRX\n\0").unwrap_err(), KrlError::BadMagic);
+        let mut odd = header();
+        odd.push(9);
+        put(&mut odd, b"");
+        assert!(matches!(Krl::parse(&odd), Err(KrlError::SectionType(9))));
     }
 }

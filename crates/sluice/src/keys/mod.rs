@@ -6,12 +6,14 @@
 //! private keys (pem_key); VisualHostKey's picture (randomart); FIDO key
 //! files signed through a middleware library (sk_file, sk_provider); where
 //! a host key signs from: its file, that library, or HostKeyAgent's agent
-//! (host_key_source).
+//! (host_key_source). Why a key did not load, by kind: error.rs (and the
+//! smaller enums of agent, cert, krl, pem_key, revoked and sk_provider).
 
 pub mod agent;
 pub mod authorized_keys;
 pub mod cert;
 pub mod ecdsa_pad;
+pub mod error;
 mod host_key_source;
 pub mod host_keygen;
 pub mod host_keys;

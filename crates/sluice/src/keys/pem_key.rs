@@ -12,6 +12,7 @@
 
 use md5::{Digest, Md5};
 use sluice_proto::crypto::hostkey::KeyPair;
+use sluice_proto::crypto::CryptoError;
 use zeroize::Zeroizing;
 
 const RSA: &str = "1.2.840.113549.1.1.1";
@@ -25,8 +26,39 @@ pub enum PemError {
     NeedPassphrase,
     /// The passphrase does not decrypt it.
     WrongPassphrase,
-    /// Anything else, with what to do.
-    Bad(String),
+    /// `ENCRYPTED PRIVATE KEY` (PKCS#8 with PBES2): to be converted.
+    EncryptedPkcs8,
+    /// A cipher in DEK-Info other than AES-CBC: to be converted.
+    Cipher(String),
+    /// No `-----END <kind>-----` line for the BEGIN line's kind.
+    NoEndLine(&'static str),
+    /// The body is not base64.
+    Base64,
+    /// DEK-Info without `cipher,iv`.
+    DekInfo,
+    /// DEK-Info's IV is not 16 bytes of hex.
+    DekInfoIv,
+    /// The DER is no PKCS#1 RSA key.
+    Pkcs1(pkcs1::Error),
+    /// The DER is no SEC1 EC key.
+    Sec1(sec1::Error),
+    /// The DER is no PKCS#8 key.
+    Pkcs8(pkcs8::Error),
+    /// The numbers decode but the engine refuses them (`RSA`, `EC`,
+    /// `Ed25519`).
+    Unusable(&'static str, CryptoError),
+    /// A SEC1 key without a curve, in no PKCS#8 wrapper naming one.
+    NoCurve,
+    /// A curve other than P-256, P-384 and P-521 (its OID).
+    Curve(String),
+    /// A SEC1 key without its public point.
+    NoPublicKey,
+    /// An EC private scalar longer than the curve's field (or empty).
+    EcScalarSize,
+    /// A PKCS#8 Ed25519 key that is not a 32-byte seed.
+    Ed25519Size,
+    /// A PKCS#8 algorithm other than RSA, EC and Ed25519 (its OID).
+    Algorithm(String),
 }
 
 impl std::fmt::Display for PemError {
@@ -36,8 +68,47 @@ impl std::fmt::Display for PemError {
             PemError::WrongPassphrase => {
                 f.write_str("incorrect passphrase supplied to decrypt private key")
             }
-            PemError::Bad(e) => f.write_str(e),
+            PemError::EncryptedPkcs8 => {
+                write!(f, "encrypted PKCS#8 keys are not supported; {CONVERT}")
+            }
+            PemError::Cipher(c) => write!(f, "PEM cipher {c} is not supported; {CONVERT}"),
+            PemError::NoEndLine(kind) => write!(f, "no \"-----END {kind}-----\" line"),
+            PemError::Base64 => f.write_str("invalid base64"),
+            PemError::DekInfo => f.write_str("bad DEK-Info"),
+            PemError::DekInfoIv => f.write_str("bad DEK-Info IV"),
+            PemError::Pkcs1(e) => write!(f, "PKCS#1: {e}"),
+            PemError::Sec1(e) => write!(f, "SEC1: {e}"),
+            PemError::Pkcs8(e) => write!(f, "PKCS#8: {e}"),
+            PemError::Unusable(what, e) => write!(f, "unusable {what} key: {e:?}"),
+            PemError::NoCurve => f.write_str("the EC key names no curve"),
+            PemError::Curve(oid) => write!(f, "EC curve {oid} is not supported"),
+            PemError::NoPublicKey => f.write_str(
+                "the EC key file holds no public key; convert it with ssh-keygen -p -f FILE",
+            ),
+            PemError::EcScalarSize => f.write_str("EC private key of the wrong size"),
+            PemError::Ed25519Size => f.write_str("Ed25519 key of the wrong size"),
+            PemError::Algorithm(oid) => write!(f, "key algorithm {oid} is not supported"),
         }
+    }
+}
+
+impl std::error::Error for PemError {}
+
+impl From<pkcs1::Error> for PemError {
+    fn from(e: pkcs1::Error) -> PemError {
+        PemError::Pkcs1(e)
+    }
+}
+
+impl From<sec1::Error> for PemError {
+    fn from(e: sec1::Error) -> PemError {
+        PemError::Sec1(e)
+    }
+}
+
+impl From<pkcs8::Error> for PemError {
+    fn from(e: pkcs8::Error) -> PemError {
+        PemError::Pkcs8(e)
     }
 }
 
@@ -50,26 +121,23 @@ pub fn parse(text: &str, passphrase: Option<&[u8]>) -> Option<Result<KeyPair, Pe
     let text = text.trim_start();
     let label = text.strip_prefix("-----BEGIN ")?.split("-----").next()?;
     let kind = match label {
-        "RSA PRIVATE KEY" | "EC PRIVATE KEY" | "PRIVATE KEY" => label,
-        "ENCRYPTED PRIVATE KEY" => {
-            return Some(Err(PemError::Bad(format!(
-                "encrypted PKCS#8 keys are not supported; {CONVERT}"
-            ))))
-        }
+        "RSA PRIVATE KEY" => "RSA PRIVATE KEY",
+        "EC PRIVATE KEY" => "EC PRIVATE KEY",
+        "PRIVATE KEY" => "PRIVATE KEY",
+        "ENCRYPTED PRIVATE KEY" => return Some(Err(PemError::EncryptedPkcs8)),
         _ => return None,
     };
     Some(decode(text, kind, passphrase))
 }
 
-fn decode(text: &str, kind: &str, passphrase: Option<&[u8]>) -> Result<KeyPair, PemError> {
-    let bad = |e: String| PemError::Bad(e);
+fn decode(text: &str, kind: &'static str, passphrase: Option<&[u8]>) -> Result<KeyPair, PemError> {
     let end = format!("-----END {kind}-----");
     let body = text
         .split_once('\n')
         .map(|(_, rest)| rest)
         .and_then(|rest| rest.split_once(end.as_str()))
         .map(|(body, _)| body)
-        .ok_or_else(|| bad(format!("no \"{end}\" line")))?;
+        .ok_or(PemError::NoEndLine(kind))?;
     // RFC 1421 headers ("Name: value") come before the base64.
     let mut dek_info = None;
     let mut b64 = String::new();
@@ -80,9 +148,7 @@ fn decode(text: &str, kind: &str, passphrase: Option<&[u8]>) -> Result<KeyPair, 
             None => b64.push_str(line.trim()),
         }
     }
-    let mut der = Zeroizing::new(
-        super::known_hosts::base64_decode(&b64).ok_or(bad("invalid base64".into()))?,
-    );
+    let mut der = Zeroizing::new(super::known_hosts::base64_decode(&b64).ok_or(PemError::Base64)?);
     if let Some(dek) = dek_info {
         let pass = passphrase.ok_or(PemError::NeedPassphrase)?;
         let len = decrypt(dek, pass, &mut der)?;
@@ -99,7 +165,7 @@ fn decode(text: &str, kind: &str, passphrase: Option<&[u8]>) -> Result<KeyPair, 
         if dek_info.is_some() {
             PemError::WrongPassphrase
         } else {
-            bad(e)
+            e
         }
     })
 }
@@ -110,20 +176,14 @@ fn decrypt(dek: &str, pass: &[u8], data: &mut [u8]) -> Result<usize, PemError> {
     use aws_lc_rs::cipher::{
         DecryptionContext, PaddedBlockDecryptingKey, UnboundCipherKey, AES_128, AES_192, AES_256,
     };
-    let (name, iv_hex) = dek
-        .split_once(',')
-        .ok_or(PemError::Bad("bad DEK-Info".into()))?;
+    let (name, iv_hex) = dek.split_once(',').ok_or(PemError::DekInfo)?;
     let (alg, key_len) = match name {
         "AES-128-CBC" => (&AES_128, 16),
         "AES-192-CBC" => (&AES_192, 24),
         "AES-256-CBC" => (&AES_256, 32),
-        other => {
-            return Err(PemError::Bad(format!(
-                "PEM cipher {other} is not supported; {CONVERT}"
-            )))
-        }
+        other => return Err(PemError::Cipher(other.to_owned())),
     };
-    let iv = hex16(iv_hex).ok_or(PemError::Bad("bad DEK-Info IV".into()))?;
+    let iv = hex16(iv_hex).ok_or(PemError::DekInfoIv)?;
     let key = bytes_to_key(pass, &iv[..8], key_len);
     let bad = |_| PemError::WrongPassphrase;
     let key = UnboundCipherKey::new(alg, &key).map_err(bad)?;
@@ -167,8 +227,8 @@ fn hex16(s: &str) -> Option<[u8; 16]> {
     Some(out)
 }
 
-fn rsa(der: &[u8]) -> Result<KeyPair, String> {
-    let k = pkcs1::RsaPrivateKey::try_from(der).map_err(|e| format!("PKCS#1: {e}"))?;
+fn rsa(der: &[u8]) -> Result<KeyPair, PemError> {
+    let k = pkcs1::RsaPrivateKey::try_from(der)?;
     KeyPair::from_rsa(
         k.modulus.as_bytes(),
         k.public_exponent.as_bytes(),
@@ -177,37 +237,35 @@ fn rsa(der: &[u8]) -> Result<KeyPair, String> {
         k.prime1.as_bytes(),
         k.prime2.as_bytes(),
     )
-    .map_err(|e| format!("unusable RSA key: {e:?}"))
+    .map_err(|e| PemError::Unusable("RSA", e))
 }
 
 /// A SEC1 key; `curve` from PKCS#8's algorithm when the key omits it.
-fn ec(der: &[u8], curve: Option<String>) -> Result<KeyPair, String> {
-    let k = sec1::EcPrivateKey::try_from(der).map_err(|e| format!("SEC1: {e}"))?;
+fn ec(der: &[u8], curve: Option<String>) -> Result<KeyPair, PemError> {
+    let k = sec1::EcPrivateKey::try_from(der)?;
     let oid = match k.parameters {
         Some(sec1::EcParameters::NamedCurve(oid)) => oid.to_string(),
-        None => curve.ok_or("the EC key names no curve")?,
+        None => curve.ok_or(PemError::NoCurve)?,
     };
     let (name, size) = match oid.as_str() {
         "1.2.840.10045.3.1.7" => ("nistp256", 32),
         "1.3.132.0.34" => ("nistp384", 48),
         "1.3.132.0.35" => ("nistp521", 66),
-        other => return Err(format!("EC curve {other} is not supported")),
+        other => return Err(PemError::Curve(other.to_owned())),
     };
-    let public = k
-        .public_key
-        .ok_or("the EC key file holds no public key; convert it with ssh-keygen -p -f FILE")?;
+    let public = k.public_key.ok_or(PemError::NoPublicKey)?;
     // SEC1 writes the scalar at the field's size; older writers did not.
     let scalar = k.private_key;
     if scalar.is_empty() || scalar.len() > size {
-        return Err("EC private key of the wrong size".to_owned());
+        return Err(PemError::EcScalarSize);
     }
     let mut full = zeroize::Zeroizing::new(vec![0u8; size]);
     full[size - scalar.len()..].copy_from_slice(scalar);
-    KeyPair::from_ecdsa(name, &full, public).map_err(|e| format!("unusable EC key: {e:?}"))
+    KeyPair::from_ecdsa(name, &full, public).map_err(|e| PemError::Unusable("EC", e))
 }
 
-fn pkcs8(der: &[u8]) -> Result<KeyPair, String> {
-    let info = pkcs8::PrivateKeyInfo::try_from(der).map_err(|e| format!("PKCS#8: {e}"))?;
+fn pkcs8(der: &[u8]) -> Result<KeyPair, PemError> {
+    let info = pkcs8::PrivateKeyInfo::try_from(der)?;
     match info.algorithm.oid.to_string().as_str() {
         RSA => rsa(info.private_key),
         EC => {
@@ -218,11 +276,11 @@ fn pkcs8(der: &[u8]) -> Result<KeyPair, String> {
             // CurvePrivateKey ::= OCTET STRING (RFC 8410): the 32-byte seed.
             let seed = match info.private_key {
                 [0x04, 0x20, seed @ ..] if seed.len() == 32 => seed,
-                _ => return Err("Ed25519 key of the wrong size".to_owned()),
+                _ => return Err(PemError::Ed25519Size),
             };
-            KeyPair::from_ed25519_seed(seed).map_err(|e| format!("unusable Ed25519 key: {e:?}"))
+            KeyPair::from_ed25519_seed(seed).map_err(|e| PemError::Unusable("Ed25519", e))
         }
-        other => Err(format!("key algorithm {other} is not supported")),
+        other => Err(PemError::Algorithm(other.to_owned())),
     }
 }
 
@@ -311,12 +369,15 @@ mod tests {
             "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
         let des = "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\
                    DEK-Info: DES-EDE3-CBC,0011223344556677\n\nAAAA\n-----END RSA PRIVATE KEY-----\n";
-        for text in [pkcs8, des] {
-            match parse(text, Some(b"pass")).unwrap() {
-                Err(PemError::Bad(e)) => assert!(e.contains("ssh-keygen -p -f"), "{e}"),
-                other => panic!("{other:?}"),
-            }
-        }
+        let e = parse(pkcs8, Some(b"pass")).unwrap().unwrap_err();
+        assert_eq!(e, PemError::EncryptedPkcs8);
+        assert!(e.to_string().contains("ssh-keygen -p -f"), "{e}");
+        let e = parse(des, Some(b"pass")).unwrap().unwrap_err();
+        assert_eq!(e, PemError::Cipher("DES-EDE3-CBC".into()));
+        assert_eq!(
+            e.to_string(),
+            "PEM cipher DES-EDE3-CBC is not supported; convert the key to OpenSSH's format with ssh-keygen -p -f FILE"
+        );
         assert!(parse("-----BEGIN OPENSSH PRIVATE KEY-----\n", None).is_none());
         assert!(parse("ssh-ed25519 AAAA", None).is_none());
         // Damaged files are errors, never panics (cut anywhere before the

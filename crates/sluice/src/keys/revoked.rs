@@ -6,8 +6,48 @@
 //! as in sshd and ssh. Also the plain key lists of TrustedUserCAKeys.
 
 use super::cert::Cert;
-use super::krl::Krl;
+use super::krl::{Krl, KrlError};
 use std::path::Path;
+
+/// Why a key file or revocation list is unusable (every key is then
+/// refused).
+#[derive(Debug)]
+pub enum RevokedError {
+    /// The file cannot be read; shown in OpenSSH's words.
+    Read(std::io::Error),
+    /// TrustedUserCAKeys names a KRL, which lists no keys to trust.
+    KrlNotTrust,
+    /// The KRL does not parse.
+    Krl(KrlError),
+}
+
+impl std::fmt::Display for RevokedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RevokedError::Read(e) => f.write_str(&crate::io_error::describe_io_error(e)),
+            RevokedError::KrlNotTrust => {
+                f.write_str("a binary KRL lists revocations, not keys to trust")
+            }
+            RevokedError::Krl(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RevokedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RevokedError::Read(e) => Some(e),
+            RevokedError::Krl(e) => Some(e),
+            RevokedError::KrlNotTrust => None,
+        }
+    }
+}
+
+impl From<KrlError> for RevokedError {
+    fn from(e: KrlError) -> RevokedError {
+        RevokedError::Krl(e)
+    }
+}
 
 /// The first bytes of a binary key revocation list.
 pub const KRL_MAGIC: &[u8] = super::krl::MAGIC;
@@ -23,10 +63,10 @@ pub fn is_krl(path: &Path) -> bool {
 
 /// Whether `key_blob` is listed in a file of keys (TrustedUserCAKeys); Err
 /// when the file cannot be read or is a KRL (which lists no trust).
-pub fn contains(path: &Path, key_blob: &[u8]) -> Result<bool, String> {
-    let bytes = std::fs::read(path).map_err(|e| crate::io_error::describe_io_error(&e))?;
+pub fn contains(path: &Path, key_blob: &[u8]) -> Result<bool, RevokedError> {
+    let bytes = std::fs::read(path).map_err(RevokedError::Read)?;
     if bytes.starts_with(KRL_MAGIC) {
-        return Err("a binary KRL lists revocations, not keys to trust".into());
+        return Err(RevokedError::KrlNotTrust);
     }
     Ok(listed(&String::from_utf8_lossy(&bytes), key_blob))
 }
@@ -35,8 +75,8 @@ pub fn contains(path: &Path, key_blob: &[u8]) -> Result<bool, String> {
 /// for a certificate `cert` (its blob's parse) the certificate itself (KRL
 /// serial or key ID under its CA). The caller checks a certificate's plain
 /// key and CA key as keys too. Err: the file is unusable; refuse the key.
-pub fn is_revoked(path: &Path, blob: &[u8], cert: Option<&Cert>) -> Result<bool, String> {
-    let bytes = std::fs::read(path).map_err(|e| crate::io_error::describe_io_error(&e))?;
+pub fn is_revoked(path: &Path, blob: &[u8], cert: Option<&Cert>) -> Result<bool, RevokedError> {
+    let bytes = std::fs::read(path).map_err(RevokedError::Read)?;
     if !bytes.starts_with(KRL_MAGIC) {
         return Ok(listed(&String::from_utf8_lossy(&bytes), blob));
     }
@@ -47,7 +87,7 @@ pub fn is_revoked(path: &Path, blob: &[u8], cert: Option<&Cert>) -> Result<bool,
 
 /// A RevokedKeys file that is a KRL must parse (checked at startup, so a
 /// broken one is found then, not as every key refused).
-pub fn check_krl(path: &Path) -> Result<(), String> {
+pub fn check_krl(path: &Path) -> Result<(), KrlError> {
     match std::fs::read(path) {
         Ok(b) if b.starts_with(KRL_MAGIC) => Krl::parse(&b).map(|_| ()),
         _ => Ok(()),
@@ -93,12 +133,21 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sluice-krl-{}", std::process::id()));
         std::fs::write(&dir, [KRL_MAGIC, b"rest"].concat()).unwrap();
         assert!(is_krl(&dir));
-        assert!(contains(&dir, &blob).is_err());
-        assert!(is_revoked(&dir, &blob, None).is_err());
+        assert!(matches!(
+            contains(&dir, &blob),
+            Err(RevokedError::KrlNotTrust)
+        ));
+        assert!(matches!(
+            is_revoked(&dir, &blob, None),
+            Err(RevokedError::Krl(KrlError::Version(_)))
+        ));
+        assert!(matches!(check_krl(&dir), Err(KrlError::Version(_))));
         std::fs::write(&dir, &text).unwrap();
         assert!(!is_krl(&dir));
-        assert_eq!(contains(&dir, &blob), Ok(true));
+        assert!(matches!(contains(&dir, &blob), Ok(true)));
         std::fs::remove_file(&dir).unwrap();
-        assert!(contains(&dir, &blob).is_err());
+        let e = contains(&dir, &blob).unwrap_err();
+        assert!(matches!(&e, RevokedError::Read(io) if io.kind() == std::io::ErrorKind::NotFound));
+        assert_eq!(e.to_string(), "No such file or directory");
     }
 }

@@ -95,6 +95,78 @@ pub struct SkSignOutput {
     pub sig_s: Vec<u8>,
 }
 
+/// Why the library cannot be loaded (`Load*`, `NoSymbol`, `ApiVersion`:
+/// shown after `SecurityKeyProvider PATH: `) or did not sign.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkError {
+    /// The path holds a NUL byte.
+    NulInPath {
+        /// The library's path.
+        path: String,
+    },
+    /// dlopen failed.
+    Load {
+        /// The library's path.
+        path: String,
+        /// dlerror's text.
+        dl: String,
+    },
+    /// A function of sk-api.h is missing.
+    NoSymbol {
+        /// The library's path.
+        path: String,
+        /// The function.
+        symbol: &'static str,
+    },
+    /// The library speaks another major API version.
+    ApiVersion {
+        /// The library's path.
+        path: String,
+        /// What sk_api_version returned.
+        version: u32,
+    },
+    /// The key file's application string holds a NUL byte.
+    NulInApplication,
+    /// The key needs a PIN (SSH_SK_ERR_PIN_REQUIRED).
+    PinRequired,
+    /// No authenticator present (SSH_SK_ERR_DEVICE_NOT_FOUND).
+    DeviceNotFound,
+    /// sk_sign failed otherwise.
+    SignFailed {
+        /// The library's path.
+        provider: String,
+        /// sk_sign's return code.
+        code: c_int,
+    },
+}
+
+impl fmt::Display for SkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkError::NulInPath { path } => {
+                write!(f, "SecurityKeyProvider {path}: NUL in the name")
+            }
+            SkError::Load { path, dl } => write!(f, "SecurityKeyProvider {path}: cannot load: {dl}"),
+            SkError::NoSymbol { path, symbol } => write!(
+                f,
+                "SecurityKeyProvider {path}: no symbol {symbol}: not a FIDO middleware library"
+            ),
+            SkError::ApiVersion { path, version } => write!(
+                f,
+                "SecurityKeyProvider {path}: API version 0x{version:08x}, not 0x{VERSION_MAJOR:08x} (OpenSSH 8.9 to 10's)"
+            ),
+            SkError::NulInApplication => f.write_str("application with a NUL"),
+            SkError::PinRequired => f.write_str("the security key needs a PIN, which sluice cannot ask for; add the key to ssh-agent (ssh-add) and use the agent"),
+            SkError::DeviceNotFound => f.write_str("no security key found: is it plugged in?"),
+            SkError::SignFailed { provider, code } => {
+                write!(f, "{provider}: signing failed (error {code})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SkError {}
+
 fn dl_error() -> String {
     // SAFETY: dlerror returns NULL or a NUL-terminated thread-local string.
     let e = unsafe { libc::dlerror() };
@@ -108,37 +180,42 @@ fn dl_error() -> String {
 
 impl SkProvider {
     /// Opens the library at `path` and checks its API version.
-    pub fn load(path: &str) -> Result<SkProvider, String> {
-        let what = |e: String| format!("SecurityKeyProvider {path}: {e}");
-        let c = CString::new(path).map_err(|_| what("NUL in the name".into()))?;
+    pub fn load(path: &str) -> Result<SkProvider, SkError> {
+        let c = CString::new(path).map_err(|_| SkError::NulInPath {
+            path: path.to_owned(),
+        })?;
         // SAFETY: a valid C string; the library's constructors run here,
         // as they do when ssh loads it.
         let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if handle.is_null() {
-            return Err(what(format!("cannot load: {}", dl_error())));
+            return Err(SkError::Load {
+                path: path.to_owned(),
+                dl: dl_error(),
+            });
         }
-        let sym = |s: &str| -> Result<*mut c_void, String> {
-            let cs = CString::new(s).map_err(|_| what(s.into()))?;
+        let sym = |s: &'static CStr| -> Result<*mut c_void, SkError> {
             // SAFETY: a live handle and a valid C string.
-            let p = unsafe { libc::dlsym(handle, cs.as_ptr()) };
+            let p = unsafe { libc::dlsym(handle, s.as_ptr()) };
             if p.is_null() {
-                Err(what(format!(
-                    "no symbol {s}: not a FIDO middleware library"
-                )))
+                Err(SkError::NoSymbol {
+                    path: path.to_owned(),
+                    symbol: s.to_str().unwrap_or_default(),
+                })
             } else {
                 Ok(p)
             }
         };
         // SAFETY: the symbols are sk-api.h's functions, whose prototypes
         // the target types spell.
-        let version: ApiVersion = unsafe { std::mem::transmute(sym("sk_api_version")?) };
-        let sign: Sign = unsafe { std::mem::transmute(sym("sk_sign")?) };
+        let version: ApiVersion = unsafe { std::mem::transmute(sym(c"sk_api_version")?) };
+        let sign: Sign = unsafe { std::mem::transmute(sym(c"sk_sign")?) };
         // SAFETY: sk_api_version takes nothing and returns a number.
         let v = unsafe { version() };
         if v & VERSION_MAJOR_MASK != VERSION_MAJOR {
-            return Err(what(format!(
-                "API version 0x{v:08x}, not 0x{VERSION_MAJOR:08x} (OpenSSH 8.9 to 10's)"
-            )));
+            return Err(SkError::ApiVersion {
+                path: path.to_owned(),
+                version: v,
+            });
         }
         Ok(SkProvider {
             name: path.to_owned(),
@@ -155,8 +232,8 @@ impl SkProvider {
         application: &str,
         key_handle: &[u8],
         flags: u8,
-    ) -> Result<SkSignOutput, String> {
-        let app = CString::new(application).map_err(|_| "application with a NUL".to_owned())?;
+    ) -> Result<SkSignOutput, SkError> {
+        let app = CString::new(application).map_err(|_| SkError::NulInApplication)?;
         let mut options: [*mut SkOption; 1] = [std::ptr::null_mut()];
         let mut resp: *mut SignResponse = std::ptr::null_mut();
         // SAFETY: every pointer is valid for the length given and lives
@@ -178,9 +255,12 @@ impl SkProvider {
         };
         if rc != 0 || resp.is_null() {
             return Err(match rc {
-                ERR_PIN_REQUIRED => "the security key needs a PIN, which sluice cannot ask for; add the key to ssh-agent (ssh-add) and use the agent".into(),
-                ERR_DEVICE_NOT_FOUND => "no security key found: is it plugged in?".into(),
-                _ => format!("{}: signing failed (error {rc})", self.name),
+                ERR_PIN_REQUIRED => SkError::PinRequired,
+                ERR_DEVICE_NOT_FOUND => SkError::DeviceNotFound,
+                _ => SkError::SignFailed {
+                    provider: self.name.clone(),
+                    code: rc,
+                },
             });
         }
         // SAFETY: resp is the library's response; its buffers are
@@ -204,6 +284,31 @@ impl SkProvider {
             libc::free(r.sig_s.cast());
             libc::free(resp.cast());
             Ok(out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_errors_by_kind() {
+        let e = SkProvider::load("/nonexistent/libsk.so").unwrap_err();
+        assert!(matches!(&e, SkError::Load { path, .. } if path == "/nonexistent/libsk.so"));
+        assert!(e
+            .to_string()
+            .starts_with("SecurityKeyProvider /nonexistent/libsk.so: cannot load: "));
+        assert!(matches!(
+            SkProvider::load("a\0b"),
+            Err(SkError::NulInPath { .. })
+        ));
+        // A library that is no FIDO middleware.
+        if let Err(e @ SkError::NoSymbol { .. }) = SkProvider::load("libc.so.6") {
+            assert_eq!(
+                e.to_string(),
+                "SecurityKeyProvider libc.so.6: no symbol sk_api_version: not a FIDO middleware library"
+            );
         }
     }
 }

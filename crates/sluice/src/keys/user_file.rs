@@ -64,15 +64,81 @@ pub enum Refused {
     /// Not a regular file: a FIFO, a device, a directory.
     NotRegular(PathBuf),
     /// StrictModes: "bad ownership or modes for file|directory PATH".
-    Modes(String),
+    Modes(Insecure),
     /// Larger than [`MAX_SIZE`].
     TooLarge(PathBuf),
     /// Reading failed after the open.
     Read(PathBuf, std::io::Error),
     /// The user's credentials could not be taken on.
-    Credentials(String),
+    Credentials(Credentials),
     /// Opening and reading took longer than [`READ_TIMEOUT`].
     TimedOut(PathBuf),
+}
+
+/// Why StrictModes refuses a file (sshd's secure_filename); `Display` gives
+/// sshd's words.
+#[derive(Debug)]
+pub enum Insecure {
+    /// The opened file's path cannot be resolved.
+    Realpath(PathBuf, std::io::Error),
+    /// The file is owned by another user, or writable by group or others.
+    File(PathBuf),
+    /// So is a directory on its way up to the home directory.
+    Directory(PathBuf),
+}
+
+impl std::fmt::Display for Insecure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Insecure::Realpath(p, e) => write!(f, "realpath {}: {e}", p.display()),
+            Insecure::File(p) => write!(f, "bad ownership or modes for file {}", p.display()),
+            Insecure::Directory(p) => {
+                write!(f, "bad ownership or modes for directory {}", p.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for Insecure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Insecure::Realpath(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why the reading thread could not become the user.
+#[derive(Debug)]
+pub enum Credentials {
+    /// The thread could not be started.
+    Thread(std::io::Error),
+    /// The thread ended without an answer.
+    ThreadEnded,
+    /// setgroups, setresgid or setresuid failed.
+    Syscall(&'static str, std::io::Error),
+    /// After dropping to the user, root could still be regained.
+    RootRegainable,
+}
+
+impl std::fmt::Display for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credentials::Thread(e) => write!(f, "cannot start a thread: {e}"),
+            Credentials::ThreadEnded => f.write_str("the reading thread ended"),
+            Credentials::Syscall(call, e) => write!(f, "{call}: {e}"),
+            Credentials::RootRegainable => f.write_str("root could be regained"),
+        }
+    }
+}
+
+impl std::error::Error for Credentials {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Credentials::Thread(e) | Credentials::Syscall(_, e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 impl Refused {
@@ -129,13 +195,13 @@ pub fn read_as_user(path: &Path, who: &Reader, strict_modes: bool) -> Result<Vec
             let _ = tx.send(r);
         });
     if let Err(e) = spawned {
-        return Err(Refused::Credentials(format!("cannot start a thread: {e}")));
+        return Err(Refused::Credentials(Credentials::Thread(e)));
     }
     match rx.recv_timeout(READ_TIMEOUT) {
         Ok(r) => r,
         Err(mpsc::RecvTimeoutError::Timeout) => Err(Refused::TimedOut(path.to_owned())),
         Err(mpsc::RecvTimeoutError::Disconnected) => {
-            Err(Refused::Credentials("the reading thread ended".into()))
+            Err(Refused::Credentials(Credentials::ThreadEnded))
         }
     }
 }
@@ -148,10 +214,10 @@ fn take_credentials(who: &Reader) -> Result<(), Refused> {
     if unsafe { libc::geteuid() } != 0 || who.uid == 0 {
         return Ok(());
     }
-    let err = |what: &str| {
-        Err(Refused::Credentials(format!(
-            "{what}: {}",
-            std::io::Error::last_os_error()
+    let err = |what: &'static str| {
+        Err(Refused::Credentials(Credentials::Syscall(
+            what,
+            std::io::Error::last_os_error(),
         )))
     };
     let groups: Vec<libc::gid_t> = who.groups.clone();
@@ -173,7 +239,7 @@ fn take_credentials(who: &Reader) -> Result<(), Refused> {
         if libc::syscall(libc::SYS_setresuid, 0, 0, 0) == 0
             || libc::syscall(libc::SYS_geteuid) != i64::from(who.uid)
         {
-            return Err(Refused::Credentials("root could be regained".into()));
+            return Err(Refused::Credentials(Credentials::RootRegainable));
         }
     }
     Ok(())
@@ -226,24 +292,17 @@ fn safe_owner_and_mode(meta: &std::fs::Metadata, uid: u32) -> bool {
 /// each directory of its canonical path upwards, stopping after the home
 /// directory (or at `/`). Runs as the user, so path resolution sees what
 /// the user sees.
-pub fn secure_path(path: &Path, opened: &std::fs::Metadata, who: &Reader) -> Result<(), String> {
-    let real =
-        std::fs::canonicalize(path).map_err(|e| format!("realpath {}: {e}", path.display()))?;
+pub fn secure_path(path: &Path, opened: &std::fs::Metadata, who: &Reader) -> Result<(), Insecure> {
+    let real = std::fs::canonicalize(path).map_err(|e| Insecure::Realpath(path.to_owned(), e))?;
     if !safe_owner_and_mode(opened, who.uid) {
-        return Err(format!(
-            "bad ownership or modes for file {}",
-            real.display()
-        ));
+        return Err(Insecure::File(real));
     }
     let home = std::fs::canonicalize(&who.home).ok();
     let mut dir = real.parent();
     while let Some(d) = dir {
         let ok = std::fs::metadata(d).is_ok_and(|m| safe_owner_and_mode(&m, who.uid));
         if !ok {
-            return Err(format!(
-                "bad ownership or modes for directory {}",
-                d.display()
-            ));
+            return Err(Insecure::Directory(d.to_owned()));
         }
         if home.as_deref() == Some(d) {
             break;

@@ -11,6 +11,44 @@ use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::mpsc;
 
+/// Why a forwarded channel or listener could not be set up.
+#[derive(Debug)]
+pub enum FwdError {
+    /// The engine could not confirm the channel the peer opened.
+    Accept(sluice_proto::Error),
+    /// None of a listen's addresses could be bound (each was logged).
+    Listen {
+        /// The port asked for.
+        port: u16,
+    },
+}
+
+impl std::fmt::Display for FwdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FwdError::Accept(e) => e.fmt(f),
+            FwdError::Listen { port } => write!(f, "cannot listen to port: {port}"),
+        }
+    }
+}
+
+impl std::error::Error for FwdError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FwdError::Accept(e) => Some(e),
+            FwdError::Listen { .. } => None,
+        }
+    }
+}
+
+/// Bridge for callers that still carry text (client/forward.rs,
+/// server/forward.rs).
+impl From<FwdError> for String {
+    fn from(e: FwdError) -> String {
+        e.to_string()
+    }
+}
+
 /// The channel fds for a connected socket: read it for CHANNEL_DATA, write
 /// the peer's data to a `dup` of it, shut its write side on the peer's EOF.
 pub fn socket_io(sock: OwnedFd) -> io::Result<ChanIo> {
@@ -34,10 +72,10 @@ pub fn accept_connected(
     channels: &mut Vec<ChannelId>,
     id: ChannelId,
     sock: OwnedFd,
-) -> Result<(), String> {
+) -> Result<(), FwdError> {
     match socket_io(sock) {
         Ok(io) => {
-            conn.accept_channel(id).map_err(|e| e.to_string())?;
+            conn.accept_channel(id).map_err(FwdError::Accept)?;
             fds.insert(id, io);
             channels.push(id);
         }
@@ -55,7 +93,7 @@ pub fn poll_connects(
     fds: &mut ChannelFds,
     channels: &mut Vec<ChannelId>,
     connecting: &mut Vec<(ChannelId, Connecting)>,
-) -> Result<(), String> {
+) -> Result<(), FwdError> {
     let mut i = 0;
     while let Some((id, c)) = connecting.get_mut(i) {
         let id = *id;
@@ -126,7 +164,7 @@ pub fn bind_addrs(host: Option<&str>, port: u16, gateway: bool) -> io::Result<Ve
 /// the first one got); each failure is logged (`bind [addr]:port: ...`),
 /// and it fails only when none bound.
 /// Returns the listeners and the port.
-pub fn listen_tcp(addrs: &[SocketAddr]) -> Result<(Vec<TcpListener>, u16), String> {
+pub fn listen_tcp(addrs: &[SocketAddr]) -> Result<(Vec<TcpListener>, u16), FwdError> {
     let mut out: Vec<TcpListener> = Vec::new();
     let mut port = addrs.first().map_or(0, SocketAddr::port);
     for a in addrs {
@@ -159,7 +197,7 @@ pub fn listen_tcp(addrs: &[SocketAddr]) -> Result<(Vec<TcpListener>, u16), Strin
         }
     }
     if out.is_empty() {
-        return Err(format!("cannot listen to port: {port}"));
+        return Err(FwdError::Listen { port });
     }
     Ok((out, port))
 }
@@ -520,4 +558,21 @@ pub fn connect_unix(path: &str) -> io::Result<OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     Ok(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listen_with_no_address_bound_names_the_port() {
+        let held = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = held.local_addr().unwrap().port();
+        let e = listen_tcp(&[SocketAddr::from(([127, 0, 0, 1], port))]).unwrap_err();
+        assert!(
+            matches!(e, FwdError::Listen { port: p } if p == port),
+            "{e}"
+        );
+        assert_eq!(e.to_string(), format!("cannot listen to port: {port}"));
+    }
 }

@@ -493,7 +493,7 @@ impl Handler for ServerConn {
             .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));
         for (id, s) in self.sessions.iter_mut() {
             if let Some(h) = &s.stripe {
-                crate::net::stripe::tick(h, conn, *id)?;
+                crate::net::stripe::tick(h, conn, *id).map_err(String::from)?;
             }
             if s.done {
                 continue;

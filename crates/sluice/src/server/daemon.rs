@@ -191,7 +191,9 @@ fn check_host_keys_at_start(args: &ServerArgs, cfg: &Sshd) -> Result<(), i32> {
             check_host_keys_apart(cfg)
         }
     } else {
-        crate::keys::host_keys::load(&cfg.host_keys).map(drop)
+        crate::keys::host_keys::load(&cfg.host_keys)
+            .map(drop)
+            .map_err(String::from)
     };
     checked.map_err(|e| {
         crate::log!(Fatal, "{e}");

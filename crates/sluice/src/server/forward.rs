@@ -184,7 +184,7 @@ impl ServerForward {
         id: ChannelId,
         sock: OwnedFd,
     ) -> Result<(), String> {
-        fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock)
+        fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock).map_err(String::from)
     }
 
     /// A global request; false if it is not about forwarding.

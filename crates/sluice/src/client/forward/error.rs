@@ -1,6 +1,7 @@
 //! Why a forwarding failed, by kind; `Display` keeps ssh's wording (what
 //! `-L`/`-R`/`-D`/`-W`, `-f` and `-O forward` print).
 
+use crate::net::fwdsock::FwdError;
 use sluice_proto::Error as EngineError;
 
 /// A forwarding that failed in a way that ends the run or a request.
@@ -13,10 +14,10 @@ pub enum ForwardError {
     LocalListen,
     /// A listener asked through the master (`-O forward`) failed.
     AddLocal,
-    /// The listen address did not resolve (the resolver's reason).
-    Resolve(String),
-    /// No listening socket could be bound (the reason).
-    ListenTcp(String),
+    /// The listen address did not resolve.
+    Resolve(std::io::Error),
+    /// No listening socket could be bound.
+    ListenTcp(FwdError),
     /// A Unix-domain listener could not be bound.
     ListenUnix {
         /// Its path.
@@ -26,8 +27,8 @@ pub enum ForwardError {
     },
     /// A system call on a listener or forwarded socket.
     Io(std::io::Error),
-    /// A forwarded socket could not be bound to its channel (the reason).
-    Socket(String),
+    /// A forwarded socket could not be bound to its channel.
+    Socket(FwdError),
     /// The `-W` channel was refused.
     StdioFailed,
     /// A `-R` listener was refused with ExitOnForwardFailure.
@@ -55,7 +56,7 @@ impl std::fmt::Display for ForwardError {
                 write!(f, "{path}: {}", crate::io_error::describe_io_error(error))
             }
             ForwardError::Io(e) => write!(f, "{e}"),
-            ForwardError::Socket(e) => f.write_str(e),
+            ForwardError::Socket(e) => write!(f, "{e}"),
             ForwardError::StdioFailed => f.write_str("stdio forwarding failed"),
             ForwardError::RemoteRefused { listen } => {
                 write!(

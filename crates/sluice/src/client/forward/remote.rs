@@ -134,7 +134,7 @@ impl ClientForward {
         sock: OwnedFd,
     ) -> Result<(), ForwardError> {
         fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock)
-            .map_err(|e| ForwardError::Socket(e.to_string()))
+            .map_err(ForwardError::Socket)
     }
 
     /// The server's answer to the oldest remote forward request; for one

@@ -14,7 +14,7 @@
 //! [`Violation::BadCompression`] (a clean disconnect), whatever the library.
 
 use super::loader::{
-    LoadError, ZStream, ZlibLibrary, Z_BUF_ERROR, Z_OK, Z_STREAM_END, Z_SYNC_FLUSH,
+    LoadError, SelfTestError, ZStream, ZlibLibrary, Z_BUF_ERROR, Z_OK, Z_STREAM_END, Z_SYNC_FLUSH,
 };
 use crate::log;
 use sluice_proto::error::Violation;
@@ -355,22 +355,22 @@ impl ZlibLibrary {
 
     /// One packet through the library both ways, with the SSH flush: a
     /// library that loads but cannot do that is not used.
-    fn self_test(&self) -> Result<(), String> {
+    fn self_test(&self) -> Result<(), SelfTestError> {
         let msg: Vec<u8> = (0..4096u32)
             .map(|i| b"sluice hw deflate "[(i % 18) as usize])
             .collect();
         let mut z = Vec::new();
         let mut back = Vec::new();
-        let mut d = Deflater::new(self).map_err(|rc| format!("deflateInit2_ returned {rc}"))?;
-        let mut i = Inflater::new(self).map_err(|rc| format!("inflateInit2_ returned {rc}"))?;
+        let mut d = Deflater::new(self).map_err(SelfTestError::DeflateInit)?;
+        let mut i = Inflater::new(self).map_err(SelfTestError::InflateInit)?;
         for _ in 0..2 {
             z.clear();
             d.run(self, &msg, &mut z)
-                .map_err(|()| "deflate failed".to_owned())?;
+                .map_err(|()| SelfTestError::Deflate)?;
             i.run(self, &z, &mut back, msg.len())
-                .map_err(|()| "inflate failed".to_owned())?;
+                .map_err(|()| SelfTestError::Inflate)?;
             if back != msg {
-                return Err("inflate did not give back what deflate was given".into());
+                return Err(SelfTestError::Mismatch);
             }
         }
         d.end(self);

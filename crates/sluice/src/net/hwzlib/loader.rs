@@ -117,8 +117,14 @@ unsafe impl Sync for ZlibLibrary {}
 /// Why a library was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LoadError {
-    /// Loading it as root would run code others can change.
-    Unsafe(String),
+    /// Loading it as root would run code others can change: this file, or
+    /// this directory above it, is not root's alone.
+    Unsafe {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// A directory (else the library file).
+        directory: bool,
+    },
     /// dlopen failed (not found, not a shared object, wrong architecture).
     Open(String),
     /// A zlib function is missing: not a zlib-API library.
@@ -126,13 +132,49 @@ pub enum LoadError {
     /// `zlibVersion()` is not a zlib 1.x ABI.
     Version(String),
     /// It loaded but a deflate/inflate round trip failed.
-    SelfTest(String),
+    SelfTest(SelfTestError),
 }
+
+/// Which step of the load-time round trip (engine.rs) failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelfTestError {
+    /// deflateInit2_ returned this code.
+    DeflateInit(c_int),
+    /// inflateInit2_ returned this code.
+    InflateInit(c_int),
+    /// A deflate call failed.
+    Deflate,
+    /// An inflate call failed.
+    Inflate,
+    /// Inflate did not give back the input.
+    Mismatch,
+}
+
+impl fmt::Display for SelfTestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SelfTestError::DeflateInit(rc) => write!(f, "deflateInit2_ returned {rc}"),
+            SelfTestError::InflateInit(rc) => write!(f, "inflateInit2_ returned {rc}"),
+            SelfTestError::Deflate => f.write_str("deflate failed"),
+            SelfTestError::Inflate => f.write_str("inflate failed"),
+            SelfTestError::Mismatch => {
+                f.write_str("inflate did not give back what deflate was given")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SelfTestError {}
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LoadError::Unsafe(e) => write!(f, "not loaded: {e}"),
+            LoadError::Unsafe { path, directory } => write!(
+                f,
+                "not loaded: bad ownership or modes for {} {} (must be owned by root and not group or world-writable)",
+                if *directory { "directory" } else { "file" },
+                path.display()
+            ),
             LoadError::Open(e) => write!(f, "cannot load: {e}"),
             LoadError::Symbol(s) => write!(f, "no symbol {s}: not a zlib-API library"),
             LoadError::Version(v) => write!(f, "zlibVersion() is \"{v}\", not a zlib 1.x ABI"),

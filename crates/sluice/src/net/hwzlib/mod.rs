@@ -171,11 +171,10 @@ fn root_safe(name: &str, owner: Owner) -> Result<(), LoadError> {
         let m =
             std::fs::metadata(p).map_err(|e| LoadError::Open(format!("{}: {e}", p.display())))?;
         if m.uid() != 0 || m.mode() & 0o022 != 0 {
-            let what = if m.is_dir() { "directory" } else { "file" };
-            return Err(LoadError::Unsafe(format!(
-                "bad ownership or modes for {what} {} (must be owned by root and not group or world-writable)",
-                p.display()
-            )));
+            return Err(LoadError::Unsafe {
+                path: p.to_owned(),
+                directory: m.is_dir(),
+            });
         }
         at = p.parent();
     }
@@ -286,12 +285,20 @@ mod tests {
         std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o646)).unwrap();
         let e = root_safe(&name, Owner::RootIfRoot).unwrap_err();
         assert!(
+            matches!(&e, LoadError::Unsafe { path, directory: false } if path.ends_with("libz.so.1")),
+            "{e}"
+        );
+        assert!(
             e.to_string().contains("bad ownership or modes for file"),
             "{e}"
         );
         std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o644)).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
         let e = root_safe(&name, Owner::RootIfRoot).unwrap_err();
+        assert!(
+            matches!(&e, LoadError::Unsafe { path, directory: true } if path.file_name() == dir.file_name()),
+            "{e}"
+        );
         assert!(
             e.to_string()
                 .contains("bad ownership or modes for directory"),
@@ -366,6 +373,7 @@ mod tests {
         std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o666)).unwrap();
         let name = lib.display().to_string();
         let e = root_safe(&name, Owner::Root).unwrap_err();
+        assert!(matches!(e, LoadError::Unsafe { .. }), "{e}");
         assert!(e.to_string().contains("bad ownership or modes"), "{e}");
         // SAFETY: geteuid cannot fail.
         if unsafe { libc::geteuid() } != 0 {

@@ -25,6 +25,34 @@ fn recv_queue(fd: RawFd) -> Option<u64> {
     (r == 0).then_some(u64::try_from(n).unwrap_or(0))
 }
 
+/// The MetricsPath file could not be created.
+#[derive(Debug)]
+pub struct CreateError {
+    /// MetricsPath as given.
+    pub path: String,
+    /// The system's reason.
+    pub error: std::io::Error,
+}
+
+impl std::fmt::Display for CreateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetricsPath {}: {}", self.path, self.error)
+    }
+}
+
+impl std::error::Error for CreateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// Bridge for callers that still carry text (client/metrics.rs).
+impl From<CreateError> for String {
+    fn from(e: CreateError) -> String {
+        e.to_string()
+    }
+}
+
 /// The sample file and when the next sample is due.
 pub struct Sampler {
     file: std::fs::File,
@@ -36,8 +64,11 @@ pub struct Sampler {
 
 impl Sampler {
     /// Creates (truncates) `path` and samples every `every`.
-    pub fn create(path: &str, every: Duration) -> Result<Sampler, String> {
-        let file = std::fs::File::create(path).map_err(|e| format!("MetricsPath {path}: {e}"))?;
+    pub fn create(path: &str, every: Duration) -> Result<Sampler, CreateError> {
+        let file = std::fs::File::create(path).map_err(|error| CreateError {
+            path: path.to_owned(),
+            error,
+        })?;
         let now = Instant::now();
         Ok(Sampler {
             file,
@@ -120,6 +151,18 @@ impl Sampler {
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
+
+    #[test]
+    fn an_uncreatable_file_is_named_with_the_reason() {
+        let e = Sampler::create("/nonexistent-dir/m.jsonl", Duration::from_secs(1))
+            .err()
+            .unwrap();
+        assert_eq!(e.path, "/nonexistent-dir/m.jsonl");
+        assert_eq!(e.error.kind(), std::io::ErrorKind::NotFound);
+        assert!(e
+            .to_string()
+            .starts_with("MetricsPath /nonexistent-dir/m.jsonl: No such file or directory"));
+    }
 
     #[test]
     fn writes_one_json_object_per_due_sample() {

@@ -67,13 +67,46 @@ pub(super) struct State {
     pub(super) closed: bool,
 }
 
-/// How a striped transfer failed.
-#[derive(Debug, Clone)]
+/// How a striped transfer failed; `Display` gives the text the run fails
+/// with (for `Protocol`, also the disconnect's).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
-    /// The peer broke the protocol: the connection ends with this text.
-    Protocol(String),
+    /// The peer broke the protocol: the connection ends with its text.
+    Protocol(StripeError),
     /// Chunks are left with no carrier to take them.
-    Stranded(String),
+    Stranded {
+        /// The striped channel's number on the primary.
+        channel: u32,
+        /// Bytes sent on carriers.
+        sent: u64,
+        /// Bytes the peer acknowledged.
+        acked: u64,
+    },
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Protocol(e) => e.fmt(f),
+            Failure::Stranded {
+                channel,
+                sent,
+                acked,
+            } => write!(
+                f,
+                "channel {channel}: striped transfer failed: every connection carrying it was lost with {sent} bytes sent and {acked} acknowledged"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Failure::Protocol(e) => Some(e),
+            Failure::Stranded { .. } => None,
+        }
+    }
 }
 
 impl Hub {
@@ -254,13 +287,11 @@ impl Hub {
         }
         st.carriers.retain(|(c, _)| *c != id);
         if st.tx.is_stranded() && !st.closed && st.failed.is_none() {
-            let msg = format!(
-                "channel {}: striped transfer failed: every connection carrying it was lost with {} bytes sent and {} acknowledged",
-                self.channel,
-                st.tx.sent(),
-                st.tx.acked()
-            );
-            st.failed = Some(Failure::Stranded(msg));
+            st.failed = Some(Failure::Stranded {
+                channel: self.channel,
+                sent: st.tx.sent(),
+                acked: st.tx.acked(),
+            });
         } else if st.failed.is_none() && !st.closed {
             crate::log!(
                 Debug1,
@@ -313,7 +344,7 @@ impl Hub {
 
     pub(super) fn fail_protocol(&self, st: &mut State, e: StripeError) {
         if st.failed.is_none() {
-            st.failed = Some(Failure::Protocol(e.to_string()));
+            st.failed = Some(Failure::Protocol(e));
         }
         self.wake_all(st);
     }
@@ -336,8 +367,8 @@ impl Hub {
     /// received. None once every byte went both ways.
     pub fn incomplete(&self) -> Option<String> {
         let st = self.lock();
-        if let Some(Failure::Protocol(t) | Failure::Stranded(t)) = &st.failed {
-            return Some(t.clone());
+        if let Some(f) = &st.failed {
+            return Some(f.to_string());
         }
         if st.tx.all_acked() && st.output_done {
             return None;

@@ -30,7 +30,7 @@ pub use hub::Failure;
 pub use hub::Hub;
 pub use local::{spawn_input, spawn_output, spawn_stderr, LocalThreads};
 pub use registry::{find, register};
-pub use striped::{handle_ack, tick, Stderr, StripedEnd};
+pub use striped::{handle_ack, tick, Stderr, StripedEnd, TickError};
 
 /// Bytes a sender keeps (sent and not acknowledged, or not yet sent), and
 /// a receiver's reassembly budget: several connections' worth of a long

@@ -19,6 +19,39 @@ use sluice_proto::{ChannelId, Connection};
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
+/// Why the striped run ended, as [`tick`] finds it: the transfer's
+/// failure on the striped channel `channel`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TickError {
+    /// The striped channel.
+    pub channel: ChannelId,
+    /// How it failed.
+    pub failure: Failure,
+}
+
+impl std::fmt::Display for TickError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.failure {
+            Failure::Protocol(e) => write!(f, "channel {}: {e}", self.channel.0),
+            stranded => stranded.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for TickError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.failure)
+    }
+}
+
+/// Bridge for callers that still carry text (client/stripe.rs,
+/// server/conn.rs).
+impl From<TickError> for String {
+    fn from(e: TickError) -> String {
+        e.to_string()
+    }
+}
+
 /// Where the striped channel's stderr comes from or goes to.
 pub enum Stderr {
     /// The client: the peer's extended data is written to this fd.
@@ -134,7 +167,7 @@ pub fn handle_ack(hub: &Hub, data: &[u8]) -> Result<(), StripeError> {
 
 /// Once per turn of the primary's loop: sends the acknowledgement that is
 /// due; a failure ends the run (a protocol error disconnects first).
-pub fn tick(hub: &Hub, conn: &mut Connection, id: ChannelId) -> Result<(), String> {
+pub fn tick(hub: &Hub, conn: &mut Connection, id: ChannelId) -> Result<(), TickError> {
     let (ack, failed) = {
         let mut st = hub.lock();
         let ack = st.ack_due.take().filter(|_| !st.plain_only);
@@ -149,10 +182,14 @@ pub fn tick(hub: &Hub, conn: &mut Connection, id: ChannelId) -> Result<(), Strin
     }
     match failed {
         None => Ok(()),
-        Some(Failure::Protocol(text)) => {
-            conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &text);
-            Err(format!("channel {}: {text}", id.0))
+        Some(failure) => {
+            if let Failure::Protocol(e) = &failure {
+                conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &e.to_string());
+            }
+            Err(TickError {
+                channel: id,
+                failure,
+            })
         }
-        Some(Failure::Stranded(text)) => Err(text),
     }
 }
