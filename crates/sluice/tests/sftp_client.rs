@@ -411,8 +411,8 @@ fn scp_up_down_recursive_and_preserve() {
             tv_sec: mtime,
             tv_nsec: 0,
         }; 2];
-        // SAFETY: a valid C string and two live timespecs.
         assert_eq!(
+            // SAFETY: a valid C string and two live timespecs.
             unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), ts.as_ptr(), 0) },
             0
         );

@@ -208,6 +208,7 @@ impl SkProvider {
         // SAFETY: the symbols are sk-api.h's functions, whose prototypes
         // the target types spell.
         let version: ApiVersion = unsafe { std::mem::transmute(sym(c"sk_api_version")?) };
+        // SAFETY: as above, sk_sign's prototype.
         let sign: Sign = unsafe { std::mem::transmute(sym(c"sk_sign")?) };
         // SAFETY: sk_api_version takes nothing and returns a number.
         let v = unsafe { version() };

@@ -140,8 +140,8 @@ impl Term {
     pub(crate) fn lflag_raw(&self) -> bool {
         // SAFETY: termios is plain data; on Linux the master reports the pair's settings.
         let mut tio: libc::termios = unsafe { std::mem::zeroed() };
-        // SAFETY: valid fd and pointer.
         assert_eq!(
+            // SAFETY: valid fd and pointer.
             unsafe { libc::tcgetattr(self.master.as_raw_fd(), &mut tio) },
             0
         );

@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(t.expand("%C", FILE).unwrap(), want);
         assert_eq!(
             t.expand("%i", FILE).unwrap(),
-            unsafe { libc::getuid() }.to_string()
+            rustix::process::getuid().as_raw().to_string()
         );
         let home = std::env::var("HOME").unwrap();
         assert_eq!(tilde("~/.ssh/x").unwrap(), format!("{home}/.ssh/x"));

@@ -256,11 +256,7 @@ pub fn replaying() -> bool {
 
 /// The whole file with pread (children share the file offset).
 fn read_all(fd: &OwnedFd) -> Result<Vec<u8>, SnapshotError> {
-    // SAFETY: fstat into a zeroed struct.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return Err(SnapshotError::Stat(std::io::Error::last_os_error()));
-    }
+    let st = rustix::fs::fstat(fd).map_err(|e| SnapshotError::Stat(e.into()))?;
     let len = u64::try_from(st.st_size).unwrap_or(0);
     if len > MAX_SNAPSHOT {
         return Err(SnapshotError::TooLarge);
@@ -269,19 +265,10 @@ fn read_all(fd: &OwnedFd) -> Result<Vec<u8>, SnapshotError> {
     let mut done = 0;
     while done < buf.len() {
         let rest = &mut buf[done..];
-        // SAFETY: reads into the rest of our buffer.
-        let n = unsafe {
-            libc::pread(
-                fd.as_raw_fd(),
-                rest.as_mut_ptr().cast(),
-                rest.len(),
-                done as libc::off_t,
-            )
-        };
-        if n <= 0 {
-            return Err(SnapshotError::ShortRead);
+        match rustix::io::pread(fd, rest, done as u64) {
+            Ok(n) if n > 0 => done += n,
+            _ => return Err(SnapshotError::ShortRead),
         }
-        done += n as usize;
     }
     Ok(buf)
 }

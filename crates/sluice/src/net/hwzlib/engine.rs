@@ -232,8 +232,8 @@ impl Deflater {
             // SAFETY: the spare capacity of `out` holds `avail` bytes.
             z.next_out = unsafe { out.as_mut_ptr().add(len) };
             z.avail_out = avail;
-            // SAFETY: an initialised stream; next_in/next_out as set above.
             let in_before = z.avail_in;
+            // SAFETY: an initialised stream; next_in/next_out as set above.
             let rc = unsafe { lib.deflate(z, Z_SYNC_FLUSH) };
             let produced = (avail - z.avail_out) as usize;
             // SAFETY: deflate wrote `produced` bytes into the spare capacity.

@@ -218,9 +218,10 @@ impl ZlibLibrary {
                 Ok(p)
             }
         };
-        // SAFETY (each transmute below): the symbol is zlib's function of
+        // SAFETY: (each transmute below) the symbol is zlib's function of
         // that name, whose C prototype (zlib.h) the target type spells.
         let version_fn: Version = unsafe { std::mem::transmute(sym("zlibVersion")?) };
+        // SAFETY: as above, for each symbol.
         let lib = unsafe {
             ZlibLibrary {
                 file: loaded_from(sym("deflate")?).unwrap_or_else(|| name.to_owned()),
