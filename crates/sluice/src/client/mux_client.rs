@@ -325,8 +325,7 @@ pub fn persist_detach(path: &str, ask: Option<&SessionAsk>) -> Result<(), MuxErr
             error: std::io::Error::last_os_error(),
         }),
         0 => {
-            // SAFETY: setsid has no preconditions.
-            unsafe { libc::setsid() };
+            let _ = rustix::process::setsid();
             let null = std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -335,10 +334,9 @@ pub fn persist_detach(path: &str, ask: Option<&SessionAsk>) -> Result<(), MuxErr
                     what: "/dev/null",
                     error,
                 })?;
-            for fd in 0..3 {
-                // SAFETY: dup2 onto 0-2 from a file we hold open.
-                unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
-            }
+            let _ = rustix::stdio::dup2_stdin(&null);
+            let _ = rustix::stdio::dup2_stdout(&null);
+            let _ = rustix::stdio::dup2_stderr(&null);
             Ok(())
         }
         _ => {

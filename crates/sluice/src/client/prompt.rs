@@ -5,7 +5,6 @@
 
 use crate::log;
 use std::io::{BufRead, Read, Write};
-use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
 use zeroize::Zeroizing;
 
@@ -79,24 +78,20 @@ pub fn read_passphrase(prompt: &str, echo: bool) -> Option<Zeroizing<String>> {
 
 fn read_tty(prompt: &str, echo: bool) -> Option<Zeroizing<String>> {
     let tty = open_tty()?;
-    let fd = tty.as_raw_fd();
-    // SAFETY: termios is plain data; tcgetattr fills it for a valid fd.
-    let mut t: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: valid fd and pointer.
-    let have = unsafe { libc::tcgetattr(fd, &mut t) } == 0;
-    let saved = t;
-    if have && !echo {
-        t.c_lflag &= !libc::ECHO;
-        // SAFETY: valid fd and pointer.
-        unsafe { libc::tcsetattr(fd, libc::TCSAFLUSH, &t) };
+    use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions};
+    let saved = tcgetattr(&tty).ok();
+    let quiet = saved.as_ref().filter(|_| !echo);
+    if let Some(t) = quiet {
+        let mut t = t.clone();
+        t.local_modes.remove(LocalModes::ECHO);
+        let _ = tcsetattr(&tty, OptionalActions::Flush, &t);
     }
     // The carriage return first, as ssh: the prompt starts its own line.
     let _ = write!(&tty, "\r{prompt}");
     let mut line = Zeroizing::new(String::new());
     let r = std::io::BufReader::new((&tty).take(MAX_ANSWER)).read_line(&mut line);
-    if have && !echo {
-        // SAFETY: restores the settings read above.
-        unsafe { libc::tcsetattr(fd, libc::TCSAFLUSH, &saved) };
+    if let Some(t) = quiet {
+        let _ = tcsetattr(&tty, OptionalActions::Flush, t);
         let _ = writeln!(&tty);
     }
     match r {

@@ -9,7 +9,8 @@
 //! gets SIGHUP and is reaped, as ssh does; the relay ends with the socket.
 
 use super::error::ConnectError;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 
 /// A running proxy command and our end of its socketpair.
@@ -59,7 +60,7 @@ pub fn spawn(command: &str) -> Result<Proxy, ConnectError> {
 
 /// A close-on-exec Unix stream pair (std sets SOCK_CLOEXEC).
 fn socketpair() -> Result<(OwnedFd, OwnedFd), ConnectError> {
-    let (a, b) = std::os::unix::net::UnixStream::pair().map_err(|error| ConnectError::Socket {
+    let (a, b) = UnixStream::pair().map_err(|error| ConnectError::Socket {
         what: "socketpair",
         error,
     })?;
@@ -116,59 +117,63 @@ unsafe fn relay_child(sock: RawFd, to_cmd: RawFd, from_cmd: RawFd) -> ! {
         }
         libc::close(0);
         libc::close(1);
-        pump_both(3, 4, 5);
-        libc::_exit(0)
     }
+    // SAFETY: 3, 4 and 5 were just made by dup2 and nothing else owns them.
+    let (sock, to_cmd, from_cmd) = unsafe {
+        (
+            OwnedFd::from_raw_fd(3),
+            OwnedFd::from_raw_fd(4),
+            OwnedFd::from_raw_fd(5),
+        )
+    };
+    pump_both(UnixStream::from(sock), to_cmd, from_cmd);
+    // SAFETY: leaves the child without the parent's destructors or atexit.
+    unsafe { libc::_exit(0) }
 }
 
 /// Socket -> command's stdin and command's stdout -> socket, each until its
 /// EOF (passed on: the pipe closed, the socket shut for writing); both done
-/// or an error ends it.
-///
-/// # Safety
-/// Only in the relay child, on fds it owns.
-unsafe fn pump_both(sock: RawFd, to_cmd: RawFd, from_cmd: RawFd) {
+/// or an error ends it. Only raw system calls (rustix's) on a stack buffer:
+/// it runs in the forked child.
+fn pump_both(sock: UnixStream, to_cmd: OwnedFd, from_cmd: OwnedFd) {
+    use rustix::event::{poll, PollFd, PollFlags};
     let mut buf = [0u8; 64 * 1024];
-    let (mut up, mut down) = (true, true); // socket->cmd, cmd->socket
-    while up || down {
+    // socket->cmd while the command's stdin is open; cmd->socket while `down`.
+    let mut to_cmd = Some(to_cmd);
+    let mut down = true;
+    while to_cmd.is_some() || down {
+        let up = to_cmd.is_some();
         let mut fds = [
-            libc::pollfd {
-                fd: if up { sock } else { -1 },
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: if down { from_cmd } else { -1 },
-                events: libc::POLLIN,
-                revents: 0,
-            },
+            PollFd::new(&sock, PollFlags::IN),
+            PollFd::new(&from_cmd, PollFlags::IN),
         ];
-        // SAFETY: two valid pollfds.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return;
+        let live = match (up, down) {
+            (true, true) => &mut fds[..],
+            (true, false) => &mut fds[..1],
+            _ => &mut fds[1..],
+        };
+        match poll(live, None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return,
         }
-        if up && fds[0].revents != 0 {
-            // SAFETY: buf is ours; the fds are open.
-            match unsafe { copy_once(sock, to_cmd, &mut buf) } {
-                Some(true) => {}
-                _ => {
-                    up = false;
-                    // SAFETY: our fd; the command sees EOF on its stdin.
-                    unsafe { libc::close(to_cmd) };
-                }
+        let (up_ready, down_ready) = (
+            up && !fds[0].revents().is_empty(),
+            down && !fds[1].revents().is_empty(),
+        );
+        if let (true, Some(to)) = (up_ready, &to_cmd) {
+            if copy_once(sock.as_fd(), to.as_fd(), &mut buf) != Some(true) {
+                // Closed: the command sees EOF on its stdin.
+                to_cmd = None;
             }
         }
-        if down && fds[1].revents != 0 {
-            // SAFETY: as above.
-            match unsafe { copy_once(from_cmd, sock, &mut buf) } {
+        if down_ready {
+            match copy_once(from_cmd.as_fd(), sock.as_fd(), &mut buf) {
                 Some(true) => {}
                 Some(false) => {
                     down = false;
-                    // SAFETY: our fd; the client reads EOF.
-                    unsafe { libc::shutdown(sock, libc::SHUT_WR) };
+                    // The client reads EOF.
+                    let _ = sock.shutdown(std::net::Shutdown::Write);
                 }
                 // The client is gone: nothing more to do either way.
                 None => return,
@@ -178,19 +183,15 @@ unsafe fn pump_both(sock: RawFd, to_cmd: RawFd, from_cmd: RawFd) {
 }
 
 /// One read from `from` written whole to `to` (blocking fds): Some(true)
-/// when bytes moved, Some(false) at EOF on `from`, None on a write error.
-///
-/// # Safety
-/// `from` and `to` are open fds.
-unsafe fn copy_once(from: RawFd, to: RawFd, buf: &mut [u8]) -> Option<bool> {
+/// when bytes moved, Some(false) at EOF or a read error on `from`, None on
+/// a write error.
+fn copy_once(from: BorrowedFd<'_>, to: BorrowedFd<'_>, buf: &mut [u8]) -> Option<bool> {
+    use rustix::io::{read, write, Errno};
     let n = loop {
-        // SAFETY: buf is valid for its length.
-        let n = unsafe { libc::read(from, buf.as_mut_ptr().cast(), buf.len()) };
-        if n >= 0 {
-            break n as usize;
-        }
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return Some(false);
+        match read(from, &mut *buf) {
+            Ok(n) => break n,
+            Err(Errno::INTR) => continue,
+            Err(_) => return Some(false),
         }
     };
     if n == 0 {
@@ -198,16 +199,10 @@ unsafe fn copy_once(from: RawFd, to: RawFd, buf: &mut [u8]) -> Option<bool> {
     }
     let mut done = 0;
     while done < n {
-        let rest = buf.get(done..n)?;
-        // SAFETY: rest is valid for its length.
-        let w = unsafe { libc::write(to, rest.as_ptr().cast(), rest.len()) };
-        if w > 0 {
-            done += w as usize;
-        } else if w < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-        {
-            continue;
-        } else {
-            return None;
+        match write(to, buf.get(done..n)?) {
+            Ok(w) if w > 0 => done += w,
+            Err(Errno::INTR) => continue,
+            _ => return None,
         }
     }
     Some(true)
@@ -215,18 +210,16 @@ unsafe fn copy_once(from: RawFd, to: RawFd, buf: &mut [u8]) -> Option<bool> {
 
 impl Drop for Proxy {
     fn drop(&mut self) {
-        // SAFETY: kill on our own child's pid.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGHUP);
+        use rustix::process::{kill_process, waitpid, Pid, Signal, WaitOptions};
+        if let Some(pid) = Pid::from_raw(self.child.id() as i32) {
+            let _ = kill_process(pid, Signal::HUP);
         }
         let _ = self.child.wait();
         // The relay ends once its socket and the command are gone; stop it
         // anyway (a command's grandchild may hold the pipes) and reap it.
-        // SAFETY: our own child's pid; status is a plain int.
-        unsafe {
-            libc::kill(self.relay, libc::SIGTERM);
-            let mut status = 0;
-            libc::waitpid(self.relay, &mut status, 0);
+        if let Some(pid) = Pid::from_raw(self.relay) {
+            let _ = kill_process(pid, Signal::TERM);
+            let _ = waitpid(Some(pid), WaitOptions::empty());
         }
     }
 }
