@@ -175,11 +175,10 @@ impl ClientForward {
                     }
                 }
                 let mask = self.plan.unix_mask.unwrap_or(0o177);
-                // SAFETY: umask has no preconditions; restored right after.
-                let old = unsafe { libc::umask(mask as libc::mode_t) };
+                // The socket file takes its mode from the umask; restored right after.
+                let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(mask as _));
                 let r = UnixListener::bind(path);
-                // SAFETY: as above.
-                unsafe { libc::umask(old) };
+                rustix::process::umask(old);
                 let l = r.map_err(|error| ForwardError::ListenUnix {
                     path: path.clone(),
                     error,

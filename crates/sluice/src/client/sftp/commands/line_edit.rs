@@ -5,6 +5,9 @@
 //! `!command` and transfers see it as usual. Characters are taken as one
 //! column each.
 
+use rustix::termios::{
+    tcgetattr, tcsetattr, InputModes, LocalModes, OptionalActions, SpecialCodeIndex, Termios,
+};
 use std::io::Write;
 
 /// One key, from the bytes the terminal sends.
@@ -171,46 +174,37 @@ pub(super) struct Editor {
 }
 
 /// The terminal's settings while raw; put back when dropped.
-struct Raw(libc::termios);
+struct Raw(Termios);
 
 impl Raw {
     fn enter() -> Option<Raw> {
-        // SAFETY: termios is plain data; tcgetattr fills it for fd 0.
-        let mut t: libc::termios = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        if unsafe { libc::tcgetattr(0, &mut t) } != 0 {
-            return None;
-        }
-        let saved = t;
+        let stdin = std::io::stdin();
+        let saved = tcgetattr(&stdin).ok()?;
+        let mut t = saved.clone();
         // No ISIG: ^C drops the line here instead of killing the program
         // with the terminal still raw.
-        t.c_lflag &= !(libc::ICANON | libc::ECHO | libc::IEXTEN | libc::ISIG);
-        t.c_iflag &= !(libc::ICRNL | libc::IXON);
-        t.c_cc[libc::VMIN] = 1;
-        t.c_cc[libc::VTIME] = 0;
-        // SAFETY: sets fd 0's attributes from a termios we filled.
-        if unsafe { libc::tcsetattr(0, libc::TCSADRAIN, &t) } != 0 {
-            return None;
-        }
+        t.local_modes
+            .remove(LocalModes::ICANON | LocalModes::ECHO | LocalModes::IEXTEN | LocalModes::ISIG);
+        t.input_modes.remove(InputModes::ICRNL | InputModes::IXON);
+        t.special_codes[SpecialCodeIndex::VMIN] = 1;
+        t.special_codes[SpecialCodeIndex::VTIME] = 0;
+        tcsetattr(&stdin, OptionalActions::Drain, &t).ok()?;
         Some(Raw(saved))
     }
 }
 
 impl Drop for Raw {
     fn drop(&mut self) {
-        // SAFETY: restores the attributes read in enter().
-        unsafe { libc::tcsetattr(0, libc::TCSADRAIN, &self.0) };
+        let _ = tcsetattr(std::io::stdin(), OptionalActions::Drain, &self.0);
     }
 }
 
 fn read_byte() -> Option<u8> {
-    let mut b = 0u8;
+    let mut b = [0u8];
     loop {
-        // SAFETY: reads one byte into `b`.
-        let n = unsafe { libc::read(0, (&mut b as *mut u8).cast(), 1) };
-        match n {
-            1 => return Some(b),
-            -1 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+        match rustix::io::read(std::io::stdin(), &mut b) {
+            Ok(1) => return Some(b[0]),
+            Err(rustix::io::Errno::INTR) => {}
             _ => return None,
         }
     }
