@@ -105,13 +105,6 @@ impl std::error::Error for ChrootError {
     }
 }
 
-/// For callers that still hand errors on as text.
-impl From<ChrootError> for String {
-    fn from(e: ChrootError) -> String {
-        e.to_string()
-    }
-}
-
 /// `template` with %h (home), %u (user), %U (uid) and %% expanded; the
 /// result must be absolute.
 pub fn expand(template: &str, u: &UserInfo) -> Result<PathBuf, ChrootError> {

@@ -140,13 +140,6 @@ impl std::error::Error for PamError {
     }
 }
 
-/// For callers that still hand errors on as text.
-impl From<PamError> for String {
-    fn from(e: PamError) -> String {
-        e.to_string()
-    }
-}
-
 /// The C strings PAM is started with: service, user, remote host.
 pub(crate) fn c_names(
     service: &str,

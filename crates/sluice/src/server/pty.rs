@@ -96,13 +96,6 @@ impl std::error::Error for PtyError {
     }
 }
 
-/// For callers that still hand errors on as text.
-impl From<PtyError> for String {
-    fn from(e: PtyError) -> String {
-        e.to_string()
-    }
-}
-
 fn os_err(call: &'static str) -> PtyError {
     PtyError::Os {
         call,
