@@ -497,7 +497,9 @@ impl Handler for ServerConn {
             .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));
         for (id, s) in self.sessions.iter_mut() {
             if let Some(h) = &s.stripe {
-                crate::net::stripe::tick(h, conn, *id)?;
+                // net/stripe's text (to_string: whatever type it reports in).
+                crate::net::stripe::tick(h, conn, *id)
+                    .map_err(|e| ServerError::Failed(e.to_string()))?;
             }
             if s.done {
                 continue;

@@ -35,18 +35,9 @@ pub enum ServerError {
     Stripe(StripeRequestError),
     /// The engine refused what the handler asked of it.
     Protocol(sluice_proto::Error),
-    /// Anything else that ended the connection (logged at ERROR with the
-    /// connection's address): sshd's message, from the steps that still
-    /// report as text (striping's).
+    /// A striped channel's failure, as net/stripe reports it (text):
+    /// logged at ERROR with the connection's address.
     Failed(String),
-}
-
-/// The steps that still report as text are [`ServerError::Failed`] at the
-/// handler's boundary.
-impl From<String> for ServerError {
-    fn from(m: String) -> Self {
-        ServerError::Failed(m)
-    }
 }
 
 impl From<PrivsepError> for ServerError {

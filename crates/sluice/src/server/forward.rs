@@ -38,7 +38,7 @@ pub enum ForwardError {
     /// The engine refused a channel message (a reject, a confirmation).
     Protocol(sluice_proto::Error),
     /// A forwarding channel's socket could not be joined to its channel
-    /// (net/fwdsock.rs's text).
+    /// (net/fwdsock.rs's text, whatever type it reports in).
     Channel(String),
 }
 
@@ -333,7 +333,7 @@ impl ServerForward {
         sock: OwnedFd,
     ) -> Result<(), ForwardError> {
         fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock)
-            .map_err(ForwardError::Channel)
+            .map_err(|e| ForwardError::Channel(e.to_string()))
     }
 
     /// A global request; false if it is not about forwarding.
@@ -457,8 +457,10 @@ impl ServerForward {
                 family: ctx.cfg.address_family.to_string(),
             });
         }
-        let (ls, bound) =
-            fwdsock::listen_tcp(&addrs).map_err(|why| ListenError::Listen { port, why })?;
+        let (ls, bound) = fwdsock::listen_tcp(&addrs).map_err(|e| ListenError::Listen {
+            port,
+            why: e.to_string(),
+        })?;
         log!(Verbose, "remote forward listening on {host} port {bound}");
         for l in ls {
             self.listeners.push(Listener {
@@ -519,7 +521,7 @@ impl ServerForward {
             }
         }
         fwdsock::poll_connects(conn, fds, &mut self.channels, &mut self.connecting)
-            .map_err(ForwardError::Channel)?;
+            .map_err(|e| ForwardError::Channel(e.to_string()))?;
         self.half_closed = fwdsock::close_finished(conn, fds, &self.channels);
         Ok(())
     }
