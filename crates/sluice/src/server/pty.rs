@@ -164,7 +164,8 @@ impl Pty {
         modes: &[u8],
         alloc: impl FnOnce() -> Result<PtyPair, PtyError>,
     ) -> Result<Pty, PtyError> {
-        let modes = ttymodes::parse(modes).map_err(PtyError::Modes)?;
+        // ttymodes' text (to_string: whatever type it reports in).
+        let modes = ttymodes::parse(modes).map_err(|e| PtyError::Modes(e.to_string()))?;
         let PtyPair {
             master,
             slave,
