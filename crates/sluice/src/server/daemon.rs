@@ -80,7 +80,7 @@ fn load_config(args: &ServerArgs) -> Result<(Sshd, Vec<String>), String> {
     let path = PathBuf::from(config_path(args));
     let mut overrides: Vec<String> = args.options.clone();
     overrides.extend(args.host_keys.iter().map(|h| format!("HostKey {h}")));
-    Sshd::load_with_ports(&path, &overrides, &args.ports)
+    Sshd::load_with_ports(&path, &overrides, &args.ports).map_err(|e| e.to_string())
 }
 
 /// Runs `sluiced` as `args` say; returns the exit code. `argv` is the
