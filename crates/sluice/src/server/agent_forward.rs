@@ -180,37 +180,69 @@ impl ServerAgent {
     }
 }
 
+/// Why the agent socket could not be set up: the step, the path and the
+/// system's error.
+#[derive(Debug)]
+struct SocketError {
+    /// "mkdtemp", "bind", "chown", or empty (setting it non-blocking).
+    step: &'static str,
+    /// The path it was about.
+    path: PathBuf,
+    /// The system's error.
+    err: std::io::Error,
+}
+
+impl std::fmt::Display for SocketError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.step.is_empty() {
+            write!(f, "{}: {}", self.path.display(), self.err)
+        } else {
+            write!(f, "{} {}: {}", self.step, self.path.display(), self.err)
+        }
+    }
+}
+
+impl std::error::Error for SocketError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.err)
+    }
+}
+
 impl Listener {
-    fn create(user: &UserInfo) -> Result<Listener, String> {
+    fn create(user: &UserInfo) -> Result<Listener, SocketError> {
         let mut template = *b"/tmp/ssh-XXXXXXXXXX\0";
         // SAFETY: template is a writable NUL-terminated buffer mkdtemp fills in.
         let p = unsafe { libc::mkdtemp(template.as_mut_ptr().cast()) };
         if p.is_null() {
-            return Err(format!(
-                "mkdtemp /tmp/ssh-XXXXXXXXXX: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(SocketError {
+                step: "mkdtemp",
+                path: PathBuf::from("/tmp/ssh-XXXXXXXXXX"),
+                err: std::io::Error::last_os_error(),
+            });
         }
         let dir =
             PathBuf::from(std::str::from_utf8(&template[..template.len() - 1]).unwrap_or_default());
         let path = dir.join(format!("agent.{}", std::process::id()));
         // From here on, Drop removes what exists.
-        let cleanup = |e: String| {
+        let cleanup = |step: &'static str, p: &PathBuf, err: std::io::Error| {
             let _ = std::fs::remove_file(&path);
             let _ = std::fs::remove_dir(&dir);
-            e
+            SocketError {
+                step,
+                path: p.clone(),
+                err,
+            }
         };
-        let sock = UnixListener::bind(&path)
-            .map_err(|e| cleanup(format!("bind {}: {e}", path.display())))?;
+        let sock = UnixListener::bind(&path).map_err(|e| cleanup("bind", &path, e))?;
         sock.set_nonblocking(true)
-            .map_err(|e| cleanup(format!("{}: {e}", path.display())))?;
+            .map_err(|e| cleanup("", &path, e))?;
         // mkdtemp made the directory 0700 and ours; hand it and the socket
         // to the user (sshd creates both as the user).
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 && user.uid != 0 {
             for p in [&path, &dir] {
                 std::os::unix::fs::chown(p, Some(user.uid), Some(user.gid))
-                    .map_err(|e| cleanup(format!("chown {}: {e}", p.display())))?;
+                    .map_err(|e| cleanup("chown", p, e))?;
             }
         }
         Ok(Listener {

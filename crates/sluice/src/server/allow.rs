@@ -18,8 +18,60 @@ fn match_user(user: &str, addr: IpAddr, pat: &str) -> bool {
     }
 }
 
+/// Why a user may not log in; `Display` is the line sshd logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotAllowed {
+    /// The login shell does not exist.
+    NoShell {
+        /// The user.
+        user: String,
+        /// The shell.
+        shell: String,
+    },
+    /// The login shell is not executable.
+    ShellNotExecutable {
+        /// The user.
+        user: String,
+        /// The shell.
+        shell: String,
+    },
+    /// The shadow entry refuses the account (locked, expired): shadow.rs's
+    /// line.
+    Account(String),
+    /// AllowUsers/DenyUsers/AllowGroups/DenyGroups refuse the user.
+    Listed {
+        /// The user.
+        user: String,
+        /// The client's address.
+        addr: IpAddr,
+        /// Which rule, in sshd's words ("listed in DenyUsers", ...).
+        why: &'static str,
+    },
+}
+
+impl std::fmt::Display for NotAllowed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotAllowed::NoShell { user, shell } => write!(
+                f,
+                "User {user} not allowed because shell {shell} does not exist"
+            ),
+            NotAllowed::ShellNotExecutable { user, shell } => write!(
+                f,
+                "User {user} not allowed because shell {shell} is not executable"
+            ),
+            NotAllowed::Account(why) => f.write_str(why),
+            NotAllowed::Listed { user, addr, why } => {
+                write!(f, "User {user} from {addr} not allowed because {why}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for NotAllowed {}
+
 /// Ok when `info` may log in from `addr`; otherwise the line sshd logs.
-pub fn check(cfg: &Sshd, info: &UserInfo, addr: IpAddr) -> Result<(), String> {
+pub fn check(cfg: &Sshd, info: &UserInfo, addr: IpAddr) -> Result<(), NotAllowed> {
     let user = &info.name;
     let shell = if info.shell.is_empty() {
         "/bin/sh"
@@ -28,23 +80,31 @@ pub fn check(cfg: &Sshd, info: &UserInfo, addr: IpAddr) -> Result<(), String> {
     };
     match std::fs::metadata(shell) {
         Err(_) => {
-            return Err(format!(
-                "User {user} not allowed because shell {shell} does not exist"
-            ))
+            return Err(NotAllowed::NoShell {
+                user: user.clone(),
+                shell: shell.to_owned(),
+            })
         }
         Ok(m) if std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 == 0 => {
-            return Err(format!(
-                "User {user} not allowed because shell {shell} is not executable"
-            ))
+            return Err(NotAllowed::ShellNotExecutable {
+                user: user.clone(),
+                shell: shell.to_owned(),
+            })
         }
         Ok(_) => {}
     }
     if !cfg.use_pam {
         if let Some(why) = crate::server::shadow::account_refusal(user) {
-            return Err(why);
+            return Err(NotAllowed::Account(why));
         }
     }
-    let deny = |why: &str| Err(format!("User {user} from {addr} not allowed because {why}"));
+    let deny = |why: &'static str| {
+        Err(NotAllowed::Listed {
+            user: user.clone(),
+            addr,
+            why,
+        })
+    };
     if cfg.deny_users.iter().any(|p| match_user(user, addr, p)) {
         return deny("listed in DenyUsers");
     }
@@ -87,6 +147,14 @@ mod tests {
         assert!(check(&cfg, &root(), lo).is_ok());
         cfg.deny_users = vec!["ro*@127.0.0.0/8".into()];
         let e = check(&cfg, &root(), lo).unwrap_err();
+        assert!(matches!(
+            e,
+            NotAllowed::Listed {
+                why: "listed in DenyUsers",
+                ..
+            }
+        ));
+        let e = e.to_string();
         assert_eq!(
             e,
             "User root from 127.0.0.1 not allowed because listed in DenyUsers"
@@ -96,17 +164,20 @@ mod tests {
         cfg.allow_users = vec!["alice".into(), "bob@10.*".into()];
         assert!(check(&cfg, &root(), lo)
             .unwrap_err()
+            .to_string()
             .ends_with("not listed in AllowUsers"));
         cfg.allow_users = vec!["r?ot".into()];
         assert!(check(&cfg, &root(), lo).is_ok());
         cfg.deny_groups = vec!["root".into()];
         assert!(check(&cfg, &root(), lo)
             .unwrap_err()
+            .to_string()
             .ends_with("listed in DenyGroups"));
         cfg.deny_groups.clear();
         cfg.allow_groups = vec!["wheel".into()];
         assert!(check(&cfg, &root(), lo)
             .unwrap_err()
+            .to_string()
             .ends_with("listed in AllowGroups"));
         cfg.allow_groups = vec!["ro*".into()];
         assert!(check(&cfg, &root(), lo).is_ok());

@@ -126,9 +126,13 @@ pub trait MonitorRequests {
     /// RemoteRcvBuf / RemoteSndBuf: the sizes in force, or none.
     fn sockbuf(&mut self, rcvbuf: u64, sndbuf: u64) -> Option<(u64, u64)>;
     /// A pty whose slave the monitor already gave to the user.
-    fn pty(&mut self) -> Result<crate::server::pty::PtyPair, String>;
+    fn pty(&mut self) -> Result<crate::server::pty::PtyPair, crate::server::pty::PtyError>;
     /// Host key `index`'s `hostkeys-prove-00@openssh.com` signature.
-    fn prove_host_key(&mut self, index: u32, alg: &str) -> Result<Vec<u8>, String>;
+    fn prove_host_key(
+        &mut self,
+        index: u32,
+        alg: &str,
+    ) -> Result<Vec<u8>, crate::server::privsep::error::PrivsepError>;
     /// A striping grant for `wanted` secondaries: the REQUEST_SUCCESS
     /// data, or none (declined).
     fn stripe_grant(&mut self, wanted: u32) -> Option<zeroize::Zeroizing<Vec<u8>>>;
@@ -493,7 +497,7 @@ impl Handler for ServerConn {
             .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));
         for (id, s) in self.sessions.iter_mut() {
             if let Some(h) = &s.stripe {
-                crate::net::stripe::tick(h, conn, *id).map_err(String::from)?;
+                crate::net::stripe::tick(h, conn, *id).map_err(ServerError::StripeFailed)?;
             }
             if s.done {
                 continue;

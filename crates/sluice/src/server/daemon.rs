@@ -76,11 +76,13 @@ pub fn config_path(args: &ServerArgs) -> String {
         .unwrap_or_else(|| crate::config::sshd::default_config_path().to_owned())
 }
 
-fn load_config(args: &ServerArgs) -> Result<(Sshd, Vec<String>), String> {
+fn load_config(
+    args: &ServerArgs,
+) -> Result<(Sshd, Vec<String>), crate::config::sshd::error::SshdConfigError> {
     let path = PathBuf::from(config_path(args));
     let mut overrides: Vec<String> = args.options.clone();
     overrides.extend(args.host_keys.iter().map(|h| format!("HostKey {h}")));
-    Sshd::load_with_ports(&path, &overrides, &args.ports).map_err(String::from)
+    Sshd::load_with_ports(&path, &overrides, &args.ports)
 }
 
 /// Runs `sluiced` as `args` say; returns the exit code. `argv` is the
@@ -188,12 +190,12 @@ fn check_host_keys_at_start(args: &ServerArgs, cfg: &Sshd) -> Result<(), i32> {
         if args.reexec {
             Ok(())
         } else {
-            check_host_keys_apart(cfg)
+            check_host_keys_apart(cfg).map_err(|e| e.to_string())
         }
     } else {
         crate::keys::host_keys::load(&cfg.host_keys)
             .map(drop)
-            .map_err(String::from)
+            .map_err(|e| e.to_string())
     };
     checked.map_err(|e| {
         crate::log!(Fatal, "{e}");
@@ -378,15 +380,45 @@ fn generate_host_keys(cfg: &Sshd) -> i32 {
     i32::from(failed)
 }
 
+/// Why the host keys could not be checked apart; `Display` is the exit
+/// message.
+#[derive(Debug)]
+enum HostKeyCheckError {
+    /// The checking child could not be forked.
+    Fork(std::io::Error),
+    /// The child found no host key it could load (its lines say why).
+    NoHostKeys,
+}
+
+impl std::fmt::Display for HostKeyCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostKeyCheckError::Fork(e) => write!(f, "fork: {e}"),
+            HostKeyCheckError::NoHostKeys => {
+                f.write_str("sluiced: no hostkeys available -- exiting.")
+            }
+        }
+    }
+}
+
+impl std::error::Error for HostKeyCheckError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            HostKeyCheckError::Fork(e) => Some(e),
+            HostKeyCheckError::NoHostKeys => None,
+        }
+    }
+}
+
 /// Reads the host keys in a short-lived child, so that this process (which
 /// forks the pre-auth child later) never held them; the child's log lines
 /// say which key failed; the error is the exit message.
-fn check_host_keys_apart(cfg: &Sshd) -> Result<(), String> {
+fn check_host_keys_apart(cfg: &Sshd) -> Result<(), HostKeyCheckError> {
     // SAFETY: no thread has been started yet; the child only loads keys
     // (log lines go to stderr or syslog) and leaves with _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        return Err(HostKeyCheckError::Fork(std::io::Error::last_os_error()));
     }
     if pid == 0 {
         let code = match crate::keys::host_keys::load(&cfg.host_keys) {
@@ -406,7 +438,7 @@ fn check_host_keys_apart(cfg: &Sshd) -> Result<(), String> {
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Ok(())
     } else {
-        Err("sluiced: no hostkeys available -- exiting.".to_owned())
+        Err(HostKeyCheckError::NoHostKeys)
     }
 }
 

@@ -32,6 +32,153 @@ const ACCEPT_BATCH: usize = 16;
 /// Listeners one connection may hold (sshd has no explicit limit; bounded here).
 const MAX_LISTENERS: usize = 256;
 
+/// Why a forwarding step could not go on: the connection ends with it.
+#[derive(Debug)]
+pub enum ForwardError {
+    /// The engine refused a channel message (a reject, a confirmation).
+    Protocol(sluice_proto::Error),
+    /// A forwarding channel's socket could not be joined to its channel.
+    Channel(crate::net::fwdsock::FwdError),
+}
+
+impl std::fmt::Display for ForwardError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ForwardError::Protocol(e) => write!(f, "{e}"),
+            ForwardError::Channel(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ForwardError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ForwardError::Protocol(e) => Some(e),
+            ForwardError::Channel(e) => Some(e),
+        }
+    }
+}
+
+impl From<sluice_proto::Error> for ForwardError {
+    fn from(e: sluice_proto::Error) -> Self {
+        ForwardError::Protocol(e)
+    }
+}
+
+/// Why a tcpip-forward or streamlocal-forward request was refused;
+/// `Display` is the line logged at INFO.
+#[derive(Debug)]
+pub enum ListenError {
+    /// Before authentication.
+    NotAuthenticated,
+    /// The connection holds [`MAX_LISTENERS`] already.
+    TooManyListeners,
+    /// The request's data does not parse.
+    Malformed {
+        /// streamlocal-forward (true) or tcpip-forward.
+        unix: bool,
+    },
+    /// Policy refuses a streamlocal remote forward.
+    StreamlocalRefused {
+        /// The socket's path.
+        path: String,
+        /// The policy's reason.
+        why: policy::Refusal,
+    },
+    /// The socket could not be bound.
+    StreamlocalBind {
+        /// The socket's path.
+        path: String,
+        /// Why.
+        err: std::io::Error,
+    },
+    /// A port past 65535.
+    BadPort(u32),
+    /// Port 0 without want-reply: the client could never learn the port.
+    PortZeroNoReply,
+    /// Policy refuses a remote port forward.
+    Refused {
+        /// The listen host as asked.
+        host: String,
+        /// The port.
+        port: u16,
+        /// The policy's reason.
+        why: policy::Refusal,
+    },
+    /// The listen host did not resolve.
+    Resolve {
+        /// The listen host as asked.
+        host: String,
+        /// Why.
+        err: std::io::Error,
+    },
+    /// AddressFamily allows none of the host's addresses.
+    NoAddressAllowed {
+        /// The listen host as asked.
+        host: String,
+        /// AddressFamily's value.
+        family: String,
+    },
+    /// Listening failed (net/fwdsock.rs's text).
+    Listen {
+        /// The port.
+        port: u16,
+        /// Why.
+        why: String,
+    },
+}
+
+impl std::fmt::Display for ListenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenError::NotAuthenticated => f.write_str("forward request before authentication"),
+            ListenError::TooManyListeners => write!(
+                f,
+                "refused remote forward: more than {MAX_LISTENERS} listeners"
+            ),
+            ListenError::Malformed { unix: true } => {
+                f.write_str("malformed streamlocal-forward request")
+            }
+            ListenError::Malformed { unix: false } => {
+                f.write_str("malformed tcpip-forward request")
+            }
+            ListenError::StreamlocalRefused { path, why } => {
+                write!(f, "refused streamlocal remote forward: path {path}: {why}")
+            }
+            ListenError::StreamlocalBind { path, err } => {
+                write!(f, "streamlocal remote forward: bind {path}: {err}")
+            }
+            ListenError::BadPort(port) => write!(f, "tcpip-forward: bad port {port}"),
+            ListenError::PortZeroNoReply => {
+                f.write_str("refused remote port forward: port 0 without want-reply")
+            }
+            ListenError::Refused { host, port, why } => write!(
+                f,
+                "refused remote port forward: listen host {host} port {port}: {why}"
+            ),
+            ListenError::Resolve { host, err } => write!(f, "remote forward: {host}: {err}"),
+            ListenError::NoAddressAllowed { host, family } => write!(
+                f,
+                "remote forward: {host}: no address allowed by AddressFamily {family}"
+            ),
+            ListenError::Listen { port, why } => {
+                write!(f, "remote forward for listen port {port}: {why}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ListenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ListenError::StreamlocalBind { err, .. } | ListenError::Resolve { err, .. } => {
+                Some(err)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A listener the client asked for.
 struct Listener {
     fd: OwnedFd,
@@ -105,10 +252,10 @@ impl ServerForward {
         id: ChannelId,
         channel_type: &str,
         data: &[u8],
-    ) -> Result<bool, String> {
+    ) -> Result<bool, ForwardError> {
         let reject = |conn: &mut Connection, reason, desc: &str| {
             conn.reject_channel(id, reason, desc)
-                .map_err(|e| e.to_string())
+                .map_err(ForwardError::Protocol)
         };
         let forwarding = matches!(
             channel_type,
@@ -183,8 +330,9 @@ impl ServerForward {
         fds: &mut ChannelFds,
         id: ChannelId,
         sock: OwnedFd,
-    ) -> Result<(), String> {
-        fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock).map_err(String::from)
+    ) -> Result<(), ForwardError> {
+        fwdsock::accept_connected(conn, fds, &mut self.channels, id, sock)
+            .map_err(ForwardError::Channel)
     }
 
     /// A global request; false if it is not about forwarding.
@@ -246,17 +394,16 @@ impl ServerForward {
         unix: bool,
         want_reply: bool,
         data: &[u8],
-    ) -> Result<Option<u16>, String> {
-        let user = ctx.user.ok_or("forward request before authentication")?;
+    ) -> Result<Option<u16>, ListenError> {
+        let user = ctx.user.ok_or(ListenError::NotAuthenticated)?;
         if self.listeners.len() >= MAX_LISTENERS {
-            return Err(format!(
-                "refused remote forward: more than {MAX_LISTENERS} listeners"
-            ));
+            return Err(ListenError::TooManyListeners);
         }
         if unix {
-            let path = parse_path(data).ok_or("malformed streamlocal-forward request")?;
-            policy::forwarding_allowed(ctx.cfg, ctx.key, true, "remote")
-                .map_err(|why| format!("refused streamlocal remote forward: path {path}: {why}"))?;
+            let path = parse_path(data).ok_or(ListenError::Malformed { unix: true })?;
+            if let Err(why) = policy::forwarding_allowed(ctx.cfg, ctx.key, true, "remote") {
+                return Err(ListenError::StreamlocalRefused { path, why });
+            }
             let unlink = ctx.cfg.stream_local_bind_unlink;
             let mask = ctx.cfg.stream_local_bind_mask as libc::mode_t;
             let l = policy::as_user(user, || {
@@ -273,7 +420,10 @@ impl ServerForward {
             })
             .and_then(|r| r)
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| format!("streamlocal remote forward: bind {path}: {e}"))?;
+            .map_err(|err| ListenError::StreamlocalBind {
+                path: path.clone(),
+                err,
+            })?;
             log!(Verbose, "streamlocal remote forward listening on {path}");
             self.listeners.push(Listener {
                 fd: l.into(),
@@ -283,29 +433,33 @@ impl ServerForward {
             });
             return Ok(None);
         }
-        let (host, port) = parse_host_port(data).ok_or("malformed tcpip-forward request")?;
-        let port = u16::try_from(port).map_err(|_| format!("tcpip-forward: bad port {port}"))?;
+        let (host, port) = parse_host_port(data).ok_or(ListenError::Malformed { unix: false })?;
+        let port = u16::try_from(port).map_err(|_| ListenError::BadPort(port))?;
         if port == 0 && !want_reply {
             // The client could never learn the port, as sshd reasons.
-            return Err("refused remote port forward: port 0 without want-reply".into());
+            return Err(ListenError::PortZeroNoReply);
         }
-        policy::forwarding_allowed(ctx.cfg, ctx.key, false, "remote")
+        if let Err(why) = policy::forwarding_allowed(ctx.cfg, ctx.key, false, "remote")
             .and_then(|()| policy::listen_permitted(ctx.cfg, ctx.key, user, &host, port))
-            .map_err(|why| {
-                format!("refused remote port forward: listen host {host} port {port}: {why}")
-            })?;
+        {
+            return Err(ListenError::Refused { host, port, why });
+        }
         let bind = policy::bind_host(ctx.cfg, &host);
-        let mut addrs = fwdsock::bind_addrs(bind.as_deref(), port, false)
-            .map_err(|e| format!("remote forward: {host}: {e}"))?;
+        let mut addrs = match fwdsock::bind_addrs(bind.as_deref(), port, false) {
+            Ok(a) => a,
+            Err(err) => return Err(ListenError::Resolve { host, err }),
+        };
         addrs.retain(|a| ctx.cfg.family_allowed(a));
         if addrs.is_empty() {
-            return Err(format!(
-                "remote forward: {host}: no address allowed by AddressFamily {}",
-                ctx.cfg.address_family
-            ));
+            return Err(ListenError::NoAddressAllowed {
+                host,
+                family: ctx.cfg.address_family.to_string(),
+            });
         }
-        let (ls, bound) = fwdsock::listen_tcp(&addrs)
-            .map_err(|e| format!("remote forward for listen port {port}: {e}"))?;
+        let (ls, bound) = fwdsock::listen_tcp(&addrs).map_err(|e| ListenError::Listen {
+            port,
+            why: e.to_string(),
+        })?;
         log!(Verbose, "remote forward listening on {host} port {bound}");
         for l in ls {
             self.listeners.push(Listener {
@@ -331,7 +485,7 @@ impl ServerForward {
         conn: &mut Connection,
         fds: &mut ChannelFds,
         max_channels: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), ForwardError> {
         for l in &self.listeners {
             for (sock, peer) in fwdsock::accept_all(l.fd.as_raw_fd(), ACCEPT_BATCH) {
                 let open = self.open_count();
@@ -365,7 +519,8 @@ impl ServerForward {
                 }
             }
         }
-        fwdsock::poll_connects(conn, fds, &mut self.channels, &mut self.connecting)?;
+        fwdsock::poll_connects(conn, fds, &mut self.channels, &mut self.connecting)
+            .map_err(ForwardError::Channel)?;
         self.half_closed = fwdsock::close_finished(conn, fds, &self.channels);
         Ok(())
     }
@@ -421,5 +576,31 @@ impl ServerForward {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_refusals_read_as_sshd_logs_them() {
+        let e = ListenError::Refused {
+            host: "localhost".into(),
+            port: 8080,
+            why: "disallowed by PermitListen",
+        };
+        assert_eq!(
+            e.to_string(),
+            "refused remote port forward: listen host localhost port 8080: disallowed by PermitListen"
+        );
+        assert_eq!(
+            ListenError::Malformed { unix: true }.to_string(),
+            "malformed streamlocal-forward request"
+        );
+        assert_eq!(
+            ListenError::BadPort(70000).to_string(),
+            "tcpip-forward: bad port 70000"
+        );
     }
 }

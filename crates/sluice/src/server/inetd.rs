@@ -15,23 +15,53 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 /// The bytes a relay direction moves per read.
 const CHUNK: usize = 64 * 1024;
 
+/// A system call the relay's setup needed failed: `call: error`.
+#[derive(Debug)]
+pub struct RelayError {
+    /// The call ("socketpair", "fork", "dup2").
+    pub call: &'static str,
+    /// Its error.
+    pub err: std::io::Error,
+}
+
+impl RelayError {
+    fn last(call: &'static str) -> RelayError {
+        RelayError {
+            call,
+            err: std::io::Error::last_os_error(),
+        }
+    }
+}
+
+impl std::fmt::Display for RelayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.call, self.err)
+    }
+}
+
+impl std::error::Error for RelayError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.err)
+    }
+}
+
 /// Makes fd 0 a socket for the connection: nothing to do when stdin is a
 /// socket that is also stdout (inetd, systemd's `Accept=yes`); otherwise
 /// starts the relay. Call before any thread starts.
-pub fn socket_on_stdin() -> Result<(), String> {
+pub fn socket_on_stdin() -> Result<(), RelayError> {
     if is_socket(0) && same_file(0, 1) {
         return Ok(());
     }
     let mut sv = [-1; 2];
     // SAFETY: sv has room for two descriptors.
     if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) } != 0 {
-        return Err(format!("socketpair: {}", std::io::Error::last_os_error()));
+        return Err(RelayError::last("socketpair"));
     }
     // SAFETY: socketpair returned two descriptors we now own.
     let (ours, relay_end) = unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
     // SAFETY: the caller has started no thread: the child may run ordinary code.
     match unsafe { libc::fork() } {
-        -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
+        -1 => Err(RelayError::last("fork")),
         0 => {
             drop(ours);
             let code = relay(relay_end);
@@ -42,7 +72,7 @@ pub fn socket_on_stdin() -> Result<(), String> {
             drop(relay_end);
             // SAFETY: dup2 onto stdin; stdout goes to /dev/null later.
             if unsafe { libc::dup2(ours.as_raw_fd(), 0) } != 0 {
-                return Err(format!("dup2: {}", std::io::Error::last_os_error()));
+                return Err(RelayError::last("dup2"));
             }
             Ok(())
         }

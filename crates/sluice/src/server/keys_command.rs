@@ -240,33 +240,117 @@ fn run(req: &Request<'_>) -> Option<Vec<u8>> {
     }
 }
 
+/// Why a command's program is not trusted (sshd's safe_path wording).
+#[derive(Debug)]
+enum UnsafePath {
+    /// stat failed.
+    Stat(std::io::Error),
+    /// realpath failed.
+    Realpath(PathBuf, std::io::Error),
+    /// Not a regular file.
+    NotFile(PathBuf),
+    /// The file not owned by root or writable by others.
+    File(PathBuf),
+    /// A directory above it not owned by root or writable by others.
+    Dir(PathBuf),
+}
+
+impl std::fmt::Display for UnsafePath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnsafePath::Stat(e) => write!(f, "could not stat it: {e}"),
+            UnsafePath::Realpath(p, e) => write!(f, "realpath {} failed: {e}", p.display()),
+            UnsafePath::NotFile(p) => write!(f, "{} is not a regular file", p.display()),
+            UnsafePath::File(p) => write!(f, "bad ownership or modes for file {}", p.display()),
+            UnsafePath::Dir(p) => {
+                write!(f, "bad ownership or modes for directory {}", p.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for UnsafePath {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            UnsafePath::Stat(e) | UnsafePath::Realpath(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a command's output was not used; `Display` follows the program's
+/// name in sshd's log line.
+#[derive(Debug)]
+enum RunError {
+    /// The child has no stdout pipe.
+    NoPipe,
+    /// Exited with a status other than 0.
+    Status(i32),
+    /// Killed by a signal.
+    Signal(i32),
+    /// Neither an exit status nor a signal.
+    Odd,
+    /// Still running at the deadline.
+    NoExit,
+    /// Still writing at the deadline.
+    SlowOutput,
+    /// Printed more than [`MAX_OUTPUT`] bytes.
+    TooMuch,
+    /// A system call failed ("wait", "poll", "read").
+    Os(&'static str, std::io::Error),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::NoPipe => f.write_str("has no output pipe"),
+            RunError::Status(c) => write!(f, "failed, status {c}"),
+            RunError::Signal(s) => write!(f, "exited on signal {s}"),
+            RunError::Odd => f.write_str("ended oddly"),
+            RunError::NoExit => write!(
+                f,
+                "did not exit within {} seconds; killed",
+                TIMEOUT.as_secs()
+            ),
+            RunError::SlowOutput => write!(
+                f,
+                "did not finish its output within {} seconds; killed",
+                TIMEOUT.as_secs()
+            ),
+            RunError::TooMuch => write!(f, "printed more than {MAX_OUTPUT} bytes; killed"),
+            RunError::Os(call, e) => write!(f, "{call}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Os(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// sshd's safe_path with no home directory: the program a regular file
 /// owned by root and writable by nobody else, each directory above it
 /// (after symbolic links are resolved) the same.
-fn safe_path(program: &Path) -> Result<(), String> {
-    let meta = std::fs::metadata(program).map_err(|e| format!("could not stat it: {e}"))?;
-    let real = std::fs::canonicalize(program)
-        .map_err(|e| format!("realpath {} failed: {e}", program.display()))?;
+fn safe_path(program: &Path) -> Result<(), UnsafePath> {
+    let meta = std::fs::metadata(program).map_err(UnsafePath::Stat)?;
+    let real =
+        std::fs::canonicalize(program).map_err(|e| UnsafePath::Realpath(program.to_owned(), e))?;
     if !meta.is_file() {
-        return Err(format!("{} is not a regular file", real.display()));
+        return Err(UnsafePath::NotFile(real));
     }
     let unsafe_meta = |m: &std::fs::Metadata| m.uid() != 0 || m.mode() & 0o022 != 0;
     if unsafe_meta(&meta) {
-        return Err(format!(
-            "bad ownership or modes for file {}",
-            real.display()
-        ));
+        return Err(UnsafePath::File(real));
     }
     let mut dir = real.parent();
     while let Some(d) = dir {
         match std::fs::metadata(d) {
             Ok(m) if !unsafe_meta(&m) => {}
-            _ => {
-                return Err(format!(
-                    "bad ownership or modes for directory {}",
-                    d.display()
-                ))
-            }
+            _ => return Err(UnsafePath::Dir(d.to_owned())),
         }
         dir = d.parent();
     }
@@ -320,12 +404,12 @@ fn spawn(argv: &[String], runner: &UserInfo) -> std::io::Result<Child> {
 
 /// Reads the output and waits for the exit within [`TIMEOUT`]; a status
 /// other than 0 refuses the output, as sshd's exited_cleanly does.
-fn collect(mut child: Child) -> Result<Vec<u8>, String> {
+fn collect(mut child: Child) -> Result<Vec<u8>, RunError> {
     let deadline = Instant::now() + TIMEOUT;
-    let read = child.stdout.take().map_or_else(
-        || Err("has no output pipe".to_owned()),
-        |out| read_bounded(out, deadline),
-    );
+    let read = child
+        .stdout
+        .take()
+        .map_or_else(|| Err(RunError::NoPipe), |out| read_bounded(out, deadline));
     let out = match read {
         Ok(o) => o,
         Err(e) => {
@@ -339,35 +423,32 @@ fn collect(mut child: Child) -> Result<Vec<u8>, String> {
                 use std::os::unix::process::ExitStatusExt;
                 return match (st.code(), st.signal()) {
                     (Some(0), _) => Ok(out),
-                    (Some(c), _) => Err(format!("failed, status {c}")),
-                    (None, Some(s)) => Err(format!("exited on signal {s}")),
-                    _ => Err("ended oddly".into()),
+                    (Some(c), _) => Err(RunError::Status(c)),
+                    (None, Some(s)) => Err(RunError::Signal(s)),
+                    _ => Err(RunError::Odd),
                 };
             }
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
             Ok(None) => {
                 kill_group(&mut child);
-                return Err(format!(
-                    "did not exit within {} seconds; killed",
-                    TIMEOUT.as_secs()
-                ));
+                return Err(RunError::NoExit);
             }
-            Err(e) => return Err(format!("wait: {e}")),
+            Err(e) => return Err(RunError::Os("wait", e)),
         }
     }
 }
 
 /// The output up to EOF, at most [`MAX_OUTPUT`] bytes, before `deadline`.
-fn read_bounded(mut out: std::process::ChildStdout, deadline: Instant) -> Result<Vec<u8>, String> {
+fn read_bounded(
+    mut out: std::process::ChildStdout,
+    deadline: Instant,
+) -> Result<Vec<u8>, RunError> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!(
-                "did not finish its output within {} seconds; killed",
-                TIMEOUT.as_secs()
-            ));
+            return Err(RunError::SlowOutput);
         }
         let mut pfd = libc::pollfd {
             fd: out.as_raw_fd(),
@@ -382,7 +463,7 @@ fn read_bounded(mut out: std::process::ChildStdout, deadline: Instant) -> Result
             if e.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(format!("poll: {e}"));
+            return Err(RunError::Os("poll", e));
         }
         if r == 0 {
             continue; // the deadline check above ends it
@@ -392,11 +473,11 @@ fn read_bounded(mut out: std::process::ChildStdout, deadline: Instant) -> Result
             Ok(n) => {
                 buf.extend_from_slice(&chunk[..n]);
                 if buf.len() > MAX_OUTPUT {
-                    return Err(format!("printed more than {MAX_OUTPUT} bytes; killed"));
+                    return Err(RunError::TooMuch);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("read: {e}")),
+            Err(e) => return Err(RunError::Os("read", e)),
         }
     }
 }
@@ -422,6 +503,8 @@ mod tests {
                 || safe_path(Path::new("/usr/bin/cat")).is_ok()
         );
         let e = safe_path(Path::new("/tmp")).unwrap_err();
+        assert!(matches!(e, UnsafePath::NotFile(_)), "{e}");
+        let e = e.to_string();
         assert!(e.contains("not a regular file"), "{e}");
     }
 }

@@ -19,6 +19,19 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+/// No address could be bound (each failure was logged): sshd's "Cannot
+/// bind any address.".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoListener;
+
+impl std::fmt::Display for NoListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cannot bind any address.")
+    }
+}
+
+impl std::error::Error for NoListener {}
+
 /// Listening sockets, and the connection processes started from them.
 pub struct Listener {
     sockets: Vec<TcpListener>,
@@ -64,7 +77,7 @@ impl Listener {
     /// Binds every address, in sshd's words on failure. `kept`: sockets a
     /// restart passed on; one bound to an address still configured is used
     /// as it is (no connection refused meanwhile), the others are closed.
-    pub fn bind(addrs: &[SocketAddr], mut kept: Vec<TcpListener>) -> Result<Listener, String> {
+    pub fn bind(addrs: &[SocketAddr], mut kept: Vec<TcpListener>) -> Result<Listener, NoListener> {
         kept.retain(|s| s.local_addr().is_ok_and(|a| addrs.contains(&a)));
         let mut sockets = Vec::new();
         for a in addrs {
@@ -99,7 +112,7 @@ impl Listener {
             }
         }
         if sockets.is_empty() {
-            return Err("Cannot bind any address.".into());
+            return Err(NoListener);
         }
         Ok(Listener {
             sockets,

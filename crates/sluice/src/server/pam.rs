@@ -73,7 +73,99 @@ pub(crate) struct Lib {
     pub(crate) getenvlist: GetenvlistFn,
 }
 
-pub(crate) fn lib() -> Result<&'static Lib, String> {
+/// Why PAM could not run or said no; `Display` is sshd's log text.
+#[derive(Debug)]
+pub enum PamError {
+    /// libpam.so.0 or one of its functions could not be loaded.
+    NoLibrary,
+    /// The service name holds a NUL byte.
+    BadService,
+    /// The user name holds a NUL byte.
+    BadUser,
+    /// The remote host holds a NUL byte.
+    BadAddress,
+    /// pam_start returned this code.
+    Start(c_int),
+    /// The conversation's thread could not be started.
+    Thread(std::io::Error),
+    /// The conversation's thread ended without an answer.
+    ThreadEnded,
+    /// pam_authenticate or pam_acct_mgmt: PAM_NEW_AUTHTOK_REQD.
+    PasswordExpired,
+    /// pam_authenticate or pam_acct_mgmt failed: PAM's words for `code`.
+    Refused {
+        /// PAM's return code.
+        code: c_int,
+        /// pam_strerror's text.
+        text: String,
+    },
+    /// A session or account step failed.
+    Step {
+        /// The PAM function ("pam_acct_mgmt", "pam_setcred", ...).
+        call: &'static str,
+        /// PAM's return code.
+        code: c_int,
+        /// pam_strerror's text.
+        text: String,
+    },
+}
+
+impl std::fmt::Display for PamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PamError::NoLibrary => f.write_str(
+                "PAM: cannot load libpam.so.0 (install libpam0g, or set UsePAM no)",
+            ),
+            PamError::BadService => f.write_str("PAM: bad service name"),
+            PamError::BadUser => f.write_str("PAM: bad user name"),
+            PamError::BadAddress => f.write_str("PAM: bad address"),
+            PamError::Start(rc) => write!(f, "PAM: pam_start failed ({rc})"),
+            PamError::Thread(e) => write!(f, "PAM: cannot start a thread: {e}"),
+            PamError::ThreadEnded => f.write_str("PAM thread ended"),
+            PamError::PasswordExpired => f.write_str(
+                "password expired: sluiced cannot change it; change it with passwd, or log in with ssh",
+            ),
+            PamError::Refused { text, .. } => f.write_str(text),
+            PamError::Step { call, text, .. } => write!(f, "PAM: {call}(): {text}"),
+        }
+    }
+}
+
+impl std::error::Error for PamError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PamError::Thread(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// The C strings PAM is started with: service, user, remote host.
+pub(crate) fn c_names(
+    service: &str,
+    user: &str,
+    rhost: &str,
+) -> Result<(CString, CString, CString), PamError> {
+    Ok((
+        CString::new(service).map_err(|_| PamError::BadService)?,
+        CString::new(user).map_err(|_| PamError::BadUser)?,
+        CString::new(rhost).map_err(|_| PamError::BadAddress)?,
+    ))
+}
+
+/// pam_strerror's text for `rc` on the live handle `h`.
+pub(crate) fn strerror(lib: &Lib, h: Handle, rc: c_int) -> String {
+    // SAFETY: h is a live handle; pam_strerror returns a static string or null.
+    let p = unsafe { (lib.strerror)(h, rc) };
+    if p.is_null() {
+        format!("error {rc}")
+    } else {
+        // SAFETY: NUL-terminated static string.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+}
+
+pub(crate) fn lib() -> Result<&'static Lib, PamError> {
     static LIB: OnceLock<Option<Lib>> = OnceLock::new();
     LIB.get_or_init(|| {
         // SAFETY: dlopen/dlsym with NUL-terminated names; the library stays
@@ -110,7 +202,7 @@ pub(crate) fn lib() -> Result<&'static Lib, String> {
         }
     })
     .as_ref()
-    .ok_or_else(|| "PAM: cannot load libpam.so.0 (install libpam0g, or set UsePAM no)".into())
+    .ok_or(PamError::NoLibrary)
 }
 
 /// What the check answers the conversation with.
@@ -131,7 +223,7 @@ pub enum FromPam {
         prompts: Vec<(String, bool)>,
     },
     /// Finished: Ok, or the PAM error text; and the delay PAM asked for.
-    Done(Result<(), String>, Duration),
+    Done(Result<(), PamError>, Duration),
 }
 
 /// The conversation's state, shared with the PAM thread's callbacks.
@@ -155,10 +247,9 @@ impl Worker {
         match self.from_pam.try_recv() {
             Ok(m) => Some(m),
             Err(TryRecvError::Empty) => None,
-            Err(TryRecvError::Disconnected) => Some(FromPam::Done(
-                Err("PAM thread ended".into()),
-                Duration::ZERO,
-            )),
+            Err(TryRecvError::Disconnected) => {
+                Some(FromPam::Done(Err(PamError::ThreadEnded), Duration::ZERO))
+            }
         }
     }
 
@@ -176,11 +267,9 @@ pub fn start(
     rhost: &str,
     mode: Mode,
     permit_empty: bool,
-) -> Result<Worker, String> {
+) -> Result<Worker, PamError> {
     let lib = lib()?;
-    let service = CString::new(service).map_err(|_| "PAM: bad service name".to_owned())?;
-    let user = CString::new(user).map_err(|_| "PAM: bad user name".to_owned())?;
-    let rhost = CString::new(rhost).map_err(|_| "PAM: bad address".to_owned())?;
+    let (service, user, rhost) = c_names(service, user, rhost)?;
     let (to_loop, from_pam) = channel();
     let (answers, answers_rx) = channel();
     let conv = Conv {
@@ -197,7 +286,7 @@ pub fn start(
             let delay = Duration::from_micros(u64::from(conv.delay_us.load(Ordering::Relaxed)));
             let _ = to_loop.send(FromPam::Done(r, delay));
         })
-        .map_err(|e| format!("PAM: cannot start a thread: {e}"))?;
+        .map_err(PamError::Thread)?;
     Ok(Worker { from_pam, answers })
 }
 
@@ -208,7 +297,7 @@ fn run(
     rhost: &CStr,
     conv: &Conv,
     permit_empty: bool,
-) -> Result<(), String> {
+) -> Result<(), PamError> {
     let pc = PamConv {
         conv: converse,
         appdata_ptr: conv as *const Conv as *mut c_void,
@@ -218,18 +307,8 @@ fn run(
     // (pam_end below runs before they go out of scope).
     let rc = unsafe { (lib.start)(service.as_ptr(), user.as_ptr(), &pc, &mut h) };
     if rc != PAM_SUCCESS || h.is_null() {
-        return Err(format!("PAM: pam_start failed ({rc})"));
+        return Err(PamError::Start(rc));
     }
-    let text = |rc: c_int| {
-        // SAFETY: h is a live handle; pam_strerror returns a static string.
-        let p = unsafe { (lib.strerror)(h, rc) };
-        if p.is_null() {
-            format!("error {rc}")
-        } else {
-            // SAFETY: NUL-terminated static string.
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        }
-    };
     // SAFETY: h is live; items are copied by PAM; the delay function has
     // the signature PAM_FAIL_DELAY expects.
     let rc = unsafe {
@@ -248,11 +327,11 @@ fn run(
     };
     let r = match rc {
         PAM_SUCCESS => Ok(()),
-        PAM_NEW_AUTHTOK_REQD => Err(
-            "password expired: sluiced cannot change it; change it with passwd, or log in with ssh"
-                .into(),
-        ),
-        rc => Err(text(rc)),
+        PAM_NEW_AUTHTOK_REQD => Err(PamError::PasswordExpired),
+        rc => Err(PamError::Refused {
+            code: rc,
+            text: strerror(lib, h, rc),
+        }),
     };
     // SAFETY: h is live and not used after.
     unsafe { (lib.end)(h, rc) };

@@ -11,10 +11,10 @@
 //! XDG_RUNTIME_DIR) goes into the user's sessions, as sshd's do_setup_env.
 
 use crate::server::pam::{
-    lib, Handle, Lib, PamConv, PamMessage, PamResponse, MAX_NUM_MSG, PAM_BUF_ERR, PAM_CONV_ERR,
-    PAM_ERROR_MSG, PAM_RHOST, PAM_SUCCESS, PAM_TEXT_INFO, PAM_TTY,
+    c_names, lib, strerror, Handle, Lib, PamConv, PamError, PamMessage, PamResponse, MAX_NUM_MSG,
+    PAM_BUF_ERR, PAM_CONV_ERR, PAM_ERROR_MSG, PAM_RHOST, PAM_SUCCESS, PAM_TEXT_INFO, PAM_TTY,
 };
-use std::ffi::{c_int, c_void, CStr, CString, OsString};
+use std::ffi::{c_int, c_void, CStr, OsString};
 use std::os::unix::ffi::OsStringExt;
 
 const PAM_ESTABLISH_CRED: c_int = 0x2;
@@ -29,11 +29,9 @@ struct Pam {
 }
 
 impl Pam {
-    fn start(service: &str, user: &str, rhost: &str) -> Result<Pam, String> {
+    fn start(service: &str, user: &str, rhost: &str) -> Result<Pam, PamError> {
         let lib = lib()?;
-        let service = CString::new(service).map_err(|_| "PAM: bad service name".to_owned())?;
-        let user = CString::new(user).map_err(|_| "PAM: bad user name".to_owned())?;
-        let rhost = CString::new(rhost).map_err(|_| "PAM: bad address".to_owned())?;
+        let (service, user, rhost) = c_names(service, user, rhost)?;
         let conv = Box::new(PamConv {
             conv: quiet,
             appdata_ptr: std::ptr::null_mut(),
@@ -43,7 +41,7 @@ impl Pam {
         // Pam, which ends the handle before dropping it.
         let rc = unsafe { (lib.start)(service.as_ptr(), user.as_ptr(), &*conv, &mut h) };
         if rc != PAM_SUCCESS || h.is_null() {
-            return Err(format!("PAM: pam_start failed ({rc})"));
+            return Err(PamError::Start(rc));
         }
         // SAFETY: h is live; PAM copies items.
         unsafe {
@@ -62,22 +60,18 @@ impl Pam {
         &self,
         f: unsafe extern "C" fn(Handle, c_int) -> c_int,
         flags: c_int,
-        what: &str,
-    ) -> Result<(), String> {
+        call: &'static str,
+    ) -> Result<(), PamError> {
         // SAFETY: h is live.
         let rc = unsafe { f(self.h, flags) };
         if rc == PAM_SUCCESS {
             return Ok(());
         }
-        // SAFETY: pam_strerror returns a static NUL-terminated string or null.
-        let p = unsafe { (self.lib.strerror)(self.h, rc) };
-        let text = if p.is_null() {
-            format!("error {rc}")
-        } else {
-            // SAFETY: see above.
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        };
-        Err(format!("PAM: {what}(): {text}"))
+        Err(PamError::Step {
+            call,
+            code: rc,
+            text: strerror(self.lib, self.h, rc),
+        })
     }
 }
 
@@ -92,7 +86,7 @@ impl Drop for Pam {
 /// an account module's refusal (pam_access, pam_nologin) ends the login
 /// even when the key was right, as sshd's "Access denied for user X by PAM
 /// account configuration".
-pub fn account(service: &str, user: &str, rhost: &str) -> Result<(), String> {
+pub fn account(service: &str, user: &str, rhost: &str) -> Result<(), PamError> {
     let pam = Pam::start(service, user, rhost)?;
     pam.step(pam.lib.acct_mgmt, 0, "pam_acct_mgmt")
 }
@@ -105,7 +99,7 @@ pub struct Session {
 
 impl Session {
     /// pam_setcred(ESTABLISH) and pam_open_session for `user`.
-    pub fn open(service: &str, user: &str, rhost: &str) -> Result<Session, String> {
+    pub fn open(service: &str, user: &str, rhost: &str) -> Result<Session, PamError> {
         let pam = Pam::start(service, user, rhost)?;
         pam.step(pam.lib.setcred, PAM_ESTABLISH_CRED, "pam_setcred")?;
         pam.step(pam.lib.open_session, 0, "pam_open_session")?;

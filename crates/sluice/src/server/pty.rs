@@ -5,6 +5,7 @@
 //! ways (stderr included: no extended data with a pty).
 
 use crate::net::pump::ChanIo;
+use crate::server::privsep::wire::WireError;
 use crate::server::session::{self, PreExec, SessionSpawn};
 use crate::ttymodes;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -34,12 +35,76 @@ pub struct PtyPair {
     pub owner_set: bool,
 }
 
-fn os_err(what: &str) -> String {
-    format!("{what}: {}", std::io::Error::last_os_error())
+/// Why a pty could not be set up or a session started on it; `Display`
+/// is the text logged after "pty-req refused: " or "failed to run command
+/// on a pty: ".
+#[derive(Debug)]
+pub enum PtyError {
+    /// The pty-req's terminal modes are malformed.
+    Modes(crate::ttymodes::ModesError),
+    /// A system call failed (openpty, ttyname).
+    Os {
+        /// The call.
+        call: &'static str,
+        /// Its error.
+        err: std::io::Error,
+    },
+    /// The monitor could not be asked (the link's error).
+    Link(WireError),
+    /// The monitor refused the pty (its log says why).
+    MonitorRefused,
+    /// The monitor's answer carried not exactly two descriptors.
+    MonitorFds,
+    /// The monitor answered with another message.
+    MonitorUnexpected,
+    /// A command already runs on the pty.
+    InUse,
+    /// PermitTTY no (the monitor's check).
+    PermitTtyNo,
+    /// The key's `no-pty` option (the monitor's check).
+    KeyNoPty,
+    /// Starting the session's process failed.
+    Spawn(std::io::Error),
+}
+
+impl std::fmt::Display for PtyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PtyError::Modes(e) => write!(f, "{e}"),
+            PtyError::Os { call, err } => write!(f, "{call}: {err}"),
+            PtyError::Link(e) => write!(f, "{e}"),
+            PtyError::MonitorRefused => f.write_str("refused by the monitor (see its log)"),
+            PtyError::MonitorFds => {
+                f.write_str("the monitor sent a pty without its two descriptors")
+            }
+            PtyError::MonitorUnexpected => f.write_str("unexpected answer from the monitor"),
+            PtyError::InUse => f.write_str("the pty is already in use by a command"),
+            PtyError::PermitTtyNo => f.write_str("PermitTTY no"),
+            PtyError::KeyNoPty => f.write_str("key option no-pty"),
+            PtyError::Spawn(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for PtyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PtyError::Os { err, .. } | PtyError::Spawn(err) => Some(err),
+            PtyError::Link(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+fn os_err(call: &'static str) -> PtyError {
+    PtyError::Os {
+        call,
+        err: std::io::Error::last_os_error(),
+    }
 }
 
 /// openpty(3) in this process; both ends close-on-exec.
-pub fn openpty() -> Result<PtyPair, String> {
+pub fn openpty() -> Result<PtyPair, PtyError> {
     let (mut m, mut s) = (-1, -1);
     // SAFETY: out-pointers are valid; name, termios and winsize may be null.
     let rc = unsafe {
@@ -69,7 +134,7 @@ pub fn openpty() -> Result<PtyPair, String> {
 
 /// The privsep monitor's side of a pty-req: openpty as root, the slave
 /// given to `uid` (group tty, 0620) before the user's process gets it.
-pub fn allocate_for(uid: u32) -> Result<PtyPair, String> {
+pub fn allocate_for(uid: u32) -> Result<PtyPair, PtyError> {
     let mut p = openpty()?;
     set_owner(p.slave.as_fd(), uid);
     p.owner_set = true;
@@ -77,7 +142,7 @@ pub fn allocate_for(uid: u32) -> Result<PtyPair, String> {
 }
 
 /// The slave's path, from the descriptor itself.
-pub fn slave_name(slave: &OwnedFd) -> Result<String, String> {
+pub fn slave_name(slave: &OwnedFd) -> Result<String, PtyError> {
     let mut buf = [0 as libc::c_char; 128];
     // SAFETY: buf is valid for its length.
     if unsafe { libc::ttyname_r(slave.as_raw_fd(), buf.as_mut_ptr(), buf.len()) } != 0 {
@@ -97,9 +162,10 @@ impl Pty {
         term: &str,
         size: (u32, u32, u32, u32),
         modes: &[u8],
-        alloc: impl FnOnce() -> Result<PtyPair, String>,
-    ) -> Result<Pty, String> {
-        let modes = ttymodes::parse(modes)?;
+        alloc: impl FnOnce() -> Result<PtyPair, PtyError>,
+    ) -> Result<Pty, PtyError> {
+        // ttymodes' text (to_string: whatever type it reports in).
+        let modes = ttymodes::parse(modes).map_err(PtyError::Modes)?;
         let PtyPair {
             master,
             slave,
@@ -150,11 +216,8 @@ impl Pty {
     /// set, privileges dropped as for any command. A login shell (no
     /// command) first sees /etc/motd when `motd` is on and the user has no
     /// ~/.hushlogin. Returns the child and the channel's fds on the master.
-    pub fn spawn(&mut self, s: &mut SessionSpawn, motd: bool) -> Result<(Child, ChanIo), String> {
-        let slave = self
-            .slave
-            .take()
-            .ok_or("the pty is already in use by a command")?;
+    pub fn spawn(&mut self, s: &mut SessionSpawn, motd: bool) -> Result<(Child, ChanIo), PtyError> {
+        let slave = self.slave.take().ok_or(PtyError::InUse)?;
         if !self.owner_set {
             set_owner(slave.as_fd(), s.user.uid);
         }
@@ -185,7 +248,7 @@ impl Pty {
             }
             Ok(())
         });
-        let e = |e: std::io::Error| e.to_string();
+        let e = PtyError::Spawn;
         let mut cmd = session::command(s, Some(pre)).map_err(e)?;
         cmd.stdin(Stdio::from(slave.try_clone().map_err(e)?))
             .stdout(Stdio::from(slave.try_clone().map_err(e)?))
@@ -235,4 +298,26 @@ fn read_capped(path: &str, max: u64) -> Vec<u8> {
         let _ = f.take(max).read_to_end(&mut v);
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_keep_their_kind_and_wording() {
+        let e = Pty::open("xterm", (80, 24, 0, 0), &[0x80], || {
+            Err(PtyError::MonitorRefused)
+        });
+        assert!(
+            matches!(e, Err(PtyError::Modes(_))),
+            "malformed modes first"
+        );
+        let e = Pty::open("xterm", (80, 24, 0, 0), &[0], || {
+            Err(PtyError::MonitorRefused)
+        });
+        assert!(matches!(e, Err(PtyError::MonitorRefused)));
+        assert_eq!(PtyError::KeyNoPty.to_string(), "key option no-pty");
+        assert_eq!(PtyError::PermitTtyNo.to_string(), "PermitTTY no");
+    }
 }

@@ -60,9 +60,70 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// Why the configuration check before a restart failed; `Display` is the
+/// text after "not restarting: ".
+#[derive(Debug)]
+pub enum CheckError {
+    /// The buffer for the program's messages could not be made.
+    Buffer(std::io::Error),
+    /// The program could not be started.
+    Run(PathBuf, std::io::Error),
+    /// It did not finish within [`CHECK_TIMEOUT`].
+    Timeout(PathBuf),
+    /// Waiting for it failed.
+    Wait(PathBuf, std::io::Error),
+    /// It failed: its status and what it printed (lines, trimmed).
+    Failed {
+        /// The program.
+        exe: PathBuf,
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// Its non-empty stderr lines.
+        said: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for CheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckError::Buffer(e) => write!(f, "check: {e}"),
+            CheckError::Run(exe, e) => write!(f, "cannot run {}: {e}", exe.display()),
+            CheckError::Timeout(exe) => write!(
+                f,
+                "`{} -t` did not finish in {} s",
+                exe.display(),
+                CHECK_TIMEOUT.as_secs()
+            ),
+            CheckError::Wait(exe, e) => write!(f, "waiting for `{} -t`: {e}", exe.display()),
+            CheckError::Failed { exe, status, said } => {
+                if !said.is_empty() {
+                    write!(f, "{} (", said.join("; "))?;
+                }
+                match status.code() {
+                    Some(c) => write!(f, "`{} -t` exited with {c}", exe.display())?,
+                    None => write!(f, "`{} -t` ended by {status}", exe.display())?,
+                }
+                if !said.is_empty() {
+                    f.write_str(")")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for CheckError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CheckError::Buffer(e) | CheckError::Run(_, e) | CheckError::Wait(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Runs `exe args... -t` (the configuration and program a restart would
 /// start); Err: why it failed, from its messages.
-pub fn check(exe: &Path, args: &[String]) -> Result<(), String> {
+pub fn check(exe: &Path, args: &[String]) -> Result<(), CheckError> {
     let out = memfd()?;
     let mut child = Command::new(exe)
         .args(args)
@@ -70,11 +131,9 @@ pub fn check(exe: &Path, args: &[String]) -> Result<(), String> {
         .env_remove(LISTEN_ENV)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::from(
-            out.try_clone().map_err(|e| format!("check: {e}"))?,
-        ))
+        .stderr(Stdio::from(out.try_clone().map_err(CheckError::Buffer)?))
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+        .map_err(|e| CheckError::Run(exe.to_owned(), e))?;
     let deadline = Instant::now() + CHECK_TIMEOUT;
     let status = loop {
         match child.try_wait() {
@@ -83,13 +142,9 @@ pub fn check(exe: &Path, args: &[String]) -> Result<(), String> {
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "`{} -t` did not finish in {} s",
-                    exe.display(),
-                    CHECK_TIMEOUT.as_secs()
-                ));
+                return Err(CheckError::Timeout(exe.to_owned()));
             }
-            Err(e) => return Err(format!("waiting for `{} -t`: {e}", exe.display())),
+            Err(e) => return Err(CheckError::Wait(exe.to_owned(), e)),
         }
     };
     if status.success() {
@@ -99,27 +154,24 @@ pub fn check(exe: &Path, args: &[String]) -> Result<(), String> {
     let mut text = String::new();
     let _ = f.rewind();
     let _ = f.take(CHECK_OUTPUT_MAX).read_to_string(&mut text);
-    let said: Vec<&str> = text
+    let said = text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
+        .map(str::to_owned)
         .collect();
-    let what = match status.code() {
-        Some(c) => format!("`{} -t` exited with {c}", exe.display()),
-        None => format!("`{} -t` ended by {status}", exe.display()),
-    };
-    Err(if said.is_empty() {
-        what
-    } else {
-        format!("{} ({what})", said.join("; "))
+    Err(CheckError::Failed {
+        exe: exe.to_owned(),
+        status,
+        said,
     })
 }
 
-fn memfd() -> Result<OwnedFd, String> {
+fn memfd() -> Result<OwnedFd, CheckError> {
     // SAFETY: a NUL-terminated name; the new fd is owned here.
     let fd = unsafe { libc::memfd_create(c"sluiced-check".as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
-        return Err(format!("check: {}", std::io::Error::last_os_error()));
+        return Err(CheckError::Buffer(std::io::Error::last_os_error()));
     }
     // SAFETY: just created.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -318,18 +370,22 @@ mod tests {
 
     #[test]
     fn the_check_reports_what_the_program_said() {
-        assert_eq!(check(Path::new("/bin/true"), &[]), Ok(()));
+        assert!(check(Path::new("/bin/true"), &[]).is_ok());
         let e = check(
             Path::new("/bin/sh"),
             &["-c".into(), "echo 'line 3: Bad' >&2; exit 255".into()],
         )
         .unwrap_err();
+        assert!(matches!(&e, CheckError::Failed { said, .. } if said.len() == 1));
+        let e = e.to_string();
         // sh gets "-t" as $0; the message and status come back.
         assert!(
             e.starts_with("line 3: Bad (`/bin/sh -t` exited with 255)"),
             "{e}"
         );
         let e = check(Path::new("/nonexistent/sluiced"), &[]).unwrap_err();
+        assert!(matches!(e, CheckError::Run(..)));
+        let e = e.to_string();
         assert!(e.contains("cannot run /nonexistent/sluiced"), "{e}");
     }
 }

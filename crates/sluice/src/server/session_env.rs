@@ -23,30 +23,57 @@ pub const MAX_ENV_TOTAL: usize = 256 * 1024;
 /// Longest ~/.ssh/environment read.
 const MAX_ENV_FILE: u64 = 64 * 1024;
 
+/// Why a client env request is refused; `Display` is the log's reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnvRefusal {
+    /// An empty name, `=` or NUL in the name, NUL in the value.
+    Malformed,
+    /// The session has [`MAX_ENV_VARS`] already.
+    TooMany,
+    /// `NAME=value` is this many bytes, past [`MAX_ENV_ENTRY`].
+    TooLong(usize),
+    /// Together past [`MAX_ENV_TOTAL`].
+    TooMuch,
+}
+
+impl std::fmt::Display for EnvRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EnvRefusal::Malformed => f.write_str("malformed name or value"),
+            EnvRefusal::TooMany => write!(f, "too many env vars (more than {MAX_ENV_VARS})"),
+            EnvRefusal::TooLong(len) => {
+                write!(f, "{len} bytes, more than the {MAX_ENV_ENTRY} allowed")
+            }
+            EnvRefusal::TooMuch => write!(
+                f,
+                "the session's env requests would exceed {MAX_ENV_TOTAL} bytes"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for EnvRefusal {}
+
 /// Whether a client env request may join `current` (the session's
 /// accepted ones); Err says why not, for the log.
 pub fn check_request(
     name: &str,
     value: &[u8],
     current: &[(OsString, OsString)],
-) -> Result<(), String> {
+) -> Result<(), EnvRefusal> {
     if name.is_empty() || name.contains('=') || name.contains('\0') || value.contains(&0) {
-        return Err("malformed name or value".into());
+        return Err(EnvRefusal::Malformed);
     }
     if current.len() >= MAX_ENV_VARS {
-        return Err(format!("too many env vars (more than {MAX_ENV_VARS})"));
+        return Err(EnvRefusal::TooMany);
     }
     let len = name.len() + 1 + value.len();
     if len > MAX_ENV_ENTRY {
-        return Err(format!(
-            "{len} bytes, more than the {MAX_ENV_ENTRY} allowed"
-        ));
+        return Err(EnvRefusal::TooLong(len));
     }
     let total: usize = current.iter().map(|(k, v)| k.len() + 1 + v.len()).sum();
     if total + len > MAX_ENV_TOTAL {
-        return Err(format!(
-            "the session's env requests would exceed {MAX_ENV_TOTAL} bytes"
-        ));
+        return Err(EnvRefusal::TooMuch);
     }
     Ok(())
 }
@@ -132,9 +159,12 @@ mod tests {
     fn env_requests_are_bounded() {
         let mut cur = Vec::new();
         assert!(check_request("LANG", b"C", &cur).is_ok());
-        assert!(check_request("A=B", b"C", &cur).is_err());
+        assert_eq!(check_request("A=B", b"C", &cur), Err(EnvRefusal::Malformed));
         assert!(check_request("A", b"C\0", &cur).is_err());
-        assert!(check_request("BIG", &vec![b'x'; MAX_ENV_ENTRY], &cur).is_err());
+        assert_eq!(
+            check_request("BIG", &vec![b'x'; MAX_ENV_ENTRY], &cur),
+            Err(EnvRefusal::TooLong(MAX_ENV_ENTRY + 4))
+        );
         for i in 0..MAX_ENV_VARS {
             cur.push((format!("V{i}").into(), "x".into()));
         }

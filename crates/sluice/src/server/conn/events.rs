@@ -94,7 +94,7 @@ impl ServerConn {
             }
             None => {
                 self.sessions.insert(channel, Session::default());
-                conn.accept_channel(channel).map_err(|e| e.to_string())?;
+                conn.accept_channel(channel)?;
             }
         }
         Ok(())
@@ -159,7 +159,7 @@ impl ServerConn {
             conn.hold_close(channel);
         }
         if want_reply {
-            conn.channel_reply(channel, ok).map_err(|e| e.to_string())?;
+            conn.channel_reply(channel, ok)?;
         }
         Ok(())
     }

@@ -54,11 +54,7 @@ fn serve(j: JoinedConn) {
         key: ConnKey::next(),
     };
     let r = pump.run(&mut conn, &mut handler);
-    crate::server::privsep::log_end(
-        r.map_err(|e| e.map_handler(crate::server::error::ServerError::Failed)),
-        "stripe secondary ",
-        peer,
-    );
+    crate::server::privsep::log_end(r, "stripe secondary ", peer);
 }
 
 /// A secondary's events: carriers only.
@@ -68,14 +64,14 @@ struct Secondary {
 }
 
 impl Handler for Secondary {
-    type Error = String;
+    type Error = crate::server::error::ServerError;
 
     fn on_event(
         &mut self,
         conn: &mut Connection,
         fds: &mut ChannelFds,
         event: Event,
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::server::error::ServerError> {
         match event {
             Event::ChannelOpenRequest {
                 channel,

@@ -166,9 +166,7 @@ impl ServerConn {
         );
         let started = sftp::Options::parse(&text)
             .and_then(|o| sftp::Worker::new(o, &user.name, &user.home, who))
-            .and_then(|w| {
-                sftp::SftpEndpoint::start(w).map_err(|e| format!("starting internal-sftp: {e}"))
-            });
+            .and_then(|w| sftp::SftpEndpoint::start(w).map_err(sftp::StartError::Spawn));
         match started {
             Ok((end, exit)) => {
                 log!(Debug1, "session: internal-sftp on channel {}", id.0);

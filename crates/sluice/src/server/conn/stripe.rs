@@ -10,6 +10,7 @@ use crate::log;
 use crate::net::pump::{ChanFd, ChanIo};
 use crate::net::stripe::{self, Hub, Stderr, StripedEnd};
 use crate::server::conn::ServerConn;
+use crate::server::error::StripeRequestError;
 use sluice_proto::msg::DisconnectReason;
 use sluice_proto::stripe::codec::{check_stripe_channel_request, StripeWanted};
 use sluice_proto::stripe::{ACK_REQUEST, STRIPE_REQUEST};
@@ -63,7 +64,7 @@ impl ServerConn {
         name: &str,
         data: &[u8],
         want_reply: bool,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, StripeRequestError> {
         if name == ACK_REQUEST {
             let (hub, refused) = self
                 .sessions
@@ -74,15 +75,15 @@ impl ServerConn {
                 // request, before our answer: dropped with the request.
                 None if refused => {}
                 Some(h) => {
-                    if let Err(e) = stripe::handle_ack(&h, data) {
-                        conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &e.to_string());
-                        return Err(format!("channel {}: {e}", id.0));
+                    if let Err(err) = stripe::handle_ack(&h, data) {
+                        conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &err.to_string());
+                        return Err(StripeRequestError::Ack { channel: id.0, err });
                     }
                 }
                 None => {
-                    let text = "striping: acknowledgement on a channel that is not striped";
-                    conn.disconnect(DisconnectReason::PROTOCOL_ERROR, text);
-                    return Err(text.into());
+                    let e = StripeRequestError::NotStriped;
+                    conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &e.to_string());
+                    return Err(e);
                 }
             }
             if want_reply {
@@ -95,7 +96,7 @@ impl ServerConn {
         }
         if let Err(e) = check_stripe_channel_request(data) {
             conn.disconnect(DisconnectReason::PROTOCOL_ERROR, &e.to_string());
-            return Err(e.to_string());
+            return Err(StripeRequestError::Request(e));
         }
         let allowed = self.cfg.max_streams > 1;
         let primary = self.stripe_key;
@@ -135,7 +136,7 @@ impl ServerConn {
         }
         if want_reply {
             conn.channel_reply(id, hub.is_some())
-                .map_err(|e| e.to_string())?;
+                .map_err(StripeRequestError::Protocol)?;
         }
         Ok(true)
     }

@@ -97,7 +97,9 @@ fn run(phase: Phase, m: OwnedFd, host: Arc<dyn Signer>) -> (Result<(), String>, 
     let r = match phase {
         Phase::Preauth => {
             let mut auth = MonitorAuth::new(config(), peer, peer);
-            super::monitor::preauth_phase(None, &m, &mut keys, &mut auth).map(drop)
+            super::monitor::preauth_phase(None, &m, &mut keys, &mut auth)
+                .map(drop)
+                .map_err(String::from)
         }
         Phase::Postauth => {
             let Ok((a, _b)) = std::os::unix::net::UnixStream::pair() else {
@@ -127,6 +129,7 @@ fn run(phase: Phase, m: OwnedFd, host: Arc<dyn Signer>) -> (Result<(), String>, 
                 &mut stripe,
                 &mut logins,
             )
+            .map_err(String::from)
         }
     };
     (r, keys.signed())

@@ -229,7 +229,7 @@ fn monitor_pre(cfg: Sshd) -> (OwnedFd, Vec<u8>, JoinHandle<PreResult>) {
     let h = std::thread::spawn(move || {
         let mut keys = KeyHolder::new(vec![host]);
         let mut auth = MonitorAuth::new(cfg, PEER.parse().unwrap(), LOCAL.parse().unwrap());
-        let r = preauth_phase(None, &m, &mut keys, &mut auth);
+        let r = preauth_phase(None, &m, &mut keys, &mut auth).map_err(|e| e.to_string());
         (r, keys.signed())
     });
     (c, blob, h)
@@ -456,7 +456,8 @@ fn monitor_post(sessions: u32) -> (OwnedFd, Vec<u8>, JoinHandle<PostResult>) {
             &cfg,
             &mut stripe,
             &mut logins,
-        );
+        )
+        .map_err(|e| e.to_string());
         (r, keys.signed())
     });
     (c, blob, h)

@@ -60,14 +60,38 @@ impl JoinSource for JoinInbox {
     }
 }
 
+/// Why a joined connection could not be imported; `Display` follows
+/// "striping: dropped a joined connection: " in the log.
+#[derive(Debug)]
+enum ImportError {
+    /// Its transport state does not decode.
+    State(sluice_proto::handover::DecodeError),
+    /// Its state names a user other than the session's.
+    OtherUser,
+    /// The engine refused the state.
+    Import(sluice_proto::Error),
+}
+
+impl std::fmt::Display for ImportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImportError::State(e) => write!(f, "its state: {e}"),
+            ImportError::OtherUser => f.write_str("it names another user"),
+            ImportError::Import(e) => write!(f, "importing it: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ImportError {}
+
 impl JoinInbox {
-    fn import(&self, state: &[u8]) -> Result<Connection, String> {
-        let state = TransportState::decode(state).map_err(|e| format!("its state: {e}"))?;
+    fn import(&self, state: &[u8]) -> Result<Connection, ImportError> {
+        let state = TransportState::decode(state).map_err(ImportError::State)?;
         // The engine kept the name as the secondary sent it.
         let sent = state
             .user()
             .filter(|u| crate::server::auth::without_style((*u).to_owned()) == self.user)
-            .ok_or("it names another user")?
+            .ok_or(ImportError::OtherUser)?
             .to_owned();
         Connection::import_server(
             self.cfg.clone(),
@@ -76,7 +100,7 @@ impl JoinInbox {
             &sent,
             Instant::now(),
         )
-        .map_err(|e| format!("importing it: {e}"))
+        .map_err(ImportError::Import)
     }
 
     /// TCPKeepAlive on a secondary's socket, as on the primary's.

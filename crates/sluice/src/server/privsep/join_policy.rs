@@ -81,7 +81,7 @@ impl JoinPolicy {
 
     /// Ok if a login from `peer` to `local` with the primary's credentials
     /// would succeed; otherwise why not (its details logged).
-    pub fn check(&self, peer: SocketAddr, local: SocketAddr) -> Result<(), String> {
+    pub fn check(&self, peer: SocketAddr, local: SocketAddr) -> Result<(), PolicyRefusal> {
         let ctx = MatchContext::connection(&self.user, peer, local);
         let cfg = self.cfg.for_connection(&ctx);
         let (ip, port) = (super::show_ip(peer), peer.port());
@@ -89,10 +89,10 @@ impl JoinPolicy {
         for step in &self.steps {
             let (method, device) = step.name();
             if !progress.allows(method, device) {
-                return Err(format!(
-                    "{method} authentication for {} refused: not enabled or not allowed at this step of AuthenticationMethods",
-                    self.user
-                ));
+                return Err(PolicyRefusal::Method {
+                    method: method.to_owned(),
+                    user: self.user.clone(),
+                });
             }
             match step {
                 Step::PublicKey(blob) => {
@@ -105,16 +105,16 @@ impl JoinPolicy {
                         "",
                     );
                     if decided.is_none() {
-                        return Err(format!(
-                            "the session's key {} would be refused from {ip}",
-                            described(blob)
-                        ));
+                        return Err(PolicyRefusal::Key {
+                            key: described(blob),
+                            ip,
+                        });
                     }
                     progress.record_key(blob);
                 }
                 Step::Other { .. } => {
                     if self.uid == 0 && cfg.permit_root_login != PermitRootLogin::Yes {
-                        return Err(format!("ROOT LOGIN REFUSED FROM {ip} port {port}"));
+                        return Err(PolicyRefusal::Root { ip, port });
                     }
                 }
             }
@@ -123,12 +123,70 @@ impl JoinPolicy {
             }
         }
         let done: Vec<&str> = self.steps.iter().map(|s| s.name().0).collect();
-        Err(format!(
-            "the session's methods ({}) do not complete AuthenticationMethods from {ip}",
-            done.join(",")
-        ))
+        Err(PolicyRefusal::Incomplete {
+            methods: done.join(","),
+            ip,
+        })
     }
 }
+
+/// Why a login with the primary's credentials would not pass from the
+/// secondary's addresses; `Display` is the refusal's text (logged, and
+/// sent to the asking monitor).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyRefusal {
+    /// A method the primary used is not allowed at its step.
+    Method {
+        /// The method.
+        method: String,
+        /// The user.
+        user: String,
+    },
+    /// The primary's key would be refused (as sshd's log names it).
+    Key {
+        /// The key, described.
+        key: String,
+        /// The secondary's address, as logs show it.
+        ip: String,
+    },
+    /// Root, and PermitRootLogin refuses the other methods.
+    Root {
+        /// The secondary's address, as logs show it.
+        ip: String,
+        /// Its port.
+        port: u16,
+    },
+    /// The primary's methods do not complete AuthenticationMethods here.
+    Incomplete {
+        /// The methods, comma-separated.
+        methods: String,
+        /// The secondary's address, as logs show it.
+        ip: String,
+    },
+}
+
+impl std::fmt::Display for PolicyRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PolicyRefusal::Method { method, user } => write!(
+                f,
+                "{method} authentication for {user} refused: not enabled or not allowed at this step of AuthenticationMethods"
+            ),
+            PolicyRefusal::Key { key, ip } => {
+                write!(f, "the session's key {key} would be refused from {ip}")
+            }
+            PolicyRefusal::Root { ip, port } => {
+                write!(f, "ROOT LOGIN REFUSED FROM {ip} port {port}")
+            }
+            PolicyRefusal::Incomplete { methods, ip } => write!(
+                f,
+                "the session's methods ({methods}) do not complete AuthenticationMethods from {ip}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PolicyRefusal {}
 
 /// A key as sshd's log lines name it: `ED25519 SHA256:...`, a certificate
 /// `ED25519-CERT SHA256:...` (its key's fingerprint).
@@ -246,14 +304,20 @@ mod tests {
         );
         assert_eq!(p.check(from("127.0.0.1"), here), Ok(()));
         let e = p.check(from("10.1.2.3"), here).unwrap_err();
+        assert!(matches!(e, PolicyRefusal::Method { .. }));
+        let e = e.to_string();
         assert!(
             e.starts_with("password authentication for root refused"),
             "{e}"
         );
-        let e = p.check(from("192.0.2.1"), here).unwrap_err();
+        let e = p.check(from("192.0.2.1"), here).unwrap_err().to_string();
         assert!(e.contains("do not complete AuthenticationMethods"), "{e}");
         let e = p.check(from("198.51.100.9"), here).unwrap_err();
-        assert_eq!(e, "ROOT LOGIN REFUSED FROM 198.51.100.9 port 40000");
+        assert!(matches!(e, PolicyRefusal::Root { port: 40000, .. }));
+        assert_eq!(
+            e.to_string(),
+            "ROOT LOGIN REFUSED FROM 198.51.100.9 port 40000"
+        );
         // Match LocalPort: the address the secondary arrived on counts.
         let p = policy(
             "keyboard-interactive\n",

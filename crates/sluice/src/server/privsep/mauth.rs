@@ -28,40 +28,7 @@ mod recorder;
 
 use recorder::Recorder;
 
-/// A child's request the monitor did not expect: the connection ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Violation {
-    /// A request while the previous one still waits for its verdict.
-    OutOfTurn(&'static str),
-    /// Keyboard-interactive answers without prompts.
-    UnaskedAnswers,
-    /// A publickey signature that does not verify over the monitor's
-    /// session id (the child's engine claimed it did).
-    BadSignature,
-    /// A signed publickey request before any key exchange was signed.
-    NoSession,
-    /// A publickey algorithm the configuration or key does not allow.
-    BadAlgorithm,
-    /// Another user named than in the first request (the child's engine
-    /// should have ended the connection: "Change of username or service
-    /// not allowed").
-    UserChanged,
-}
-
-impl std::fmt::Display for Violation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Violation::OutOfTurn(what) => write!(f, "{what} out of turn"),
-            Violation::UnaskedAnswers => {
-                f.write_str("keyboard-interactive answers without prompts")
-            }
-            Violation::BadSignature => f.write_str("publickey signature does not verify"),
-            Violation::NoSession => f.write_str("signed publickey request before the key exchange"),
-            Violation::BadAlgorithm => f.write_str("publickey algorithm not allowed"),
-            Violation::UserChanged => f.write_str("another user named than at first"),
-        }
-    }
-}
+pub use super::error::Violation;
 
 /// A striping secondary admitted by its session's monitor, to be handed
 /// over to that session (monitor.rs) instead of starting a session.

@@ -29,8 +29,10 @@
 //! secondary's bytes are parsed in U, as the user, from then on.
 
 pub mod accepted;
+pub mod addr;
 pub mod datagram;
 mod drop_root;
+pub mod error;
 pub mod harness;
 pub mod join_inbox;
 pub mod join_policy;
@@ -63,14 +65,8 @@ pub const POSTAUTH_ENV: &str = "SLUICED_POSTAUTH_FD";
 /// `UsePrivilegeSeparation` this way); not a keyword: it is always on.
 pub const DUMP_LINE: &str = "useprivilegeseparation sandbox";
 
+pub use addr::{show_ip, UNKNOWN_ADDR};
 pub use monitor::serve;
-
-/// The address sshd reports when the connection has none (inetd mode over
-/// pipes, server/inetd.rs): it logs "UNKNOWN port 65535"; here 0.0.0.0
-/// port 65535, which no `Match Address` or `from=` list of real
-/// addresses matches.
-pub const UNKNOWN_ADDR: SocketAddr =
-    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 65535);
 
 /// The peer's and our address on the connection's socket; for a Unix
 /// socket (a relayed `-i`) both are [`UNKNOWN_ADDR`]. None when `sock`
@@ -122,15 +118,6 @@ fn bound_device(fd: std::os::fd::RawFd) -> Option<String> {
     (!name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned())
 }
 
-/// An address for log lines: sshd's "UNKNOWN" for [`UNKNOWN_ADDR`].
-pub fn show_ip(a: SocketAddr) -> String {
-    if a == UNKNOWN_ADDR {
-        "UNKNOWN".into()
-    } else {
-        a.ip().to_string()
-    }
-}
-
 /// In a post-auth process: the monitor socket's descriptor.
 pub fn postauth_fd_from_env() -> Option<std::os::fd::RawFd> {
     let v = std::env::var(POSTAUTH_ENV).ok()?;
@@ -140,8 +127,8 @@ pub fn postauth_fd_from_env() -> Option<std::os::fd::RawFd> {
 
 /// Logs how a connection ended, in sshd's words (as the single-process
 /// server did); returns the exit code. `who` is "user bob " or
-/// "authenticating user bob " or empty. A handler whose errors are text
-/// hands them in as [`ServerError::Failed`] (`map_handler`).
+/// "authenticating user bob " or empty. A handler with an error of its
+/// own hands it in as a [`ServerError`] variant (`map_handler`).
 pub fn log_end(r: Result<(), PumpError<ServerError>>, who: &str, peer: SocketAddr) -> i32 {
     let (ip, port) = (peer.ip(), peer.port());
     match r {
@@ -174,10 +161,6 @@ pub fn log_end(r: Result<(), PumpError<ServerError>>, who: &str, peer: SocketAdd
             e @ (ServerError::ClientTimeout { .. } | ServerError::InactiveConnection { .. }),
         )) => {
             log!(Info, "{e}");
-            255
-        }
-        Err(PumpError::Handler(ServerError::Failed(msg))) => {
-            log!(Error, "Connection from {who}{ip} port {port}: {msg}");
             255
         }
         Err(e) => {

@@ -4,6 +4,7 @@
 //! handover and start the post-auth process (postauth.rs).
 
 use super::datagram;
+use super::error::PrivsepError;
 use super::mauth::{Joined, MonitorAuth};
 use super::policy::{Req, Turns};
 use super::preauth::{self, ChildSetup};
@@ -319,7 +320,7 @@ pub(super) fn preauth_phase(
     fd: &OwnedFd,
     keys: &mut KeyHolder,
     auth: &mut MonitorAuth,
-) -> Result<Option<Handover>, String> {
+) -> Result<Option<Handover>, PrivsepError> {
     let mut out = Vec::new();
     let mut turns = Turns::new();
     loop {
@@ -329,13 +330,11 @@ pub(super) fn preauth_phase(
         let msg = match datagram::recv(fd, timeout) {
             Ok(m) => m,
             Err(WireError::Closed) => return Ok(None),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         };
         if let Some(m) = &msg {
             let state = auth.phase(keys.session_id().is_some());
-            turns
-                .pre(state, Req::of(m), auth.config().max_auth_tries)
-                .map_err(|e| e.to_string())?;
+            turns.pre(state, Req::of(m), auth.config().max_auth_tries)?;
         }
         match msg {
             None => auth.tick(),
@@ -348,22 +347,16 @@ pub(super) fn preauth_phase(
                 hash,
                 transcript,
             }) => {
-                let sig = keys
-                    .sign_exchange(key, &alg, hash, &transcript)
-                    .map_err(|r| r.to_string())?;
+                let sig = keys.sign_exchange(key, &alg, hash, &transcript)?;
                 send(fd, &Msg::Signature(sig))?;
             }
-            Some(Msg::Auth { user, method }) => auth
-                .on_request(keys, user, method, &mut out)
-                .map_err(|v| v.to_string())?,
-            Some(Msg::InfoResponse(answers)) => {
-                auth.on_info_response(answers).map_err(|v| v.to_string())?
-            }
+            Some(Msg::Auth { user, method }) => auth.on_request(keys, user, method, &mut out)?,
+            Some(Msg::InfoResponse(answers)) => auth.on_info_response(answers)?,
             Some(Msg::State(state)) => {
                 return receive_handover(fd, keys, auth.handover_user(), state).map(Some)
             }
             // The table lets nothing else through.
-            Some(_) => return Err("unexpected request".into()),
+            Some(_) => return Err(PrivsepError::UnexpectedRequest),
         }
         for m in out.drain(..) {
             send(fd, &m)?;
@@ -417,31 +410,33 @@ fn receive_handover(
     keys: &KeyHolder,
     user: Option<&str>,
     state: Zeroizing<Vec<u8>>,
-) -> Result<Handover, String> {
-    let user = user.ok_or("handover before authentication")?;
+) -> Result<Handover, PrivsepError> {
+    let user = user.ok_or(PrivsepError::HandoverBeforeAuth)?;
     let mut rest = Vec::new();
     loop {
-        match datagram::recv(fd, 10_000).map_err(|e| e.to_string())? {
+        match datagram::recv(fd, 10_000)? {
             Some(Msg::Input(b)) if rest.len() + b.len() <= MAX_HANDOVER_INPUT => {
                 rest.extend_from_slice(&b)
             }
             Some(Msg::End) => break,
             Some(Msg::Log { level, line }) => relay_log(level, &line, " [preauth]")?,
-            None => return Err("handover timed out".into()),
-            Some(_) => return Err("unexpected message in the handover".into()),
+            None => return Err(PrivsepError::HandoverTimedOut),
+            Some(_) => return Err(PrivsepError::UnexpectedInHandover),
         }
     }
-    let decoded = TransportState::decode(&state).map_err(|e| format!("handover state: {e}"))?;
-    let sid = keys.session_id().ok_or("handover without a key exchange")?;
+    let decoded = TransportState::decode(&state).map_err(PrivsepError::HandoverState)?;
+    let sid = keys
+        .session_id()
+        .ok_or(PrivsepError::NoKeyExchange { what: "handover" })?;
     if aws_lc_rs::constant_time::verify_slices_are_equal(decoded.session_id(), sid).is_err() {
-        return Err("handover state for another session".into());
+        return Err(PrivsepError::OtherSession);
     }
     // The engine keeps the name as sent (`user:style` included).
     let sent = decoded
         .user()
         .map(|u| crate::server::auth::without_style(u.to_owned()));
     if sent.as_deref() != Some(user) {
-        return Err("handover state names another user".into());
+        return Err(PrivsepError::OtherUser);
     }
     Ok(Handover { state, rest })
 }
@@ -450,8 +445,8 @@ fn receive_handover(
 /// (sshd's " [preauth]"), so that no child's line reads as one of the
 /// monitor's; bounded by the decoder, control characters replaced so a
 /// line cannot forge another.
-pub(super) fn relay_log(level: u8, line: &str, mark: &str) -> Result<(), String> {
-    let level = Level::from_u8(level).ok_or("log line with a bad level")?;
+pub(super) fn relay_log(level: u8, line: &str, mark: &str) -> Result<(), PrivsepError> {
+    let level = Level::from_u8(level).ok_or(PrivsepError::BadLogLevel)?;
     let clean: String = line
         .chars()
         .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
@@ -460,8 +455,8 @@ pub(super) fn relay_log(level: u8, line: &str, mark: &str) -> Result<(), String>
     Ok(())
 }
 
-fn send(fd: &OwnedFd, m: &Msg) -> Result<(), String> {
-    datagram::send(fd, m).map_err(|e| e.to_string())
+fn send(fd: &OwnedFd, m: &Msg) -> Result<(), PrivsepError> {
+    Ok(datagram::send(fd, m)?)
 }
 
 /// How a connection that never authenticated ends, as the listener reads

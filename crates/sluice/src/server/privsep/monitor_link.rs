@@ -3,10 +3,11 @@
 //! to the monitor as a request and waits for its answer (RemoteRcvBuf
 //! past the sysctl cap, ptys, host-key proofs, striping grants).
 
+use super::error::PrivsepError;
 use super::signer::{Link, ProxySigner};
 use super::wire::Msg;
 use crate::server::conn::MonitorRequests;
-use crate::server::pty::PtyPair;
+use crate::server::pty::{PtyError, PtyPair};
 use std::sync::Arc;
 
 /// The user's process's requests to the monitor (and whether a striping
@@ -21,7 +22,7 @@ impl MonitorRequests for MonitorLink {
         }
     }
 
-    fn pty(&mut self) -> Result<PtyPair, String> {
+    fn pty(&mut self) -> Result<PtyPair, PtyError> {
         match self.0.request_fds(&Msg::PtyRequest) {
             Ok((Msg::PtyGranted, fds)) => {
                 let mut fds = fds.into_iter();
@@ -31,16 +32,16 @@ impl MonitorRequests for MonitorLink {
                         slave,
                         owner_set: true,
                     }),
-                    _ => Err("the monitor sent a pty without its two descriptors".into()),
+                    _ => Err(PtyError::MonitorFds),
                 }
             }
-            Ok((Msg::Reject, _)) => Err("refused by the monitor (see its log)".into()),
-            Ok(_) => Err("unexpected answer from the monitor".into()),
-            Err(e) => Err(e.to_string()),
+            Ok((Msg::Reject, _)) => Err(PtyError::MonitorRefused),
+            Ok(_) => Err(PtyError::MonitorUnexpected),
+            Err(e) => Err(PtyError::Link(e)),
         }
     }
 
-    fn prove_host_key(&mut self, index: u32, alg: &str) -> Result<Vec<u8>, String> {
+    fn prove_host_key(&mut self, index: u32, alg: &str) -> Result<Vec<u8>, PrivsepError> {
         ProxySigner::prove(&self.0, index, alg)
     }
 

@@ -16,6 +16,7 @@
 
 use super::accepted::Accepted;
 use super::datagram;
+use super::error::PrivsepError;
 use super::policy::{Req, Turns};
 use super::reap::{kill_and_reap, reap};
 use super::signer::{KeyHolder, Link, ProxySigner};
@@ -25,7 +26,7 @@ use crate::keys::authorized_keys::KeyOptions;
 use crate::net::pump::Pump;
 use crate::server::conn::ServerConn;
 use crate::server::logins::Logins;
-use crate::server::pty::PtyPair;
+use crate::server::pty::{PtyError, PtyPair};
 use crate::server::session::{self, UserInfo};
 use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::crypto::SystemRng;
@@ -123,12 +124,12 @@ pub fn start(s: Start<'_>) -> i32 {
 /// fd 0, its monitor socket at [`CHILD_FD`], the join socket at
 /// [`CHILD_JOIN_FD`], the configuration's snapshot, and nothing else of
 /// the monitor's. Returns it and the monitor's ends of both sockets.
-fn spawn_postauth(s: &Start<'_>) -> Result<(std::process::Child, OwnedFd, OwnedFd), String> {
-    let (m_end, u_end) = datagram::socketpair().map_err(|e| e.to_string())?;
+fn spawn_postauth(s: &Start<'_>) -> Result<(std::process::Child, OwnedFd, OwnedFd), PrivsepError> {
+    let (m_end, u_end) = datagram::socketpair().map_err(PrivsepError::Os)?;
     // Joined connections get a socket of their own: M's request loop
     // owns the first, its join thread writes to this one.
-    let (join_m, join_u) = datagram::socketpair().map_err(|e| e.to_string())?;
-    let sock = s.sock.try_clone().map_err(|e| e.to_string())?;
+    let (join_m, join_u) = datagram::socketpair().map_err(PrivsepError::Os)?;
+    let sock = s.sock.try_clone().map_err(PrivsepError::Os)?;
     let raw = u_end.as_raw_fd();
     let join_raw = join_u.as_raw_fd();
     let mut cmd = Command::new("/proc/self/exe");
@@ -170,9 +171,7 @@ fn spawn_postauth(s: &Start<'_>) -> Result<(std::process::Child, OwnedFd, OwnedF
             }
         });
     }
-    let child = cmd
-        .spawn()
-        .map_err(|e| format!("starting the post-auth process: {e}"))?;
+    let child = cmd.spawn().map_err(PrivsepError::StartPostauth)?;
     drop(u_end);
     drop(join_u);
     Ok((child, m_end, join_m))
@@ -189,8 +188,8 @@ fn serve_postauth(
     handover: Handover,
     pam_env: &[(OsString, OsString)],
     logins: &mut Logins,
-) -> Result<(), String> {
-    let send = |m: &Msg| datagram::send(fd, m).map_err(|e| e.to_string());
+) -> Result<(), PrivsepError> {
+    let send = |m: &Msg| datagram::send(fd, m);
     send(&Msg::Start {
         user: accepted.user.name.clone(),
         key_options: accepted.key_options.as_ref().map(super::keyopts::encode),
@@ -228,21 +227,19 @@ pub(super) fn serve_requests(
     cfg: &Sshd,
     stripe: &mut super::stripe::GrantKeeper,
     logins: &mut Logins,
-) -> Result<(), String> {
-    let send = |m: &Msg| datagram::send(fd, m).map_err(|e| e.to_string());
+) -> Result<(), PrivsepError> {
+    let send = |m: &Msg| datagram::send(fd, m);
     let mut turns = Turns::new();
     // The ptys given out and still open, by name.
     let mut ptys: Vec<String> = Vec::new();
     loop {
         let msg = match datagram::recv(fd, -1) {
             Err(WireError::Closed) => return Ok(()),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
             Ok(None) => continue,
             Ok(Some(m)) => m,
         };
-        turns
-            .post(Req::of(&msg), cfg.max_sessions)
-            .map_err(|e| e.to_string())?;
+        turns.post(Req::of(&msg), cfg.max_sessions)?;
         match msg {
             Msg::SignExchange {
                 key,
@@ -250,13 +247,11 @@ pub(super) fn serve_requests(
                 hash,
                 transcript,
             } => {
-                let sig = keys
-                    .sign_exchange(key, &alg, hash, &transcript)
-                    .map_err(|r| r.to_string())?;
+                let sig = keys.sign_exchange(key, &alg, hash, &transcript)?;
                 send(&Msg::Signature(sig))?;
             }
             Msg::ProveHostKey { key, alg } => {
-                let sig = keys.prove(key, &alg).map_err(|r| r.to_string())?;
+                let sig = keys.prove(key, &alg)?;
                 send(&Msg::Signature(sig))?;
             }
             Msg::SockBuf { rcvbuf, sndbuf } => {
@@ -270,7 +265,9 @@ pub(super) fn serve_requests(
                 send(&Msg::SockBufGranted(g))?;
             }
             Msg::StripeGrant { wanted } => {
-                let sid = keys.session_id().ok_or("striping without a key exchange")?;
+                let sid = keys
+                    .session_id()
+                    .ok_or(PrivsepError::NoKeyExchange { what: "striping" })?;
                 let g = stripe.grant(wanted, cfg.max_streams, sid, &accepted.user.name);
                 send(&Msg::StripeGranted(g))?;
             }
@@ -281,7 +278,7 @@ pub(super) fn serve_requests(
                 Ok((p, tty)) => {
                     logins.login(&tty, &accepted.user.name, accepted.user.uid);
                     let fds = [p.master.as_fd(), p.slave.as_fd()];
-                    datagram::send_fds(fd, &Msg::PtyGranted, &fds).map_err(|e| e.to_string())?;
+                    datagram::send_fds(fd, &Msg::PtyGranted, &fds)?;
                     ptys.push(tty);
                 }
                 Err(why) => {
@@ -294,13 +291,13 @@ pub(super) fn serve_requests(
                 let i = ptys
                     .iter()
                     .position(|t| *t == tty)
-                    .ok_or("release of a pty the monitor did not give")?;
+                    .ok_or(PrivsepError::UnknownPty)?;
                 ptys.swap_remove(i);
                 turns.pty_released();
                 logins.logout(&tty);
             }
             // The table lets nothing else through.
-            _ => return Err("unexpected request".into()),
+            _ => return Err(PrivsepError::UnexpectedRequest),
         }
     }
 }
@@ -308,12 +305,12 @@ pub(super) fn serve_requests(
 /// A pty for the authenticated user, unless PermitTTY (`cfg` has the
 /// user's Match blocks applied) or the key's `no-pty` forbids it: the
 /// monitor checks again what the user's process checked.
-fn pty_for(accepted: &Accepted, cfg: &Sshd) -> Result<PtyPair, String> {
+fn pty_for(accepted: &Accepted, cfg: &Sshd) -> Result<PtyPair, PtyError> {
     if !cfg.permit_tty {
-        return Err("PermitTTY no".into());
+        return Err(PtyError::PermitTtyNo);
     }
     if accepted.key_options.as_ref().is_some_and(|k| k.no_pty) {
-        return Err("key option no-pty".into());
+        return Err(PtyError::KeyNoPty);
     }
     let p = crate::server::pty::allocate_for(accepted.user.uid)?;
     crate::log!(
@@ -348,7 +345,7 @@ fn run_as_user(cfg: Sshd, fd: i32) -> Result<i32, i32> {
     }
     // SAFETY: the monitor put its socket at this fd for us.
     let link = Link::new(unsafe { OwnedFd::from_raw_fd(fd) });
-    let got = receive(&link).map_err(fail)?;
+    let got = receive(&link).map_err(|e| fail(e.to_string()))?;
     let Some(info) = session::lookup_user(&got.user) else {
         return Err(fail(format!("user {} vanished", got.user)));
     };
@@ -448,7 +445,7 @@ fn give_up_root(
         .map_err(|e| fail(format!("groups of {}: {e}", info.name)))?;
     let matched = cfg.for_connection(ctx);
     if let Some(template) = matched.chroot_directory.clone() {
-        super::drop_root::enter_chroot(&template, info).map_err(fail)?;
+        super::drop_root::enter_chroot(&template, info).map_err(|e| fail(e.to_string()))?;
     }
     super::drop_root::become_user(info, &groups)
         .map_err(|e| fail(format!("becoming {}: {e}", info.name)))?;
@@ -505,31 +502,30 @@ struct Received {
 }
 
 /// The `Start` message and the handover, strictly in that order.
-fn receive(link: &Link) -> Result<Received, String> {
-    let err = |e: WireError| e.to_string();
+fn receive(link: &Link) -> Result<Received, PrivsepError> {
     let Msg::Start {
         user,
         key_options,
         host_keys,
         auth_info,
         pam_env,
-    } = link.next().map_err(err)?
+    } = link.next()?
     else {
-        return Err("expected the start message".into());
+        return Err(PrivsepError::ExpectedStart);
     };
     let key_options = match key_options {
-        Some(b) => Some(super::keyopts::decode(&b).map_err(err)?),
+        Some(b) => Some(super::keyopts::decode(&b)?),
         None => None,
     };
-    let Msg::State(state) = link.next().map_err(err)? else {
-        return Err("expected the transport state".into());
+    let Msg::State(state) = link.next()? else {
+        return Err(PrivsepError::ExpectedState);
     };
     let mut rest = Vec::new();
     loop {
-        match link.next().map_err(err)? {
+        match link.next()? {
             Msg::Input(b) => rest.extend_from_slice(&b),
             Msg::End => break,
-            _ => return Err("unexpected message in the handover".into()),
+            _ => return Err(PrivsepError::UnexpectedInHandover),
         }
     }
     let pam_env = pam_env

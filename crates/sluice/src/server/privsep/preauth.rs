@@ -7,8 +7,9 @@
 //! accepted, the engine's USERAUTH_SUCCESS is flushed, and the transport
 //! state and the raw unread input go to the monitor; then the child exits.
 
+use super::error::PrivsepError;
 use super::signer::{Link, ProxySigner};
-use super::wire::{Method, Msg, WireError, INPUT_CHUNK};
+use super::wire::{Method, Msg, INPUT_CHUNK};
 use crate::log::{self, Level};
 use crate::net::pump::{ChannelFds, Handler, Pump};
 use crate::server::sandbox::Sandbox;
@@ -136,21 +137,21 @@ fn serve(setup: ChildSetup, link: Arc<Link>) -> i32 {
         .map(|u| format!("authenticating user {u} "))
         .unwrap_or_default();
     super::log_end(
-        r.map_err(|e| e.map_handler(crate::server::error::ServerError::Failed)),
+        r.map_err(|e| e.map_handler(crate::server::error::ServerError::Privsep)),
         &who,
         setup.peer,
     )
 }
 
-fn hand_over(conn: &mut Connection, pump: &mut Pump, link: &Link) -> Result<(), String> {
+fn hand_over(conn: &mut Connection, pump: &mut Pump, link: &Link) -> Result<(), PrivsepError> {
     if !conn.handover_ready() {
-        return Err("the engine is not at the handover point".into());
+        return Err(PrivsepError::NotAtHandover);
     }
     let state = conn
         .export_transport(Instant::now())
-        .map_err(|e| e.to_string())?;
+        .map_err(PrivsepError::Export)?;
     let rest = pump.take_unread();
-    let send = |m: &Msg| link.tell(m).map_err(|e| e.to_string());
+    let send = |m: &Msg| link.tell(m).map_err(PrivsepError::Wire);
     send(&Msg::State(state.encode()))?;
     for chunk in rest.chunks(INPUT_CHUNK) {
         send(&Msg::Input(chunk.to_vec()))?;
@@ -168,9 +169,9 @@ struct Preauth {
 impl Preauth {
     /// Waits for the monitor's verdict on what was just sent, applying
     /// a policy update first if one comes.
-    fn verdict(&self, conn: &mut Connection) -> Result<(), String> {
+    fn verdict(&self, conn: &mut Connection) -> Result<(), PrivsepError> {
         loop {
-            match self.link.next().map_err(|e| e.to_string())? {
+            match self.link.next()? {
                 Msg::Policy {
                     methods,
                     max_tries,
@@ -201,25 +202,25 @@ impl Preauth {
                     }
                     return Ok(());
                 }
-                _ => return Err("unexpected message from the monitor".into()),
+                _ => return Err(PrivsepError::UnexpectedMessage),
             }
         }
     }
 
-    fn send(&self, m: &Msg) -> Result<(), String> {
-        self.link.tell(m).map_err(|e: WireError| e.to_string())
+    fn send(&self, m: &Msg) -> Result<(), PrivsepError> {
+        Ok(self.link.tell(m)?)
     }
 }
 
 impl Handler for Preauth {
-    type Error = String;
+    type Error = PrivsepError;
 
     fn on_event(
         &mut self,
         conn: &mut Connection,
         _fds: &mut ChannelFds,
         event: Event,
-    ) -> Result<(), String> {
+    ) -> Result<(), PrivsepError> {
         match event {
             Event::AuthRequest { user, method } => {
                 let method = match method {

@@ -14,6 +14,8 @@
 //! each may be asked, and when, is policy.rs's.
 
 use super::datagram;
+use super::error::PrivsepError;
+pub use super::error::SignRefusal;
 use super::wire::{Msg, WireError};
 use sluice_proto::crypto::hostkey::{self, Signer};
 use sluice_proto::crypto::kex::HashAlg;
@@ -139,39 +141,6 @@ fn hash_from_code(c: u8) -> Option<HashAlg> {
         4 => HashAlg::Sha512,
         _ => return None,
     })
-}
-
-/// Why the monitor refused to sign.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SignRefusal {
-    /// No host key with that number.
-    NoSuchKey,
-    /// The algorithm does not belong to the key.
-    WrongAlgorithm,
-    /// The transcript is not a key exchange of this connection with this
-    /// host key.
-    NotAnExchange,
-    /// An unknown hash function.
-    BadHash,
-    /// A host key proof before any key exchange.
-    NoSession,
-    /// The key failed to sign.
-    Failed,
-}
-
-impl std::fmt::Display for SignRefusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SignRefusal::NoSuchKey => "sign request for a host key that does not exist",
-            SignRefusal::WrongAlgorithm => "sign request with an algorithm the key has not",
-            SignRefusal::NotAnExchange => {
-                "sign request for data that is not a key exchange of this connection"
-            }
-            SignRefusal::BadHash => "sign request with an unknown hash",
-            SignRefusal::NoSession => "host key proof requested before a key exchange",
-            SignRefusal::Failed => "host key signing failed",
-        })
-    }
 }
 
 /// The monitor's host keys and the session id they fixed.
@@ -340,15 +309,15 @@ impl KeyHolder {
 impl ProxySigner {
     /// This key's proof of possession for the session, signed by the
     /// monitor (post-auth process only).
-    pub fn prove(link: &Link, index: u32, alg: &str) -> Result<Vec<u8>, String> {
+    pub fn prove(link: &Link, index: u32, alg: &str) -> Result<Vec<u8>, PrivsepError> {
         let req = Msg::ProveHostKey {
             key: index,
             alg: alg.to_owned(),
         };
         match link.request(&req) {
             Ok(Msg::Signature(sig)) if !sig.is_empty() => Ok(sig),
-            Ok(_) => Err("unexpected answer from the monitor".into()),
-            Err(e) => Err(e.to_string()),
+            Ok(_) => Err(PrivsepError::UnexpectedAnswer),
+            Err(e) => Err(PrivsepError::Wire(e)),
         }
     }
 }

@@ -21,7 +21,7 @@
 //! strictly; one join per connection, each message within a time limit.
 
 use super::datagram;
-use super::join_policy::JoinPolicy;
+use super::join_policy::{JoinPolicy, PolicyRefusal};
 use super::wire::{Msg, WireError, INPUT_CHUNK};
 use aws_lc_rs::digest;
 use sluice_proto::stripe::codec::JoinRequest;
@@ -41,6 +41,165 @@ const IO_TIMEOUT_MS: i32 = 10_000;
 /// a login's handover, monitor.rs).
 const MAX_INPUT: usize = 2 << 20;
 
+/// Why a striping join failed, on either side of the join socket;
+/// `Display` is the log's text (and, for a refusal, what the asker is
+/// told in `JoinRefused`).
+#[derive(Debug)]
+pub enum JoinError {
+    /// A path of the socket directory could not be read or set up.
+    Path {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        err: std::io::Error,
+    },
+    /// The socket directory's parent is not root's alone.
+    ParentNotRootOnly(PathBuf),
+    /// The socket directory is not root's alone (0700).
+    DirNotRootOnly(PathBuf),
+    /// The socket's path does not fit a socket address.
+    PathTooLong(PathBuf),
+    /// socket(2) failed.
+    Socket(std::io::Error),
+    /// bind or listen on the join socket failed.
+    Listen {
+        /// The socket's path.
+        path: PathBuf,
+        /// "bind" or "listen".
+        call: &'static str,
+        /// Why.
+        err: std::io::Error,
+    },
+    /// The thread answering joins could not be started.
+    Thread(std::io::Error),
+    /// The admission's lock is poisoned.
+    Poisoned,
+    /// The asker is not root (not a monitor).
+    NotRoot,
+    /// The other side sent nothing within the time limit.
+    TimedOut,
+    /// The join socket failed.
+    Wire(WireError),
+    /// The request does not parse.
+    Malformed,
+    /// The admission refused the proof.
+    Refused(JoinRefused),
+    /// The session's policy refused the login.
+    Policy(PolicyRefusal),
+    /// After the admission: no handover came.
+    ExpectedHandover(u32),
+    /// After the admission: the handover broke off.
+    MalformedHandover(u32),
+    /// The admitted connection could not be passed to the user's process.
+    PassOn(u32, WireError),
+    /// No session listens under that reference.
+    NoSession,
+    /// The session's monitor could not be asked.
+    Ask(WireError),
+    /// The session's monitor refused: its reason, as it sent it.
+    RefusedThere(String),
+    /// The session's monitor did not answer in time.
+    NoAnswer,
+    /// The session's monitor answered with another message.
+    UnexpectedAnswer,
+    /// Waiting for the session's monitor failed.
+    Monitor(WireError),
+    /// The handover to the session's monitor failed.
+    HandingOver(WireError),
+    /// The session's monitor did not confirm in time.
+    NotConfirmed,
+    /// The session's monitor did not take the connection.
+    NotTaken,
+    /// Another message on the user process's join socket.
+    UnexpectedOnJoinSocket,
+    /// A broken handover on the user process's join socket.
+    MalformedOnJoinSocket,
+    /// The handover came without its socket.
+    NoSocket,
+}
+
+impl std::fmt::Display for JoinError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JoinError::Path { path, err } => write!(f, "{}: {err}", path.display()),
+            JoinError::ParentNotRootOnly(p) => write!(
+                f,
+                "{}: must be owned by root and writable by root only",
+                p.display()
+            ),
+            JoinError::DirNotRootOnly(p) => write!(
+                f,
+                "{}: must be a directory owned by root, mode 0700 (fix or remove it)",
+                p.display()
+            ),
+            JoinError::PathTooLong(p) => write!(f, "{}: path too long for a socket", p.display()),
+            JoinError::Socket(e) => write!(f, "socket: {e}"),
+            JoinError::Listen { path, call, err } => {
+                write!(f, "{}: {call}: {err}", path.display())
+            }
+            JoinError::Thread(e) => write!(f, "join thread: {e}"),
+            JoinError::Poisoned => f.write_str("admission lock poisoned"),
+            JoinError::NotRoot => f.write_str("asker is not root"),
+            JoinError::TimedOut => f.write_str("timed out"),
+            JoinError::Wire(e) => write!(f, "{e}"),
+            JoinError::Malformed => f.write_str("malformed request"),
+            JoinError::Refused(r) => write!(f, "{r}"),
+            JoinError::Policy(why) => write!(f, "{why}"),
+            JoinError::ExpectedHandover(n) => {
+                write!(f, "join {n}: expected the connection's handover")
+            }
+            JoinError::MalformedHandover(n) => write!(f, "join {n}: malformed handover"),
+            JoinError::PassOn(n, e) => {
+                write!(f, "join {n}: passing the connection to the session: {e}")
+            }
+            JoinError::NoSession => f.write_str("no such session"),
+            JoinError::Ask(e) => write!(f, "asking the session's monitor: {e}"),
+            JoinError::RefusedThere(why) => f.write_str(why),
+            JoinError::NoAnswer => f.write_str("the session's monitor did not answer"),
+            JoinError::UnexpectedAnswer => {
+                f.write_str("unexpected answer from the session's monitor")
+            }
+            JoinError::Monitor(e) => write!(f, "the session's monitor: {e}"),
+            JoinError::HandingOver(e) => write!(f, "handing over: {e}"),
+            JoinError::NotConfirmed => f.write_str("the session's monitor did not confirm"),
+            JoinError::NotTaken => {
+                f.write_str("the session's monitor did not take the connection (see its log)")
+            }
+            JoinError::UnexpectedOnJoinSocket => {
+                f.write_str("unexpected message on the join socket")
+            }
+            JoinError::MalformedOnJoinSocket => {
+                f.write_str("malformed handover on the join socket")
+            }
+            JoinError::NoSocket => f.write_str("no socket"),
+        }
+    }
+}
+
+impl std::error::Error for JoinError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            JoinError::Path { err, .. }
+            | JoinError::Listen { err, .. }
+            | JoinError::Socket(err)
+            | JoinError::Thread(err) => Some(err),
+            JoinError::Wire(e)
+            | JoinError::PassOn(_, e)
+            | JoinError::Ask(e)
+            | JoinError::Monitor(e)
+            | JoinError::HandingOver(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// For callers that still hand errors on as text.
+impl From<JoinError> for String {
+    fn from(e: JoinError) -> String {
+        e.to_string()
+    }
+}
+
 /// The socket of the session `session_ref` names in `dir`: a hash, so the
 /// reference (a credential's half) is never in a file name.
 pub fn socket_path(dir: &Path, session_ref: &[u8]) -> PathBuf {
@@ -54,7 +213,7 @@ pub fn socket_path(dir: &Path, session_ref: &[u8]) -> PathBuf {
 
 /// Creates `dir` (and its parent) if missing, and checks that it is a real
 /// directory owned by root with no access for group or others.
-fn root_only_dir(dir: &Path) -> Result<(), String> {
+fn root_only_dir(dir: &Path) -> Result<(), JoinError> {
     if let Some(parent) = dir.parent() {
         let _ = std::fs::DirBuilder::new()
             .recursive(true)
@@ -63,34 +222,34 @@ fn root_only_dir(dir: &Path) -> Result<(), String> {
     }
     // The parent too: whoever may write there could swap the directory.
     if let Some(parent) = dir.parent() {
-        let md = std::fs::metadata(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let md = std::fs::metadata(parent).map_err(|err| JoinError::Path {
+            path: parent.to_owned(),
+            err,
+        })?;
         let sticky_tmp = md.mode() & 0o1000 != 0; // /tmp-like: entries stay their owner's
         if md.uid() != 0 || (md.mode() & 0o022 != 0 && !sticky_tmp) {
-            return Err(format!(
-                "{}: must be owned by root and writable by root only",
-                parent.display()
-            ));
+            return Err(JoinError::ParentNotRootOnly(parent.to_owned()));
         }
     }
     let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
-    let md = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let md = std::fs::symlink_metadata(dir).map_err(|err| JoinError::Path {
+        path: dir.to_owned(),
+        err,
+    })?;
     if !md.is_dir() || md.uid() != 0 || md.mode() & 0o077 != 0 {
-        return Err(format!(
-            "{}: must be a directory owned by root, mode 0700 (fix or remove it)",
-            dir.display()
-        ));
+        return Err(JoinError::DirNotRootOnly(dir.to_owned()));
     }
     Ok(())
 }
 
 /// A SOCK_SEQPACKET Unix socket (close-on-exec) and `path` as its address.
-fn seqpacket(path: &Path) -> Result<(OwnedFd, libc::sockaddr_un), String> {
+fn seqpacket(path: &Path) -> Result<(OwnedFd, libc::sockaddr_un), JoinError> {
     // SAFETY: sockaddr_un is plain data.
     let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
     addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
     let bytes = path.as_os_str().as_bytes();
     if bytes.len() >= addr.sun_path.len() {
-        return Err(format!("{}: path too long for a socket", path.display()));
+        return Err(JoinError::PathTooLong(path.to_owned()));
     }
     for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
         *d = *s as libc::c_char;
@@ -98,7 +257,7 @@ fn seqpacket(path: &Path) -> Result<(OwnedFd, libc::sockaddr_un), String> {
     // SAFETY: plain socket(2).
     let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
-        return Err(format!("socket: {}", std::io::Error::last_os_error()));
+        return Err(JoinError::Socket(std::io::Error::last_os_error()));
     }
     // SAFETY: a new descriptor we own.
     Ok((unsafe { OwnedFd::from_raw_fd(fd) }, addr))
@@ -121,20 +280,18 @@ impl JoinService {
         admission: Arc<Mutex<Admission>>,
         policy: JoinPolicy,
         to_user: OwnedFd,
-    ) -> Result<JoinService, String> {
+    ) -> Result<JoinService, JoinError> {
         root_only_dir(dir)?;
         let path = {
-            let a = admission.lock().map_err(|_| "admission lock poisoned")?;
+            let a = admission.lock().map_err(|_| JoinError::Poisoned)?;
             socket_path(dir, a.session_ref())
         };
         let _ = std::fs::remove_file(&path);
         let (listener, addr) = seqpacket(&path)?;
-        let err = |what: &str| {
-            format!(
-                "{}: {what}: {}",
-                path.display(),
-                std::io::Error::last_os_error()
-            )
+        let err = |call: &'static str| JoinError::Listen {
+            path: path.clone(),
+            call,
+            err: std::io::Error::last_os_error(),
         };
         // SAFETY: a valid socket and address of the given length.
         if unsafe {
@@ -147,8 +304,12 @@ impl JoinService {
         {
             return Err(err("bind"));
         }
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(|err| {
+            JoinError::Path {
+                path: path.clone(),
+                err,
+            }
+        })?;
         // SAFETY: a bound socket.
         if unsafe { libc::listen(listener.as_raw_fd(), 16) } != 0 {
             return Err(err("listen"));
@@ -182,7 +343,7 @@ impl JoinService {
                     crate::log!(Info, "monitor: striping join refused: {why}");
                 }
             })
-            .map_err(|e| format!("join thread: {e}"))?;
+            .map_err(JoinError::Thread)?;
         Ok(JoinService { path })
     }
 }
@@ -211,11 +372,11 @@ fn peer_uid(s: &OwnedFd) -> Option<u32> {
 }
 
 /// The next message within the time limit.
-fn next(fd: &OwnedFd) -> Result<(Msg, Vec<OwnedFd>), String> {
+fn next(fd: &OwnedFd) -> Result<(Msg, Vec<OwnedFd>), JoinError> {
     match datagram::recv_fds(fd, IO_TIMEOUT_MS) {
         Ok(Some(m)) => Ok(m),
-        Ok(None) => Err("timed out".into()),
-        Err(e) => Err(e.to_string()),
+        Ok(None) => Err(JoinError::TimedOut),
+        Err(e) => Err(JoinError::Wire(e)),
     }
 }
 
@@ -226,9 +387,9 @@ fn answer(
     admission: &Mutex<Admission>,
     policy: &JoinPolicy,
     to_user: &OwnedFd,
-) -> Result<(), String> {
+) -> Result<(), JoinError> {
     if peer_uid(conn) != Some(0) {
-        return Err("asker is not root".into());
+        return Err(JoinError::NotRoot);
     }
     let verdict = match next(conn)? {
         (
@@ -242,34 +403,36 @@ fn answer(
             fds,
         ) if fds.is_empty() => {
             let admitted = {
-                let mut a = admission.lock().map_err(|_| "admission lock poisoned")?;
+                let mut a = admission.lock().map_err(|_| JoinError::Poisoned)?;
                 a.admit(&session_id, &user, &request)
-                    .map_err(|r: JoinRefused| r.to_string())
+                    .map_err(JoinError::Refused)
             };
             // The number is used up: a join refused from here on admits
             // nothing again.
             admitted.and_then(|n| {
                 let (ip, port) = (super::show_ip(peer), peer.port());
                 let context = format!("stripe-join {n} for {user} from {ip} port {port}: ");
-                crate::log::with_context(&context, || policy.check(peer, local)).map(|()| (n, user))
+                crate::log::with_context(&context, || policy.check(peer, local))
+                    .map(|()| (n, user))
+                    .map_err(JoinError::Policy)
             })
         }
-        _ => Err("malformed request".to_owned()),
+        _ => Err(JoinError::Malformed),
     };
     let (n, user) = match verdict {
         Ok(v) => v,
         Err(why) => {
-            let _ = datagram::send(conn, &Msg::JoinRefused(why.clone()));
+            let _ = datagram::send(conn, &Msg::JoinRefused(why.to_string()));
             return Err(why);
         }
     };
-    datagram::send(conn, &Msg::JoinAdmitted(n)).map_err(|e| e.to_string())?;
+    datagram::send(conn, &Msg::JoinAdmitted(n)).map_err(JoinError::Wire)?;
     crate::log!(Verbose, "monitor: striping join {n} admitted for {user}");
     // The join number is used up: whatever fails from here, it admits
     // nothing again.
     let (state, sock) = match next(conn)? {
         (Msg::State(state), fds) if fds.len() == 1 => (state, fds),
-        _ => return Err(format!("join {n}: expected the connection's handover")),
+        _ => return Err(JoinError::ExpectedHandover(n)),
     };
     let mut input = Vec::new();
     loop {
@@ -278,12 +441,11 @@ fn answer(
                 input.extend_from_slice(&b)
             }
             (Msg::End, fds) if fds.is_empty() => break,
-            _ => return Err(format!("join {n}: malformed handover")),
+            _ => return Err(JoinError::MalformedHandover(n)),
         }
     }
-    pass_on(to_user, &state, &input, sock[0].as_fd())
-        .map_err(|e| format!("join {n}: passing the connection to the session: {e}"))?;
-    datagram::send(conn, &Msg::Accept).map_err(|e| e.to_string())
+    pass_on(to_user, &state, &input, sock[0].as_fd()).map_err(|e| JoinError::PassOn(n, e))?;
+    datagram::send(conn, &Msg::Accept).map_err(JoinError::Wire)
 }
 
 /// A joined connection's handover on `fd`: its state with the socket
@@ -324,7 +486,7 @@ pub fn ask(
     user: &str,
     req: &JoinRequest,
     (peer, local): (SocketAddr, SocketAddr),
-) -> Result<Joining, String> {
+) -> Result<Joining, JoinError> {
     let path = socket_path(dir, &req.session_ref);
     let (s, addr) = seqpacket(&path)?;
     // SAFETY: a valid socket and address of the given length.
@@ -336,7 +498,7 @@ pub fn ask(
         )
     } != 0
     {
-        return Err("no such session".to_owned());
+        return Err(JoinError::NoSession);
     }
     let m = Msg::JoinAsk {
         session_id: session_id.to_vec(),
@@ -345,13 +507,13 @@ pub fn ask(
         peer,
         local,
     };
-    datagram::send(&s, &m).map_err(|e| format!("asking the session's monitor: {e}"))?;
+    datagram::send(&s, &m).map_err(JoinError::Ask)?;
     match datagram::recv(&s, IO_TIMEOUT_MS) {
         Ok(Some(Msg::JoinAdmitted(number))) => Ok(Joining { s, number }),
-        Ok(Some(Msg::JoinRefused(why))) => Err(why),
-        Ok(None) => Err("the session's monitor did not answer".into()),
-        Ok(Some(_)) => Err("unexpected answer from the session's monitor".into()),
-        Err(e) => Err(format!("the session's monitor: {e}")),
+        Ok(Some(Msg::JoinRefused(why))) => Err(JoinError::RefusedThere(why)),
+        Ok(None) => Err(JoinError::NoAnswer),
+        Ok(Some(_)) => Err(JoinError::UnexpectedAnswer),
+        Err(e) => Err(JoinError::Monitor(e)),
     }
 }
 
@@ -359,12 +521,17 @@ impl Joining {
     /// Hands the secondary over to the session: its checked transport
     /// state, the raw input its engine had not read, its TCP socket. Ok
     /// once the session's monitor passed it to the user's process.
-    pub fn hand_over(self, state: &[u8], input: &[u8], sock: BorrowedFd<'_>) -> Result<(), String> {
-        pass_on(&self.s, state, input, sock).map_err(|e| format!("handing over: {e}"))?;
+    pub fn hand_over(
+        self,
+        state: &[u8],
+        input: &[u8],
+        sock: BorrowedFd<'_>,
+    ) -> Result<(), JoinError> {
+        pass_on(&self.s, state, input, sock).map_err(JoinError::HandingOver)?;
         match datagram::recv(&self.s, IO_TIMEOUT_MS) {
             Ok(Some(Msg::Accept)) => Ok(()),
-            Ok(None) => Err("the session's monitor did not confirm".into()),
-            _ => Err("the session's monitor did not take the connection (see its log)".into()),
+            Ok(None) => Err(JoinError::NotConfirmed),
+            _ => Err(JoinError::NotTaken),
         }
     }
 }
@@ -374,12 +541,12 @@ impl Joining {
 /// message the rest must follow within the time limit.
 pub fn receive(
     fd: &OwnedFd,
-) -> Result<Option<(zeroize::Zeroizing<Vec<u8>>, Vec<u8>, OwnedFd)>, String> {
+) -> Result<Option<(zeroize::Zeroizing<Vec<u8>>, Vec<u8>, OwnedFd)>, JoinError> {
     let (state, mut fds) = match datagram::recv_fds(fd, 0) {
         Ok(None) => return Ok(None),
         Ok(Some((Msg::State(s), fds))) if fds.len() == 1 => (s, fds),
-        Ok(Some(_)) => return Err("unexpected message on the join socket".into()),
-        Err(e) => return Err(e.to_string()),
+        Ok(Some(_)) => return Err(JoinError::UnexpectedOnJoinSocket),
+        Err(e) => return Err(JoinError::Wire(e)),
     };
     let mut input = Vec::new();
     loop {
@@ -388,10 +555,10 @@ pub fn receive(
                 input.extend_from_slice(&b)
             }
             (Msg::End, f) if f.is_empty() => break,
-            _ => return Err("malformed handover on the join socket".into()),
+            _ => return Err(JoinError::MalformedOnJoinSocket),
         }
     }
-    let sock = fds.pop().ok_or("no socket")?;
+    let sock = fds.pop().ok_or(JoinError::NoSocket)?;
     Ok(Some((state, input, sock)))
 }
 
@@ -409,7 +576,7 @@ mod tests {
     #[test]
     fn admits_each_number_once_and_only_with_the_key() {
         // The socket directory must be root's; the suite runs as root (CI).
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             crate::errln!("skipping: needs root");
             return;
         }
@@ -433,7 +600,7 @@ mod tests {
             "127.0.0.1:40000".parse().unwrap(),
             "127.0.0.1:22".parse().unwrap(),
         );
-        let number = |r: Result<Joining, String>| r.map(|j| j.number);
+        let number = |r: Result<Joining, JoinError>| r.map(|j| j.number).map_err(String::from);
         let md = std::fs::metadata(&dir).unwrap();
         assert_eq!(md.mode() & 0o777, 0o700);
         let mut joiner = Joiner::new(&grant, &primary);
@@ -471,6 +638,10 @@ mod tests {
             why.starts_with("password authentication for bob refused"),
             "{why}"
         );
+        assert!(matches!(
+            ask(&dir, &[5; 32], "bob", &req3, here),
+            Err(JoinError::RefusedThere(_))
+        ));
         assert_eq!(
             number(ask(&dir, &[5; 32], "bob", &req3, here)),
             Err("join number already used".into())

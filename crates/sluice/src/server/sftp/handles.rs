@@ -26,7 +26,12 @@ pub struct Worker {
 impl Worker {
     /// The server for `user` (home `home`) with `opts`; `-d`'s tokens are
     /// expanded here, so a bad token fails the request.
-    pub fn new(opts: Options, user: &str, home: &str, who: String) -> Result<Worker, String> {
+    pub fn new(
+        opts: Options,
+        user: &str,
+        home: &str,
+        who: String,
+    ) -> Result<Worker, super::StartError> {
         let start_dir = opts
             .start_dir_for(user, home)?
             .unwrap_or_else(|| home.to_owned());

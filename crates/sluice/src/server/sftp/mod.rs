@@ -67,26 +67,90 @@ pub fn is_internal(command: &[u8]) -> bool {
     c.is_some_and(|rest| rest.is_empty() || rest.first().is_some_and(u8::is_ascii_whitespace))
 }
 
+/// Why internal-sftp could not start: a bad flag in its command line, a
+/// bad `-d` token, or the worker thread; `Display` is the log's text after
+/// "session: ".
+#[derive(Debug)]
+pub enum StartError {
+    /// The command is not `internal-sftp`.
+    NotInternal(String),
+    /// An argument that is no flag.
+    UnexpectedArgument(String),
+    /// A flag without its value.
+    NeedsValue(char),
+    /// `-l` with an unknown level.
+    BadLogLevel(String),
+    /// `-u` with a bad umask.
+    BadUmask(String),
+    /// `-p`, `-P`, `-Q`: request lists, not implemented.
+    Unsupported(char),
+    /// A flag sftp-server does not have.
+    UnknownOption(char),
+    /// `-d` with an unknown `%` token (None: `%` at the end).
+    UnknownToken {
+        /// `-d`'s value.
+        template: String,
+        /// The character after `%`.
+        token: Option<char>,
+    },
+    /// The worker could not be started.
+    Spawn(std::io::Error),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::NotInternal(c) => write!(f, "not an {INTERNAL} command: {c}"),
+            StartError::UnexpectedArgument(a) => {
+                write!(f, "{INTERNAL}: unexpected argument \"{a}\"")
+            }
+            StartError::NeedsValue(name) => write!(f, "{INTERNAL}: option -{name} needs a value"),
+            StartError::BadLogLevel(v) => write!(f, "{INTERNAL}: invalid log level \"{v}\""),
+            StartError::BadUmask(v) => write!(f, "{INTERNAL}: invalid umask \"{v}\""),
+            StartError::Unsupported(o) => write!(
+                f,
+                "{INTERNAL}: option -{o} is not supported by sluiced (request allow and deny lists are not implemented)"
+            ),
+            StartError::UnknownOption(o) => write!(f, "{INTERNAL}: unknown option -{o}"),
+            StartError::UnknownToken { template, token } => write!(
+                f,
+                "{INTERNAL} -d {template}: unknown token %{}",
+                token.map(String::from).unwrap_or_default()
+            ),
+            StartError::Spawn(e) => write!(f, "starting {INTERNAL}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::Spawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 impl Options {
     /// Parses `internal-sftp [flags]` (the whole command line); the error
     /// names the flag.
-    pub fn parse(command: &str) -> Result<Options, String> {
+    pub fn parse(command: &str) -> Result<Options, StartError> {
         let mut args = command.split_ascii_whitespace();
         if args.next() != Some(INTERNAL) {
-            return Err(format!("not an {INTERNAL} command: {command}"));
+            return Err(StartError::NotInternal(command.to_owned()));
         }
         let mut o = Options::default();
         while let Some(a) = args.next() {
             let Some(flags) = a.strip_prefix('-').filter(|f| !f.is_empty()) else {
-                return Err(format!("{INTERNAL}: unexpected argument \"{a}\""));
+                return Err(StartError::UnexpectedArgument(a.to_owned()));
             };
             for (i, f) in flags.char_indices() {
                 let rest = flags.get(i + 1..).unwrap_or("");
-                let mut value = |name: char| -> Result<String, String> {
+                let mut value = |name: char| -> Result<String, StartError> {
                     if rest.is_empty() {
                         args.next()
                             .map(str::to_owned)
-                            .ok_or_else(|| format!("{INTERNAL}: option -{name} needs a value"))
+                            .ok_or(StartError::NeedsValue(name))
                     } else {
                         Ok(rest.to_owned())
                     }
@@ -102,16 +166,18 @@ impl Options {
                     }
                     'l' => {
                         let v = value('l')?;
-                        o.log_level = Level::parse(&v)
-                            .ok_or_else(|| format!("{INTERNAL}: invalid log level \"{v}\""))?;
+                        o.log_level = match Level::parse(&v) {
+                            Some(l) => l,
+                            None => return Err(StartError::BadLogLevel(v)),
+                        };
                         break;
                     }
                     'u' => {
                         let v = value('u')?;
-                        let m = u32::from_str_radix(&v, 8)
-                            .ok()
-                            .filter(|m| *m <= 0o777)
-                            .ok_or_else(|| format!("{INTERNAL}: invalid umask \"{v}\""))?;
+                        let Some(m) = u32::from_str_radix(&v, 8).ok().filter(|m| *m <= 0o777)
+                        else {
+                            return Err(StartError::BadUmask(v));
+                        };
                         o.umask = Some(m);
                         break;
                     }
@@ -119,12 +185,8 @@ impl Options {
                         o.start_dir = Some(value('d')?);
                         break;
                     }
-                    'p' | 'P' | 'Q' => {
-                        return Err(format!(
-                            "{INTERNAL}: option -{f} is not supported by sluiced (request allow and deny lists are not implemented)"
-                        ))
-                    }
-                    _ => return Err(format!("{INTERNAL}: unknown option -{f}")),
+                    'p' | 'P' | 'Q' => return Err(StartError::Unsupported(f)),
+                    _ => return Err(StartError::UnknownOption(f)),
                 }
             }
         }
@@ -133,7 +195,7 @@ impl Options {
 
     /// The start directory with `%d` (home) and `%u` (user) expanded, as
     /// sftp-server's `-d` does; None when not set.
-    pub fn start_dir_for(&self, user: &str, home: &str) -> Result<Option<String>, String> {
+    pub fn start_dir_for(&self, user: &str, home: &str) -> Result<Option<String>, StartError> {
         let Some(t) = &self.start_dir else {
             return Ok(None);
         };
@@ -148,11 +210,11 @@ impl Options {
                 Some('%') => out.push('%'),
                 Some('d') => out.push_str(home),
                 Some('u') => out.push_str(user),
-                other => {
-                    return Err(format!(
-                        "{INTERNAL} -d {t}: unknown token %{}",
-                        other.map(String::from).unwrap_or_default()
-                    ))
+                token => {
+                    return Err(StartError::UnknownToken {
+                        template: t.clone(),
+                        token,
+                    })
                 }
             }
         }
@@ -195,7 +257,23 @@ mod tests {
             Some("/h/in/%")
         );
         let o = Options::parse("internal-sftp -d /%x").unwrap();
-        assert!(o.start_dir_for("u", "/h").is_err());
+        let e = o.start_dir_for("u", "/h").unwrap_err();
+        assert!(matches!(
+            e,
+            StartError::UnknownToken {
+                token: Some('x'),
+                ..
+            }
+        ));
+        assert_eq!(e.to_string(), "internal-sftp -d /%x: unknown token %x");
+        assert!(matches!(
+            Options::parse("internal-sftp -P read"),
+            Err(StartError::Unsupported('P'))
+        ));
+        assert_eq!(
+            Options::parse("internal-sftp -d").unwrap_err().to_string(),
+            "internal-sftp: option -d needs a value"
+        );
     }
 
     #[test]

@@ -26,12 +26,12 @@ impl MonitorAuth {
         let sid = keys.session_id().ok_or(Violation::NoSession)?;
         let (ip, port) = (super::super::show_ip(self.peer), self.peer.port());
         let verdict = if self.cfg.max_streams <= 1 {
-            Err(format!("MaxStreams {}", self.cfg.max_streams))
+            Err(JoinFailure::MaxStreams(self.cfg.max_streams))
         } else {
             let context = format!("stripe-join for {user} from {ip} port {port}: ");
             crate::log::with_context(&context, || self.join_account(user)).and_then(|()| {
                 let addrs = (self.peer, self.local);
-                stripe_join::ask(&self.stripe_dir, sid, sent, req, addrs)
+                stripe_join::ask(&self.stripe_dir, sid, sent, req, addrs).map_err(JoinFailure::Join)
             })
         };
         match verdict {
@@ -64,13 +64,12 @@ impl MonitorAuth {
     /// AllowUsers/DenyUsers/AllowGroups/DenyGroups, logged as sshd does),
     /// root is not refused outright (`PermitRootLogin no`), and with UsePAM
     /// the account modules agree with PAM_RHOST this connection's address.
-    fn join_account(&mut self, user: &str) -> Result<(), String> {
+    fn join_account(&mut self, user: &str) -> Result<(), JoinFailure> {
         let Some(info) = self.auth.valid_user(&self.cfg, user) else {
-            return Err("user not allowed from here".into());
+            return Err(JoinFailure::NotAllowedHere);
         };
-        let (ip, port) = (super::super::show_ip(self.peer), self.peer.port());
         if info.uid == 0 && self.cfg.permit_root_login == PermitRootLogin::No {
-            return Err(format!("ROOT LOGIN REFUSED FROM {ip} port {port}"));
+            return Err(JoinFailure::RootRefused(self.peer));
         }
         if self.cfg.use_pam {
             crate::server::pam_session::account(
@@ -78,10 +77,62 @@ impl MonitorAuth {
                 user,
                 &self.peer.ip().to_string(),
             )
-            .map_err(|e| {
-                format!("Access denied for user {user} by PAM account configuration ({e})")
+            .map_err(|err| JoinFailure::PamAccount {
+                user: user.to_owned(),
+                err,
             })?;
         }
         Ok(())
+    }
+}
+
+/// Why a secondary's stripe-join failed; `Display` follows "Failed
+/// stripe-join for U from A port P ssh2: " in the log.
+#[derive(Debug)]
+enum JoinFailure {
+    /// MaxStreams allows no secondary.
+    MaxStreams(u32),
+    /// The account may not log in from here (allow.rs logged why).
+    NotAllowedHere,
+    /// `PermitRootLogin no` and the user is root (the client's address).
+    RootRefused(std::net::SocketAddr),
+    /// PAM's account modules refused.
+    PamAccount {
+        /// The user.
+        user: String,
+        /// PAM's error.
+        err: crate::server::pam::PamError,
+    },
+    /// The session's monitor did not admit the join.
+    Join(super::super::stripe_join::JoinError),
+}
+
+impl std::fmt::Display for JoinFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JoinFailure::MaxStreams(n) => write!(f, "MaxStreams {n}"),
+            JoinFailure::NotAllowedHere => f.write_str("user not allowed from here"),
+            JoinFailure::RootRefused(peer) => write!(
+                f,
+                "ROOT LOGIN REFUSED FROM {} port {}",
+                super::super::show_ip(*peer),
+                peer.port()
+            ),
+            JoinFailure::PamAccount { user, err } => write!(
+                f,
+                "Access denied for user {user} by PAM account configuration ({err})"
+            ),
+            JoinFailure::Join(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for JoinFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            JoinFailure::PamAccount { err, .. } => Some(err),
+            JoinFailure::Join(e) => Some(e),
+            _ => None,
+        }
     }
 }
