@@ -164,13 +164,6 @@ impl std::fmt::Display for ModesError {
 
 impl std::error::Error for ModesError {}
 
-/// Bridge for callers that still report with Strings (server/pty.rs).
-impl From<ModesError> for String {
-    fn from(e: ModesError) -> String {
-        e.to_string()
-    }
-}
-
 /// Decodes a mode string: (opcode, value) pairs up to TTY_OP_END or the
 /// first opcode of 160 and above (RFC 4254 8: parsing stops there).
 /// Truncated or over-long strings are refused.

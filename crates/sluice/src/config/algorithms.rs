@@ -133,13 +133,6 @@ impl std::fmt::Display for AlgorithmError {
 
 impl std::error::Error for AlgorithmError {}
 
-/// For callers that still carry text (the client's setup).
-impl From<AlgorithmError> for String {
-    fn from(e: AlgorithmError) -> String {
-        e.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -256,13 +256,6 @@ impl From<BadIpQos> for ValueError {
     }
 }
 
-/// For callers that still carry text (the client's setup).
-impl From<ValueError> for String {
-    fn from(e: ValueError) -> String {
-        e.to_string()
-    }
-}
-
 /// Why ssh gives up on an ssh_config line (after `FILE line N: `).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BadLine {
@@ -389,13 +382,5 @@ impl std::error::Error for ConfigError {
             ConfigError::Bad { error, .. } => Some(error),
             _ => None,
         }
-    }
-}
-
-/// At a boundary that still carries text (the `-G` printer, the client's
-/// String-returning helpers), the message itself.
-impl From<ConfigError> for String {
-    fn from(e: ConfigError) -> String {
-        e.to_string()
     }
 }

@@ -82,13 +82,6 @@ impl std::error::Error for AgentError {
     }
 }
 
-/// Bridge for callers that still carry text (client/add_to_agent.rs).
-impl From<AgentError> for String {
-    fn from(e: AgentError) -> String {
-        e.to_string()
-    }
-}
-
 /// A connection to an agent.
 pub struct Agent {
     sock: Mutex<UnixStream>,

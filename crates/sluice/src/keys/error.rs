@@ -236,11 +236,3 @@ impl From<SkError> for KeyError {
         KeyError::Sk(e)
     }
 }
-
-/// Bridge for callers that still carry text (demo.rs, client/identities.rs,
-/// server/daemon.rs); removed once they are typed.
-impl From<KeyError> for String {
-    fn from(e: KeyError) -> String {
-        e.to_string()
-    }
-}

@@ -41,14 +41,6 @@ impl std::error::Error for FwdError {
     }
 }
 
-/// Bridge for callers that still carry text (client/forward.rs,
-/// server/forward.rs).
-impl From<FwdError> for String {
-    fn from(e: FwdError) -> String {
-        e.to_string()
-    }
-}
-
 /// The channel fds for a connected socket: read it for CHANNEL_DATA, write
 /// the peer's data to a `dup` of it, shut its write side on the peer's EOF.
 pub fn socket_io(sock: OwnedFd) -> io::Result<ChanIo> {

@@ -65,13 +65,6 @@ impl std::error::Error for LocalAddrError {
     }
 }
 
-/// Bridge for callers that still carry text (config/ssh/matching.rs).
-impl From<LocalAddrError> for String {
-    fn from(e: LocalAddrError) -> String {
-        e.to_string()
-    }
-}
-
 /// The address to bind before connecting to `target` (port 0: any), or
 /// None when neither setting is given.
 pub fn for_target(

@@ -150,13 +150,6 @@ impl From<ProtocolError> for SftpError {
     }
 }
 
-/// Bridge for callers that still hold errors as text.
-impl From<SftpError> for String {
-    fn from(e: SftpError) -> String {
-        e.to_string()
-    }
-}
-
 /// A status code as OpenSSH's sftp prints it.
 pub fn fx2txt(s: Status) -> &'static str {
     match s.0 {

@@ -53,13 +53,6 @@ impl From<jump::InvalidProxyJump> for DumpError {
     }
 }
 
-/// For callers that still carry text (the `-G` printer).
-impl From<DumpError> for String {
-    fn from(e: DumpError) -> String {
-        e.to_string()
-    }
-}
-
 /// Debian's GSSAPI key exchange list (printed for the keyword's sake).
 const GSS_KEX: &str = "gss-group14-sha256-,gss-group16-sha512-,gss-nistp256-sha256-,gss-curve25519-sha256-,gss-group14-sha1-,gss-gex-sha1-";
 

@@ -135,13 +135,6 @@ impl std::fmt::Display for BadIpQos {
 
 impl std::error::Error for BadIpQos {}
 
-/// For callers that still carry text (the client's setup).
-impl From<BadIpQos> for String {
-    fn from(e: BadIpQos) -> String {
-        e.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

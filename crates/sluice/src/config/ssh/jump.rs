@@ -145,13 +145,6 @@ impl std::fmt::Display for InvalidProxyJump {
 
 impl std::error::Error for InvalidProxyJump {}
 
-/// For callers that still carry text (the client's setup).
-impl From<InvalidProxyJump> for String {
-    fn from(e: InvalidProxyJump) -> String {
-        e.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

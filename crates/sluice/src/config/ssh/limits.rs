@@ -203,10 +203,3 @@ impl std::fmt::Display for Refused {
 }
 
 impl std::error::Error for Refused {}
-
-/// For callers that still carry text (the client's setup).
-impl From<Refused> for String {
-    fn from(e: Refused) -> String {
-        e.to_string()
-    }
-}

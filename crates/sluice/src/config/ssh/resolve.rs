@@ -58,13 +58,6 @@ impl From<matching::EvalError> for ResolveError {
     }
 }
 
-/// For callers that still carry text (the client's setup).
-impl From<ResolveError> for String {
-    fn from(e: ResolveError) -> String {
-        e.to_string()
-    }
-}
-
 impl ClientConfig {
     /// The effective settings for `host_arg`, the destination as typed.
     pub fn resolve(&self, host_arg: &str) -> Result<Resolved, ResolveError> {

@@ -273,13 +273,6 @@ impl std::fmt::Display for ExpandError {
 
 impl std::error::Error for ExpandError {}
 
-/// For callers that still carry text (the client's setup).
-impl From<ExpandError> for String {
-    fn from(e: ExpandError) -> String {
-        e.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -279,10 +279,3 @@ impl std::error::Error for SshdConfigError {
         }
     }
 }
-
-/// For callers that still carry text (server/daemon.rs).
-impl From<SshdConfigError> for String {
-    fn from(e: SshdConfigError) -> String {
-        e.to_string()
-    }
-}

@@ -46,13 +46,6 @@ impl std::error::Error for CreateError {
     }
 }
 
-/// Bridge for callers that still carry text (client/metrics.rs).
-impl From<CreateError> for String {
-    fn from(e: CreateError) -> String {
-        e.to_string()
-    }
-}
-
 /// The sample file and when the next sample is due.
 pub struct Sampler {
     file: std::fs::File,

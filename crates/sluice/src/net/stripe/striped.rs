@@ -44,14 +44,6 @@ impl std::error::Error for TickError {
     }
 }
 
-/// Bridge for callers that still carry text (client/stripe.rs,
-/// server/conn.rs).
-impl From<TickError> for String {
-    fn from(e: TickError) -> String {
-        e.to_string()
-    }
-}
-
 /// Where the striped channel's stderr comes from or goes to.
 pub enum Stderr {
     /// The client: the peer's extended data is written to this fd.

@@ -127,7 +127,7 @@ impl Handler for End {
         };
         if let Err(e) = tick(&self.hub, conn, id) {
             self.failed = Some(e.to_string());
-            return Err(e.into());
+            return Err(e.to_string());
         }
         // The server closes once its EOF went and its command's input is
         // all written (the test's stand-in for the command exiting).
