@@ -2,4 +2,5 @@
 //! dispositions unsafe), each behind one documented safe function; the
 //! runtime's `unsafe` is meant to live here.
 
+pub mod ifaddrs;
 pub mod signal;
