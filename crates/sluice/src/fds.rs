@@ -6,6 +6,7 @@
 //! the server held at the time: the monitor's socket, a listener, a
 //! socket of another channel.
 
+use crate::sys::fd;
 use std::os::fd::RawFd;
 
 /// Closes every descriptor from 3 up except those in `keep` (descriptors
@@ -38,9 +39,9 @@ pub fn cloexec_from_3() -> std::io::Result<()> {
 /// As [`cloexec_from_3`], except the descriptors in `keep` (sorted,
 /// ascending): those a sluiced child is given on purpose.
 pub fn cloexec_except(keep: &[RawFd]) -> std::io::Result<()> {
-    let mut from: libc::c_uint = 3;
+    let mut from: u32 = 3;
     for &k in keep {
-        let Ok(k) = libc::c_uint::try_from(k) else {
+        let Ok(k) = u32::try_from(k) else {
             continue;
         };
         if k > from {
@@ -48,54 +49,27 @@ pub fn cloexec_except(keep: &[RawFd]) -> std::io::Result<()> {
         }
         from = from.max(k.saturating_add(1));
     }
-    cloexec_span(from, libc::c_uint::MAX)
+    cloexec_span(from, u32::MAX)
 }
 
 /// Marks `first..=last` close-on-exec; async-signal-safe.
-fn cloexec_span(first: libc::c_uint, last: libc::c_uint) -> std::io::Result<()> {
-    // SAFETY: close_range(2) with a flag that closes nothing now.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            first,
-            last,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if r == 0 {
+fn cloexec_span(first: u32, last: u32) -> std::io::Result<()> {
+    if fd::cloexec_range(first, last).is_ok() {
         return Ok(());
     }
     // Kernels before 5.11: one fcntl per possible descriptor.
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit fills the struct.
-    let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
-        lim.rlim_cur.min(1 << 20) as libc::c_uint
-    } else {
-        65536
-    };
-    for fd in first..max.min(last.saturating_add(1)) {
-        let fd = fd as RawFd;
-        // SAFETY: fcntl on a number; EBADF for one that is not open.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-        if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
-            // SAFETY: as above.
-            if unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    // No limit (None) counts as the largest, as RLIM_INFINITY did.
+    let max = lim.current.unwrap_or(u64::MAX).min(1 << 20) as u32;
+    for n in first..max.min(last.saturating_add(1)) {
+        fd::set_cloexec(n as RawFd)?;
     }
     Ok(())
 }
 
 /// Closes `first..=last`.
 fn close_span(first: u32, last: u32) {
-    // SAFETY: close_range(2) on descriptors nothing in this process owns
-    // yet (called at start, before anything is opened).
-    let r = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0 as libc::c_uint) };
-    if r == 0 {
+    if fd::close_range(first, last).is_ok() {
         return;
     }
     // Kernels before 5.9: the open ones, from /proc.
@@ -107,10 +81,10 @@ fn close_span(first: u32, last: u32) {
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
         .filter(|fd| (first..=last).contains(fd))
         .collect();
-    for fd in open {
-        // SAFETY: as above; the directory's own descriptor is closed by
-        // now (the iterator was consumed), so at worst EBADF.
-        unsafe { libc::close(fd as RawFd) };
+    // The directory's own descriptor is closed by now (the iterator was
+    // consumed), so at worst EBADF.
+    for n in open {
+        fd::close(n as RawFd);
     }
 }
 
@@ -125,10 +99,7 @@ pub fn open_fds() -> Vec<RawFd> {
         })
         .unwrap_or_default();
     // The directory's own descriptor was open while listing.
-    v.retain(|fd| {
-        // SAFETY: fcntl on a number.
-        unsafe { libc::fcntl(*fd, libc::F_GETFD) >= 0 }
-    });
+    v.retain(|&n| fd::is_open(n));
     v.sort_unstable();
     v
 }
@@ -142,8 +113,9 @@ mod tests {
     #[test]
     fn a_child_marked_from_3_holds_only_its_stdio() {
         // A descriptor that is not close-on-exec, as one inherited would be.
-        // SAFETY: dup of stdin, returned without close-on-exec.
-        let leaked = unsafe { libc::dup(0) };
+        // dup(2) returns it without close-on-exec.
+        let held = rustix::io::dup(std::io::stdin()).unwrap();
+        let leaked = std::os::fd::AsRawFd::as_raw_fd(&held);
         assert!(leaked > 2);
         let list = |mark: bool| {
             let mut c = Command::new("/bin/sh");
@@ -173,7 +145,6 @@ mod tests {
         };
         assert!(list(false).contains(&leaked), "the probe sees a leak");
         assert_eq!(list(true), vec![0, 1, 2]);
-        // SAFETY: our own dup.
-        unsafe { libc::close(leaked) };
+        drop(held);
     }
 }

@@ -4,52 +4,39 @@
 //! exactly the bytes before it with plain reads (a read that reaches the
 //! descriptor's byte without a control buffer loses the descriptor).
 
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-/// Room for one SCM_RIGHTS header and a few descriptors, aligned for
-/// `cmsghdr`.
-#[repr(C, align(8))]
-struct CmsgBuf([u8; 64]);
+/// Room for one SCM_RIGHTS header and a few descriptors (12: more than one
+/// are received, and closed, rather than cut off).
+const CMSG_ROOM: usize = rustix::cmsg_space!(ScmRights(12));
 
-/// Sends `fd` (the receiver gets its own copy) with one zero byte.
-pub fn send_fd(sock: &impl AsRawFd, fd: RawFd) -> io::Result<()> {
+/// Sends `fd` (the receiver gets its own copy) with one zero byte. `fd`
+/// must stay open for the call.
+pub fn send_fd(sock: &impl AsFd, fd: RawFd) -> io::Result<()> {
+    // SAFETY: the caller's `fd` is open for the call (above), and the
+    // borrow ends with it.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     let byte = [0u8];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_ptr() as *mut libc::c_void,
-        iov_len: 1,
-    };
-    let mut cbuf = CmsgBuf([0; 64]);
-    let bytes = std::mem::size_of::<libc::c_int>() as u32;
-    // SAFETY: msghdr is plain data; its pointers are set to live buffers.
-    let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
-    mh.msg_iov = &mut iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = cbuf.0.as_mut_ptr().cast();
-    // SAFETY: CMSG_SPACE is a pure size computation.
-    mh.msg_controllen = unsafe { libc::CMSG_SPACE(bytes) } as usize;
-    // SAFETY: the control buffer holds one header and one int and is
-    // aligned; CMSG_FIRSTHDR is non-null as msg_controllen covers a header.
-    unsafe {
-        let c = libc::CMSG_FIRSTHDR(&mh);
-        (*c).cmsg_level = libc::SOL_SOCKET;
-        (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN(bytes) as usize;
-        libc::CMSG_DATA(c).cast::<libc::c_int>().write_unaligned(fd);
-    }
+    let fds = [fd];
+    let mut space = [MaybeUninit::uninit(); CMSG_ROOM];
     loop {
-        // SAFETY: mh points at byte and cbuf, alive for the call.
-        let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &mh, libc::MSG_NOSIGNAL) };
-        if n == 1 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EAGAIN) => wait(sock.as_raw_fd(), libc::POLLOUT, None)?,
-            _ if n >= 0 => return Err(io::Error::other("short sendmsg")),
-            _ => return Err(e),
+        let mut cbuf = SendAncillaryBuffer::new(&mut space);
+        cbuf.push(SendAncillaryMessage::ScmRights(&fds));
+        match rustix::net::sendmsg(sock, &[IoSlice::new(&byte)], &mut cbuf, SendFlags::NOSIGNAL) {
+            Ok(1) => return Ok(()),
+            Ok(_) => return Err(io::Error::other("short sendmsg")),
+            Err(Errno::INTR) => continue,
+            Err(Errno::AGAIN) => wait(sock.as_fd(), PollFlags::OUT, None)?,
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -58,39 +45,36 @@ pub fn send_fd(sock: &impl AsRawFd, fd: RawFd) -> io::Result<()> {
 /// (a blocking or non-blocking socket alike). The descriptor is
 /// close-on-exec; a message with none, or with more than one, is an error
 /// (extra descriptors are closed).
-pub fn recv_fd(sock: &impl AsRawFd, timeout: Duration) -> io::Result<OwnedFd> {
-    let fd = sock.as_raw_fd();
+pub fn recv_fd(sock: &impl AsFd, timeout: Duration) -> io::Result<OwnedFd> {
     let mut byte = [0u8];
-    let mut cbuf = CmsgBuf([0; 64]);
+    let mut space = [MaybeUninit::uninit(); CMSG_ROOM];
     loop {
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
+        let mut cbuf = RecvAncillaryBuffer::new(&mut space);
+        let r = rustix::net::recvmsg(
+            sock,
+            &mut [IoSliceMut::new(&mut byte)],
+            &mut cbuf,
+            RecvFlags::CMSG_CLOEXEC,
+        );
+        let msg = match r {
+            Ok(msg) => msg,
+            Err(Errno::INTR) => continue,
+            Err(Errno::AGAIN) => {
+                wait(sock.as_fd(), PollFlags::IN, Some(timeout))?;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
         };
-        // SAFETY: msghdr is plain data; its pointers are set to live buffers.
-        let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
-        mh.msg_iov = &mut iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = cbuf.0.as_mut_ptr().cast();
-        mh.msg_controllen = cbuf.0.len();
-        // SAFETY: mh points at byte and cbuf, alive for the call.
-        let n = unsafe { libc::recvmsg(fd, &mut mh, libc::MSG_CMSG_CLOEXEC) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EAGAIN) => {
-                    wait(fd, libc::POLLIN, Some(timeout))?;
-                    continue;
-                }
-                _ => return Err(e),
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        for m in cbuf.drain() {
+            if let RecvAncillaryMessage::ScmRights(got) = m {
+                fds.extend(got);
             }
         }
-        let mut fds = take_fds(&mh);
-        if n == 0 {
+        if msg.bytes == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
-        if fds.len() != 1 || mh.msg_flags & libc::MSG_CTRUNC != 0 {
+        if fds.len() != 1 || msg.flags.contains(ReturnFlags::CTRUNC) {
             return Err(io::Error::other(format!(
                 "expected one descriptor, got {}",
                 fds.len()
@@ -100,17 +84,29 @@ pub fn recv_fd(sock: &impl AsRawFd, timeout: Duration) -> io::Result<OwnedFd> {
     }
 }
 
-/// Waits for `events` on `fd`; a timeout is an error.
-fn wait(fd: RawFd, events: i16, timeout: Option<Duration>) -> io::Result<()> {
-    let mut p = [libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    }];
-    let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
-    match crate::net::fdio::poll(&mut p, ms)? {
-        0 => Err(io::ErrorKind::TimedOut.into()),
-        _ => Ok(()),
+/// Waits for `events` on `fd` (poll(2), retried on EINTR; `None` waits
+/// for ever); a timeout is an error.
+pub(crate) fn wait(
+    fd: BorrowedFd<'_>,
+    events: PollFlags,
+    timeout: Option<Duration>,
+) -> io::Result<()> {
+    // As many whole milliseconds as poll(2)'s int takes, as before.
+    let ts = timeout.map(|t| {
+        let ms = t.as_millis().min(i32::MAX as u128) as i64;
+        Timespec {
+            tv_sec: ms / 1000,
+            tv_nsec: (ms % 1000) * 1_000_000,
+        }
+    });
+    loop {
+        let mut p = [PollFd::from_borrowed_fd(fd, events)];
+        match rustix::event::poll(&mut p, ts.as_ref()) {
+            Ok(0) => return Err(io::ErrorKind::TimedOut.into()),
+            Ok(_) => return Ok(()),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 
@@ -140,30 +136,15 @@ pub(crate) fn take_fds(mh: &libc::msghdr) -> Vec<OwnedFd> {
 }
 
 /// The uid of the process at the other end of a Unix socket.
-pub fn peer_uid(sock: &impl AsRawFd) -> io::Result<u32> {
-    // SAFETY: ucred is plain data filled by getsockopt.
-    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: valid fd, pointer and length.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(cred.uid)
+pub fn peer_uid(sock: &impl AsFd) -> io::Result<u32> {
+    Ok(rustix::net::sockopt::socket_peercred(sock)?.uid.as_raw())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
 
     #[test]
@@ -190,7 +171,6 @@ mod tests {
         assert!(recv_fd(&b, Duration::from_secs(1)).is_err());
         drop(a);
         assert!(recv_fd(&b, Duration::from_secs(1)).is_err());
-        // SAFETY: getuid has no preconditions.
-        assert_eq!(peer_uid(&b).unwrap(), unsafe { libc::getuid() });
+        assert_eq!(peer_uid(&b).unwrap(), rustix::process::getuid().as_raw());
     }
 }

@@ -4,12 +4,16 @@
 //! connection, and closing forwarded channels once both directions are done.
 
 use super::pump::{ChanIo, ChannelFds};
+use rustix::event::PollFlags;
+use rustix::io::Errno;
+use rustix::net::{self, sockopt, AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 use sluice_proto::{ChannelId, Connection};
 use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::mpsc;
+use std::time::Duration;
 
 /// Why a forwarded channel or listener could not be set up.
 #[derive(Debug)]
@@ -197,117 +201,26 @@ pub fn listen_tcp(addrs: &[SocketAddr]) -> Result<(Vec<TcpListener>, u16), FwdEr
 /// An IPv6 listener with IPV6_V6ONLY, so `::` and `0.0.0.0` can both bind.
 pub fn bind_v6only(a: SocketAddr) -> io::Result<TcpListener> {
     let fd = new_socket(&a)?;
-    let one: libc::c_int = 1;
-    // SAFETY: setsockopt with a valid int option on our socket.
-    unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_IPV6,
-            libc::IPV6_V6ONLY,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_REUSEADDR,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
-    let (sa, len) = sockaddr(&a);
-    // SAFETY: `sa` is a valid sockaddr of `len` bytes.
-    if unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&sa as *const libc::sockaddr_storage).cast(),
-            len,
-        )
-    } != 0
-    {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: listen on our bound socket.
-    if unsafe { libc::listen(fd.as_raw_fd(), 128) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // Failures to set these leave the kernel's defaults, as before.
+    let _ = sockopt::set_ipv6_v6only(&fd, true);
+    let _ = sockopt::set_socket_reuseaddr(&fd, true);
+    net::bind(&fd, &a)?;
+    net::listen(&fd, 128)?;
     Ok(TcpListener::from(fd))
 }
 
 fn new_socket(a: &SocketAddr) -> io::Result<OwnedFd> {
     let family = if a.is_ipv4() {
-        libc::AF_INET
+        AddressFamily::INET
     } else {
-        libc::AF_INET6
+        AddressFamily::INET6
     };
-    // SAFETY: socket(2) with constant arguments.
-    let fd = unsafe {
-        libc::socket(
-            family,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh fd we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn sockaddr(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: all-zero is a valid sockaddr_storage.
-    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let len = match a {
-        SocketAddr::V4(v4) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: v4.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes(v4.ip().octets()),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
-            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin) };
-            std::mem::size_of::<libc::sockaddr_in>()
-        }
-        SocketAddr::V6(v6) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: v6.port().to_be(),
-                sin6_flowinfo: v6.flowinfo(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: v6.ip().octets(),
-                },
-                sin6_scope_id: v6.scope_id(),
-            };
-            // SAFETY: as above, for sockaddr_in6.
-            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin6) };
-            std::mem::size_of::<libc::sockaddr_in6>()
-        }
-    };
-    (ss, len as libc::socklen_t)
-}
-
-fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
-    match ss.ss_family as libc::c_int {
-        libc::AF_INET => {
-            // SAFETY: the family says the storage holds a sockaddr_in.
-            let sin: libc::sockaddr_in =
-                unsafe { std::ptr::read((ss as *const libc::sockaddr_storage).cast()) };
-            let ip = std::net::Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
-            Some(SocketAddr::from((ip, u16::from_be(sin.sin_port))))
-        }
-        libc::AF_INET6 => {
-            // SAFETY: the family says the storage holds a sockaddr_in6.
-            let sin6: libc::sockaddr_in6 =
-                unsafe { std::ptr::read((ss as *const libc::sockaddr_storage).cast()) };
-            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
-            Some(SocketAddr::from((ip, u16::from_be(sin6.sin6_port))))
-        }
-        _ => None,
-    }
+    Ok(net::socket_with(
+        family,
+        SocketType::STREAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?)
 }
 
 /// A TCP connect in progress, trying each address in turn without blocking.
@@ -381,7 +294,7 @@ impl Connecting {
                 let n = a.len();
                 self.addrs = a.into_iter().filter(|a| (self.keep)(a)).collect();
                 if self.addrs.is_empty() && n > 0 {
-                    self.last_err = Some(io::Error::from_raw_os_error(libc::EAFNOSUPPORT));
+                    self.last_err = Some(Errno::AFNOSUPPORT.into());
                 }
             }
             Err(e) => self.last_err = Some(e),
@@ -404,21 +317,14 @@ impl Connecting {
                     continue;
                 }
             };
-            let (sa, len) = sockaddr(&a);
-            // SAFETY: `sa` is a valid sockaddr of `len` bytes.
-            let r = unsafe {
-                libc::connect(
-                    fd.as_raw_fd(),
-                    (&sa as *const libc::sockaddr_storage).cast(),
-                    len,
-                )
+            let err = match net::connect(&fd, &a) {
+                Ok(()) | Err(Errno::INPROGRESS) => {
+                    self.fd = Some(fd);
+                    return;
+                }
+                Err(e) => e,
             };
-            let err = io::Error::last_os_error();
-            if r == 0 || err.raw_os_error() == Some(libc::EINPROGRESS) {
-                self.fd = Some(fd);
-                return;
-            }
-            self.last_err = Some(err);
+            self.last_err = Some(err.into());
         }
     }
 
@@ -439,39 +345,27 @@ impl Connecting {
             }
         }
         loop {
-            let Some(fd) = self.fd() else {
+            let Some(fd) = self.fd.as_ref() else {
                 let e = self
                     .last_err
                     .take()
                     .unwrap_or_else(|| io::Error::other("no address"));
                 return ConnectResult::Failed(e);
             };
-            let mut p = [libc::pollfd {
-                fd,
-                events: libc::POLLOUT,
-                revents: 0,
-            }];
-            if super::fdio::poll(&mut p, 0).unwrap_or(0) == 0 {
+            if super::fdpass::wait(fd.as_fd(), PollFlags::OUT, Some(Duration::ZERO)).is_err() {
                 return ConnectResult::Pending;
             }
-            let mut err: libc::c_int = 0;
-            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-            // SAFETY: SO_ERROR into an int of the given length.
-            unsafe {
-                libc::getsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    libc::SO_ERROR,
-                    (&mut err as *mut libc::c_int).cast(),
-                    &mut len,
-                )
-            };
-            if err == 0 {
-                if let Some(fd) = self.fd.take() {
-                    return ConnectResult::Done(fd);
+            // A failed SO_ERROR read counts as connected, as before.
+            let err = sockopt::socket_error(fd).unwrap_or(Ok(()));
+            match err {
+                Ok(()) => {
+                    if let Some(fd) = self.fd.take() {
+                        return ConnectResult::Done(fd);
+                    }
+                    self.last_err = Some(io::Error::from_raw_os_error(0));
                 }
+                Err(e) => self.last_err = Some(e.into()),
             }
-            self.last_err = Some(io::Error::from_raw_os_error(err));
             self.next_addr();
         }
     }
@@ -479,27 +373,23 @@ impl Connecting {
 
 /// Accepts what is waiting on a listening socket (TCP or Unix), as
 /// non-blocking sockets; the string names the originator for logs.
+///
+/// `listener` must stay open for the call.
 pub fn accept_all(listener: RawFd, max: usize) -> Vec<(OwnedFd, Option<SocketAddr>)> {
+    // SAFETY: the caller's listener is open for the call (above), and the
+    // borrow ends with it.
+    let listener = unsafe { BorrowedFd::borrow_raw(listener) };
     let mut out = Vec::new();
     while out.len() < max {
-        // SAFETY: all-zero is a valid sockaddr_storage.
-        let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        // SAFETY: accept4 into a sockaddr_storage of `len` bytes.
-        let fd = unsafe {
-            libc::accept4(
-                listener,
-                (&mut ss as *mut libc::sockaddr_storage).cast(),
-                &mut len,
-                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            )
-        };
-        if fd < 0 {
+        let Ok((fd, from)) =
+            net::acceptfrom_with(listener, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)
+        else {
             break;
-        }
-        // SAFETY: a fresh fd from accept4.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let peer = from_sockaddr(&ss);
+        };
+        // The address and port only (no flow label or scope), as reported.
+        let peer = from
+            .and_then(|a| SocketAddr::try_from(a).ok())
+            .map(|a| SocketAddr::new(a.ip(), a.port()));
         out.push((fd, peer));
     }
     out
@@ -514,43 +404,24 @@ pub fn originator(peer: Option<SocketAddr>) -> (String, u16) {
 /// Connects to a Unix socket without blocking: a listener whose backlog is
 /// full fails at once (EAGAIN) instead of stalling the loop.
 pub fn connect_unix(path: &str) -> io::Result<OwnedFd> {
-    // SAFETY: all-zero is a valid sockaddr_un.
-    let mut sun: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
     let bytes = path.as_bytes();
-    if bytes.is_empty() || bytes.len() >= sun.sun_path.len() || bytes.contains(&0) {
-        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    if bytes.is_empty() || bytes.len() >= SUN_PATH_LEN || bytes.contains(&0) {
+        return Err(Errno::NAMETOOLONG.into());
     }
-    for (d, s) in sun.sun_path.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
-    }
-    // SAFETY: socket(2) with constant arguments.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh fd we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
-    // SAFETY: `sun` is a valid sockaddr_un of `len` bytes.
-    if unsafe {
-        libc::connect(
-            fd.as_raw_fd(),
-            (&sun as *const libc::sockaddr_un).cast(),
-            len,
-        )
-    } != 0
-    {
-        return Err(io::Error::last_os_error());
-    }
+    let addr = SocketAddrUnix::new(path)?;
+    let fd = net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?;
+    net::connect(&fd, &addr)?;
     Ok(fd)
 }
+
+/// The size of `sockaddr_un`'s `sun_path` on Linux; a path must leave room
+/// for its NUL.
+const SUN_PATH_LEN: usize = 108;
 
 #[cfg(test)]
 mod tests {

@@ -111,42 +111,12 @@ pub fn for_target(
 
 /// The addresses of interface `name`, or of every interface (getifaddrs(3)).
 pub fn interface_addrs(name: Option<&str>) -> Result<Vec<IpAddr>, LocalAddrError> {
-    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `head` with a list we free below.
-    if unsafe { libc::getifaddrs(&mut head) } != 0 {
-        return Err(LocalAddrError::Getifaddrs(std::io::Error::last_os_error()));
-    }
-    let mut out = Vec::new();
-    let mut p = head;
-    while !p.is_null() {
-        // SAFETY: `p` is a node of the list getifaddrs returned, not yet freed.
-        let ifa = unsafe { &*p };
-        p = ifa.ifa_next;
-        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
-            continue;
-        }
-        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
-        let n = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
-        if name.is_some_and(|name| n.to_bytes() != name.as_bytes()) {
-            continue;
-        }
-        // SAFETY: ifa_addr points to a sockaddr whose family says its size.
-        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
-        if family == libc::AF_INET {
-            // SAFETY: an AF_INET sockaddr is a sockaddr_in.
-            let sin = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in>() };
-            out.push(IpAddr::from(
-                u32::from_be(sin.sin_addr.s_addr).to_be_bytes(),
-            ));
-        } else if family == libc::AF_INET6 {
-            // SAFETY: an AF_INET6 sockaddr is a sockaddr_in6.
-            let sin6 = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in6>() };
-            out.push(IpAddr::from(sin6.sin6_addr.s6_addr));
-        }
-    }
-    // SAFETY: `head` came from getifaddrs and is freed once.
-    unsafe { libc::freeifaddrs(head) };
-    Ok(out)
+    let all = crate::sys::ifaddrs::addresses().map_err(LocalAddrError::Getifaddrs)?;
+    Ok(all
+        .into_iter()
+        .filter(|(n, _)| name.is_none_or(|name| n.as_slice() == name.as_bytes()))
+        .map(|(_, ip)| ip)
+        .collect())
 }
 
 #[cfg(test)]

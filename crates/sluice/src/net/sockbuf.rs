@@ -9,7 +9,8 @@
 //! receive buffer to widen TCP's window scale it must be set before
 //! connect() (client) or on the listening socket (server).
 
-use std::os::fd::RawFd;
+use rustix::net::{self, sockopt, AddressFamily, SocketFlags, SocketType};
+use std::os::fd::{AsFd, BorrowedFd, RawFd};
 
 /// Which buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,13 +22,6 @@ pub enum Buf {
 }
 
 impl Buf {
-    fn opts(self) -> (libc::c_int, libc::c_int) {
-        match self {
-            Buf::Recv => (libc::SO_RCVBUF, libc::SO_RCVBUFFORCE),
-            Buf::Send => (libc::SO_SNDBUF, libc::SO_SNDBUFFORCE),
-        }
-    }
-
     /// The option's name in configuration files.
     pub fn keyword(self) -> &'static str {
         match self {
@@ -67,35 +61,33 @@ pub fn auto_size(buf: Buf) -> Option<u64> {
 }
 
 /// The buffer's size as the kernel reports it (the doubled figure halved:
-/// the bytes of data it holds).
+/// the bytes of data it holds). `fd` must stay open for the call.
 pub fn get(fd: RawFd, buf: Buf) -> Option<u64> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `v`.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            buf.opts().0,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    (r == 0 && v > 0).then_some(v as u64 / 2)
+    // SAFETY: the caller's `fd` is open for the call (above), and the
+    // borrow ends with it.
+    get_on(unsafe { BorrowedFd::borrow_raw(fd) }, buf)
 }
 
-fn set_raw(fd: RawFd, opt: libc::c_int, bytes: u64) -> bool {
-    let v = bytes.min(i32::MAX as u64 / 2) as libc::c_int;
-    // SAFETY: setsockopt reads one c_int from `v`.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            opt,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        ) == 0
+fn get_on(fd: BorrowedFd<'_>, buf: Buf) -> Option<u64> {
+    let v = match buf {
+        Buf::Recv => sockopt::socket_recv_buffer_size(fd),
+        Buf::Send => sockopt::socket_send_buffer_size(fd),
+    };
+    // The kernel's int, read as unsigned: a negative one is no size.
+    let v = v.ok()? as u64;
+    (v > 0 && v <= i32::MAX as u64).then_some(v / 2)
+}
+
+/// SO_RCVBUF/SO_SNDBUF (or their FORCE forms) to `bytes`; true if set.
+fn set_raw(fd: BorrowedFd<'_>, buf: Buf, force: bool, bytes: u64) -> bool {
+    let v = bytes.min(i32::MAX as u64 / 2) as usize;
+    match (buf, force) {
+        (Buf::Recv, false) => sockopt::set_socket_recv_buffer_size(fd, v),
+        (Buf::Recv, true) => sockopt::set_socket_recv_buffer_size_force(fd, v),
+        (Buf::Send, false) => sockopt::set_socket_send_buffer_size(fd, v),
+        (Buf::Send, true) => sockopt::set_socket_send_buffer_size_force(fd, v),
     }
+    .is_ok()
 }
 
 /// What setting a buffer came to.
@@ -110,18 +102,20 @@ pub struct Granted {
 }
 
 /// Sets `buf` on `fd` to `bytes`, forcing past the sysctl cap where the
-/// process may (root), and reads back what the kernel granted.
+/// process may (root), and reads back what the kernel granted. `fd` must
+/// stay open for the call.
 pub fn set(fd: RawFd, buf: Buf, bytes: u64) -> Granted {
-    set_with(fd, buf, bytes, true)
+    // SAFETY: the caller's `fd` is open for the call (above), and the
+    // borrow ends with it.
+    set_with(unsafe { BorrowedFd::borrow_raw(fd) }, buf, bytes, true)
 }
 
 /// [`set`], forcing past the sysctl cap only when `force`.
-fn set_with(fd: RawFd, buf: Buf, bytes: u64, force: bool) -> Granted {
-    let (opt, force_opt) = buf.opts();
-    set_raw(fd, opt, bytes);
-    let mut granted = get(fd, buf).unwrap_or(0);
-    if force && granted < bytes && set_raw(fd, force_opt, bytes) {
-        granted = get(fd, buf).unwrap_or(granted);
+fn set_with(fd: BorrowedFd<'_>, buf: Buf, bytes: u64, force: bool) -> Granted {
+    set_raw(fd, buf, false, bytes);
+    let mut granted = get_on(fd, buf).unwrap_or(0);
+    if force && granted < bytes && set_raw(fd, buf, true, bytes) {
+        granted = get_on(fd, buf).unwrap_or(granted);
     }
     let advice = (granted < bytes).then(|| {
         let cap = std::fs::read_to_string(format!("/proc/sys/{}", buf.sysctl().replace('.', "/")))
@@ -213,7 +207,11 @@ pub fn sysctl_max(buf: Buf) -> Option<u64> {
 }
 
 /// Sets `buf` on `fd` as `plan` says and reads back what was granted.
+/// `fd` must stay open for the call.
 pub fn set_planned(fd: RawFd, buf: Buf, plan: &RemotePlan) -> Granted {
+    // SAFETY: the caller's `fd` is open for the call (above), and the
+    // borrow ends with it.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     set_with(fd, buf, plan.bytes, plan.force)
 }
 
@@ -228,30 +226,21 @@ pub fn connect(
     timeout: Option<std::time::Duration>,
     bufs: [(Buf, u64); 2],
 ) -> std::io::Result<(std::net::TcpStream, Vec<Granted>)> {
-    use std::os::fd::{FromRawFd, OwnedFd};
     let domain = if addr.is_ipv4() {
-        libc::AF_INET
+        AddressFamily::INET
     } else {
-        libc::AF_INET6
+        AddressFamily::INET6
     };
-    // SAFETY: socket() returns a new fd or -1.
-    let fd = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fd is a fresh socket that nothing else owns.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let owned = net::socket_with(domain, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
     let granted = bufs
         .iter()
         .filter(|(_, n)| *n > 0)
-        .map(|&(b, n)| set(fd, b, n))
+        .map(|&(b, n)| set_with(owned.as_fd(), b, n, true))
         .collect();
     let stream = std::net::TcpStream::from(owned);
     if let Some(local) = from {
-        let l = socket_addr(local);
-        // SAFETY: `l` is a valid sockaddr of the length given.
-        if unsafe { libc::bind(fd, l.0.as_ptr().cast(), l.1) } != 0 {
-            let e = std::io::Error::last_os_error();
+        if let Err(e) = net::bind(&stream, &local) {
+            let e = std::io::Error::from(e);
             return Err(std::io::Error::new(
                 e.kind(),
                 format!(
@@ -262,51 +251,19 @@ pub fn connect(
             ));
         }
     }
-    let sock = socket_addr(addr);
     stream.set_nonblocking(true)?;
-    // SAFETY: `sock` is a valid sockaddr of the length given.
-    let r = unsafe { libc::connect(fd, sock.0.as_ptr().cast(), sock.1) };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINPROGRESS) {
-            return Err(e);
+    match net::connect(&stream, &addr) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::INPROGRESS) => {
+            super::fdpass::wait(stream.as_fd(), rustix::event::PollFlags::OUT, timeout)?;
+            if let Some(e) = stream.take_error()? {
+                return Err(e);
+            }
         }
-        let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
-        let mut p = [libc::pollfd {
-            fd,
-            events: libc::POLLOUT,
-            revents: 0,
-        }];
-        if super::fdio::poll(&mut p, ms)? == 0 {
-            return Err(std::io::ErrorKind::TimedOut.into());
-        }
-        if let Some(e) = stream.take_error()? {
-            return Err(e);
-        }
+        Err(e) => return Err(e.into()),
     }
     stream.set_nonblocking(false)?;
     Ok((stream, granted))
-}
-
-/// `addr` as a sockaddr_in/sockaddr_in6 in a byte buffer, with its length.
-fn socket_addr(addr: std::net::SocketAddr) -> ([u8; 28], libc::socklen_t) {
-    let mut b = [0u8; 28];
-    match addr {
-        std::net::SocketAddr::V4(a) => {
-            b[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
-            b[2..4].copy_from_slice(&a.port().to_be_bytes());
-            b[4..8].copy_from_slice(&a.ip().octets());
-            (b, 16)
-        }
-        std::net::SocketAddr::V6(a) => {
-            b[..2].copy_from_slice(&(libc::AF_INET6 as u16).to_ne_bytes());
-            b[2..4].copy_from_slice(&a.port().to_be_bytes());
-            b[4..8].copy_from_slice(&a.flowinfo().to_be_bytes());
-            b[8..24].copy_from_slice(&a.ip().octets());
-            b[24..28].copy_from_slice(&a.scope_id().to_ne_bytes());
-            (b, 28)
-        }
-    }
 }
 
 /// Bytes in the largest whole binary unit (4 MiB, 212992 B).

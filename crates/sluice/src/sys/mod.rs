@@ -2,4 +2,6 @@
 //! dispositions unsafe), each behind one documented safe function; the
 //! runtime's `unsafe` is meant to live here.
 
+pub mod fd;
+pub mod ifaddrs;
 pub mod signal;
