@@ -10,9 +10,12 @@ use crate::sys::fd;
 use std::os::fd::RawFd;
 
 /// Closes every descriptor from 3 up except those in `keep` (descriptors
-/// a parent of ours passed on purpose). For a process's start, before it
-/// opens anything of its own.
-pub fn close_inherited(keep: &[RawFd]) {
+/// a parent of ours passed on purpose).
+///
+/// # Safety
+/// For a process's start: nothing in it may own a descriptor from 3 up
+/// but those in `keep`.
+pub unsafe fn close_inherited(keep: &[RawFd]) {
     let mut keep: Vec<RawFd> = keep.iter().copied().filter(|f| *f > 2).collect();
     keep.sort_unstable();
     keep.dedup();
@@ -20,11 +23,13 @@ pub fn close_inherited(keep: &[RawFd]) {
     for k in keep {
         let k = k as u32;
         if k > from {
-            close_span(from, k - 1);
+            // SAFETY: this function's own precondition.
+            unsafe { close_span(from, k - 1) };
         }
         from = k + 1;
     }
-    close_span(from, u32::MAX);
+    // SAFETY: as above.
+    unsafe { close_span(from, u32::MAX) };
 }
 
 /// Marks every descriptor from 3 up close-on-exec. For a child between
@@ -68,8 +73,12 @@ fn cloexec_span(first: u32, last: u32) -> std::io::Result<()> {
 }
 
 /// Closes `first..=last`.
-fn close_span(first: u32, last: u32) {
-    if fd::close_range(first, last).is_ok() {
+///
+/// # Safety
+/// Nothing in the process owns a descriptor in the range.
+unsafe fn close_span(first: u32, last: u32) {
+    // SAFETY: the caller's precondition.
+    if unsafe { fd::close_range(first, last) }.is_ok() {
         return;
     }
     // Kernels before 5.9: the open ones, from /proc.
@@ -84,7 +93,8 @@ fn close_span(first: u32, last: u32) {
     // The directory's own descriptor is closed by now (the iterator was
     // consumed), so at worst EBADF.
     for n in open {
-        fd::close(n as RawFd);
+        // SAFETY: the caller's precondition.
+        unsafe { fd::close(n as RawFd) };
     }
 }
 

@@ -496,5 +496,7 @@ pub fn close_inherited_fds(args: &ServerArgs) {
         // sockets (restart.rs checks each is one).
         crate::server::restart::inherited_fd_numbers()
     };
-    crate::fds::close_inherited(&keep);
+    // SAFETY: sluiced's first step (cli/sshd_main.rs), before it opens
+    // anything: what is open from 3 up it inherited, but for `keep`.
+    unsafe { crate::fds::close_inherited(&keep) };
 }

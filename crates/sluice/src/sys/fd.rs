@@ -13,11 +13,13 @@ use std::io;
 use std::os::fd::RawFd;
 
 /// Closes every descriptor in `first..=last` (close_range(2), Linux 5.9).
-/// Only for a process's start, before anything in it holds a descriptor in
-/// the range.
-pub fn close_range(first: u32, last: u32) -> io::Result<()> {
-    // SAFETY: close_range(2) takes no memory; what it closes nothing in
-    // this process owns yet (the documented use).
+///
+/// # Safety
+/// Nothing in the process may own a descriptor in the range (an `OwnedFd`,
+/// a `File`): a process's start, before it opens anything there.
+pub unsafe fn close_range(first: u32, last: u32) -> io::Result<()> {
+    // SAFETY: close_range(2) takes no memory; the caller vouches that
+    // nothing owns what it closes.
     let r = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0 as libc::c_uint) };
     if r == 0 {
         Ok(())
@@ -69,10 +71,13 @@ pub fn set_cloexec(fd: RawFd) -> io::Result<()> {
 }
 
 /// Closes descriptor number `fd`, ignoring errors (EBADF for one not
-/// open). Only where [`close_range`] may be used.
-pub fn close(fd: RawFd) {
-    // SAFETY: close(2) on a number nothing in this process owns yet (the
-    // documented use); at worst EBADF.
+/// open).
+///
+/// # Safety
+/// As [`close_range`]: nothing in the process owns `fd`.
+pub unsafe fn close(fd: RawFd) {
+    // SAFETY: close(2) takes no memory; the caller vouches that nothing
+    // owns `fd`; at worst EBADF.
     unsafe { libc::close(fd) };
 }
 
