@@ -12,6 +12,7 @@
 pub mod agent;
 pub mod authorized_keys;
 pub mod cert;
+pub mod cert_error;
 pub mod ecdsa_pad;
 pub mod error;
 mod host_key_source;

@@ -11,6 +11,7 @@ pub mod conn;
 pub mod daemon;
 pub mod error;
 pub mod forward;
+pub mod forward_error;
 pub mod forward_policy;
 pub mod grace;
 pub mod idle;

@@ -34,6 +34,7 @@ pub mod datagram;
 mod drop_root;
 pub mod error;
 pub mod harness;
+pub mod join_error;
 pub mod join_inbox;
 pub mod join_policy;
 mod keyopts;
