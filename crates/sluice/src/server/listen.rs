@@ -361,14 +361,14 @@ impl Started {
             return;
         };
         let mut b = [0u8; 1];
-        // SAFETY: reading one byte from our own (non-blocking) pipe end.
-        let r = unsafe { libc::read(fd.as_raw_fd(), b.as_mut_ptr().cast(), 1) };
-        if r == 1 && b[0] == AUTHENTICATED {
+        // Non-blocking: EAGAIN while the child has said nothing yet.
+        let r = rustix::io::read(fd, &mut b);
+        if r == Ok(1) && b[0] == AUTHENTICATED {
             self.authenticated = true;
             self.startup = None;
-        } else if r == 0 || r == 1 {
+        } else if matches!(r, Ok(0) | Ok(1)) {
             self.startup = None;
-        } else if std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN) {
+        } else if r != Err(rustix::io::Errno::AGAIN) {
             self.startup = None;
         }
     }
@@ -413,20 +413,12 @@ fn spawn_child(
 ) -> std::io::Result<Started> {
     let _ = stream.set_nonblocking(false);
     let out = stream.try_clone()?;
-    let mut p = [0; 2];
-    // SAFETY: pipe2 fills two fds.
-    if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     // The listener's end never blocks it.
-    // SAFETY: setting O_NONBLOCK on the read end just created.
-    unsafe { libc::fcntl(p[0], libc::F_SETFL, libc::O_NONBLOCK) };
-    // SAFETY: both fds were just created and are owned here.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) };
+    rustix::io::ioctl_fionbio(&r, true)?;
     // The child inherits the write end (not close-on-exec); the listener
     // is single-threaded, so no other child can inherit it by accident.
-    // SAFETY: clearing FD_CLOEXEC on an fd we own.
-    unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETFD, 0) };
+    rustix::io::fcntl_setfd(&w, rustix::io::FdFlags::empty())?;
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .env(STARTUP_ENV, w.as_raw_fd().to_string())
