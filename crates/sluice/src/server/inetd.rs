@@ -10,7 +10,7 @@
 //! (user `nobody`, no groups, not dumpable) and never looks at the bytes.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 
 /// The bytes a relay direction moves per read.
 const CHUNK: usize = 64 * 1024;
@@ -49,16 +49,16 @@ impl std::error::Error for RelayError {
 /// socket that is also stdout (inetd, systemd's `Accept=yes`); otherwise
 /// starts the relay. Call before any thread starts.
 pub fn socket_on_stdin() -> Result<(), RelayError> {
-    if is_socket(0) && same_file(0, 1) {
+    if stdin_is_a_socket_that_is_stdout() {
         return Ok(());
     }
-    let mut sv = [-1; 2];
-    // SAFETY: sv has room for two descriptors.
-    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) } != 0 {
-        return Err(RelayError::last("socketpair"));
-    }
-    // SAFETY: socketpair returned two descriptors we now own.
-    let (ours, relay_end) = unsafe { (OwnedFd::from_raw_fd(sv[0]), OwnedFd::from_raw_fd(sv[1])) };
+    // Close-on-exec (std's) does not matter here: fd 0 becomes a dup2 of
+    // ours, and the relay execs nothing.
+    let (ours, relay_end) = std::os::unix::net::UnixStream::pair().map_err(|err| RelayError {
+        call: "socketpair",
+        err,
+    })?;
+    let (ours, relay_end) = (OwnedFd::from(ours), OwnedFd::from(relay_end));
     // SAFETY: the caller has started no thread: the child may run ordinary code.
     match unsafe { libc::fork() } {
         -1 => Err(RelayError::last("fork")),
@@ -70,31 +70,23 @@ pub fn socket_on_stdin() -> Result<(), RelayError> {
         }
         _ => {
             drop(relay_end);
-            // SAFETY: dup2 onto stdin; stdout goes to /dev/null later.
-            if unsafe { libc::dup2(ours.as_raw_fd(), 0) } != 0 {
-                return Err(RelayError::last("dup2"));
-            }
-            Ok(())
+            // Onto stdin; stdout goes to /dev/null later.
+            rustix::stdio::dup2_stdin(&ours).map_err(|e| RelayError {
+                call: "dup2",
+                err: e.into(),
+            })
         }
     }
 }
 
-fn is_socket(fd: i32) -> bool {
-    // SAFETY: stat is plain data filled by fstat.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer.
-    unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFSOCK }
-}
-
-fn same_file(a: i32, b: i32) -> bool {
-    // SAFETY: as in is_socket.
-    let (mut x, mut y): (libc::stat, libc::stat) = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers.
-    unsafe {
-        libc::fstat(a, &mut x) == 0
-            && libc::fstat(b, &mut y) == 0
-            && (x.st_dev, x.st_ino) == (y.st_dev, y.st_ino)
-    }
+/// inetd's and systemd's case: fd 0 is a socket and fd 1 the same one.
+fn stdin_is_a_socket_that_is_stdout() -> bool {
+    use rustix::fs::{fstat, FileType};
+    let (Ok(i), Ok(o)) = (fstat(std::io::stdin()), fstat(std::io::stdout())) else {
+        return false;
+    };
+    FileType::from_raw_mode(i.st_mode) == FileType::Socket
+        && (i.st_dev, i.st_ino) == (o.st_dev, o.st_ino)
 }
 
 /// The relay process: stdin to the socket, the socket to stdout, each
