@@ -90,17 +90,13 @@ fn remove_on_signal(path: &Path) {
             // SAFETY: a NUL-terminated path that lives for the process.
             unsafe { libc::unlink(p.as_ptr()) };
         }
-        // SAFETY: back to the default action, then die of the signal.
-        unsafe {
-            libc::signal(sig, libc::SIG_DFL);
-            libc::raise(sig);
-        }
+        // Back to the default action, then die of the signal.
+        crate::sys::signal::default(sig);
+        crate::sys::signal::raise(sig);
     }
-    // SAFETY: installs a handler that only makes async-signal-safe calls.
-    unsafe {
-        libc::signal(libc::SIGTERM, handler as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGHUP, handler as *const () as libc::sighandler_t);
-    }
+    // The handler makes async-signal-safe calls only.
+    crate::sys::signal::set_handler(libc::SIGTERM, handler);
+    crate::sys::signal::set_handler(libc::SIGHUP, handler);
 }
 
 /// 15 characters from [A-Za-z0-9], as mkstemp's template has.

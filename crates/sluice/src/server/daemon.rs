@@ -57,13 +57,11 @@ extern "C" fn on_hup(_: libc::c_int) {
 
 /// The listener's: SIGTERM and SIGINT stop it, SIGHUP restarts it.
 fn install_signal_handlers() {
-    // SAFETY: installing handlers that only store to an atomic.
-    unsafe {
-        libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_term as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGHUP, on_hup as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    // The handlers only store to an atomic.
+    crate::sys::signal::set_handler(libc::SIGTERM, on_term);
+    crate::sys::signal::set_handler(libc::SIGINT, on_term);
+    crate::sys::signal::set_handler(libc::SIGHUP, on_hup);
+    crate::sys::signal::ignore(libc::SIGPIPE);
     // A restart blocked them across its exec (restart.rs).
     restart::mask_listener_signals(libc::SIG_UNBLOCK, None);
 }

@@ -40,8 +40,8 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
         crate::log!(Error, "stdin is not a socket");
         return 1;
     };
-    // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    // Write errors are handled where they occur.
+    crate::sys::signal::ignore(libc::SIGPIPE);
     let started = Instant::now();
     // VERBOSE, as sshd logs it.
     crate::log!(
