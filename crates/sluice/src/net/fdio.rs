@@ -122,3 +122,29 @@ pub fn set_pipe_size(fd: RawFd, size: usize) {
     // SAFETY: fcntl with an integer argument; failure is harmless.
     unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, size as libc::c_int) };
 }
+
+/// Waits for `events` on `fd` (poll(2), retried on EINTR; `None` waits
+/// for ever); a timeout is an error.
+pub fn wait(
+    fd: std::os::fd::BorrowedFd<'_>,
+    events: rustix::event::PollFlags,
+    timeout: Option<std::time::Duration>,
+) -> io::Result<()> {
+    // As many whole milliseconds as poll(2)'s int takes, as before.
+    let ts = timeout.map(|t| {
+        let ms = t.as_millis().min(i32::MAX as u128) as i64;
+        rustix::event::Timespec {
+            tv_sec: ms / 1000,
+            tv_nsec: (ms % 1000) * 1_000_000,
+        }
+    });
+    loop {
+        let mut p = [rustix::event::PollFd::from_borrowed_fd(fd, events)];
+        match rustix::event::poll(&mut p, ts.as_ref()) {
+            Ok(0) => return Err(io::ErrorKind::TimedOut.into()),
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

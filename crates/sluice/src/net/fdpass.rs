@@ -4,7 +4,7 @@
 //! exactly the bytes before it with plain reads (a read that reaches the
 //! descriptor's byte without a control buffer loses the descriptor).
 
-use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::event::PollFlags;
 use rustix::io::Errno;
 use rustix::net::{
     RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer,
@@ -35,7 +35,7 @@ pub fn send_fd(sock: &impl AsFd, fd: RawFd) -> io::Result<()> {
             Ok(1) => return Ok(()),
             Ok(_) => return Err(io::Error::other("short sendmsg")),
             Err(Errno::INTR) => continue,
-            Err(Errno::AGAIN) => wait(sock.as_fd(), PollFlags::OUT, None)?,
+            Err(Errno::AGAIN) => super::fdio::wait(sock.as_fd(), PollFlags::OUT, None)?,
             Err(e) => return Err(e.into()),
         }
     }
@@ -60,7 +60,7 @@ pub fn recv_fd(sock: &impl AsFd, timeout: Duration) -> io::Result<OwnedFd> {
             Ok(msg) => msg,
             Err(Errno::INTR) => continue,
             Err(Errno::AGAIN) => {
-                wait(sock.as_fd(), PollFlags::IN, Some(timeout))?;
+                super::fdio::wait(sock.as_fd(), PollFlags::IN, Some(timeout))?;
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -81,32 +81,6 @@ pub fn recv_fd(sock: &impl AsFd, timeout: Duration) -> io::Result<OwnedFd> {
             )));
         }
         return Ok(fds.remove(0));
-    }
-}
-
-/// Waits for `events` on `fd` (poll(2), retried on EINTR; `None` waits
-/// for ever); a timeout is an error.
-pub(crate) fn wait(
-    fd: BorrowedFd<'_>,
-    events: PollFlags,
-    timeout: Option<Duration>,
-) -> io::Result<()> {
-    // As many whole milliseconds as poll(2)'s int takes, as before.
-    let ts = timeout.map(|t| {
-        let ms = t.as_millis().min(i32::MAX as u128) as i64;
-        Timespec {
-            tv_sec: ms / 1000,
-            tv_nsec: (ms % 1000) * 1_000_000,
-        }
-    });
-    loop {
-        let mut p = [PollFd::from_borrowed_fd(fd, events)];
-        match rustix::event::poll(&mut p, ts.as_ref()) {
-            Ok(0) => return Err(io::ErrorKind::TimedOut.into()),
-            Ok(_) => return Ok(()),
-            Err(Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
     }
 }
 

@@ -352,7 +352,7 @@ impl Connecting {
                     .unwrap_or_else(|| io::Error::other("no address"));
                 return ConnectResult::Failed(e);
             };
-            if super::fdpass::wait(fd.as_fd(), PollFlags::OUT, Some(Duration::ZERO)).is_err() {
+            if super::fdio::wait(fd.as_fd(), PollFlags::OUT, Some(Duration::ZERO)).is_err() {
                 return ConnectResult::Pending;
             }
             // A failed SO_ERROR read counts as connected, as before.
