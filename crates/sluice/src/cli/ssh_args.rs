@@ -251,40 +251,8 @@ fn options(
                 _ => {}
             }
             if FLAGS.contains(c) {
-                match c {
-                    'v' => a.verbose = a.verbose.saturating_add(1),
-                    'q' => a.quiet = true,
-                    '4' => a.family = Some(4),
-                    '6' => a.family = Some(6),
-                    'C' => a.compression = true,
-                    'G' => a.print_config = true,
-                    'N' => a.no_command = true,
-                    'f' => a.fork = true,
-                    'n' => a.null_stdin = true,
-                    'T' => a.tty = -1,
-                    't' => a.tty = a.tty.max(0) + 1,
-                    's' => a.subsystem = true,
-                    'V' => return Ok(Parsed::Done(Box::new(Invocation::Version))),
-                    'A' => *forward_agent = Some("yes"),
-                    'a' => *forward_agent = Some("no"),
-                    'M' => a.control_master = a.control_master.saturating_add(1),
-                    // The flags that stand for a keyword, as in ssh: the
-                    // keyword's handling (or its "Unsupported option"
-                    // warning) applies, and -G shows them.
-                    'g' => a.options.push("GatewayPorts=yes".into()),
-                    'X' => a.options.push("ForwardX11=yes".into()),
-                    'x' => a.options.push("ForwardX11=no".into()),
-                    'Y' => {
-                        a.options.push("ForwardX11=yes".into());
-                        a.options.push("ForwardX11Trusted=yes".into());
-                    }
-                    'K' => {
-                        a.options.push("GSSAPIAuthentication=yes".into());
-                        a.options.push("GSSAPIDelegateCredentials=yes".into());
-                    }
-                    'k' => a.options.push("GSSAPIDelegateCredentials=no".into()),
-                    'y' => a.syslog = true,
-                    _ => {}
+                if let Some(done) = flag(c, a, forward_agent) {
+                    return Ok(done);
                 }
                 continue;
             }
@@ -305,66 +273,114 @@ fn options(
                     usage: Some(USAGE),
                 })?
             };
-            match c {
-                'p' => {
-                    a.port = Some(
-                        value
-                            .parse()
-                            .map_err(|_| UsageError::bad("Bad port", &value))?,
-                    );
-                    a.options.push(format!("Port={value}"));
-                }
-                'l' => {
-                    a.options.push(format!("User={value}"));
-                    a.login = Some(value);
-                }
-                // As ssh: a file that cannot be stat'ed is warned about and
-                // left out (the other identities and the agent still go on).
-                'i' => {
-                    let path = crate::config::ssh::tokens::tilde(&value).unwrap_or(value);
-                    match std::fs::metadata(&path) {
-                        Ok(_) => a.identities.push(path),
-                        Err(e) => crate::errln!(
-                            "Warning: Identity file {path} not accessible: {}.",
-                            crate::io_error::describe_io_error(&e)
-                        ),
-                    }
-                }
-                'F' => a.config_file = Some(value),
-                'o' => a.options.push(value),
-                'c' => a.ciphers = Some(value),
-                'm' => a.macs = Some(value),
-                'Q' => return Ok(Parsed::Done(Box::new(Invocation::Query(value)))),
-                'e' => a.escape = Some(value),
-                'J' if a.jump.is_some() => {
-                    return Err(UsageError::Refused("Only a single -J option is permitted"))
-                }
-                'J' => a.jump = Some(value),
-                'L' => a.local_forwards.push(value),
-                'R' => a.remote_forwards.push(value),
-                'D' => a.dynamic_forwards.push(value),
-                'W' => a.stdio_forward = Some(value),
-                'E' => a.log_file = Some(value),
-                'O' => {
-                    crate::client::mux_control::check_command(&value).map_err(UsageError::Mux)?;
-                    a.control_command = Some(value);
-                }
-                'S' => a.control_path = Some(value),
-                'b' => a.options.push(format!("BindAddress={value}")),
-                'B' => a.options.push(format!("BindInterface={value}")),
-                'I' => a.options.push(format!("PKCS11Provider={value}")),
-                'P' => a.options.push(format!("Tag={value}")),
-                'w' => {
-                    a.options.push("Tunnel=yes".into());
-                    a.options.push(format!("TunnelDevice={value}"));
-                }
-                _ => {}
+            if let Some(done) = with_value(c, value, a)? {
+                return Ok(done);
             }
             break;
         }
         *i += 1;
     }
     Ok(Parsed::Stopped { terminated: false })
+}
+
+/// A flag without a value (one of [`FLAGS`]); `Some` when nothing else matters (`-V`).
+fn flag(c: char, a: &mut ClientArgs, forward_agent: &mut Option<&'static str>) -> Option<Parsed> {
+    match c {
+        'v' => a.verbose = a.verbose.saturating_add(1),
+        'q' => a.quiet = true,
+        '4' => a.family = Some(4),
+        '6' => a.family = Some(6),
+        'C' => a.compression = true,
+        'G' => a.print_config = true,
+        'N' => a.no_command = true,
+        'f' => a.fork = true,
+        'n' => a.null_stdin = true,
+        'T' => a.tty = -1,
+        't' => a.tty = a.tty.max(0) + 1,
+        's' => a.subsystem = true,
+        'V' => return Some(Parsed::Done(Box::new(Invocation::Version))),
+        'A' => *forward_agent = Some("yes"),
+        'a' => *forward_agent = Some("no"),
+        'M' => a.control_master = a.control_master.saturating_add(1),
+        // The flags that stand for a keyword, as in ssh: the
+        // keyword's handling (or its "Unsupported option"
+        // warning) applies, and -G shows them.
+        'g' => a.options.push("GatewayPorts=yes".into()),
+        'X' => a.options.push("ForwardX11=yes".into()),
+        'x' => a.options.push("ForwardX11=no".into()),
+        'Y' => {
+            a.options.push("ForwardX11=yes".into());
+            a.options.push("ForwardX11Trusted=yes".into());
+        }
+        'K' => {
+            a.options.push("GSSAPIAuthentication=yes".into());
+            a.options.push("GSSAPIDelegateCredentials=yes".into());
+        }
+        'k' => a.options.push("GSSAPIDelegateCredentials=no".into()),
+        'y' => a.syslog = true,
+        _ => {}
+    }
+    None
+}
+
+/// An option with its value (one of [`WITH_VALUE`]); `Some` when nothing else matters (`-Q`).
+fn with_value(c: char, value: String, a: &mut ClientArgs) -> Result<Option<Parsed>, UsageError> {
+    match c {
+        'p' => {
+            a.port = Some(
+                value
+                    .parse()
+                    .map_err(|_| UsageError::bad("Bad port", &value))?,
+            );
+            a.options.push(format!("Port={value}"));
+        }
+        'l' => {
+            a.options.push(format!("User={value}"));
+            a.login = Some(value);
+        }
+        // As ssh: a file that cannot be stat'ed is warned about and
+        // left out (the other identities and the agent still go on).
+        'i' => {
+            let path = crate::config::ssh::tokens::tilde(&value).unwrap_or(value);
+            match std::fs::metadata(&path) {
+                Ok(_) => a.identities.push(path),
+                Err(e) => crate::errln!(
+                    "Warning: Identity file {path} not accessible: {}.",
+                    crate::io_error::describe_io_error(&e)
+                ),
+            }
+        }
+        'F' => a.config_file = Some(value),
+        'o' => a.options.push(value),
+        'c' => a.ciphers = Some(value),
+        'm' => a.macs = Some(value),
+        'Q' => return Ok(Some(Parsed::Done(Box::new(Invocation::Query(value))))),
+        'e' => a.escape = Some(value),
+        'J' if a.jump.is_some() => {
+            return Err(UsageError::Refused("Only a single -J option is permitted"))
+        }
+        'J' => a.jump = Some(value),
+        'L' => a.local_forwards.push(value),
+        'R' => a.remote_forwards.push(value),
+        'D' => a.dynamic_forwards.push(value),
+        'W' => a.stdio_forward = Some(value),
+        'E' => a.log_file = Some(value),
+        'O' => {
+            crate::client::mux_control::check_command(&value).map_err(UsageError::Mux)?;
+            a.control_command = Some(value);
+        }
+        'S' => a.control_path = Some(value),
+        'b' => a.options.push(format!("BindAddress={value}")),
+        'B' => a.options.push(format!("BindInterface={value}")),
+        'I' => a.options.push(format!("PKCS11Provider={value}")),
+        'P' => a.options.push(format!("Tag={value}")),
+        'w' => {
+            a.options.push("Tunnel=yes".into());
+            a.options.push(format!("TunnelDevice={value}"));
+        }
+        _ => {}
+    }
+    Ok(None)
 }
 
 fn parse_destination(dest: &str, a: &mut ClientArgs) -> Result<(), UsageError> {
