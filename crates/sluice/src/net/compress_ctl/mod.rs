@@ -347,26 +347,8 @@ impl LevelControl {
         if !std::mem::replace(&mut self.begun, true) {
             self.start_level(socket());
         }
-        if let Some(target) = self.settle {
-            match socket() {
-                Some(k) if k.acked < target => {
-                    // A copy that floods the socket while the link drains it
-                    // slower than the level it left: lost, before its window.
-                    if let Some((drain, secs)) = self.copy_probe_lost(k) {
-                        self.note_link(Limit::Link, drain);
-                        let next = self.decide(0, drain, 1.0, raw, Limit::Link, secs);
-                        self.set_level(next, Some(k));
-                    }
-                    // Still the old level's bytes on the wire: the window
-                    // starts when they are through.
-                    self.start = (raw, z);
-                    self.queued = Some(k.queued);
-                    self.started = Instant::now();
-                    self.stalls = Stalls::default();
-                    return;
-                }
-                _ => self.settle = None,
-            }
+        if self.settling((raw, z), &socket) {
+            return;
         }
         let (raw0, z0) = self.start;
         let bytes = raw.saturating_sub(raw0);
@@ -458,6 +440,37 @@ impl LevelControl {
         }
     }
 
+    /// Whether the bytes of the level before a change are still on their
+    /// way (`settle`): the window starts when they are through. A copy
+    /// probe may be judged lost meanwhile.
+    fn settling(&mut self, (raw, z): (u64, u64), socket: &impl Fn() -> Option<Socket>) -> bool {
+        let Some(target) = self.settle else {
+            return false;
+        };
+        match socket() {
+            Some(k) if k.acked < target => {
+                // A copy that floods the socket while the link drains it
+                // slower than the level it left: lost, before its window.
+                if let Some((drain, secs)) = self.copy_probe_lost(k) {
+                    self.note_link(Limit::Link, drain);
+                    let next = self.decide(0, drain, 1.0, raw, Limit::Link, secs);
+                    self.set_level(next, Some(k));
+                }
+                // Still the old level's bytes on the wire: the window
+                // starts when they are through.
+                self.start = (raw, z);
+                self.queued = Some(k.queued);
+                self.started = Instant::now();
+                self.stalls = Stalls::default();
+                true
+            }
+            _ => {
+                self.settle = None;
+                false
+            }
+        }
+    }
+
     /// Over a path of at least [`SETUP_RTT`] the transfer starts in TCP's
     /// slow start, where the link (its congestion window) is the limit and
     /// every byte of ratio is payload: level 1 from the first batch, as the
@@ -533,215 +546,280 @@ impl LevelControl {
 
     /// The next level and phase from one window's figures.
     fn decide(&mut self, now: u8, rate: f64, ratio: f64, raw: u64, limit: Limit, secs: f64) -> u8 {
-        let mbs = rate / 1e6;
+        let w = Window {
+            now,
+            rate,
+            ratio,
+            raw,
+            limit,
+            secs,
+        };
         self.since_probe += secs;
-        // A probe up now would add work where work is the limit: only
-        // once its expected cost fits the budget.
-        let link_bound = limit == Limit::Link;
-        let window_bound = limit == Limit::Window;
-        let ahead = limit != Limit::Cpu;
-        let cpu_probe_due =
-            self.since_probe >= self.fail_wait && (ahead || self.since_probe >= self.cpu_wait);
         if now > 0 && ratio < MIN_RATIO {
-            log!(
-                Debug1,
-                "compression: {} level {now} -> 0: data does not compress (ratio {ratio:.2}, {mbs:.0} MB/s)",
-                self.engine
-            );
-            // Probed again after PROBE_EVERY, twice that after a second
-            // miss in a row, and so on up to PROBE_MAX.
-            self.stored_gap = if matches!(self.phase, Phase::Probe { from: 0, .. }) {
-                (self.stored_gap * 2).clamp(PROBE_EVERY, PROBE_MAX)
-            } else {
-                PROBE_EVERY
-            };
-            // What the probe cost against the copy before it: the next one
-            // also waits until that is at most PROBE_BUDGET of the time
-            // (on loopback PROBE_MAX goes by every 15 ms, and a probe of
-            // random data at level 1 ran at half the copy's rate). Through
-            // a link both rates are the link's, and nothing waits.
-            if let Phase::Probe { from: 0, from_rate } = self.phase {
-                self.fail_wait = budget_wait(secs, rate, from_rate);
-                self.since_probe = 0.0;
-            }
-            self.phase = Phase::Incompressible {
-                until: raw + self.stored_gap,
-            };
-            return 0;
+            return self.plain(w);
         }
         match self.phase {
-            Phase::Incompressible { until } => {
-                // Waits for the peer do not count here: with data that did
-                // not compress, they say the peer's CPU is the limit, and a
-                // probe only adds to its work.
-                if raw < until
-                    || self.since_probe < self.fail_wait
-                    || !(link_bound || window_bound || self.since_probe >= self.cpu_wait)
-                {
-                    return 0;
-                }
-                log!(Debug2, "compression: {} probing level 1", self.engine);
-                self.phase = Phase::Probe {
-                    from: 0,
-                    from_rate: rate,
-                };
-                1
-            }
-            Phase::Probe { from, from_rate } => {
-                // Infinite: the probe straight after the setup's window,
-                // which measured nothing to beat.
-                let was = if from_rate.is_finite() {
-                    format!("{:.0} MB/s", from_rate / 1e6)
-                } else {
-                    "the unmeasured setup".to_owned()
-                };
-                self.since_probe = 0.0;
-                // Up and still ahead of the link: more ratio, the same link,
-                // more payload, whatever this window's data did to the rate.
-                // Not so ahead of the peer's window: it counts payload, so
-                // only the rate says whether more ratio helped.
-                // The probe after the setup has no rate to beat: kept while
-                // ahead of either.
-                let unmeasured = !from_rate.is_finite();
-                // Behind a window the path fills, level 1 (or a step down to
-                // at least 1) carries as much with less work: kept unless
-                // clearly slower.
-                let least_work = window_bound && now >= 1 && (now == 1 || now < from);
-                let keep = (now > from && (link_bound || (ahead && unmeasured)))
-                    || rate > from_rate * GAIN
-                    || (least_work && rate >= from_rate * WINDOW_SLACK);
-                if keep {
-                    log!(
-                        Debug1,
-                        "compression: {} level {from} -> {now}: {mbs:.0} MB/s against {was} (ratio {ratio:.2})",
-                        self.engine
-                    );
-                    self.hold = HOLD_MIN;
-                    self.cpu_wait = CPU_PROBE_WAIT;
-                    self.fail_wait = 0.0;
-                    // Still ahead of the link after a step up: the next
-                    // step is worth trying at once, against this window
-                    // (it measured this level alone, after the settle).
-                    if now > from && ahead && !window_bound && now < self.max_level {
-                        log!(
-                            Debug2,
-                            "compression: {} probing level {} from {now} ({mbs:.0} MB/s, ratio {ratio:.2})",
-                            self.engine,
-                            now + 1
-                        );
-                        self.phase = Phase::Probe {
-                            from: now,
-                            from_rate: rate,
-                        };
-                        return now + 1;
-                    }
-                    self.phase = Phase::Hold { left: self.hold };
-                    now
-                } else if unmeasured && now > from {
-                    // Ahead of nothing, but with no rate to lose against: a
-                    // level 1 that runs at 1.7 GB/s on text at ratio 25 left
-                    // a 1 Gbit/s link idle without being slower than the
-                    // copy. The level below is probed against this rate.
-                    log!(
-                        Debug2,
-                        "compression: {} level {now} after the setup: {mbs:.0} MB/s (ratio {ratio:.2}); probing level {from} against it",
-                        self.engine
-                    );
-                    self.phase = Phase::Probe {
-                        from: now,
-                        from_rate: rate,
-                    };
-                    from
-                } else {
-                    log!(
-                        Debug1,
-                        "compression: {} stays at level {from}: level {now} gave {mbs:.0} MB/s against {was} (ratio {ratio:.2})",
-                        self.engine
-                    );
-                    self.hold = (self.hold * 2).min(HOLD_MAX);
-                    self.phase = Phase::Hold { left: self.hold };
-                    self.down_missed = now < from;
-                    if now > from {
-                        let budget = budget_wait(secs, rate, from_rate);
-                        self.cpu_wait = (self.cpu_wait * 2.0).max(budget).min(CPU_PROBE_WAIT_MAX);
-                        // Ahead of the link or not, a costly miss waits
-                        // (loopback: a socket that backs up behind a busy
-                        // peer looks like a link to keep ahead of).
-                        self.fail_wait = budget;
-                    }
-                    from
-                }
-            }
+            Phase::Incompressible { until } => self.after_plain(w, until),
+            Phase::Probe { from, from_rate } => self.after_probe(w, from, from_rate),
             // A probe down that lost says nothing against one up: once the
             // link is the limit, that one goes at once. And a level that
             // leaves the measured link well short is our CPU's limit: a
             // step down goes at once too.
             Phase::Hold { left }
                 if left > 1
-                    && !(link_bound && self.down_missed)
+                    && !(limit == Limit::Link && self.down_missed)
                     && !(now > 0 && self.below_link(limit, rate / ratio.max(1.0))) =>
             {
                 self.phase = Phase::Hold { left: left - 1 };
                 now
             }
-            Phase::Hold { .. } => {
-                // Ahead of the link: try more ratio; behind it: less work.
-                // Behind the peer's window, either may help (its window
-                // counts payload; its CPU may be what returns it): the
-                // two in turn.
-                let up = (now < self.max_level).then_some(now + 1);
-                let down = now.checked_sub(1);
-                let try_up = match limit {
-                    Limit::Link => true,
-                    Limit::Cpu => false,
-                    // Such a window counts payload: ratio adds none while
-                    // the link has room. From above 1 down; at 1 down to
-                    // the copy only while the link was never seen full: at
-                    // 5 Gbit/s into sshd level 1 ran at 120 MB/s (sshd
-                    // inflating) against the copy's 173; at 1 Gbit/s the
-                    // copy fills the link at 114 against level 1's 125,
-                    // and once seen so it is not tried again (window by
-                    // window the data's ratio moves the rate more than a
-                    // level does there). At 0 nothing.
-                    Limit::Window if now == 0 || (now == 1 && self.link_wire > 0.0) => {
-                        self.phase = Phase::Hold { left: self.hold };
-                        return now;
-                    }
-                    Limit::Window => false,
-                    Limit::Peer => {
-                        self.peer_down = !self.peer_down;
-                        !self.peer_down
-                    }
-                };
-                let probe = match (try_up, up, down) {
-                    (true, Some(u), _) => u,
-                    (false, _, Some(d)) => d,
-                    (_, Some(u), None) => u,
-                    (_, None, Some(d)) => d,
-                    (_, None, None) => return now,
-                };
-                if probe == 0 && self.copy_cannot_win(rate) {
-                    self.phase = Phase::Hold { left: self.hold };
-                    return now;
-                }
-                if probe > now && !cpu_probe_due {
-                    self.phase = Phase::Hold { left: 1 };
-                    return now;
-                }
+            Phase::Hold { .. } => self.after_hold(w),
+        }
+    }
+
+    /// A level above 0 found data that does not compress: back to 0, and
+    /// the next probe waits.
+    fn plain(&mut self, w: Window) -> u8 {
+        let Window {
+            now,
+            rate,
+            ratio,
+            raw,
+            secs,
+            ..
+        } = w;
+        let mbs = rate / 1e6;
+        log!(
+            Debug1,
+            "compression: {} level {now} -> 0: data does not compress (ratio {ratio:.2}, {mbs:.0} MB/s)",
+            self.engine
+        );
+        // Probed again after PROBE_EVERY, twice that after a second
+        // miss in a row, and so on up to PROBE_MAX.
+        self.stored_gap = if matches!(self.phase, Phase::Probe { from: 0, .. }) {
+            (self.stored_gap * 2).clamp(PROBE_EVERY, PROBE_MAX)
+        } else {
+            PROBE_EVERY
+        };
+        // What the probe cost against the copy before it: the next one
+        // also waits until that is at most PROBE_BUDGET of the time
+        // (on loopback PROBE_MAX goes by every 15 ms, and a probe of
+        // random data at level 1 ran at half the copy's rate). Through
+        // a link both rates are the link's, and nothing waits.
+        if let Phase::Probe { from: 0, from_rate } = self.phase {
+            self.fail_wait = budget_wait(secs, rate, from_rate);
+            self.since_probe = 0.0;
+        }
+        self.phase = Phase::Incompressible {
+            until: raw + self.stored_gap,
+        };
+        0
+    }
+
+    /// At level 0 on plain data: probes level 1 once enough went by.
+    fn after_plain(&mut self, w: Window, until: u64) -> u8 {
+        let Window {
+            rate, raw, limit, ..
+        } = w;
+        let (link_bound, window_bound) = (limit == Limit::Link, limit == Limit::Window);
+        // Waits for the peer do not count here: with data that did
+        // not compress, they say the peer's CPU is the limit, and a
+        // probe only adds to its work.
+        if raw < until
+            || self.since_probe < self.fail_wait
+            || !(link_bound || window_bound || self.since_probe >= self.cpu_wait)
+        {
+            return 0;
+        }
+        log!(Debug2, "compression: {} probing level 1", self.engine);
+        self.phase = Phase::Probe {
+            from: 0,
+            from_rate: rate,
+        };
+        1
+    }
+
+    /// A probe's window is over: keeps the level, probes on, or goes back.
+    fn after_probe(&mut self, w: Window, from: u8, from_rate: f64) -> u8 {
+        let Window {
+            now,
+            rate,
+            ratio,
+            limit,
+            secs,
+            ..
+        } = w;
+        let mbs = rate / 1e6;
+        let (link_bound, window_bound) = (limit == Limit::Link, limit == Limit::Window);
+        let ahead = limit != Limit::Cpu;
+        // Infinite: the probe straight after the setup's window,
+        // which measured nothing to beat.
+        let was = if from_rate.is_finite() {
+            format!("{:.0} MB/s", from_rate / 1e6)
+        } else {
+            "the unmeasured setup".to_owned()
+        };
+        self.since_probe = 0.0;
+        // Up and still ahead of the link: more ratio, the same link,
+        // more payload, whatever this window's data did to the rate.
+        // Not so ahead of the peer's window: it counts payload, so
+        // only the rate says whether more ratio helped.
+        // The probe after the setup has no rate to beat: kept while
+        // ahead of either.
+        let unmeasured = !from_rate.is_finite();
+        // Behind a window the path fills, level 1 (or a step down to
+        // at least 1) carries as much with less work: kept unless
+        // clearly slower.
+        let least_work = window_bound && now >= 1 && (now == 1 || now < from);
+        let keep = (now > from && (link_bound || (ahead && unmeasured)))
+            || rate > from_rate * GAIN
+            || (least_work && rate >= from_rate * WINDOW_SLACK);
+        if keep {
+            log!(
+                Debug1,
+                "compression: {} level {from} -> {now}: {mbs:.0} MB/s against {was} (ratio {ratio:.2})",
+                self.engine
+            );
+            self.hold = HOLD_MIN;
+            self.cpu_wait = CPU_PROBE_WAIT;
+            self.fail_wait = 0.0;
+            // Still ahead of the link after a step up: the next
+            // step is worth trying at once, against this window
+            // (it measured this level alone, after the settle).
+            if now > from && ahead && !window_bound && now < self.max_level {
                 log!(
                     Debug2,
-                    "compression: {} probing level {probe} from {now} ({mbs:.0} MB/s, ratio {ratio:.2})",
-                    self.engine
+                    "compression: {} probing level {} from {now} ({mbs:.0} MB/s, ratio {ratio:.2})",
+                    self.engine,
+                    now + 1
                 );
-                self.down_missed = false;
                 self.phase = Phase::Probe {
                     from: now,
                     from_rate: rate,
                 };
-                probe
+                return now + 1;
             }
+            self.phase = Phase::Hold { left: self.hold };
+            now
+        } else if unmeasured && now > from {
+            // Ahead of nothing, but with no rate to lose against: a
+            // level 1 that runs at 1.7 GB/s on text at ratio 25 left
+            // a 1 Gbit/s link idle without being slower than the
+            // copy. The level below is probed against this rate.
+            log!(
+                Debug2,
+                "compression: {} level {now} after the setup: {mbs:.0} MB/s (ratio {ratio:.2}); probing level {from} against it",
+                self.engine
+            );
+            self.phase = Phase::Probe {
+                from: now,
+                from_rate: rate,
+            };
+            from
+        } else {
+            log!(
+                Debug1,
+                "compression: {} stays at level {from}: level {now} gave {mbs:.0} MB/s against {was} (ratio {ratio:.2})",
+                self.engine
+            );
+            self.hold = (self.hold * 2).min(HOLD_MAX);
+            self.phase = Phase::Hold { left: self.hold };
+            self.down_missed = now < from;
+            if now > from {
+                let budget = budget_wait(secs, rate, from_rate);
+                self.cpu_wait = (self.cpu_wait * 2.0).max(budget).min(CPU_PROBE_WAIT_MAX);
+                // Ahead of the link or not, a costly miss waits
+                // (loopback: a socket that backs up behind a busy
+                // peer looks like a link to keep ahead of).
+                self.fail_wait = budget;
+            }
+            from
         }
     }
+
+    /// A hold is over: probes one level up or down.
+    fn after_hold(&mut self, w: Window) -> u8 {
+        let Window {
+            now,
+            rate,
+            ratio,
+            limit,
+            ..
+        } = w;
+        let mbs = rate / 1e6;
+        // A probe up now would add work where work is the limit: only
+        // once its expected cost fits the budget.
+        let cpu_probe_due = self.since_probe >= self.fail_wait
+            && (limit != Limit::Cpu || self.since_probe >= self.cpu_wait);
+        // Ahead of the link: try more ratio; behind it: less work.
+        // Behind the peer's window, either may help (its window
+        // counts payload; its CPU may be what returns it): the
+        // two in turn.
+        let up = (now < self.max_level).then_some(now + 1);
+        let down = now.checked_sub(1);
+        let try_up = match limit {
+            Limit::Link => true,
+            Limit::Cpu => false,
+            // Such a window counts payload: ratio adds none while
+            // the link has room. From above 1 down; at 1 down to
+            // the copy only while the link was never seen full: at
+            // 5 Gbit/s into sshd level 1 ran at 120 MB/s (sshd
+            // inflating) against the copy's 173; at 1 Gbit/s the
+            // copy fills the link at 114 against level 1's 125,
+            // and once seen so it is not tried again (window by
+            // window the data's ratio moves the rate more than a
+            // level does there). At 0 nothing.
+            Limit::Window if now == 0 || (now == 1 && self.link_wire > 0.0) => {
+                self.phase = Phase::Hold { left: self.hold };
+                return now;
+            }
+            Limit::Window => false,
+            Limit::Peer => {
+                self.peer_down = !self.peer_down;
+                !self.peer_down
+            }
+        };
+        let probe = match (try_up, up, down) {
+            (true, Some(u), _) => u,
+            (false, _, Some(d)) => d,
+            (_, Some(u), None) => u,
+            (_, None, Some(d)) => d,
+            (_, None, None) => return now,
+        };
+        if probe == 0 && self.copy_cannot_win(rate) {
+            self.phase = Phase::Hold { left: self.hold };
+            return now;
+        }
+        if probe > now && !cpu_probe_due {
+            self.phase = Phase::Hold { left: 1 };
+            return now;
+        }
+        log!(
+            Debug2,
+            "compression: {} probing level {probe} from {now} ({mbs:.0} MB/s, ratio {ratio:.2})",
+            self.engine
+        );
+        self.down_missed = false;
+        self.phase = Phase::Probe {
+            from: now,
+            from_rate: rate,
+        };
+        probe
+    }
+}
+
+/// One window's figures, as [`LevelControl::decide`] gets them.
+#[derive(Clone, Copy)]
+struct Window {
+    /// The level it ran at.
+    now: u8,
+    /// Payload delivered, bytes/s.
+    rate: f64,
+    ratio: f64,
+    /// The stream's raw byte count at its end.
+    raw: u64,
+    limit: Limit,
+    secs: f64,
 }
 
 /// How long the next probe waits after one of `secs` that ran at `rate`
