@@ -126,6 +126,5 @@ pub fn main(argv: &[String]) -> i32 {
 
 /// Whether fd 1 is a terminal (the progress meter's condition).
 pub fn stdout_is_tty() -> bool {
-    // SAFETY: isatty only inspects the fd.
-    unsafe { libc::isatty(1) == 1 }
+    std::io::IsTerminal::is_terminal(&std::io::stdout())
 }

@@ -97,12 +97,8 @@ pub fn stdin_from_dev_null() -> Result<(), SettingError> {
         what: "/dev/null",
         error,
     })?;
-    // SAFETY: dup2 onto fd 0 from a file we hold open.
-    if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&f), 0) } < 0 {
-        return Err(SettingError::Io {
-            what: "dup2",
-            error: std::io::Error::last_os_error(),
-        });
-    }
-    Ok(())
+    rustix::stdio::dup2_stdin(&f).map_err(|e| SettingError::Io {
+        what: "dup2",
+        error: e.into(),
+    })
 }

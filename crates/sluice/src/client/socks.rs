@@ -4,7 +4,7 @@
 //! request's bytes are consumed, so data a client sends right behind its
 //! request stays in the socket for the channel.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// Most bytes a request may take (ssh's limit is of the same order).
 const MAX_REQUEST: usize = 1024;
@@ -179,37 +179,36 @@ pub enum Step {
     Fail(String),
 }
 
-fn peek(fd: i32, buf: &mut [u8]) -> std::io::Result<usize> {
-    // SAFETY: recv into a buffer of the given length.
-    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_PEEK) };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(n as usize)
+fn peek(fd: BorrowedFd<'_>, buf: &mut [u8]) -> std::io::Result<usize> {
+    Ok(rustix::net::recv(fd, buf, rustix::net::RecvFlags::PEEK)?.0)
 }
 
 /// Wakes poll only once the socket holds `n` bytes (SO_RCVLOWAT): a
 /// request is parsed from a peek, so the bytes already seen stay readable
 /// and would otherwise wake the loop again and again.
-fn set_lowat(fd: i32, n: usize) {
+fn set_lowat(fd: BorrowedFd<'_>, n: usize) {
+    // rustix has no SO_RCVLOWAT.
     let v = n.min(MAX_REQUEST) as libc::c_int;
-    crate::net::fdio::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v);
+    crate::net::fdio::set_int_opt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, v);
 }
 
 /// The client shut down its side (its bytes so far are all there will be).
-fn peer_closed(fd: i32) -> bool {
-    let mut p = [libc::pollfd {
-        fd,
-        events: libc::POLLRDHUP,
-        revents: 0,
-    }];
-    crate::net::fdio::poll(&mut p, 0).unwrap_or(0) > 0
-        && p[0].revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+fn peer_closed(fd: BorrowedFd<'_>) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut p = [PollFd::from_borrowed_fd(fd, PollFlags::RDHUP)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    poll(&mut p, Some(&now)).unwrap_or(0) > 0
+        && p[0]
+            .revents()
+            .intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR)
 }
 
-fn consume(fd: i32, n: usize) {
+fn consume(fd: BorrowedFd<'_>, n: usize) {
     let mut v = Vec::with_capacity(n);
-    let _ = crate::net::fdio::read_append(fd, &mut v, n);
+    let _ = crate::net::fdio::read_append(fd.as_raw_fd(), &mut v, n);
 }
 
 /// Best effort: replies are a few bytes to a socket that just wrote to us.
@@ -228,7 +227,7 @@ impl Handshake {
 
     /// Reads what the client sent so far.
     pub fn step(&mut self) -> Step {
-        let fd = self.sock.as_raw_fd();
+        let fd = self.sock.as_fd();
         loop {
             let mut buf = [0u8; MAX_REQUEST];
             let n = match peek(fd, &mut buf) {

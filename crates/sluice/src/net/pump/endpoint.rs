@@ -174,40 +174,23 @@ pub struct WakeFd(std::os::fd::OwnedFd);
 impl WakeFd {
     /// A new, non-blocking, close-on-exec eventfd.
     pub fn new() -> std::io::Result<WakeFd> {
-        use std::os::fd::FromRawFd;
-        // SAFETY: eventfd has no memory preconditions; the fd is checked.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: a new fd we own.
-        Ok(WakeFd(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+        use rustix::event::{eventfd, EventfdFlags};
+        Ok(WakeFd(eventfd(
+            0,
+            EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC,
+        )?))
     }
 
-    /// Makes the fd readable (from any thread).
+    /// Makes the fd readable (from any thread). A full counter (2^64 - 2
+    /// wakes unread) already is.
     pub fn wake(&self) {
-        let one: u64 = 1;
-        // SAFETY: an 8-byte write from a live u64 to our eventfd.
-        unsafe {
-            libc::write(
-                self.raw(),
-                (&one as *const u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        };
+        let _ = rustix::io::write(&self.0, &1u64.to_ne_bytes());
     }
 
-    /// Clears it ([`ChannelEndpoint::on_wake`]).
+    /// Clears it ([`ChannelEndpoint::on_wake`]); nothing to read is fine.
     pub fn clear(&self) {
-        let mut v: u64 = 0;
-        // SAFETY: an 8-byte read into a live u64 from our non-blocking eventfd.
-        unsafe {
-            libc::read(
-                self.raw(),
-                (&mut v as *mut u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        };
+        let mut v = [0u8; 8];
+        let _ = rustix::io::read(&self.0, &mut v);
     }
 
     /// The fd, for polling.
