@@ -41,6 +41,7 @@ pub mod streams;
 pub mod streams_auto;
 pub mod stripe;
 pub mod stripe_error;
+pub mod stripe_secondary;
 pub mod tty;
 pub mod update_host_keys;
 

@@ -18,6 +18,9 @@
 
 use std::time::{Duration, Instant};
 
+/// How often `auto` looks at the rates (and the loss signs).
+pub const LOOK_EVERY: Duration = Duration::from_millis(100);
+
 /// The most connections `Streams auto` opens (mscp's authors saw gains
 /// flatten near 8).
 pub const AUTO_MAX: usize = 8;

@@ -14,14 +14,14 @@
 //!
 //! `Streams auto` stripes where one connection may fall short. When one
 //! socket's buffer cannot cover the path at 1 Gbit/s, it asks for a grant
-//! of [`AUTO_MAX`] connections, starts with [`AUTO_STREAMS`] and adds the
+//! of [`AUTO_MAX`](crate::client::streams_auto::AUTO_MAX) connections, starts with [`AUTO_STREAMS`](auto::AUTO_STREAMS) and adds the
 //! rest in steps while each raises the rate the channel moves
 //! (streams_auto.rs). On a long path one socket can cover, it stripes the
 //! channel over the primary alone and watches the primary's TCP for loss
 //! (segments sent again or arriving out of order, after a warm-up): one
 //! loss-bound connection moves a fraction of what several do, so a loss
-//! seen while it moves little per round trip ([`AUTO_LOSS_INFLIGHT`])
-//! opens [`AUTO_STREAMS`] at once, weighed against the lone connection's
+//! seen while it moves little per round trip ([`AUTO_LOSS_INFLIGHT`](auto::AUTO_LOSS_INFLIGHT))
+//! opens [`AUTO_STREAMS`](auto::AUTO_STREAMS) at once, weighed against the lone connection's
 //! average since the watch began, and the steps go on from there. A step
 //! that did not help is given
 //! back (its carriers close; their chunks go again on the others) and no
@@ -32,39 +32,26 @@ use crate::client::dial::Dial;
 use crate::client::options::ClientOptions;
 use crate::client::plan::SessionPlan;
 use crate::client::streams::Streams;
-use crate::client::streams_auto::{self, Steer, Step, AUTO_MAX};
-use crate::client::stripe_error::{SecondaryError, StripingError};
+use crate::client::streams_auto::LOOK_EVERY;
+use crate::client::stripe_error::StripingError;
+use crate::client::stripe_secondary::{Dialler, Secondary};
 use crate::log;
-use crate::net::crypto_pool::CryptoThreads;
-use crate::net::pump::{ChanFd, ChanIo, ChannelFds, Handler, Pump};
+use crate::net::pump::{ChanFd, ChanIo, ChannelFds};
 use crate::net::stripe::{self, CarrierEnd, ConnKey, Hub, Stderr, StripedEnd};
-use sluice_proto::crypto::SystemRng;
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::stripe::codec::{CarrierOpen, StripeGrant, StripeWanted};
 use sluice_proto::stripe::token::Joiner;
 use sluice_proto::stripe::{ACK_REQUEST, CARRIER_CHANNEL, PLAIN_MAX, STRIPE_REQUEST};
-use sluice_proto::{ChannelId, ClientConfig, Config, Connection, Event};
+use sluice_proto::{ChannelId, Config, Connection};
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Connections `Streams auto` starts with on a long path.
-const AUTO_STREAMS: u32 = 4;
-/// Round trips in one of `auto`'s measurements (and in the warm-up before
-/// it, while new connections' TCP windows open), at least a second.
-const AUTO_PERIOD_RTTS: u32 = 10;
-/// How often `auto` looks at the rates (and the loss signs).
-const LOOK_EVERY: Duration = Duration::from_millis(100);
-/// The shortest path on which `auto` stripes to watch for loss.
-const AUTO_LOSS_RTT: Duration = Duration::from_millis(20);
-/// Bytes one connection moves per round trip below which its losses are
-/// taken to hold it back: a loss-bound connection keeps a few hundred
-/// segments in flight, a path-filling one thousands (1 Gbit/s at 20 ms is
-/// 2.5 MB). A trial on a path one connection fills costs: a new connection
-/// ramping up disturbs the others for seconds (bbr at 240 ms: 27%).
-const AUTO_LOSS_INFLIGHT: f64 = 2.0 * 1024.0 * 1024.0;
+use auto::{auto_counts, AutoSteer, Look};
+
+mod auto;
 
 /// Where striping stands on the primary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,59 +99,6 @@ pub struct ClientStripe {
     /// The stream's first bytes go as plain data ahead of the answer: the
     /// channel's ends were set with the request.
     plain: bool,
-}
-
-/// Everything a secondary is dialled with, kept for `auto`'s later steps.
-struct Dialler {
-    joiner: Arc<Mutex<Joiner>>,
-    host_key: Vec<u8>,
-    remote: u32,
-    /// Secondaries the grant allows, and dialled so far.
-    allowed: u32,
-    dialled: u32,
-    counts: Arc<Counts>,
-    /// The secondaries' connection keys, in the order dialled (to withdraw
-    /// the last step's).
-    keys: Vec<ConnKey>,
-    /// Bytes each secondary's TCP moved (acknowledged + received), as its
-    /// thread last read them.
-    moved: Vec<Arc<AtomicU64>>,
-}
-
-/// Secondaries coming up and up, counted by their threads.
-#[derive(Default)]
-struct Counts {
-    /// Dialled, carrier not open yet (and not failed).
-    pending: AtomicU32,
-    /// With a carrier open.
-    live: AtomicU32,
-}
-
-/// `Streams auto` steering a striped channel.
-struct AutoSteer {
-    steer: Steer,
-    /// When the last step's connections were all up (warm-up from there).
-    up_since: Option<Instant>,
-    /// Steps wait for a loss on the primary (a path one socket covers).
-    gate: Option<LossGate>,
-    /// When the rates were last looked at (the loop turns far more often).
-    looked: Option<Instant>,
-}
-
-/// Holds `auto`'s first step until the primary's TCP shows a loss while
-/// it moves little per round trip.
-struct LossGate {
-    /// The primary's socket.
-    sock: RawFd,
-    /// The path's round trip.
-    rtt: Duration,
-    /// Loss signs counted at the start of the current period (None: the
-    /// warm-up just ended).
-    base: Option<u64>,
-    /// When the watch began and the bytes moved then: the lone
-    /// connection's rate to beat is its average since (a loss-bound cubic
-    /// flow's rate swings by several times within a second).
-    watched: Option<(Instant, u64)>,
 }
 
 impl ClientStripe {
@@ -440,22 +374,7 @@ impl ClientStripe {
             self.dial(first);
             if self.streams == Streams::Auto && first < g.allowed {
                 let rtt = conn.path_rtt().unwrap_or_default();
-                let period = (rtt * AUTO_PERIOD_RTTS).max(Duration::from_secs(1));
-                let gate = match (gated, self.primary_fd) {
-                    (true, Some(sock)) => Some(LossGate {
-                        sock,
-                        rtt,
-                        base: None,
-                        watched: None,
-                    }),
-                    _ => None,
-                };
-                self.steer = Some(AutoSteer {
-                    steer: Steer::new(Instant::now(), 0, period),
-                    up_since: None,
-                    gate,
-                    looked: None,
-                });
+                self.steer = Some(AutoSteer::new(rtt, gated, self.primary_fd));
             }
         }
         Ok(Some(true))
@@ -506,116 +425,10 @@ impl ClientStripe {
         let (Some(a), Some(d), Some(hub)) = (self.steer.as_mut(), &self.dialler, &self.hub) else {
             return;
         };
-        let now = Instant::now();
-        if a.looked.is_some_and(|t| now.duration_since(t) < LOOK_EVERY) {
-            return;
-        }
-        a.looked = Some(now);
-        let (acked, received) = hub.progress();
-        let flowing = acked + received > 0;
-        // The rate by TCP's count on every connection: the channel's own
-        // (in order, acknowledged a quarter of its budget at a time) stalls
-        // for seconds behind one connection's repair on a lossy path.
-        let primary = self
-            .primary_fd
-            .and_then(crate::net::path::tcp_info)
-            .map_or(acked + received, |i| i.bytes_acked + i.bytes_received);
-        let moved = primary
-            + d.moved
-                .iter()
-                .map(|m| m.load(Ordering::Relaxed))
-                .sum::<u64>();
-        if d.counts.pending.load(Ordering::Relaxed) > 0 || !flowing {
-            // Connections still coming up, or nothing flowing yet.
-            a.up_since = None;
-            a.steer.mark(now, moved);
-            return;
-        }
-        let up = *a.up_since.get_or_insert(now);
-        if now.duration_since(up) < a.steer.period() {
-            // Warm-up: the new connections' TCP windows are still opening.
-            a.steer.mark(now, moved);
-            return;
-        }
-        if let Some(g) = a.gate.as_mut() {
-            // One connection covers the path unless it loses: each period
-            // (its rate the first step's "before") ends with a look at the
-            // primary's loss signs; none, and it starts again.
-            let Some(signs) = crate::net::path::tcp_info(g.sock).map(|i| i.loss_signs()) else {
-                self.steer = None;
-                return;
-            };
-            let Some(base) = g.base else {
-                g.base = Some(signs);
-                g.watched = Some((now, moved));
-                a.steer.mark(now, moved);
-                return;
-            };
-            if !a.steer.due(now) {
-                return;
-            }
-            let per_rtt = a.steer.rate(now, moved) * g.rtt.as_secs_f64();
-            if signs == base || per_rtt >= AUTO_LOSS_INFLIGHT {
-                g.base = Some(signs);
-                a.steer.mark(now, moved);
-                return;
-            }
-            // Several connections at once, as on a path one socket cannot
-            // cover: each loss-bound flow adds about as much as the first,
-            // and a step of one reads as noise beside a cubic flow's swings.
-            let (t0, m0) = g.watched.unwrap_or((now, moved));
-            let lone =
-                moved.saturating_sub(m0) as f64 / now.duration_since(t0).as_secs_f64().max(1e-3);
-            let add = (AUTO_STREAMS - 1).min(d.allowed - d.dialled);
-            log!(
-                Debug1,
-                "Streams auto: the connection showed {} signs of loss (segments sent again or out of order) in {:.1} s, moves {} per round trip and {:.1} MB/s on average: opening {add} more",
-                signs - base,
-                a.steer.period().as_secs_f64(),
-                crate::net::sockbuf::human(per_rtt as u64),
-                lone / 1e6
-            );
-            a.gate = None;
-            a.up_since = None;
-            a.steer.stepped(now, moved, lone, add as usize);
-            self.dial(add);
-            return;
-        }
-        let live = 1 + d.counts.live.load(Ordering::Relaxed) as usize;
-        let room = (d.allowed - d.dialled) as usize;
-        match a.steer.decide(now, moved, live) {
-            Step::Wait => {}
-            Step::Add(k) if room > 0 => {
-                a.up_since = None;
-                self.dial(k.min(room) as u32);
-            }
-            Step::Add(_) => {
-                log!(
-                    Debug1,
-                    "Streams auto: the server's grant allows no more connections"
-                );
-                self.steer = None;
-            }
-            Step::GiveBack(_) if hub.sending_ended() => {
-                // An upload that sent its last bytes: the period saw the
-                // data run out, not the step fail.
-                log!(
-                    Debug1,
-                    "Streams auto: all the data has been sent, so that period's rate says nothing of the step: keeping the connections, no more steps"
-                );
-                self.steer = None;
-            }
-            Step::GiveBack(k) => {
-                log!(
-                    Debug1,
-                    "Streams auto: closing the last {k} connection(s)' carriers; no more are added"
-                );
-                for key in d.keys.iter().rev().take(k) {
-                    hub.withdraw(*key);
-                }
-                self.steer = None;
-            }
-            Step::Settle => self.steer = None,
+        match a.look(self.primary_fd, d, hub) {
+            Look::Go => {}
+            Look::Dial(k) => self.dial(k),
+            Look::Stop => self.steer = None,
         }
     }
 
@@ -730,198 +543,5 @@ impl ClientStripe {
             });
         }
         Ok(())
-    }
-}
-
-/// `Streams auto`'s counts: when the path's bandwidth-delay product (at
-/// [`streams_auto::ASSUMED_RATE`]) exceeds what one socket may buffer, a grant of
-/// [`AUTO_MAX`] asked and [`AUTO_STREAMS`] to start with (measurements add
-/// the rest); on a path of [`AUTO_LOSS_RTT`] or more, the grant asked and
-/// one to start with (a loss starts the steps); else one connection and no
-/// grant.
-fn auto_counts(conn: &Connection) -> (u32, u32) {
-    let Some(rtt) = conn.path_rtt() else {
-        log!(
-            Debug1,
-            "Streams auto: no path RTT measured yet: one connection"
-        );
-        return (1, 1);
-    };
-    let (bdp, cap) = streams_auto::bdp_and_cap(rtt);
-    let stripe = bdp > cap;
-    log!(
-        Debug1,
-        "Streams auto: RTT {:?}, bandwidth-delay product at 1 Gbit/s {} against one socket's send buffer cap {}: {}",
-        rtt,
-        crate::net::sockbuf::human(bdp),
-        crate::net::sockbuf::human(cap),
-        if stripe {
-            format!("starting with {AUTO_STREAMS} connections, up to {AUTO_MAX} while each step helps")
-        } else if rtt >= AUTO_LOSS_RTT {
-            format!("one connection, up to {AUTO_MAX} while each step helps if it loses segments")
-        } else {
-            "one connection".to_owned()
-        }
-    );
-    if stripe {
-        (AUTO_STREAMS, AUTO_MAX as u32)
-    } else if rtt >= AUTO_LOSS_RTT {
-        (1, AUTO_MAX as u32)
-    } else {
-        (1, 1)
-    }
-}
-
-/// One secondary connection: dial, key exchange showing the primary's host
-/// key, join, one carrier.
-struct Secondary {
-    n: u32,
-    user: String,
-    host_key: Vec<u8>,
-    joiner: Arc<Mutex<Joiner>>,
-    hub: Arc<Hub>,
-    remote: u32,
-    key: ConnKey,
-    done: bool,
-    counts: Arc<Counts>,
-    /// Its carrier is open (counted live).
-    live: bool,
-    /// Its socket, and what its TCP moved for `auto`'s measurements.
-    sock: Option<RawFd>,
-    moved: Arc<AtomicU64>,
-    /// When `moved` was last read (the pump ticks every loop turn).
-    sampled: Option<Instant>,
-}
-
-impl Secondary {
-    fn run(mut self, dial: &Dial, proto: Config) {
-        let n = self.n;
-        let sock = match dial.connect() {
-            Ok(s) => s,
-            Err(e) => {
-                log!(Debug1, "secondary {n}: {e}; going on without it");
-                return;
-            }
-        };
-        let mut conn = Connection::client(ClientConfig { common: proto }, Box::new(SystemRng));
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
-        self.sock = Some(fd);
-        let mut pump = Pump::new(fd);
-        pump.set_crypto_threads(&mut conn, CryptoThreads::Fixed(1));
-        let r = pump.run(&mut conn, &mut self);
-        self.count_moved();
-        match r {
-            Ok(()) => log!(Debug1, "secondary {n}: closed"),
-            Err(e) => log!(Debug1, "{e}; going on without it"),
-        }
-    }
-
-    /// What its TCP moved so far, for `auto` (the socket is still open).
-    fn count_moved(&self) {
-        if let Some(i) = self.sock.and_then(crate::net::path::tcp_info) {
-            self.moved
-                .store(i.bytes_acked + i.bytes_received, Ordering::Relaxed);
-        }
-    }
-}
-
-impl Drop for Secondary {
-    /// Counted out however its thread ends.
-    fn drop(&mut self) {
-        let c = if self.live {
-            &self.counts.live
-        } else {
-            &self.counts.pending
-        };
-        c.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl Handler for Secondary {
-    type Error = SecondaryError;
-
-    fn on_event(
-        &mut self,
-        conn: &mut Connection,
-        fds: &mut ChannelFds,
-        event: Event,
-    ) -> Result<(), SecondaryError> {
-        let n = self.n;
-        match event {
-            Event::HostKey { key_blob, .. } => {
-                if key_blob == self.host_key {
-                    conn.accept_host_key();
-                } else {
-                    conn.reject_host_key();
-                    return Err(SecondaryError::OtherHostKey { n });
-                }
-            }
-            Event::AuthReady => {
-                let mut j = self.joiner.lock().unwrap_or_else(|p| p.into_inner());
-                let number = conn
-                    .auth_stripe_join(&self.user, &mut j)
-                    .map_err(|error| SecondaryError::Engine { n, error })?;
-                log!(Debug1, "secondary {n}: joining as number {number}");
-            }
-            Event::AuthFailure { .. } => {
-                return Err(SecondaryError::JoinRefused { n });
-            }
-            Event::Authenticated { .. } => {
-                let open = CarrierOpen {
-                    striped_channel: self.remote,
-                }
-                .encode();
-                conn.open_channel(CARRIER_CHANNEL, &open)
-                    .map_err(|error| SecondaryError::Engine { n, error })?;
-            }
-            Event::ChannelOpened(id) => match CarrierEnd::new(&self.hub, self.key) {
-                Some(end) => {
-                    log!(Debug1, "secondary {n}: carrier open");
-                    fds.insert(id, ChanIo::in_process(Box::new(end)));
-                    if !self.live {
-                        self.live = true;
-                        self.counts.pending.fetch_sub(1, Ordering::Relaxed);
-                        self.counts.live.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                None => {
-                    let _ = conn.close_channel(id);
-                    self.done = true;
-                }
-            },
-            Event::ChannelOpenFailed { description, .. } => {
-                return Err(SecondaryError::CarrierRefused { n, description });
-            }
-            Event::ChannelClosed(_) => self.done = true,
-            Event::GlobalRequest {
-                want_reply: true, ..
-            } => conn.answer_global(false, &[]),
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn tick(
-        &mut self,
-        _conn: &mut Connection,
-        _fds: &mut ChannelFds,
-    ) -> Result<(), SecondaryError> {
-        let now = Instant::now();
-        if self
-            .sampled
-            .is_none_or(|t| now.duration_since(t) >= LOOK_EVERY)
-        {
-            self.sampled = Some(now);
-            self.count_moved();
-        }
-        Ok(())
-    }
-
-    fn tick_interval(&self) -> Option<Duration> {
-        Some(LOOK_EVERY)
-    }
-
-    fn finished(&self) -> bool {
-        self.done
     }
 }
