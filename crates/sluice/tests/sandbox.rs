@@ -85,6 +85,20 @@ fn sandboxed_child() {
         set(libc::IPPROTO_TCP, libc::TCP_NODELAY),
         set(libc::SOL_SOCKET, libc::SO_SNDBUF)
     );
+    // fcntl: F_GETFD only (std's debug builds check a descriptor before
+    // closing it); anything else EPERM.
+    let fcntl = |cmd: i32, arg: i32| {
+        // SAFETY: fcntl with an integer argument on a descriptor we hold.
+        let r = unsafe { libc::fcntl(tcp_fd, cmd, arg) };
+        format!("{} {}", r.min(0), if r >= 0 { 0 } else { errno() })
+    };
+    out += &format!(
+        "getfd: {}
+setfl: {}
+",
+        fcntl(libc::F_GETFD, 0),
+        fcntl(libc::F_SETFL, libc::O_NONBLOCK)
+    );
     say(&out);
     say("ready\n");
     let mut buf = [0u8; 1];
@@ -181,6 +195,8 @@ fn sandbox_applies() {
     let eperm = format!("-1 {}\n", libc::EPERM);
     assert!(report.contains(&format!("nodelay: {eperm}")), "{report}");
     assert!(report.contains(&format!("sndbuf: {eperm}")), "{report}");
+    assert!(report.contains("getfd: 0 0\n"), "{report}");
+    assert!(report.contains(&format!("setfl: {eperm}")), "{report}");
     assert!(st.success(), "{st:?}\n{report}");
     eprintln!("{report}");
 }

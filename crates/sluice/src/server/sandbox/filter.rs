@@ -68,6 +68,11 @@ const MADVISE_OK: &[u32] = &[
     libc::MADV_DONTDUMP as u32,
 ];
 
+/// fcntl commands the child may use: F_GETFD only, which std's debug builds
+/// issue before closing a descriptor (a check that it is open); it reads
+/// one flag of a descriptor the child already holds. Anything else, EPERM.
+const FCNTL_OK: &[u32] = &[libc::F_GETFD as u32];
+
 fn rules() -> Vec<Rule> {
     use libc::{EACCES, EPERM};
     use Rule::*;
@@ -98,6 +103,7 @@ fn rules() -> Vec<Rule> {
         NoExec(libc::SYS_mmap, 2),
         NoExec(libc::SYS_mprotect, 2),
         ArgIn(libc::SYS_madvise, 2, MADVISE_OK),
+        ArgIn(libc::SYS_fcntl, 1, FCNTL_OK),
         // Entropy for the key exchange.
         Allow(libc::SYS_getrandom),
         // Signals and leaving.
