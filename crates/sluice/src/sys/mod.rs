@@ -7,5 +7,6 @@
 //! `unsafe fn` whose `# Safety` section says what the caller vouches for.
 
 pub mod fd;
+pub mod fork;
 pub mod ifaddrs;
 pub mod signal;
