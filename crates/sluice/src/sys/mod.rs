@@ -9,4 +9,5 @@
 pub mod fd;
 pub mod fork;
 pub mod ifaddrs;
+pub mod inherit;
 pub mod signal;
