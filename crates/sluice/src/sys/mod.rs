@@ -11,3 +11,4 @@ pub mod fork;
 pub mod ifaddrs;
 pub mod inherit;
 pub mod signal;
+pub mod sockopt;
