@@ -2,9 +2,6 @@
 //! (_exit(2)): rustix has no fork, and its exit is for programs without
 //! libc.
 //!
-//! The same two calls as sys/process.rs on the `rxproc` branch, with the
-//! same names and types; once both are merged one file keeps them.
-//!
 //! # After fork
 //! A child forked from a process with other threads has one thread and
 //! the memory of the others as they were: a lock one of them held (the
