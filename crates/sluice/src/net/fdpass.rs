@@ -12,7 +12,7 @@ use rustix::net::{
 };
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// Room for one SCM_RIGHTS header and a few descriptors (12: more than one
@@ -82,31 +82,6 @@ pub fn recv_fd(sock: &impl AsFd, timeout: Duration) -> io::Result<OwnedFd> {
         }
         return Ok(fds.remove(0));
     }
-}
-
-/// The SCM_RIGHTS descriptors of a received message, owned (the privsep
-/// monitor socket uses it too).
-pub(crate) fn take_fds(mh: &libc::msghdr) -> Vec<OwnedFd> {
-    let mut out = Vec::new();
-    // SAFETY: mh was filled by recvmsg; the CMSG_* macros walk its control
-    // buffer within msg_controllen; each SCM_RIGHTS descriptor is new and
-    // ours to own.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(mh);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                let head = libc::CMSG_LEN(0) as usize;
-                let count = ((*c).cmsg_len as usize).saturating_sub(head)
-                    / std::mem::size_of::<libc::c_int>();
-                let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
-                for i in 0..count {
-                    out.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
-                }
-            }
-            c = libc::CMSG_NXTHDR(mh, c);
-        }
-    }
-    out
 }
 
 /// The uid of the process at the other end of a Unix socket.

@@ -7,5 +7,8 @@
 //! `unsafe fn` whose `# Safety` section says what the caller vouches for.
 
 pub mod fd;
+pub mod fork;
 pub mod ifaddrs;
+pub mod inherit;
 pub mod signal;
+pub mod sockopt;

@@ -5,171 +5,201 @@
 //! monitor hands the user's process its pty that way.
 
 use super::wire::{Msg, WireError, MAX_MSG};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::net::{
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags,
+    SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+};
+use std::io::{IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use zeroize::Zeroizing;
 
 /// A SOCK_SEQPACKET socketpair, close-on-exec.
 pub fn socketpair() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1; 2];
-    // SAFETY: fds has room for two descriptors.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: socketpair returned two new descriptors we now own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    Ok(rustix::net::socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )?)
 }
 
 /// Most descriptors one message carries (a pty's master and slave).
 const MAX_FDS: usize = 2;
 
 /// Sends one message (blocking).
-pub fn send(fd: &impl AsRawFd, m: &Msg) -> Result<(), WireError> {
+pub fn send(fd: &impl AsFd, m: &Msg) -> Result<(), WireError> {
     send_fds(fd, m, &[])
 }
 
 /// Sends one message with descriptors attached (SCM_RIGHTS, at most
 /// [`MAX_FDS`]); the receiver gets its own copies.
-pub fn send_fds(fd: &impl AsRawFd, m: &Msg, fds: &[BorrowedFd<'_>]) -> Result<(), WireError> {
+pub fn send_fds(fd: &impl AsFd, m: &Msg, fds: &[BorrowedFd<'_>]) -> Result<(), WireError> {
     let b = m.encode();
     if b.len() > MAX_MSG || fds.len() > MAX_FDS {
         return Err(WireError::Malformed("message too long to send"));
     }
-    let mut cbuf = CmsgBuf::default();
-    let mut iov = libc::iovec {
-        iov_base: b.as_ptr() as *mut libc::c_void,
-        iov_len: b.len(),
-    };
-    // SAFETY: msghdr is plain data; the fields set below point at live buffers.
-    let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
-    mh.msg_iov = &mut iov;
-    mh.msg_iovlen = 1;
-    if !fds.is_empty() {
-        let bytes = std::mem::size_of_val(fds) as u32;
-        // SAFETY: CMSG_SPACE is a pure size computation.
-        mh.msg_controllen = unsafe { libc::CMSG_SPACE(bytes) } as usize;
-        mh.msg_control = cbuf.0.as_mut_ptr().cast();
-        // SAFETY: the control buffer is large enough for MAX_FDS
-        // descriptors (CmsgBuf) and aligned; CMSG_FIRSTHDR is non-null
-        // because msg_controllen covers one header.
-        unsafe {
-            let c = libc::CMSG_FIRSTHDR(&mh);
-            (*c).cmsg_level = libc::SOL_SOCKET;
-            (*c).cmsg_type = libc::SCM_RIGHTS;
-            (*c).cmsg_len = libc::CMSG_LEN(bytes) as usize;
-            let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
-            for (i, f) in fds.iter().enumerate() {
-                data.add(i).write_unaligned(f.as_raw_fd());
-            }
-        }
+    let mut space = CmsgSpace::default();
+    let mut cbuf = SendAncillaryBuffer::new(&mut space.0);
+    // No control message at all when no descriptor goes (as before).
+    if !fds.is_empty() && !cbuf.push(SendAncillaryMessage::ScmRights(fds)) {
+        return Err(WireError::Malformed("message too long to send"));
     }
     loop {
-        // SAFETY: mh points at b and cbuf, both alive for the call.
-        let n = unsafe { libc::sendmsg(fd.as_raw_fd(), &mh, libc::MSG_NOSIGNAL) };
-        if n >= 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EPIPE) | Some(libc::ECONNRESET) => return Err(WireError::Closed),
-            _ => return Err(WireError::Io(e)),
+        match rustix::net::sendmsg(fd, &[IoSlice::new(&b)], &mut cbuf, SendFlags::NOSIGNAL) {
+            Ok(_) => return Ok(()),
+            Err(Errno::INTR) => continue,
+            Err(Errno::PIPE) | Err(Errno::CONNRESET) => return Err(WireError::Closed),
+            Err(e) => return Err(WireError::Io(e.into())),
         }
     }
 }
 
-/// Room for one SCM_RIGHTS header and [`MAX_FDS`] descriptors, aligned
-/// for `cmsghdr`.
+/// Room for one SCM_RIGHTS header and 12 descriptors (64 bytes), aligned
+/// for `cmsghdr` so that all of it is used: a message with more than
+/// [`MAX_FDS`] but at most 12 arrives whole (its descriptors owned, then
+/// closed by the caller's checks); one with more is cut (MSG_CTRUNC) and
+/// refused.
 #[repr(C, align(8))]
-struct CmsgBuf([u8; 64]);
+struct CmsgSpace([MaybeUninit<u8>; 64]);
 
-impl Default for CmsgBuf {
+impl Default for CmsgSpace {
     fn default() -> Self {
-        CmsgBuf([0; 64])
+        CmsgSpace([MaybeUninit::uninit(); 64])
     }
 }
 
 /// Receives one message, waiting at most `timeout_ms` (-1: forever);
 /// `Ok(None)` when the time ran out. Descriptors sent with it are closed.
-pub fn recv(fd: &impl AsRawFd, timeout_ms: i32) -> Result<Option<Msg>, WireError> {
+pub fn recv(fd: &impl AsFd, timeout_ms: i32) -> Result<Option<Msg>, WireError> {
     Ok(recv_fds(fd, timeout_ms)?.map(|(m, _)| m))
 }
 
 /// As [`recv`], with the descriptors that came with the message (owned,
-/// close-on-exec).
-pub fn recv_fds(
-    fd: &impl AsRawFd,
-    timeout_ms: i32,
-) -> Result<Option<(Msg, Vec<OwnedFd>)>, WireError> {
-    let mut p = [libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    }];
+/// close-on-exec). A message whose descriptors did not all fit is refused
+/// (those that came are closed).
+pub fn recv_fds(fd: &impl AsFd, timeout_ms: i32) -> Result<Option<(Msg, Vec<OwnedFd>)>, WireError> {
+    // A negative timeout waits for ever, as poll(2)'s.
+    let timeout = u32::try_from(timeout_ms).ok().map(|ms| Timespec {
+        tv_sec: i64::from(ms / 1000),
+        tv_nsec: i64::from(ms % 1000) * 1_000_000,
+    });
     loop {
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(p.as_mut_ptr(), 1, timeout_ms) };
-        if n == 0 {
-            return Ok(None);
-        }
-        if n > 0 {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(WireError::Io(e));
+        let mut p = [PollFd::new(fd, PollFlags::IN)];
+        match rustix::event::poll(&mut p, timeout.as_ref()) {
+            Ok(0) => return Ok(None),
+            Ok(_) => break,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(WireError::Io(e.into())),
         }
     }
     let mut buf = Zeroizing::new(vec![0u8; MAX_MSG]);
-    let mut cbuf = CmsgBuf::default();
+    let mut space = CmsgSpace::default();
     loop {
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
+        let mut cbuf = RecvAncillaryBuffer::new(&mut space.0);
+        // MSG_TRUNC makes the call return the datagram's real length, so
+        // an oversized one is seen.
+        let r = rustix::net::recvmsg(
+            fd,
+            &mut [IoSliceMut::new(&mut buf[..])],
+            &mut cbuf,
+            RecvFlags::TRUNC | RecvFlags::CMSG_CLOEXEC,
+        );
+        let msg = match r {
+            Ok(msg) => msg,
+            Err(Errno::INTR) => continue,
+            Err(Errno::CONNRESET) => return Err(WireError::Closed),
+            Err(e) => return Err(WireError::Io(e.into())),
         };
-        // SAFETY: msghdr is plain data; the fields set point at live buffers.
-        let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
-        mh.msg_iov = &mut iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = cbuf.0.as_mut_ptr().cast();
-        mh.msg_controllen = cbuf.0.len();
-        // SAFETY: mh points at buf and cbuf. MSG_TRUNC makes the call
-        // return the datagram's real length, so an oversized one is seen.
-        let n = unsafe {
-            libc::recvmsg(
-                fd.as_raw_fd(),
-                &mut mh,
-                libc::MSG_TRUNC | libc::MSG_CMSG_CLOEXEC,
-            )
-        };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::ECONNRESET) => return Err(WireError::Closed),
-                _ => return Err(WireError::Io(e)),
-            }
-        }
         // Take ownership of whatever descriptors came first, so every
         // error path below closes them.
-        let fds = crate::net::fdpass::take_fds(&mh);
-        if n == 0 {
+        let mut fds = Vec::new();
+        for m in cbuf.drain() {
+            if let RecvAncillaryMessage::ScmRights(got) = m {
+                fds.extend(got);
+            }
+        }
+        if msg.bytes == 0 {
             return Err(WireError::Closed);
         }
-        if mh.msg_flags & libc::MSG_CTRUNC != 0 {
+        if msg.flags.contains(ReturnFlags::CTRUNC) {
             return Err(WireError::Malformed("too many descriptors"));
         }
-        let n = n as usize;
-        let Some(dgram) = buf.get(..n) else {
+        let Some(dgram) = buf.get(..msg.bytes) else {
             return Err(WireError::Malformed("message too long"));
         };
         return Msg::decode(dgram).map(|m| Some((m, fds)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    /// Sends `Msg::End` with `n` copies of `fd`, past send_fds's limit.
+    fn send_copies(s: &OwnedFd, fd: BorrowedFd<'_>, n: usize) {
+        let fds = vec![fd; n];
+        let mut space = vec![MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(n))];
+        let mut cbuf = SendAncillaryBuffer::new(&mut space);
+        assert!(cbuf.push(SendAncillaryMessage::ScmRights(&fds)));
+        let b = Msg::End.encode();
+        rustix::net::sendmsg(s, &[IoSlice::new(&b)], &mut cbuf, SendFlags::empty()).unwrap();
+    }
+
+    /// Whether every copy of a pipe's write end is closed: its read end
+    /// reads EOF (within a second, for a forked child's brief copy).
+    fn all_closed(r: &OwnedFd) -> bool {
+        let mut p = [PollFd::new(r, PollFlags::IN)];
+        let limit = Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
+        rustix::event::poll(&mut p, Some(&limit)).unwrap() == 1
+            && rustix::io::read(r, &mut [0u8; 1]).unwrap() == 0
+    }
+
+    #[test]
+    fn descriptors_cut_off_are_refused_and_none_is_kept() {
+        let (a, b) = socketpair().unwrap();
+        // Two, as a pty: they arrive, close-on-exec.
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        send_fds(&a, &Msg::End, &[w.as_fd(), w.as_fd()]).unwrap();
+        let (m, fds) = recv_fds(&b, 1000).unwrap().unwrap();
+        assert!(matches!(m, Msg::End));
+        assert_eq!(fds.len(), 2);
+        for f in &fds {
+            let flags = rustix::io::fcntl_getfd(f).unwrap();
+            assert!(flags.contains(rustix::io::FdFlags::CLOEXEC));
+        }
+        drop(fds);
+        // Twelve fill the control buffer exactly: all arrive (recv closes
+        // them).
+        send_copies(&a, w.as_fd(), 12);
+        assert!(matches!(recv(&b, 1000), Ok(Some(Msg::End))));
+        // Thirteen do not fit: refused, and the ones that came are closed.
+        send_copies(&a, w.as_fd(), 13);
+        assert!(matches!(
+            recv_fds(&b, 1000),
+            Err(WireError::Malformed("too many descriptors"))
+        ));
+        drop(w);
+        assert!(all_closed(&r), "a received copy stayed open");
+        // Nothing waiting: the time runs out; a closed peer ends it.
+        assert!(matches!(recv(&b, 0), Ok(None)));
+        drop(a);
+        assert!(matches!(recv(&b, -1), Err(WireError::Closed)));
+    }
+
+    #[test]
+    fn more_than_two_descriptors_are_not_sent() {
+        let (a, _b) = socketpair().unwrap();
+        let f = a.as_fd();
+        assert!(matches!(
+            send_fds(&a, &Msg::End, &[f, f, f]),
+            Err(WireError::Malformed("message too long to send"))
+        ));
     }
 }

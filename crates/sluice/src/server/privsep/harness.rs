@@ -16,8 +16,9 @@ use super::mauth::MonitorAuth;
 use super::signer::KeyHolder;
 use super::wire;
 use crate::config::sshd::ServerConfig as Sshd;
+use rustix::net::{RecvFlags, SendFlags};
 use sluice_proto::crypto::hostkey::Signer;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 /// Which of the monitor's loops.
@@ -59,9 +60,7 @@ pub fn drive(
     let host = host.clone();
     let loop_thread = std::thread::spawn(move || run(phase, m, host));
     for d in datagrams {
-        // SAFETY: sending a buffer we own on our end of the pair.
-        let sent = unsafe { libc::send(c.as_raw_fd(), d.as_ptr().cast(), d.len(), 0) };
-        if sent < 0 {
+        if rustix::net::send(&c, d, SendFlags::empty()).is_err() {
             break; // the monitor ended the connection
         }
         drain(&c);
@@ -76,17 +75,9 @@ pub fn drive(
 fn drain(c: &OwnedFd) {
     let mut buf = vec![0u8; wire::MAX_MSG];
     loop {
-        // SAFETY: receiving into a buffer we own, without blocking.
-        let n = unsafe {
-            libc::recv(
-                c.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if n <= 0 {
-            return;
+        match rustix::net::recv(c, &mut buf[..], RecvFlags::DONTWAIT) {
+            Ok((n, _)) if n > 0 => {}
+            _ => return,
         }
     }
 }

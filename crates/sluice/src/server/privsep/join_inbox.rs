@@ -105,17 +105,7 @@ impl JoinInbox {
 
     /// TCPKeepAlive on a secondary's socket, as on the primary's.
     fn keepalive(&self, sock: &OwnedFd) {
-        let on = libc::c_int::from(self.keepalive);
-        // SAFETY: SO_KEEPALIVE from an int of the given length on our own
-        // socket; a failure changes nothing.
-        unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_KEEPALIVE,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+        // A failure changes nothing.
+        let _ = rustix::net::sockopt::set_socket_keepalive(sock, self.keepalive);
     }
 }

@@ -75,48 +75,23 @@ pub use monitor::serve;
 /// The connection's routing domain, if its socket is bound to a device
 /// (a VRF), is recorded for Match RDomain here too.
 pub fn addresses(sock: &std::net::TcpStream) -> Option<(SocketAddr, SocketAddr)> {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     if let (Ok(p), Ok(l)) = (sock.peer_addr(), sock.local_addr()) {
-        if let Some(dev) = bound_device(sock.as_raw_fd()) {
+        if let Some(dev) = bound_device(sock.as_fd()) {
             crate::config::sshd::set_connection_rdomain(dev);
         }
         return Some((p, l));
     }
-    // SAFETY: sockaddr_storage is plain data; getsockname fills at most len bytes.
-    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: valid fd, pointer and length.
-    let rc = unsafe {
-        libc::getsockname(
-            sock.as_raw_fd(),
-            (&mut ss as *mut libc::sockaddr_storage).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0 && i32::from(ss.ss_family) == libc::AF_UNIX).then_some((UNKNOWN_ADDR, UNKNOWN_ADDR))
+    rustix::net::getsockname(sock)
+        .is_ok_and(|a| a.address_family() == rustix::net::AddressFamily::UNIX)
+        .then_some((UNKNOWN_ADDR, UNKNOWN_ADDR))
 }
 
 /// The device a socket is bound to (SO_BINDTODEVICE: its VRF when
 /// sluiced runs under `ip vrf exec`), as sshd's sys_get_rdomain on Linux.
-fn bound_device(fd: std::os::fd::RawFd) -> Option<String> {
-    let mut buf = [0u8; libc::IFNAMSIZ];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: the buffer and its length are valid for the call.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_BINDTODEVICE,
-            buf.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    let name = buf.get(..len as usize)?;
-    let name = name.split(|b| *b == 0).next()?;
-    (!name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned())
+fn bound_device(sock: std::os::fd::BorrowedFd<'_>) -> Option<String> {
+    let name = crate::sys::sockopt::bound_device(sock).ok()?;
+    (!name.is_empty()).then(|| String::from_utf8_lossy(&name).into_owned())
 }
 
 /// In a post-auth process: the monitor socket's descriptor.

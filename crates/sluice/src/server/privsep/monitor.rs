@@ -9,12 +9,14 @@ use super::mauth::{Joined, MonitorAuth};
 use super::policy::{Req, Turns};
 use super::preauth::{self, ChildSetup};
 use super::reap::{kill_and_reap, reap_within};
-use super::signer::{KeyHolder, Link};
+use super::signer::KeyHolder;
 use super::wire::{Handover, Msg, WireError};
 use crate::config::sshd::ServerConfig as Sshd;
 use crate::log::{self, Level};
 use crate::server::penalty::{EXIT_AUTH_ATTEMPTED, EXIT_CHILD_CRASH, EXIT_LOGIN_GRACE};
 use crate::server::sandbox::{Sandbox, CHROOT_DIR};
+use crate::sys::fork::{fork, Forked};
+use rustix::process::{Pid, Signal, WaitStatus};
 use sluice_proto::handover::TransportState;
 use sluice_proto::ServerConfig;
 use std::io::Write;
@@ -41,7 +43,7 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
         return 1;
     };
     // Write errors are handled where they occur.
-    crate::sys::signal::ignore(libc::SIGPIPE);
+    crate::sys::signal::ignore(Signal::PIPE.as_raw());
     let started = Instant::now();
     // VERBOSE, as sshd logs it.
     crate::log!(
@@ -70,22 +72,24 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
     let setup = child_setup(&cfg, &sock, peer);
     // SAFETY: this process has started no thread yet (the listener
     // re-executed us, or -i/-d before any work), so the child may run
-    // ordinary code after the fork.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        crate::log!(Error, "fork: {}", std::io::Error::last_os_error());
-        return 255;
-    }
-    if pid == 0 {
-        // The child dies with the monitor (whose grace backstop may end it).
-        // SAFETY: prctl with a signal number.
-        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-        // The child keeps no startup fd and no monitor end; no host key
-        // was ever read in this image.
-        drop(startup);
-        drop(m_end);
-        preauth::run(setup, sandbox, Link::new(c_end));
-    }
+    // ordinary code after the fork; it leaves through preauth::run, which
+    // never returns (sys::fork::exit_now).
+    let pid = match unsafe { fork() } {
+        Ok(Forked::Parent(pid)) => pid,
+        Ok(Forked::Child) => {
+            // The child dies with the monitor (whose grace backstop may end it).
+            let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
+            // The child keeps no startup fd and no monitor end; no host key
+            // was ever read in this image.
+            drop(startup);
+            drop(m_end);
+            preauth::run(setup, sandbox, c_end);
+        }
+        Err(e) => {
+            crate::log!(Error, "fork: {e}");
+            return 255;
+        }
+    };
     drop(c_end);
     drop(setup);
     let mut holder = match keys_for_child(&cfg, &m_end, pid, peer) {
@@ -131,8 +135,7 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
 /// no root to protect and cannot chroot or change users: its child runs
 /// as itself (None).
 fn sandbox_for(peer: SocketAddr) -> Result<Option<Sandbox>, i32> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         crate::log!(
             Debug1,
             "not running as root: the pre-auth child keeps this user and is not chrooted"
@@ -180,7 +183,7 @@ fn child_setup(cfg: &Sshd, sock: &TcpStream, peer: SocketAddr) -> ChildSetup {
 fn keys_for_child(
     cfg: &Sshd,
     m_end: &OwnedFd,
-    pid: libc::pid_t,
+    pid: Pid,
     peer: SocketAddr,
 ) -> Result<KeyHolder, i32> {
     let holder = match crate::keys::host_keys::load(&cfg.host_keys) {
@@ -207,11 +210,7 @@ fn keys_for_child(
 /// LoginGraceTime even when the monitor blocks (a hung home directory,
 /// a FIFO as Banner): a thread (now that the child is forked) kills the
 /// child and ends the monitor, as server/grace.rs does for one process.
-fn arm_grace(
-    cfg: &Sshd,
-    pid: libc::pid_t,
-    peer: SocketAddr,
-) -> Option<crate::server::grace::GraceTimer> {
+fn arm_grace(cfg: &Sshd, pid: Pid, peer: SocketAddr) -> Option<crate::server::grace::GraceTimer> {
     let (ip, port) = (peer.ip(), peer.port());
     (cfg.login_grace_time > 0)
         .then(|| {
@@ -219,11 +218,9 @@ fn arm_grace(
                 Duration::from_secs(cfg.login_grace_time) + crate::server::grace::SLACK,
                 move || {
                     crate::log!(Info, "Timeout before authentication for {ip} port {port}");
-                    // SAFETY: our unreaped child; then ending the process.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                        libc::_exit(EXIT_LOGIN_GRACE);
-                    }
+                    // Our unreaped child; then the process ends at once.
+                    let _ = rustix::process::kill_process(pid, Signal::KILL);
+                    crate::sys::fork::exit_now(EXIT_LOGIN_GRACE);
                 },
             )
         })
@@ -235,7 +232,7 @@ fn arm_grace(
 /// PerSourcePenalties) or whose child broke the monitor's rules.
 /// `(started, grace)`: when the connection came and LoginGraceTime.
 fn preauth_outcome(
-    pid: libc::pid_t,
+    pid: Pid,
     m_end: &OwnedFd,
     holder: &mut KeyHolder,
     auth: &mut MonitorAuth,
@@ -245,7 +242,7 @@ fn preauth_outcome(
     match preauth_phase(Some(pid), m_end, holder, auth) {
         Ok(Some(h)) => Ok(h),
         Ok(None) => {
-            let status = wait_status(pid);
+            let status = super::reap::wait(pid);
             let grace_out = auth.timed_out() || (!grace.is_zero() && started.elapsed() >= grace);
             Err(unauthenticated_exit(status, grace_out, auth.attempted()))
         }
@@ -316,7 +313,7 @@ fn start_user_session(
 /// `pid` is the child's, killed when LoginGraceTime runs out (None: the
 /// caller's harness has no process).
 pub(super) fn preauth_phase(
-    pid: Option<libc::pid_t>,
+    pid: Option<Pid>,
     fd: &OwnedFd,
     keys: &mut KeyHolder,
     auth: &mut MonitorAuth,
@@ -463,12 +460,11 @@ fn send(fd: &OwnedFd, m: &Msg) -> Result<(), PrivsepError> {
 /// its exit status for PerSourcePenalties (server/penalty.rs): the pre-auth
 /// child's wait `status` (None: already reaped), whether LoginGraceTime ran
 /// out and whether a method other than `none` was tried.
-fn unauthenticated_exit(status: Option<libc::c_int>, grace_out: bool, attempted: bool) -> i32 {
+fn unauthenticated_exit(status: Option<WaitStatus>, grace_out: bool, attempted: bool) -> i32 {
     if grace_out {
         return EXIT_LOGIN_GRACE;
     }
-    if let Some(s) = status.filter(|s| libc::WIFSIGNALED(*s)) {
-        let sig = libc::WTERMSIG(s);
+    if let Some(sig) = status.and_then(|s| s.terminating_signal()) {
         crate::log!(Error, "monitor: pre-auth child killed by signal {sig}");
         if crate::server::penalty::is_crash(sig) {
             return EXIT_CHILD_CRASH;
@@ -479,16 +475,4 @@ fn unauthenticated_exit(status: Option<libc::c_int>, grace_out: bool, attempted:
     } else {
         255
     }
-}
-
-/// Waits for `pid`; its raw wait status (None if it was already reaped).
-fn wait_status(pid: libc::pid_t) -> Option<libc::c_int> {
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return None;
-        }
-    }
-    Some(status)
 }

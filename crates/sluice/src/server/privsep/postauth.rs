@@ -28,6 +28,7 @@ use crate::server::conn::ServerConn;
 use crate::server::logins::Logins;
 use crate::server::pty::{PtyError, PtyPair};
 use crate::server::session::{self, UserInfo};
+use rustix::process::{DumpableBehavior, Pid, Signal};
 use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::handover::TransportState;
@@ -80,7 +81,7 @@ pub fn start(s: Start<'_>) -> i32 {
             return 255;
         }
     };
-    let pid = child.id() as libc::pid_t;
+    let pid = Pid::from_child(&child);
     let Start {
         sock,
         peer,
@@ -91,7 +92,7 @@ pub fn start(s: Start<'_>) -> i32 {
         pam_env,
         ..
     } = s;
-    let mut logins = Logins::new(pid, peer);
+    let mut logins = Logins::new(pid.as_raw_pid(), peer);
     let served = serve_postauth(
         &fd,
         join_fd,
@@ -143,21 +144,24 @@ fn spawn_postauth(s: &Start<'_>) -> Result<(std::process::Child, OwnedFd, OwnedF
     if let Some(fd) = config {
         cmd.env(crate::config::sshd::snapshot::CONFIG_ENV, fd.to_string());
     }
-    // SAFETY: dup2/fcntl only, async-signal-safe, between fork and exec.
+    // SAFETY: pre_exec is unsafe by its signature; the closure makes only
+    // raw fcntl/dup2 calls (sys/inherit.rs) and fds.rs's cloexec_except,
+    // all async-signal-safe, between fork and exec, and replaces only the
+    // numbers CHILD_FD and CHILD_JOIN_FD, which nothing in the child owns
+    // (place_at's contract: the child's owners never run again).
     unsafe {
         cmd.pre_exec(move || {
+            use crate::sys::inherit::{dup_cloexec_from, keep_across_exec, place_at};
             // The join end first out of the way (fd 10 or above, closed
             // at exec), in case it sits at CHILD_FD.
-            let join_tmp = libc::fcntl(join_raw, libc::F_DUPFD_CLOEXEC, 10);
-            let mut ok = join_tmp >= 0;
-            ok &= if raw == CHILD_FD {
-                libc::fcntl(raw, libc::F_SETFD, 0) == 0
-            } else {
-                libc::dup2(raw, CHILD_FD) == CHILD_FD
-            };
-            ok &= libc::dup2(join_tmp, CHILD_JOIN_FD) == CHILD_JOIN_FD;
+            let join_tmp = dup_cloexec_from(join_raw, 10);
+            let mut ok = join_tmp.is_ok();
+            // A monitor end already at CHILD_FD only loses its
+            // close-on-exec flag.
+            ok &= place_at(raw, CHILD_FD).is_ok();
+            ok &= place_at(join_tmp.unwrap_or(-1), CHILD_JOIN_FD).is_ok();
             if let Some(fd) = config {
-                ok &= libc::fcntl(fd, libc::F_SETFD, 0) == 0;
+                ok &= keep_across_exec(fd).is_ok();
             }
             // Nothing else of the monitor's reaches the user's process:
             // a descriptor a PAM module opened without close-on-exec,
@@ -339,11 +343,11 @@ fn run_as_user(cfg: Sshd, fd: i32) -> Result<i32, i32> {
     };
     // The monitor's socket is this process's alone: close-on-exec, so no
     // command of the user's holds it.
-    // SAFETY: fcntl on a descriptor number.
-    if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+    if !crate::sys::fd::is_open(fd) || crate::sys::fd::set_cloexec(fd).is_err() {
         return Err(fail(format!("the monitor socket (fd {fd}) is not open")));
     }
-    // SAFETY: the monitor put its socket at this fd for us.
+    // SAFETY: the monitor put its socket at this fd for us (the
+    // environment names it, once); nothing else in this process owns it.
     let link = Link::new(unsafe { OwnedFd::from_raw_fd(fd) });
     let got = receive(&link).map_err(|e| fail(e.to_string()))?;
     let Some(info) = session::lookup_user(&got.user) else {
@@ -351,17 +355,15 @@ fn run_as_user(cfg: Sshd, fd: i32) -> Result<i32, i32> {
     };
     // Started through /proc/self/exe (the monitor's own image, even if the
     // file was replaced since), the process would be called "exe" in ps.
-    // SAFETY: getppid cannot fail; PR_SET_NAME reads a NUL-terminated string.
-    let monitor_pid = unsafe {
-        libc::prctl(libc::PR_SET_NAME, c"sluiced".as_ptr());
-        libc::getppid()
-    };
+    let _ = rustix::thread::set_name(c"sluiced");
+    let monitor_pid = rustix::process::getppid();
     // The metrics' clock starts with the process, and the kernel's socket
     // buffer caps are read while /proc is still there (a ChrootDirectory
     // hides it): `path-info-v00@sluice.dev` reports them.
     crate::net::metrics::system::mark_start();
     let _ = crate::net::metrics::system::caps();
-    // SAFETY: fd 0 is the peer's socket, handed over by the monitor.
+    // SAFETY: fd 0 is the peer's socket, handed over by the monitor;
+    // nothing else in this process owns it (std's stdin only borrows).
     let sock = unsafe { TcpStream::from_raw_fd(0) };
     let Some((peer, local)) = super::addresses(&sock) else {
         return Err(255);
@@ -435,7 +437,7 @@ fn give_up_root(
     cfg: &Sshd,
     ctx: &crate::config::sshd::MatchContext,
     info: &UserInfo,
-    monitor_pid: libc::pid_t,
+    monitor_pid: Option<Pid>,
 ) -> Result<Sshd, i32> {
     let fail = |e: String| {
         crate::log!(Error, "post-auth: {e}");
@@ -453,19 +455,15 @@ fn give_up_root(
     // it nor open its /proc/PID/fd or mem, which would reach the monitor's
     // socket. The uid change leaves /proc/sys/fs/suid_dumpable's value,
     // which an administrator may have set to 1; this does not depend on it.
-    // SAFETY: prctl on this process.
-    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0) };
+    let _ = rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable);
     // The connection lives as long as its monitor: a killed monitor (an
     // administrator ending the session, as with sshd's [priv] process)
     // ends it now, not at the next re-key. Set after the uid change,
     // which clears it; the parent check closes the race with its death.
-    // SAFETY: plain syscalls.
-    unsafe {
-        libc::signal(libc::SIGTERM, libc::SIG_DFL);
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-        if libc::getppid() != monitor_pid {
-            return Err(fail("the monitor is gone".into()));
-        }
+    crate::sys::signal::default(Signal::TERM.as_raw());
+    let _ = rustix::process::set_parent_process_death_signal(Some(Signal::TERM));
+    if rustix::process::getppid() != monitor_pid {
+        return Err(fail("the monitor is gone".into()));
     }
     Ok(matched)
 }
@@ -475,12 +473,11 @@ fn join_fd_from_env() -> Option<OwnedFd> {
     let v = std::env::var(JOIN_ENV).ok()?;
     std::env::remove_var(JOIN_ENV);
     let fd: i32 = v.parse().ok().filter(|fd| *fd == CHILD_JOIN_FD)?;
+    // Close-on-exec: no command inherits it.
+    let _ = crate::sys::fd::set_cloexec(fd);
     // SAFETY: the monitor put the socket at this fd for us; nothing else
-    // in this process owns it. Close-on-exec: no command inherits it.
-    unsafe {
-        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-        Some(OwnedFd::from_raw_fd(fd))
-    }
+    // in this process owns it.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// What the monitor sends the post-auth process before anything else.

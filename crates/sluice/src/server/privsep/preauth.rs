@@ -18,30 +18,28 @@ use sluice_proto::crypto::SystemRng;
 use sluice_proto::msg::Prompt;
 use sluice_proto::{AuthMethodRequest, Connection, Event, ServerConfig};
 use std::net::SocketAddr;
-use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
+use std::os::fd::{OwnedFd, RawFd};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use zeroize::Zeroizing;
 
-/// The monitor socket, for the log sink (a plain fn pointer).
-static LOG_FD: AtomicI32 = AtomicI32::new(-1);
+/// A copy of the monitor socket, for the log sink (a plain fn pointer):
+/// sent on without the link's lock, which a request waiting for its
+/// answer holds.
+static LOG_FD: OnceLock<OwnedFd> = OnceLock::new();
 
 /// In the chroot syslog's socket is unreachable: lines go to the monitor.
 fn log_to_monitor(level: Level, line: &str) {
-    let fd = LOG_FD.load(Ordering::Relaxed);
-    if fd < 0 {
+    let Some(fd) = LOG_FD.get() else {
         return;
-    }
+    };
     let mut line = line.to_owned();
     line.truncate(2000);
     let m = Msg::Log {
         level: level as u8,
         line,
     };
-    // SAFETY: a borrowed descriptor that lives as long as the process.
-    let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    let _ = super::datagram::send(&bfd, &m);
+    let _ = super::datagram::send(fd, &m);
 }
 
 /// What the child was given by the monitor before the fork.
@@ -58,12 +56,17 @@ pub struct ChildSetup {
     pub stripe_join: bool,
 }
 
-/// Runs the child; never returns.
-pub fn run(setup: ChildSetup, sandbox: Option<Sandbox>, link: Arc<Link>) -> ! {
+/// Runs the child on its end of the monitor socket, `c_end`; never
+/// returns.
+pub fn run(setup: ChildSetup, sandbox: Option<Sandbox>, c_end: OwnedFd) -> ! {
     // Even with -e/-d: fd 2 may be a regular file, which RLIMIT_FSIZE 0
-    // forbids writing (SIGXFSZ); the monitor writes the lines instead.
-    LOG_FD.store(link.raw_fd(), Ordering::Relaxed);
-    log::use_sink(log_to_monitor);
+    // forbids writing (SIGXFSZ); the monitor writes the lines instead,
+    // sent on a copy of the socket (close-on-exec, as the original).
+    if let Ok(fd) = c_end.try_clone() {
+        let _ = LOG_FD.set(fd);
+        log::use_sink(log_to_monitor);
+    }
+    let link = Link::new(c_end);
     let code = match sandbox.map(Sandbox::apply).transpose() {
         Ok(None) => serve(setup, link),
         Ok(Some(a)) => {
@@ -81,9 +84,9 @@ pub fn run(setup: ChildSetup, sandbox: Option<Sandbox>, link: Arc<Link>) -> ! {
             255
         }
     };
-    // SAFETY: leaving without running destructors or atexit handlers of
-    // the monitor's image.
-    unsafe { libc::_exit(code) }
+    // Leaving without running destructors or atexit handlers of the
+    // monitor's image.
+    crate::sys::fork::exit_now(code)
 }
 
 fn serve(setup: ChildSetup, link: Arc<Link>) -> i32 {

@@ -25,10 +25,12 @@ pub use super::join_error::JoinError;
 use super::join_policy::JoinPolicy;
 use super::wire::{Msg, WireError, INPUT_CHUNK};
 use aws_lc_rs::digest;
+use rustix::io::Errno;
+use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 use sluice_proto::stripe::codec::JoinRequest;
 use sluice_proto::stripe::token::Admission;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -84,28 +86,26 @@ fn root_only_dir(dir: &Path) -> Result<(), JoinError> {
     Ok(())
 }
 
+/// The size of `sockaddr_un`'s path: a path must fit with its NUL.
+const SUN_PATH_LEN: usize = 108;
+
 /// A SOCK_SEQPACKET Unix socket (close-on-exec) and `path` as its address.
-fn seqpacket(path: &Path) -> Result<(OwnedFd, libc::sockaddr_un), JoinError> {
-    // SAFETY: sockaddr_un is plain data.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+fn seqpacket(path: &Path) -> Result<(OwnedFd, SocketAddrUnix), JoinError> {
     let bytes = path.as_os_str().as_bytes();
-    if bytes.len() >= addr.sun_path.len() {
+    if bytes.len() >= SUN_PATH_LEN {
         return Err(JoinError::PathTooLong(path.to_owned()));
     }
-    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
-    }
-    // SAFETY: plain socket(2).
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(JoinError::Socket(std::io::Error::last_os_error()));
-    }
-    // SAFETY: a new descriptor we own.
-    Ok((unsafe { OwnedFd::from_raw_fd(fd) }, addr))
+    // Fits (above); a NUL inside the path is the only other refusal.
+    let addr = SocketAddrUnix::new(path).map_err(|_| JoinError::PathTooLong(path.to_owned()))?;
+    let fd = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| JoinError::Socket(e.into()))?;
+    Ok((fd, addr))
 }
-
-const ADDR_LEN: libc::socklen_t = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
 
 /// The listening side, in the primary's monitor; the socket file goes
 /// when this is dropped (the session's end).
@@ -130,57 +130,35 @@ impl JoinService {
         };
         let _ = std::fs::remove_file(&path);
         let (listener, addr) = seqpacket(&path)?;
-        let err = |call: &'static str| JoinError::Listen {
+        let err = |call: &'static str, e: Errno| JoinError::Listen {
             path: path.clone(),
             call,
-            err: std::io::Error::last_os_error(),
+            err: e.into(),
         };
-        // SAFETY: a valid socket and address of the given length.
-        if unsafe {
-            libc::bind(
-                listener.as_raw_fd(),
-                (&addr as *const libc::sockaddr_un).cast(),
-                ADDR_LEN,
-            )
-        } != 0
-        {
-            return Err(err("bind"));
-        }
+        rustix::net::bind(&listener, &addr).map_err(|e| err("bind", e))?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(|err| {
             JoinError::Path {
                 path: path.clone(),
                 err,
             }
         })?;
-        // SAFETY: a bound socket.
-        if unsafe { libc::listen(listener.as_raw_fd(), 16) } != 0 {
-            return Err(err("listen"));
-        }
+        rustix::net::listen(&listener, 16).map_err(|e| err("listen", e))?;
         std::thread::Builder::new()
             .name("stripe-join".into())
             .spawn(move || loop {
-                // SAFETY: accepting on our listening socket; no address wanted.
-                let fd = unsafe {
-                    libc::accept4(
-                        listener.as_raw_fd(),
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                        libc::SOCK_CLOEXEC,
-                    )
-                };
-                if fd < 0 {
-                    if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                        continue;
+                // No address wanted.
+                let conn = match rustix::net::accept_with(&listener, SocketFlags::CLOEXEC) {
+                    Ok(conn) => conn,
+                    Err(Errno::INTR) => continue,
+                    Err(e) => {
+                        crate::log!(
+                            Error,
+                            "monitor: striping join socket: {}",
+                            std::io::Error::from(e)
+                        );
+                        return;
                     }
-                    crate::log!(
-                        Error,
-                        "monitor: striping join socket: {}",
-                        std::io::Error::last_os_error()
-                    );
-                    return;
-                }
-                // SAFETY: a new descriptor we own.
-                let conn = unsafe { OwnedFd::from_raw_fd(fd) };
+                };
                 if let Err(why) = answer(&conn, &admission, &policy, &to_user) {
                     crate::log!(Info, "monitor: striping join refused: {why}");
                 }
@@ -196,21 +174,9 @@ impl Drop for JoinService {
     }
 }
 
+/// The uid at the other end (SO_PEERCRED), None if it cannot be read.
 fn peer_uid(s: &OwnedFd) -> Option<u32> {
-    // SAFETY: ucred is plain data; getsockopt fills at most len bytes.
-    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: valid fd, pointer and length.
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(cred.uid)
+    crate::net::fdpass::peer_uid(s).ok()
 }
 
 /// The next message within the time limit.
@@ -331,15 +297,7 @@ pub fn ask(
 ) -> Result<Joining, JoinError> {
     let path = socket_path(dir, &req.session_ref);
     let (s, addr) = seqpacket(&path)?;
-    // SAFETY: a valid socket and address of the given length.
-    if unsafe {
-        libc::connect(
-            s.as_raw_fd(),
-            (&addr as *const libc::sockaddr_un).cast(),
-            ADDR_LEN,
-        )
-    } != 0
-    {
+    if rustix::net::connect(&s, &addr).is_err() {
         return Err(JoinError::NoSession);
     }
     let m = Msg::JoinAsk {
