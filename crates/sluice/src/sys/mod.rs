@@ -11,3 +11,4 @@ pub mod fd;
 pub mod ifaddrs;
 pub mod signal;
 pub mod users;
+pub mod utmp;
