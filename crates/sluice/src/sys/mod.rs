@@ -9,6 +9,7 @@
 pub mod creds;
 pub mod fd;
 pub mod ifaddrs;
+pub mod pam;
 pub mod signal;
 pub mod users;
 pub mod utmp;
