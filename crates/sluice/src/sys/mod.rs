@@ -7,6 +7,7 @@
 //! `unsafe fn` whose `# Safety` section says what the caller vouches for.
 
 pub mod creds;
+pub mod crypt;
 pub mod fd;
 pub mod ifaddrs;
 pub mod pam;

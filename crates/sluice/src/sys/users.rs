@@ -249,7 +249,8 @@ pub fn getspnam<T>(name: &CStr, read: impl FnOnce(&Shadow<'_>) -> T) -> Option<T
             // SAFETY: null or NUL-terminated inside buf, alive until `read`
             // returns.
             hash: unsafe { field(sp.sp_pwdp) },
-            expire: i64::from(sp.sp_expire),
+            // A `long`: 64 bits here, 32 on some targets.
+            expire: sp.sp_expire as i64,
         };
         (rc, read.take().map(|f| f(&entry)))
     })
