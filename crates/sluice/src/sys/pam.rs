@@ -161,7 +161,9 @@ impl<T: Conversation + ?Sized> Conversation for &T {
 }
 
 /// What PAM points at for the life of a handle: the pam_conv and the
-/// conversation its appdata_ptr names (boxed: the address stays put).
+/// conversation its appdata_ptr names (on the heap, held by the handle as
+/// a raw pointer so that nothing asserts unique access while PAM holds
+/// pointers into it; freed after pam_end).
 struct Shared<C> {
     pam_conv: PamConv,
     conv: C,
@@ -180,7 +182,8 @@ pub enum StrItem {
 pub struct Handle<C: Conversation> {
     lib: &'static Lib,
     h: RawHandle,
-    shared: Box<Shared<C>>,
+    /// From Box::into_raw; freed in Drop, after pam_end.
+    shared: *mut Shared<C>,
 }
 
 impl Lib {
@@ -192,35 +195,44 @@ impl Lib {
         user: &CStr,
         conv: C,
     ) -> Result<Handle<C>, c_int> {
-        let mut shared = Box::new(Shared {
+        let shared = Box::into_raw(Box::new(Shared {
             pam_conv: PamConv {
                 conv: converse::<C>,
                 appdata_ptr: std::ptr::null_mut(),
             },
             conv,
-        });
-        shared.pam_conv.appdata_ptr = &shared.conv as *const C as *mut c_void;
+        }));
+        // SAFETY: `shared` is a live allocation of ours; only field
+        // addresses are taken.
+        let (pam_conv, conv) = unsafe {
+            (
+                std::ptr::addr_of_mut!((*shared).pam_conv),
+                std::ptr::addr_of!((*shared).conv),
+            )
+        };
+        // SAFETY: as above; nothing else refers to it yet.
+        unsafe { (*pam_conv).appdata_ptr = conv as *mut c_void };
+        // From here the Handle owns `shared` (and frees it on every path).
+        let mut handle = Handle {
+            lib: self,
+            h: std::ptr::null_mut(),
+            shared,
+        };
         let mut h: RawHandle = std::ptr::null_mut();
         // SAFETY: NUL-terminated strings, only read; the pam_conv and the
-        // conversation live in the box the Handle keeps until pam_end.
-        let rc = unsafe { (self.start)(service.as_ptr(), user.as_ptr(), &shared.pam_conv, &mut h) };
+        // conversation live until the Handle is dropped, after pam_end.
+        let rc = unsafe { (self.start)(service.as_ptr(), user.as_ptr(), pam_conv, &mut h) };
         if rc != PAM_SUCCESS || h.is_null() {
+            // As before: a failed pam_start leaves no handle to end (the
+            // conversation is freed with `handle`).
             return Err(rc);
         }
-        Ok(Handle {
-            lib: self,
-            h,
-            shared,
-        })
+        handle.h = h;
+        Ok(handle)
     }
 }
 
 impl<C: Conversation> Handle<C> {
-    /// The conversation given to [`Lib::start`].
-    pub fn conversation(&self) -> &C {
-        &self.shared.conv
-    }
-
     /// pam_set_item of a string item (PAM copies it); PAM's code.
     pub fn set_item(&self, item: StrItem, value: &CStr) -> c_int {
         let item = match item {
@@ -325,9 +337,13 @@ impl<C: Conversation> Handle<C> {
 }
 
 impl<C: Conversation> Drop for Handle<C> {
-    /// pam_end(PAM_SUCCESS) unless [`Handle::end`] ran.
+    /// pam_end(PAM_SUCCESS) unless [`Handle::end`] ran; then the
+    /// conversation is freed.
     fn drop(&mut self) {
         self.finish(PAM_SUCCESS);
+        // SAFETY: from Box::into_raw in `start`, freed only here; PAM holds
+        // no pointer into it after pam_end (or a failed pam_start).
+        drop(unsafe { Box::from_raw(self.shared) });
     }
 }
 
