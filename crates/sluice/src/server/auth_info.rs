@@ -43,7 +43,7 @@ impl AuthInfoFile {
                 .write(true)
                 .create_new(true)
                 .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
+                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
                 .open(&path)
             {
                 Ok(mut f) => {
@@ -84,19 +84,20 @@ fn remove_on_signal(path: &Path) {
     if ON_SIGNAL.set(c).is_err() {
         return;
     }
-    extern "C" fn handler(sig: libc::c_int) {
-        // Only async-signal-safe calls: unlink, signal, raise.
+    extern "C" fn handler(sig: std::ffi::c_int) {
+        // Only async-signal-safe calls: unlink (rustix's, with a CStr: no
+        // allocation), signal, raise.
         if let Some(p) = ON_SIGNAL.get() {
-            // SAFETY: a NUL-terminated path that lives for the process.
-            unsafe { libc::unlink(p.as_ptr()) };
+            let _ = rustix::fs::unlink(p.as_c_str());
         }
         // Back to the default action, then die of the signal.
         crate::sys::signal::default(sig);
         crate::sys::signal::raise(sig);
     }
     // The handler makes async-signal-safe calls only.
-    crate::sys::signal::set_handler(libc::SIGTERM, handler);
-    crate::sys::signal::set_handler(libc::SIGHUP, handler);
+    use rustix::process::Signal;
+    crate::sys::signal::set_handler(Signal::TERM.as_raw(), handler);
+    crate::sys::signal::set_handler(Signal::HUP.as_raw(), handler);
 }
 
 /// 15 characters from [A-Za-z0-9], as mkstemp's template has.

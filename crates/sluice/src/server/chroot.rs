@@ -180,24 +180,11 @@ pub fn enter(path: &std::path::Path) -> Result<(), ChrootError> {
     let c = CString::new(path.as_os_str().as_encoded_bytes())
         .map_err(|_| ChrootError::NulByte(path.to_owned()))?;
     crate::log::keep_syslog_open();
-    // SAFETY: valid C strings; plain system calls.
-    unsafe {
-        if libc::chdir(c.as_ptr()) != 0 {
-            return Err(ChrootError::Chdir(
-                path.to_owned(),
-                std::io::Error::last_os_error(),
-            ));
-        }
-        if libc::chroot(c.as_ptr()) != 0 {
-            return Err(ChrootError::Chroot(
-                path.to_owned(),
-                std::io::Error::last_os_error(),
-            ));
-        }
-        if libc::chdir(c"/".as_ptr()) != 0 {
-            return Err(ChrootError::ChdirRoot(std::io::Error::last_os_error()));
-        }
-    }
+    rustix::process::chdir(c.as_c_str())
+        .map_err(|e| ChrootError::Chdir(path.to_owned(), e.into()))?;
+    rustix::process::chroot(c.as_c_str())
+        .map_err(|e| ChrootError::Chroot(path.to_owned(), e.into()))?;
+    rustix::process::chdir(c"/").map_err(|e| ChrootError::ChdirRoot(e.into()))?;
     crate::log!(Verbose, "Changed root directory to \"{shown}\"");
     Ok(())
 }
@@ -259,8 +246,7 @@ mod tests {
                 || e.contains("stat"),
             "{e}"
         );
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
+        if rustix::process::geteuid().is_root() {
             assert!(check(std::path::Path::new("/usr/share")).is_ok());
         }
         let e = check(std::path::Path::new("/etc/passwd")).unwrap_err();

@@ -6,36 +6,31 @@
 //! process never touches these files. Failures are logged, never fatal
 //! (sshd goes on without records too).
 
-use std::ffi::CString;
+use crate::sys::utmp::{self, Kind, Record};
 use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::FileExt;
 
 /// The files, as glibc's paths.h names them.
-const WTMP: &str = "/var/log/wtmp";
+const WTMP: &std::ffi::CStr = c"/var/log/wtmp";
 const LASTLOG: &str = "/var/log/lastlog";
-
-extern "C" {
-    // glibc's, not in the libc crate: appends one record to a wtmp file.
-    fn updwtmpx(file: *const libc::c_char, ut: *const libc::utmpx);
-}
 
 /// One pty session's record: what its logout entry repeats.
 struct Login {
     line: String,
-    pid: libc::pid_t,
+    pid: i32,
 }
 
 /// The pty logins of one connection; their logouts are recorded when this
 /// is dropped (the monitor drops it once the post-auth process is reaped).
 pub struct Logins {
-    pid: libc::pid_t,
+    pid: i32,
     peer: SocketAddr,
     open: Vec<Login>,
 }
 
 impl Logins {
     /// Logins of the connection from `peer` whose user's process is `pid`.
-    pub fn new(pid: libc::pid_t, peer: SocketAddr) -> Logins {
+    pub fn new(pid: i32, peer: SocketAddr) -> Logins {
         Logins {
             pid,
             peer,
@@ -48,10 +43,10 @@ impl Logins {
     pub fn login(&mut self, tty: &str, user: &str, uid: u32) {
         let line = tty.strip_prefix("/dev/").unwrap_or(tty).to_owned();
         let host = self.peer.ip().to_string();
-        let mut ut = entry(libc::USER_PROCESS, &line, self.pid);
-        copy(&mut ut.ut_user, user.as_bytes());
-        copy(&mut ut.ut_host, host.as_bytes());
-        ut.ut_addr_v6 = addr_v6(self.peer.ip());
+        let mut ut = entry(Kind::Login, &line, self.pid);
+        ut.user = user.as_bytes().to_vec();
+        ut.host = host.as_bytes().to_vec();
+        ut.addr_v6 = addr_v6(self.peer.ip());
         write(&ut);
         lastlog(uid, &line, &host);
         crate::log!(Debug1, "recorded login of {user} on {line} from {host}");
@@ -68,7 +63,7 @@ impl Logins {
         let line = tty.strip_prefix("/dev/").unwrap_or(tty);
         if let Some(i) = self.open.iter().position(|l| l.line == line) {
             let l = self.open.swap_remove(i);
-            write(&entry(libc::DEAD_PROCESS, &l.line, l.pid));
+            write(&entry(Kind::Logout, &l.line, l.pid));
             crate::log!(Debug1, "recorded logout on {}", l.line);
         }
     }
@@ -77,37 +72,28 @@ impl Logins {
 impl Drop for Logins {
     fn drop(&mut self) {
         for l in self.open.drain(..) {
-            write(&entry(libc::DEAD_PROCESS, &l.line, l.pid));
+            write(&entry(Kind::Logout, &l.line, l.pid));
             crate::log!(Debug1, "recorded logout on {}", l.line);
         }
     }
 }
 
-/// A record for `line` with type, pid, id and the time now; the rest zero
+/// A record for `line` with type, pid, id and the time now; the rest empty
 /// (a logout names no user or host, as login(3)'s logout).
-fn entry(kind: libc::c_short, line: &str, pid: libc::pid_t) -> libc::utmpx {
-    // SAFETY: utmpx is plain data; all zeroes is its empty value.
-    let mut ut: libc::utmpx = unsafe { std::mem::zeroed() };
-    ut.ut_type = kind;
-    ut.ut_pid = pid;
+fn entry(kind: Kind, line: &str, pid: i32) -> Record {
     let line = line.as_bytes();
-    copy(&mut ut.ut_line, line);
-    // The id is the line's last four bytes ("ts/3" for pts/3), as sshd's.
-    copy(&mut ut.ut_id, &line[line.len().saturating_sub(4)..]);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    // The field widths differ between architectures (32-bit on x86_64).
-    ut.ut_tv.tv_sec = now.as_secs() as _;
-    ut.ut_tv.tv_usec = now.subsec_micros() as _;
-    ut
-}
-
-/// Copies `s` into a fixed field, truncated as utmp does (no NUL needed
-/// when it fills the field).
-fn copy(field: &mut [libc::c_char], s: &[u8]) {
-    for (d, &b) in field.iter_mut().zip(s) {
-        *d = b as libc::c_char;
+    Record {
+        kind,
+        pid,
+        line: line.to_vec(),
+        // The id is the line's last four bytes ("ts/3" for pts/3), as sshd's.
+        id: line[line.len().saturating_sub(4)..].to_vec(),
+        user: Vec::new(),
+        host: Vec::new(),
+        addr_v6: [0; 4],
+        time: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
     }
 }
 
@@ -133,24 +119,14 @@ fn addr_v6(ip: IpAddr) -> [i32; 4] {
 }
 
 /// Puts `ut` in utmp (replacing the line's entry) and appends it to wtmp.
-fn write(ut: &libc::utmpx) {
-    // SAFETY: ut is a valid record; the utmpx calls use glibc's own state,
-    // which only this (single-threaded) monitor process uses.
-    unsafe {
-        libc::setutxent();
-        let ok = !libc::pututxline(ut).is_null();
-        libc::endutxent();
-        if !ok {
-            crate::log!(
-                Verbose,
-                "utmp: {} (records of logged-in users are not kept)",
-                std::io::Error::last_os_error()
-            );
-        }
+fn write(ut: &Record) {
+    if let Err(e) = utmp::pututxline(ut) {
+        crate::log!(
+            Verbose,
+            "utmp: {e} (records of logged-in users are not kept)"
+        );
     }
-    let wtmp = CString::new(WTMP).expect("no NUL in a constant");
-    // SAFETY: a NUL-terminated path and a valid record.
-    unsafe { updwtmpx(wtmp.as_ptr(), ut) };
+    utmp::append_wtmp(WTMP, ut);
 }
 
 /// Size of glibc's `struct lastlog` on Linux: a 32-bit time, the line (32)
@@ -185,9 +161,8 @@ mod tests {
 
     #[test]
     fn id_and_address_as_sshd_writes_them() {
-        let ut = entry(libc::USER_PROCESS, "pts/13", 7);
-        let id: Vec<u8> = ut.ut_id.iter().map(|&c| c as u8).collect();
-        assert_eq!(id, b"s/13");
+        let ut = entry(Kind::Login, "pts/13", 7);
+        assert_eq!(ut.id, b"s/13");
         let a = addr_v6("127.0.0.1".parse().unwrap());
         assert_eq!(a[0].to_ne_bytes(), [127, 0, 0, 1]);
         assert_eq!(&a[1..], &[0, 0, 0]);

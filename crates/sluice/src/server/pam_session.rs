@@ -10,75 +10,60 @@
 //! (pam_env's /etc/environment and /etc/security/pam_env.conf, pam_systemd's
 //! XDG_RUNTIME_DIR) goes into the user's sessions, as sshd's do_setup_env.
 
-use crate::server::pam::{
-    c_names, lib, strerror, Handle, Lib, PamConv, PamError, PamMessage, PamResponse, MAX_NUM_MSG,
-    PAM_BUF_ERR, PAM_CONV_ERR, PAM_ERROR_MSG, PAM_RHOST, PAM_SUCCESS, PAM_TEXT_INFO, PAM_TTY,
+use crate::server::pam::{c_names, lib, strerror, PamError};
+use crate::sys::pam::{
+    Conversation, Handle, Message, StrItem, PAM_DELETE_CRED, PAM_ERROR_MSG, PAM_ESTABLISH_CRED,
+    PAM_SUCCESS, PAM_TEXT_INFO,
 };
-use std::ffi::{c_int, c_void, CStr, OsString};
+use std::ffi::{c_int, OsString};
 use std::os::unix::ffi::OsStringExt;
 
-const PAM_ESTABLISH_CRED: c_int = 0x2;
-const PAM_DELETE_CRED: c_int = 0x4;
+/// The conversation of these steps: module messages are logged, prompts
+/// refused.
+struct Quiet;
+
+impl Conversation for Quiet {
+    type Answer = Vec<u8>;
+
+    fn converse(&self, msgs: &[Message]) -> Option<Vec<Option<Vec<u8>>>> {
+        for m in msgs {
+            if m.style != PAM_TEXT_INFO && m.style != PAM_ERROR_MSG {
+                return None;
+            }
+            if let Some(text) = &m.text {
+                crate::log!(Debug1, "PAM: {}", text.trim_end());
+            }
+        }
+        // All empty.
+        Some(vec![None; msgs.len()])
+    }
+}
 
 /// A PAM handle for one user; ended on drop.
 struct Pam {
-    lib: &'static Lib,
-    h: Handle,
-    /// The conversation PAM points at; kept alive as long as the handle.
-    _conv: Box<PamConv>,
+    h: Handle<Quiet>,
 }
 
 impl Pam {
     fn start(service: &str, user: &str, rhost: &str) -> Result<Pam, PamError> {
         let lib = lib()?;
         let (service, user, rhost) = c_names(service, user, rhost)?;
-        let conv = Box::new(PamConv {
-            conv: quiet,
-            appdata_ptr: std::ptr::null_mut(),
-        });
-        let mut h: Handle = std::ptr::null_mut();
-        // SAFETY: valid NUL-terminated strings; `conv` lives in the returned
-        // Pam, which ends the handle before dropping it.
-        let rc = unsafe { (lib.start)(service.as_ptr(), user.as_ptr(), &*conv, &mut h) };
-        if rc != PAM_SUCCESS || h.is_null() {
-            return Err(PamError::Start(rc));
-        }
-        // SAFETY: h is live; PAM copies items.
-        unsafe {
-            (lib.set_item)(h, PAM_RHOST, rhost.as_ptr().cast());
-            (lib.set_item)(h, PAM_TTY, c"ssh".as_ptr().cast());
-        }
-        Ok(Pam {
-            lib,
-            h,
-            _conv: conv,
-        })
+        let h = lib.start(&service, &user, Quiet).map_err(PamError::Start)?;
+        h.set_item(StrItem::Rhost, &rhost);
+        h.set_item(StrItem::Tty, c"ssh");
+        Ok(Pam { h })
     }
 
-    /// Runs one step; its error in PAM's words.
-    fn step(
-        &self,
-        f: unsafe extern "C" fn(Handle, c_int) -> c_int,
-        flags: c_int,
-        call: &'static str,
-    ) -> Result<(), PamError> {
-        // SAFETY: h is live.
-        let rc = unsafe { f(self.h, flags) };
+    /// One step's result `rc`; its error in PAM's words.
+    fn step(&self, rc: c_int, call: &'static str) -> Result<(), PamError> {
         if rc == PAM_SUCCESS {
             return Ok(());
         }
         Err(PamError::Step {
             call,
             code: rc,
-            text: strerror(self.lib, self.h, rc),
+            text: strerror(&self.h, rc),
         })
-    }
-}
-
-impl Drop for Pam {
-    fn drop(&mut self) {
-        // SAFETY: h is live and not used after.
-        unsafe { (self.lib.end)(self.h, PAM_SUCCESS) };
     }
 }
 
@@ -88,7 +73,7 @@ impl Drop for Pam {
 /// account configuration".
 pub fn account(service: &str, user: &str, rhost: &str) -> Result<(), PamError> {
     let pam = Pam::start(service, user, rhost)?;
-    pam.step(pam.lib.acct_mgmt, 0, "pam_acct_mgmt")
+    pam.step(pam.h.acct_mgmt(0), "pam_acct_mgmt")
 }
 
 /// An open PAM session; [`Session::close`] ends it (drop ends the handle
@@ -101,8 +86,8 @@ impl Session {
     /// pam_setcred(ESTABLISH) and pam_open_session for `user`.
     pub fn open(service: &str, user: &str, rhost: &str) -> Result<Session, PamError> {
         let pam = Pam::start(service, user, rhost)?;
-        pam.step(pam.lib.setcred, PAM_ESTABLISH_CRED, "pam_setcred")?;
-        pam.step(pam.lib.open_session, 0, "pam_open_session")?;
+        pam.step(pam.h.setcred(PAM_ESTABLISH_CRED), "pam_setcred")?;
+        pam.step(pam.h.open_session(0), "pam_open_session")?;
         Ok(Session { pam })
     }
 
@@ -111,40 +96,20 @@ impl Session {
     /// (SSH_AUTH_SOCK, SSH_CONNECTION) and within the bounds of client env
     /// requests.
     pub fn env(&self) -> Vec<(OsString, OsString)> {
-        // SAFETY: h is live; the list and its strings are ours to free.
-        let list = unsafe { (self.pam.lib.getenvlist)(self.pam.h) };
-        if list.is_null() {
-            return Vec::new();
-        }
-        let mut raw = Vec::new();
-        let mut i = 0;
-        loop {
-            // SAFETY: the list is NULL-terminated; each entry a C string
-            // malloc'ed by PAM, freed here once read.
-            let p = unsafe { *list.add(i) };
-            if p.is_null() {
-                break;
-            }
-            // SAFETY: see above.
-            raw.push(unsafe { CStr::from_ptr(p) }.to_bytes().to_vec());
-            // SAFETY: see above.
-            unsafe { libc::free(p.cast()) };
-            i += 1;
-        }
-        // SAFETY: the array itself is malloc'ed too.
-        unsafe { libc::free(list.cast()) };
+        let raw = self.pam.h.getenvlist();
         pam_env_entries(raw)
     }
 
     /// pam_close_session and pam_setcred(DELETE); failures are logged.
     pub fn close(self) {
-        for (f, flags, what) in [
-            (self.pam.lib.close_session, 0, "pam_close_session"),
-            (self.pam.lib.setcred, PAM_DELETE_CRED, "pam_setcred"),
-        ] {
-            if let Err(e) = self.pam.step(f, flags, what) {
-                crate::log!(Verbose, "{e}");
-            }
+        let pam = &self.pam;
+        let rc = pam.h.close_session(0);
+        if let Err(e) = pam.step(rc, "pam_close_session") {
+            crate::log!(Verbose, "{e}");
+        }
+        let rc = pam.h.setcred(PAM_DELETE_CRED);
+        if let Err(e) = pam.step(rc, "pam_setcred") {
+            crate::log!(Verbose, "{e}");
         }
     }
 }
@@ -172,42 +137,6 @@ fn pam_env_entries(raw: Vec<Vec<u8>>) -> Vec<(OsString, OsString)> {
         out.push((name.into(), OsString::from_vec(value.to_vec())));
     }
     out
-}
-
-/// The conversation of these steps: module messages are logged, prompts
-/// refused.
-extern "C" fn quiet(
-    n: c_int,
-    msg: *mut *const PamMessage,
-    resp: *mut *mut PamResponse,
-    _appdata: *mut c_void,
-) -> c_int {
-    if n <= 0 || n > MAX_NUM_MSG || msg.is_null() || resp.is_null() {
-        return PAM_CONV_ERR;
-    }
-    let count = n as usize;
-    for i in 0..count {
-        // SAFETY: msg holds n pointers (Linux-PAM's layout), each to a
-        // message whose text is NUL-terminated or null.
-        let m = unsafe { &**msg.add(i) };
-        if m.msg_style != PAM_TEXT_INFO && m.msg_style != PAM_ERROR_MSG {
-            return PAM_CONV_ERR;
-        }
-        if !m.msg.is_null() {
-            // SAFETY: see above.
-            let text = unsafe { CStr::from_ptr(m.msg) }.to_string_lossy();
-            crate::log!(Debug1, "PAM: {}", text.trim_end());
-        }
-    }
-    // PAM frees the responses with free(): calloc them, all empty.
-    // SAFETY: calloc of n zeroed responses (resp null, retcode 0).
-    let r = unsafe { libc::calloc(count, std::mem::size_of::<PamResponse>()) };
-    if r.is_null() {
-        return PAM_BUF_ERR;
-    }
-    // SAFETY: resp is PAM's out pointer.
-    unsafe { *resp = r.cast() };
-    PAM_SUCCESS
 }
 
 #[cfg(test)]

@@ -76,16 +76,18 @@ impl Penalty {
 
 /// Signals that mean a process crashed rather than was told to stop.
 pub fn is_crash(sig: i32) -> bool {
+    use rustix::process::Signal;
     [
-        libc::SIGSEGV,
-        libc::SIGBUS,
-        libc::SIGTRAP,
-        libc::SIGSYS,
-        libc::SIGFPE,
-        libc::SIGILL,
-        libc::SIGABRT,
+        Signal::SEGV,
+        Signal::BUS,
+        Signal::TRAP,
+        Signal::SYS,
+        Signal::FPE,
+        Signal::ILL,
+        Signal::ABORT,
     ]
-    .contains(&sig)
+    .iter()
+    .any(|s| s.as_raw() == sig)
 }
 
 /// `ip` with all but its first `bits` bits cleared.
@@ -359,10 +361,13 @@ mod tests {
         assert_eq!(Penalty::for_exit(code(3)), Some(Penalty::GraceExceeded));
         assert_eq!(Penalty::for_exit(code(4)), Some(Penalty::Crash));
         assert_eq!(
-            Penalty::for_exit(ExitStatus::from_raw(libc::SIGSEGV)),
+            Penalty::for_exit(ExitStatus::from_raw(rustix::process::Signal::SEGV.as_raw())),
             Some(Penalty::Crash)
         );
-        assert_eq!(Penalty::for_exit(ExitStatus::from_raw(libc::SIGTERM)), None);
+        assert_eq!(
+            Penalty::for_exit(ExitStatus::from_raw(rustix::process::Signal::TERM.as_raw())),
+            None
+        );
         assert_eq!(mask(ip("192.0.2.77"), (24, 64)), ip("192.0.2.0"));
         assert_eq!(mask(ip("192.0.2.77"), (0, 64)), ip("0.0.0.0"));
         assert_eq!(

@@ -5,37 +5,25 @@
 //! building needs no -dev package. Locked accounts (`!`, `*`) never match.
 //! [`account_refusal`] is sshd's expired and locked account check.
 
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use crate::sys::crypt::{Crypt, LoadError, CRYPT_DATA_SIZE};
+use std::ffi::CString;
 use std::sync::OnceLock;
 use zeroize::Zeroizing;
 
-/// libxcrypt's `char *crypt_rn(const char *phrase, const char *setting,
-/// void *data, int size)`: reentrant, NULL on failure.
-type CryptRn =
-    unsafe extern "C" fn(*const c_char, *const c_char, *mut c_void, c_int) -> *mut c_char;
-
-/// sizeof(struct crypt_data) in libxcrypt.
-const CRYPT_DATA_SIZE: usize = 32768;
-
-fn crypt_rn() -> Option<CryptRn> {
-    static F: OnceLock<Option<usize>> = OnceLock::new();
-    let addr = *F.get_or_init(|| {
-        // SAFETY: dlopen/dlsym with NUL-terminated names; the library stays loaded.
-        unsafe {
-            let h = libc::dlopen(c"libcrypt.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-            if h.is_null() {
-                crate::log!(
-                    Error,
-                    "shadow: cannot load libcrypt.so.1 (install libcrypt1)"
-                );
-                return None;
-            }
-            let f = libc::dlsym(h, c"crypt_rn".as_ptr());
-            (!f.is_null()).then_some(f as usize)
+/// libcrypt's crypt_rn, loaded once; a missing library is logged then.
+fn crypt_rn() -> Option<Crypt> {
+    static F: OnceLock<Option<Crypt>> = OnceLock::new();
+    *F.get_or_init(|| match crate::sys::crypt::load() {
+        Ok(c) => Some(c),
+        Err(LoadError::NoLibrary) => {
+            crate::log!(
+                Error,
+                "shadow: cannot load libcrypt.so.1 (install libcrypt1)"
+            );
+            None
         }
-    });
-    // SAFETY: the address is crypt_rn from libcrypt, whose signature is CryptRn.
-    addr.map(|a| unsafe { std::mem::transmute::<usize, CryptRn>(a) })
+        Err(LoadError::NoFunction) => None,
+    })
 }
 
 /// The stored hash for `user`: the shadow entry, or the passwd field when
@@ -52,27 +40,11 @@ fn stored_hash(user: &str) -> Option<Zeroizing<String>> {
 /// since 1970-01-01; -1 for none).
 fn shadow_entry(user: &str) -> Option<(Zeroizing<String>, i64)> {
     let name = CString::new(user).ok()?;
-    let mut buf = Zeroizing::new(vec![0 as c_char; 16 * 1024]);
-    // SAFETY: spwd is plain data filled by getspnam_r.
-    let mut sp: libc::spwd = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::spwd = std::ptr::null_mut();
-    // SAFETY: all pointers are valid for the call; buf outlives the use of sp.
-    let rc = unsafe {
-        libc::getspnam_r(
-            name.as_ptr(),
-            &mut sp,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        )
-    };
-    if rc == 0 && !result.is_null() && !sp.sp_pwdp.is_null() {
-        // SAFETY: getspnam_r returned a NUL-terminated string inside buf.
-        let s = unsafe { CStr::from_ptr(sp.sp_pwdp) };
-        let hash = Zeroizing::new(s.to_string_lossy().into_owned());
-        return Some((hash, i64::from(sp.sp_expire)));
-    }
-    None
+    crate::sys::users::getspnam(&name, |sp| {
+        let hash = Zeroizing::new(sp.hash?.to_string_lossy().into_owned());
+        Some((hash, sp.expire))
+    })
+    .flatten()
 }
 
 /// sshd's own account checks when PAM does not make them (UsePAM no, its
@@ -99,21 +71,8 @@ fn crypt(password: &str, setting: &str) -> Option<Zeroizing<Vec<u8>>> {
     let phrase = Zeroizing::new(CString::new(password).ok()?.into_bytes_with_nul());
     let setting = CString::new(setting).ok()?;
     let mut data = Zeroizing::new(vec![0u8; CRYPT_DATA_SIZE]);
-    // SAFETY: phrase and setting are NUL-terminated; data is CRYPT_DATA_SIZE
-    // zeroed bytes as crypt_rn requires; the result points into data.
-    let out = unsafe {
-        f(
-            phrase.as_ptr().cast(),
-            setting.as_ptr(),
-            data.as_mut_ptr().cast(),
-            CRYPT_DATA_SIZE as c_int,
-        )
-    };
-    if out.is_null() {
-        return None;
-    }
-    // SAFETY: crypt_rn returned a NUL-terminated string inside data.
-    let s = unsafe { CStr::from_ptr(out) }.to_bytes().to_vec();
+    let phrase = std::ffi::CStr::from_bytes_with_nul(&phrase).ok()?;
+    let s = f.crypt_rn(phrase, &setting, &mut data)?.to_bytes().to_vec();
     // A failed hash starts with '*' (libxcrypt's failure token).
     (!s.starts_with(b"*")).then(|| Zeroizing::new(s))
 }

@@ -6,9 +6,14 @@
 //! on the caller (closing descriptors by number, sys/fd.rs) it is an
 //! `unsafe fn` whose `# Safety` section says what the caller vouches for.
 
+pub mod creds;
+pub mod crypt;
 pub mod fd;
 pub mod fork;
 pub mod ifaddrs;
 pub mod inherit;
+pub mod pam;
 pub mod signal;
 pub mod sockopt;
+pub mod users;
+pub mod utmp;

@@ -5,6 +5,7 @@
 
 use crate::server::chroot::ChrootError;
 use crate::server::session::{self, UserInfo};
+use crate::sys::creds;
 use std::path::PathBuf;
 
 /// Why root could not be given up for the user; `Display` is the log's
@@ -66,9 +67,8 @@ impl From<ChrootError> for DropRootError {
 
 /// The user's groups (initgroups' list), read while /etc/group is still
 /// reachable; empty when not running as root (nothing to set).
-pub(super) fn login_groups(u: &UserInfo) -> Result<Vec<libc::gid_t>, DropRootError> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+pub(super) fn login_groups(u: &UserInfo) -> Result<Vec<u32>, DropRootError> {
+    if !rustix::process::geteuid().is_root() {
         return Ok(Vec::new());
     }
     session::group_list(&u.name, u.gid).map_err(DropRootError::Groups)
@@ -78,8 +78,7 @@ pub(super) fn login_groups(u: &UserInfo) -> Result<Vec<libc::gid_t>, DropRootErr
 /// ownership checks, chroot(2). Only root can chroot; the error says so.
 pub(super) fn enter_chroot(template: &str, u: &UserInfo) -> Result<(), DropRootError> {
     let path = crate::server::chroot::expand(template, u)?;
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         return Err(DropRootError::ChrootNeedsRoot(path));
     }
     Ok(crate::server::chroot::enter(&path)?)
@@ -87,9 +86,8 @@ pub(super) fn enter_chroot(template: &str, u: &UserInfo) -> Result<(), DropRootE
 
 /// initgroups, setgid, setuid as sshd's permanently_set_uid; for a user
 /// other than root, proof that neither uid 0 nor gid 0 can come back.
-pub(super) fn become_user(u: &UserInfo, groups: &[libc::gid_t]) -> Result<(), DropRootError> {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
+pub(super) fn become_user(u: &UserInfo, groups: &[u32]) -> Result<(), DropRootError> {
+    let euid = rustix::process::geteuid().as_raw();
     if euid != 0 {
         // A server run by an ordinary user serves only that user.
         return if u.uid == euid {
@@ -98,25 +96,16 @@ pub(super) fn become_user(u: &UserInfo, groups: &[libc::gid_t]) -> Result<(), Dr
             Err(DropRootError::NotRoot)
         };
     }
-    let last = std::io::Error::last_os_error;
-    // SAFETY: credential system calls in a process with no other thread yet.
-    unsafe {
-        if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
-            return Err(DropRootError::Setgroups(last()));
+    // libc's process-wide calls (sys/creds.rs), never a per-thread setuid.
+    creds::setgroups(groups).map_err(DropRootError::Setgroups)?;
+    creds::setgid(u.gid).map_err(DropRootError::Setgid)?;
+    creds::setuid(u.uid).map_err(DropRootError::Setuid)?;
+    if u.uid != 0 {
+        if creds::setuid(0).is_ok() || rustix::process::geteuid().as_raw() != u.uid {
+            std::process::abort();
         }
-        if libc::setgid(u.gid) != 0 {
-            return Err(DropRootError::Setgid(last()));
-        }
-        if libc::setuid(u.uid) != 0 {
-            return Err(DropRootError::Setuid(last()));
-        }
-        if u.uid != 0 {
-            if libc::setuid(0) == 0 || libc::geteuid() != u.uid {
-                libc::abort();
-            }
-            if u.gid != 0 && libc::setgid(0) == 0 {
-                libc::abort();
-            }
+        if u.gid != 0 && creds::setgid(0).is_ok() {
+            std::process::abort();
         }
     }
     Ok(())
