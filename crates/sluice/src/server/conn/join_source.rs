@@ -5,6 +5,9 @@
 use sluice_proto::Connection;
 use std::os::fd::{OwnedFd, RawFd};
 
+/// Why a source broke: its own error, for the log.
+pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A secondary connection, joined and imported.
 pub struct JoinedConn {
     /// The engine, imported from the secondary's handover.
@@ -20,6 +23,8 @@ pub trait JoinSource {
     /// The descriptor to watch for readability.
     fn fd(&self) -> RawFd;
     /// The next joined connection, if one is waiting (never blocks when
-    /// none is); an error means the source is broken and is dropped.
-    fn receive(&mut self) -> Result<Option<JoinedConn>, String>;
+    /// none is); an error means the source is broken and is dropped (and
+    /// logged: the source's own error type, boxed, since the monitor's
+    /// join errors sit above this module).
+    fn receive(&mut self) -> Result<Option<JoinedConn>, SourceError>;
 }

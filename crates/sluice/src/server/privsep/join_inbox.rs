@@ -6,7 +6,7 @@
 //! and user its own pre-auth monitor fixed; here the state is decoded
 //! strictly again and must name this process's user.
 
-use crate::server::conn::join_source::{JoinSource, JoinedConn};
+use crate::server::conn::join_source::{JoinSource, JoinedConn, SourceError};
 use sluice_proto::crypto::SystemRng;
 use sluice_proto::handover::TransportState;
 use sluice_proto::{Connection, ServerConfig};
@@ -43,7 +43,7 @@ impl JoinSource for JoinInbox {
         self.fd.as_raw_fd()
     }
 
-    fn receive(&mut self) -> Result<Option<JoinedConn>, String> {
+    fn receive(&mut self) -> Result<Option<JoinedConn>, SourceError> {
         // One connection that cannot be imported is dropped (its client
         // sees it close) and the next is looked at; only a broken socket
         // to the monitor is an error.
