@@ -6,6 +6,7 @@
 //! on the caller (closing descriptors by number, sys/fd.rs) it is an
 //! `unsafe fn` whose `# Safety` section says what the caller vouches for.
 
+pub mod dl;
 pub mod fd;
 pub mod ifaddrs;
 pub mod signal;
