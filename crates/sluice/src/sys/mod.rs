@@ -8,5 +8,6 @@
 
 pub mod dl;
 pub mod fd;
+pub mod fs;
 pub mod ifaddrs;
 pub mod signal;
