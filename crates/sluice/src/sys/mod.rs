@@ -11,3 +11,5 @@ pub mod fd;
 pub mod fs;
 pub mod ifaddrs;
 pub mod signal;
+pub mod syslog;
+pub mod time;
