@@ -9,7 +9,9 @@
 pub mod dl;
 pub mod fd;
 pub mod fs;
+pub mod glob;
 pub mod ifaddrs;
+pub mod netdb;
 pub mod signal;
 pub mod syslog;
 pub mod time;
