@@ -14,4 +14,5 @@ pub mod ifaddrs;
 pub mod netdb;
 pub mod signal;
 pub mod syslog;
+pub mod tcp;
 pub mod time;
