@@ -77,7 +77,7 @@ impl Civil {
 pub fn timegm(c: &Civil) -> i64 {
     let mut tm = c.tm();
     // SAFETY: timegm reads and normalises the tm we own.
-    i64::from(unsafe { libc::timegm(&mut tm) })
+    unsafe { libc::timegm(&mut tm) }
 }
 
 /// Seconds since the epoch of `c` read as local time, daylight saving
@@ -87,7 +87,7 @@ pub fn mktime(c: &Civil) -> i64 {
     let mut tm = c.tm();
     // SAFETY: mktime reads and normalises the tm we own (and reads the
     // time zone, as localtime_r does).
-    i64::from(unsafe { libc::mktime(&mut tm) })
+    unsafe { libc::mktime(&mut tm) }
 }
 
 /// A time broken down in the local time zone, for [`strftime`].
