@@ -177,12 +177,22 @@ impl SkProvider {
             path: path.to_owned(),
             dl: dl.unwrap_or_else(|| "unknown error".into()),
         })?;
+        let checked = Self::check(&lib, path);
+        // Never unloaded, even when refused (as before sys::dl): its
+        // constructors ran at dlopen and may have left threads or handlers
+        // behind.
+        lib.keep_loaded();
+        checked
+    }
+
+    /// The library's sk_sign, once its API version is checked.
+    fn check(lib: &Library, path: &str) -> Result<SkProvider, SkError> {
         let missing = |s: &'static CStr| SkError::NoSymbol {
             path: path.to_owned(),
             symbol: s.to_str().unwrap_or_default(),
         };
         // SAFETY: the symbols are sk-api.h's functions, whose prototypes
-        // the target types spell; the library is kept loaded once checked.
+        // the target types spell; the library is kept loaded (`load`).
         let version: ApiVersion =
             unsafe { lib.symbol(c"sk_api_version") }.ok_or_else(|| missing(c"sk_api_version"))?;
         // SAFETY: as above, sk_sign's prototype.
@@ -195,8 +205,6 @@ impl SkProvider {
                 version: v,
             });
         }
-        // Never unloaded: its code may have left threads or handlers behind.
-        lib.keep_loaded();
         Ok(SkProvider {
             name: path.to_owned(),
             sign,
