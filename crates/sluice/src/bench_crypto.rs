@@ -80,14 +80,7 @@ struct Measured {
 
 /// CPU time of the whole process (all threads).
 fn cpu_now() -> Duration {
-    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given; zeroed is a valid rusage.
-    let ru = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr());
-        ru.assume_init()
-    };
-    let t = |tv: libc::timeval| Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
-    t(ru.ru_utime) + t(ru.ru_stime)
+    crate::sys::time::cpu_time(crate::sys::time::Who::Process).unwrap_or_default()
 }
 
 /// Why a measurement could not be made.

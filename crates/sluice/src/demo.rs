@@ -16,7 +16,7 @@ use crate::log::Level;
 use crate::net::metrics::system::cpu_children;
 use sluice_proto::crypto::cipher;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -60,8 +60,8 @@ struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let pid = rustix::process::Pid::from_child(&self.child);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         let _ = self.child.wait();
     }
 }
@@ -214,21 +214,20 @@ fn client_options(
 /// A running client: a child process of ours, so its CPU time counts in
 /// RUSAGE_CHILDREN like the server's.
 struct ClientProc {
-    pid: libc::pid_t,
+    pid: rustix::process::Pid,
 }
 
 impl ClientProc {
     /// The client's exit code (128 + signal when killed).
     fn wait(self) -> Result<i32, DemoError> {
-        let mut status = 0;
-        // SAFETY: waiting for our own child; status is a valid out pointer.
-        if unsafe { libc::waitpid(self.pid, &mut status, 0) } < 0 {
-            return Err(DemoError::io("waitpid", std::io::Error::last_os_error()));
-        }
-        Ok(if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            128 + libc::WTERMSIG(status)
+        let waited =
+            rustix::process::waitpid(Some(self.pid), rustix::process::WaitOptions::empty())
+                .map_err(|e| DemoError::io("waitpid", e.into()))?;
+        // Without WNOHANG a return is the child's end: exited or killed.
+        let status = waited.map(|(_, s)| s);
+        Ok(match status.and_then(|s| s.exit_status()) {
+            Some(code) => code,
+            None => 128 + status.and_then(|s| s.terminating_signal()).unwrap_or(0),
         })
     }
 }
@@ -250,20 +249,25 @@ fn spawn_client(
     if pid < 0 {
         return Err(DemoError::io("fork", std::io::Error::last_os_error()));
     }
-    if pid > 0 {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
         return Ok(ClientProc { pid });
     }
-    for (fd, end) in stdio.iter().enumerate() {
-        if let Some(end) = end {
-            // SAFETY: dup2 of an fd we hold onto a standard fd.
-            unsafe { libc::dup2(end.as_raw_fd(), fd as i32) };
-        }
+    let [stdin, stdout, stderr] = &stdio;
+    if let Some(end) = stdin {
+        let _ = rustix::stdio::dup2_stdin(end);
+    }
+    if let Some(end) = stdout {
+        let _ = rustix::stdio::dup2_stdout(end);
+    }
+    if let Some(end) = stderr {
+        let _ = rustix::stdio::dup2_stderr(end);
     }
     drop(stdio);
     // The parent's ends of the pipes (and anything else) must not stay
     // open here: a pipe's reader sees EOF only when every writer is gone.
-    // SAFETY: closes fds from 3 up; nothing in this process uses them.
-    unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    // SAFETY: closes fds from 3 up; nothing in this process uses them (the
+    // pipe ends were dropped above; the child owns no other descriptor).
+    let _ = unsafe { crate::sys::fd::close_range(3, u32::MAX) };
     crate::log::set_level(if verbose { Level::Debug1 } else { Level::Error });
     let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         match client::connect(opts) {

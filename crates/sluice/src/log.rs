@@ -3,6 +3,7 @@
 //! log_file`, as ssh's and sshd's), or for `sluiced` running as a daemon
 //! to syslog (ident `sluiced`, SyslogFacility), as sshd.
 
+use crate::sys::syslog;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// Log levels as OpenSSH names them (`LogLevel`).
@@ -92,32 +93,18 @@ pub fn use_syslog(facility: &str) {
 
 /// [`use_syslog`] with another ident (`sluice -y`: "sluice").
 pub fn use_syslog_as(ident: &'static std::ffi::CStr, facility: &str) {
-    let fac = match facility {
-        "DAEMON" => libc::LOG_DAEMON,
-        "USER" => libc::LOG_USER,
-        "AUTHPRIV" => libc::LOG_AUTHPRIV,
-        "LOCAL0" => libc::LOG_LOCAL0,
-        "LOCAL1" => libc::LOG_LOCAL1,
-        "LOCAL2" => libc::LOG_LOCAL2,
-        "LOCAL3" => libc::LOG_LOCAL3,
-        "LOCAL4" => libc::LOG_LOCAL4,
-        "LOCAL5" => libc::LOG_LOCAL5,
-        "LOCAL6" => libc::LOG_LOCAL6,
-        "LOCAL7" => libc::LOG_LOCAL7,
-        _ => libc::LOG_AUTH,
-    };
-    // SAFETY: the ident is a static C string, as openlog keeps the pointer.
-    unsafe { libc::openlog(ident.as_ptr(), libc::LOG_PID, fac) };
+    let fac = syslog::Facility::named(facility).unwrap_or(syslog::Facility::AUTH);
+    syslog::open(ident, fac);
     SYSLOG.store(true, Ordering::Relaxed);
 }
 
 /// The syslog priority of a level, as sshd maps them.
-fn priority(level: Level) -> libc::c_int {
+fn priority(level: Level) -> syslog::Priority {
     match level {
-        Level::Quiet | Level::Fatal => libc::LOG_CRIT,
-        Level::Error => libc::LOG_ERR,
-        Level::Info | Level::Verbose => libc::LOG_INFO,
-        _ => libc::LOG_DEBUG,
+        Level::Quiet | Level::Fatal => syslog::Priority::Crit,
+        Level::Error => syslog::Priority::Err,
+        Level::Info | Level::Verbose => syslog::Priority::Info,
+        _ => syslog::Priority::Debug,
     }
 }
 
@@ -125,8 +112,7 @@ fn priority(level: Level) -> libc::c_int {
 /// a chroot (server/chroot.rs) hides /dev/log.
 pub fn keep_syslog_open() {
     if SYSLOG.load(Ordering::Relaxed) {
-        // SAFETY: facility 0 keeps the one set by use_syslog; the ident is static.
-        unsafe { libc::openlog(c"sluiced".as_ptr(), libc::LOG_PID | libc::LOG_NDELAY, 0) };
+        syslog::connect_now(c"sluiced");
     }
 }
 
@@ -292,8 +278,7 @@ pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
     } else if SYSLOG.load(Ordering::Relaxed) {
         let line = format!("{}{msg}", level.prefix()).replace('\0', "");
         if let Ok(c) = std::ffi::CString::new(line) {
-            // SAFETY: "%s" with one valid NUL-terminated string.
-            unsafe { libc::syslog(priority(level), c"%s".as_ptr(), c.as_ptr()) };
+            syslog::send(priority(level), &c);
         }
     } else {
         let prefix = PREFIX.get().map(String::as_str).unwrap_or("");

@@ -41,19 +41,11 @@ pub fn mtime_string(t: i64) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     let recent = now - 365 * 24 * 60 * 60 / 2 < t && now >= t;
-    let tt = t as libc::time_t;
-    // SAFETY: tm is plain data; all zeroes is a valid value.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: localtime_r reads a valid time_t and fills the tm we own.
-    if unsafe { libc::localtime_r(&tt, &mut tm) }.is_null() {
+    let Some(tm) = crate::sys::time::localtime(t) else {
         return String::new();
-    }
+    };
     let fmt = if recent { c"%b %e %H:%M" } else { c"%b %e  %Y" };
-    let mut buf = [0u8; 64];
-    // SAFETY: strftime writes at most buf.len() bytes; the format is
-    // NUL-terminated and tm was filled above.
-    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm) };
-    String::from_utf8_lossy(buf.get(..n).unwrap_or_default()).into_owned()
+    crate::sys::time::strftime(fmt, &tm)
 }
 
 #[cfg(test)]

@@ -109,11 +109,10 @@ impl Master {
     /// ride that master first: client/mux_client.rs).
     pub fn listen(path: &str, auto: bool) -> Option<Master> {
         let bind = || {
-            // SAFETY: umask has no preconditions; restored right after bind.
-            let old = unsafe { libc::umask(0o177) };
+            // Restored right after bind.
+            let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o177));
             let r = UnixListener::bind(path);
-            // SAFETY: as above.
-            unsafe { libc::umask(old) };
+            rustix::process::umask(old);
             r
         };
         let mut r = bind();
@@ -275,8 +274,7 @@ impl Master {
     fn accept(&mut self) {
         let Some(l) = &self.listener else { return };
         while let Ok((s, _)) = l.accept() {
-            // SAFETY: geteuid has no preconditions.
-            let me = unsafe { libc::geteuid() };
+            let me = rustix::process::geteuid().as_raw();
             match crate::net::fdpass::peer_uid(&s) {
                 Ok(uid) if uid == me || uid == 0 => {}
                 Ok(uid) => {

@@ -157,13 +157,17 @@ pub fn ride(path: &str, ask: &SessionAsk) -> Option<i32> {
     log!(Debug1, "multiplex: master pid {master}");
     // The master makes them non-blocking (one file description each, ours
     // too): their flags go back as they were once the session is over.
-    let saved: Vec<(i32, i32)> = (0..3)
-        .filter_map(|fd| {
-            // SAFETY: F_GETFL on our own descriptors; no memory passed.
-            let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-            (flags >= 0).then_some((fd, flags))
-        })
-        .collect();
+    let saved: Vec<(i32, i32)> = {
+        use std::os::fd::{AsFd, AsRawFd};
+        let (i, o, e) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+        [i.as_fd(), o.as_fd(), e.as_fd()]
+            .into_iter()
+            .filter_map(|fd| {
+                let flags = rustix::fs::fcntl_getfl(fd).ok()?;
+                Some((fd.as_raw_fd(), flags.bits() as i32))
+            })
+            .collect()
+    };
     if !ask.forwards.is_empty() {
         let r = super::mux_control::ask_master(
             &mut s,

@@ -417,15 +417,10 @@ fn hung_up(s: &UnixStream) -> bool {
         return false;
     }
     let mut b = [0u8; 64];
-    // SAFETY: valid fd and buffer; MSG_DONTWAIT so it never blocks. A
-    // passenger sends nothing after its request: data is read and dropped.
-    let n = unsafe {
-        libc::recv(
-            s.as_raw_fd(),
-            b.as_mut_ptr().cast(),
-            b.len(),
-            libc::MSG_DONTWAIT,
-        )
-    };
-    n == 0 || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock)
+    // MSG_DONTWAIT so it never blocks. A passenger sends nothing after its
+    // request: data is read and dropped.
+    match rustix::net::recv(s, &mut b, rustix::net::RecvFlags::DONTWAIT) {
+        Ok((n, _)) => n == 0,
+        Err(e) => std::io::Error::from(e).kind() != std::io::ErrorKind::WouldBlock,
+    }
 }

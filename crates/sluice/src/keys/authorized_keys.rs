@@ -369,21 +369,18 @@ fn parse_absolute_time(v: &str) -> Option<i64> {
     if !(1..=12).contains(&mon) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60 {
         return None;
     }
-    // SAFETY: an all-zero tm is valid; timegm and mktime read and normalise it.
-    let t = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        tm.tm_year = year - 1900;
-        tm.tm_mon = mon - 1;
-        tm.tm_mday = day;
-        tm.tm_hour = hour;
-        tm.tm_min = min;
-        tm.tm_sec = sec;
-        tm.tm_isdst = -1;
-        if utc {
-            libc::timegm(&mut tm)
-        } else {
-            libc::mktime(&mut tm)
-        }
+    let civil = crate::sys::time::Civil {
+        year,
+        mon,
+        day,
+        hour,
+        min,
+        sec,
+    };
+    let t = if utc {
+        crate::sys::time::timegm(&civil)
+    } else {
+        crate::sys::time::mktime(&civil)
     };
     (t > 0).then_some(t)
 }

@@ -208,36 +208,29 @@ pub fn load_signer(
 /// True if the file is ours (ssh only complains about our own keys' modes).
 fn unsafe_owner_ok(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
-    // SAFETY: getuid has no preconditions.
-    meta.uid() == unsafe { libc::getuid() }
+    meta.uid() == rustix::process::getuid().as_raw()
 }
 
 /// Asks for a passphrase on /dev/tty with echo off, as ssh does.
 pub fn prompt_passphrase(path: &Path) -> Option<Zeroizing<String>> {
+    use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions};
     use std::io::{BufRead, Write};
-    use std::os::fd::AsRawFd;
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
         .ok()?;
-    let fd = tty.as_raw_fd();
-    // SAFETY: termios is plain data; tcgetattr fills it for a valid fd.
-    let mut t: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: valid fd and pointer.
-    let have = unsafe { libc::tcgetattr(fd, &mut t) } == 0;
-    let saved = t;
-    if have {
-        t.c_lflag &= !libc::ECHO;
-        // SAFETY: valid fd and pointer.
-        unsafe { libc::tcsetattr(fd, libc::TCSANOW, &t) };
+    let saved = tcgetattr(&tty).ok();
+    if let Some(saved) = &saved {
+        let mut t = saved.clone();
+        t.local_modes &= !LocalModes::ECHO;
+        let _ = tcsetattr(&tty, OptionalActions::Now, &t);
     }
     let _ = write!(&tty, "Enter passphrase for key '{}': ", path.display());
     let mut line = Zeroizing::new(String::new());
     let r = std::io::BufReader::new(&tty).read_line(&mut line);
-    if have {
-        // SAFETY: restores the settings read above.
-        unsafe { libc::tcsetattr(fd, libc::TCSANOW, &saved) };
+    if let Some(saved) = &saved {
+        let _ = tcsetattr(&tty, OptionalActions::Now, saved);
     }
     let _ = writeln!(&tty);
     r.ok()?;

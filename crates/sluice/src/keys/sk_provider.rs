@@ -16,8 +16,10 @@
 //! malloc; it is freed here with free. Only signing is used: keys are made
 //! by `ssh-keygen -w`. sluice has no built-in FIDO support ("internal").
 
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, CStr, CString};
 use std::fmt;
+
+use crate::sys::dl::{self, Library};
 
 /// The API major version this speaks (sk-api.h SSH_SK_VERSION_MAJOR).
 const VERSION_MAJOR: u32 = 0x000a_0000;
@@ -71,11 +73,8 @@ pub struct SkProvider {
     sign: Sign,
 }
 
-// SAFETY: only a function pointer into a library that is never unloaded;
-// calls are serialised by the caller (one signature at a time).
-unsafe impl Send for SkProvider {}
-// SAFETY: as above; nothing is mutated after loading.
-unsafe impl Sync for SkProvider {}
+// Send and Sync: only a function pointer into a library that is never
+// unloaded; calls are serialised by the caller (one signature at a time).
 
 impl fmt::Debug for SkProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -167,49 +166,37 @@ impl fmt::Display for SkError {
 
 impl std::error::Error for SkError {}
 
-fn dl_error() -> String {
-    // SAFETY: dlerror returns NULL or a NUL-terminated thread-local string.
-    let e = unsafe { libc::dlerror() };
-    if e.is_null() {
-        "unknown error".into()
-    } else {
-        // SAFETY: checked non-NULL just above.
-        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
-    }
-}
-
 impl SkProvider {
     /// Opens the library at `path` and checks its API version.
     pub fn load(path: &str) -> Result<SkProvider, SkError> {
         let c = CString::new(path).map_err(|_| SkError::NulInPath {
             path: path.to_owned(),
         })?;
-        // SAFETY: a valid C string; the library's constructors run here,
-        // as they do when ssh loads it.
-        let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if handle.is_null() {
-            return Err(SkError::Load {
-                path: path.to_owned(),
-                dl: dl_error(),
-            });
-        }
-        let sym = |s: &'static CStr| -> Result<*mut c_void, SkError> {
-            // SAFETY: a live handle and a valid C string.
-            let p = unsafe { libc::dlsym(handle, s.as_ptr()) };
-            if p.is_null() {
-                Err(SkError::NoSymbol {
-                    path: path.to_owned(),
-                    symbol: s.to_str().unwrap_or_default(),
-                })
-            } else {
-                Ok(p)
-            }
+        // The library's constructors run here, as they do when ssh loads it.
+        let lib = Library::open(&c).map_err(|dl| SkError::Load {
+            path: path.to_owned(),
+            dl: dl.unwrap_or_else(|| "unknown error".into()),
+        })?;
+        let checked = Self::check(&lib, path);
+        // Never unloaded, even when refused (as before sys::dl): its
+        // constructors ran at dlopen and may have left threads or handlers
+        // behind.
+        lib.keep_loaded();
+        checked
+    }
+
+    /// The library's sk_sign, once its API version is checked.
+    fn check(lib: &Library, path: &str) -> Result<SkProvider, SkError> {
+        let missing = |s: &'static CStr| SkError::NoSymbol {
+            path: path.to_owned(),
+            symbol: s.to_str().unwrap_or_default(),
         };
         // SAFETY: the symbols are sk-api.h's functions, whose prototypes
-        // the target types spell.
-        let version: ApiVersion = unsafe { std::mem::transmute(sym(c"sk_api_version")?) };
+        // the target types spell; the library is kept loaded (`load`).
+        let version: ApiVersion =
+            unsafe { lib.symbol(c"sk_api_version") }.ok_or_else(|| missing(c"sk_api_version"))?;
         // SAFETY: as above, sk_sign's prototype.
-        let sign: Sign = unsafe { std::mem::transmute(sym(c"sk_sign")?) };
+        let sign: Sign = unsafe { lib.symbol(c"sk_sign") }.ok_or_else(|| missing(c"sk_sign"))?;
         // SAFETY: sk_api_version takes nothing and returns a number.
         let v = unsafe { version() };
         if v & VERSION_MAJOR_MASK != VERSION_MAJOR {
@@ -265,7 +252,8 @@ impl SkProvider {
             });
         }
         // SAFETY: resp is the library's response; its buffers are
-        // sig_r_len / sig_s_len long (or NULL), all from malloc.
+        // sig_r_len / sig_s_len long (or NULL), all from malloc, and each
+        // is freed once, after it is copied.
         unsafe {
             let r = &*resp;
             let take = |p: *mut u8, n: usize| {
@@ -281,9 +269,9 @@ impl SkProvider {
                 sig_r: take(r.sig_r, r.sig_r_len),
                 sig_s: take(r.sig_s, r.sig_s_len),
             };
-            libc::free(r.sig_r.cast());
-            libc::free(r.sig_s.cast());
-            libc::free(resp.cast());
+            dl::free_malloced(r.sig_r.cast());
+            dl::free_malloced(r.sig_s.cast());
+            dl::free_malloced(resp.cast());
             Ok(out)
         }
     }

@@ -210,37 +210,28 @@ pub fn read_as_user(path: &Path, who: &Reader, strict_modes: bool) -> Result<Vec
 /// changes when we are not root (we can only read as ourselves) or when
 /// the user is root.
 fn take_credentials(who: &Reader) -> Result<(), Refused> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || who.uid == 0 {
+    if !rustix::process::geteuid().is_root() || who.uid == 0 {
         return Ok(());
     }
+    use rustix::thread::{set_thread_groups, set_thread_res_gid, set_thread_res_uid};
+    use rustix::thread::{Gid, Uid};
     let err = |what: &'static str| {
-        Err(Refused::Credentials(Credentials::Syscall(
-            what,
-            std::io::Error::last_os_error(),
-        )))
+        move |e: rustix::io::Errno| Refused::Credentials(Credentials::Syscall(what, e.into()))
     };
-    let groups: Vec<libc::gid_t> = who.groups.clone();
-    // SAFETY: raw system calls on this thread's credentials; the group list
-    // outlives the call. Order as sshd: groups, gid, then uid (after which
-    // nothing else could be changed).
-    unsafe {
-        if libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()) != 0 {
-            return err("setgroups");
-        }
-        if libc::syscall(libc::SYS_setresgid, who.gid, who.gid, who.gid) != 0 {
-            return err("setresgid");
-        }
-        if libc::syscall(libc::SYS_setresuid, who.uid, who.uid, who.uid) != 0 {
-            return err("setresuid");
-        }
-        // All three uids are the user's and the thread's capabilities went
-        // with them: root must be out of reach.
-        if libc::syscall(libc::SYS_setresuid, 0, 0, 0) == 0
-            || libc::syscall(libc::SYS_geteuid) != i64::from(who.uid)
-        {
-            return Err(Refused::Credentials(Credentials::RootRegainable));
-        }
+    let groups: Vec<Gid> = who.groups.iter().map(|&g| Gid::from_raw(g)).collect();
+    let (uid, gid) = (Uid::from_raw(who.uid), Gid::from_raw(who.gid));
+    // rustix's set_thread_* are the raw system calls, on this thread's
+    // credentials only, which is what is wanted here. Order as sshd:
+    // groups, gid, then uid (after which nothing else could be changed).
+    set_thread_groups(&groups).map_err(err("setgroups"))?;
+    set_thread_res_gid(gid, gid, gid).map_err(err("setresgid"))?;
+    set_thread_res_uid(uid, uid, uid).map_err(err("setresuid"))?;
+    // All three uids are the user's and the thread's capabilities went
+    // with them: root must be out of reach.
+    if set_thread_res_uid(Uid::ROOT, Uid::ROOT, Uid::ROOT).is_ok()
+        || rustix::process::geteuid() != uid
+    {
+        return Err(Refused::Credentials(Credentials::RootRegainable));
     }
     Ok(())
 }
@@ -251,7 +242,7 @@ fn take_credentials(who: &Reader) -> Result<(), Refused> {
 fn open_and_read(path: &Path, who: &Reader, strict_modes: bool) -> Result<Vec<u8>, Refused> {
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32)
         .open(path) // std adds O_CLOEXEC
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Refused::Missing(path.to_owned()),

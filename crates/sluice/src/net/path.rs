@@ -53,28 +53,15 @@ impl PathFeed {
 /// Bytes in a socket's send queue, sent or not, not yet acknowledged
 /// (SIOCOUTQ); None when `fd` is not a socket.
 pub fn send_queue(fd: RawFd) -> Option<u64> {
-    let mut n: libc::c_int = 0;
-    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int to the pointer.
-    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
-    (r == 0).then_some(u64::try_from(n).unwrap_or(0))
+    crate::sys::tcp::send_queue(fd)
 }
 
 /// TCP_INFO of a socket; None when `fd` is not a TCP socket (a pipe from
 /// ProxyCommand, say).
 pub fn tcp_info(fd: RawFd) -> Option<TcpInfo> {
     let mut buf = [0u8; 256];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `buf`.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            buf.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    (r == 0).then(|| parse(buf.get(..len as usize).unwrap_or_default()))
+    let len = crate::sys::tcp::tcp_info(fd, &mut buf)?;
+    Some(parse(buf.get(..len).unwrap_or_default()))
 }
 
 #[cfg(test)]

@@ -8,12 +8,19 @@
 
 pub mod creds;
 pub mod crypt;
+pub mod dl;
 pub mod fd;
 pub mod fork;
+pub mod fs;
+pub mod glob;
 pub mod ifaddrs;
 pub mod inherit;
+pub mod netdb;
 pub mod pam;
 pub mod signal;
 pub mod sockopt;
+pub mod syslog;
+pub mod tcp;
+pub mod time;
 pub mod users;
 pub mod utmp;

@@ -291,14 +291,12 @@ pub fn os_text(e: &io::Error) -> String {
     let Some(n) = e.raw_os_error() else {
         return e.to_string();
     };
-    // SAFETY: strerror returns a pointer to a static (or thread-local) C
-    // string, copied out before anything else runs on this thread.
-    unsafe {
-        let p = libc::strerror(n);
-        if p.is_null() {
-            return e.to_string();
-        }
-        std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+    // std's text for an OS error is strerror's (strerror_r), then the
+    // number; the number is dropped.
+    let text = e.to_string();
+    match text.strip_suffix(&format!(" (os error {n})")) {
+        Some(t) => t.to_owned(),
+        None => text,
     }
 }
 
@@ -337,7 +335,7 @@ mod tests {
         let e = TransferError::local(
             LocalOp::Truncate,
             Path::new("/l"),
-            io::Error::from_raw_os_error(libc::ENOSPC),
+            io::Error::from(rustix::io::Errno::NOSPC),
         );
         assert_eq!(e.to_string(), "truncate \"/l\": No space left on device");
         let e: TransferError = Refusal::RemoteNotRegular(b"/dev".to_vec()).into();

@@ -178,13 +178,8 @@ fn units(n: u64) -> String {
 
 /// The terminal's width (80 when stdout is not one).
 pub fn terminal_width() -> usize {
-    // SAFETY: TIOCGWINSZ fills the zeroed winsize we pass.
-    let ws = unsafe {
-        let mut ws: libc::winsize = std::mem::zeroed();
-        if libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) != 0 {
-            return 80;
-        }
-        ws
+    let Ok(ws) = rustix::termios::tcgetwinsize(std::io::stdout()) else {
+        return 80;
     };
     if ws.ws_col == 0 {
         80

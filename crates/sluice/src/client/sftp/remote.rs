@@ -71,8 +71,7 @@ pub fn fnmatch(pattern: &[u8], name: &[u8]) -> bool {
     ) else {
         return false;
     };
-    // SAFETY: two valid C strings; fnmatch only reads them.
-    unsafe { libc::fnmatch(p.as_ptr(), n.as_ptr(), libc::FNM_PERIOD) == 0 }
+    crate::sys::glob::fnmatch(&p, &n, true)
 }
 
 /// The absolute paths `p` names with their attributes: itself when it

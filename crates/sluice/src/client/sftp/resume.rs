@@ -238,7 +238,7 @@ impl Record {
             .create(true)
             .truncate(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(&tmp)
             .and_then(|mut f| f.write_all(text.as_bytes()))
             .and_then(|()| std::fs::rename(&tmp, &self.path));
@@ -340,7 +340,7 @@ fn read_nofollow(p: &Path) -> Result<String, RecordError> {
     let mut text = String::new();
     OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
         .open(p)
         .and_then(|f| f.take(MAX_RECORD).read_to_string(&mut text))
         .map_err(RecordError::Unreadable)?;

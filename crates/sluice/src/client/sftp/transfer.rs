@@ -239,21 +239,15 @@ fn one_stream<T>(
 }
 
 pub(super) fn set_times(f: &File, atime: u32, mtime: u32) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let ts = [
-        libc::timespec {
-            tv_sec: atime as libc::time_t,
-            tv_nsec: 0,
-        },
-        libc::timespec {
-            tv_sec: mtime as libc::time_t,
-            tv_nsec: 0,
-        },
-    ];
-    // SAFETY: futimens reads two timespecs from our live array, on our fd.
-    if unsafe { libc::futimens(f.as_raw_fd(), ts.as_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let t = |s: u32| rustix::fs::Timespec {
+        tv_sec: i64::from(s),
+        tv_nsec: 0,
+    };
+    let ts = rustix::fs::Timestamps {
+        last_access: t(atime),
+        last_modification: t(mtime),
+    };
+    rustix::fs::futimens(f, &ts)?;
     Ok(())
 }
 

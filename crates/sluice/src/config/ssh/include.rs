@@ -26,27 +26,14 @@ fn glob(pattern: &str) -> Result<Vec<String>, IncludeError> {
     let c = std::ffi::CString::new(pattern).map_err(|_| IncludeError::Nul {
         pattern: pattern.to_owned(),
     })?;
-    // SAFETY: glob_t is plain data, zeroed is its documented initial state;
-    // globfree releases what glob allocated, and paths are copied before.
-    unsafe {
-        let mut g: libc::glob_t = std::mem::zeroed();
-        let rc = libc::glob(c.as_ptr(), 0, None, &mut g);
-        let mut out = Vec::new();
-        if rc == 0 {
-            for i in 0..g.gl_pathc {
-                let p = *g.gl_pathv.add(i);
-                if !p.is_null() {
-                    out.push(std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned());
-                }
-            }
-        }
-        libc::globfree(&mut g);
-        match rc {
-            0 | libc::GLOB_NOMATCH => Ok(out),
-            _ => Err(IncludeError::GlobFailed {
-                pattern: pattern.to_owned(),
-            }),
-        }
+    match crate::sys::glob::glob(&c) {
+        Ok(paths) => Ok(paths
+            .iter()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect()),
+        Err(_) => Err(IncludeError::GlobFailed {
+            pattern: pattern.to_owned(),
+        }),
     }
 }
 

@@ -61,8 +61,7 @@ fn kerberos_ticket() -> bool {
     if std::env::var_os("KRB5CCNAME").is_some_and(|v| !v.is_empty()) {
         return true;
     }
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
+    let uid = rustix::process::getuid().as_raw();
     std::path::Path::new(&format!("/tmp/krb5cc_{uid}")).exists()
 }
 

@@ -32,15 +32,11 @@ pub struct Tokens {
 
 /// The local host name (%l), from gethostname(2).
 pub fn local_hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates
-    // within it (or truncates, and we stop at the first NUL or the end).
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
-    if rc != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(buf.get(..end).unwrap_or_default()).into_owned()
+    // glibc's gethostname is uname's nodename too.
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
 }
 
 impl Tokens {
@@ -63,8 +59,7 @@ impl Tokens {
             'C' => self.conn_hash(),
             'd' => self.home.clone(),
             'h' => self.host.clone(),
-            // SAFETY: getuid cannot fail.
-            'i' => unsafe { libc::getuid() }.to_string(),
+            'i' => rustix::process::getuid().as_raw().to_string(),
             'k' => self
                 .host_key_alias
                 .clone()

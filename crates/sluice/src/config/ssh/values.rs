@@ -175,13 +175,7 @@ pub fn port(v: &str) -> Option<u16> {
         return (n > 0).then_some(n);
     }
     let name = std::ffi::CString::new(v).ok()?;
-    // SAFETY: getservbyname returns static storage or NULL; read at once.
-    let p = unsafe { libc::getservbyname(name.as_ptr(), c"tcp".as_ptr()) };
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: p is non-null and points at a servent.
-    Some(u16::from_be(unsafe { (*p).s_port } as u16))
+    crate::sys::netdb::tcp_port(&name)
 }
 
 /// Checks a keyword's arguments; the error is ssh's (after "FILE line N: ").

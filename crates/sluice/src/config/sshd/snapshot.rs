@@ -128,8 +128,7 @@ pub fn load_from_env() -> Result<(), SnapshotError> {
         .ok()
         .filter(|fd| *fd > 2)
         .ok_or_else(|| SnapshotError::NotDescriptor { value: v.clone() })?;
-    // SAFETY: fcntl on a number; fails harmlessly if it is not open.
-    if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+    if !crate::sys::fd::is_open(fd) || crate::sys::fd::set_cloexec(fd).is_err() {
         return Err(SnapshotError::NotOpen { value: v });
     }
     // SAFETY: our parent passed this fd to us and nothing else owns it.
@@ -161,26 +160,16 @@ pub fn fd_for_children() -> Option<RawFd> {
 }
 
 fn make_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
-    // SAFETY: a NUL-terminated name; the new fd is owned here.
-    let raw = unsafe {
-        libc::memfd_create(
-            c"sluiced-config".as_ptr(),
-            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
-        )
-    };
-    if raw < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: just created.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    use rustix::fs::{MemfdFlags, SealFlags};
+    let fd = rustix::fs::memfd_create(
+        c"sluiced-config",
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+    )?;
     let mut f = std::fs::File::from(fd);
     std::io::Write::write_all(&mut f, bytes)?;
     let fd = OwnedFd::from(f);
-    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
-    // SAFETY: fcntl on our fd.
-    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let seals = SealFlags::SEAL | SealFlags::SHRINK | SealFlags::GROW | SealFlags::WRITE;
+    rustix::fs::fcntl_add_seals(&fd, seals)?;
     high(fd)
 }
 
@@ -190,13 +179,8 @@ fn high(fd: OwnedFd) -> std::io::Result<OwnedFd> {
     if fd.as_raw_fd() >= 10 {
         return Ok(fd);
     }
-    // SAFETY: F_DUPFD_CLOEXEC makes a new fd we own; the old one closes on drop.
-    let raw = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
-    if raw < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: just created.
-    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+    // The old one closes on drop.
+    Ok(rustix::io::fcntl_dupfd_cloexec(&fd, 10)?)
 }
 
 /// Why the snapshot SLUICED_CONFIG_FD names cannot be replayed.

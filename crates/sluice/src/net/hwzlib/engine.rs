@@ -229,8 +229,8 @@ impl Deflater {
             out.reserve(room);
             let len = out.len();
             let avail = c_uint::try_from(out.capacity() - len).unwrap_or(c_uint::MAX);
-            // SAFETY: the spare capacity of `out` holds `avail` bytes.
-            z.next_out = unsafe { out.as_mut_ptr().add(len) };
+            // The spare capacity of `out` (from `len` on) holds `avail` bytes.
+            z.next_out = out.spare_capacity_mut().as_mut_ptr().cast();
             z.avail_out = avail;
             let in_before = z.avail_in;
             // SAFETY: an initialised stream; next_in/next_out as set above.
@@ -304,8 +304,8 @@ impl Inflater {
             let len = out.len();
             out.reserve(size - len);
             let avail = c_uint::try_from(size - len).unwrap_or(c_uint::MAX);
-            // SAFETY: `out` has at least `size - len` bytes of spare capacity.
-            z.next_out = unsafe { out.as_mut_ptr().add(len) };
+            // `out` has at least `size - len` bytes of spare capacity, from `len` on.
+            z.next_out = out.spare_capacity_mut().as_mut_ptr().cast();
             z.avail_out = avail;
             let in_before = z.avail_in;
             // SAFETY: an initialised stream; next_in/next_out as set above.

@@ -11,6 +11,8 @@
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr, CString};
 use std::fmt;
 
+use crate::sys::dl::Library;
+
 // zlib.h constants (stable since zlib 1.0).
 pub(super) const Z_OK: c_int = 0;
 pub(super) const Z_STREAM_END: c_int = 1;
@@ -108,11 +110,8 @@ pub struct ZlibLibrary {
     inflate_end: End,
 }
 
-// SAFETY: the struct holds only function pointers into a library that is
-// never unloaded, and strings; zlib's functions are reentrant per stream.
-unsafe impl Send for ZlibLibrary {}
-// SAFETY: as above: nothing in it is mutated after loading.
-unsafe impl Sync for ZlibLibrary {}
+// Send and Sync: only function pointers into a library that is never
+// unloaded, and strings; zlib's functions are reentrant per stream.
 
 /// Why a library was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,55 +190,52 @@ impl ZlibLibrary {
     /// trip before the library is trusted.
     pub(super) fn open(name: &str) -> Result<ZlibLibrary, LoadError> {
         let c_name = CString::new(name).map_err(|_| LoadError::Open("NUL in the name".into()))?;
-        // SAFETY: a valid C string; RTLD_LOCAL keeps its symbols out of the
-        // global namespace (they would shadow nothing, but need not be seen).
-        let handle = unsafe { libc::dlopen(c_name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if handle.is_null() {
-            return Err(LoadError::Open(dl_error()));
-        }
-        let lib = Self::resolve(handle, name);
-        if lib.is_err() {
-            // Nothing of it ran but zlibVersion: unloading is safe.
-            // SAFETY: a live handle, not used after this.
-            unsafe { libc::dlclose(handle) };
-        }
-        lib
+        let handle = Library::open(&c_name).map_err(|e| {
+            LoadError::Open(e.unwrap_or_else(|| "unknown dynamic loader error".into()))
+        })?;
+        // On an error the handle is dropped, which unloads the library:
+        // nothing of it ran but zlibVersion.
+        let lib = Self::resolve(&handle, name)?;
+        // The engines hold plain function pointers into it.
+        handle.keep_loaded();
+        Ok(lib)
     }
 
     /// The entry points and version of the library open as `handle`.
-    fn resolve(handle: *mut c_void, name: &str) -> Result<ZlibLibrary, LoadError> {
-        let sym = |s: &'static str| -> Result<*mut c_void, LoadError> {
-            let c = CString::new(s).map_err(|_| LoadError::Symbol(s))?;
-            // SAFETY: handle is a live dlopen handle; c a valid C string.
-            let p = unsafe { libc::dlsym(handle, c.as_ptr()) };
-            if p.is_null() {
-                Err(LoadError::Symbol(s))
-            } else {
-                Ok(p)
-            }
-        };
-        // SAFETY: (each transmute below) the symbol is zlib's function of
-        // that name, whose C prototype (zlib.h) the target type spells.
-        let version_fn: Version = unsafe { std::mem::transmute(sym("zlibVersion")?) };
+    fn resolve(handle: &Library, name: &str) -> Result<ZlibLibrary, LoadError> {
+        /// The symbol `s` as a `T`.
+        ///
+        /// # Safety
+        /// `T` is the C prototype zlib.h gives the function `s`.
+        unsafe fn sym<T: Copy>(handle: &Library, s: &'static CStr) -> Result<T, LoadError> {
+            let missing = || LoadError::Symbol(s.to_str().unwrap_or_default());
+            // SAFETY: the caller vouches for the type; the library is kept
+            // loaded (`open`) before any pointer outlives `handle`.
+            unsafe { handle.symbol(s) }.ok_or_else(missing)
+        }
+        // SAFETY: (each `sym` below) the target type spells the C prototype
+        // zlib.h declares for that function.
+        let version_fn: Version = unsafe { sym(handle, c"zlibVersion")? };
+        // SAFETY: as above.
+        let deflate: Step = unsafe { sym(handle, c"deflate")? };
         // SAFETY: as above, for each symbol.
         let lib = unsafe {
             ZlibLibrary {
-                file: loaded_from(sym("deflate")?).unwrap_or_else(|| name.to_owned()),
+                file: handle
+                    .file_of_symbol(c"deflate")
+                    .unwrap_or_else(|| name.to_owned()),
                 version: String::new(),
                 version_c: CString::default(),
-                deflate_init2: std::mem::transmute::<*mut c_void, DeflateInit2>(sym(
-                    "deflateInit2_",
-                )?),
-                deflate: std::mem::transmute::<*mut c_void, Step>(sym("deflate")?),
-                deflate_end: std::mem::transmute::<*mut c_void, End>(sym("deflateEnd")?),
-                inflate_init2: std::mem::transmute::<*mut c_void, InflateInit2>(sym(
-                    "inflateInit2_",
-                )?),
-                inflate: std::mem::transmute::<*mut c_void, Step>(sym("inflate")?),
-                inflate_end: std::mem::transmute::<*mut c_void, End>(sym("inflateEnd")?),
+                deflate_init2: sym::<DeflateInit2>(handle, c"deflateInit2_")?,
+                deflate,
+                deflate_end: sym::<End>(handle, c"deflateEnd")?,
+                inflate_init2: sym::<InflateInit2>(handle, c"inflateInit2_")?,
+                inflate: sym::<Step>(handle, c"inflate")?,
+                inflate_end: sym::<End>(handle, c"inflateEnd")?,
             }
         };
-        // SAFETY: zlibVersion returns a static NUL-terminated string.
+        // SAFETY: zlibVersion takes nothing and returns a static
+        // NUL-terminated string; the library is loaded (`handle` lives).
         let v = unsafe { version_fn() };
         let version = if v.is_null() {
             String::new()
@@ -318,35 +314,4 @@ impl ZlibLibrary {
         // SAFETY: as deflate_end.
         unsafe { (self.inflate_end)(z) };
     }
-}
-
-/// The last dlerror() text.
-fn dl_error() -> String {
-    // SAFETY: dlerror returns null or a NUL-terminated thread-local string.
-    let e = unsafe { libc::dlerror() };
-    if e.is_null() {
-        "unknown dynamic loader error".into()
-    } else {
-        // SAFETY: non-null, NUL-terminated.
-        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
-    }
-}
-
-/// The file of the shared object holding `addr` (dladdr), so a soname the
-/// loader searched for is reported as the path it found.
-fn loaded_from(addr: *mut c_void) -> Option<String> {
-    let mut info: libc::Dl_info = unsafe {
-        // SAFETY: Dl_info is plain data; all-zero is a valid value.
-        std::mem::zeroed()
-    };
-    // SAFETY: addr is a symbol address; info a valid out-parameter.
-    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
-    Some(
-        unsafe { CStr::from_ptr(info.dli_fname) }
-            .to_string_lossy()
-            .into_owned(),
-    )
 }

@@ -70,9 +70,8 @@ fn known_names() -> &'static [&'static str] {
 /// Whether the CPU has the DEFLATE CONVERSION CALL facility (HWCAP_S390_DFLT).
 #[cfg(target_arch = "s390x")]
 fn s390_has_dfltcc() -> bool {
-    const HWCAP_S390_DFLT: libc::c_ulong = 1 << 18;
-    // SAFETY: getauxval reads the process's auxiliary vector.
-    unsafe { libc::getauxval(libc::AT_HWCAP) & HWCAP_S390_DFLT != 0 }
+    const HWCAP_S390_DFLT: usize = 1 << 18;
+    rustix::param::linux_hwcap().0 & HWCAP_S390_DFLT != 0
 }
 
 #[cfg(not(target_arch = "s390x"))]
@@ -154,8 +153,7 @@ fn first_that_loads(library: Option<&str>, owner: Owner) -> Option<Arc<ZlibLibra
 /// AuthorizedKeysCommand. Names without a `/` are the dynamic loader's to
 /// find, in the system's library directories.
 fn root_safe(name: &str, owner: Owner) -> Result<(), LoadError> {
-    // SAFETY: geteuid cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = rustix::process::geteuid().is_root();
     if !name.contains('/') || (owner == Owner::RootIfRoot && !root) {
         return Ok(());
     }
@@ -272,8 +270,7 @@ mod tests {
 
     #[test]
     fn as_root_a_library_others_can_write_is_refused() {
-        // SAFETY: geteuid cannot fail.
-        if unsafe { libc::geteuid() } != 0 || !std::path::Path::new(STAND_IN).exists() {
+        if !rustix::process::geteuid().is_root() || !std::path::Path::new(STAND_IN).exists() {
             return;
         }
         use std::os::unix::fs::PermissionsExt;
@@ -375,8 +372,7 @@ mod tests {
         let e = root_safe(&name, Owner::Root).unwrap_err();
         assert!(matches!(e, LoadError::Unsafe { .. }), "{e}");
         assert!(e.to_string().contains("bad ownership or modes"), "{e}");
-        // SAFETY: geteuid cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             assert_eq!(root_safe(&name, Owner::RootIfRoot), Ok(()));
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -4,6 +4,7 @@
 //! the third value of `net.ipv4.tcp_rmem` / `tcp_wmem`).
 
 use crate::net::sockbuf::{self, Buf};
+use crate::sys::time::{cpu_time, Who};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -22,36 +23,26 @@ pub fn elapsed() -> Duration {
     START.get_or_init(Instant::now).elapsed()
 }
 
-fn rusage(who: libc::c_int) -> Duration {
-    // SAFETY: an all-zero rusage is a valid value for getrusage to fill.
-    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes one struct rusage to the pointer.
-    if unsafe { libc::getrusage(who, &mut r) } != 0 {
-        return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
-            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
-    };
-    tv(r.ru_utime) + tv(r.ru_stime)
+fn rusage(who: Who) -> Duration {
+    cpu_time(who).unwrap_or(Duration::ZERO)
 }
 
 /// CPU time (user and system) of the children waited for so far (`sluice
 /// demo` and `sluice bench` time their clients and servers by it).
 pub fn cpu_children() -> Duration {
-    rusage(libc::RUSAGE_CHILDREN)
+    rusage(Who::Children)
 }
 
 /// CPU time (user and system) of the whole process: every thread,
 /// crypto workers included.
 pub fn cpu_process() -> Duration {
-    rusage(libc::RUSAGE_SELF)
+    rusage(Who::Process)
 }
 
 /// CPU time of the calling thread (the driver loop's, when it calls): the
 /// serial part of the work, which no worker thread takes over.
 pub fn cpu_thread() -> Duration {
-    rusage(libc::RUSAGE_THREAD)
+    rusage(Who::Thread)
 }
 
 /// Cores this process may run on (affinity and cgroup limits applied).

@@ -6,7 +6,6 @@ use super::handles::Server;
 use sluice_proto::sftp::reply::{self, Statvfs};
 use sluice_proto::sftp::{Extended, Status, MAX_HASH_RANGE, MAX_PACKET, MAX_READ_WRITE};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
 /// Answers `e` into `out`, or the status to send instead.
@@ -125,28 +124,14 @@ fn hardlink(s: &mut Server, target: &[u8], link: &[u8]) -> Result<(), Status> {
 fn statvfs(path: &[u8]) -> Result<Statvfs, Status> {
     let c = std::ffi::CString::new(files::path(path).as_os_str().as_encoded_bytes())
         .map_err(|_| Status::BAD_MESSAGE)?;
-    // SAFETY: statvfs fills the zeroed struct we pass; valid C string.
-    let v = unsafe {
-        let mut v: libc::statvfs = std::mem::zeroed();
-        if libc::statvfs(c.as_ptr(), &mut v) != 0 {
-            return Err(status_of(&io::Error::last_os_error()));
-        }
-        v
-    };
+    let v = rustix::fs::statvfs(&c).map_err(|e| status_of(&e.into()))?;
     Ok(statvfs_of(&v))
 }
 
 /// fstatvfs@openssh.com: the file system holding an open file.
 fn fstatvfs(s: &mut Server, handle: &[u8]) -> Result<Statvfs, Status> {
     let f = s.file(handle).ok_or(Status::FAILURE)?;
-    // SAFETY: fstatvfs fills the zeroed struct we pass, on our fd.
-    let v = unsafe {
-        let mut v: libc::statvfs = std::mem::zeroed();
-        if libc::fstatvfs(f.file.as_raw_fd(), &mut v) != 0 {
-            return Err(status_of(&io::Error::last_os_error()));
-        }
-        v
-    };
+    let v = rustix::fs::fstatvfs(&f.file).map_err(|e| status_of(&e.into()))?;
     Ok(statvfs_of(&v))
 }
 
@@ -246,12 +231,13 @@ fn sha256_range(path: &[u8], offset: u64, len: u64) -> Result<(u64, Vec<u8>), St
     Ok((done, ctx.finish().as_ref().to_vec()))
 }
 
-fn statvfs_of(v: &libc::statvfs) -> Statvfs {
+fn statvfs_of(v: &rustix::fs::StatVfs) -> Statvfs {
+    use rustix::fs::StatVfsMountFlags;
     let mut flag = 0;
-    if v.f_flag & libc::ST_RDONLY != 0 {
+    if v.f_flag.contains(StatVfsMountFlags::RDONLY) {
         flag |= 1;
     }
-    if v.f_flag & libc::ST_NOSUID != 0 {
+    if v.f_flag.contains(StatVfsMountFlags::NOSUID) {
         flag |= 2;
     }
     Statvfs {

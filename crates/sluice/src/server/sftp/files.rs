@@ -7,10 +7,12 @@ use std::collections::HashMap;
 use std::ffi::{CString, OsStr};
 use std::fs::{File, Metadata, ReadDir};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
+
+use rustix::fs::{AtFlags, Gid, Mode, OFlags, RenameFlags, Timespec, Timestamps, Uid, CWD};
+use rustix::io::Errno;
 
 /// An open file.
 pub(super) struct OpenFile {
@@ -57,17 +59,16 @@ pub(super) fn show(p: &[u8]) -> String {
 }
 
 fn cpath(p: &[u8]) -> io::Result<CString> {
-    CString::new(path(p).as_os_str().as_bytes())
-        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+    CString::new(path(p).as_os_str().as_bytes()).map_err(|_| io::Error::from(Errno::INVAL))
 }
 
 /// The status for a failed call (sftp-server's errno_to_portable).
 pub(super) fn status_of(e: &io::Error) -> Status {
-    match e.raw_os_error() {
-        Some(libc::ENOENT | libc::ENOTDIR | libc::EBADF | libc::ELOOP) => Status::NO_SUCH_FILE,
-        Some(libc::EPERM | libc::EACCES | libc::EFAULT) => Status::PERMISSION_DENIED,
-        Some(libc::ENAMETOOLONG | libc::EINVAL) => Status::BAD_MESSAGE,
-        Some(libc::ENOSYS | libc::EOPNOTSUPP) => Status::OP_UNSUPPORTED,
+    match e.raw_os_error().map(Errno::from_raw_os_error) {
+        Some(Errno::NOENT | Errno::NOTDIR | Errno::BADF | Errno::LOOP) => Status::NO_SUCH_FILE,
+        Some(Errno::PERM | Errno::ACCESS | Errno::FAULT) => Status::PERMISSION_DENIED,
+        Some(Errno::NAMETOOLONG | Errno::INVAL) => Status::BAD_MESSAGE,
+        Some(Errno::NOSYS | Errno::OPNOTSUPP) => Status::OP_UNSUPPORTED,
         _ if e.kind() == io::ErrorKind::UnexpectedEof => Status::EOF,
         _ => Status::FAILURE,
     }
@@ -91,21 +92,21 @@ pub(super) fn open(p: &[u8], fl: u32, attrs: &Attrs) -> io::Result<File> {
     o.read(fl & pflags::READ != 0)
         .write(fl & pflags::WRITE != 0)
         .append(fl & pflags::APPEND != 0);
-    let mut custom = 0;
+    let mut custom = OFlags::empty();
     if fl & pflags::CREAT != 0 {
-        custom |= libc::O_CREAT;
+        custom |= OFlags::CREATE;
     }
     if fl & pflags::TRUNC != 0 {
-        custom |= libc::O_TRUNC;
+        custom |= OFlags::TRUNC;
     }
     if fl & pflags::EXCL != 0 {
-        custom |= libc::O_EXCL;
+        custom |= OFlags::EXCL;
     }
     if fl & (pflags::READ | pflags::WRITE | pflags::APPEND) == 0 {
         // Neither read nor write: open(2) with O_RDONLY, as sftp-server.
         o.read(true);
     }
-    o.custom_flags(custom)
+    o.custom_flags(custom.bits() as i32)
         .mode(attrs.permissions.map_or(0o666, |m| m & 0o7777));
     // std refuses O_TRUNC/O_CREAT without write access; pass them raw.
     o.open(path(p))
@@ -114,8 +115,8 @@ pub(super) fn open(p: &[u8], fl: u32, attrs: &Attrs) -> io::Result<File> {
 /// Tells the kernel a handle opened for reading is read front to back
 /// (a larger read-ahead window for the download).
 pub(super) fn advise_sequential(f: &File) {
-    // SAFETY: advice on our own fd.
-    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
+    // Advice only: a file system without it reads as before.
+    let _ = rustix::fs::fadvise(f, 0, None, rustix::fs::Advice::Sequential);
 }
 
 /// pread into `buf` until it is full or the file ends; returns the bytes read.
@@ -148,70 +149,76 @@ pub(super) fn mkdir(p: &[u8], attrs: &Attrs) -> io::Result<()> {
         .create(path(p))
 }
 
-fn check(rc: libc::c_int) -> io::Result<()> {
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// SETSTAT (`follow`) and lsetstat@openssh.com: size, permissions, times,
 /// owner, in sftp-server's order. lsetstat cannot change a size.
 pub(super) fn set_attrs(p: &[u8], a: &Attrs, follow: bool) -> io::Result<()> {
     let c = cpath(p)?;
-    let at = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
+    let at = if follow {
+        AtFlags::empty()
+    } else {
+        AtFlags::SYMLINK_NOFOLLOW
+    };
     if let Some(size) = a.size {
         if !follow {
-            return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+            return Err(Errno::OPNOTSUPP.into());
         }
-        // SAFETY: valid C string.
-        check(unsafe { libc::truncate(c.as_ptr(), size as libc::off_t) })?;
+        crate::sys::fs::truncate(&c, size)?;
     }
     if let Some(m) = a.permissions {
-        // SAFETY: valid C string.
-        check(unsafe { libc::fchmodat(libc::AT_FDCWD, c.as_ptr(), (m & 0o7777) as _, at) })?;
+        if follow {
+            rustix::fs::chmodat(CWD, &c, Mode::from_raw_mode(m & 0o7777), at)?;
+        } else {
+            // rustix refuses AT_SYMLINK_NOFOLLOW outright; glibc changes
+            // anything but a symlink.
+            crate::sys::fs::chmod_nofollow(&c, m & 0o7777)?;
+        }
     }
     if let Some((atime, mtime)) = a.atime_mtime {
-        let ts = times(atime, mtime);
-        // SAFETY: valid C string and a two-element timespec array.
-        check(unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), ts.as_ptr(), at) })?;
+        rustix::fs::utimensat(CWD, &c, &times(atime, mtime), at)?;
     }
     if let Some((uid, gid)) = a.uid_gid {
-        // SAFETY: valid C string.
-        check(unsafe { libc::fchownat(libc::AT_FDCWD, c.as_ptr(), uid, gid, at) })?;
+        let (uid, gid) = owner(uid, gid);
+        rustix::fs::chownat(CWD, &c, uid, gid, at)?;
     }
     Ok(())
 }
 
 /// FSETSTAT.
 pub(super) fn set_file_attrs(f: &File, a: &Attrs) -> io::Result<()> {
-    let fd = f.as_raw_fd();
     if let Some(size) = a.size {
         f.set_len(size)?;
     }
     if let Some(m) = a.permissions {
-        // SAFETY: our fd.
-        check(unsafe { libc::fchmod(fd, (m & 0o7777) as _) })?;
+        rustix::fs::fchmod(f, Mode::from_raw_mode(m & 0o7777))?;
     }
     if let Some((atime, mtime)) = a.atime_mtime {
-        let ts = times(atime, mtime);
-        // SAFETY: our fd and a two-element timespec array.
-        check(unsafe { libc::futimens(fd, ts.as_ptr()) })?;
+        rustix::fs::futimens(f, &times(atime, mtime))?;
     }
     if let Some((uid, gid)) = a.uid_gid {
-        // SAFETY: our fd.
-        check(unsafe { libc::fchown(fd, uid, gid) })?;
+        let (uid, gid) = owner(uid, gid);
+        rustix::fs::fchown(f, uid, gid)?;
     }
     Ok(())
 }
 
-fn times(atime: u32, mtime: u32) -> [libc::timespec; 2] {
-    let t = |s: u32| libc::timespec {
-        tv_sec: libc::time_t::from(s),
+/// An owner and group from the wire; -1 (all ones) leaves one unchanged,
+/// as chown(2) reads it.
+fn owner(uid: u32, gid: u32) -> (Option<Uid>, Option<Gid>) {
+    (
+        (uid != u32::MAX).then(|| Uid::from_raw(uid)),
+        (gid != u32::MAX).then(|| Gid::from_raw(gid)),
+    )
+}
+
+fn times(atime: u32, mtime: u32) -> Timestamps {
+    let t = |s: u32| Timespec {
+        tv_sec: i64::from(s),
         tv_nsec: 0,
     };
-    [t(atime), t(mtime)]
+    Timestamps {
+        last_access: t(atime),
+        last_modification: t(mtime),
+    }
 }
 
 /// RENAME: the target must not exist (draft 6.5; renameat2's
@@ -219,25 +226,15 @@ fn times(atime: u32, mtime: u32) -> [libc::timespec; 2] {
 /// systems without it get sftp-server's check, then rename(2).
 pub(super) fn rename_noreplace(from: &[u8], to: &[u8]) -> io::Result<()> {
     let (a, b) = (cpath(from)?, cpath(to)?);
-    // SAFETY: valid C strings.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
+    let e = match rustix::fs::renameat_with(CWD, &a, CWD, &b, RenameFlags::NOREPLACE) {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
     };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() != Some(libc::EINVAL) {
-        return Err(e);
+    if e != Errno::INVAL {
+        return Err(e.into());
     }
     if std::fs::symlink_metadata(path(to)).is_ok() {
-        return Err(io::Error::from_raw_os_error(libc::EEXIST));
+        return Err(Errno::EXIST.into());
     }
     std::fs::rename(path(from), path(to))
 }
@@ -248,7 +245,7 @@ pub(super) fn realpath(p: &[u8]) -> io::Result<Vec<u8>> {
     let p = path(p);
     match std::fs::canonicalize(p) {
         Ok(c) => Ok(bytes_of(&c)),
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+        Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => {
             let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
                 return Err(e);
             };
@@ -363,8 +360,8 @@ mod tests {
     #[test]
     fn errors_map_to_status_codes() {
         let e = |n| status_of(&io::Error::from_raw_os_error(n));
-        assert_eq!(e(libc::EACCES), Status::PERMISSION_DENIED);
-        assert_eq!(e(libc::ENOENT), Status::NO_SUCH_FILE);
-        assert_eq!(e(libc::EEXIST), Status::FAILURE);
+        assert_eq!(e(Errno::ACCESS.raw_os_error()), Status::PERMISSION_DENIED);
+        assert_eq!(e(Errno::NOENT.raw_os_error()), Status::NO_SUCH_FILE);
+        assert_eq!(e(Errno::EXIST.raw_os_error()), Status::FAILURE);
     }
 }

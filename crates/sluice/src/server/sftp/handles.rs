@@ -58,15 +58,9 @@ pub(super) struct Server {
 /// [`MAX_HANDLES`], or fewer when RLIMIT_NOFILE leaves less room (64 fds
 /// kept for the connection itself).
 fn handle_limit() -> usize {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct we pass.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
-        return 256;
-    }
-    (r.rlim_cur as usize)
+    let r = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    // None is RLIM_INFINITY.
+    (r.current.unwrap_or(u64::MAX) as usize)
         .saturating_sub(64)
         .clamp(16, MAX_HANDLES)
 }
@@ -87,17 +81,15 @@ impl Server {
     /// The thread's own cwd and umask, then the start directory (as sshd
     /// and sftp-server: a directory that cannot be entered leaves "/").
     pub(super) fn enter(&mut self) {
-        // SAFETY: unshare(CLONE_FS) affects only this thread's fs state.
-        if unsafe { libc::unshare(libc::CLONE_FS) } != 0 {
+        if let Err(e) = crate::sys::fs::unshare_fs() {
             crate::log!(
                 Error,
                 "sftp: unshare(CLONE_FS): {}; -u and -d apply to the whole process",
-                std::io::Error::last_os_error()
+                e
             );
         }
         if let Some(m) = self.w.opts.umask {
-            // SAFETY: umask cannot fail.
-            unsafe { libc::umask(m as libc::mode_t) };
+            rustix::process::umask(rustix::fs::Mode::from_raw_mode(m as _));
         }
         let dir = self.w.start_dir.clone();
         if let Err(e) = std::env::set_current_dir(&dir) {

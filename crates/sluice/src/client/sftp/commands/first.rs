@@ -105,20 +105,23 @@ pub(super) fn guess(set: &Settings, stdin: &mut Vec<u8>) -> Option<Guess> {
 /// there is something): a program that feeds commands only once sftp is
 /// connected must not be waited for.
 fn waiting_stdin() -> Vec<u8> {
-    let mut pfd = libc::pollfd {
-        fd: 0,
-        events: libc::POLLIN,
-        revents: 0,
+    use rustix::event::{PollFd, PollFlags};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut pfd = [PollFd::new(&stdin, PollFlags::IN)];
+    let now = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
     };
-    // SAFETY: one live pollfd, no timeout.
-    if unsafe { libc::poll(&mut pfd, 1, 0) } != 1 || pfd.revents & libc::POLLIN == 0 {
+    if rustix::event::poll(&mut pfd, Some(&now)).ok() != Some(1)
+        || !pfd[0].revents().contains(PollFlags::IN)
+    {
         return Vec::new();
     }
     let mut buf = vec![0u8; 64 << 10];
-    // SAFETY: a read into our own buffer of its length; poll said it will
-    // not block.
-    let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
-    buf.truncate(usize::try_from(n).unwrap_or(0));
+    // One read, which poll said will not block.
+    let n = rustix::io::read(stdin.as_fd(), &mut buf).unwrap_or(0);
+    buf.truncate(n);
     buf
 }
 

@@ -55,8 +55,7 @@ pub(super) fn lumask(args: &[Vec<u8>]) -> Done {
         .and_then(|m| std::str::from_utf8(m).ok())
         .and_then(|m| u32::from_str_radix(m, 8).ok())
         .ok_or_else(|| err("You must supply a numeric argument to the lumask command."))?;
-    // SAFETY: umask only sets the process's mask.
-    unsafe { libc::umask((mask & 0o777) as libc::mode_t) };
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(mask & 0o777));
     crate::outln!("Local umask: {:03o}", mask & 0o777);
     Ok(true)
 }

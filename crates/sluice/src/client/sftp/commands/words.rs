@@ -51,22 +51,11 @@ pub(super) fn local_glob(p: &[u8]) -> Vec<PathBuf> {
     let Ok(c) = std::ffi::CString::new(p) else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    // SAFETY: glob fills the zeroed glob_t we own; globfree releases it;
-    // gl_pathv holds gl_pathc valid C strings in between.
-    unsafe {
-        let mut g: libc::glob_t = std::mem::zeroed();
-        if libc::glob(c.as_ptr(), 0, None, &mut g) == 0 {
-            for i in 0..g.gl_pathc {
-                let s = *g.gl_pathv.add(i);
-                if !s.is_null() {
-                    out.push(path_of(std::ffi::CStr::from_ptr(s).to_bytes()));
-                }
-            }
-        }
-        libc::globfree(&mut g);
-    }
-    out
+    crate::sys::glob::glob(&c)
+        .unwrap_or_default()
+        .iter()
+        .map(|p| path_of(p))
+        .collect()
 }
 
 pub(super) const HELP: &str = "Available commands:

@@ -507,19 +507,14 @@ fn walk_up(
 
 pub(super) fn set_path_times(p: &Path, mtime: u32) -> std::io::Result<()> {
     let c = std::ffi::CString::new(p.as_os_str().as_bytes())?;
-    let ts = [
-        libc::timespec {
-            tv_sec: mtime as libc::time_t,
-            tv_nsec: 0,
-        },
-        libc::timespec {
-            tv_sec: mtime as libc::time_t,
-            tv_nsec: 0,
-        },
-    ];
-    // SAFETY: a valid C string and two live timespecs.
-    if unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), ts.as_ptr(), 0) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let t = rustix::fs::Timespec {
+        tv_sec: i64::from(mtime),
+        tv_nsec: 0,
+    };
+    let ts = rustix::fs::Timestamps {
+        last_access: t,
+        last_modification: t,
+    };
+    rustix::fs::utimensat(rustix::fs::CWD, &c, &ts, rustix::fs::AtFlags::empty())?;
     Ok(())
 }

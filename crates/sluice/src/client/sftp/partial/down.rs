@@ -14,6 +14,8 @@ use super::super::options::Options;
 use super::super::resume::{self, Record};
 use super::super::session::Sftp;
 use super::{same_prefix, say_kept};
+use rustix::fs::OFlags;
+use rustix::io::Errno;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -55,12 +57,12 @@ fn open_existing(part: &Path) -> TransferResult<Option<File>> {
     let f = OpenOptions::new()
         .read(true)
         .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
         .open(part);
     match f {
         Ok(f) => regular(f, part).map(Some),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(refuse_link(part)),
+        Err(e) if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => Err(refuse_link(part)),
         Err(e) => Err(TransferError::local(LocalOp::Open, part, e)),
     }
 }
@@ -80,17 +82,17 @@ pub(in crate::client::sftp) fn create(part: &Path, mode: u32) -> Result<File, io
         .write(true)
         .create_new(true)
         .mode(mode | 0o200)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(OFlags::NOFOLLOW.bits() as i32)
         .open(part);
     match new {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             let f = OpenOptions::new()
                 .read(true)
                 .write(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
                 .open(part)?;
             if !f.metadata()?.is_file() {
-                return Err(io::Error::from_raw_os_error(libc::EEXIST));
+                return Err(io::Error::from(Errno::EXIST));
             }
             f.set_len(0)?;
             Ok(f)
@@ -169,7 +171,7 @@ pub fn prepare(
     }
     match create(&part, mode) {
         Ok(f) => Ok(down(f, Some(part), 0, Vec::new(), record)),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(refuse_link(&part)),
+        Err(e) if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => Err(refuse_link(&part)),
         // A directory we may not create in, a file we may write: in
         // place, as sftp writes.
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied && local.is_file() => {
@@ -238,7 +240,7 @@ mod tests {
         let part = dir.join(".t.sluice-part");
         std::os::unix::fs::symlink(&victim, &part).unwrap();
         let e = create(&part, 0o644).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::ELOOP));
+        assert_eq!(e.raw_os_error(), Some(Errno::LOOP.raw_os_error()));
         match open_existing(&part) {
             Err(e @ TransferError::Refused(Refusal::PartIsLink(_))) => {
                 assert!(e.to_string().contains("symbolic link"), "{e}")

@@ -53,8 +53,7 @@ pub(super) fn safe_name(name: &[u8], asked: Option<&[u8]>) -> bool {
     let (Ok(p), Ok(n)) = (CString::new(base), CString::new(name)) else {
         return false;
     };
-    // SAFETY: fnmatch reads two NUL-terminated strings we own.
-    unsafe { libc::fnmatch(p.as_ptr(), n.as_ptr(), 0) == 0 }
+    crate::sys::glob::fnmatch(&p, &n, false)
 }
 
 #[cfg(test)]

@@ -1,0 +1,37 @@
+//! A TCP socket's state for the path measurements: the bytes in its send
+//! queue (SIOCOUTQ) and the raw TCP_INFO record, neither of which rustix
+//! offers.
+//!
+//! Both take a descriptor by number: reading from a number changes
+//! nothing, and one that is not a socket (a ProxyCommand's pipe) or not
+//! open is an error, not a fault.
+
+use std::os::fd::RawFd;
+
+/// Bytes in the socket's send queue, sent or not, not yet acknowledged
+/// (ioctl SIOCOUTQ, TIOCOUTQ's number); None when `fd` is not a socket.
+pub fn send_queue(fd: RawFd) -> Option<u64> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int to the pointer, ours.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
+    (r == 0).then_some(u64::try_from(n).unwrap_or(0))
+}
+
+/// getsockopt(IPPROTO_TCP, TCP_INFO) into `buf`: the bytes the kernel
+/// wrote (its struct tcp_info, as long as this kernel's, cut at
+/// `buf.len()`); None when `fd` is not a TCP socket.
+pub fn tcp_info(fd: RawFd, buf: &mut [u8]) -> Option<usize> {
+    let mut len = libc::socklen_t::try_from(buf.len()).unwrap_or(libc::socklen_t::MAX);
+    // SAFETY: getsockopt writes at most `len` bytes into `buf`, which is
+    // that long, and the length back into `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some((len as usize).min(buf.len()))
+}
