@@ -8,4 +8,7 @@
 
 pub mod fd;
 pub mod ifaddrs;
+pub mod process;
+pub mod seccomp;
 pub mod signal;
+pub mod tempdir;
