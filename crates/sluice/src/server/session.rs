@@ -130,14 +130,13 @@ fn drop_privileges_in_child(cmd: &mut Command, u: &UserInfo) -> std::io::Result<
         // initgroups reads /etc/group and allocates, which is not safe
         // between fork and exec in a threaded process: the list is made here.
         let groups = group_list(&u.name, gid)?;
+        // io::Error::other boxes its message: made before the fork too.
+        let mut kept = Some(std::io::Error::other("privileges were not dropped"));
         // SAFETY: only async-signal-safe calls between fork and exec (the
         // process-wide credential calls and sigaction of sys/, which
-        // neither allocate nor lock); `groups` was allocated before the
-        // fork, and the error for a root kept is a constant message
-        // (io::Error::other of a &str boxes it: made before the fork).
+        // neither allocate nor lock); `groups` and `kept` were allocated
+        // before the fork.
         unsafe {
-            let kept = std::io::Error::other("privileges were not dropped");
-            let mut kept = Some(kept);
             cmd.pre_exec(move || {
                 use crate::sys::process::{set_gid, set_groups, set_uid};
                 // sshd's order: setgid, the supplementary groups, setuid.
