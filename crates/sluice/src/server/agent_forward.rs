@@ -210,18 +210,13 @@ impl std::error::Error for SocketError {
 
 impl Listener {
     fn create(user: &UserInfo) -> Result<Listener, SocketError> {
-        let mut template = *b"/tmp/ssh-XXXXXXXXXX\0";
-        // SAFETY: template is a writable NUL-terminated buffer mkdtemp fills in.
-        let p = unsafe { libc::mkdtemp(template.as_mut_ptr().cast()) };
-        if p.is_null() {
-            return Err(SocketError {
+        let dir = crate::sys::tempdir::make_temp_dir("/tmp/ssh-XXXXXXXXXX").map_err(|err| {
+            SocketError {
                 step: "mkdtemp",
                 path: PathBuf::from("/tmp/ssh-XXXXXXXXXX"),
-                err: std::io::Error::last_os_error(),
-            });
-        }
-        let dir =
-            PathBuf::from(std::str::from_utf8(&template[..template.len() - 1]).unwrap_or_default());
+                err,
+            }
+        })?;
         let path = dir.join(format!("agent.{}", std::process::id()));
         // From here on, Drop removes what exists.
         let cleanup = |step: &'static str, p: &PathBuf, err: std::io::Error| {
@@ -238,8 +233,7 @@ impl Listener {
             .map_err(|e| cleanup("", &path, e))?;
         // mkdtemp made the directory 0700 and ours; hand it and the socket
         // to the user (sshd creates both as the user).
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 && user.uid != 0 {
+        if rustix::process::geteuid().is_root() && user.uid != 0 {
             for p in [&path, &dir] {
                 std::os::unix::fs::chown(p, Some(user.uid), Some(user.gid))
                     .map_err(|e| cleanup("chown", p, e))?;
@@ -265,21 +259,7 @@ impl Drop for Listener {
 
 /// The uid of the process at the other end of a Unix socket.
 fn peer_uid(s: &UnixStream) -> Option<u32> {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: cred and len are valid for the sizes passed.
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(cred.uid)
+    rustix::net::sockopt::socket_peercred(s)
+        .ok()
+        .map(|c| c.uid.as_raw())
 }

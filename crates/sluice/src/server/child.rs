@@ -9,7 +9,8 @@
 //! have not reaped the child: until then its pid cannot be reused.
 
 use crate::server::session::SIGNALS;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use rustix::process::{Pid, Signal};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::process::{Child, ExitStatus};
 
 /// A spawned command, its pidfd, and whether we reaped it.
@@ -20,21 +21,24 @@ pub struct SessionChild {
     reaped: bool,
 }
 
-/// The signal number for an RFC 4254 name (`TERM`).
-fn signal_number(name: &str) -> Option<i32> {
-    SIGNALS.iter().find(|(_, s)| *s == name).map(|(n, _)| *n)
+/// The signal for an RFC 4254 name (`TERM`).
+fn signal_number(name: &str) -> Option<Signal> {
+    SIGNALS
+        .iter()
+        .find(|(_, s)| *s == name)
+        .and_then(|(n, _)| Signal::from_named_raw(*n))
 }
 
 impl SessionChild {
     /// Takes a just-spawned child. Its pidfd is opened at once: nothing has
     /// reaped it yet (we are its only waiter), so the pid still names it.
     pub fn new(child: Child) -> SessionChild {
-        // SAFETY: pidfd_open takes a pid and flags; it returns a new fd or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
-        let pidfd = (fd >= 0).then(|| {
-            // SAFETY: the kernel just returned this fd (close-on-exec) and nothing else owns it.
-            unsafe { OwnedFd::from_raw_fd(fd as i32) }
-        });
+        // Close-on-exec, as every pidfd.
+        let pidfd = rustix::process::pidfd_open(
+            Pid::from_child(&child),
+            rustix::process::PidfdFlags::empty(),
+        )
+        .ok();
         SessionChild {
             child,
             pidfd,
@@ -94,18 +98,9 @@ impl SessionChild {
             return false;
         }
         match &self.pidfd {
-            // SAFETY: a pidfd we own; no siginfo, no flags.
-            Some(fd) => unsafe {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    fd.as_raw_fd(),
-                    sig,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0,
-                ) == 0
-            },
-            // SAFETY: our own unreaped child: its pid is still its own.
-            None => unsafe { libc::kill(self.child.id() as libc::pid_t, sig) == 0 },
+            Some(fd) => rustix::process::pidfd_send_signal(fd, sig).is_ok(),
+            // Our own unreaped child: its pid is still its own.
+            None => rustix::process::kill_process(Pid::from_child(&self.child), sig).is_ok(),
         }
     }
 
@@ -129,22 +124,12 @@ impl SessionChild {
         // A pidfd that says the leader is gone (ESRCH) means it was reaped
         // behind our back: do not trust its number either.
         if let Some(fd) = &self.pidfd {
-            // SAFETY: signal 0 checks existence only.
-            let alive = unsafe {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    fd.as_raw_fd(),
-                    0,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0,
-                ) == 0
-            };
-            if !alive {
+            if !crate::sys::process::pidfd_alive(fd.as_fd()) {
                 return false;
             }
         }
-        // SAFETY: the group of our unreaped child (see above).
-        unsafe { libc::kill(-(self.child.id() as libc::pid_t), sig) == 0 }
+        // The group of our unreaped child (see above).
+        rustix::process::kill_process_group(Pid::from_child(&self.child), sig).is_ok()
     }
 }
 
@@ -175,7 +160,7 @@ mod tests {
             assert_eq!(c.pidfd.is_some(), with_pidfd);
             assert!(!c.signal("NOSUCH"));
             assert!(c.signal("TERM"));
-            assert_eq!(c.wait().unwrap().signal(), Some(libc::SIGTERM));
+            assert_eq!(c.wait().unwrap().signal(), Some(Signal::TERM.as_raw()));
             assert!(!c.signal("TERM"));
             assert!(!c.signal_group("TERM"));
         }
@@ -185,7 +170,7 @@ mod tests {
     fn signals_the_group_while_the_leader_is_unreaped() {
         let mut c = SessionChild::new(sleeper(true));
         assert!(c.signal_group("INT"));
-        assert_eq!(c.wait().unwrap().signal(), Some(libc::SIGINT));
+        assert_eq!(c.wait().unwrap().signal(), Some(Signal::INT.as_raw()));
         assert!(!c.signal_group("INT"));
         // A zombie leader still holds its group: the signal is allowed.
         let mut z = SessionChild::new(sleeper(true));
@@ -200,14 +185,13 @@ mod tests {
     fn the_exit_fd_wakes_a_poll_at_exit_and_goes_once_reaped() {
         let mut c = SessionChild::new(sleeper(false));
         let fd = c.exit_fd().expect("pidfd (Linux 5.3)");
-        let poll = |ms| {
-            let mut p = [libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            }];
-            // SAFETY: one valid pollfd.
-            unsafe { libc::poll(p.as_mut_ptr(), 1, ms) }
+        let poll = |ms: i32| {
+            use rustix::event::{PollFd, PollFlags, Timespec};
+            let pidfd = c.pidfd.as_ref().unwrap();
+            assert_eq!(pidfd.as_raw_fd(), fd);
+            let mut p = [PollFd::new(pidfd, PollFlags::IN)];
+            let t = Timespec::try_from(std::time::Duration::from_millis(ms as u64)).unwrap();
+            rustix::event::poll(&mut p, Some(&t)).unwrap()
         };
         assert_eq!(poll(0), 0, "readable while the child runs");
         assert!(c.signal("TERM"));

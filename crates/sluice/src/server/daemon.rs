@@ -6,6 +6,7 @@ use crate::config::sshd::{snapshot, MatchContext, ServerConfig as Sshd};
 use crate::log::{self, Level};
 use crate::server::listen::{self, Listener};
 use crate::server::restart;
+use rustix::process::Signal;
 use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,23 +48,23 @@ static STOP: AtomicBool = AtomicBool::new(false);
 /// SIGHUP: the listener restarts (server/restart.rs).
 static HUP: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_term(_: libc::c_int) {
+extern "C" fn on_term(_: i32) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-extern "C" fn on_hup(_: libc::c_int) {
+extern "C" fn on_hup(_: i32) {
     HUP.store(true, Ordering::Relaxed);
 }
 
 /// The listener's: SIGTERM and SIGINT stop it, SIGHUP restarts it.
 fn install_signal_handlers() {
     // The handlers only store to an atomic.
-    crate::sys::signal::set_handler(libc::SIGTERM, on_term);
-    crate::sys::signal::set_handler(libc::SIGINT, on_term);
-    crate::sys::signal::set_handler(libc::SIGHUP, on_hup);
-    crate::sys::signal::ignore(libc::SIGPIPE);
+    crate::sys::signal::set_handler(Signal::TERM.as_raw(), on_term);
+    crate::sys::signal::set_handler(Signal::INT.as_raw(), on_term);
+    crate::sys::signal::set_handler(Signal::HUP.as_raw(), on_hup);
+    crate::sys::signal::ignore(Signal::PIPE.as_raw());
     // A restart blocked them across its exec (restart.rs).
-    restart::mask_listener_signals(libc::SIG_UNBLOCK, None);
+    restart::unblock_listener_signals();
 }
 
 /// `-f`, else /etc/sluice/sluiced_config, else (a source build beside
@@ -149,9 +150,9 @@ fn configure(args: &ServerArgs) -> Result<Sshd, i32> {
         return Err(255);
     }
     if snapshot::replaying() {
-        // Started through /proc/self/exe: "exe" in ps otherwise.
-        // SAFETY: PR_SET_NAME reads a NUL-terminated string.
-        unsafe { libc::prctl(libc::PR_SET_NAME, c"sluiced".as_ptr()) };
+        // Started through /proc/self/exe: "exe" in ps otherwise (the
+        // main thread's name is the process's).
+        let _ = rustix::thread::set_name(c"sluiced");
     } else if let Err(e) = std::fs::metadata(path) {
         crate::errln!("{path}: {}", crate::io_error::describe_io_error(&e));
         return Err(1);
@@ -225,13 +226,8 @@ fn serve_accepted(args: &ServerArgs, cfg: Sshd, argv: &[String]) -> i32 {
     // SAFETY: fd 0 is the accepted socket handed over by the listener (or inetd).
     let sock = unsafe { std::net::TcpStream::from_raw_fd(0) };
     // The socket is also fd 1; move stdout away so a stray print cannot corrupt the stream.
-    // SAFETY: dup2 onto fd 1 of /dev/null.
-    unsafe {
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
-        if null >= 0 {
-            libc::dup2(null, 1);
-            libc::close(null);
-        }
+    if let Ok(null) = open_dev_null(rustix::fs::OFlags::WRONLY) {
+        let _ = rustix::stdio::dup2_stdout(&null);
     }
     let startup = listen::startup_fd_from_env();
     crate::server::privsep::serve(cfg, sock, startup, argv)
@@ -255,8 +251,7 @@ fn listen_and_serve(args: &ServerArgs, cfg: Sshd, argv: &[String]) -> Result<i32
     listener.set_buffers(cfg.tcp_rcvbuf, cfg.tcp_sndbuf);
     // As root, sshd's check of its privilege separation directory, made
     // here when missing (root's, 0755) as Debian's ssh.service makes /run/sshd.
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    if rustix::process::geteuid().is_root() {
         if let Err(e) = crate::server::sandbox::ensure_chroot_dir() {
             crate::log!(Fatal, "{e}");
             return Err(255);
@@ -264,8 +259,8 @@ fn listen_and_serve(args: &ServerArgs, cfg: Sshd, argv: &[String]) -> Result<i32
     }
     if args.debug > 0 {
         // sshd -d: one connection, served in this process, then exit.
-        // SAFETY: ignoring SIGPIPE; write errors are handled where they occur.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        // Write errors are handled where they occur.
+        crate::sys::signal::ignore(Signal::PIPE.as_raw());
         return Ok(match listener.accept_one() {
             Some(sock) => crate::server::privsep::serve(cfg, sock, None, argv),
             None => 255,
@@ -412,48 +407,60 @@ impl std::error::Error for HostKeyCheckError {
 /// forks the pre-auth child later) never held them; the child's log lines
 /// say which key failed; the error is the exit message.
 fn check_host_keys_apart(cfg: &Sshd) -> Result<(), HostKeyCheckError> {
+    use crate::sys::process::{exit_now, fork, Forked};
     // SAFETY: no thread has been started yet; the child only loads keys
-    // (log lines go to stderr or syslog) and leaves with _exit.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(HostKeyCheckError::Fork(std::io::Error::last_os_error()));
-    }
-    if pid == 0 {
-        let code = match crate::keys::host_keys::load(&cfg.host_keys) {
-            Ok(_) => 0,
-            Err(_) => 1,
-        };
-        // SAFETY: leaving the child without the parent's destructors.
-        unsafe { libc::_exit(code) };
-    }
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break;
+    // (log lines go to stderr or syslog) and leaves with exit_now.
+    let pid = match unsafe { fork() } {
+        Err(e) => return Err(HostKeyCheckError::Fork(e)),
+        Ok(Forked::Child) => {
+            let code = match crate::keys::host_keys::load(&cfg.host_keys) {
+                Ok(_) => 0,
+                Err(_) => 1,
+            };
+            // Without the parent's destructors.
+            exit_now(code)
         }
-    }
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(Forked::Parent(pid)) => pid,
+    };
+    // Our own child; a wait that fails otherwise than EINTR counts as a
+    // clean exit, as the status it leaves (0) always did.
+    let code = loop {
+        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty()) {
+            Ok(Some((_, status))) => break status.exit_status(),
+            Err(rustix::io::Errno::INTR) => continue,
+            Ok(None) | Err(_) => break Some(0),
+        }
+    };
+    if code == Some(0) {
         Ok(())
     } else {
         Err(HostKeyCheckError::NoHostKeys)
     }
 }
 
+/// /dev/null opened with `flags` (not close-on-exec: it may land on one
+/// of 0, 1 and 2 when one was closed).
+fn open_dev_null(flags: rustix::fs::OFlags) -> rustix::io::Result<std::os::fd::OwnedFd> {
+    rustix::fs::open(c"/dev/null", flags, rustix::fs::Mode::empty())
+}
+
 fn daemonize() -> bool {
-    // SAFETY: fork/setsid/dup2 in a single-threaded process before any threads start.
-    unsafe {
-        match libc::fork() {
-            -1 => return false,
-            0 => {}
-            _ => libc::_exit(0),
-        }
-        libc::setsid();
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-        if null >= 0 {
-            libc::dup2(null, 0);
-            libc::dup2(null, 1);
-            libc::dup2(null, 2);
+    use crate::sys::process::{exit_now, fork, Forked};
+    // SAFETY: a single-threaded process before any thread starts: the
+    // child runs on as the daemon.
+    match unsafe { fork() } {
+        Err(_) => return false,
+        Ok(Forked::Child) => {}
+        Ok(Forked::Parent(_)) => exit_now(0),
+    }
+    let _ = rustix::process::setsid();
+    if let Ok(null) = open_dev_null(rustix::fs::OFlags::RDWR) {
+        let _ = rustix::stdio::dup2_stdin(&null);
+        let _ = rustix::stdio::dup2_stdout(&null);
+        let _ = rustix::stdio::dup2_stderr(&null);
+        if std::os::fd::AsRawFd::as_raw_fd(&null) <= 2 {
+            // It is one of 0, 1 and 2 now (one was closed): keep it open.
+            let _ = std::os::fd::IntoRawFd::into_raw_fd(null);
         }
     }
     let _ = std::env::set_current_dir(Path::new("/"));

@@ -259,17 +259,16 @@ impl ServerForward {
                 return Err(ListenError::StreamlocalRefused { path, why });
             }
             let unlink = ctx.cfg.stream_local_bind_unlink;
-            let mask = ctx.cfg.stream_local_bind_mask as libc::mode_t;
+            let mask = rustix::fs::Mode::from_raw_mode(ctx.cfg.stream_local_bind_mask as _);
             let l = policy::as_user(user, || {
                 if unlink {
                     let _ = std::fs::remove_file(&path);
                 }
                 // StreamLocalBindMask (default 0177: the socket is the user's alone).
-                // SAFETY: umask has no preconditions; restored right after.
-                let old = unsafe { libc::umask(mask) };
+                // Restored right after.
+                let old = rustix::process::umask(mask);
                 let r = UnixListener::bind(&path);
-                // SAFETY: as above.
-                unsafe { libc::umask(old) };
+                rustix::process::umask(old);
                 r
             })
             .and_then(|r| r)

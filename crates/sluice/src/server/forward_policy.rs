@@ -127,34 +127,28 @@ pub fn bind_host(cfg: &Sshd, asked: &str) -> Option<String> {
 /// reached or created as the user would, without forking: the connection
 /// process is single-threaded between crypto batches. Restores root's after.
 pub fn as_user<T>(user: &UserInfo, f: impl FnOnce() -> T) -> std::io::Result<T> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || user.uid == 0 {
+    use crate::sys::creds::{set_fs_gid, set_fs_uid, setgroups};
+    if !rustix::process::geteuid().is_root() || user.uid == 0 {
         return Ok(f());
     }
     let groups = user_groups(user);
-    let mut saved = vec![0 as libc::gid_t; 256];
-    // SAFETY: getgroups fills at most saved.len() entries.
-    let n = unsafe { libc::getgroups(saved.len() as libc::c_int, saved.as_mut_ptr()) };
-    saved.truncate(n.max(0) as usize);
-    // SAFETY: plain credential syscalls with valid arguments.
-    unsafe {
-        if libc::setgroups(groups.len(), groups.as_ptr()) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        libc::setfsgid(user.gid);
-        libc::setfsuid(user.uid);
-    }
+    // The supplementary groups to put back (none if they cannot be read,
+    // as before).
+    let saved: Vec<u32> = rustix::process::getgroups()
+        .map(|v| v.into_iter().map(|g| g.as_raw()).collect())
+        .unwrap_or_default();
+    setgroups(&groups)?;
+    set_fs_gid(user.gid);
+    set_fs_uid(user.uid);
     let r = f();
-    // SAFETY: as above; back to root's credentials.
-    unsafe {
-        libc::setfsuid(0);
-        libc::setfsgid(0);
-        libc::setgroups(saved.len(), saved.as_ptr());
-    }
+    // Back to root's credentials.
+    set_fs_uid(0);
+    set_fs_gid(0);
+    let _ = setgroups(&saved);
     Ok(r)
 }
 
-fn user_groups(user: &UserInfo) -> Vec<libc::gid_t> {
+fn user_groups(user: &UserInfo) -> Vec<u32> {
     crate::users::group_ids(&user.name, user.gid).unwrap_or_else(|_| vec![user.gid])
 }
 

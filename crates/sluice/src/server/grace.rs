@@ -57,8 +57,7 @@ pub fn arm_for_connection(grace_secs: u64, ip: std::net::IpAddr, port: u16) -> O
     }
     GraceTimer::arm(Duration::from_secs(grace_secs) + SLACK, move || {
         crate::log!(Info, "Timeout before authentication for {ip} port {port}");
-        // SAFETY: ending the process; nothing else to uphold.
-        unsafe { libc::_exit(crate::server::penalty::EXIT_LOGIN_GRACE) };
+        crate::sys::process::exit_now(crate::server::penalty::EXIT_LOGIN_GRACE);
     })
 }
 

@@ -9,8 +9,9 @@
 //! The relay is forked before the host keys are loaded, gives up root
 //! (user `nobody`, no groups, not dumpable) and never looks at the bytes.
 
+use crate::sys::process::{exit_now, fork, Forked};
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 /// The bytes a relay direction moves per read.
 const CHUNK: usize = 64 * 1024;
@@ -22,15 +23,6 @@ pub struct RelayError {
     pub call: &'static str,
     /// Its error.
     pub err: std::io::Error,
-}
-
-impl RelayError {
-    fn last(call: &'static str) -> RelayError {
-        RelayError {
-            call,
-            err: std::io::Error::last_os_error(),
-        }
-    }
 }
 
 impl std::fmt::Display for RelayError {
@@ -59,16 +51,17 @@ pub fn socket_on_stdin() -> Result<(), RelayError> {
         err,
     })?;
     let (ours, relay_end) = (OwnedFd::from(ours), OwnedFd::from(relay_end));
-    // SAFETY: the caller has started no thread: the child may run ordinary code.
-    match unsafe { libc::fork() } {
-        -1 => Err(RelayError::last("fork")),
-        0 => {
+    // SAFETY: the caller has started no thread: the child may run ordinary
+    // code; it leaves with exit_now.
+    match unsafe { fork() } {
+        Err(err) => Err(RelayError { call: "fork", err }),
+        Ok(Forked::Child) => {
             drop(ours);
             let code = relay(relay_end);
-            // SAFETY: leave without running the parent's exit handlers.
-            unsafe { libc::_exit(code) }
+            // Leave without running the parent's exit handlers.
+            exit_now(code)
         }
-        _ => {
+        Ok(Forked::Parent(_)) => {
             drop(relay_end);
             // Onto stdin; stdout goes to /dev/null later.
             rustix::stdio::dup2_stdin(&ours).map_err(|e| RelayError {
@@ -97,16 +90,20 @@ fn relay(sock: OwnedFd) -> i32 {
     let Ok(mut sock_w) = sock.try_clone() else {
         return 1;
     };
-    // SAFETY: fds 0 and 1 stay open for this process's life; ManuallyDrop
-    // keeps them from being closed twice.
-    let mut stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+    // Copies of fds 0 and 1 (std's Stdin and Stdout buffer), each closed
+    // when its direction is done; the process's end closes 0 and 1.
+    let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().map(std::fs::File::from);
+    let (Ok(mut stdin), Ok(mut stdout)) = (
+        dup(std::io::stdin().as_fd()),
+        dup(std::io::stdout().as_fd()),
+    ) else {
+        return 1;
+    };
     let up = std::thread::spawn(move || {
-        copy(&mut *stdin, &mut sock_w);
+        copy(&mut stdin, &mut sock_w);
         let _ = sock_w.shutdown(std::net::Shutdown::Write);
     });
     let mut sock_r = sock;
-    // SAFETY: as above.
-    let mut stdout = unsafe { std::fs::File::from_raw_fd(1) };
     copy(&mut sock_r, &mut stdout);
     drop(stdout);
     // The server is done: a peer that never closes its side must not keep
@@ -138,23 +135,18 @@ fn copy(from: &mut impl Read, to: &mut impl Write) {
 /// Root is not needed to copy bytes: become `nobody`, no groups, not
 /// dumpable. Nothing to do when not root.
 fn drop_privileges() {
-    // SAFETY: plain syscalls; the ids come from the password database.
-    unsafe {
-        libc::prctl(libc::PR_SET_DUMPABLE, 0);
-        if libc::geteuid() != 0 {
-            return;
-        }
-        let (uid, gid) = crate::users::by_name("nobody").map_or((65534, 65534), |u| (u.uid, u.gid));
-        if libc::setgroups(0, std::ptr::null()) != 0
-            || libc::setgid(gid) != 0
-            || libc::setuid(uid) != 0
-        {
-            crate::log!(
-                Error,
-                "inetd relay: cannot drop root: {}",
-                std::io::Error::last_os_error()
-            );
-            libc::_exit(1);
-        }
+    use crate::sys::creds::{setgid, setgroups, setuid};
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    // The ids come from the password database.
+    let (uid, gid) = crate::users::by_name("nobody").map_or((65534, 65534), |u| (u.uid, u.gid));
+    if let Err(e) = setgroups(&[])
+        .and_then(|()| setgid(gid))
+        .and_then(|()| setuid(uid))
+    {
+        crate::log!(Error, "inetd relay: cannot drop root: {e}");
+        exit_now(1);
     }
 }

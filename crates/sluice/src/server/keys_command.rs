@@ -24,7 +24,6 @@ use crate::users::UserInfo;
 use sluice_proto::crypto::hostkey;
 use std::io::Read;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -377,24 +376,27 @@ fn spawn(argv: &[String], runner: &UserInfo) -> std::io::Result<Child> {
     // Made before the fork: initgroups reads /etc/group and allocates.
     let groups = crate::users::group_ids(&runner.name, runner.gid)?;
     let (uid, gid) = (runner.uid, runner.gid);
-    // SAFETY: system calls only between fork and exec; `groups` was
-    // allocated before the fork.
+    // Made before the fork too: io::Error::other boxes its message.
+    let mut kept = Some(std::io::Error::other("privileges were not dropped"));
+    // SAFETY: system calls only between fork and exec (rustix's, and the
+    // process-wide credential calls and sigaction of sys/, which neither
+    // allocate nor lock); `groups` and `kept` were allocated before the
+    // fork.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
+            use crate::sys::creds::{setgroups, setresgid, setresuid, setuid};
+            rustix::process::setsid()?;
+            if rustix::process::geteuid().is_root() {
+                setgroups(&groups)?;
+                setresgid(gid, gid, gid)?;
+                setresuid(uid, uid, uid)?;
             }
-            if libc::geteuid() == 0
-                && (libc::setgroups(groups.len(), groups.as_ptr()) != 0
-                    || libc::setresgid(gid, gid, gid) != 0
-                    || libc::setresuid(uid, uid, uid) != 0)
-            {
-                return Err(std::io::Error::last_os_error());
+            if uid != 0 && setuid(0).is_ok() {
+                return Err(kept
+                    .take()
+                    .unwrap_or_else(|| rustix::io::Errno::PERM.into()));
             }
-            if uid != 0 && libc::setuid(0) == 0 {
-                return Err(std::io::Error::other("privileges were not dropped"));
-            }
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            crate::sys::signal::default(rustix::process::Signal::PIPE.as_raw());
             Ok(())
         });
         cmd.pre_exec(crate::fds::cloexec_from_3);
@@ -450,21 +452,19 @@ fn read_bounded(
         if left.is_zero() {
             return Err(RunError::SlowOutput);
         }
-        let mut pfd = libc::pollfd {
-            fd: out.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
+        use rustix::event::{PollFd, PollFlags, Timespec};
+        let mut pfd = [PollFd::new(&out, PollFlags::IN)];
+        // Whole milliseconds, at least one.
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as u64;
+        let timeout = Timespec {
+            tv_sec: (ms / 1000) as _,
+            tv_nsec: ((ms % 1000) * 1_000_000) as _,
         };
-        let ms = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
-        // SAFETY: one valid pollfd for the duration of the call.
-        let r = unsafe { libc::poll(&mut pfd, 1, ms.max(1)) };
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(RunError::Os("poll", e));
-        }
+        let r = match rustix::event::poll(&mut pfd, Some(&timeout)) {
+            Ok(r) => r,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(RunError::Os("poll", e.into())),
+        };
         if r == 0 {
             continue; // the deadline check above ends it
         }
@@ -484,10 +484,11 @@ fn read_bounded(
 
 /// Kills the program's process group (itself and what it started) and reaps it.
 fn kill_group(child: &mut Child) {
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: signals the group setsid made, whose leader is our child.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-    }
+    // The group setsid made, whose leader is our child.
+    let _ = rustix::process::kill_process_group(
+        rustix::process::Pid::from_child(child),
+        rustix::process::Signal::KILL,
+    );
     let _ = child.kill();
     let _ = child.wait();
 }

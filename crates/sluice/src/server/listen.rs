@@ -11,9 +11,11 @@
 
 use crate::log;
 use crate::server::penalty::{self, Penalty, PenaltyBox};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::io::{fcntl_setfd, FdFlags};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,7 +39,7 @@ pub struct Listener {
     sockets: Vec<TcpListener>,
     children: Vec<Started>,
     /// The configuration snapshot's fd, passed to each child.
-    config_fd: Option<RawFd>,
+    config_fd: Option<BorrowedFd<'static>>,
     rng_state: u64,
 }
 
@@ -123,15 +125,19 @@ impl Listener {
     }
 
     /// The listening sockets' fds (for a restart to pass on).
-    pub fn socket_fds(&self) -> Vec<RawFd> {
-        self.sockets.iter().map(|s| s.as_raw_fd()).collect()
+    pub fn socket_fds(&self) -> Vec<BorrowedFd<'_>> {
+        self.sockets.iter().map(|s| s.as_fd()).collect()
     }
 
     /// The configuration snapshot (config/sshd/snapshot.rs) each child
     /// gets: `fd` stays close-on-exec here, so only connection processes
     /// inherit it, not a restart's `-t` check or the restarted image.
     pub fn pass_config(&mut self, fd: Option<RawFd>) {
-        self.config_fd = fd;
+        self.config_fd = fd.map(|fd| {
+            // SAFETY: the snapshot's descriptor (config/sshd/snapshot.rs)
+            // is held in a static for the process's life, never closed.
+            unsafe { BorrowedFd::borrow_raw(fd) }
+        });
     }
 
     /// The bound addresses.
@@ -146,8 +152,9 @@ impl Listener {
     pub fn accept_one(self) -> Option<TcpStream> {
         loop {
             let mut fds = self.pollfds();
-            if crate::net::fdio::poll(&mut fds, 1000).is_err() {
-                return None;
+            match rustix::event::poll(&mut fds, Some(&ms(1000))) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(_) => return None,
             }
             for s in &self.sockets {
                 if let Ok((stream, _)) = s.accept() {
@@ -158,14 +165,10 @@ impl Listener {
         }
     }
 
-    fn pollfds(&self) -> Vec<libc::pollfd> {
+    fn pollfds(&self) -> Vec<PollFd<'_>> {
         self.sockets
             .iter()
-            .map(|s| libc::pollfd {
-                fd: s.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
+            .map(|s| PollFd::new(s, PollFlags::IN))
             .collect()
     }
 
@@ -195,22 +198,23 @@ impl Listener {
                 children
                     .iter()
                     .filter_map(|c| c.startup.as_ref())
-                    .map(|f| libc::pollfd {
-                        fd: f.as_raw_fd(),
-                        events: libc::POLLIN,
-                        revents: 0,
-                    }),
+                    .map(|f| PollFd::new(f, PollFlags::IN)),
             );
-            // Not fdio::poll, which retries on EINTR: a signal's flag is
-            // looked at now.
-            // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
-            if unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 500) } < 0 {
+            // No retry on EINTR: a signal's flag is looked at now.
+            if rustix::event::poll(&mut fds, Some(&ms(500))).is_err() {
                 continue;
             }
             // A readable startup pipe: that child authenticated or ended.
-            for p in fds.iter().skip(n).filter(|p| p.revents != 0) {
+            let ready: Vec<RawFd> = fds
+                .iter()
+                .skip(n)
+                .filter(|p| !p.revents().is_empty())
+                .map(|p| p.as_fd().as_raw_fd())
+                .collect();
+            drop(fds);
+            for fd in ready {
                 for c in children.iter_mut() {
-                    if c.startup.as_ref().is_some_and(|f| f.as_raw_fd() == p.fd) {
+                    if c.startup.as_ref().is_some_and(|f| f.as_raw_fd() == fd) {
                         c.read_startup();
                     }
                 }
@@ -246,27 +250,30 @@ impl Listener {
 /// have ended. Only peeks (WNOWAIT) until the exited one is not ours:
 /// `known` reap their own, for their exit status.
 fn reap_strays(known: &[Started]) {
-    loop {
-        // SAFETY: waitid fills a zeroed siginfo_t; WNOWAIT leaves the child.
-        let pid = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
-            if libc::waitid(libc::P_ALL, 0, &mut info, flags) != 0 {
-                return;
-            }
-            info.si_pid()
-        };
-        if pid <= 0 || known.iter().any(|c| c.child.id() == pid as u32) {
+    use rustix::process::{waitpid, Pid, WaitOptions};
+    while let Some(pid) = crate::sys::process::peek_exited_child() {
+        if known.iter().any(|c| Pid::from_child(&c.child) == pid) {
             return;
         }
-        let mut status = 0;
-        // SAFETY: reaping a child of ours that has exited.
-        unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        // Reaping a child of ours that has exited.
+        let status = match waitpid(Some(pid), WaitOptions::NOHANG) {
+            Ok(Some((_, s))) => s.as_raw(),
+            _ => 0,
+        };
         log!(
             Debug1,
-            "connection process {pid}, started before the restart, ended ({})",
+            "connection process {}, started before the restart, ended ({})",
+            pid.as_raw_pid(),
             std::process::ExitStatus::from_raw(status)
         );
+    }
+}
+
+/// A poll timeout of `n` milliseconds.
+fn ms(n: u64) -> Timespec {
+    Timespec {
+        tv_sec: (n / 1000) as _,
+        tv_nsec: ((n % 1000) * 1_000_000) as _,
     }
 }
 
@@ -407,7 +414,7 @@ pub(crate) const STARTUP_ENV: &str = "SLUICED_STARTUP_FD";
 fn spawn_child(
     exe: &std::path::Path,
     args: &[String],
-    config_fd: Option<RawFd>,
+    config_fd: Option<BorrowedFd<'static>>,
     stream: TcpStream,
     peer: SocketAddr,
 ) -> std::io::Result<Started> {
@@ -418,7 +425,7 @@ fn spawn_child(
     rustix::io::ioctl_fionbio(&r, true)?;
     // The child inherits the write end (not close-on-exec); the listener
     // is single-threaded, so no other child can inherit it by accident.
-    rustix::io::fcntl_setfd(&w, rustix::io::FdFlags::empty())?;
+    fcntl_setfd(&w, FdFlags::empty())?;
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .env(STARTUP_ENV, w.as_raw_fd().to_string())
@@ -426,15 +433,18 @@ fn spawn_child(
         .stdout(Stdio::from(OwnedFd::from(out)));
     // The snapshot likewise, open across this one exec only.
     if let Some(fd) = config_fd {
-        cmd.env(crate::config::sshd::snapshot::CONFIG_ENV, fd.to_string());
-        // SAFETY: clearing FD_CLOEXEC on the snapshot's fd, as above.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        cmd.env(
+            crate::config::sshd::snapshot::CONFIG_ENV,
+            fd.as_raw_fd().to_string(),
+        );
+        // Not close-on-exec, as above.
+        let _ = fcntl_setfd(fd, FdFlags::empty());
     }
     // The connection process gets its socket, its startup pipe and the
     // configuration; nothing else of the listener's (its listening
     // sockets, kept open for a restart, included).
     let mut keep = vec![w.as_raw_fd()];
-    keep.extend(config_fd);
+    keep.extend(config_fd.map(|fd| fd.as_raw_fd()));
     keep.sort_unstable();
     // SAFETY: cloexec_except makes system calls only (async-signal-safe).
     unsafe {
@@ -443,8 +453,8 @@ fn spawn_child(
     }
     let child = cmd.spawn();
     if let Some(fd) = config_fd {
-        // SAFETY: setting it back.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        // Setting it back.
+        let _ = fcntl_setfd(fd, FdFlags::CLOEXEC);
     }
     let child = child?;
     drop(w);
@@ -461,8 +471,8 @@ fn spawn_child(
 pub fn startup_fd_from_env() -> Option<OwnedFd> {
     let fd: RawFd = std::env::var(STARTUP_ENV).ok()?.parse().ok()?;
     std::env::remove_var(STARTUP_ENV);
-    // SAFETY: fcntl on an fd number; fails harmlessly if it is not open.
-    if fd < 3 || unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+    // One not open (or not settable) is not ours to take.
+    if fd < 3 || !crate::sys::fd::is_open(fd) || crate::sys::fd::set_cloexec(fd).is_err() {
         return None;
     }
     // SAFETY: the listener passed this fd to us and nothing else owns it.

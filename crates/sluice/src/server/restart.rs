@@ -17,10 +17,11 @@
 //! longer count against MaxStartups, and their exit statuses charge no
 //! PerSourcePenalties; they are reaped all the same (listen.rs).
 
+use rustix::process::Signal;
 use std::ffi::{CString, OsStr};
 use std::io::{Read, Seek};
 use std::net::TcpListener;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -168,20 +169,16 @@ pub fn check(exe: &Path, args: &[String]) -> Result<(), CheckError> {
 }
 
 fn memfd() -> Result<OwnedFd, CheckError> {
-    // SAFETY: a NUL-terminated name; the new fd is owned here.
-    let fd = unsafe { libc::memfd_create(c"sluiced-check".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(CheckError::Buffer(std::io::Error::last_os_error()));
-    }
-    // SAFETY: just created.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    rustix::fs::memfd_create(c"sluiced-check", rustix::fs::MemfdFlags::CLOEXEC)
+        .map_err(|e| CheckError::Buffer(e.into()))
 }
 
 /// Re-executes `exe` with `args` (argv without argv[0]), the listening
 /// `sockets` open across the exec and named in [`LISTEN_ENV`]. Returns
 /// only when the exec failed, with the error (the sockets close-on-exec
 /// again).
-pub fn exec(exe: &Path, args: &[String], sockets: &[RawFd]) -> std::io::Error {
+pub fn exec(exe: &Path, args: &[String], sockets: &[BorrowedFd<'_>]) -> std::io::Error {
+    use rustix::io::{fcntl_setfd, FdFlags};
     let c = |b: &[u8]| CString::new(b).unwrap_or_default();
     let path = c(exe.as_os_str().as_bytes());
     let argv: Vec<CString> = std::iter::once(path.clone())
@@ -189,7 +186,7 @@ pub fn exec(exe: &Path, args: &[String], sockets: &[RawFd]) -> std::io::Error {
         .collect();
     let fds = sockets
         .iter()
-        .map(|f| f.to_string())
+        .map(|f| f.as_raw_fd().to_string())
         .collect::<Vec<_>>()
         .join(",");
     let mut envp: Vec<CString> = std::env::vars_os()
@@ -202,54 +199,34 @@ pub fn exec(exe: &Path, args: &[String], sockets: &[RawFd]) -> std::io::Error {
         })
         .collect();
     envp.push(c(format!("{LISTEN_ENV}={fds}").as_bytes()));
-    let ptrs = |v: &[CString]| -> Vec<*const libc::c_char> {
-        v.iter()
-            .map(|s| s.as_ptr())
-            .chain(std::iter::once(std::ptr::null()))
-            .collect()
-    };
-    let (argv_p, envp_p) = (ptrs(&argv), ptrs(&envp));
     for fd in sockets {
-        // SAFETY: our listening sockets, kept open across the exec.
-        unsafe { libc::fcntl(*fd, libc::F_SETFD, 0) };
+        // Our listening sockets, kept open across the exec.
+        let _ = fcntl_setfd(fd, FdFlags::empty());
     }
     // The signals the listener handles stay blocked across the exec (the
     // mask is kept) until the new image has its handlers: a SIGTERM or
     // another SIGHUP meanwhile waits for them instead of killing it.
-    let old = mask_listener_signals(libc::SIG_BLOCK, None);
-    // SAFETY: NUL-terminated strings and null-terminated arrays that
-    // outlive the call; the listener is single-threaded.
-    unsafe { libc::execve(path.as_ptr(), argv_p.as_ptr(), envp_p.as_ptr()) };
-    let e = std::io::Error::last_os_error();
+    let old = crate::sys::process::block_signals(&LISTENER_SIGNALS);
+    // The listener is single-threaded.
+    let e = crate::sys::process::execve(&path, &argv, &envp);
     match old {
-        Some(m) => mask_listener_signals(libc::SIG_SETMASK, Some(m)),
-        None => mask_listener_signals(libc::SIG_UNBLOCK, None),
+        Some(m) => crate::sys::process::set_signal_mask(&m),
+        None => unblock_listener_signals(),
     };
     for fd in sockets {
-        // SAFETY: as above, back to close-on-exec.
-        unsafe { libc::fcntl(*fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        // As above, back to close-on-exec.
+        let _ = fcntl_setfd(fd, FdFlags::CLOEXEC);
     }
     e
 }
 
-/// Blocks or unblocks (`how`) SIGHUP, SIGTERM and SIGINT, or sets the
-/// whole mask to `set` when given; returns the mask before.
-pub fn mask_listener_signals(
-    how: libc::c_int,
-    set: Option<libc::sigset_t>,
-) -> Option<libc::sigset_t> {
-    // SAFETY: sigset_t is plain data, filled by sigemptyset/sigaddset;
-    // pthread_sigmask writes the old mask into `old`.
-    unsafe {
-        let mut s: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut s);
-        for sig in [libc::SIGHUP, libc::SIGTERM, libc::SIGINT] {
-            libc::sigaddset(&mut s, sig);
-        }
-        let s = set.unwrap_or(s);
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        (libc::pthread_sigmask(how, &s, &mut old) == 0).then_some(old)
-    }
+/// The signals the listener handles (daemon.rs): blocked across a
+/// restart's exec.
+const LISTENER_SIGNALS: [Signal; 3] = [Signal::HUP, Signal::TERM, Signal::INT];
+
+/// Unblocks SIGHUP, SIGTERM and SIGINT (blocked across a restart's exec).
+pub fn unblock_listener_signals() {
+    crate::sys::process::unblock_signals(&LISTENER_SIGNALS);
 }
 
 /// The fd numbers [`LISTEN_ENV`] names, unchecked and left in the
@@ -271,39 +248,31 @@ pub fn inherited() -> Option<Vec<TcpListener>> {
     fds.dedup();
     Some(
         fds.into_iter()
-            .filter(|fd| *fd > 2 && is_tcp_listener(*fd))
-            .map(|fd| {
+            .filter(|fd| *fd > 2 && crate::sys::fd::is_open(*fd))
+            .filter_map(|fd| {
+                // SAFETY: open (just checked), named by our previous image
+                // on purpose and owned by nothing else here; borrowed for
+                // the checks only.
+                let b = unsafe { BorrowedFd::borrow_raw(fd) };
+                if !is_tcp_listener(b) {
+                    return None;
+                }
+                let _ = rustix::io::fcntl_setfd(b, rustix::io::FdFlags::CLOEXEC);
                 // SAFETY: a listening socket our previous image passed to
                 // us on purpose, owned by nothing else here.
-                unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-                // SAFETY: as above.
-                unsafe { TcpListener::from_raw_fd(fd) }
+                Some(unsafe { TcpListener::from_raw_fd(fd) })
             })
             .collect(),
     )
 }
 
-fn is_tcp_listener(fd: RawFd) -> bool {
-    let get = |opt: libc::c_int| {
-        let mut v: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: getsockopt writes at most `len` bytes into `v`; a bad fd
-        // is EBADF or ENOTSOCK.
-        let r = unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                opt,
-                (&mut v as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        (r == 0).then_some(v)
-    };
-    get(libc::SO_ACCEPTCONN) == Some(1)
-        && get(libc::SO_TYPE) == Some(libc::SOCK_STREAM)
-        && get(libc::SO_PROTOCOL) == Some(libc::IPPROTO_TCP)
-        && matches!(get(libc::SO_DOMAIN), Some(libc::AF_INET | libc::AF_INET6))
+fn is_tcp_listener(fd: BorrowedFd<'_>) -> bool {
+    use rustix::net::{sockopt, AddressFamily, SocketType};
+    sockopt::socket_acceptconn(fd).unwrap_or(false)
+        && sockopt::socket_type(fd).is_ok_and(|t| t == SocketType::STREAM)
+        && sockopt::socket_protocol(fd).is_ok_and(|p| p == Some(rustix::net::ipproto::TCP))
+        && sockopt::socket_domain(fd)
+            .is_ok_and(|d| d == AddressFamily::INET || d == AddressFamily::INET6)
 }
 
 /// SIGHUP in the listener: checks `exe args -t`, then re-executes with
@@ -312,7 +281,7 @@ fn is_tcp_listener(fd: RawFd) -> bool {
 pub fn on_sighup(
     exe: Option<&Path>,
     args: &[String],
-    sockets: &[RawFd],
+    sockets: &[BorrowedFd<'_>],
     pid_file: Option<&Path>,
     stop: &std::sync::atomic::AtomicBool,
 ) {
@@ -353,19 +322,18 @@ pub fn on_sighup(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
 
     #[test]
     fn only_listening_tcp_sockets_are_taken_back() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        assert!(is_tcp_listener(l.as_raw_fd()));
+        assert!(is_tcp_listener(l.as_fd()));
         let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        assert!(!is_tcp_listener(s.as_raw_fd()));
+        assert!(!is_tcp_listener(s.as_fd()));
         let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        assert!(!is_tcp_listener(u.as_raw_fd()));
+        assert!(!is_tcp_listener(u.as_fd()));
         let f = std::fs::File::open("/dev/null").unwrap();
-        assert!(!is_tcp_listener(f.as_raw_fd()));
-        assert!(!is_tcp_listener(-1));
+        assert!(!is_tcp_listener(f.as_fd()));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 use crate::log;
 use crate::server::session::{self, UserInfo};
+use rustix::process::{Resource, Rlimit};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -128,34 +129,29 @@ impl Sandbox {
         let nofile = count_open_fds()?;
         let dir = std::ffi::CString::new(self.dir.as_os_str().as_encoded_bytes())
             .map_err(|e| SandboxError::Directory(e.to_string()))?;
-        let last = std::io::Error::last_os_error;
-        // SAFETY: plain system calls on a valid C string.
-        unsafe {
-            if libc::chroot(dir.as_ptr()) != 0 || libc::chdir(c"/".as_ptr()) != 0 {
-                return Err(SandboxError::Chroot(last()));
-            }
-        }
+        let last = |e: rustix::io::Errno| std::io::Error::from(e);
+        rustix::process::chroot(dir.as_c_str())
+            .and_then(|()| rustix::process::chdir(c"/"))
+            .map_err(|e| SandboxError::Chroot(last(e)))?;
         drop_privileges(&self.user)?;
-        let zero = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
+        let zero = Rlimit {
+            current: Some(0),
+            maximum: Some(0),
         };
-        let fds = libc::rlimit {
-            rlim_cur: nofile,
-            rlim_max: nofile,
+        let fds = Rlimit {
+            current: Some(nofile),
+            maximum: Some(nofile),
         };
         // No file may grow (RLIMIT_FSIZE 0), no descriptor number past the
         // ones open now, no process may be started (RLIMIT_NPROC 0 for a
         // non-root user): each a second fence behind the seccomp filter.
         for (what, res, lim) in [
-            ("RLIMIT_FSIZE", libc::RLIMIT_FSIZE, &zero),
-            ("RLIMIT_NOFILE", libc::RLIMIT_NOFILE, &fds),
-            ("RLIMIT_NPROC", libc::RLIMIT_NPROC, &zero),
+            ("RLIMIT_FSIZE", Resource::Fsize, &zero),
+            ("RLIMIT_NOFILE", Resource::Nofile, &fds),
+            ("RLIMIT_NPROC", Resource::Nproc, &zero),
         ] {
-            // SAFETY: a valid rlimit.
-            if unsafe { libc::setrlimit(res, lim) } != 0 {
-                return Err(SandboxError::Rlimit(what, last()));
-            }
+            rustix::process::setrlimit(res, *lim)
+                .map_err(|e| SandboxError::Rlimit(what, last(e)))?;
         }
         let seccomp = filter::install().map_err(SandboxError::Seccomp)?;
         Ok(Applied {
@@ -249,21 +245,12 @@ fn count_open_fds() -> Result<u64, SandboxError> {
 /// sshd's permanently_set_uid: no groups, the user's gid and uid (glibc's
 /// wrappers change every thread), then proof that root is gone.
 fn drop_privileges(u: &UserInfo) -> Result<(), SandboxError> {
-    let last = std::io::Error::last_os_error;
-    // SAFETY: plain credential system calls; setgroups with an empty list.
-    unsafe {
-        if libc::setgroups(0, std::ptr::null()) != 0 {
-            return Err(SandboxError::Drop("setgroups", last()));
-        }
-        if libc::setgid(u.gid) != 0 {
-            return Err(SandboxError::Drop("setgid", last()));
-        }
-        if libc::setuid(u.uid) != 0 {
-            return Err(SandboxError::Drop("setuid", last()));
-        }
-        if libc::setuid(0) == 0 || libc::setgid(0) == 0 || libc::geteuid() != u.uid {
-            return Err(SandboxError::RootRegained);
-        }
+    use crate::sys::creds::{setgid, setgroups, setuid};
+    setgroups(&[]).map_err(|e| SandboxError::Drop("setgroups", e))?;
+    setgid(u.gid).map_err(|e| SandboxError::Drop("setgid", e))?;
+    setuid(u.uid).map_err(|e| SandboxError::Drop("setuid", e))?;
+    if setuid(0).is_ok() || setgid(0).is_ok() || rustix::process::geteuid().as_raw() != u.uid {
+        return Err(SandboxError::RootRegained);
     }
     Ok(())
 }

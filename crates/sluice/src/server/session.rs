@@ -2,6 +2,8 @@
 //! the user's shell with `-c`, in their home directory, with sshd's
 //! environment, after setgid/initgroups/setuid when we run as root.
 
+use rustix::io::Errno;
+use rustix::process::Signal;
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::os::unix::ffi::OsStrExt;
@@ -122,28 +124,29 @@ fn set_environment(cmd: &mut Command, s: &SessionSpawn, shell: &str) {
 /// and exec (as root), or a refusal when sluiced runs as another user
 /// than the one to serve.
 fn drop_privileges_in_child(cmd: &mut Command, u: &UserInfo) -> std::io::Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
+    let euid = rustix::process::geteuid().as_raw();
     if euid == 0 && u.uid != 0 {
         let (uid, gid) = (u.uid, u.gid);
         // initgroups reads /etc/group and allocates, which is not safe
         // between fork and exec in a threaded process: the list is made here.
         let groups = group_list(&u.name, gid)?;
-        // SAFETY: only async-signal-safe calls between fork and exec; `groups`
-        // was allocated before the fork.
+        // io::Error::other boxes its message: made before the fork too.
+        let mut kept = Some(std::io::Error::other("privileges were not dropped"));
+        // SAFETY: only async-signal-safe calls between fork and exec (the
+        // process-wide credential calls and sigaction of sys/, which
+        // neither allocate nor lock); `groups` and `kept` were allocated
+        // before the fork.
         unsafe {
             cmd.pre_exec(move || {
+                use crate::sys::creds::{setgid, setgroups, setuid};
                 // sshd's order: setgid, the supplementary groups, setuid.
-                if libc::setgid(gid) != 0
-                    || libc::setgroups(groups.len(), groups.as_ptr()) != 0
-                    || libc::setuid(uid) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
+                setgid(gid)?;
+                setgroups(&groups)?;
+                setuid(uid)?;
+                if setuid(0).is_ok() {
+                    return Err(kept.take().unwrap_or_else(|| Errno::PERM.into()));
                 }
-                if libc::setuid(0) == 0 {
-                    return Err(std::io::Error::other("privileges were not dropped"));
-                }
-                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                crate::sys::signal::default(Signal::PIPE.as_raw());
                 Ok(())
             });
         }
@@ -153,10 +156,10 @@ fn drop_privileges_in_child(cmd: &mut Command, u: &UserInfo) -> std::io::Result<
             u.name
         )));
     } else {
-        // SAFETY: async-signal-safe signal reset only.
+        // SAFETY: async-signal-safe signal reset only (sigaction).
         unsafe {
             cmd.pre_exec(|| {
-                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                crate::sys::signal::default(Signal::PIPE.as_raw());
                 Ok(())
             });
         }
@@ -165,7 +168,7 @@ fn drop_privileges_in_child(cmd: &mut Command, u: &UserInfo) -> std::io::Result<
 }
 
 /// The user's groups (getgrouplist), `gid` included, as initgroups sets them.
-pub(crate) fn group_list(name: &str, gid: u32) -> std::io::Result<Vec<libc::gid_t>> {
+pub(crate) fn group_list(name: &str, gid: u32) -> std::io::Result<Vec<u32>> {
     crate::users::group_ids(name, gid)
 }
 
@@ -184,19 +187,19 @@ pub enum ExitResult {
 }
 
 pub(crate) const SIGNALS: &[(i32, &str)] = &[
-    (libc::SIGABRT, "ABRT"),
-    (libc::SIGALRM, "ALRM"),
-    (libc::SIGFPE, "FPE"),
-    (libc::SIGHUP, "HUP"),
-    (libc::SIGILL, "ILL"),
-    (libc::SIGINT, "INT"),
-    (libc::SIGKILL, "KILL"),
-    (libc::SIGPIPE, "PIPE"),
-    (libc::SIGQUIT, "QUIT"),
-    (libc::SIGSEGV, "SEGV"),
-    (libc::SIGTERM, "TERM"),
-    (libc::SIGUSR1, "USR1"),
-    (libc::SIGUSR2, "USR2"),
+    (Signal::ABORT.as_raw(), "ABRT"),
+    (Signal::ALARM.as_raw(), "ALRM"),
+    (Signal::FPE.as_raw(), "FPE"),
+    (Signal::HUP.as_raw(), "HUP"),
+    (Signal::ILL.as_raw(), "ILL"),
+    (Signal::INT.as_raw(), "INT"),
+    (Signal::KILL.as_raw(), "KILL"),
+    (Signal::PIPE.as_raw(), "PIPE"),
+    (Signal::QUIT.as_raw(), "QUIT"),
+    (Signal::SEGV.as_raw(), "SEGV"),
+    (Signal::TERM.as_raw(), "TERM"),
+    (Signal::USR1.as_raw(), "USR1"),
+    (Signal::USR2.as_raw(), "USR2"),
 ];
 
 /// Converts a wait status.
@@ -219,8 +222,7 @@ mod tests {
     use super::*;
 
     fn me() -> UserInfo {
-        // SAFETY: getuid has no preconditions.
-        let uid = unsafe { libc::getuid() };
+        let uid = rustix::process::getuid().as_raw();
         let name = std::env::var("USER")
             .ok()
             .filter(|n| lookup_user(n).is_some_and(|u| u.uid == uid))
@@ -265,8 +267,7 @@ mod tests {
 
     #[test]
     fn drops_to_the_target_user_when_root() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             return;
         }
         let Some(mut nobody) = lookup_user("nobody") else {

@@ -1,6 +1,7 @@
 //! A process's credentials: supplementary groups, gid and uid set for the
 //! whole process through libc (setgroups, setgid, setuid, setresgid,
-//! setresuid, initgroups).
+//! setresuid, initgroups), and the calling thread's file-system ids
+//! (setfsuid, setfsgid: per thread by design).
 //!
 //! Why not rustix: its `set_thread_groups`, `set_thread_gid`,
 //! `set_thread_uid`, `set_thread_res_gid` and `set_thread_res_uid` are raw
@@ -83,4 +84,18 @@ mod tests {
             assert!(setuid(0).is_err());
         }
     }
+}
+
+/// setfsuid(2): the uid the calling thread's file system checks use;
+/// returns the one before (the call reports no error).
+pub fn set_fs_uid(uid: u32) -> u32 {
+    // SAFETY: an integer argument only.
+    (unsafe { libc::setfsuid(uid) }) as u32
+}
+
+/// setfsgid(2): the gid the calling thread's file system checks use;
+/// returns the one before (the call reports no error).
+pub fn set_fs_gid(gid: u32) -> u32 {
+    // SAFETY: an integer argument only.
+    (unsafe { libc::setfsgid(gid) }) as u32
 }

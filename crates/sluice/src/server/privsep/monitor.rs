@@ -15,7 +15,7 @@ use crate::config::sshd::ServerConfig as Sshd;
 use crate::log::{self, Level};
 use crate::server::penalty::{EXIT_AUTH_ATTEMPTED, EXIT_CHILD_CRASH, EXIT_LOGIN_GRACE};
 use crate::server::sandbox::{Sandbox, CHROOT_DIR};
-use crate::sys::fork::{fork, Forked};
+use crate::sys::process::{fork, Forked};
 use rustix::process::{Pid, Signal, WaitStatus};
 use sluice_proto::handover::TransportState;
 use sluice_proto::ServerConfig;
@@ -73,7 +73,7 @@ pub fn serve(cfg: Sshd, sock: TcpStream, startup: Option<OwnedFd>, argv: &[Strin
     // SAFETY: this process has started no thread yet (the listener
     // re-executed us, or -i/-d before any work), so the child may run
     // ordinary code after the fork; it leaves through preauth::run, which
-    // never returns (sys::fork::exit_now).
+    // never returns (sys::process::exit_now).
     let pid = match unsafe { fork() } {
         Ok(Forked::Parent(pid)) => pid,
         Ok(Forked::Child) => {
@@ -220,7 +220,7 @@ fn arm_grace(cfg: &Sshd, pid: Pid, peer: SocketAddr) -> Option<crate::server::gr
                     crate::log!(Info, "Timeout before authentication for {ip} port {port}");
                     // Our unreaped child; then the process ends at once.
                     let _ = rustix::process::kill_process(pid, Signal::KILL);
-                    crate::sys::fork::exit_now(EXIT_LOGIN_GRACE);
+                    crate::sys::process::exit_now(EXIT_LOGIN_GRACE);
                 },
             )
         })

@@ -86,7 +86,7 @@ pub fn run(setup: ChildSetup, sandbox: Option<Sandbox>, c_end: OwnedFd) -> ! {
     };
     // Leaving without running destructors or atexit handlers of the
     // monitor's image.
-    crate::sys::fork::exit_now(code)
+    crate::sys::process::exit_now(code)
 }
 
 fn serve(setup: ChildSetup, link: Arc<Link>) -> i32 {

@@ -21,6 +21,7 @@
 //! setsockopt only for TCP_QUICKACK (EPERM for any other option).
 
 use crate::log;
+use crate::sys::seccomp::FilterRefused;
 
 #[cfg(target_arch = "x86_64")]
 const AUDIT_ARCH: u32 = 0xC000_003E; // EM_X86_64 | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE
@@ -233,9 +234,8 @@ fn program() -> Vec<libc::sock_filter> {
 /// Ok(false), logged, where the kernel has no seccomp filter support; Err
 /// when the filter was refused otherwise (sandbox.rs's `Seccomp`).
 pub(super) fn install() -> Result<bool, std::io::Error> {
-    // SAFETY: prctl with integer arguments.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        let e = std::io::Error::last_os_error();
+    if let Err(e) = rustix::thread::set_no_new_privs(true) {
+        let e = std::io::Error::from(e);
         log!(
             Error,
             "sandbox: PR_SET_NO_NEW_PRIVS failed ({e}): this kernel cannot sandbox; running without a system call filter"
@@ -243,36 +243,23 @@ pub(super) fn install() -> Result<bool, std::io::Error> {
         return Ok(false);
     }
     let prog = program();
-    let fprog = libc::sock_fprog {
-        len: prog.len() as u16,
-        filter: prog.as_ptr().cast_mut(),
-    };
-    // SAFETY: fprog points at `prog`, alive for the call; the kernel copies it.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_TSYNC,
-            &fprog as *const libc::sock_fprog,
-        )
-    };
-    if rc == 0 {
-        return Ok(true);
+    match crate::sys::seccomp::install_filter_tsync(&prog) {
+        Ok(()) => Ok(true),
+        Err(FilterRefused::Os(e))
+            if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) =>
+        {
+            log!(
+                Error,
+                "sandbox: this kernel has no seccomp filter support ({e}); the pre-auth process runs chrooted and unprivileged but without a system call filter"
+            );
+            Ok(false)
+        }
+        Err(FilterRefused::Os(e)) => Err(e),
+        // The id of a thread that could not be synchronised.
+        Err(FilterRefused::Thread(rc)) => Err(std::io::Error::other(format!(
+            "thread {rc} could not take the filter"
+        ))),
     }
-    let e = std::io::Error::last_os_error();
-    if rc < 0 && matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) {
-        log!(
-            Error,
-            "sandbox: this kernel has no seccomp filter support ({e}); the pre-auth process runs chrooted and unprivileged but without a system call filter"
-        );
-        return Ok(false);
-    }
-    // rc > 0: the id of a thread that could not be synchronised.
-    Err(if rc > 0 {
-        std::io::Error::other(format!("thread {rc} could not take the filter"))
-    } else {
-        e
-    })
 }
 
 #[cfg(test)]
