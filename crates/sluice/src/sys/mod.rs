@@ -9,3 +9,4 @@
 pub mod fd;
 pub mod ifaddrs;
 pub mod signal;
+pub mod tty;
