@@ -2,72 +2,74 @@
 //! they stand for, as OpenSSH's ttymodes.h lists them. The client encodes
 //! its local terminal; the server applies them to the pty it allocates.
 
-use libc::termios;
+use rustix::termios::{
+    ControlModes, InputModes, LocalModes, OutputModes, SpecialCodeIndex, Termios,
+};
 
 /// Where an opcode's value lives in a termios.
 #[derive(Clone, Copy)]
 enum Field {
     /// A special character (`c_cc` index).
-    Cc(usize),
-    I(libc::tcflag_t),
-    L(libc::tcflag_t),
-    O(libc::tcflag_t),
-    C(libc::tcflag_t),
+    Cc(SpecialCodeIndex),
+    I(InputModes),
+    L(LocalModes),
+    O(OutputModes),
+    C(ControlModes),
 }
 use Field::*;
 
 const TABLE: &[(u8, Field)] = &[
-    (1, Cc(libc::VINTR)),
-    (2, Cc(libc::VQUIT)),
-    (3, Cc(libc::VERASE)),
-    (4, Cc(libc::VKILL)),
-    (5, Cc(libc::VEOF)),
-    (6, Cc(libc::VEOL)),
-    (7, Cc(libc::VEOL2)),
-    (8, Cc(libc::VSTART)),
-    (9, Cc(libc::VSTOP)),
-    (10, Cc(libc::VSUSP)),
-    (12, Cc(libc::VREPRINT)),
-    (13, Cc(libc::VWERASE)),
-    (14, Cc(libc::VLNEXT)),
-    (16, Cc(libc::VSWTC)),
-    (18, Cc(libc::VDISCARD)),
-    (30, I(libc::IGNPAR)),
-    (31, I(libc::PARMRK)),
-    (32, I(libc::INPCK)),
-    (33, I(libc::ISTRIP)),
-    (34, I(libc::INLCR)),
-    (35, I(libc::IGNCR)),
-    (36, I(libc::ICRNL)),
-    (37, I(libc::IUCLC)),
-    (38, I(libc::IXON)),
-    (39, I(libc::IXANY)),
-    (40, I(libc::IXOFF)),
-    (41, I(libc::IMAXBEL)),
-    (42, I(libc::IUTF8)),
-    (50, L(libc::ISIG)),
-    (51, L(libc::ICANON)),
-    (52, L(libc::XCASE)),
-    (53, L(libc::ECHO)),
-    (54, L(libc::ECHOE)),
-    (55, L(libc::ECHOK)),
-    (56, L(libc::ECHONL)),
-    (57, L(libc::NOFLSH)),
-    (58, L(libc::TOSTOP)),
-    (59, L(libc::IEXTEN)),
-    (60, L(libc::ECHOCTL)),
-    (61, L(libc::ECHOKE)),
-    (62, L(libc::PENDIN)),
-    (70, O(libc::OPOST)),
-    (71, O(libc::OLCUC)),
-    (72, O(libc::ONLCR)),
-    (73, O(libc::OCRNL)),
-    (74, O(libc::ONOCR)),
-    (75, O(libc::ONLRET)),
-    (90, C(libc::CS7)),
-    (91, C(libc::CS8)),
-    (92, C(libc::PARENB)),
-    (93, C(libc::PARODD)),
+    (1, Cc(SpecialCodeIndex::VINTR)),
+    (2, Cc(SpecialCodeIndex::VQUIT)),
+    (3, Cc(SpecialCodeIndex::VERASE)),
+    (4, Cc(SpecialCodeIndex::VKILL)),
+    (5, Cc(SpecialCodeIndex::VEOF)),
+    (6, Cc(SpecialCodeIndex::VEOL)),
+    (7, Cc(SpecialCodeIndex::VEOL2)),
+    (8, Cc(SpecialCodeIndex::VSTART)),
+    (9, Cc(SpecialCodeIndex::VSTOP)),
+    (10, Cc(SpecialCodeIndex::VSUSP)),
+    (12, Cc(SpecialCodeIndex::VREPRINT)),
+    (13, Cc(SpecialCodeIndex::VWERASE)),
+    (14, Cc(SpecialCodeIndex::VLNEXT)),
+    (16, Cc(SpecialCodeIndex::VSWTC)),
+    (18, Cc(SpecialCodeIndex::VDISCARD)),
+    (30, I(InputModes::IGNPAR)),
+    (31, I(InputModes::PARMRK)),
+    (32, I(InputModes::INPCK)),
+    (33, I(InputModes::ISTRIP)),
+    (34, I(InputModes::INLCR)),
+    (35, I(InputModes::IGNCR)),
+    (36, I(InputModes::ICRNL)),
+    (37, I(InputModes::IUCLC)),
+    (38, I(InputModes::IXON)),
+    (39, I(InputModes::IXANY)),
+    (40, I(InputModes::IXOFF)),
+    (41, I(InputModes::IMAXBEL)),
+    (42, I(InputModes::IUTF8)),
+    (50, L(LocalModes::ISIG)),
+    (51, L(LocalModes::ICANON)),
+    (52, L(LocalModes::XCASE)),
+    (53, L(LocalModes::ECHO)),
+    (54, L(LocalModes::ECHOE)),
+    (55, L(LocalModes::ECHOK)),
+    (56, L(LocalModes::ECHONL)),
+    (57, L(LocalModes::NOFLSH)),
+    (58, L(LocalModes::TOSTOP)),
+    (59, L(LocalModes::IEXTEN)),
+    (60, L(LocalModes::ECHOCTL)),
+    (61, L(LocalModes::ECHOKE)),
+    (62, L(LocalModes::PENDIN)),
+    (70, O(OutputModes::OPOST)),
+    (71, O(OutputModes::OLCUC)),
+    (72, O(OutputModes::ONLCR)),
+    (73, O(OutputModes::OCRNL)),
+    (74, O(OutputModes::ONOCR)),
+    (75, O(OutputModes::ONLRET)),
+    (90, C(ControlModes::CS7)),
+    (91, C(ControlModes::CS8)),
+    (92, C(ControlModes::PARENB)),
+    (93, C(ControlModes::PARODD)),
 ];
 
 const TTY_OP_END: u8 = 0;
@@ -76,64 +78,54 @@ const TTY_OP_OSPEED: u8 = 129;
 /// Longest mode string accepted: OpenSSH sends about 300 bytes.
 pub const MAX_MODES_LEN: usize = 4096;
 
-const SPEEDS: &[(libc::speed_t, u32)] = &[
-    (libc::B0, 0),
-    (libc::B50, 50),
-    (libc::B75, 75),
-    (libc::B110, 110),
-    (libc::B134, 134),
-    (libc::B150, 150),
-    (libc::B200, 200),
-    (libc::B300, 300),
-    (libc::B600, 600),
-    (libc::B1200, 1200),
-    (libc::B1800, 1800),
-    (libc::B2400, 2400),
-    (libc::B4800, 4800),
-    (libc::B9600, 9600),
-    (libc::B19200, 19200),
-    (libc::B38400, 38400),
-    (libc::B57600, 57600),
-    (libc::B115200, 115200),
-    (libc::B230400, 230400),
-    (libc::B460800, 460800),
-    (libc::B921600, 921600),
+/// The speeds that travel (the B* constants up to B921600, in bauds);
+/// any other is sent as 9600 and ignored when received.
+const SPEEDS: &[u32] = &[
+    0, 50, 75, 110, 134, 150, 200, 300, 600, 1200, 1800, 2400, 4800, 9600, 19200, 38400, 57600,
+    115200, 230400, 460800, 921600,
 ];
 
-fn flags(t: &mut termios, f: Field) -> Option<&mut libc::tcflag_t> {
-    Some(match f {
-        I(_) => &mut t.c_iflag,
-        L(_) => &mut t.c_lflag,
-        O(_) => &mut t.c_oflag,
-        C(_) => &mut t.c_cflag,
-        Cc(_) => return None,
-    })
+/// Whether flag bit(s) `f` are set in `t` (any of them: CS8 is two bits
+/// and counts when either is, as `c_cflag & CS8 != 0` did).
+fn get(t: &Termios, f: Field) -> bool {
+    match f {
+        I(b) => t.input_modes.intersects(b),
+        L(b) => t.local_modes.intersects(b),
+        O(b) => t.output_modes.intersects(b),
+        C(b) => t.control_modes.intersects(b),
+        Cc(_) => false,
+    }
+}
+
+/// Sets or clears flag bit(s) `f` in `t`.
+fn set(t: &mut Termios, f: Field, on: bool) {
+    match f {
+        I(b) => t.input_modes.set(b, on),
+        L(b) => t.local_modes.set(b, on),
+        O(b) => t.output_modes.set(b, on),
+        C(b) => t.control_modes.set(b, on),
+        Cc(_) => {}
+    }
 }
 
 /// Encodes a terminal's settings (the client's pty-req modes).
-pub fn encode(t: &termios) -> Vec<u8> {
+pub fn encode(t: &Termios) -> Vec<u8> {
     let mut out = Vec::new();
     let mut put = |op: u8, v: u32| {
         out.push(op);
         out.extend_from_slice(&v.to_be_bytes());
     };
-    // SAFETY: reads fields of a valid termios.
-    let (is, os) = unsafe { (libc::cfgetispeed(t), libc::cfgetospeed(t)) };
-    let baud = |s| SPEEDS.iter().find(|(k, _)| *k == s).map_or(9600, |x| x.1);
-    put(TTY_OP_ISPEED, baud(is));
-    put(TTY_OP_OSPEED, baud(os));
-    let mut t = *t;
+    let baud = |s: u32| if SPEEDS.contains(&s) { s } else { 9600 };
+    put(TTY_OP_ISPEED, baud(t.input_speed()));
+    put(TTY_OP_OSPEED, baud(t.output_speed()));
     for &(op, f) in TABLE {
         let v = match f {
-            Cc(i) => match t.c_cc.get(i).copied() {
+            Cc(i) => match t.special_codes[i] {
                 // _POSIX_VDISABLE (0 on Linux) travels as 255, as OpenSSH sends it.
-                Some(0) => 255,
-                Some(c) => u32::from(c),
-                None => continue,
+                0 => 255,
+                c => u32::from(c),
             },
-            I(bit) | L(bit) | O(bit) | C(bit) => {
-                u32::from(flags(&mut t, f).is_some_and(|w| *w & bit != 0))
-            }
+            I(_) | L(_) | O(_) | C(_) => u32::from(get(t, f)),
         };
         put(op, v);
     }
@@ -185,41 +177,26 @@ pub fn parse(b: &[u8]) -> Result<Vec<(u8, u32)>, ModesError> {
 }
 
 /// Applies decoded modes; unknown opcodes are ignored.
-pub fn apply(t: &mut termios, modes: &[(u8, u32)]) {
+pub fn apply(t: &mut Termios, modes: &[(u8, u32)]) {
     for &(op, v) in modes {
-        let speed = || SPEEDS.iter().find(|(_, b)| *b == v).map(|x| x.0);
+        let known = SPEEDS.contains(&v);
         match op {
-            TTY_OP_ISPEED => {
-                if let Some(s) = speed() {
-                    // SAFETY: sets a field of a valid termios.
-                    unsafe { libc::cfsetispeed(t, s) };
-                }
+            // Both always succeed on Linux (any speed, BOTHER for the odd
+            // ones); only the ones of SPEEDS are taken.
+            TTY_OP_ISPEED if known => {
+                let _ = t.set_input_speed(v);
             }
-            TTY_OP_OSPEED => {
-                if let Some(s) = speed() {
-                    // SAFETY: as above.
-                    unsafe { libc::cfsetospeed(t, s) };
-                }
+            TTY_OP_OSPEED if known => {
+                let _ = t.set_output_speed(v);
             }
+            TTY_OP_ISPEED | TTY_OP_OSPEED => {}
             _ => {
                 let Some(&(_, f)) = TABLE.iter().find(|(o, _)| *o == op) else {
                     continue;
                 };
                 match f {
-                    Cc(i) => {
-                        if let Some(c) = t.c_cc.get_mut(i) {
-                            *c = if v == 255 { 0 } else { v as u8 };
-                        }
-                    }
-                    I(bit) | L(bit) | O(bit) | C(bit) => {
-                        if let Some(w) = flags(t, f) {
-                            if v != 0 {
-                                *w |= bit;
-                            } else {
-                                *w &= !bit;
-                            }
-                        }
-                    }
+                    Cc(i) => t.special_codes[i] = if v == 255 { 0 } else { v as u8 },
+                    I(_) | L(_) | O(_) | C(_) => set(t, f, v != 0),
                 }
             }
         }
@@ -230,20 +207,47 @@ pub fn apply(t: &mut termios, modes: &[(u8, u32)]) {
 mod tests {
     use super::*;
 
+    /// A pty's settings as the kernel starts it (a Termios has no
+    /// constructor of its own).
+    fn fresh() -> Termios {
+        use rustix::pty::{ioctl_tiocgptpeer, openpt, unlockpt, OpenptFlags};
+        let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
+        let master = openpt(flags).unwrap();
+        unlockpt(&master).unwrap();
+        let slave = ioctl_tiocgptpeer(&master, flags).unwrap();
+        rustix::termios::tcgetattr(&slave).unwrap()
+    }
+
     #[test]
     fn round_trip_and_bad_strings() {
-        // SAFETY: zeroed termios is plain data.
-        let mut t: termios = unsafe { std::mem::zeroed() };
-        t.c_lflag = libc::ECHO | libc::ICANON;
-        t.c_cc[libc::VINTR] = 3;
+        let mut t = fresh();
+        t.local_modes = LocalModes::ECHO | LocalModes::ICANON;
+        t.special_codes[SpecialCodeIndex::VINTR] = 3;
+        t.special_codes[SpecialCodeIndex::VQUIT] = 0;
+        t.control_modes.remove(ControlModes::CSIZE);
+        t.control_modes.insert(ControlModes::CS8);
+        t.set_speed(19200).unwrap();
         let enc = encode(&t);
         let modes = parse(&enc).unwrap();
-        // SAFETY: as above.
-        let mut u: termios = unsafe { std::mem::zeroed() };
-        u.c_lflag = libc::ISIG;
+        // The speeds first, then the table's order; VDISABLE as 255.
+        assert_eq!(modes[0], (TTY_OP_ISPEED, 19200));
+        assert_eq!(modes[1], (TTY_OP_OSPEED, 19200));
+        assert!(modes.contains(&(2, 255)));
+        // CS8 is two bits: CS7's opcode reads as set too, as it always did.
+        assert!(modes.contains(&(90, 1)) && modes.contains(&(91, 1)));
+        let mut u = fresh();
+        u.local_modes = LocalModes::ISIG;
         apply(&mut u, &modes);
-        assert_eq!(u.c_lflag, libc::ECHO | libc::ICANON);
-        assert_eq!(u.c_cc[libc::VINTR], 3);
+        assert_eq!(u.local_modes, LocalModes::ECHO | LocalModes::ICANON);
+        assert_eq!(u.special_codes[SpecialCodeIndex::VINTR], 3);
+        assert_eq!(u.special_codes[SpecialCodeIndex::VQUIT], 0);
+        assert_eq!((u.input_speed(), u.output_speed()), (19200, 19200));
+        // A speed that is not a B* constant goes as 9600 and is ignored
+        // when it comes.
+        t.set_speed(250000).unwrap();
+        assert_eq!(parse(&encode(&t)).unwrap()[0], (TTY_OP_ISPEED, 9600));
+        apply(&mut u, &[(TTY_OP_ISPEED, 250000), (TTY_OP_OSPEED, 250000)]);
+        assert_eq!((u.input_speed(), u.output_speed()), (19200, 19200));
         // Unknown opcodes are kept (and ignored), parsing stops at 160+.
         assert_eq!(parse(&[20, 0, 0, 0, 1, 160, 1]).unwrap(), vec![(20, 1)]);
         assert_eq!(parse(&[53, 0, 0]), Err(ModesError::Truncated(53)));

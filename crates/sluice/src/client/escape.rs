@@ -3,7 +3,7 @@
 //! newline. With a pty, stdin is read here, filtered, and the
 //! rest written into a pipe whose read end is the channel's source.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// EscapeChar / `-e`: a character, `^X` for a control character, or
 /// `none`. Returns None for `none`.
@@ -117,13 +117,8 @@ pub struct Relay {
 impl Relay {
     /// A relay for escape character `ch`.
     pub fn new(ch: u8) -> std::io::Result<Self> {
-        let mut p = [-1; 2];
-        // SAFETY: p is valid for two fds.
-        if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: pipe2 returned two fds that we now own.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) };
+        use rustix::pipe::{pipe_with, PipeFlags};
+        let (read, write) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC)?;
         Ok(Relay {
             filter: Filter::new(ch),
             read,
@@ -162,24 +157,25 @@ impl Relay {
                 break;
             }
             let mut buf = [0u8; READ_CHUNK];
-            // SAFETY: buf is valid for its length.
-            let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
-            if n == 0 {
-                self.stdin_eof = true;
-            } else if n < 0 {
-                let e = std::io::Error::last_os_error();
-                if crate::net::fdio::would_block(&e) || e.kind() == std::io::ErrorKind::Interrupted
-                {
-                    break;
+            match rustix::io::read(rustix::stdio::stdin(), &mut buf) {
+                Ok(0) => self.stdin_eof = true,
+                Err(e) => {
+                    let e = std::io::Error::from(e);
+                    if crate::net::fdio::would_block(&e)
+                        || e.kind() == std::io::ErrorKind::Interrupted
+                    {
+                        break;
+                    }
+                    self.stdin_eof = true;
                 }
-                self.stdin_eof = true;
-            } else {
-                self.pending.clear();
-                self.pos = 0;
-                let input = buf.get(..n as usize).unwrap_or_default();
-                self.filter.feed(input, &mut self.pending, &mut actions);
-                if actions.contains(&Action::Quit) {
-                    return actions;
+                Ok(n) => {
+                    self.pending.clear();
+                    self.pos = 0;
+                    let input = buf.get(..n).unwrap_or_default();
+                    self.filter.feed(input, &mut self.pending, &mut actions);
+                    if actions.contains(&Action::Quit) {
+                        return actions;
+                    }
                 }
             }
         }

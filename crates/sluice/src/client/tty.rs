@@ -7,10 +7,14 @@
 use crate::client::escape::{self, Action, Relay};
 use crate::client::setting_error::SettingError;
 use crate::log;
+use rustix::process::Signal;
+use rustix::termios::{tcgetattr, tcsetattr, Termios};
+use rustix::termios::{InputModes, LocalModes, OptionalActions, OutputModes, SpecialCodeIndex};
 use sluice_proto::msg::ChannelRequestKind;
 use sluice_proto::{ChannelId, Connection};
-use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::ffi::c_int;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 /// Why the session's terminal could not be set up.
@@ -106,55 +110,54 @@ pub(crate) fn window_size(fd: impl AsFd) -> (u32, u32, u32, u32) {
 
 /// `fd`'s terminal modes encoded for a pty-req (RFC 4254 8); none when it
 /// is not a terminal.
+///
+/// By number: client/mux_session.rs hands a passenger's stdin so
+/// (sys::tty says why that is safe).
 pub(crate) fn modes_of(fd: RawFd) -> Vec<u8> {
-    // SAFETY: termios is plain data filled by tcgetattr.
-    let mut tio: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: valid fd and pointer.
-    if unsafe { libc::tcgetattr(fd, &mut tio) } == 0 {
-        crate::ttymodes::encode(&tio)
-    } else {
-        vec![0]
+    match crate::sys::tty::tcgetattr_of_number(fd) {
+        Ok(tio) => crate::ttymodes::encode(&tio),
+        Err(_) => vec![0],
     }
 }
 
 /// The terminal as it was before raw mode; read by the signal handler.
-static SAVED: OnceLock<libc::termios> = OnceLock::new();
+static SAVED: OnceLock<Termios> = OnceLock::new();
 /// Raw mode is on.
 static RAW: AtomicBool = AtomicBool::new(false);
-/// Write end of the SIGWINCH pipe (-1: none).
-static WINCH_W: AtomicI32 = AtomicI32::new(-1);
+/// The SIGWINCH pipe (read end, write end), made once for the process:
+/// the handler writes to it, each session reads a duplicate of the read
+/// end.
+static WINCH: OnceLock<(OwnedFd, OwnedFd)> = OnceLock::new();
 
 pub(crate) fn enter_raw() {
-    // SAFETY: termios is plain data filled by tcgetattr.
-    let mut tio: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: valid fd and pointer.
-    if unsafe { libc::tcgetattr(0, &mut tio) } != 0 {
+    // fd 0 as rustix names it: no std handle (its lock) on this path.
+    let stdin = rustix::stdio::stdin();
+    let Ok(mut tio) = tcgetattr(stdin) else {
         return;
-    }
-    let _ = SAVED.set(tio);
+    };
+    let _ = SAVED.set(tio.clone());
     // ssh's enter_raw_mode.
-    tio.c_iflag |= libc::IGNPAR;
-    tio.c_iflag &= !(libc::ISTRIP
-        | libc::INLCR
-        | libc::IGNCR
-        | libc::ICRNL
-        | libc::IXON
-        | libc::IXANY
-        | libc::IXOFF
-        | libc::IUCLC);
-    tio.c_lflag &= !(libc::ISIG
-        | libc::ICANON
-        | libc::ECHO
-        | libc::ECHOE
-        | libc::ECHOK
-        | libc::ECHONL
-        | libc::IEXTEN);
-    tio.c_oflag &= !libc::OPOST;
-    tio.c_cc[libc::VMIN] = 1;
-    tio.c_cc[libc::VTIME] = 0;
+    tio.input_modes |= InputModes::IGNPAR;
+    tio.input_modes -= InputModes::ISTRIP
+        | InputModes::INLCR
+        | InputModes::IGNCR
+        | InputModes::ICRNL
+        | InputModes::IXON
+        | InputModes::IXANY
+        | InputModes::IXOFF
+        | InputModes::IUCLC;
+    tio.local_modes -= LocalModes::ISIG
+        | LocalModes::ICANON
+        | LocalModes::ECHO
+        | LocalModes::ECHOE
+        | LocalModes::ECHOK
+        | LocalModes::ECHONL
+        | LocalModes::IEXTEN;
+    tio.output_modes -= OutputModes::OPOST;
+    tio.special_codes[SpecialCodeIndex::VMIN] = 1;
+    tio.special_codes[SpecialCodeIndex::VTIME] = 0;
     install_fatal_handlers();
-    // SAFETY: valid fd and pointer.
-    if unsafe { libc::tcsetattr(0, libc::TCSADRAIN, &tio) } == 0 {
+    if tcsetattr(stdin, OptionalActions::Drain, &tio).is_ok() {
         RAW.store(true, Ordering::SeqCst);
         crate::log::RAW_TERMINAL.store(true, Ordering::SeqCst);
     }
@@ -165,40 +168,44 @@ pub(crate) fn leave_raw() {
     if RAW.swap(false, Ordering::SeqCst) {
         crate::log::RAW_TERMINAL.store(false, Ordering::SeqCst);
         if let Some(t) = SAVED.get() {
-            // SAFETY: valid fd and pointer.
-            unsafe { libc::tcsetattr(0, libc::TCSADRAIN, t) };
+            // A raw ioctl (TCSETSW2): async-signal-safe.
+            let _ = tcsetattr(rustix::stdio::stdin(), OptionalActions::Drain, t);
         }
     }
 }
 
-extern "C" fn on_fatal(sig: libc::c_int) {
+extern "C" fn on_fatal(sig: c_int) {
     leave_raw();
     // Re-raised with the default action (both async-signal-safe).
     crate::sys::signal::default(sig);
     crate::sys::signal::raise(sig);
 }
 
-extern "C" fn on_winch(_: libc::c_int) {
-    let fd = WINCH_W.load(Ordering::Relaxed);
-    if fd >= 0 {
-        // SAFETY: write is async-signal-safe; a full pipe just drops the byte.
-        unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
+extern "C" fn on_winch(_: c_int) {
+    // OnceLock::get is an atomic load, write(2) a raw system call: both
+    // async-signal-safe; a full pipe just drops the byte.
+    if let Some((_, w)) = WINCH.get() {
+        let _ = rustix::io::write(w, &[1u8]);
     }
 }
 
 fn install_fatal_handlers() {
-    for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGQUIT] {
-        crate::sys::signal::set_handler(sig, on_fatal);
+    for sig in [Signal::HUP, Signal::INT, Signal::TERM, Signal::QUIT] {
+        crate::sys::signal::set_handler(sig.as_raw(), on_fatal);
     }
 }
 
-/// The SIGWINCH pipe's read end.
+/// The SIGWINCH pipe's read end (a duplicate: the pipe stays open for the
+/// process, the handler writes to it).
 fn winch_pipe() -> Option<OwnedFd> {
     use rustix::pipe::{pipe_with, PipeFlags};
-    let (r, w) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC).ok()?;
-    // The write end stays open for the process: the handler writes to it.
-    WINCH_W.store(w.into_raw_fd(), Ordering::SeqCst);
-    crate::sys::signal::set_handler(libc::SIGWINCH, on_winch);
+    if WINCH.get().is_none() {
+        let pipe = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC).ok()?;
+        // Lost only to another thread that made one at the same moment.
+        let _ = WINCH.set(pipe);
+    }
+    let r = WINCH.get()?.0.try_clone().ok()?;
+    crate::sys::signal::set_handler(Signal::WINCH.as_raw(), on_winch);
     Some(r)
 }
 

@@ -8,7 +8,10 @@ use crate::net::pump::ChanIo;
 use crate::server::privsep::wire::WireError;
 use crate::server::session::{self, PreExec, SessionSpawn};
 use crate::ttymodes;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use rustix::fs::{Gid, Mode, Uid};
+use rustix::pty::OpenptFlags;
+use rustix::termios::{OptionalActions, Winsize};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::process::{Child, Stdio};
 
 /// Most of /etc/motd shown at login.
@@ -96,35 +99,30 @@ impl std::error::Error for PtyError {
     }
 }
 
-fn os_err(call: &'static str) -> PtyError {
+fn os_err(call: &'static str, e: impl Into<std::io::Error>) -> PtyError {
     PtyError::Os {
         call,
-        err: std::io::Error::last_os_error(),
+        err: e.into(),
     }
 }
 
-/// openpty(3) in this process; both ends close-on-exec.
+/// openpty(3) in this process, as glibc does it (/dev/ptmx read-write,
+/// no controlling terminal; grantpt, unlockpt; the slave through
+/// TIOCGPTPEER, by its name on kernels before 4.13); both ends
+/// close-on-exec from the start. Any step's error is openpty's.
 pub fn openpty() -> Result<PtyPair, PtyError> {
-    let (mut m, mut s) = (-1, -1);
-    // SAFETY: out-pointers are valid; name, termios and winsize may be null.
-    let rc = unsafe {
-        libc::openpty(
-            &mut m,
-            &mut s,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
+    let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
+    let e = |e| os_err("openpty", e);
+    let master = rustix::pty::openpt(flags).map_err(e)?;
+    rustix::pty::grantpt(&master).map_err(e)?;
+    rustix::pty::unlockpt(&master).map_err(e)?;
+    let slave = match rustix::pty::ioctl_tiocgptpeer(&master, flags) {
+        Ok(s) => s,
+        Err(_) => {
+            let name = rustix::pty::ptsname(&master, Vec::new()).map_err(e)?;
+            rustix::fs::open(name.as_c_str(), flags.into(), Mode::empty()).map_err(e)?
+        }
     };
-    if rc != 0 {
-        return Err(os_err("openpty"));
-    }
-    // SAFETY: openpty returned two fds that we now own.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
-    for fd in [m, s] {
-        // SAFETY: plain fcntl on fds we own; the child must inherit neither.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    }
     Ok(PtyPair {
         master,
         slave,
@@ -143,15 +141,7 @@ pub fn allocate_for(uid: u32) -> Result<PtyPair, PtyError> {
 
 /// The slave's path, from the descriptor itself.
 pub fn slave_name(slave: &OwnedFd) -> Result<String, PtyError> {
-    let mut buf = [0 as libc::c_char; 128];
-    // SAFETY: buf is valid for its length.
-    if unsafe { libc::ttyname_r(slave.as_raw_fd(), buf.as_mut_ptr(), buf.len()) } != 0 {
-        return Err(os_err("ttyname"));
-    }
-    // SAFETY: ttyname_r wrote a NUL-terminated string into buf.
-    Ok(unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned())
+    crate::sys::tty::ttyname(slave.as_fd()).map_err(|e| os_err("ttyname", e))
 }
 
 impl Pty {
@@ -172,14 +162,9 @@ impl Pty {
             owner_set,
         } = alloc()?;
         let name = slave_name(&slave)?;
-        let s = slave.as_raw_fd();
-        // SAFETY: termios is plain data filled by tcgetattr.
-        let mut tio: libc::termios = unsafe { std::mem::zeroed() };
-        // SAFETY: valid fd and pointer.
-        if unsafe { libc::tcgetattr(s, &mut tio) } == 0 {
+        if let Ok(mut tio) = rustix::termios::tcgetattr(&slave) {
             ttymodes::apply(&mut tio, &modes);
-            // SAFETY: valid fd and pointer.
-            unsafe { libc::tcsetattr(s, libc::TCSANOW, &tio) };
+            let _ = rustix::termios::tcsetattr(&slave, OptionalActions::Now, &tio);
         }
         let pty = Pty {
             master,
@@ -201,14 +186,13 @@ impl Pty {
     /// foreground process group gets SIGWINCH.
     pub fn resize(&self, (cols, rows, wpx, hpx): (u32, u32, u32, u32)) {
         let c = |v: u32| v.min(u32::from(u16::MAX)) as u16;
-        let ws = libc::winsize {
+        let ws = Winsize {
             ws_row: c(rows),
             ws_col: c(cols),
             ws_xpixel: c(wpx),
             ws_ypixel: c(hpx),
         };
-        // SAFETY: valid fd and pointer.
-        unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+        let _ = rustix::termios::tcsetwinsize(&self.master, ws);
     }
 
     /// Runs the session on the slave: its own session (setsid) with the
@@ -232,18 +216,16 @@ impl Pty {
             Vec::new()
         };
         let pre: PreExec = Box::new(move || {
-            // SAFETY: async-signal-safe syscalls only; motd was read before the fork.
-            unsafe {
-                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let mut rest: &[u8] = &motd;
-                while !rest.is_empty() {
-                    let n = libc::write(1, rest.as_ptr().cast(), rest.len());
-                    if n <= 0 {
-                        break;
-                    }
-                    rest = rest.get(n as usize..).unwrap_or_default();
+            // Between fork and exec: rustix's raw system calls only (no
+            // allocation, no lock; an Errno becomes an io::Error without
+            // allocating); motd was read before the fork.
+            rustix::process::setsid()?;
+            rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?;
+            let mut rest: &[u8] = &motd;
+            while !rest.is_empty() {
+                match rustix::io::write(rustix::stdio::stdout(), rest) {
+                    Ok(n) if n > 0 => rest = rest.get(n..).unwrap_or_default(),
+                    _ => break,
                 }
             }
             Ok(())
@@ -268,23 +250,21 @@ impl Pty {
 /// The user owns the slave, group tty, mode 0620 (OpenSSH's pty_setowner);
 /// 0600 when the group cannot be tty. Done on the descriptor, not a path.
 pub fn set_owner(slave: BorrowedFd<'_>, uid: u32) {
-    let fd = slave.as_raw_fd();
     let gid = tty_group();
-    // SAFETY: plain syscall on a descriptor we hold.
-    unsafe { libc::fchown(fd, uid, gid.unwrap_or(u32::MAX)) };
+    // No group: left as it is (-1). Unchecked: the numbers go as they are,
+    // as fchown(2) took them before.
+    let (u, g) = (
+        Uid::from_raw_unchecked(uid),
+        gid.map(Gid::from_raw_unchecked),
+    );
+    let _ = rustix::fs::fchown(slave, Some(u), g);
     // A process that is not root (no privilege separation, sluiced run by
     // a user) cannot chown to group tty unless devpts already gave it
     // (mount option gid=5): then the group is the user's own, and 0620
     // would let its other members write to the terminal. Only the owner.
-    let group_is_tty = gid.is_some_and(|g| {
-        // SAFETY: stat is plain data filled by fstat.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: valid fd and pointer.
-        unsafe { libc::fstat(fd, &mut st) == 0 && st.st_gid == g }
-    });
+    let group_is_tty = gid.is_some_and(|g| rustix::fs::fstat(slave).is_ok_and(|st| st.st_gid == g));
     let mode = if group_is_tty { 0o620 } else { 0o600 };
-    // SAFETY: as above.
-    unsafe { libc::fchmod(fd, mode) };
+    let _ = rustix::fs::fchmod(slave, Mode::from_raw_mode(mode));
 }
 
 fn tty_group() -> Option<u32> {

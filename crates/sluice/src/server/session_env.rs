@@ -8,6 +8,7 @@ use crate::config::sshd::ServerConfig as Sshd;
 use crate::keys::authorized_keys::KeyOptions;
 use crate::log;
 use crate::server::session::UserInfo;
+use rustix::fs::OFlags;
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::ffi::OsStringExt;
@@ -109,7 +110,7 @@ fn user_environment_file(user: &UserInfo) -> Vec<(OsString, OsString)> {
     let path = std::path::Path::new(&user.home).join(".ssh/environment");
     let Ok(f) = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
         .open(&path)
     else {
         return Vec::new();

@@ -24,5 +24,6 @@ pub mod syslog;
 pub mod tcp;
 pub mod tempdir;
 pub mod time;
+pub mod tty;
 pub mod users;
 pub mod utmp;
