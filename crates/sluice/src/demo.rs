@@ -245,12 +245,10 @@ fn spawn_client(
 ) -> Result<ClientProc, DemoError> {
     // SAFETY: see above: single-threaded here; the child only rewires its
     // fds, runs the client and leaves with _exit.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(DemoError::io("fork", std::io::Error::last_os_error()));
-    }
-    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-        return Ok(ClientProc { pid });
+    match unsafe { crate::sys::process::fork() } {
+        Err(e) => return Err(DemoError::io("fork", e)),
+        Ok(crate::sys::process::Forked::Parent(pid)) => return Ok(ClientProc { pid }),
+        Ok(crate::sys::process::Forked::Child) => {}
     }
     let [stdin, stdout, stderr] = &stdio;
     if let Some(end) = stdin {
@@ -279,9 +277,9 @@ fn spawn_client(
         }
     }))
     .unwrap_or(255);
-    // SAFETY: leaving the child without running the parent's destructors
-    // (the temporary directory, the server) or atexit handlers.
-    unsafe { libc::_exit(code) }
+    // Leaving the child without running the parent's destructors (the
+    // temporary directory, the server) or atexit handlers.
+    crate::sys::process::exit_now(code)
 }
 
 /// One direction's result.

@@ -402,20 +402,19 @@ pub fn go_background() -> Result<(), ForwardError> {
     let hup = crate::sys::signal::ignore_for_now(libc::SIGHUP);
     // SAFETY: fork between batches: the other threads are parked crypto
     // workers holding nothing the child uses (it starts its own).
-    match unsafe { libc::fork() } {
-        -1 => {
-            let e = std::io::Error::last_os_error();
+    match unsafe { crate::sys::process::fork() } {
+        Err(e) => {
             hup.restore();
             Err(ForwardError::Fork(e))
         }
-        0 => {
+        Ok(crate::sys::process::Forked::Child) => {
             // A new session, then SIGHUP back: the terminal is no longer ours.
             let _ = rustix::process::setsid();
             hup.restore();
             Ok(())
         }
-        // SAFETY: leave without running destructors that would touch the
+        // Leave without running destructors that would touch the
         // connection the child now owns.
-        _ => unsafe { libc::_exit(0) },
+        Ok(crate::sys::process::Forked::Parent(_)) => crate::sys::process::exit_now(0),
     }
 }

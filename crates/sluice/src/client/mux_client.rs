@@ -323,12 +323,12 @@ pub fn persist_detach(path: &str, ask: Option<&SessionAsk>) -> Result<(), MuxErr
     );
     // SAFETY: fork between batches, as client/forward.rs's go_background:
     // the other threads are parked crypto workers the child does not use.
-    match unsafe { libc::fork() } {
-        -1 => Err(MuxError::Io {
+    match unsafe { crate::sys::process::fork() } {
+        Err(error) => Err(MuxError::Io {
             what: "fork",
-            error: std::io::Error::last_os_error(),
+            error,
         }),
-        0 => {
+        Ok(crate::sys::process::Forked::Child) => {
             let _ = rustix::process::setsid();
             let null = std::fs::OpenOptions::new()
                 .read(true)
@@ -343,15 +343,15 @@ pub fn persist_detach(path: &str, ask: Option<&SessionAsk>) -> Result<(), MuxErr
             let _ = rustix::stdio::dup2_stderr(&null);
             Ok(())
         }
-        _ => {
+        Ok(crate::sys::process::Forked::Parent(_)) => {
             let code = match ask {
                 Some(ask) => ride(path, ask).unwrap_or(255),
                 None => 0,
             };
             let _ = std::io::stderr().flush();
-            // SAFETY: leave without running destructors that would touch
-            // the connection (and the control socket) the master now owns.
-            unsafe { libc::_exit(code) }
+            // Leave without running destructors that would touch the
+            // connection (and the control socket) the master now owns.
+            crate::sys::process::exit_now(code)
         }
     }
 }

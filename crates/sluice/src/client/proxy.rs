@@ -9,7 +9,7 @@
 //! gets SIGHUP and is reaped, as ssh does; the relay ends with the socket.
 
 use super::error::ConnectError;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 
@@ -73,50 +73,54 @@ fn fork_relay(
     to_cmd: OwnedFd,
     from_cmd: OwnedFd,
 ) -> Result<libc::pid_t, ConnectError> {
+    use crate::sys::process::{fork, Forked};
     // SAFETY: the child only makes async-signal-safe calls (fcntl, dup2,
     // close_range, poll, read, write, shutdown, close, _exit) on a stack
     // buffer, so forking a process that may have threads is sound.
-    match unsafe { libc::fork() } {
-        -1 => Err(ConnectError::Socket {
+    match unsafe { fork() } {
+        Err(error) => Err(ConnectError::Socket {
             what: "fork",
-            error: std::io::Error::last_os_error(),
+            error,
         }),
-        0 => {
-            // SAFETY: as above; never returns.
-            unsafe { relay_child(sock.as_raw_fd(), to_cmd.as_raw_fd(), from_cmd.as_raw_fd()) }
-        }
-        pid => Ok(pid),
+        Ok(Forked::Child) => relay_child(sock, to_cmd, from_cmd),
+        Ok(Forked::Parent(pid)) => Ok(pid.as_raw_nonzero().get()),
     }
 }
 
-/// The relay: moves its three fds to 3, 4 and 5, closes every other one
-/// (the client's end of the socketpair above all, or EOF would never come)
-/// and copies each direction until its EOF.
-///
-/// # Safety
-/// Only in the child of `fork`.
-unsafe fn relay_child(sock: RawFd, to_cmd: RawFd, from_cmd: RawFd) -> ! {
-    // SAFETY: plain fd calls on fds this process owns.
+/// The relay, in the forked child: moves its three fds to 3, 4 and 5,
+/// closes every other one (the client's end of the socketpair above all,
+/// or EOF would never come) and copies each direction until its EOF.
+fn relay_child(sock: OwnedFd, to_cmd: OwnedFd, from_cmd: OwnedFd) -> ! {
+    use crate::sys::{fd, inherit, process::exit_now, signal};
+    signal::ignore(libc::SIGPIPE);
+    let high = [&sock, &to_cmd, &from_cmd].map(|f| inherit::dup_cloexec_from(f.as_raw_fd(), 10));
+    let [Ok(a), Ok(b), Ok(c)] = high else {
+        exit_now(1)
+    };
+    // The originals are about to be closed by number with everything else.
+    std::mem::forget((sock, to_cmd, from_cmd));
+    for (i, high) in [a, b, c].into_iter().enumerate() {
+        // SAFETY: a forked child: nothing that runs from here on owns
+        // 3, 4 or 5 (the parent's owners never run again).
+        if unsafe { inherit::place_at(high, 3 + i as i32) }.is_err() {
+            exit_now(1)
+        }
+    }
+    // SAFETY: as above: only 3, 4 and 5 are used from here on, and they
+    // are taken up below.
     unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        let high = [sock, to_cmd, from_cmd].map(|fd| libc::fcntl(fd, libc::F_DUPFD, 10));
-        if high.iter().any(|&fd| fd < 0) {
-            libc::_exit(1);
-        }
-        for (i, fd) in high.iter().enumerate() {
-            if libc::dup2(*fd, 3 + i as i32) < 0 {
-                libc::_exit(1);
-            }
-        }
-        if libc::syscall(libc::SYS_close_range, 6u32, u32::MAX, 0u32) != 0 {
+        if fd::close_range(6, u32::MAX).is_err() {
             // Before Linux 5.9: one by one, up to the descriptor limit.
-            let max = libc::sysconf(libc::_SC_OPEN_MAX).clamp(6, 1 << 20) as i32;
-            for fd in 6..max {
-                libc::close(fd);
+            let max = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+                .current
+                .unwrap_or(1 << 20)
+                .clamp(6, 1 << 20) as i32;
+            for n in 6..max {
+                fd::close(n);
             }
         }
-        libc::close(0);
-        libc::close(1);
+        fd::close(0);
+        fd::close(1);
     }
     // SAFETY: 3, 4 and 5 were just made by dup2 and nothing else owns them.
     let (sock, to_cmd, from_cmd) = unsafe {
@@ -127,8 +131,7 @@ unsafe fn relay_child(sock: RawFd, to_cmd: RawFd, from_cmd: RawFd) -> ! {
         )
     };
     pump_both(UnixStream::from(sock), to_cmd, from_cmd);
-    // SAFETY: leaves the child without the parent's destructors or atexit.
-    unsafe { libc::_exit(0) }
+    exit_now(0)
 }
 
 /// Socket -> command's stdin and command's stdout -> socket, each until its
