@@ -161,7 +161,7 @@ impl Relay {
                 Ok(0) => self.stdin_eof = true,
                 Err(e) => {
                     let e = std::io::Error::from(e);
-                    if crate::net::fdio::would_block(&e)
+                    if crate::sys::fdio::would_block(&e)
                         || e.kind() == std::io::ErrorKind::Interrupted
                     {
                         break;
@@ -189,7 +189,7 @@ impl Relay {
     fn flush(&mut self) {
         let Some(w) = &self.write else { return };
         while let Some(rest) = self.pending.get(self.pos..).filter(|r| !r.is_empty()) {
-            match crate::net::fdio::write_some(w.as_raw_fd(), rest) {
+            match crate::sys::fdio::write_some(w.as_raw_fd(), rest) {
                 Ok(n) => self.pos += n,
                 Err(_) => break,
             }
@@ -203,7 +203,7 @@ pub fn print_help(ch: u8) {
     let text = format!(
         "Supported escape sequences:\r\n {c}.   - terminate connection (and any multiplexed sessions)\r\n {c}B   - send a BREAK to the remote system\r\n {c}I   - show connection information (what limits the transfer)\r\n {c}R   - request rekey\r\n {c}V/v - decrease/increase verbosity (LogLevel)\r\n {c}^Z  - suspend ssh\r\n {c}#   - list forwarded connections\r\n {c}?   - this message\r\n {c}{c}   - send the escape character by typing it twice\r\n(Note that escapes are only recognized immediately after newline.)\r\n"
     );
-    let _ = crate::net::fdio::write_some(2, text.as_bytes());
+    let _ = crate::sys::fdio::write_some(2, text.as_bytes());
 }
 
 /// `~#`: the open connections (one session here).
@@ -211,7 +211,7 @@ pub fn print_list(channel: u32, host: &str) {
     let text = format!(
         "The following connections are open:\r\n  #{channel} client-session (t4 [session] r0 i0/0 o0/0 e[write]/0 fd 4/5/6 sock -1 cc -1 io 0x01/0x00) to {host}\r\n"
     );
-    let _ = crate::net::fdio::write_some(2, text.as_bytes());
+    let _ = crate::sys::fdio::write_some(2, text.as_bytes());
 }
 
 #[cfg(test)]

@@ -47,9 +47,9 @@ pub mod update_host_keys;
 
 use crate::log;
 use crate::net::crypto_pool::CryptoThreads;
-use crate::net::fdio;
 use crate::net::pump::{Pump, PumpError};
 use crate::net::sockbuf::{self, Buf};
+use crate::sys::fdio;
 use dial::tcp_connect;
 pub use dial::Dial;
 pub use error::{ClientError, ConnectError, HostKeyError, SessionError};

@@ -248,7 +248,7 @@ pub fn ride(path: &str, ask: &SessionAsk) -> Option<i32> {
         wait_for_exit(&mut s, ask)
     };
     for (fd, flags) in saved {
-        crate::net::fdio::restore_flags(fd, flags);
+        crate::sys::fdio::restore_flags(fd, flags);
     }
     Some(code)
 }

@@ -367,7 +367,7 @@ impl Passenger {
             .into_iter()
             .flatten()
         {
-            let _ = crate::net::fdio::set_nonblocking(fd.as_raw_fd(), true);
+            let _ = crate::sys::fdio::set_nonblocking(fd.as_raw_fd(), true);
         }
         let mut io = ChanIo::owned(Some(stdin), None, Some(stdout), stderr);
         io.close_when_sink_fails = true;
@@ -413,7 +413,7 @@ fn hung_up(s: &UnixStream) -> bool {
         events: libc::POLLIN,
         revents: 0,
     }];
-    if crate::net::fdio::poll(&mut p, 0).unwrap_or(0) == 0 {
+    if crate::sys::fdio::poll(&mut p, 0).unwrap_or(0) == 0 {
         return false;
     }
     let mut b = [0u8; 64];

@@ -45,7 +45,7 @@ pub fn spawn(command: &str) -> Result<Proxy, ConnectError> {
         return Err(ConnectError::ProxyPipes);
     };
     let relay = fork_relay(relay_end, OwnedFd::from(to_cmd), OwnedFd::from(from_cmd))?;
-    crate::net::fdio::set_nonblocking(ours.as_raw_fd(), true).map_err(|error| {
+    crate::sys::fdio::set_nonblocking(ours.as_raw_fd(), true).map_err(|error| {
         ConnectError::Socket {
             what: "proxy socket",
             error,

@@ -189,7 +189,7 @@ fn peek(fd: BorrowedFd<'_>, buf: &mut [u8]) -> std::io::Result<usize> {
 fn set_lowat(fd: BorrowedFd<'_>, n: usize) {
     // rustix has no SO_RCVLOWAT.
     let v = n.min(MAX_REQUEST) as libc::c_int;
-    crate::net::fdio::set_int_opt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, v);
+    crate::sys::fdio::set_int_opt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, v);
 }
 
 /// The client shut down its side (its bytes so far are all there will be).
@@ -208,12 +208,12 @@ fn peer_closed(fd: BorrowedFd<'_>) -> bool {
 
 fn consume(fd: BorrowedFd<'_>, n: usize) {
     let mut v = Vec::with_capacity(n);
-    let _ = crate::net::fdio::read_append(fd.as_raw_fd(), &mut v, n);
+    let _ = crate::sys::fdio::read_append(fd.as_raw_fd(), &mut v, n);
 }
 
 /// Best effort: replies are a few bytes to a socket that just wrote to us.
 pub fn send(fd: &OwnedFd, data: &[u8]) {
-    let _ = crate::net::fdio::write_some(fd.as_raw_fd(), data);
+    let _ = crate::sys::fdio::write_some(fd.as_raw_fd(), data);
 }
 
 impl Handshake {
@@ -233,7 +233,7 @@ impl Handshake {
             let n = match peek(fd, &mut buf) {
                 Ok(0) => return Step::Fail("SOCKS client closed the connection".into()),
                 Ok(n) => n,
-                Err(e) if crate::net::fdio::would_block(&e) => return Step::Wait,
+                Err(e) if crate::sys::fdio::would_block(&e) => return Step::Wait,
                 Err(e) => return Step::Fail(format!("SOCKS client: {e}")),
             };
             let b = buf.get(..n).unwrap_or_default();

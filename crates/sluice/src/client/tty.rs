@@ -394,7 +394,7 @@ impl TtySession {
         let flags: Vec<(i32, i32)> = [0, 1, 2]
             .iter()
             .filter_map(|&fd| {
-                crate::net::fdio::set_nonblocking(fd, false)
+                crate::sys::fdio::set_nonblocking(fd, false)
                     .ok()
                     .map(|f| (fd, f))
             })
@@ -405,7 +405,7 @@ impl TtySession {
         // Reversed: 0, 1 and 2 often share one open file (the terminal),
         // so only the first call saw the original flags.
         for (fd, f) in flags.into_iter().rev() {
-            crate::net::fdio::restore_flags(fd, f);
+            crate::sys::fdio::restore_flags(fd, f);
         }
         enter_raw();
     }

@@ -35,7 +35,7 @@ pub fn send_fd(sock: &impl AsFd, fd: RawFd) -> io::Result<()> {
             Ok(1) => return Ok(()),
             Ok(_) => return Err(io::Error::other("short sendmsg")),
             Err(Errno::INTR) => continue,
-            Err(Errno::AGAIN) => super::fdio::wait(sock.as_fd(), PollFlags::OUT, None)?,
+            Err(Errno::AGAIN) => crate::sys::fdio::wait(sock.as_fd(), PollFlags::OUT, None)?,
             Err(e) => return Err(e.into()),
         }
     }
@@ -60,7 +60,7 @@ pub fn recv_fd(sock: &impl AsFd, timeout: Duration) -> io::Result<OwnedFd> {
             Ok(msg) => msg,
             Err(Errno::INTR) => continue,
             Err(Errno::AGAIN) => {
-                super::fdio::wait(sock.as_fd(), PollFlags::IN, Some(timeout))?;
+                crate::sys::fdio::wait(sock.as_fd(), PollFlags::IN, Some(timeout))?;
                 continue;
             }
             Err(e) => return Err(e.into()),

@@ -48,7 +48,7 @@ impl std::error::Error for FwdError {
 /// The channel fds for a connected socket: read it for CHANNEL_DATA, write
 /// the peer's data to a `dup` of it, shut its write side on the peer's EOF.
 pub fn socket_io(sock: OwnedFd) -> io::Result<ChanIo> {
-    super::fdio::set_nonblocking(sock.as_raw_fd(), true)?;
+    crate::sys::fdio::set_nonblocking(sock.as_raw_fd(), true)?;
     let dup = sock.try_clone()?;
     let mut io = ChanIo::owned(Some(sock), None, Some(dup), None);
     io.close_sink_on_eof = true;
@@ -352,7 +352,7 @@ impl Connecting {
                     .unwrap_or_else(|| io::Error::other("no address"));
                 return ConnectResult::Failed(e);
             };
-            if super::fdio::wait(fd.as_fd(), PollFlags::OUT, Some(Duration::ZERO)).is_err() {
+            if crate::sys::fdio::wait(fd.as_fd(), PollFlags::OUT, Some(Duration::ZERO)).is_err() {
                 return ConnectResult::Pending;
             }
             // A failed SO_ERROR read counts as connected, as before.

@@ -3,7 +3,6 @@
 pub mod compress_ctl;
 pub mod crypto_pool;
 pub mod crypto_workers;
-pub mod fdio;
 pub mod fdpass;
 pub mod fwdsock;
 pub mod hwzlib;

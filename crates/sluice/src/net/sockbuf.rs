@@ -255,7 +255,7 @@ pub fn connect(
     match net::connect(&stream, &addr) {
         Ok(()) => {}
         Err(rustix::io::Errno::INPROGRESS) => {
-            super::fdio::wait(stream.as_fd(), rustix::event::PollFlags::OUT, timeout)?;
+            crate::sys::fdio::wait(stream.as_fd(), rustix::event::PollFlags::OUT, timeout)?;
             if let Some(e) = stream.take_error()? {
                 return Err(e);
             }

@@ -394,7 +394,7 @@ impl ServerConn {
         // TCPKeepAlive (default yes): the kernel notices a peer gone for good.
         let on = libc::c_int::from(self.cfg.tcp_keep_alive);
         // A failure (not a TCP socket, as with a relayed -i) changes nothing.
-        crate::net::fdio::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, on);
+        crate::sys::fdio::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, on);
     }
 }
 

@@ -241,7 +241,7 @@ impl Pty {
         drop(cmd);
         let src = self.master.try_clone().map_err(e)?;
         let sink = self.master.try_clone().map_err(e)?;
-        let _ = crate::net::fdio::set_nonblocking(src.as_raw_fd(), true);
+        let _ = crate::sys::fdio::set_nonblocking(src.as_raw_fd(), true);
         let io = ChanIo::owned(Some(src), None, Some(sink), None);
         Ok((child, io))
     }

@@ -10,6 +10,7 @@ pub mod creds;
 pub mod crypt;
 pub mod dl;
 pub mod fd;
+pub mod fdio;
 pub mod fs;
 pub mod glob;
 pub mod ifaddrs;

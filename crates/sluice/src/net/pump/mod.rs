@@ -35,9 +35,9 @@ pub use stream::{ChanFd, Ext};
 
 use super::compress_ctl::{LevelControl, Stalls};
 use super::crypto_pool::{CryptoPool, CryptoThreads};
-use super::fdio;
 use super::metrics::tally::{self, Wait};
 use super::path::PathFeed;
+use crate::sys::fdio;
 use channels::consumed_on;
 use sluice_proto::{Connection, Event};
 use std::os::fd::RawFd;

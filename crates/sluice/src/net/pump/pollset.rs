@@ -9,7 +9,7 @@
 
 use super::channels::ChannelFds;
 use super::handler::Handler;
-use crate::net::fdio;
+use crate::sys::fdio;
 use sluice_proto::Connection;
 use std::time::{Duration, Instant};
 

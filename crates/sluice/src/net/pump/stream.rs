@@ -12,7 +12,7 @@
 //! rest kept pending.
 
 use super::pending::Pending;
-use crate::net::fdio;
+use crate::sys::fdio;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// Which of a channel's two streams each way: `Data` is CHANNEL_DATA,

@@ -5,8 +5,8 @@
 //! condition variable, never spins, and gives up when the transfer failed.
 
 use super::hub::Hub;
-use crate::net::fdio;
 use crate::net::pump::ChanFd;
+use crate::sys::fdio;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 

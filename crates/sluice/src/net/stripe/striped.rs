@@ -10,8 +10,8 @@
 //! acknowledgement and reports a failure; [`handle_ack`] takes the peer's.
 
 use super::hub::{Failure, Hub};
-use crate::net::fdio;
 use crate::net::pump::{ChannelEndpoint, Ext, Produced};
+use crate::sys::fdio;
 use sluice_proto::msg::{ChannelRequestKind, DisconnectReason};
 use sluice_proto::stripe::codec::Ack;
 use sluice_proto::stripe::{StripeError, ACK_REQUEST};

@@ -366,9 +366,9 @@ fn command_pipes(child: &mut std::process::Child) -> ChanIo {
     io.close_sink_on_eof = true;
     let pipe = command_pipe_size();
     for fd in io.raw_fds() {
-        let _ = crate::net::fdio::set_nonblocking(fd, true);
+        let _ = crate::sys::fdio::set_nonblocking(fd, true);
         if pipe > 0 {
-            crate::net::fdio::set_pipe_size(fd, pipe);
+            crate::sys::fdio::set_pipe_size(fd, pipe);
         }
     }
     io

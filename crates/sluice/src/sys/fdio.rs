@@ -1,5 +1,13 @@
 //! Thin, non-panicking wrappers over the fd system calls the data path uses,
 //! reading into a `Vec`'s spare capacity so no buffer is zero-filled first.
+//!
+//! They take descriptors by number, as the pump holds them: one poll set
+//! mixes the connection's socket, each channel's fds (owned by the channel
+//! or lent by the caller: our own stdin and stdout) and the handler's (its
+//! listeners, signal pipe, terminal), whose owners all outlive the loop.
+//! None of these calls can break memory safety whatever the number (a
+//! closed one is EBADF); giving the pump owned or borrowed descriptors
+//! throughout is the step after this one.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -63,12 +71,6 @@ pub fn write_some(fd: RawFd, data: &[u8]) -> io::Result<usize> {
             return Err(e);
         }
     }
-}
-
-/// Closes an fd we own.
-pub fn close(fd: RawFd) {
-    // SAFETY: the caller owns `fd` and never uses it again.
-    unsafe { libc::close(fd) };
 }
 
 /// poll(2) over `fds`, retrying on EINTR; `timeout_ms` < 0 waits forever.
