@@ -113,8 +113,9 @@ fn watchdog(pid: u32, moved: Arc<AtomicU64>, done: Arc<AtomicBool>) {
             if now != last.0 {
                 last = (now, Instant::now());
             } else if last.1.elapsed() > STALL {
-                // SAFETY: kill(2) on our own child's pid; no memory involved.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
                 return;
             }
         }

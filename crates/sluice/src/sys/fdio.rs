@@ -88,6 +88,13 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
     }
 }
 
+/// Shuts down the write side of socket `fd` (the far end sees EOF while
+/// it can still send); errors (not a socket, not connected) are ignored.
+pub fn shutdown_write(fd: RawFd) {
+    // SAFETY: shutdown(2) takes no memory.
+    unsafe { libc::shutdown(fd, libc::SHUT_WR) };
+}
+
 /// True if the error only means "try again later".
 pub fn would_block(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::WouldBlock

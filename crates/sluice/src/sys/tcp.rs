@@ -35,3 +35,12 @@ pub fn tcp_info(fd: RawFd, buf: &mut [u8]) -> Option<usize> {
     };
     (r == 0).then_some((len as usize).min(buf.len()))
 }
+
+/// Bytes waiting in socket `fd`'s receive queue, not yet read
+/// (FIONREAD, alias SIOCINQ); None when the call fails.
+pub fn recv_queue(fd: RawFd) -> Option<u64> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int to the pointer, a live local.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    (r == 0).then_some(u64::try_from(n).unwrap_or(0))
+}

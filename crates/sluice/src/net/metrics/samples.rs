@@ -19,10 +19,7 @@ use std::time::{Duration, Instant};
 
 /// Bytes received on a socket that we have not read (SIOCINQ).
 fn recv_queue(fd: RawFd) -> Option<u64> {
-    let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD (SIOCINQ) writes one int to the pointer.
-    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
-    (r == 0).then_some(u64::try_from(n).unwrap_or(0))
+    crate::sys::tcp::recv_queue(fd)
 }
 
 /// The MetricsPath file could not be created.

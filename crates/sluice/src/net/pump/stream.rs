@@ -206,8 +206,7 @@ impl Stream {
     /// while it can still send to us).
     pub(crate) fn shutdown_write(&self) {
         if let Some(fd) = self.raw_fd() {
-            // SAFETY: plain syscall on an fd we hold.
-            unsafe { libc::shutdown(fd, libc::SHUT_WR) };
+            fdio::shutdown_write(fd);
         }
     }
 }
