@@ -40,5 +40,8 @@ fuzz_target!(|data: &[u8]| {
         ..ServerConfig::default()
     };
     feed(Connection::server(server, Box::new(SystemRng)), &input);
-    feed(Connection::client(ClientConfig::default(), Box::new(SystemRng)), &input);
+    feed(
+        Connection::client(ClientConfig::default(), Box::new(SystemRng)),
+        &input,
+    );
 });

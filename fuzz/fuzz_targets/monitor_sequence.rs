@@ -34,6 +34,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let (_, signed) = drive(phase, host, &datagrams);
     if phase == Phase::Preauth {
-        assert!(signed <= 1, "the pre-auth monitor signed {signed} exchanges");
+        assert!(
+            signed <= 1,
+            "the pre-auth monitor signed {signed} exchanges"
+        );
     }
 });

@@ -10,10 +10,15 @@ use libfuzzer_sys::fuzz_target;
 use sluice::server::forward::parse_request_data;
 use sluice::ttymodes;
 
+/// A pty's settings, taken once (opening a pty per input would be the
+/// target's whole cost).
+static BASE: std::sync::OnceLock<ttymodes::Termios> = std::sync::OnceLock::new();
+
 fuzz_target!(|data: &[u8]| {
     if let Ok(modes) = ttymodes::parse(data) {
-        // SAFETY: termios is plain data; all zeroes is a valid value.
-        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        let mut t = BASE
+            .get_or_init(|| ttymodes::pty_defaults().expect("a pty for the base termios"))
+            .clone();
         ttymodes::apply(&mut t, &modes);
         let _ = ttymodes::encode(&t);
     }

@@ -2,9 +2,21 @@
 //! they stand for, as OpenSSH's ttymodes.h lists them. The client encodes
 //! its local terminal; the server applies them to the pty it allocates.
 
-use rustix::termios::{
-    ControlModes, InputModes, LocalModes, OutputModes, SpecialCodeIndex, Termios,
-};
+use rustix::termios::{ControlModes, InputModes, LocalModes, OutputModes, SpecialCodeIndex};
+
+pub use rustix::termios::Termios;
+
+/// A fresh pty's settings as the kernel starts them: a base to apply modes
+/// onto where there is no terminal of one's own (a Termios has no empty
+/// value). Opens and closes a pty.
+pub fn pty_defaults() -> std::io::Result<Termios> {
+    use rustix::pty::{ioctl_tiocgptpeer, openpt, unlockpt, OpenptFlags};
+    let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
+    let master = openpt(flags)?;
+    unlockpt(&master)?;
+    let slave = ioctl_tiocgptpeer(&master, flags)?;
+    Ok(rustix::termios::tcgetattr(&slave)?)
+}
 
 /// Where an opcode's value lives in a termios.
 #[derive(Clone, Copy)]
@@ -207,15 +219,8 @@ pub fn apply(t: &mut Termios, modes: &[(u8, u32)]) {
 mod tests {
     use super::*;
 
-    /// A pty's settings as the kernel starts it (a Termios has no
-    /// constructor of its own).
     fn fresh() -> Termios {
-        use rustix::pty::{ioctl_tiocgptpeer, openpt, unlockpt, OpenptFlags};
-        let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
-        let master = openpt(flags).unwrap();
-        unlockpt(&master).unwrap();
-        let slave = ioctl_tiocgptpeer(&master, flags).unwrap();
-        rustix::termios::tcgetattr(&slave).unwrap()
+        pty_defaults().unwrap()
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! The system calls that no safe crate offers (rustix keeps signal
-//! dispositions unsafe), each behind one documented function; the
-//! runtime's `unsafe` is meant to live here.
+//! The system calls that no safe crate offers, or offers with other
+//! semantics, each behind one documented function; the runtime's
+//! `unsafe` lives here.
 //!
 //! A function is safe where the call can be made so; where soundness rests
 //! on the caller (closing descriptors by number, sys/fd.rs) it is an

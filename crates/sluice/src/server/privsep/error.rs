@@ -192,13 +192,6 @@ impl From<Violation> for PrivsepError {
     }
 }
 
-/// For callers that still hand errors on as text.
-impl From<PrivsepError> for String {
-    fn from(e: PrivsepError) -> String {
-        e.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

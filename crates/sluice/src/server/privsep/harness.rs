@@ -90,7 +90,7 @@ fn run(phase: Phase, m: OwnedFd, host: Arc<dyn Signer>) -> (Result<(), String>, 
             let mut auth = MonitorAuth::new(config(), peer, peer);
             super::monitor::preauth_phase(None, &m, &mut keys, &mut auth)
                 .map(drop)
-                .map_err(String::from)
+                .map_err(|e| e.to_string())
         }
         Phase::Postauth => {
             let Ok((a, _b)) = std::os::unix::net::UnixStream::pair() else {
@@ -120,7 +120,7 @@ fn run(phase: Phase, m: OwnedFd, host: Arc<dyn Signer>) -> (Result<(), String>, 
                 &mut stripe,
                 &mut logins,
             )
-            .map_err(String::from)
+            .map_err(|e| e.to_string())
         }
     };
     (r, keys.signed())

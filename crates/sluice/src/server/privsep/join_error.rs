@@ -157,10 +157,3 @@ impl std::error::Error for JoinError {
         }
     }
 }
-
-/// For callers that still hand errors on as text.
-impl From<JoinError> for String {
-    fn from(e: JoinError) -> String {
-        e.to_string()
-    }
-}

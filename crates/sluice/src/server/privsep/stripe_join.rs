@@ -400,7 +400,7 @@ mod tests {
             "127.0.0.1:40000".parse().unwrap(),
             "127.0.0.1:22".parse().unwrap(),
         );
-        let number = |r: Result<Joining, JoinError>| r.map(|j| j.number).map_err(String::from);
+        let number = |r: Result<Joining, JoinError>| r.map(|j| j.number).map_err(|e| e.to_string());
         let md = std::fs::metadata(&dir).unwrap();
         assert_eq!(md.mode() & 0o777, 0o700);
         let mut joiner = Joiner::new(&grant, &primary);
