@@ -11,6 +11,7 @@ use super::mux_wire::{self as mux, Fields, Msg};
 use super::plan::SessionPlan;
 use crate::log;
 use std::io::Write;
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 
 /// What a passenger asks the master for.
@@ -186,15 +187,14 @@ pub fn ride(path: &str, ask: &SessionAsk) -> Option<i32> {
         match &ask.stdio_fwd {
             Some((host, port)) => {
                 s.write_all(&ask.stdio_message(2, host, *port))?;
-                for fd in 0..2 {
-                    crate::net::fdpass::send_fd(&s, fd)?;
-                }
+                crate::net::fdpass::send_fd(&s, std::io::stdin().as_fd())?;
+                crate::net::fdpass::send_fd(&s, std::io::stdout().as_fd())?;
             }
             None => {
                 s.write_all(&ask.message(2))?;
-                for fd in 0..3 {
-                    crate::net::fdpass::send_fd(&s, fd)?;
-                }
+                crate::net::fdpass::send_fd(&s, std::io::stdin().as_fd())?;
+                crate::net::fdpass::send_fd(&s, std::io::stdout().as_fd())?;
+                crate::net::fdpass::send_fd(&s, std::io::stderr().as_fd())?;
             }
         }
         Ok(())

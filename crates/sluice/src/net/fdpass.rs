@@ -12,19 +12,15 @@ use rustix::net::{
 };
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 /// Room for one SCM_RIGHTS header and a few descriptors (12: more than one
 /// are received, and closed, rather than cut off).
 const CMSG_ROOM: usize = rustix::cmsg_space!(ScmRights(12));
 
-/// Sends `fd` (the receiver gets its own copy) with one zero byte. `fd`
-/// must stay open for the call.
-pub fn send_fd(sock: &impl AsFd, fd: RawFd) -> io::Result<()> {
-    // SAFETY: the caller's `fd` is open for the call (above), and the
-    // borrow ends with it.
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+/// Sends `fd` (the receiver gets its own copy) with one zero byte.
+pub fn send_fd(sock: &impl AsFd, fd: BorrowedFd<'_>) -> io::Result<()> {
     let byte = [0u8];
     let fds = [fd];
     let mut space = [MaybeUninit::uninit(); CMSG_ROOM];
@@ -93,7 +89,6 @@ pub fn peer_uid(sock: &impl AsFd) -> io::Result<u32> {
 mod tests {
     use super::*;
     use std::io::{Read, Write};
-    use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
 
     #[test]
@@ -101,8 +96,8 @@ mod tests {
         let (mut a, b) = UnixStream::pair().unwrap();
         let (mut r, w) = UnixStream::pair().unwrap();
         a.write_all(b"msg").unwrap();
-        send_fd(&a, w.as_raw_fd()).unwrap();
-        send_fd(&a, w.as_raw_fd()).unwrap();
+        send_fd(&a, w.as_fd()).unwrap();
+        send_fd(&a, w.as_fd()).unwrap();
         drop(w);
         let mut head = [0u8; 3];
         (&b).read_exact(&mut head).unwrap();
