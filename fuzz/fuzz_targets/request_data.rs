@@ -11,16 +11,17 @@ use sluice::server::forward::parse_request_data;
 use sluice::ttymodes;
 
 /// A pty's settings, taken once (opening a pty per input would be the
-/// target's whole cost).
-static BASE: std::sync::OnceLock<ttymodes::Termios> = std::sync::OnceLock::new();
+/// target's whole cost); None where no pty can be opened (only the parse
+/// is fuzzed there).
+static BASE: std::sync::OnceLock<Option<ttymodes::Termios>> = std::sync::OnceLock::new();
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(modes) = ttymodes::parse(data) {
-        let mut t = BASE
-            .get_or_init(|| ttymodes::pty_defaults().expect("a pty for the base termios"))
-            .clone();
-        ttymodes::apply(&mut t, &modes);
-        let _ = ttymodes::encode(&t);
+        if let Some(base) = BASE.get_or_init(|| ttymodes::pty_defaults().ok()) {
+            let mut t = base.clone();
+            ttymodes::apply(&mut t, &modes);
+            let _ = ttymodes::encode(&t);
+        }
     }
     let _ = parse_request_data(data);
 });
