@@ -31,21 +31,11 @@ pub struct Crypt {
 /// Opens libcrypt.so.1 (kept loaded) and finds crypt_rn; call once and
 /// keep the result.
 pub fn load() -> Result<Crypt, LoadError> {
-    // SAFETY: dlopen/dlsym with NUL-terminated names; the library stays
-    // loaded.
-    let f = unsafe {
-        let h = libc::dlopen(c"libcrypt.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-        if h.is_null() {
-            return Err(LoadError::NoLibrary);
-        }
-        libc::dlsym(h, c"crypt_rn".as_ptr())
-    };
-    if f.is_null() {
-        return Err(LoadError::NoFunction);
-    }
-    // SAFETY: the address is libxcrypt's crypt_rn, whose signature is
-    // CryptRn.
-    let f = unsafe { std::mem::transmute::<*mut c_void, CryptRn>(f) };
+    let lib = super::dl::Library::open(c"libcrypt.so.1").map_err(|_| LoadError::NoLibrary)?;
+    // SAFETY: libxcrypt's crypt_rn has the prototype CryptRn; the library
+    // stays loaded (below) for as long as the pointer lives.
+    let f = unsafe { lib.symbol::<CryptRn>(c"crypt_rn") }.ok_or(LoadError::NoFunction)?;
+    lib.keep_loaded();
     Ok(Crypt { f })
 }
 

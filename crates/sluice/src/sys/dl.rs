@@ -24,8 +24,19 @@ impl Library {
     /// it; which library is trusted is the caller's choice. Err is
     /// dlerror's text, None when the loader gives none.
     pub fn open(name: &CStr) -> Result<Library, Option<String>> {
+        Library::open_with(name, libc::RTLD_NOW | libc::RTLD_LOCAL)
+    }
+
+    /// As [`Library::open`], but with RTLD_GLOBAL: the library's symbols
+    /// serve the libraries it loads in turn (libpam's modules, as sshd
+    /// opens it).
+    pub fn open_global(name: &CStr) -> Result<Library, Option<String>> {
+        Library::open_with(name, libc::RTLD_NOW | libc::RTLD_GLOBAL)
+    }
+
+    fn open_with(name: &CStr, flags: libc::c_int) -> Result<Library, Option<String>> {
         // SAFETY: a valid C string; dlopen keeps no pointer to it.
-        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        let handle = unsafe { libc::dlopen(name.as_ptr(), flags) };
         match NonNull::new(handle) {
             Some(handle) => Ok(Library { handle }),
             None => Err(dl_error()),

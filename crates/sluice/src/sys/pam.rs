@@ -87,39 +87,26 @@ pub struct Lib {
 pub fn load() -> Option<&'static Lib> {
     static LIB: OnceLock<Option<Lib>> = OnceLock::new();
     LIB.get_or_init(|| {
-        // SAFETY: dlopen/dlsym with NUL-terminated names; the library stays
-        // loaded, and each symbol is the libpam function of that signature
-        // (Linux-PAM's _pam_types.h / pam_appl.h).
-        unsafe {
-            let h = libc::dlopen(c"libpam.so.0".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL);
-            if h.is_null() {
-                return None;
+        let lib = super::dl::Library::open_global(c"libpam.so.0").ok()?;
+        // SAFETY: each symbol is the libpam function of that prototype
+        // (Linux-PAM's _pam_types.h / pam_appl.h); the library stays loaded
+        // (below) for as long as the pointers live.
+        let funcs = unsafe {
+            Lib {
+                start: lib.symbol(c"pam_start")?,
+                end: lib.symbol(c"pam_end")?,
+                set_item: lib.symbol(c"pam_set_item")?,
+                authenticate: lib.symbol(c"pam_authenticate")?,
+                acct_mgmt: lib.symbol(c"pam_acct_mgmt")?,
+                setcred: lib.symbol(c"pam_setcred")?,
+                open_session: lib.symbol(c"pam_open_session")?,
+                close_session: lib.symbol(c"pam_close_session")?,
+                strerror: lib.symbol(c"pam_strerror")?,
+                getenvlist: lib.symbol(c"pam_getenvlist")?,
             }
-            let sym = |name: &CStr| {
-                let p = libc::dlsym(h, name.as_ptr());
-                (!p.is_null()).then_some(p)
-            };
-            Some(Lib {
-                start: std::mem::transmute::<*mut c_void, StartFn>(sym(c"pam_start")?),
-                end: std::mem::transmute::<*mut c_void, EndFn>(sym(c"pam_end")?),
-                set_item: std::mem::transmute::<*mut c_void, SetItemFn>(sym(c"pam_set_item")?),
-                authenticate: std::mem::transmute::<*mut c_void, FlagsFn>(sym(
-                    c"pam_authenticate",
-                )?),
-                acct_mgmt: std::mem::transmute::<*mut c_void, FlagsFn>(sym(c"pam_acct_mgmt")?),
-                setcred: std::mem::transmute::<*mut c_void, FlagsFn>(sym(c"pam_setcred")?),
-                open_session: std::mem::transmute::<*mut c_void, FlagsFn>(sym(
-                    c"pam_open_session",
-                )?),
-                close_session: std::mem::transmute::<*mut c_void, FlagsFn>(sym(
-                    c"pam_close_session",
-                )?),
-                strerror: std::mem::transmute::<*mut c_void, StrerrorFn>(sym(c"pam_strerror")?),
-                getenvlist: std::mem::transmute::<*mut c_void, GetenvlistFn>(sym(
-                    c"pam_getenvlist",
-                )?),
-            })
-        }
+        };
+        lib.keep_loaded();
+        Some(funcs)
     })
     .as_ref()
 }
