@@ -73,6 +73,29 @@ pub fn write_some(fd: RawFd, data: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// Writes `parts` in order with one writev(2), without blocking on a
+/// non-blocking fd; returns the bytes taken (a prefix of the parts joined).
+/// Empty parts are skipped.
+pub fn write_parts(fd: RawFd, parts: [&[u8]; 2]) -> io::Result<usize> {
+    if parts[1].is_empty() {
+        return write_some(fd, parts[0]);
+    }
+    let iov = parts.map(io::IoSlice::new);
+    loop {
+        // SAFETY: std guarantees `IoSlice` is ABI-compatible with `struct
+        // iovec` on Unix; both slices are valid for their lengths and the
+        // kernel only reads them.
+        let n = unsafe { libc::writev(fd, iov.as_ptr().cast(), iov.len() as libc::c_int) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// poll(2) over `fds`, retrying on EINTR; `timeout_ms` < 0 waits forever.
 pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
     loop {

@@ -159,7 +159,7 @@ impl Stream {
     pub(crate) fn drain_fd(&mut self, fd: RawFd) -> (usize, Option<std::io::Error>) {
         let mut taken = 0;
         while !self.pending.is_empty() {
-            match fdio::write_some(fd, self.pending.bytes()) {
+            match fdio::write_parts(fd, self.pending.slices()) {
                 Ok(n) => {
                     self.pending.advance(n);
                     taken += n;
@@ -183,7 +183,7 @@ impl Stream {
     /// whether it lost data the reader wanted (a full disk) or not (EPIPE).
     pub(crate) fn drain_fd_blocking(&mut self, fd: RawFd) -> std::io::Result<()> {
         while !self.pending.is_empty() {
-            match fdio::write_some(fd, self.pending.bytes()) {
+            match fdio::write_parts(fd, self.pending.slices()) {
                 Ok(n) => self.pending.advance(n),
                 Err(e) if fdio::would_block(&e) => {
                     let mut p = [libc::pollfd {
