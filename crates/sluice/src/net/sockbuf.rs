@@ -101,13 +101,24 @@ pub struct Granted {
     pub advice: Option<String>,
 }
 
-/// Sets `buf` on `fd` to `bytes`, forcing past the sysctl cap where the
-/// process may (root), and reads back what the kernel granted. `fd` must
+/// Sets `buf` on `fd` to `bytes` (TcpRcvBuf, TcpSndBuf), forcing past the
+/// sysctl cap where the process may (root), and reads back what the kernel
+/// granted; advice when it was capped or is too small to be meant. `fd` must
 /// stay open for the call.
 pub fn set(fd: RawFd, buf: Buf, bytes: u64) -> Granted {
     // SAFETY: the caller's `fd` is open for the call (above), and the
     // borrow ends with it.
-    set_with(unsafe { BorrowedFd::borrow_raw(fd) }, buf, bytes, true)
+    set_asked(unsafe { BorrowedFd::borrow_raw(fd) }, buf, bytes)
+}
+
+/// [`set_with`] forcing, for a size a configuration asked for: with advice
+/// on a size too small to be meant.
+fn set_asked(fd: BorrowedFd<'_>, buf: Buf, bytes: u64) -> Granted {
+    let mut g = set_with(fd, buf, bytes, true);
+    if g.advice.is_none() {
+        g.advice = small_advice(buf, bytes);
+    }
+    g
 }
 
 /// [`set`], forcing past the sysctl cap only when `force`.
@@ -117,25 +128,46 @@ fn set_with(fd: BorrowedFd<'_>, buf: Buf, bytes: u64, force: bool) -> Granted {
     if force && granted < bytes && set_raw(fd, buf, true, bytes) {
         granted = get_on(fd, buf).unwrap_or(granted);
     }
-    let advice = (granted < bytes).then(|| {
-        let cap = std::fs::read_to_string(format!("/proc/sys/{}", buf.sysctl().replace('.', "/")))
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok());
-        let cap_text = cap.map_or(String::new(), |c| format!(" = {c}"));
-        format!(
-            "{}: socket buffer capped at {} by {}{cap_text}; raise it with: sysctl -w {}={}",
-            buf.keyword(),
-            human(granted),
-            buf.sysctl(),
-            buf.sysctl(),
-            bytes
-        )
-    });
+    let advice = (granted < bytes).then(|| capped_advice(buf, granted, bytes));
     Granted {
         asked: bytes,
         granted,
         advice,
     }
+}
+
+/// Below this a socket buffer set on purpose is taken for a mistake.
+const SMALL_BUF: u64 = 64 << 10;
+
+/// A buffer asked for under [`SMALL_BUF`]: most likely a size meant in KB
+/// (HPN-SSH's TcpRcvBuf was; ours is bytes). At 256 bytes a loopback
+/// download crawled at 22 MB/s burning 50 CPU-seconds per GiB.
+fn small_advice(buf: Buf, bytes: u64) -> Option<String> {
+    (bytes < SMALL_BUF).then(|| {
+        format!(
+            "{} {bytes} is {bytes} bytes: a socket buffer that small holds one connection to about \
+             {:.1} MB/s per millisecond of round trip; the size is in bytes (HPN-SSH read it in \
+             KB: write {bytes}K for that), or leave it unset for the automatic size",
+            buf.keyword(),
+            bytes as f64 / 1e3,
+        )
+    })
+}
+
+/// The kernel granted less than asked: what capped it and how to raise it.
+fn capped_advice(buf: Buf, granted: u64, bytes: u64) -> String {
+    let cap = std::fs::read_to_string(format!("/proc/sys/{}", buf.sysctl().replace('.', "/")))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    let cap_text = cap.map_or(String::new(), |c| format!(" = {c}"));
+    format!(
+        "{}: socket buffer capped at {} by {}{cap_text}; raise it with: sysctl -w {}={}",
+        buf.keyword(),
+        human(granted),
+        buf.sysctl(),
+        buf.sysctl(),
+        bytes
+    )
 }
 
 /// sshd_config's RemoteBufMax: how large a client's RemoteRcvBuf /
@@ -235,7 +267,7 @@ pub fn connect(
     let granted = bufs
         .iter()
         .filter(|(_, n)| *n > 0)
-        .map(|&(b, n)| set_with(owned.as_fd(), b, n, true))
+        .map(|&(b, n)| set_asked(owned.as_fd(), b, n))
         .collect();
     let stream = std::net::TcpStream::from(owned);
     if let Some(local) = from {
@@ -297,6 +329,17 @@ mod tests {
             a.contains("net.core.wmem_max") && a.contains("sysctl -w"),
             "{a}"
         );
+    }
+
+    #[test]
+    fn a_tiny_buffer_is_explained_as_a_unit_mistake() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = set(l.as_raw_fd(), Buf::Recv, 4096).advice.unwrap();
+        assert!(
+            a.starts_with("TcpRcvBuf 4096 is 4096 bytes") && a.contains("4096K"),
+            "{a}"
+        );
+        assert!(set(l.as_raw_fd(), Buf::Recv, 64 << 10).advice.is_none());
     }
 
     #[test]
