@@ -148,6 +148,16 @@ impl ChanIo {
         self.eof_sent
     }
 
+    /// Until when a sink of this channel that is taking bytes holds more
+    /// input back ([`Stream::holding`]).
+    pub(crate) fn holding(&self, now: std::time::Instant) -> Option<std::time::Instant> {
+        self.incoming
+            .iter()
+            .flatten()
+            .filter_map(|s| s.holding(now))
+            .min()
+    }
+
     /// Everything received has been written out.
     pub fn sinks_drained(&self) -> bool {
         self.incoming.iter().flatten().all(|s| s.pending.is_empty())
@@ -263,6 +273,9 @@ impl ChanIo {
         }
         match Stream::write_fd(fd, data) {
             Wrote::Took(n) => {
+                if n > 0 {
+                    s.took_at = Some(std::time::Instant::now());
+                }
                 s.pending.extend(data.get(n..).unwrap_or_default());
                 n
             }

@@ -38,6 +38,13 @@ impl ChannelFds {
         self.map.values().any(|io| !io.sinks_drained())
     }
 
+    /// Until when received input waits in the socket rather than being
+    /// copied behind a sink that is taking bytes (the earliest such sink's
+    /// hold; see `Stream::holding`). None: input is handled now.
+    pub(crate) fn input_hold(&self, now: std::time::Instant) -> Option<std::time::Instant> {
+        self.map.values().filter_map(|io| io.holding(now)).min()
+    }
+
     /// The channels with an end attached.
     pub fn ids(&self) -> Vec<ChannelId> {
         self.map.keys().copied().collect()

@@ -93,6 +93,12 @@ pub struct Pump {
     /// end has no fd to wake the loop, and its peer may be waiting for
     /// exactly those bytes (found as a rare hang of the echo test).
     out_cut: bool,
+    /// Input handling stopped behind a sink that is taking bytes, until
+    /// then at most (see `Stream::holding`): the rest of the input waits
+    /// in the buffer and the socket instead of being copied into the
+    /// sink's pending bytes (on a download into a slower pipe that copy
+    /// took most of the received data).
+    held: Option<Instant>,
     /// Steers the outgoing compression level, once a stream with a level
     /// handle runs (net/compress_ctl/).
     level_ctl: Option<LevelControl>,
@@ -134,6 +140,7 @@ impl Pump {
             path: PathFeed::default(),
             again: false,
             out_cut: false,
+            held: None,
             level_ctl: None,
             level_fixed: false,
             window_stalls: Stalls::default(),
@@ -198,11 +205,19 @@ impl Pump {
             conn.handle_timeout(now);
             self.path.poll(self.sock, conn, now);
             self.again = false;
+            // Sinks first: what they take now leaves room to write the
+            // next packets straight from the input buffer.
+            self.drain_sinks(conn);
             self.process_input(conn, handler)?;
             handler
                 .tick(conn, &mut self.fds)
                 .map_err(PumpError::Handler)?;
             self.drain_sinks(conn);
+            // Input held behind a sink that has drained since waits in the
+            // buffer, where no fd will say so: the next turn comes at once.
+            self.again |= self.held.is_some()
+                && self.in_start < self.inbuf.len()
+                && self.fds.input_hold(Instant::now()).is_none();
             self.fill_output(conn);
             self.flush_socket()?;
             self.again |= self.out_cut && self.out.len() - self.out_pos < OUT_HIGH_WATER;
@@ -229,6 +244,7 @@ impl Pump {
                 write: self.out_pos < self.out.len(),
                 room: self.out.len() - self.out_pos < OUT_HIGH_WATER,
                 again: self.again,
+                hold_until: self.held,
             };
             let why = self.wait_reason();
             let slept = Instant::now();
@@ -262,6 +278,7 @@ impl Pump {
         conn: &mut Connection,
         handler: &mut dyn Handler<Error = E>,
     ) -> Result<(), PumpError<E>> {
+        self.held = None;
         loop {
             let mut progressed = false;
             loop {
@@ -270,6 +287,10 @@ impl Pump {
                     break;
                 };
                 if window.is_empty() {
+                    break;
+                }
+                if let Some(until) = self.fds.input_hold(now) {
+                    self.held = Some(until);
                     break;
                 }
                 let pool = &mut self.crypto;

@@ -25,6 +25,8 @@ pub(crate) struct SockInterest {
     pub(crate) room: bool,
     /// Run the next turn at once (an in-process end moved bytes).
     pub(crate) again: bool,
+    /// Input waits behind a sink until then at most: wake by then.
+    pub(crate) hold_until: Option<Instant>,
 }
 
 fn pollfd(fd: std::os::fd::RawFd, events: libc::c_short) -> libc::pollfd {
@@ -77,6 +79,10 @@ pub(crate) fn wait<E>(
         .poll_timeout()
         .map(|t| t.saturating_duration_since(now));
     if let Some(t) = handler.tick_interval() {
+        timeout = Some(timeout.map_or(t, |x| x.min(t)));
+    }
+    if let Some(until) = sock.hold_until {
+        let t = until.saturating_duration_since(now);
         timeout = Some(timeout.map_or(t, |x| x.min(t)));
     }
     if sock.again {

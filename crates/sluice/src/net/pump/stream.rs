@@ -14,6 +14,7 @@
 use super::pending::Pending;
 use crate::sys::fdio;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
 
 /// Which of a channel's two streams each way: `Data` is CHANNEL_DATA,
 /// `Stderr` is CHANNEL_EXTENDED_DATA (type 1 when we send; any type the
@@ -103,6 +104,8 @@ pub(crate) struct Stream {
     pub(crate) eof: bool,
     /// Received bytes the sink has not taken yet (incoming streams).
     pub(crate) pending: Pending,
+    /// When the sink last took bytes (incoming streams).
+    pub(crate) took_at: Option<Instant>,
 }
 
 impl Stream {
@@ -153,6 +156,16 @@ impl Stream {
         }
     }
 
+    /// The sink of an fd stream is taking bytes but holds some back: more
+    /// received data is better left in the socket than copied behind
+    /// them, until `HOLD` after it last took some (then it may be stuck,
+    /// and the other channels must not wait for it). Returns until when.
+    pub(crate) fn holding(&self, now: Instant) -> Option<Instant> {
+        const HOLD: Duration = Duration::from_millis(20);
+        let until = self.took_at? + HOLD;
+        (self.fd.is_some() && !self.pending.is_empty() && now < until).then_some(until)
+    }
+
     /// Writes pending bytes to the fd until it would block. Returns the
     /// bytes taken off the pending buffer (written, or dropped on a
     /// failure) and the write's error, if it failed.
@@ -163,6 +176,9 @@ impl Stream {
                 Ok(n) => {
                     self.pending.advance(n);
                     taken += n;
+                    if n > 0 {
+                        self.took_at = Some(Instant::now());
+                    }
                 }
                 Err(e) if fdio::would_block(&e) => break,
                 Err(e) => {
