@@ -46,7 +46,7 @@
 //!   predicted ratio is under [`MIN_RATIO`] is never chosen.
 //! - Behind a peer's window that the path's round trip fills (a stock
 //!   sshd's 2 MiB at 10 ms: the payload in flight is at least
-//!   [`WINDOW_SHARE`] of it) every level delivers the same payload: level
+//!   [`limit::WINDOW_SHARE`] of it) every level delivers the same payload: level
 //!   1 is the level there (the least work that still shortens the wire's
 //!   queue), unless the copy is predicted faster by [`MARGIN`].
 //! - Over a path of at least [`SETUP_RTT`] it starts at level 1 (the
@@ -58,10 +58,15 @@
 //! the controller deterministically (`sim_tests.rs`). Each decision is
 //! logged at debug1 (`-v`) with its figures, each window at debug2.
 
+mod limit;
 mod model;
 mod sample;
 
 use crate::log;
+use limit::Limit;
+#[cfg(test)]
+use limit::LINK_BOUND;
+pub use limit::{Socket, Stalls};
 use model::{Model, Sample};
 use sample::Sampler;
 use sluice_proto::transport::compress::Level;
@@ -93,17 +98,6 @@ const MARGIN: f64 = 0.1;
 /// measured on the same bytes, which varies far less (zstd's levels 3 to 6
 /// add 6% on text).
 const LINK_MARGIN: f64 = 0.03;
-/// Unsent bytes in the socket above which the link (or the peer's
-/// window) is taken as the limit: compression is keeping ahead of it.
-const LINK_BOUND: u64 = 256 << 10;
-/// Waits for the peer's channel window in one window that make it the
-/// limit (one may be a burst at the window's edge).
-const STALLS_BOUND: u32 = 2;
-/// Share of the peer's window that the payload in flight over the path's
-/// round trip must reach for the window itself (not the peer's CPU) to be
-/// what holds the rate back. On loopback behind a busy sshd it is about
-/// 1%, through 10 ms at 1 Gbit/s about 60%.
-const WINDOW_SHARE: f64 = 0.3;
 /// The least round trip over which the transfer starts at level 1: on
 /// loopback the copy is 2.5 times as fast as level 1.
 const SETUP_RTT: Duration = Duration::from_millis(1);
@@ -121,74 +115,6 @@ pub fn log_summary(conn: &sluice_proto::Connection) {
             );
         }
     }
-}
-
-/// Waits for the peer's channel window since the controller last looked.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Stalls {
-    /// How many times data waited.
-    pub count: u32,
-    /// The largest window those peers granted (payload bytes).
-    pub window: u64,
-}
-
-/// What held a window's rate back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Limit {
-    /// Data waited unsent in the socket: the link.
-    Link,
-    /// Data waited for the peer's channel window, and the path's round trip
-    /// at this rate fills a good part of it: the window is the limit.
-    Window,
-    /// Data waited for the peer's channel window, far from filled by the
-    /// path: the peer's work is what returns it.
-    Peer,
-    /// Neither: our own work.
-    Cpu,
-}
-
-impl Limit {
-    /// How a window's log line says it.
-    fn describe(self) -> &'static str {
-        match self {
-            Limit::Link => "link-bound",
-            Limit::Window => "window-bound (the peer's window fills the path)",
-            Limit::Peer => "peer-bound (waits for its window)",
-            Limit::Cpu => "CPU-bound",
-        }
-    }
-
-    /// The link when data waited in the socket unsent; the peer when data
-    /// waited for its window more than once: the window itself when the
-    /// payload in flight at `rate` over the path's round trip fills a good
-    /// part of it, else the peer's work; otherwise our own.
-    fn of(socket: Option<Socket>, stalls: Stalls, rate: f64) -> Limit {
-        if socket.is_some_and(|k| k.unsent >= LINK_BOUND) {
-            Limit::Link
-        } else if stalls.count >= STALLS_BOUND {
-            let in_flight = socket.map_or(0.0, |k| rate * k.rtt.as_secs_f64());
-            if in_flight >= WINDOW_SHARE * stalls.window as f64 {
-                Limit::Window
-            } else {
-                Limit::Peer
-            }
-        } else {
-            Limit::Cpu
-        }
-    }
-}
-
-/// What the socket says, read once or twice per window.
-#[derive(Debug, Clone, Copy)]
-pub struct Socket {
-    /// Bytes the peer acknowledged, since the connection started.
-    pub acked: u64,
-    /// Bytes in the send queue, sent or not (SIOCOUTQ).
-    pub queued: u64,
-    /// Bytes in the send queue not sent yet.
-    pub unsent: u64,
-    /// The path's round trip (TCP_INFO's minimum).
-    pub rtt: Duration,
 }
 
 /// One batch as the pump saw it.

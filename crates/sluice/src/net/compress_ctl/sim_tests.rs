@@ -142,11 +142,16 @@ fn sample_of(kind: Kind, levels: &[u8]) -> Sample {
 /// Sends `mib` MiB of `data` (its kind MiB by MiB) through `path` in
 /// batches of one MiB, the controller steering the level.
 fn run(path: Path, data: impl Fn(u64) -> Kind, mib: u64) -> Run {
+    run_engine("zstd@sluice.dev", path, data, mib)
+}
+
+/// [`run`] with the engine named `engine`.
+fn run_engine(engine: &str, path: Path, data: impl Fn(u64) -> Kind, mib: u64) -> Run {
     if std::env::var_os("SIM_LOG").is_some() {
         crate::log::set_level(crate::log::Level::Debug2);
     }
     let t0 = Instant::now();
-    let mut c = LevelControl::new(Level::new(0), "zstd@sluice.dev", (0, 0), t0);
+    let mut c = LevelControl::new(Level::new(0), engine, (0, 0), t0);
     let (mut secs, mut raw, mut z) = (0.0, 0u64, 0.0);
     let mut out = Run {
         levels: Vec::new(),
@@ -232,7 +237,13 @@ fn loopback_stays_at_level_0() {
 
 #[test]
 fn alternating_data_does_not_flap() {
-    let alternating = |i: u64| if i % 2 == 0 { Kind::Text } else { Kind::Random };
+    let alternating = |i: u64| {
+        if i.is_multiple_of(2) {
+            Kind::Text
+        } else {
+            Kind::Random
+        }
+    };
     for path in [GBIT, MBIT100] {
         let r = run(path, alternating, 512);
         let most = r.most_changes_per_second();
@@ -283,4 +294,12 @@ fn a_slow_level_is_never_kept_below_the_link_rate() {
         r.levels[..128].iter().rev().take(32).all(|&l| l >= 2),
         "{r:?}"
     );
+}
+
+#[test]
+fn zlib_stays_at_level_6_or_under() {
+    // Toward stock sshd: deflate above 6 barely adds ratio.
+    let r = run_engine("zlib@openssh.com", MBIT100, text, 256);
+    assert!(r.levels.iter().all(|&l| l <= 6), "{r:?}");
+    assert!(r.levels.iter().skip(128).all(|&l| l >= 5), "{r:?}");
 }
