@@ -13,10 +13,10 @@
 //! data's luck.
 //!
 //! - **Samples** (`sample.rs`): after each window (at most every
-//!   [`SAMPLE_GAP`]) a copy of the next 64 KiB of payload
-//!   goes to a side thread (a queue of one: dropped while it is busy),
-//!   which compresses it alone at the level in use, its neighbours
-//!   (one down, two up) and 1, each from a fresh stream, and times each.
+//!   [`SAMPLE_GAP`]) a copy of the next 64 KiB of payload goes to a side
+//!   thread (a queue of one: dropped while it is busy), which compresses
+//!   it alone at the level in use, one down, two up and 1, each from a
+//!   fresh stream, and times each.
 //!   That gives every level's ratio relative to the level in use on the
 //!   same bytes, and its cost per byte; both are smoothed (EWMA) so one
 //!   sample's luck does not flip a decision. The cost is calibrated by the
@@ -24,21 +24,24 @@
 //! - **Windows**: at least [`WINDOW_BYTES`] of payload and [`WINDOW_TIME`]
 //!   ([`WINDOW_FAST_BYTES`] on a fast path; the first, holding the
 //!   session's setup, only the bytes) give the payload rate, the stream's
-//!   ratio, and what held the rate back: the link when data waited unsent
-//!   in the socket (TCP_INFO, SIOCOUTQ), the peer's window when data waited
-//!   for it, our CPU otherwise. A CPU-bound window gives the cost of the
-//!   rest of the path (read, seal, write) per byte; a link-bound one the
-//!   link's capacity (while the link was never the limit, its capacity is
-//!   at least the best wire rate seen). After a change of level the
-//!   window waits until the peer has acknowledged what was in the socket
-//!   at the change: until then the old level's bytes drain.
-//! - **The decision**, after each window: each level's predicted payload
-//!   rate is the least of our CPU's (1 / (path cost + its compression
-//!   cost)), the link's capacity times its ratio, and the peer's limit.
-//!   The level moves to the best only once the level in use held for
-//!   [`HOLD_TIME`] and [`HOLD_BYTES`], and only for a predicted gain of
-//!   [`MARGIN`] or more ([`LINK_MARGIN`] for a level the link holds back
-//!   with our CPU well ahead, where the gain is its ratio alone); at once when the model says the level in use is
+//!   ratio, and what held the rate back (`limit.rs`): the link when data
+//!   waited unsent in the socket (TCP_INFO, SIOCOUTQ), the peer's window
+//!   when data waited for it, our CPU otherwise. A CPU-bound window gives
+//!   the cost of the rest of the path (read, seal, write) per byte; a
+//!   link-bound one the link's capacity (while the link was never the
+//!   limit, its capacity is at least the best wire rate seen); one held
+//!   back by the peer (its window or its work) a limit every level shares.
+//!   After a change of level the window waits until the peer has
+//!   acknowledged what was in the socket at the change: until then the
+//!   old level's bytes drain.
+//! - **The decision** (`decide.rs`), after each window: each level's
+//!   predicted payload rate is the least of our CPU's (1 / (path cost +
+//!   its compression cost)), the link's capacity times its ratio, and the
+//!   peer's limit. The level moves to the best only once the level in use
+//!   held for [`HOLD_TIME`] and [`HOLD_BYTES`], and only for a predicted
+//!   gain of [`MARGIN`] or more ([`LINK_MARGIN`] from a level above 0 to
+//!   one the link holds back with our CPU well ahead, where the gain is
+//!   the ratio alone); at once when the model says the level in use is
 //!   CPU-bound below what the copy would deliver through the link.
 //! - Data that does not compress (a window's ratio under [`MIN_RATIO`])
 //!   goes to level 0 at once, its levels' ratios start again from 1, and
@@ -46,9 +49,9 @@
 //!   predicted ratio is under [`MIN_RATIO`] is never chosen.
 //! - Behind a peer's window that the path's round trip fills (a stock
 //!   sshd's 2 MiB at 10 ms: the payload in flight is at least
-//!   [`limit::WINDOW_SHARE`] of it) every level delivers the same payload: level
-//!   1 is the level there (the least work that still shortens the wire's
-//!   queue), unless the copy is predicted faster by [`MARGIN`].
+//!   [`limit::WINDOW_SHARE`] of it) every level delivers the same payload:
+//!   level 1 is the level there (the least work that still shortens the
+//!   wire's queue), unless the copy is predicted faster by [`MARGIN`].
 //! - Over a path of at least [`SETUP_RTT`] it starts at level 1 (the
 //!   transfer starts in TCP's slow start, where the link is the limit);
 //!   under it (loopback, a LAN) at 0. zlib stays at most at 6, which
