@@ -173,6 +173,24 @@ pub fn default_engines() -> Vec<Arc<dyn CompressionEngine>> {
     ]
 }
 
+/// The size `sample` compresses to alone, from a fresh stream, at `level`
+/// (0-9, as [`Level`]) of the engine named `name`: what a runtime's level
+/// controller measures the levels by, on the same bytes. Level 0 is the
+/// engine's stored form (the sample's own size). Pure: no clock, no
+/// threads; an engine without such a form (or `none`) is an error.
+pub fn sample_len(name: &str, level: u8, sample: &[u8]) -> Result<usize, CompressError> {
+    if level == 0 {
+        return Ok(sample.len());
+    }
+    if name == super::zstd::NAME {
+        super::zstd::sample_len(level, sample)
+    } else if is_openssh_name(name) {
+        super::pzlib::sample_len(level, sample)
+    } else {
+        Err(CompressError)
+    }
+}
+
 /// The engines of `engines` that start only after user authentication: what
 /// a server offers, so nothing is inflated for an unauthenticated peer
 /// (sshd's `Compression yes`).
@@ -248,6 +266,25 @@ mod tests {
             auto_names(&all, false),
             ["zstd@sluice.dev", "none", "zlib@openssh.com"]
         );
+    }
+
+    #[test]
+    fn samples_compress_alone_at_each_level() {
+        let text: Vec<u8> = b"a sample of text that repeats itself, "
+            .iter()
+            .cycle()
+            .take(64 << 10)
+            .copied()
+            .collect();
+        for name in ["zstd@sluice.dev", "zlib@openssh.com", "zlib"] {
+            assert_eq!(sample_len(name, 0, &text), Ok(text.len()));
+            for level in 1..=9 {
+                let n = sample_len(name, level, &text).unwrap();
+                assert!(n > 0 && n * 20 < text.len(), "{name} {level}: {n}");
+            }
+            assert_eq!(sample_len(name, 1, &[]).map(|n| n < 16), Ok(true));
+        }
+        assert_eq!(sample_len("none", 1, &text), Err(CompressError));
     }
 
     #[test]

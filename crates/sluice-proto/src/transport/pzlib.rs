@@ -173,6 +173,24 @@ fn deflate_packet(z: &mut Compress, packet: &[u8], out: &mut Vec<u8>) -> Result<
     }
 }
 
+/// The size `sample` raw-deflates to alone at `level` (fresh state, no
+/// dictionary, one final flush): a level controller's measure of a level
+/// on the bytes it sends (`compress::sample_len`).
+pub(crate) fn sample_len(level: u8, sample: &[u8]) -> Result<usize, CompressError> {
+    let mut z = Compress::new(Compression::new(level.min(9).into()), false);
+    let mut out = Vec::with_capacity(sample.len() + sample.len() / 1000 + 64);
+    loop {
+        let rest = sample.get(z.total_in() as usize..).unwrap_or_default();
+        let status = z
+            .compress_vec(rest, &mut out, FlushCompress::Finish)
+            .map_err(|_| CompressError)?;
+        if status == flate2::Status::StreamEnd {
+            return Ok(out.len());
+        }
+        out.reserve(out.capacity().max(1024));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

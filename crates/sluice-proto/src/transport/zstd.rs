@@ -307,6 +307,15 @@ fn compress_packet(
     }
 }
 
+/// The size `sample` compresses to as one zstd frame alone at `level`
+/// (our 0-9 scale, see [`zstd_level`]): a level controller's measure of a
+/// level on the bytes it sends (`compress::sample_len`).
+pub(crate) fn sample_len(level: u8, sample: &[u8]) -> Result<usize, CompressError> {
+    zstd::bulk::compress(sample, zstd_level(level))
+        .map(|z| z.len())
+        .map_err(|_| CompressError)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

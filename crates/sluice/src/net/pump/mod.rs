@@ -33,7 +33,7 @@ pub use endpoint::{ChannelEndpoint, Produced, WakeFd};
 pub use handler::{Handler, PumpError, PumpIo};
 pub use stream::{ChanFd, Ext};
 
-use super::compress_ctl::{LevelControl, Stalls};
+use super::compress_ctl::{self, LevelControl, Stalls};
 use super::crypto_pool::{CryptoPool, CryptoThreads};
 use super::metrics::tally::{self, Wait};
 use super::path::PathFeed;
@@ -466,6 +466,10 @@ impl Pump {
                     };
                     match io.read_into(ext, &mut self.out, slot.max) {
                         Read::Data(n) => {
+                            if let Some(c) = self.level_ctl.as_mut() {
+                                let data = self.out.get(slot.data_at..slot.data_at + n);
+                                c.offer(data.unwrap_or_default());
+                            }
                             self.again |= io.is_in_process();
                             tally::add_data(n as u64, 0);
                             conn.finish_data_slot(slot, n, &mut self.out);
@@ -489,8 +493,9 @@ impl Pump {
             }
         }
         let pool = &mut self.crypto;
+        let began = Instant::now();
         conn.compress_batch(&mut self.out, &mut |jobs| pool.run_compress(jobs));
-        self.steer_compression(conn);
+        self.steer_compression(conn, began);
         let pool = &mut self.crypto;
         conn.seal_batch(&mut self.out, &mut |jobs| pool.run(jobs));
         // Always seal what the data path queued (a re-key's KEXINIT, window
@@ -498,24 +503,30 @@ impl Pump {
         conn.poll_transmit(Instant::now(), &mut self.out);
     }
 
-    /// Lets the level controller see the batch just compressed.
-    fn steer_compression(&mut self, conn: &Connection) {
+    /// Lets the level controller see the batch just compressed (its
+    /// compression began at `began`).
+    fn steer_compression(&mut self, conn: &Connection, began: Instant) {
         let Some(stats) = conn.compression_stats().0.filter(|_| !self.level_fixed) else {
             return;
         };
+        let now = Instant::now();
         if self.level_ctl.is_none() {
             let name = conn.outgoing_compression().unwrap_or_default();
             self.level_ctl = conn
                 .compression_level()
-                .map(|l| LevelControl::new(l, name, stats));
+                .map(|l| LevelControl::new(l, name, stats, now).with_sampler());
         }
         if let Some(c) = self.level_ctl.as_mut() {
             let sock = self.sock;
-            let stalls = std::mem::take(&mut self.window_stalls);
-            c.after_batch(stats, stalls, || {
+            let batch = compress_ctl::Batch {
+                stats,
+                stalls: std::mem::take(&mut self.window_stalls),
+                busy: now.saturating_duration_since(began),
+            };
+            c.after_batch(now, batch, || {
                 let info = super::path::tcp_info(sock)?;
                 let queued = super::path::send_queue(sock)?;
-                (info.bytes_acked > 0).then_some(super::compress_ctl::Socket {
+                (info.bytes_acked > 0).then_some(compress_ctl::Socket {
                     acked: info.bytes_acked,
                     queued,
                     unsent: u64::from(info.notsent_bytes),
