@@ -426,3 +426,45 @@ impl ChanIo {
             .sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::pipe::{pipe_with, PipeFlags};
+    use std::time::{Duration, Instant};
+
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).unwrap()
+    }
+
+    /// A sink that takes bytes but not all holds further input back, for at
+    /// most 20 ms after it last took some; one that took nothing does not
+    /// (it may be stuck, and the other channels must not wait for it).
+    #[test]
+    fn a_taking_sink_holds_input_back_for_a_while_only() {
+        let (r, w) = pipe();
+        let mut io = ChanIo::owned(None, None, Some(w), None);
+        assert_eq!(io.holding(Instant::now()), None);
+        let big = vec![7u8; 4 << 20];
+        let took = io.deliver(Ext::Data, &big);
+        assert!(took > 0 && took < big.len(), "{took}");
+        let until = io.holding(Instant::now()).expect("held while taking");
+        assert!(until <= Instant::now() + Duration::from_millis(20));
+        assert_eq!(io.holding(until), None, "not past the hold");
+        // The reader takes some: the drain writes more and holds again.
+        let mut buf = vec![0u8; 1 << 20];
+        let n = rustix::io::read(&r, &mut buf).unwrap();
+        assert!(n > 0);
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(io.holding(Instant::now()), None, "stuck 25 ms");
+        assert!(io.drain() > 0);
+        assert!(io.holding(Instant::now()).is_some());
+
+        // A sink full from the start never took anything: no hold.
+        let (_r2, w2) = pipe();
+        while rustix::io::write(&w2, &buf).is_ok() {}
+        let mut stuck = ChanIo::owned(None, None, Some(w2), None);
+        assert_eq!(stuck.deliver(Ext::Data, &big), 0);
+        assert_eq!(stuck.holding(Instant::now()), None);
+    }
+}
