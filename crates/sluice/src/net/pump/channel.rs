@@ -150,11 +150,15 @@ impl ChanIo {
 
     /// Until when a sink of this channel that is taking bytes holds more
     /// input back ([`Stream::holding`]).
-    pub(crate) fn holding(&self, now: std::time::Instant) -> Option<std::time::Instant> {
+    pub(crate) fn holding(
+        &self,
+        now: std::time::Instant,
+        cap: std::time::Duration,
+    ) -> Option<std::time::Instant> {
         self.incoming
             .iter()
             .flatten()
-            .filter_map(|s| s.holding(now))
+            .filter_map(|s| s.holding(now, cap))
             .min()
     }
 
@@ -273,8 +277,16 @@ impl ChanIo {
         }
         match Stream::write_fd(fd, data) {
             Wrote::Took(n) => {
+                // What it did not take starts a hold, which lasts only
+                // while the sink goes on taking (see `Stream::holding`):
+                // a sink that took the last packet whole and is full now
+                // holds; one that has not taken anything lately does not.
+                let now = std::time::Instant::now();
                 if n > 0 {
-                    s.took_at = Some(std::time::Instant::now());
+                    s.took_at = Some(now);
+                }
+                if n < data.len() {
+                    s.hold_from = Some(now);
                 }
                 s.pending.extend(data.get(n..).unwrap_or_default());
                 n
@@ -433,38 +445,61 @@ mod tests {
     use rustix::pipe::{pipe_with, PipeFlags};
     use std::time::{Duration, Instant};
 
+    const CAP: Duration = Duration::from_millis(100);
+
     fn pipe() -> (OwnedFd, OwnedFd) {
         pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).unwrap()
     }
 
-    /// A sink that takes bytes but not all holds further input back, for at
-    /// most 20 ms after it last took some; one that took nothing does not
-    /// (it may be stuck, and the other channels must not wait for it).
+    /// A sink that took part of a packet holds further input back while it
+    /// goes on taking (within 20 ms) and for the cap (here 100 ms) at most,
+    /// however it goes on; one that took nothing holds nothing (it may be
+    /// stuck, and the other channels must not wait for it).
     #[test]
     fn a_taking_sink_holds_input_back_for_a_while_only() {
         let (r, w) = pipe();
         let mut io = ChanIo::owned(None, None, Some(w), None);
-        assert_eq!(io.holding(Instant::now()), None);
+        assert_eq!(io.holding(Instant::now(), CAP), None);
         let big = vec![7u8; 4 << 20];
         let took = io.deliver(Ext::Data, &big);
         assert!(took > 0 && took < big.len(), "{took}");
-        let until = io.holding(Instant::now()).expect("held while taking");
+        let until = io.holding(Instant::now(), CAP).expect("held while taking");
         assert!(until <= Instant::now() + Duration::from_millis(20));
-        assert_eq!(io.holding(until), None, "not past the hold");
-        // The reader takes some: the drain writes more and holds again.
+        assert_eq!(io.holding(until, CAP), None, "not past the hold");
+        // The reader takes some and the sink more: held again, until 100
+        // ms after the hold began however the sink goes on taking.
         let mut buf = vec![0u8; 1 << 20];
-        let n = rustix::io::read(&r, &mut buf).unwrap();
-        assert!(n > 0);
+        let began = Instant::now();
         std::thread::sleep(Duration::from_millis(25));
-        assert_eq!(io.holding(Instant::now()), None, "stuck 25 ms");
+        assert_eq!(io.holding(Instant::now(), CAP), None, "idle 25 ms");
+        assert!(rustix::io::read(&r, &mut buf).unwrap() > 0);
         assert!(io.drain() > 0);
-        assert!(io.holding(Instant::now()).is_some());
+        assert!(io.holding(Instant::now(), CAP).is_some(), "taking again");
+        while began.elapsed() < Duration::from_millis(110) {
+            std::thread::sleep(Duration::from_millis(10));
+            let _ = rustix::io::read(&r, &mut buf[..4096]);
+            io.drain();
+        }
+        assert!(io.pending_len() > 0);
+        assert_eq!(
+            io.holding(Instant::now(), CAP),
+            None,
+            "a slow sink past 100 ms"
+        );
+        // Once all was taken, the next partial write starts a new hold.
+        while io.pending_len() > 0 {
+            let _ = rustix::io::read(&r, &mut buf);
+            io.drain();
+        }
+        while rustix::io::read(&r, &mut buf).is_ok() {}
+        assert!(io.deliver(Ext::Data, &big) > 0);
+        assert!(io.holding(Instant::now(), CAP).is_some());
 
         // A sink full from the start never took anything: no hold.
         let (_r2, w2) = pipe();
         while rustix::io::write(&w2, &buf).is_ok() {}
         let mut stuck = ChanIo::owned(None, None, Some(w2), None);
         assert_eq!(stuck.deliver(Ext::Data, &big), 0);
-        assert_eq!(stuck.holding(Instant::now()), None);
+        assert_eq!(stuck.holding(Instant::now(), CAP), None);
     }
 }

@@ -42,7 +42,14 @@ impl ChannelFds {
     /// copied behind a sink that is taking bytes (the earliest such sink's
     /// hold; see `Stream::holding`). None: input is handled now.
     pub(crate) fn input_hold(&self, now: std::time::Instant) -> Option<std::time::Instant> {
-        self.map.values().filter_map(|io| io.holding(now)).min()
+        // One channel (a bulk transfer) holds up to a second: only the
+        // connection's own messages wait behind it. With others, 100 ms
+        // at most: a slow sink must not set the pace of every channel.
+        let cap = std::time::Duration::from_millis(if self.map.len() > 1 { 100 } else { 1000 });
+        self.map
+            .values()
+            .filter_map(|io| io.holding(now, cap))
+            .min()
     }
 
     /// The channels with an end attached.

@@ -104,6 +104,9 @@ pub(crate) struct Stream {
     pub(crate) eof: bool,
     /// Received bytes the sink has not taken yet (incoming streams).
     pub(crate) pending: Pending,
+    /// When pending bytes began: the sink did not take a whole packet
+    /// (incoming streams).
+    pub(crate) hold_from: Option<Instant>,
     /// When the sink last took bytes (incoming streams).
     pub(crate) took_at: Option<Instant>,
 }
@@ -156,13 +159,15 @@ impl Stream {
         }
     }
 
-    /// The sink of an fd stream is taking bytes but holds some back: more
-    /// received data is better left in the socket than copied behind
-    /// them, until `HOLD` after it last took some (then it may be stuck,
-    /// and the other channels must not wait for it). Returns until when.
-    pub(crate) fn holding(&self, now: Instant) -> Option<Instant> {
-        const HOLD: Duration = Duration::from_millis(20);
-        let until = self.took_at? + HOLD;
+    /// The sink of an fd stream took part of a packet and the rest waits:
+    /// more received data is better left in the socket than copied behind
+    /// it, while the sink goes on taking (some within `IDLE`; a pipe whose
+    /// reader keeps up does) and for `cap` from the partial write at most
+    /// (a slow sink must not make the other channels, or the connection's
+    /// own messages, wait longer). Returns until when.
+    pub(crate) fn holding(&self, now: Instant, cap: Duration) -> Option<Instant> {
+        const IDLE: Duration = Duration::from_millis(20);
+        let until = (self.took_at? + IDLE).min(self.hold_from? + cap);
         (self.fd.is_some() && !self.pending.is_empty() && now < until).then_some(until)
     }
 
