@@ -260,9 +260,9 @@ impl ChanIo {
         }
     }
 
-    /// Hands received data to sink `ext`: written at once where possible,
-    /// the rest kept in order. Returns bytes consumed now.
-    pub(crate) fn deliver(&mut self, ext: Ext, data: &[u8]) -> usize {
+    /// Hands received data to sink `ext` at `now`: written at once where
+    /// possible, the rest kept in order. Returns bytes consumed now.
+    pub(crate) fn deliver(&mut self, ext: Ext, data: &[u8], now: std::time::Instant) -> usize {
         let Some(s) = self.incoming.get_mut(ext.idx()).and_then(Option::as_mut) else {
             return data.len();
         };
@@ -281,7 +281,6 @@ impl ChanIo {
                 // while the sink goes on taking (see `Stream::holding`):
                 // a sink that took the last packet whole and is full now
                 // holds; one that has not taken anything lately does not.
-                let now = std::time::Instant::now();
                 if n > 0 {
                     s.took_at = Some(now);
                 }
@@ -461,7 +460,7 @@ mod tests {
         let mut io = ChanIo::owned(None, None, Some(w), None);
         assert_eq!(io.holding(Instant::now(), CAP), None);
         let big = vec![7u8; 4 << 20];
-        let took = io.deliver(Ext::Data, &big);
+        let took = io.deliver(Ext::Data, &big, Instant::now());
         assert!(took > 0 && took < big.len(), "{took}");
         let until = io.holding(Instant::now(), CAP).expect("held while taking");
         assert!(until <= Instant::now() + Duration::from_millis(20));
@@ -492,14 +491,14 @@ mod tests {
             io.drain();
         }
         while rustix::io::read(&r, &mut buf).is_ok() {}
-        assert!(io.deliver(Ext::Data, &big) > 0);
+        assert!(io.deliver(Ext::Data, &big, Instant::now()) > 0);
         assert!(io.holding(Instant::now(), CAP).is_some());
 
         // A sink full from the start never took anything: no hold.
         let (_r2, w2) = pipe();
         while rustix::io::write(&w2, &buf).is_ok() {}
         let mut stuck = ChanIo::owned(None, None, Some(w2), None);
-        assert_eq!(stuck.deliver(Ext::Data, &big), 0);
+        assert_eq!(stuck.deliver(Ext::Data, &big, Instant::now()), 0);
         assert_eq!(stuck.holding(Instant::now(), CAP), None);
     }
 }

@@ -306,7 +306,7 @@ impl Pump {
                     // summary taken at the channel's close sees it all.
                     tally::add_data(0, d.data.len() as u64);
                     let n = match self.fds.get_mut(d.channel) {
-                        Some(io) => io.deliver(Ext::of(d.ext), d.data),
+                        Some(io) => io.deliver(Ext::of(d.ext), d.data, now),
                         None => d.data.len(),
                     };
                     used = Some((d.channel, n));

@@ -181,9 +181,6 @@ impl Stream {
                 Ok(n) => {
                     self.pending.advance(n);
                     taken += n;
-                    if n > 0 {
-                        self.took_at = Some(Instant::now());
-                    }
                 }
                 Err(e) if fdio::would_block(&e) => break,
                 Err(e) => {
@@ -193,6 +190,9 @@ impl Stream {
                     return (taken, Some(e));
                 }
             }
+        }
+        if taken > 0 {
+            self.took_at = Some(Instant::now());
         }
         (taken, None)
     }
