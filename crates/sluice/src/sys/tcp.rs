@@ -44,3 +44,24 @@ pub fn recv_queue(fd: RawFd) -> Option<u64> {
     let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
     (r == 0).then_some(u64::try_from(n).unwrap_or(0))
 }
+
+/// setsockopt(IPPROTO_TCP, TCP_NOTSENT_LOWAT): the socket takes more data
+/// (and polls writable) only while fewer than `bytes` of it are unsent; 0
+/// gives the system's setting back (net.ipv4.tcp_notsent_lowat, no limit
+/// by default). Which rustix does not offer. False when the call fails
+/// (not a TCP socket).
+pub fn set_notsent_lowat(fd: RawFd, bytes: u32) -> bool {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: setsockopt reads one int from the pointer, ours, of the
+    // length given.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            std::ptr::from_ref(&v).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    r == 0
+}

@@ -2,7 +2,10 @@
 //! payload rate, held for a minimum and moved to only for a clear gain.
 
 use super::model::Prediction;
-use super::{LevelControl, Limit, Window, HOLD_BYTES, HOLD_TIME, LINK_MARGIN, MARGIN, MIN_RATIO};
+use super::{
+    LevelControl, Limit, Probe, Window, HOLD_BYTES, HOLD_TIME, LINK_MARGIN, MARGIN, MIN_RATIO,
+    PROBE_AFTER,
+};
 use crate::log;
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -21,6 +24,12 @@ impl LevelControl {
             );
             return Some(0);
         }
+        // The window at level 0 that measured the link ends the try: the
+        // model decides from it at once, without the hold.
+        let probed = self.probe == Probe::Running;
+        if probed {
+            self.probe = Probe::Done;
+        }
         let preds = self.predictions();
         let cur = *preds.iter().find(|p| p.level == now_level)?;
         let copy = *preds.first()?;
@@ -37,8 +46,20 @@ impl LevelControl {
         // A level our CPU holds below what the copy would deliver through
         // the link is left at once, whatever its hold.
         let slow = now_level > 0 && cur.cpu < copy.rate && target != now_level;
-        let held = now.saturating_duration_since(self.changed.0) >= HOLD_TIME
-            && w.raw.saturating_sub(self.changed.1) >= HOLD_BYTES;
+        let held = probed
+            || now.saturating_duration_since(self.changed.0) >= HOLD_TIME
+                && w.raw.saturating_sub(self.changed.1) >= HOLD_BYTES;
+        if self.probe_now(now, now_level, cur, copy) {
+            self.probe = Probe::Running;
+            log!(
+                Debug1,
+                "compression: {} level {now_level} -> 0: trying the copy for a window: level {now_level} is CPU-bound at {:.0} MB/s, our CPU would copy {:.0} MB/s and the link was never the limit",
+                self.engine,
+                cur.rate / 1e6,
+                copy.cpu / 1e6
+            );
+            return Some(0);
+        }
         let clear = preds.iter().find(|p| p.level == target).is_some_and(|p| {
             // Held back by the link with our CPU well ahead: the gain is
             // the ratio's alone. Not from level 0, whose ratios start again
@@ -62,6 +83,20 @@ impl LevelControl {
         };
         self.log_decision(now_level, target, why, &preds);
         Some(target)
+    }
+
+    /// Whether to try level 0 now (once per connection, after
+    /// [`PROBE_AFTER`]): the level in use is CPU-bound, the link was never
+    /// the limit (its capacity is only the best wire rate seen, which
+    /// compression keeps low), and our CPU would copy clearly faster than
+    /// the level delivers.
+    fn probe_now(&self, now: Instant, now_level: u8, cur: Prediction, copy: Prediction) -> bool {
+        self.probe == Probe::Ready
+            && now.saturating_duration_since(self.born) >= PROBE_AFTER
+            && now_level > 0
+            && self.limit == Limit::Cpu
+            && !self.model.link().1
+            && copy.cpu > cur.rate * (1.0 + MARGIN)
     }
 
     /// Behind a peer's window the path fills, payload is what it counts:

@@ -52,6 +52,23 @@
 //!   [`limit::WINDOW_SHARE`] of it) every level delivers the same payload:
 //!   level 1 is the level there (the least work that still shortens the
 //!   wire's queue), unless the copy is predicted faster by [`MARGIN`].
+//! - The link's capacity is known only from windows it held back; while
+//!   compression keeps the stream under it, the model knows only the best
+//!   wire rate seen, which a compressed stream keeps low. So once per
+//!   connection, when a level above 0 is CPU-bound and our CPU would copy
+//!   clearly faster (by [`MARGIN`]), level 0 is tried for one short window
+//!   ([`PROBE_TIME`] or two round trips): on a 5 Gbit/s LAN the copy is
+//!   the faster (the link carries more than level 1's CPU compresses);
+//!   at 1 Gbit/s the window measures the link and the level goes back.
+//!   That try costs a 1 Gbit/s upload of text about 40 ms of its
+//!   compressed rate, so it waits until the stream has run [`PROBE_AFTER`]:
+//!   a transfer shorter than that is not slowed by it, a longer one pays
+//!   at most a few percent once.
+//!   During the try the socket takes at most [`PROBE_UNSENT`] unsent
+//!   ([`LevelControl::unsent_cap`], TCP_NOTSENT_LOWAT): else its buffer
+//!   fills with uncompressed bytes that drain at the link's rate after it
+//!   (8 MiB are 70 ms of a 1 Gbit/s link, which cost 13% of a 256 MiB
+//!   upload before the cap).
 //! - Over a path of at least [`SETUP_RTT`] it starts at level 1 (the
 //!   transfer starts in TCP's slow start, where the link is the limit);
 //!   under it (loopback, a LAN) at 0. zlib stays at most at 6, which
@@ -101,6 +118,15 @@ const MARGIN: f64 = 0.1;
 /// measured on the same bytes, which varies far less (zstd's levels 3 to 6
 /// add 6% on text).
 const LINK_MARGIN: f64 = 0.03;
+/// The least length of the window that tries level 0 over a link never
+/// measured (two round trips if longer): the socket backs up within a few
+/// milliseconds where the link is slower than the copy.
+const PROBE_TIME: Duration = Duration::from_millis(20);
+/// How long the stream runs before level 0 may be tried.
+const PROBE_AFTER: Duration = Duration::from_secs(1);
+/// Unsent bytes the socket may hold while level 0 is tried: above
+/// [`limit::LINK_BOUND`], so a link-bound window still says so.
+const PROBE_UNSENT: u32 = 512 << 10;
 /// The least round trip over which the transfer starts at level 1: on
 /// loopback the copy is 2.5 times as fast as level 1.
 const SETUP_RTT: Duration = Duration::from_millis(1);
@@ -163,6 +189,21 @@ pub struct LevelControl {
     warm: bool,
     /// The first batch went by (the level to start at is chosen there).
     begun: bool,
+    /// Whether level 0 was tried to measure the link (see the module doc).
+    probe: Probe,
+    /// The path's round trip, as the socket last said.
+    rtt: Duration,
+    /// When the stream began.
+    born: Instant,
+}
+
+/// The one try of level 0 over a link never measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    Ready,
+    /// At level 0 until the next window is measured.
+    Running,
+    Done,
 }
 
 impl LevelControl {
@@ -195,7 +236,16 @@ impl LevelControl {
             limit: Limit::Cpu,
             warm: false,
             begun: false,
+            probe: Probe::Ready,
+            rtt: Duration::ZERO,
+            born: now,
         }
+    }
+
+    /// The most unsent bytes the socket should take now (TCP_NOTSENT_LOWAT),
+    /// or None for no limit: set while level 0 is tried (see the module doc).
+    pub fn unsent_cap(&self) -> Option<u32> {
+        (self.probe == Probe::Running).then_some(PROBE_UNSENT)
     }
 
     /// Samples go to a side thread ([`Sampler`]) fed by [`LevelControl::offer`].
@@ -251,7 +301,12 @@ impl LevelControl {
         let (raw0, z0) = self.start;
         let bytes = raw.saturating_sub(raw0);
         let elapsed = now.saturating_duration_since(self.started);
-        let short = elapsed < WINDOW_TIME && bytes < WINDOW_FAST_BYTES && self.warm;
+        let least = if self.probe == Probe::Running {
+            PROBE_TIME.max(self.rtt * 2)
+        } else {
+            WINDOW_TIME
+        };
+        let short = elapsed < least && bytes < WINDOW_FAST_BYTES && self.warm;
         let ratio = bytes as f64 / z.saturating_sub(z0).max(1) as f64;
         // Data that does not compress says so in a few MiB: a level above
         // 0 need not go on for a whole window.
@@ -269,6 +324,9 @@ impl LevelControl {
             _ => 0.0,
         };
         self.queued = queued;
+        if let Some(k) = k {
+            self.rtt = k.rtt;
+        }
         let rate = (bytes as f64 - grown).max(0.0) / secs;
         let stalls = std::mem::take(&mut self.stalls);
         let limit = Limit::of(k, stalls, rate);
@@ -328,6 +386,9 @@ impl LevelControl {
     /// Gbit/s through 10 ms the setup's window at level 0 sent 5 MB of text
     /// raw (ratio 25 at level 1), 40 ms of the link.
     fn start_level(&mut self, now: Instant, raw: u64, k: Option<Socket>) {
+        if let Some(k) = k {
+            self.rtt = k.rtt;
+        }
         let Some(k) = k.filter(|k| k.rtt >= SETUP_RTT) else {
             return;
         };

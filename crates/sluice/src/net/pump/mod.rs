@@ -104,6 +104,8 @@ pub struct Pump {
     level_ctl: Option<LevelControl>,
     /// The level was fixed by configuration: not steered.
     level_fixed: bool,
+    /// The socket's TCP_NOTSENT_LOWAT as the level controller last asked.
+    unsent_cap: Option<u32>,
     /// Times data waited for the peer's window since the controller last
     /// looked, and the largest window those peers ever granted.
     window_stalls: Stalls,
@@ -143,6 +145,7 @@ impl Pump {
             held: None,
             level_ctl: None,
             level_fixed: false,
+            unsent_cap: None,
             window_stalls: Stalls::default(),
             quick_ack: true,
             turn: Turn::default(),
@@ -533,6 +536,11 @@ impl Pump {
                     rtt: info.path_rtt(),
                 })
             });
+            let cap = c.unsent_cap();
+            if cap != self.unsent_cap {
+                self.unsent_cap = cap;
+                crate::sys::tcp::set_notsent_lowat(sock, cap.unwrap_or(0));
+            }
         }
     }
 
