@@ -118,6 +118,10 @@ struct Run {
     levels: Vec<u8>,
     changes: Vec<(f64, u8)>,
     secs: f64,
+    /// MiB during which the socket was to take little unsent (level 0 tried).
+    capped: usize,
+    /// That cap at the end.
+    cap_at_end: Option<u32>,
 }
 
 impl Run {
@@ -170,6 +174,8 @@ fn run_engine(engine: &str, path: Path, data: impl Fn(u64) -> Kind, mib: u64) ->
         levels: Vec::new(),
         changes: Vec::new(),
         secs: 0.0,
+        capped: 0,
+        cap_at_end: None,
     };
     for i in 0..mib {
         let level = c.level.get();
@@ -197,8 +203,10 @@ fn run_engine(engine: &str, path: Path, data: impl Fn(u64) -> Kind, mib: u64) ->
         if c.level.get() != level {
             out.changes.push((secs, c.level.get()));
         }
+        out.capped += usize::from(c.unsent_cap().is_some());
     }
     out.secs = secs;
+    out.cap_at_end = c.unsent_cap();
     out
 }
 
@@ -246,6 +254,7 @@ fn text_over_100_mbit_climbs_to_a_high_level() {
 fn loopback_stays_at_level_0() {
     let r = run(LOOPBACK, text, 1024);
     assert!(r.levels.iter().all(|&l| l == 0), "{r:?}");
+    assert_eq!(r.capped, 0);
 }
 
 #[test]
@@ -326,6 +335,9 @@ fn a_link_faster_than_level_1_is_found_by_trying_the_copy() {
     let tail = r.levels.get(160..).unwrap_or_default();
     assert!(tail.iter().all(|&l| l == 0), "{r:?}");
     assert!(r.changes.len() <= 2, "{:?}", r.changes);
+    // The socket was held short only for the try.
+    assert!((1..=32).contains(&r.capped), "{r:?}");
+    assert_eq!(r.cap_at_end, None);
     let one = FAST_LAN.fixed(&|_| Kind::SlowText, 512, 1);
     assert!(r.secs < one * 0.6, "{} s against level 1's {one} s", r.secs);
 }
@@ -338,6 +350,10 @@ fn the_copy_is_tried_once_and_left_when_the_link_is_slower() {
     let r = run(GBIT3, text, 2048);
     let zeros = r.changes.iter().filter(|&&(_, l)| l == 0).count();
     assert!(zeros == 1, "{:?}", r.changes);
+    assert!(
+        (1..=32).contains(&r.capped) && r.cap_at_end.is_none(),
+        "{r:?}"
+    );
     let tail = r.levels.get(1024..).unwrap_or_default();
     assert!(tail.iter().all(|&l| l >= 1), "{r:?}");
     let best = (0..=9)
