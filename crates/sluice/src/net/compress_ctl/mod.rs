@@ -60,15 +60,15 @@
 //!   ([`PROBE_TIME`] or two round trips): on a 5 Gbit/s LAN the copy is
 //!   the faster (the link carries more than level 1's CPU compresses);
 //!   at 1 Gbit/s the window measures the link and the level goes back.
-//!   That try costs a 1 Gbit/s upload of text about 40 ms of its
-//!   compressed rate, so it waits until the stream has run [`PROBE_AFTER`]:
-//!   a transfer shorter than that is not slowed by it, a longer one pays
-//!   at most a few percent once.
 //!   During the try the socket takes at most [`PROBE_UNSENT`] unsent
 //!   ([`LevelControl::unsent_cap`], TCP_NOTSENT_LOWAT): else its buffer
-//!   fills with uncompressed bytes that drain at the link's rate after it
-//!   (8 MiB are 70 ms of a 1 Gbit/s link, which cost 13% of a 256 MiB
-//!   upload before the cap).
+//!   fills with uncompressed bytes that drain at the link's rate after it.
+//!   Even so the try holds a 1 Gbit/s upload of text to the link's raw
+//!   rate (a third of its compressed one) for about 40 ms: tried at the
+//!   first CPU-bound window it cost a 256 MiB upload 9% (13% without the
+//!   cap), so it waits until the stream has run [`PROBE_AFTER`]; a
+//!   transfer shorter than that is not slowed by it, a longer one pays a
+//!   few percent at most, once.
 //! - Over a path of at least [`SETUP_RTT`] it starts at level 1 (the
 //!   transfer starts in TCP's slow start, where the link is the limit);
 //!   under it (loopback, a LAN) at 0. zlib stays at most at 6, which
