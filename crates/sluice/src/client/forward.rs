@@ -11,7 +11,7 @@ use crate::net::pump::{ChanIo, ChannelFds};
 use sluice_proto::wire::Writer;
 use sluice_proto::{ChannelId, Connection};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixListener;
 
 mod added;
@@ -286,7 +286,7 @@ impl ClientForward {
         fds: &mut ChannelFds,
     ) -> Result<(), ForwardError> {
         for l in &self.listeners {
-            for (sock, peer) in fwdsock::accept_all(l.fd.as_raw_fd(), ACCEPT_BATCH) {
+            for (sock, peer) in fwdsock::accept_all(l.fd.as_fd(), ACCEPT_BATCH) {
                 let (ty, data) = match &l.target {
                     None => {
                         if self.socks.len() < MAX_SOCKS_PENDING {

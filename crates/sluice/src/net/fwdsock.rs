@@ -372,13 +372,8 @@ impl Connecting {
 }
 
 /// Accepts what is waiting on a listening socket (TCP or Unix), as
-/// non-blocking sockets; the string names the originator for logs.
-///
-/// `listener` must stay open for the call.
-pub fn accept_all(listener: RawFd, max: usize) -> Vec<(OwnedFd, Option<SocketAddr>)> {
-    // SAFETY: the caller's listener is open for the call (above), and the
-    // borrow ends with it.
-    let listener = unsafe { BorrowedFd::borrow_raw(listener) };
+/// non-blocking sockets, with the peer's address (None for a Unix socket).
+pub fn accept_all(listener: BorrowedFd<'_>, max: usize) -> Vec<(OwnedFd, Option<SocketAddr>)> {
     let mut out = Vec::new();
     while out.len() < max {
         let Ok((fd, from)) =

@@ -20,7 +20,7 @@ use crate::server::session::UserInfo;
 use sluice_proto::wire::{Reader, Writer};
 use sluice_proto::{ChannelId, Connection};
 use std::collections::BTreeMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixListener;
 
 const ADMINISTRATIVELY_PROHIBITED: u32 = 1;
@@ -340,7 +340,7 @@ impl ServerForward {
         max_channels: usize,
     ) -> Result<(), ForwardError> {
         for l in &self.listeners {
-            for (sock, peer) in fwdsock::accept_all(l.fd.as_raw_fd(), ACCEPT_BATCH) {
+            for (sock, peer) in fwdsock::accept_all(l.fd.as_fd(), ACCEPT_BATCH) {
                 let open = self.open_count();
                 if open >= max_channels {
                     log!(
