@@ -1,9 +1,11 @@
 //! A TCP socket's state for the path measurements: the bytes in its send
-//! queue (SIOCOUTQ) and the raw TCP_INFO record, neither of which rustix
-//! offers.
+//! queue (SIOCOUTQ), its receive queue (FIONREAD) and the raw TCP_INFO
+//! record; and the one option the level controller sets
+//! (TCP_NOTSENT_LOWAT). rustix offers none of them.
 //!
-//! Both take a descriptor by number: reading from a number changes
-//! nothing, and one that is not a socket (a ProxyCommand's pipe) or not
+//! They take a descriptor by number, as the pump holds its socket: reading
+//! from a number changes nothing, the option is set only on the pump's own
+//! socket, and one that is not a socket (a ProxyCommand's pipe) or not
 //! open is an error, not a fault.
 
 use std::os::fd::RawFd;
