@@ -262,6 +262,35 @@ fn two_keys_through_ssh_and_sluice() {
         assert!(!ok, "{who}: one key logged in twice");
         assert!(err.contains(PARTIAL), "{who}: {err}");
     }
+    // A certificate of a key is that key (sshd compares the certified
+    // key): the key and its certificate are not two keys. Both clients
+    // offer `<key>-cert.pub` beside `-i <key>`.
+    let ca = s.dir.path("user_ca");
+    keygen(&ca, "ed25519");
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-s"])
+        .arg(&ca)
+        .args(["-I", "twice", "-n", &u.name])
+        .arg(s.dir.path("id_ed25519.pub"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let extra = format!(
+        "AuthenticationMethods publickey,publickey\nTrustedUserCAKeys {}.pub",
+        ca.display()
+    );
+    let server = s.start(false, &config(&extra));
+    for openssh in [true, false] {
+        let who = if openssh { "ssh" } else { "sluice" };
+        let (ok, err) = login(&s, openssh, server.port, &u.name, &[&key], None);
+        assert!(!ok, "{who}: a key and its certificate logged in\n{err}");
+        assert!(err.contains(PARTIAL), "{who}: {err}");
+        assert!(
+            server.log_text().contains("refusing previously-used"),
+            "{who}: {}",
+            server.log_text()
+        );
+    }
 }
 
 #[test]

@@ -92,6 +92,24 @@ fn unsupported_values_refuse_to_start() {
         c.arg("-t").arg("-f").arg(&cfg);
         assert_eq!(run(c, b"", 20).status.code(), Some(255));
     }
+    // `none` is a method to sshd (on until used): a global `none` list
+    // starts, and a Match block may give the real one (OpenSSH's
+    // regression test multipubkey does so).
+    std::fs::write(
+        &cfg,
+        format!(
+            "{head}AuthenticationMethods none\nPubkeyAuthentication no\n\
+             Match all\nPubkeyAuthentication yes\nAuthenticationMethods publickey,publickey\n"
+        ),
+    )
+    .unwrap();
+    let out = sluiced(&["-t"], &cfg);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    if !missing("/usr/sbin/sshd") {
+        let mut c = Command::new("/usr/sbin/sshd");
+        c.arg("-t").arg("-f").arg(&cfg);
+        assert_eq!(run(c, b"", 20).status.code(), Some(0));
+    }
 }
 
 /// ssh -v's "Authentications that can continue" for a client offering

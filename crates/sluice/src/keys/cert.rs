@@ -170,6 +170,17 @@ fn parse_fields(blob: &[u8]) -> Result<Cert, Malformed> {
     })
 }
 
+/// The key a public key blob stands for: a certificate's certified key,
+/// else the blob itself. sshd compares keys so (sshkey_equal_public) when
+/// it refuses a key that already met a step of AuthenticationMethods: the
+/// same key in a certificate is not a second key.
+pub fn plain_key(blob: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    match hostkey::cert::plain_blob(blob) {
+        Ok(plain) => std::borrow::Cow::Owned(plain),
+        Err(_) => std::borrow::Cow::Borrowed(blob),
+    }
+}
+
 impl Cert {
     /// Parses a certificate blob (RFC 4253 6.6 form, as on the wire).
     pub fn parse(blob: &[u8]) -> Result<Cert, CertError> {
@@ -397,10 +408,16 @@ mod tests {
             .collect();
         let now = 1_800_000_000;
         // Valid forever (ssh-keygen's default; ssh-key 0.6 cannot read it).
-        let (c, _) = make(&dir, "a", &["-n", "alice,bob"]);
+        let (c, c_blob) = make(&dir, "a", &["-n", "alice,bob"]);
         assert_eq!((c.key_id(), c.serial()), ("kid", 42));
         assert_eq!(c.validity(), (0, u64::MAX));
         assert_eq!(c.type_name(), "ED25519-CERT");
+        // The certificate stands for its key; a plain key for itself.
+        let pub_text = std::fs::read_to_string(dir.join("a.pub")).unwrap();
+        let b64 = pub_text.split_whitespace().nth(1).unwrap();
+        let key_blob = super::super::known_hosts::base64_decode(b64).unwrap();
+        assert_eq!(&*plain_key(&c_blob), key_blob.as_slice());
+        assert_eq!(&*plain_key(&key_blob), key_blob.as_slice());
         c.check(false, now, Some("bob"), true, false, &algs)
             .unwrap();
         let e = |r: Result<(), CertError>| r.unwrap_err().to_string();

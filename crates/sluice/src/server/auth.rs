@@ -181,7 +181,7 @@ impl ServerAuth {
         if !p.allows("publickey", None) {
             return false;
         }
-        if p.key_used(key_blob) {
+        if p.key_used(&crate::keys::cert::plain_key(key_blob)) {
             log!(
                 Info,
                 "refusing previously-used {} key",
@@ -205,7 +205,7 @@ impl ServerAuth {
     ) -> bool {
         let p = self.progress(cfg);
         if let Some(k) = key_blob {
-            p.record_key(k);
+            p.record_key(&crate::keys::cert::plain_key(k));
         }
         match p.complete(method, device) {
             Outcome::Complete => {

@@ -67,15 +67,20 @@ pub struct Progress {
 impl Progress {
     /// The start, under `cfg` (Match blocks applied for the user).
     pub fn new(cfg: &ServerConfig) -> Self {
+        let enabled = cfg.enabled_methods();
+        // As sshd, a list with a method that is not enabled (`none`,
+        // `hostbased`, `password` under PasswordAuthentication no) is
+        // skipped: it could never be completed.
         let lists = (!cfg.authentication_methods.is_empty()).then(|| {
             cfg.authentication_methods
                 .iter()
-                .map(|l| l.split(',').map(Step::parse).collect())
+                .map(|l| l.split(',').map(Step::parse).collect::<Vec<_>>())
+                .filter(|l| l.iter().all(|s| enabled.contains(&s.method)))
                 .collect()
         });
         Progress {
             lists,
-            enabled: cfg.enabled_methods(),
+            enabled,
             used_keys: Vec::new(),
             done: Vec::new(),
         }
@@ -258,14 +263,24 @@ mod tests {
     }
 
     #[test]
-    fn disabled_methods_are_never_offered() {
+    fn lists_with_a_disabled_method_are_skipped_as_sshd_does() {
         let cfg = ServerConfig {
-            authentication_methods: vec!["publickey,password".into()],
+            authentication_methods: vec!["publickey,password".into(), "publickey".into()],
             password_authentication: false,
             ..ServerConfig::default()
         };
         let mut p = Progress::new(&cfg);
-        assert_eq!(p.complete("publickey", None), Outcome::Partial(Vec::new()));
+        assert_eq!(p.offered(), ["publickey"]);
+        assert_eq!(p.complete("publickey", None), Outcome::Complete);
         assert!(!p.allows("password", None));
+        // `none` is never enabled: a list of it alone leaves nothing to offer.
+        let mut p = progress(&["none", "publickey,password"], false);
+        assert_eq!(p.offered(), ["publickey"]);
+        assert!(!p.allows("none", None));
+        assert_eq!(
+            p.complete("publickey", None),
+            Outcome::Partial(vec!["password".into()])
+        );
+        assert!(progress(&["none"], false).offered().is_empty());
     }
 }

@@ -31,8 +31,10 @@ pub(super) fn unsupported(l: &Line, kw: &str, value: &str) -> Result<(), SshdCon
 }
 
 /// Method names AuthenticationMethods may list (sshd's, with
-/// `keyboard-interactive:SUB`).
+/// `keyboard-interactive:SUB`). `none` is a method to sshd too: a list
+/// naming it is valid and, at login, skipped as holding a disabled method.
 const AUTH_METHOD_NAMES: &[&str] = &[
+    "none",
     "publickey",
     "password",
     "keyboard-interactive",

@@ -477,11 +477,12 @@ impl ServerConfig {
     /// Some AuthenticationMethods list names only enabled methods.
     fn some_method_list_enabled(&self) -> bool {
         let enabled = self.enabled_methods();
+        // `none` counts as enabled here, as in sshd's check (its method
+        // is on until first used): `AuthenticationMethods none` starts.
         self.authentication_methods.iter().any(|list| {
             list.split(',').all(|m| {
-                enabled
-                    .iter()
-                    .any(|e| Some(e.as_str()) == m.split(':').next())
+                let name = m.split(':').next();
+                name == Some("none") || enabled.iter().any(|e| Some(e.as_str()) == name)
             })
         })
     }

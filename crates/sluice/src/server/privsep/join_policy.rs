@@ -110,7 +110,7 @@ impl JoinPolicy {
                             ip,
                         });
                     }
-                    progress.record_key(blob);
+                    progress.record_key(&crate::keys::cert::plain_key(blob));
                 }
                 Step::Other { .. } => {
                     if self.uid == 0 && cfg.permit_root_login != PermitRootLogin::Yes {
