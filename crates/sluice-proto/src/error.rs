@@ -137,6 +137,9 @@ pub enum Violation {
         /// This request's.
         to: String,
     },
+    /// A `publickey-hostbound-v00@openssh.com` request named another host
+    /// key than the one of the first key exchange (OpenSSH PROTOCOL 2.5).
+    HostboundKeyMismatch,
 }
 
 impl Violation {
@@ -235,6 +238,9 @@ impl fmt::Display for Violation {
                 f,
                 "Change of username or service not allowed: ({from},ssh-connection) -> ({to},ssh-connection)"
             ),
+            Violation::HostboundKeyMismatch => {
+                write!(f, "publickey-hostbound-v00@openssh.com packet contained wrong host key")
+            }
         }
     }
 }

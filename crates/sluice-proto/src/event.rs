@@ -21,6 +21,10 @@ pub enum AuthMethodRequest {
         algorithm: String,
         /// Public key blob.
         key_blob: Vec<u8>,
+        /// `publickey-hostbound-v00@openssh.com`: the host key the client
+        /// bound the request to (checked here against this connection's
+        /// first key exchange, and part of what the signature covers).
+        host_key: Option<Vec<u8>>,
         /// A valid signature was included.
         signed: bool,
         /// The signature blob when `signed`, so a privilege-separation

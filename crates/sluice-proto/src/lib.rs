@@ -74,3 +74,4 @@ pub use config::{ClientConfig, Config, ServerConfig};
 pub use connection::channel::ChannelInfo;
 pub use error::{AlgorithmKind, Error, FloodKind, Phase, Violation};
 pub use event::{AuthMethodRequest, ChannelId, Event};
+pub use kex::SessionBinding;

@@ -478,3 +478,73 @@ fn a_server_answers_a_bad_identification_line_in_plain_text() {
         "{text:?}"
     );
 }
+
+/// publickey-hostbound-v00@openssh.com (OpenSSH PROTOCOL 2.5): the client
+/// binds its signed request to the host key of the first exchange once the
+/// server offered the method, the server verifies the signature over that
+/// form, and the binding it hands an agent verifies as ssh-agent checks it.
+/// A request naming another host key ends the connection.
+#[test]
+fn hostbound_requests_name_the_first_exchanges_host_key() {
+    let mut p = Pair::default_algs();
+    p.establish();
+    let b = p
+        .client
+        .session_binding()
+        .expect("a binding after the exchange");
+    let host_key = host_key_for("ssh-ed25519").public_blob();
+    assert_eq!(b.host_key, host_key.as_slice());
+    sluice_proto::crypto::hostkey::verify("ssh-ed25519", b.host_key, b.signature, b.session_id)
+        .expect("the server's signature of the session id");
+    // Every signed request after the server's EXT_INFO was hostbound, and
+    // the server verified it (it says signed) and reported the host key.
+    let signed: Vec<&Option<Vec<u8>>> = p
+        .server_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::AuthRequest {
+                method:
+                    sluice_proto::AuthMethodRequest::PublicKey {
+                        host_key,
+                        signed: true,
+                        ..
+                    },
+                ..
+            } => Some(host_key),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        signed
+            .last()
+            .is_some_and(|h| h.as_deref() == Some(host_key.as_slice())),
+        "{signed:?}"
+    );
+
+    // Before authentication, a hostbound query naming another key.
+    let mut p = Pair::default_algs();
+    p.accepted = Vec::new();
+    while !p
+        .server_events
+        .iter()
+        .any(|e| matches!(e, Event::AuthRequest { .. }))
+    {
+        p.step().unwrap();
+    }
+    let mut m = Vec::new();
+    sluice_proto::msg::UserauthRequest {
+        user: "alice".into(),
+        service: "ssh-connection".into(),
+        method: sluice_proto::msg::AuthMethod::PublicKey {
+            algorithm: "ssh-ed25519".into(),
+            key_blob: p.user_key.public_blob(),
+            host_key: Some(p.user_key.public_blob()),
+            signature: None,
+        },
+    }
+    .encode(&mut m);
+    let v = violation(client_sends(&mut p, &m));
+    assert_eq!(v, Violation::HostboundKeyMismatch);
+    let now = p.now;
+    peer_hears(&mut p.server, &mut p.client, &v, now);
+}

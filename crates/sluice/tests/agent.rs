@@ -237,7 +237,83 @@ fn agent_forwarding_refused_when_the_server_disallows_it() {
     }
 }
 
-/// A throwaway local user, removed (with its home) on drop.
+/// Keys added with destination constraints (`ssh-add -h`, OpenSSH 8.9+):
+/// the agent signs only for the hosts and hops it was told, and checks that
+/// against what clients bind its connections to (session-bind@openssh.com)
+/// and the host key in hostbound publickey requests. So sluice binds its
+/// agent connections, forwarded ones marked so, and sluiced offers
+/// publickey-hostbound. All servers here share the setup's host keys, so
+/// the one hop is "hosta>hosta".
+#[test]
+fn destination_constrained_keys_at_each_hop() {
+    if missing("/usr/sbin/sshd") || missing("ssh-agent") {
+        return;
+    }
+    let (s, rsa) = agent_setup("agentdest");
+    let kh = s.dir.path("constraint_hosts");
+    let mut hosts = String::new();
+    for t in ["ed25519", "ecdsa", "rsa"] {
+        let k = std::fs::read_to_string(s.dir.path(&format!("host_{t}.pub"))).unwrap();
+        hosts.push_str(&format!("hosta {k}"));
+    }
+    std::fs::write(&kh, hosts).unwrap();
+    let constrained = |hops: &[&str]| {
+        let agent = Agent::start(&s.dir, &[]);
+        let mut c = Command::new("ssh-add");
+        c.arg("-q").arg("-H").arg(&kh);
+        for h in hops {
+            c.args(["-h", h]);
+        }
+        let st = c
+            .arg(&rsa)
+            .env("SSH_AUTH_SOCK", &agent.sock)
+            .status()
+            .unwrap();
+        assert!(st.success(), "ssh-add -h {hops:?}");
+        agent
+    };
+    let hop = s.start(false, "");
+    let sluiced = s.start(false, "AllowAgentForwarding yes");
+    let sshd = s.start(true, "AllowAgentForwarding yes");
+    let login = |agent: &Agent, oc: bool, port: u16, extra: &[&str], command: &str| {
+        let mut c = agent_client(&s, oc, port, Some(&agent.sock), extra);
+        c.arg(command);
+        let out = run(c, b"", 60);
+        (text(&out.stdout), text(&out.stderr))
+    };
+    // The first hop only: sluice logs in with the key (an unbound agent
+    // connection would be refused); a second hop through it is not allowed.
+    let agent = constrained(&["hosta"]);
+    for (oc, port, label) in [
+        (false, sluiced.port, "sluice->sluiced"),
+        (false, sshd.port, "sluice->sshd"),
+        (true, sluiced.port, "ssh->sluiced"),
+    ] {
+        let (o, e) = login(&agent, oc, port, &[], "echo in");
+        assert_eq!(o, "in\n", "{label}: {e}");
+        let (o, e) = login(&agent, oc, port, &["-A"], &two_hop_command(hop.port));
+        assert!(
+            !o.contains("hop"),
+            "{label}: a hop the key was not given\n{o}{e}"
+        );
+    }
+    // With the hop allowed, the second login through the forwarded agent
+    // works from each pairing.
+    let agent = constrained(&["hosta", "hosta>hosta"]);
+    for (oc, port, label) in [
+        (false, sluiced.port, "sluice->sluiced"),
+        (false, sshd.port, "sluice->sshd"),
+        (true, sluiced.port, "ssh->sluiced"),
+    ] {
+        let (o, e) = login(&agent, oc, port, &["-A"], &two_hop_command(hop.port));
+        assert!(
+            o.ends_with("hop\n"),
+            "{label}: {o}{e}\nserver:\n{}\nhop:\n{}",
+            sluiced.log_text(),
+            hop.log_text()
+        );
+    }
+}
 
 /// A hostile server (paramiko) opens an agent channel: refused and logged
 /// unless forwarding was asked for, bridged to the agent when it was.

@@ -336,6 +336,7 @@ fn identity(s: &Setup) -> Identity {
             Ok(Arc::new(kp) as Arc<dyn Signer>)
         }),
         in_memory: true,
+        agent: None,
     }
 }
 

@@ -45,6 +45,8 @@ impl Connection {
                             .collect();
                         self.auth.server_sig_algs = Some(list);
                         self.events.push_back(Event::ServerSigAlgs);
+                    } else if name == msg::HOSTBOUND_EXTENSION && value == b"0" {
+                        self.auth.server_hostbound = true;
                     }
                 }
             }
@@ -138,6 +140,7 @@ impl Connection {
         let m = AuthMethod::PublicKey {
             algorithm: algorithm.to_owned(),
             key_blob: key_blob.to_vec(),
+            host_key: None,
             signature: None,
         };
         self.send_userauth(user, m);
@@ -156,13 +159,28 @@ impl Connection {
             .clone()
             .ok_or(Error::InvalidState("no session yet"))?;
         let blob = signer.public_blob();
-        let data = msg::publickey_signed_data(&sid, user, CONNECTION_SERVICE, algorithm, &blob);
+        // As ssh: the signed request names the server's host key when the
+        // server offers it, so an agent can tell where its key is used.
+        let host_key = self
+            .kex
+            .host_key
+            .clone()
+            .filter(|_| self.auth.server_hostbound);
+        let data = msg::publickey_signed_data(
+            &sid,
+            user,
+            CONNECTION_SERVICE,
+            algorithm,
+            &blob,
+            host_key.as_deref(),
+        );
         let sig = signer
             .sign(algorithm, &data)
             .map_err(|_| Error::InvalidState("signing failed"))?;
         let m = AuthMethod::PublicKey {
             algorithm: algorithm.to_owned(),
             key_blob: blob,
+            host_key,
             signature: Some(sig),
         };
         self.send_userauth(user, m);

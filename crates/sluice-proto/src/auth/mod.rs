@@ -25,6 +25,9 @@ pub(crate) struct AuthState {
     service_accepted: bool,
     /// Client: signature algorithms the server accepts (RFC 8308 server-sig-algs).
     pub(crate) server_sig_algs: Option<Vec<String>>,
+    /// Client: the server offered `publickey-hostbound@openssh.com`
+    /// (OpenSSH PROTOCOL 2.5): signed publickey requests name its host key.
+    pub(crate) server_hostbound: bool,
     /// Client: the method of the request in flight, which says what a
     /// message 60 is (PK_OK, PASSWD_CHANGEREQ or INFO_REQUEST).
     in_flight: client::InFlight,

@@ -151,8 +151,17 @@ impl Connection {
             AuthMethod::PublicKey {
                 algorithm,
                 key_blob,
+                host_key,
                 signature,
             } => {
+                // The hostbound form must name the host key of our first
+                // exchange (what the client's agent was bound to); sshd
+                // ends the connection on any other.
+                if let Some(h) = &host_key {
+                    if self.kex.host_key.as_ref() != Some(h) {
+                        return Err(Violation::HostboundKeyMismatch.into());
+                    }
+                }
                 let key_type = hostkey::blob_key_type(&key_blob).unwrap_or_default();
                 let usable = self.config.pubkey_algs.contains(&algorithm)
                     && (self.config.provider.sig_algs_for_key_type)(key_type)
@@ -171,6 +180,7 @@ impl Connection {
                             &req.service,
                             &algorithm,
                             &key_blob,
+                            host_key.as_deref(),
                         );
                         let verify = self.config.provider.verify;
                         if verify(&algorithm, &key_blob, &sig, &data).is_err() {
@@ -182,6 +192,7 @@ impl Connection {
                 AuthMethodRequest::PublicKey {
                     algorithm,
                     key_blob,
+                    host_key,
                     signed: signature.is_some(),
                     signature,
                 }

@@ -33,6 +33,18 @@ struct Exchanged {
     h: Vec<u8>,
 }
 
+/// The first key exchange as an agent checks it before signing for a
+/// session (see [`Connection::session_binding`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionBinding<'a> {
+    /// The server's host key blob (K_S).
+    pub host_key: &'a [u8],
+    /// The session identifier (the first exchange hash).
+    pub session_id: &'a [u8],
+    /// The server's signature of the session identifier.
+    pub signature: &'a [u8],
+}
+
 /// Key exchange state of one connection.
 #[derive(Default)]
 pub(crate) struct KexMachine {
@@ -61,8 +73,13 @@ pub(crate) struct KexMachine {
     guessed: Option<String>,
     /// Client: whether the server took our guess (None: no guess was sent).
     guess_outcome: Option<bool>,
-    /// Client: the server's host key blob from the first exchange.
-    host_key: Option<Vec<u8>>,
+    /// The server's host key blob from the first exchange (both sides:
+    /// the client checks re-keys against it, the server checks hostbound
+    /// authentication requests).
+    pub(crate) host_key: Option<Vec<u8>>,
+    /// Client: the server's signature of the first exchange hash, which
+    /// an agent checks when a session is bound to it (session-bind).
+    host_sig: Option<Vec<u8>>,
     /// The keys in force per direction, kept (zeroized on drop) so the
     /// transport can be handed to another process (`crate::handover`).
     send_keys: Option<KeyMaterial>,
@@ -400,6 +417,9 @@ impl Connection {
                 "no host key for the negotiated algorithm",
             ))?;
         let k_s = signer.public_blob();
+        if self.kex.host_key.is_none() {
+            self.kex.host_key = Some(k_s.clone());
+        }
         let transcript = self.exchange_transcript(&k_s, q_c, &q_s, &k);
         let h = hash.digest(&transcript);
         let signature = signer
@@ -439,8 +459,14 @@ impl Connection {
             }
             let sig_algs = plain.join(",");
             let mut p = Vec::new();
+            // publickey-hostbound (OpenSSH PROTOCOL 2.5) lets a client's
+            // agent check where a forwarded key is being used; sshd 8.9+
+            // offers it in every EXT_INFO.
             ExtInfo {
-                extensions: vec![("server-sig-algs".to_owned(), sig_algs.into_bytes())],
+                extensions: vec![
+                    ("server-sig-algs".to_owned(), sig_algs.into_bytes()),
+                    (crate::msg::HOSTBOUND_EXTENSION.to_owned(), b"0".to_vec()),
+                ],
             }
             .encode(&mut p);
             // EXT_INFO must be the first message after our NEWKEYS (RFC 8308 2.4).
@@ -475,6 +501,7 @@ impl Connection {
         match &self.kex.host_key {
             None => {
                 self.kex.host_key = Some(m.host_key.clone());
+                self.kex.host_sig = Some(m.signature.clone());
                 self.kex.awaiting_host_key = true;
                 self.events.push_back(Event::HostKey {
                     algorithm: algs.host_key,
@@ -485,6 +512,18 @@ impl Connection {
             Some(_) => return Err(Violation::HostKeyChanged.into()),
         }
         Ok(())
+    }
+
+    /// Client: what binds this session to an agent (OpenSSH's
+    /// PROTOCOL.agent `session-bind@openssh.com`): the server's host key
+    /// and its signature of the session id, both from the first exchange,
+    /// and the session id. None before the first exchange completed.
+    pub fn session_binding(&self) -> Option<SessionBinding<'_>> {
+        Some(SessionBinding {
+            host_key: self.kex.host_key.as_deref()?,
+            session_id: self.kex.session_id.as_deref()?,
+            signature: self.kex.host_sig.as_deref()?,
+        })
     }
 
     fn set_session_id(&mut self) {

@@ -47,7 +47,7 @@ pub use transport::{
 };
 pub use userauth::{
     publickey_signed_data, AuthMethod, UserauthBanner, UserauthFailure, UserauthPkOk,
-    UserauthRequest, UserauthSuccess,
+    UserauthRequest, UserauthSuccess, HOSTBOUND_EXTENSION, PUBLICKEY_HOSTBOUND,
 };
 pub use userauth_kbdint::{
     Prompt, UserauthInfoRequest, UserauthInfoResponse, UserauthPasswdChangereq,

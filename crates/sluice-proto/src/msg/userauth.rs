@@ -1,6 +1,8 @@
 //! User authentication messages (RFC 4252 sections 5-8): USERAUTH_REQUEST with
 //! the `none`, `publickey`, `password` and `keyboard-interactive` (RFC 4256
-//! 3.1) methods, FAILURE, SUCCESS, BANNER, PK_OK, and the data a publickey
+//! 3.1) methods, OpenSSH's `publickey-hostbound-v00@openssh.com` (publickey
+//! with the server's host key in the request and the signature; PROTOCOL
+//! 2.5), FAILURE, SUCCESS, BANNER, PK_OK, and the data a publickey
 //! signature covers. Unknown methods keep their fields as opaque bytes
 //! (RFC 4252 5 leaves them method-specific), which is the only trailing data
 //! accepted here. Keyboard-interactive INFO messages are in `userauth_kbdint`.
@@ -10,6 +12,11 @@ use crate::wire::{MsgNum, WireError, Writer};
 
 const NONE: &str = "none";
 const PUBLICKEY: &str = "publickey";
+/// publickey bound to the server's host key (OpenSSH PROTOCOL 2.5); the
+/// server advertises it with EXT_INFO [`HOSTBOUND_EXTENSION`].
+pub const PUBLICKEY_HOSTBOUND: &str = "publickey-hostbound-v00@openssh.com";
+/// The EXT_INFO extension that offers [`PUBLICKEY_HOSTBOUND`] (value "0").
+pub const HOSTBOUND_EXTENSION: &str = "publickey-hostbound@openssh.com";
 const PASSWORD: &str = "password";
 const KEYBOARD_INTERACTIVE: &str = "keyboard-interactive";
 
@@ -25,6 +32,9 @@ pub enum AuthMethod {
         algorithm: String,
         /// Public key blob.
         key_blob: Vec<u8>,
+        /// The server's host key from the first key exchange: the request
+        /// is `publickey-hostbound-v00@openssh.com` when present.
+        host_key: Option<Vec<u8>>,
         /// Signature over [`publickey_signed_data`], when present.
         signature: Option<Vec<u8>>,
     },
@@ -56,7 +66,8 @@ impl AuthMethod {
     pub fn name(&self) -> &str {
         match self {
             AuthMethod::None => NONE,
-            AuthMethod::PublicKey { .. } => PUBLICKEY,
+            AuthMethod::PublicKey { host_key: None, .. } => PUBLICKEY,
+            AuthMethod::PublicKey { .. } => PUBLICKEY_HOSTBOUND,
             AuthMethod::Password { .. } => PASSWORD,
             AuthMethod::KeyboardInteractive { .. } => KEYBOARD_INTERACTIVE,
             AuthMethod::Other { name, .. } => name,
@@ -84,10 +95,15 @@ impl UserauthRequest {
         let name = text(&mut r)?;
         let method = match name.as_str() {
             NONE => AuthMethod::None,
-            PUBLICKEY => {
+            PUBLICKEY | PUBLICKEY_HOSTBOUND => {
                 let has_signature = r.bool()?;
                 let algorithm = text(&mut r)?;
                 let key_blob = blob(&mut r)?;
+                let host_key = if name == PUBLICKEY_HOSTBOUND {
+                    Some(blob(&mut r)?)
+                } else {
+                    None
+                };
                 let signature = if has_signature {
                     Some(blob(&mut r)?)
                 } else {
@@ -96,6 +112,7 @@ impl UserauthRequest {
                 AuthMethod::PublicKey {
                     algorithm,
                     key_blob,
+                    host_key,
                     signature,
                 }
             }
@@ -137,9 +154,13 @@ impl UserauthRequest {
             AuthMethod::PublicKey {
                 algorithm,
                 key_blob,
+                host_key,
                 signature,
             } => {
                 w.bool(signature.is_some()).utf8(algorithm).string(key_blob);
+                if let Some(h) = host_key {
+                    w.string(h);
+                }
                 if let Some(sig) = signature {
                     w.string(sig);
                 }
@@ -167,26 +188,43 @@ impl UserauthRequest {
 }
 
 /// The exact bytes a `publickey` signature covers (RFC 4252 7): the session
-/// identifier, then the USERAUTH_REQUEST fields with the boolean TRUE.
+/// identifier, then the USERAUTH_REQUEST fields with the boolean TRUE; with
+/// `host_key`, those of `publickey-hostbound-v00@openssh.com`, whose last
+/// field is the server's host key (OpenSSH PROTOCOL 2.5).
 pub fn publickey_signed_data(
     session_id: &[u8],
     user: &str,
     service: &str,
     algorithm: &str,
     key_blob: &[u8],
+    host_key: Option<&[u8]>,
 ) -> Vec<u8> {
+    let extra = host_key.map_or(0, |h| h.len() + 40);
     let mut out = Vec::with_capacity(
-        session_id.len() + user.len() + service.len() + algorithm.len() + key_blob.len() + 40,
+        session_id.len()
+            + user.len()
+            + service.len()
+            + algorithm.len()
+            + key_blob.len()
+            + 40
+            + extra,
     );
-    Writer::new(&mut out)
-        .string(session_id)
+    let mut w = Writer::new(&mut out);
+    w.string(session_id)
         .u8(MsgNum::USERAUTH_REQUEST.0)
         .utf8(user)
         .utf8(service)
-        .utf8(PUBLICKEY)
+        .utf8(if host_key.is_some() {
+            PUBLICKEY_HOSTBOUND
+        } else {
+            PUBLICKEY
+        })
         .bool(true)
         .utf8(algorithm)
         .string(key_blob);
+    if let Some(h) = host_key {
+        w.string(h);
+    }
     out
 }
 
@@ -309,6 +347,7 @@ mod tests {
             "ssh-connection",
             "ssh-ed25519",
             &[1, 2, 3],
+            None,
         );
         let mut want = vec![0, 0, 0, 2, 0xaa, 0xbb, 50, 0, 0, 0, 1, b'u', 0, 0, 0, 14];
         want.extend_from_slice(b"ssh-connection");
@@ -326,12 +365,33 @@ mod tests {
             method: AuthMethod::PublicKey {
                 algorithm: "ssh-ed25519".into(),
                 key_blob: vec![1, 2, 3],
+                host_key: None,
                 signature: Some(vec![9]),
             },
         };
         let mut v = Vec::new();
         req.encode(&mut v);
         assert_eq!(v[..v.len() - 5], want[6..]);
+        // Hostbound: the other method name, and the host key last.
+        let got = publickey_signed_data(
+            &[0xaa, 0xbb],
+            "u",
+            "ssh-connection",
+            "ssh-ed25519",
+            &[1, 2, 3],
+            Some(&[7, 7]),
+        );
+        let mut req = req;
+        if let AuthMethod::PublicKey { host_key, .. } = &mut req.method {
+            *host_key = Some(vec![7, 7]);
+        }
+        let mut v = Vec::new();
+        req.encode(&mut v);
+        assert_eq!(v[..v.len() - 5], got[6..]);
+        assert!(got.ends_with(&[0, 0, 0, 2, 7, 7]));
+        let name = PUBLICKEY_HOSTBOUND.as_bytes();
+        assert!(got.windows(name.len()).any(|w| w == name));
+        assert_eq!(UserauthRequest::decode(&v).unwrap(), req);
     }
 
     #[test]
@@ -342,6 +402,7 @@ mod tests {
             method: AuthMethod::PublicKey {
                 algorithm: "a".into(),
                 key_blob: vec![1],
+                host_key: None,
                 signature: Some(vec![2]),
             },
         };

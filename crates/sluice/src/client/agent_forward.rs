@@ -117,6 +117,20 @@ impl AgentForward {
             Some(p) => UnixStream::connect(p).map_err(|e| format!("{}: {e}", p.display())),
             None => Err("SSH_AUTH_SOCK is not set".to_owned()),
         };
+        // As ssh: the agent learns that this connection is forwarded to
+        // the server it was bound to, the hop `ssh-add -h` constraints
+        // are checked against. An agent without the extension still serves.
+        let connected = connected.map(|mut s| {
+            if let Some(b) = conn.session_binding() {
+                let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(30)));
+                match crate::keys::agent::bind_session(&mut s, &b, true) {
+                    Ok(()) => log!(Debug1, "client_request_agent: bound agent to hostkey"),
+                    Err(e) => log!(Debug1, "client_request_agent: ssh_agent_bind_hostkey: {e}"),
+                }
+                let _ = s.set_read_timeout(None);
+            }
+            s
+        });
         let attached = connected.and_then(|s| {
             socket_bridge::attach(fds, channel, s).map_err(|e| format!("agent socket: {e}"))
         });

@@ -26,6 +26,9 @@ pub struct Identity {
     /// file): the signed request goes out at once, without asking first
     /// whether the server would take the key (saves a round trip).
     pub in_memory: bool,
+    /// The agent that signs for the key, bound to the session before
+    /// authentication (session-bind@openssh.com), as ssh does.
+    pub agent: Option<Arc<crate::keys::agent::Agent>>,
 }
 
 const PUBLICKEY: &str = "publickey";
@@ -218,6 +221,26 @@ impl ClientAuth {
         }
     }
 
+    /// Binds each agent that holds a key on offer to this session, so
+    /// that keys added with destination constraints (`ssh-add -h`) may be
+    /// used here. An agent without the extension is used as it is.
+    fn bind_agents(&self, conn: &Connection) {
+        let Some(b) = conn.session_binding() else {
+            return;
+        };
+        let mut bound: Vec<&Arc<crate::keys::agent::Agent>> = Vec::new();
+        for a in self.identities.iter().filter_map(|i| i.agent.as_ref()) {
+            if bound.iter().any(|x| Arc::ptr_eq(x, a)) {
+                continue;
+            }
+            bound.push(a);
+            match a.bind_session(&b) {
+                Ok(()) => log!(Debug1, "get_agent_identities: bound agent to hostkey"),
+                Err(e) => log!(Debug1, "get_agent_identities: ssh_agent_bind_hostkey: {e}"),
+            }
+        }
+    }
+
     fn enabled(&self, m: &str) -> bool {
         let asks = !self.prefs.batch;
         match m {
@@ -232,6 +255,7 @@ impl ClientAuth {
     pub fn on_event(&mut self, conn: &mut Connection, event: &Event) -> Result<(), AuthError> {
         match event {
             Event::AuthReady => {
+                self.bind_agents(conn);
                 // With a key to offer first, offer it at once: the `none`
                 // probe ssh sends first only learns the method list, at the
                 // cost of a round trip (0.24 s at 240 ms) before any data.

@@ -69,6 +69,7 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
                         sig_algs,
                         load: Box::new(move || Ok(key.clone())),
                         in_memory: false, // the agent may ask to confirm
+                        agent: Some(agent.clone()),
                     });
                 }
             }
@@ -200,12 +201,17 @@ fn cert_identity(
             (Box::new(move || certified(key.clone(), &cert_blob)), false)
         }
     };
+    let agent = match source {
+        Source::Agent(a) => Some(a.clone()),
+        Source::File(..) => None,
+    };
     Some(Identity {
         label,
         public_blob: blob,
         sig_algs,
         load,
         in_memory,
+        agent,
     })
 }
 
@@ -267,6 +273,7 @@ fn file_identity(
         sig_algs,
         load,
         in_memory,
+        agent: None,
     })
 }
 

@@ -1,5 +1,8 @@
-//! ssh-agent client (draft-miller-ssh-agent): list identities, sign. Each
-//! key is a [`Signer`], so agent keys authenticate like key files.
+//! ssh-agent client (draft-miller-ssh-agent): list identities, sign, and
+//! bind a connection to the session it serves (OpenSSH's PROTOCOL.agent
+//! `session-bind@openssh.com`, which lets an agent enforce the destination
+//! constraints of `ssh-add -h`). Each key is a [`Signer`], so agent keys
+//! authenticate like key files.
 
 /// The session channel request asking for agent forwarding (OpenSSH's
 /// PROTOCOL.agent); here because client and server both speak it.
@@ -10,6 +13,7 @@ pub const FORWARD_CHANNEL: &str = "auth-agent@openssh.com";
 use sluice_proto::crypto::hostkey::Signer;
 use sluice_proto::crypto::CryptoError;
 use sluice_proto::wire::{Reader, Writer};
+use sluice_proto::SessionBinding;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -25,6 +29,8 @@ const ADD_IDENTITY: u8 = 17;
 const ADD_ID_CONSTRAINED: u8 = 25;
 const CONSTRAIN_LIFETIME: u8 = 1;
 const CONSTRAIN_CONFIRM: u8 = 2;
+const EXTENSION: u8 = 27;
+const SESSION_BIND: &str = "session-bind@openssh.com";
 const RSA_SHA2_256: u32 = 2;
 const RSA_SHA2_512: u32 = 4;
 /// Longest agent reply accepted.
@@ -54,6 +60,9 @@ pub enum AgentError {
     MalformedIdentities,
     /// The request for identities answered with a failure.
     ListRefused,
+    /// session-bind@openssh.com answered with a failure (an agent without
+    /// the extension, or one that found the binding wrong).
+    BindRefused,
 }
 
 impl std::fmt::Display for AgentError {
@@ -69,6 +78,7 @@ impl std::fmt::Display for AgentError {
             AgentError::KeyRefused => f.write_str("the agent refused the key"),
             AgentError::MalformedIdentities => f.write_str("agent: malformed identities answer"),
             AgentError::ListRefused => f.write_str("agent refused to list keys"),
+            AgentError::BindRefused => f.write_str("agent refused the session binding"),
         }
     }
 }
@@ -108,18 +118,15 @@ impl Agent {
 
     fn request(&self, msg: &[u8]) -> Result<Vec<u8>, AgentError> {
         let mut s = self.sock.lock().map_err(|_| AgentError::LockPoisoned)?;
-        let mut framed = Vec::with_capacity(msg.len() + 4);
-        Writer::new(&mut framed).string(msg);
-        s.write_all(&framed).map_err(AgentError::Io)?;
-        let mut len = [0u8; 4];
-        s.read_exact(&mut len).map_err(AgentError::Io)?;
-        let n = u32::from_be_bytes(len) as usize;
-        if n == 0 || n > MAX_REPLY {
-            return Err(AgentError::ReplyTooLong);
-        }
-        let mut reply = vec![0u8; n];
-        s.read_exact(&mut reply).map_err(AgentError::Io)?;
-        Ok(reply)
+        exchange(&mut s, msg)
+    }
+
+    /// Binds this connection to the session `b` (not forwarded): an agent
+    /// holding keys with destination constraints signs only for the host
+    /// it was bound to.
+    pub fn bind_session(&self, b: &SessionBinding<'_>) -> Result<(), AgentError> {
+        let mut s = self.sock.lock().map_err(|_| AgentError::LockPoisoned)?;
+        bind_session(&mut s, b, false)
     }
 
     /// SSH_AGENTC_ADD_IDENTITY (or ADD_ID_CONSTRAINED with a lifetime in
@@ -172,6 +179,45 @@ impl Agent {
             out.push((blob, comment));
         }
         Ok(out)
+    }
+}
+
+/// One request and its reply on an agent connection.
+fn exchange(s: &mut UnixStream, msg: &[u8]) -> Result<Vec<u8>, AgentError> {
+    let mut framed = Vec::with_capacity(msg.len() + 4);
+    Writer::new(&mut framed).string(msg);
+    s.write_all(&framed).map_err(AgentError::Io)?;
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).map_err(AgentError::Io)?;
+    let n = u32::from_be_bytes(len) as usize;
+    if n == 0 || n > MAX_REPLY {
+        return Err(AgentError::ReplyTooLong);
+    }
+    let mut reply = vec![0u8; n];
+    s.read_exact(&mut reply).map_err(AgentError::Io)?;
+    Ok(reply)
+}
+
+/// session-bind@openssh.com on agent connection `s`: the server's host key,
+/// the session id, the host key's signature of it, and whether `s` is a
+/// forwarded connection (one the server opened back to us). The agent
+/// checks the signature and records the hop.
+pub fn bind_session(
+    s: &mut UnixStream,
+    b: &SessionBinding<'_>,
+    forwarding: bool,
+) -> Result<(), AgentError> {
+    let mut msg = Vec::new();
+    Writer::new(&mut msg)
+        .u8(EXTENSION)
+        .string(SESSION_BIND.as_bytes())
+        .string(b.host_key)
+        .string(b.session_id)
+        .string(b.signature)
+        .bool(forwarding);
+    match exchange(s, &msg)?.first() {
+        Some(&SUCCESS) => Ok(()),
+        _ => Err(AgentError::BindRefused),
     }
 }
 

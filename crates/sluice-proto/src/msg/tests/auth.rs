@@ -12,7 +12,17 @@ fn userauth_messages() {
             AuthMethod::PublicKey {
                 algorithm: s("ssh-ed25519"),
                 key_blob: vec![1, 2],
+                host_key: None,
                 signature: None,
+            },
+            None,
+        ),
+        (
+            AuthMethod::PublicKey {
+                algorithm: s("ssh-ed25519"),
+                key_blob: vec![1, 2],
+                host_key: Some(vec![9, 8, 7]),
+                signature: Some(vec![6]),
             },
             None,
         ),
@@ -20,6 +30,7 @@ fn userauth_messages() {
             AuthMethod::PublicKey {
                 algorithm: s("rsa-sha2-256"),
                 key_blob: vec![3],
+                host_key: None,
                 signature: Some(vec![4, 5]),
             },
             None,

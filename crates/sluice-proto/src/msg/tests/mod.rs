@@ -224,6 +224,7 @@ fn mutated_payloads_never_panic() {
     let pk = AuthMethod::PublicKey {
         algorithm: s("a"),
         key_blob: vec![1],
+        host_key: None,
         signature: Some(vec![2]),
     };
     UserauthRequest {

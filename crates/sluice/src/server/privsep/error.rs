@@ -27,6 +27,9 @@ pub enum Violation {
     /// should have ended the connection: "Change of username or service
     /// not allowed").
     UserChanged,
+    /// A `publickey-hostbound-v00@openssh.com` request naming another host
+    /// key than the one that signed the first exchange.
+    WrongHostKey,
 }
 
 impl std::fmt::Display for Violation {
@@ -40,6 +43,9 @@ impl std::fmt::Display for Violation {
             Violation::NoSession => f.write_str("signed publickey request before the key exchange"),
             Violation::BadAlgorithm => f.write_str("publickey algorithm not allowed"),
             Violation::UserChanged => f.write_str("another user named than at first"),
+            Violation::WrongHostKey => {
+                f.write_str("hostbound publickey request names another host key")
+            }
         }
     }
 }

@@ -266,6 +266,7 @@ fn bring_to(state: Pre, login: &Login) -> Option<(OwnedFd, Vec<u8>, JoinHandle<P
                     "ssh-connection",
                     "ssh-ed25519",
                     &login.key.public_blob(),
+                    Some(&blob),
                 );
                 let signature = Some(login.key.sign("ssh-ed25519", &data).unwrap());
                 datagram::send(
@@ -275,6 +276,8 @@ fn bring_to(state: Pre, login: &Login) -> Option<(OwnedFd, Vec<u8>, JoinHandle<P
                         method: Method::PublicKey {
                             algorithm: "ssh-ed25519".into(),
                             key_blob: login.key.public_blob(),
+                            // As OpenSSH 8.9+ clients: bound to the host key.
+                            host_key: Some(blob.clone()),
                             signature,
                         },
                     },

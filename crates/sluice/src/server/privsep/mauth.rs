@@ -242,8 +242,12 @@ impl MonitorAuth {
             Method::PublicKey {
                 algorithm,
                 key_blob,
+                host_key,
                 signature,
-            } => return self.publickey(keys, (&sent, &user), &algorithm, &key_blob, signature),
+            } => {
+                let key = (algorithm.as_str(), key_blob.as_slice(), host_key.as_deref());
+                return self.publickey(keys, (&sent, &user), key, signature);
+            }
             Method::None => AuthMethodRequest::None,
             Method::Password(p) => AuthMethodRequest::Password {
                 password: p.to_string(),
@@ -267,10 +271,14 @@ impl MonitorAuth {
         &mut self,
         keys: &KeyHolder,
         (sent, user): (&str, &str),
-        algorithm: &str,
-        key_blob: &[u8],
+        (algorithm, key_blob, host_key): (&str, &[u8], Option<&[u8]>),
         signature: Option<Vec<u8>>,
     ) -> Result<(), Violation> {
+        // A hostbound request names the key of the first exchange, which
+        // this monitor signed (the child's engine checked it too).
+        if host_key.is_some_and(|h| keys.session_host_key() != Some(h)) {
+            return Err(Violation::WrongHostKey);
+        }
         // The engine's own check, made again: the child could skip it.
         let key_type = hostkey::blob_key_type(key_blob).unwrap_or_default();
         if !hostkey::sig_algs_for_key_type(key_type).contains(&algorithm) {
@@ -288,7 +296,7 @@ impl MonitorAuth {
             return Ok(());
         }
         if let Some(sig) = &signature {
-            check_signature(keys, sent, algorithm, key_blob, sig)?;
+            check_signature(keys, sent, (algorithm, key_blob, host_key), sig)?;
         }
         let signed = signature.is_some();
         let allowed = self.auth.valid_user(&self.cfg, user).is_some()
@@ -430,13 +438,18 @@ impl MonitorAuth {
 fn check_signature(
     keys: &KeyHolder,
     sent: &str,
-    algorithm: &str,
-    key_blob: &[u8],
+    (algorithm, key_blob, host_key): (&str, &[u8], Option<&[u8]>),
     sig: &[u8],
 ) -> Result<(), Violation> {
     let sid = keys.session_id().ok_or(Violation::NoSession)?;
-    let data =
-        sluice_proto::msg::publickey_signed_data(sid, sent, "ssh-connection", algorithm, key_blob);
+    let data = sluice_proto::msg::publickey_signed_data(
+        sid,
+        sent,
+        "ssh-connection",
+        algorithm,
+        key_blob,
+        host_key,
+    );
     if hostkey::verify(algorithm, key_blob, sig, &data).is_err() {
         return Err(Violation::BadSignature);
     }
@@ -469,6 +482,7 @@ mod tests {
         let pk = |sig: Option<Vec<u8>>| Method::PublicKey {
             algorithm: "ssh-ed25519".into(),
             key_blob: blob.clone(),
+            host_key: None,
             signature: sig,
         };
         assert_eq!(
@@ -490,11 +504,24 @@ mod tests {
             m.on_request(&keys, "root".into(), pk(Some(wrong)), &mut out),
             Err(Violation::BadSignature)
         );
+        // A hostbound request naming another host key than the exchange's.
+        let mut m = auth();
+        let elsewhere = Method::PublicKey {
+            algorithm: "ssh-ed25519".into(),
+            key_blob: blob.clone(),
+            host_key: Some(blob.clone()),
+            signature: None,
+        };
+        assert_eq!(
+            m.on_request(&keys, "root".into(), elsewhere, &mut out),
+            Err(Violation::WrongHostKey)
+        );
         // An algorithm the key cannot make.
         let mut m = auth();
         let bad = Method::PublicKey {
             algorithm: "rsa-sha2-256".into(),
             key_blob: blob.clone(),
+            host_key: None,
             signature: None,
         };
         assert_eq!(

@@ -235,11 +235,13 @@ impl Handler for Preauth {
                     AuthMethodRequest::PublicKey {
                         algorithm,
                         key_blob,
+                        host_key,
                         signature,
                         ..
                     } => Method::PublicKey {
                         algorithm,
                         key_blob,
+                        host_key,
                         signature,
                     },
                     #[allow(unreachable_patterns)]

@@ -147,6 +147,9 @@ fn hash_from_code(c: u8) -> Option<HashAlg> {
 pub struct KeyHolder {
     keys: Vec<Arc<dyn Signer>>,
     session_id: Option<Vec<u8>>,
+    /// The public blob of the key that signed the first exchange (K_S),
+    /// which hostbound publickey requests must name.
+    session_host_key: Option<Vec<u8>>,
     /// V_C and V_S of the first exchange: every later one must have them.
     versions: Option<(Vec<u8>, Vec<u8>)>,
     /// Exchange hashes signed so far.
@@ -166,6 +169,7 @@ impl KeyHolder {
         KeyHolder {
             keys,
             session_id: None,
+            session_host_key: None,
             versions: None,
             signed: 0,
             sha1_allowed: Vec::new(),
@@ -213,6 +217,11 @@ impl KeyHolder {
         self.session_id.as_deref()
     }
 
+    /// The host key (K_S) of the first exchange signed.
+    pub fn session_host_key(&self) -> Option<&[u8]> {
+        self.session_host_key.as_deref()
+    }
+
     /// Signs the hash of `transcript` with key `index` after the checks in
     /// the module doc; the first one fixes the session id.
     pub fn sign_exchange(
@@ -239,6 +248,7 @@ impl KeyHolder {
         let sig = key.sign(alg, &h).map_err(|_| SignRefusal::Failed)?;
         if self.session_id.is_none() {
             self.session_id = Some(h);
+            self.session_host_key = Some(key.public_blob());
             self.versions = Some(versions);
         }
         self.signed += 1;

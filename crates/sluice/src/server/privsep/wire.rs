@@ -86,6 +86,9 @@ pub enum Method {
         algorithm: String,
         /// Public key blob.
         key_blob: Vec<u8>,
+        /// The host key a `publickey-hostbound-v00@openssh.com` request
+        /// names (the monitor checks it is the first exchange's).
+        host_key: Option<Vec<u8>>,
         /// `string alg || string sig`, when signed.
         signature: Option<Vec<u8>>,
     },
@@ -374,6 +377,7 @@ mod tests {
                 method: Method::PublicKey {
                     algorithm: "ssh-ed25519".into(),
                     key_blob: vec![1, 2],
+                    host_key: Some(vec![4]),
                     signature: Some(vec![3]),
                 },
             },

@@ -275,11 +275,16 @@ fn encode_method(w: &mut W, method: &Method) {
         Method::PublicKey {
             algorithm,
             key_blob,
+            host_key,
             signature,
         } => {
             w.u8(3).bytes(algorithm.as_bytes()).bytes(key_blob);
             match signature {
                 Some(s) => w.u8(1).bytes(s),
+                None => w.u8(0),
+            };
+            match host_key {
+                Some(h) => w.u8(1).bytes(h),
                 None => w.u8(0),
             }
         }
@@ -392,15 +397,25 @@ fn decode_method(r: &mut R<'_>) -> Result<Method, WireError> {
         0 => Method::None,
         1 => Method::Password(Zeroizing::new(r.string(MAX_NAME)?)),
         2 => Method::KeyboardInteractive,
-        3 => Method::PublicKey {
-            algorithm: r.string(MAX_NAME)?,
-            key_blob: r.bytes(MAX_MSG / 4)?.to_vec(),
-            signature: if r.bool()? {
-                Some(r.bytes(MAX_MSG / 4)?.to_vec())
-            } else {
-                None
-            },
-        },
+        3 => {
+            let algorithm = r.string(MAX_NAME)?;
+            let key_blob = r.bytes(MAX_MSG / 4)?.to_vec();
+            let mut optional = || -> Result<Option<Vec<u8>>, WireError> {
+                Ok(if r.bool()? {
+                    Some(r.bytes(MAX_MSG / 4)?.to_vec())
+                } else {
+                    None
+                })
+            };
+            let signature = optional()?;
+            let host_key = optional()?;
+            Method::PublicKey {
+                algorithm,
+                key_blob,
+                host_key,
+                signature,
+            }
+        }
         4 => Method::StripeJoin(join_request(r)?),
         _ => return Err(WireError::Malformed("unknown method")),
     })
