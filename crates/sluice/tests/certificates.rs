@@ -138,6 +138,52 @@ fn user_certificate_via_trusted_user_ca_keys() {
     );
 }
 
+/// Where ssh finds certificates, in its order: a key file whose `.pub` is
+/// a certificate offers the certificate; CertificateFile's go before the
+/// identity files, so that MaxAuthTries is not spent on plain keys first.
+/// Against both servers, with ssh's own result beside sluice's.
+#[test]
+fn a_certificate_in_a_pub_file_and_certificate_files_first() {
+    if missing("/usr/sbin/sshd") {
+        return;
+    }
+    let s = setup("cert-order");
+    let ca = s.dir.path("ca");
+    // A copy of the key whose `.pub` holds its certificate.
+    let k = s.dir.path("certpub");
+    std::fs::copy(&s.user_key, &k).unwrap();
+    sign(&ca, &s.user_key, &s.dir.path("certpub.pub"), &user(), &[]);
+    let cert = sign(&ca, &s.user_key, &s.dir.path("cf-cert.pub"), &user(), &[]);
+    let other = s.dir.path("other");
+    keygen(&other, "ed25519");
+    let certfile = format!("CertificateFile={}", cert.display());
+    let (k, other) = (k.display().to_string(), other.display().to_string());
+    let extra = format!(
+        "TrustedUserCAKeys {}\nMaxAuthTries 2",
+        s.dir.path("ca.pub").display()
+    );
+    for (os, server_name) in [(true, "sshd"), (false, "sluiced")] {
+        let server = s.start(os, &extra);
+        for oc in [true, false] {
+            let label = format!("{} -> {server_name}", if oc { "ssh" } else { "sluice" });
+            // The setup's plain key (not authorized) first, then these.
+            let cases: [&[&str]; 2] = [&["-i", &k], &["-i", &other, "-o", &certfile]];
+            for case in cases {
+                let mut c = s.client(oc, &server, &["-o", "IdentitiesOnly=yes"]);
+                c.args(case).arg("echo ok").env_remove("SSH_AUTH_SOCK");
+                let out = run(c, b"", 60);
+                assert_eq!(
+                    String::from_utf8_lossy(&out.stdout),
+                    "ok\n",
+                    "{label} {case:?}: {}\n{}",
+                    String::from_utf8_lossy(&out.stderr),
+                    server.log_text()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn user_certificate_via_principals_file_and_cert_authority() {
     if missing("/usr/sbin/sshd") {

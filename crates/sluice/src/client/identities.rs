@@ -1,8 +1,9 @@
-//! The keys `sluice` offers, in OpenSSH's order: -i and IdentityFile
-//! files, then the agent's (IdentityAgent, SSH_AUTH_SOCK), limited by
-//! IdentitiesOnly. Certificates (PROTOCOL.certkeys) are offered as keys of
-//! their own: the agent's, `<identity>-cert.pub` next to a key file, and
-//! CertificateFile's, each signed for by the key it certifies.
+//! The keys `sluice` offers, in OpenSSH's order: CertificateFile's
+//! certificates, the agent's keys (IdentityAgent, SSH_AUTH_SOCK), then -i
+//! and IdentityFile files, limited by IdentitiesOnly. Certificates
+//! (PROTOCOL.certkeys) are offered as keys of their own: the agent's, a
+//! certificate in a key file's `.pub` or `<identity>-cert.pub` beside it,
+//! and CertificateFile's, each signed for by the key it certifies.
 
 use crate::client::auth::LoadError;
 use crate::client::session::Identity;
@@ -87,11 +88,18 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
             continue;
         }
         seen.push(path.clone());
+        // ssh takes `<identity>.pub` as the identity's public key: a
+        // certificate there is what it offers for the file.
+        let pubcert = certificate_beside(&path);
         match identity::public_blob(&path) {
-            Ok(blob) if out.iter().any(|i: &Identity| i.public_blob == blob) => {}
+            Ok(blob)
+                if pubcert.is_none() && out.iter().any(|i: &Identity| i.public_blob == blob) => {}
             Ok(blob) => {
                 sources.push((blob.clone(), Source::File(path.clone(), sk.clone())));
-                out.extend(file_identity(&path, blob, batch, sk.clone(), add.clone()));
+                match pubcert {
+                    Some(c) => out.extend(cert_identity(&c, &sources, batch, false)),
+                    None => out.extend(file_identity(&path, blob, batch, sk.clone(), add.clone())),
+                }
                 // ssh's `<identity>-cert.pub`, offered after its key.
                 let cert = PathBuf::from(format!("{}-cert.pub", path.display()));
                 if cert.exists() {
@@ -101,11 +109,16 @@ pub(super) fn identities(cli_files: &[String], r: &Resolved) -> Vec<Identity> {
             Err(_) => log!(Debug1, "identity file {} not accessible", path.display()),
         }
     }
-    for c in r.all("certificatefile") {
-        let cert = r.file_path(c);
-        out.extend(cert_identity(&cert, &sources, batch, true));
-    }
-    out
+    // CertificateFile's certificates go first, as ssh offers them (before
+    // agent keys and identity files): a server's MaxAuthTries would
+    // otherwise end the attempt before them.
+    let mut certs: Vec<Identity> = r
+        .all("certificatefile")
+        .iter()
+        .filter_map(|c| cert_identity(&r.file_path(c), &sources, batch, true))
+        .collect();
+    certs.extend(out);
+    certs
 }
 
 /// Where a plain key's signatures come from.
@@ -113,6 +126,14 @@ enum Source {
     /// A key file, and the FIDO middleware for a security key's.
     File(PathBuf, Option<String>),
     Agent(Arc<crate::keys::agent::Agent>),
+}
+
+/// `<path>.pub` when it holds a certificate rather than a plain key.
+fn certificate_beside(path: &Path) -> Option<PathBuf> {
+    let p = PathBuf::from(format!("{}.pub", path.display()));
+    let text = std::fs::read_to_string(&p).ok()?;
+    let ty = text.split_whitespace().next()?;
+    hostkey::cert::is_cert_type(ty).then_some(p)
 }
 
 /// A certificate file as an identity, signed for by the key it certifies
