@@ -363,3 +363,66 @@ fn the_key_restrictions_of_the_first_step_hold() {
     );
     assert!(log.contains("pty-req refused: key option no-pty"), "{log}");
 }
+
+/// PermitEmptyPasswords with PasswordAuthentication: an account whose
+/// password is empty logs in through the `none` method, never asked
+/// (BatchMode), as with sshd, with and without PAM (Debian's pam_unix has
+/// nullok); with `no` (the default) it does not, and an account with a
+/// password is not let in by `none`.
+#[test]
+fn an_empty_password_logs_in_through_none_only_when_permitted() {
+    if user() != "root" {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let empty = TestUser::named("slemp");
+    let mut tries = 0;
+    while !Command::new("passwd")
+        .args(["-d", &empty.name])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+    {
+        tries += 1;
+        assert!(tries < 20, "passwd -d {}", empty.name);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let Some(with_password) = user_with_password("n") else {
+        return;
+    };
+    let s = Setup::new("am-empty");
+    let cases = [
+        // (server is sshd, UsePAM, PermitEmptyPasswords, the empty account logs in)
+        (true, "no", "yes", true),
+        (false, "no", "yes", true),
+        (false, "yes", "yes", true),
+        (false, "no", "no", false),
+        (false, "yes", "no", false),
+    ];
+    for (openssh_server, pam, permit, want) in cases {
+        let cfg = format!(
+            "UsePAM {pam}\nPasswordAuthentication yes\nKbdInteractiveAuthentication no\nPermitEmptyPasswords {permit}"
+        );
+        let server = s.start(openssh_server, &cfg);
+        for openssh in [true, false] {
+            let who = format!(
+                "{} -> {} UsePAM {pam} PermitEmptyPasswords {permit}",
+                if openssh { "ssh" } else { "sluice" },
+                if openssh_server { "sshd" } else { "sluiced" }
+            );
+            let (ok, err) = login(&s, openssh, server.port, &empty.name, &[], None);
+            assert_eq!(ok, want, "{who}: {err}\n{}", server.log_text());
+            let (ok, _) = login(&s, openssh, server.port, &with_password.name, &[], None);
+            assert!(!ok, "{who}: an account with a password got in");
+        }
+        if want && !openssh_server {
+            let log = server.log_text();
+            assert!(
+                log.contains(&format!("Accepted none for {}", empty.name)),
+                "{log}"
+            );
+        }
+    }
+}

@@ -101,6 +101,8 @@ pub struct ServerAuth {
     progress: Option<Progress>,
     /// The user `progress` is for.
     progress_user: Option<String>,
+    /// A `none` request was tried as an empty password (sshd tries it once).
+    none_tried: bool,
 }
 
 impl ServerAuth {
@@ -115,6 +117,7 @@ impl ServerAuth {
             timed_out: false,
             progress: None,
             progress_user: None,
+            none_tried: false,
         }
     }
 
@@ -349,6 +352,36 @@ impl ServerAuth {
                 }
                 None
             }
+            // sshd's `none` method: with PermitEmptyPasswords and
+            // PasswordAuthentication, an account whose password is empty
+            // logs in without being asked (once per connection, and only
+            // under AuthenticationMethods any, as no list can name it).
+            AuthMethodRequest::None
+                if !self.none_tried
+                    && cfg.permit_empty_passwords
+                    && cfg.password_authentication
+                    && cfg.authentication_methods.is_empty() =>
+            {
+                self.none_tried = true;
+                // Root as for a password, without sshd's log line here.
+                let root_ok = info
+                    .as_ref()
+                    .is_some_and(|i| i.uid != 0 || cfg.permit_root_login == PermitRootLogin::Yes);
+                if !root_ok {
+                    conn.auth_reject();
+                    return None;
+                }
+                if cfg.use_pam {
+                    let empty = pam::Mode::Password(Zeroizing::new(String::new()));
+                    self.start_pam(conn, user, &rhost, empty, cfg, "none");
+                    None
+                } else if shadow::check(user, "", true) {
+                    self.finish(conn, cfg, true, "none", None)
+                } else {
+                    conn.auth_reject();
+                    None
+                }
+            }
             _ => {
                 // `none` (and anything else): the list, without counting.
                 conn.auth_reject();
@@ -546,7 +579,7 @@ impl ServerAuth {
                 // sshd's words: an error through keyboard-interactive
                 // (sshpam_query), a debug line for a password.
                 match &r {
-                    Err(e) if method == "password" => log!(
+                    Err(e) if method == "password" || method == "none" => log!(
                         Debug1,
                         "PAM: password authentication failed for {}: {e}",
                         self.who()
