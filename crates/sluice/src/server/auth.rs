@@ -375,11 +375,9 @@ impl ServerAuth {
                     let empty = pam::Mode::Password(Zeroizing::new(String::new()));
                     self.start_pam(conn, user, &rhost, empty, cfg, "none");
                     None
-                } else if shadow::check(user, "", true) {
-                    self.finish(conn, cfg, true, "none", None)
                 } else {
-                    conn.auth_reject();
-                    None
+                    let ok = shadow::check(user, "", true);
+                    self.finish(conn, cfg, ok, "none", None)
                 }
             }
             _ => {
@@ -490,7 +488,13 @@ impl ServerAuth {
                 .then_some(info)
                 .flatten();
         }
-        log!(Info, "Failed {method} for {who} from {ip} port {port} ssh2");
+        // sshd logs a failed `none` (the empty password) at VERBOSE only:
+        // every client sends one.
+        if method == "none" {
+            log!(Verbose, "Failed none for {who} from {ip} port {port} ssh2");
+        } else {
+            log!(Info, "Failed {method} for {who} from {ip} port {port} ssh2");
+        }
         let name = self.user.as_ref().map_or("", |(n, _)| n.as_str());
         let delay = delay.unwrap_or_else(|| user_delay(name));
         self.reject_at = Some(Instant::now() + delay);
