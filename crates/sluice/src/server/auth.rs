@@ -71,6 +71,12 @@ pub fn read_banner(path: &std::path::Path) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// PermitRootLogin: only `yes` lets root use a password (or an empty
+/// one through `none`).
+fn password_allowed_for(cfg: &Sshd, info: &UserInfo) -> bool {
+    info.uid != 0 || cfg.permit_root_login == PermitRootLogin::Yes
+}
+
 /// A check in progress.
 enum Work {
     Idle,
@@ -271,7 +277,7 @@ impl ServerAuth {
 
     /// Whether root may use a password here; logs the refusal as sshd.
     fn root_ok(&self, cfg: &Sshd, info: &UserInfo) -> bool {
-        if info.uid != 0 || cfg.permit_root_login == PermitRootLogin::Yes {
+        if password_allowed_for(cfg, info) {
             return true;
         }
         log!(
@@ -363,21 +369,19 @@ impl ServerAuth {
                     && cfg.authentication_methods.is_empty() =>
             {
                 self.none_tried = true;
-                // Root as for a password, without sshd's log line here.
-                let root_ok = info
-                    .as_ref()
-                    .is_some_and(|i| i.uid != 0 || cfg.permit_root_login == PermitRootLogin::Yes);
-                if !root_ok {
-                    conn.auth_reject();
-                    return None;
-                }
+                // As a password: an unknown user or refused root is checked
+                // all the same (the time a check takes tells nothing), but
+                // without sshd's ROOT LOGIN REFUSED line, as every ssh
+                // connection sends `none`.
+                let allowed = info.as_ref().is_some_and(|i| password_allowed_for(cfg, i));
                 if cfg.use_pam {
-                    let empty = pam::Mode::Password(Zeroizing::new(String::new()));
+                    let pw = if allowed { "" } else { BAD_PASSWORD };
+                    let empty = pam::Mode::Password(Zeroizing::new(pw.to_owned()));
                     self.start_pam(conn, user, &rhost, empty, cfg, "none");
                     None
                 } else {
                     let ok = shadow::check(user, "", true);
-                    self.finish(conn, cfg, ok, "none", None)
+                    self.finish(conn, cfg, ok && allowed, "none", None)
                 }
             }
             _ => {
